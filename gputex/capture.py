@@ -1,0 +1,110 @@
+"""Capture: any level / layer of a texture -> numpy, through ``copy_texture_to_buffer``.
+
+Rows travel padded to 256 bytes into a ``MAP_READ | COPY_DST`` buffer; the padding
+is removed with one numpy slice-assignment per band into a preallocated array
+(no Python loop per row), copied out before ``unmap``. Textures larger than the
+memory budget (or the device's max buffer size) go in row bands through two
+reused buffers, so the GPU copies band k+1 while the CPU unpads band k.
+wgpu-py's ``queue.read_texture`` is not used: it unpads in a Python row loop.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from .errors import LimitError
+from .layout import bands, copy_layout
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .upload import Texture
+
+__all__ = ["capture", "capture_bytes"]
+
+Progress = Callable[[int, int], None]
+
+
+def _readback_ring(session, size: int) -> list:
+    import wgpu
+
+    key = ("readback-ring",)
+    ring = session._cache.get(key)
+    if ring is None or ring[0].size < size:
+        for b in ring or []:
+            b.destroy()
+        ring = [session.check("readback buffer", session.device.create_buffer, size=size,
+                              usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+                for _ in range(2)]
+        session._cache[key] = ring
+    return ring
+
+
+def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int = 64 << 20,
+                  out: "np.ndarray | None" = None, progress: Progress | None = None) -> "np.ndarray":
+    """Read one level/layer back as tight bytes: ``(blocks_down, blocks_across * block_bytes)`` uint8.
+
+    ``out`` may be a preallocated array of that shape (reused across captures).
+    """
+    import numpy as np
+    import wgpu
+
+    if not 0 <= level < tex.levels:
+        raise LimitError(f"{tex.source}: level {level} does not exist (texture has {tex.levels})")
+    if not 0 <= layer < tex.layers:
+        raise LimitError(f"{tex.source}: layer {layer} does not exist (texture has {tex.layers})")
+    session = tex.session
+    w, h = tex.size(level)
+    lay = copy_layout(tex.format, w, h)
+    pitch = lay.padded_bytes_per_row
+    limit = min(budget // 2, session.limits.get("max-buffer-size", 256 << 20))
+    parts = bands(lay.blocks_down, pitch, limit)
+    if out is None:
+        out = np.empty((lay.blocks_down, lay.bytes_per_row), np.uint8)
+    elif out.shape != (lay.blocks_down, lay.bytes_per_row) or out.dtype != np.uint8:
+        raise ValueError(f"out must be uint8 {(lay.blocks_down, lay.bytes_per_row)}, got {out.dtype} {out.shape}")
+    ring = _readback_ring(session, max(y1 - y0 for y0, y1 in parts) * pitch)
+    bw, bh = tex.format.block
+
+    def submit(i: int) -> None:
+        y0, y1 = parts[i]
+        enc = session.device.create_command_encoder()
+        session.check(
+            f"{tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
+            {"texture": tex.texture, "mip_level": level, "origin": (0, y0 * bh, layer)},
+            {"buffer": ring[i % 2], "offset": 0, "bytes_per_row": pitch, "rows_per_image": y1 - y0},
+            (lay.blocks_across * bw, (y1 - y0) * bh, 1),
+        )
+        session.device.queue.submit([enc.finish()])
+
+    submit(0)
+    for i, (y0, y1) in enumerate(parts):
+        if i + 1 < len(parts):
+            submit(i + 1)  # the GPU fills the other buffer while this one is unpadded
+        buf, nbytes = ring[i % 2], (y1 - y0) * pitch
+        session.check(f"{tex.source}: map readback buffer", buf.map_sync, wgpu.MapMode.READ, 0, nbytes)
+        try:
+            src = np.frombuffer(buf.read_mapped(0, nbytes, copy=False), np.uint8)
+            out[y0:y1] = src.reshape(y1 - y0, pitch)[:, : lay.bytes_per_row]
+            del src
+        finally:
+            buf.unmap()
+        if progress:
+            progress(y1 * lay.bytes_per_row, lay.data_bytes)
+    return out
+
+
+def capture(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int = 64 << 20,
+            progress: Progress | None = None) -> "np.ndarray":
+    """Read one level/layer back as components ``(height, width, channels)``.
+
+    Values come back as the texture stores them (see :func:`gputex.convert.from_texture_rows`):
+    uint8 for 8-bit formats, uint16 for 16-bit and rgb10a2, float16/float32 for float formats.
+    Block-compressed textures cannot be read this way (use their raw bytes).
+    """
+    from .convert import from_texture_rows
+
+    if tex.format.compressed:
+        raise LimitError(f"{tex.source}: {tex.format.name} is block-compressed; use capture_bytes")
+    raw = capture_bytes(tex, level, layer, budget=budget, progress=progress)
+    return from_texture_rows(raw, tex.format, tex.size(level)[0])

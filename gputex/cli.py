@@ -1,0 +1,402 @@
+"""gputex command line: a thin Typer layer over the library.
+
+Each command parses its flags, calls the library, and renders the result. Exit codes
+are decided here and nowhere else. Nothing heavy (wgpu, numpy, rich) is imported at
+module level, so ``gputex --help`` answers fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import Enum
+from typing import List, Optional
+
+import typer
+
+from .errors import GputexError, NoAdapterError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+EXIT_CODES = (
+    "Exit codes: 0 every input ok; 1 one or more inputs failed (the others are still "
+    "processed); 2 usage error; 3 no usable GPU adapter or device; 130 interrupted."
+)
+
+app = typer.Typer(
+    help="Move images into GPU textures and back, exactly. " + EXIT_CODES,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class ColorSpace(str, Enum):
+    srgb = "srgb"
+    linear = "linear"
+
+
+class UploadPath(str, Enum):
+    auto = "auto"
+    write_texture = "write_texture"
+    staging = "staging"
+
+
+class FloatAs(str, Enum):
+    tiff = "tiff"
+    npy = "npy"
+    png = "png"
+
+
+class Filter(str, Enum):
+    box = "box"
+    kaiser = "kaiser"
+    lanczos = "lanczos"
+
+
+class Alpha(str, Enum):
+    weighted = "weighted"
+    straight = "straight"
+    premultiplied = "premultiplied"
+
+
+class Wrap(str, Enum):
+    clamp = "clamp"
+    repeat = "repeat"
+    mirror = "mirror"
+
+
+_state = {"debug": False}
+
+AdapterOpt = typer.Option(None, "--adapter", envvar="GPUTEX_ADAPTER",
+                          help="Use the adapter whose name contains this text.")
+BackendOpt = typer.Option(None, "--backend", envvar="GPUTEX_BACKEND",
+                          help="vulkan, metal, dx12 or gl.")
+JsonOpt = typer.Option(False, "--json", help="One JSON object per input on stdout.")
+DebugOpt = typer.Option(False, "--debug", help="Show tracebacks.")
+FormatOpt = typer.Option(None, "--format", "-f", help="Texture format (default: chosen from the image; see README).")
+SpaceOpt = typer.Option(None, "--color-space", help="How the data is meant: srgb or linear (default: from the file).")
+BudgetOpt = typer.Option(64, "--budget", min=1, help="Host staging memory per transfer, MiB.")
+PathOpt = typer.Option(UploadPath.auto, "--upload-path", help="auto, write_texture or staging.")
+MaxPixelsOpt = typer.Option(None, "--max-pixels", min=1, help="Refuse images above this many pixels (default 16384^2).")
+
+
+def _err(message: str) -> None:
+    typer.echo(f"gputex: {message}", err=True)
+
+
+def _session(adapter: Optional[str], backend: Optional[str]):
+    from .device import Session
+
+    try:
+        return Session(adapter=adapter, backend=backend)
+    except NoAdapterError as e:
+        _err(str(e))
+        raise typer.Exit(EXIT_NO_GPU)
+    except ValueError as e:
+        _err(str(e))
+        raise typer.Exit(EXIT_USAGE)
+
+
+def _validate_format(name: Optional[str]) -> None:
+    if name is None:
+        return
+    from .formats import get_format
+
+    try:
+        fmt = get_format(name)
+    except GputexError as e:
+        _err(str(e))
+        raise typer.Exit(EXIT_USAGE)
+    if not fmt.image:
+        from .formats import IMAGE_FORMATS
+
+        _err(f"format {fmt.name} cannot be filled from an image; use one of: {', '.join(IMAGE_FORMATS)}")
+        raise typer.Exit(EXIT_USAGE)
+
+
+def _progress(total: int, enabled: bool):
+    """A rich progress bar over inputs on a terminal; a no-op in pipes and with --json."""
+    if not enabled or not sys.stderr.isatty() or total < 1:
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                 TimeRemainingColumn(), transient=True, console=_stderr_console())
+    p.start()
+    p.add_task("gputex", total=total)
+    return p
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _run_batch(inputs: List[str], one, as_json: bool, session, render) -> int:
+    """Run ``one(path)`` for each input; print results; return the exit code."""
+    failed = 0
+    bar = _progress(len(inputs), not as_json)
+    results = []
+    try:
+        for path in inputs:
+            if bar:
+                bar.update(0, description=os.path.basename(path))
+            result = one(path)
+            if as_json:
+                d = result.as_dict()
+                d["adapter"] = session.name
+                typer.echo(json.dumps(d))
+            if not result.ok:
+                failed += 1
+                if _state["debug"] and result.exception is not None:
+                    import traceback
+
+                    traceback.print_exception(result.exception, file=sys.stderr)
+                _err(result.error or f"{path}: failed")
+            for w in result.warnings:
+                _err(f"warning: {w}")
+            results.append(result)
+            if bar:
+                bar.advance(0)
+    finally:
+        if bar:
+            bar.stop()
+    if not as_json:
+        render(results, session)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _options(**kw):
+    from .pipeline import Options
+
+    return Options(**kw)
+
+
+def _mip_kwargs(filter: Filter, alpha: Alpha, alpha_coverage, normal_map: bool, wrap: Wrap) -> dict:
+    return {"filter": filter.value, "alpha": alpha.value, "alpha_coverage": alpha_coverage,
+            "normal_map": normal_map, "wrap": wrap.value}
+
+
+MipsOpt = typer.Option(False, "--mips", help="Generate the mip chain on the GPU.")
+LevelsOpt = typer.Option(None, "--levels", min=1, help="Mip levels to make (default: the full chain).")
+FilterOpt = typer.Option(Filter.box, "--filter", help="Mip filter: box (exact area average), kaiser, lanczos.")
+AlphaOpt = typer.Option(Alpha.weighted, "--alpha", help="weighted (colour by alpha), straight, premultiplied.")
+CoverageOpt = typer.Option(None, "--alpha-coverage", min=0.0, max=1.0,
+                           help="Keep the fraction of texels with alpha >= CUTOFF that level 0 has.")
+NormalOpt = typer.Option(False, "--normal-map", help="Data is a normal map: renormalize each level.")
+WrapOpt = typer.Option(Wrap.clamp, "--wrap", help="Edge handling for kernels wider than the footprint.")
+
+
+@app.command()
+def upload(
+    images: List[str] = typer.Argument(..., help="Image files."),
+    format: Optional[str] = FormatOpt,
+    color_space: Optional[ColorSpace] = SpaceOpt,
+    flip_y: bool = typer.Option(False, "--flip-y", help="Upload rows bottom to top."),
+    premultiply: bool = typer.Option(False, "--premultiply", help="Multiply colour by alpha before upload."),
+    no_exif_rotate: bool = typer.Option(False, "--no-exif-rotate", help="Keep the stored orientation."),
+    mips: bool = MipsOpt, levels: Optional[int] = LevelsOpt, filter: Filter = FilterOpt,
+    alpha: Alpha = AlphaOpt, alpha_coverage: Optional[float] = CoverageOpt,
+    normal_map: bool = NormalOpt, wrap: Wrap = WrapOpt,
+    budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,
+    as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
+    debug: bool = DebugOpt,
+) -> None:
+    """Upload images, read them back, verify they are exact, and show the copy layout."""
+    _state["debug"] = debug
+    _validate_format(format)
+    session = _session(adapter, backend)
+    from .pipeline import upload_file
+
+    opts = _options(format=format, color_space=color_space.value if color_space else None,
+                    flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
+                    budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
+                    mips=mips or levels is not None, mip_levels=levels,
+                    mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
+    code = _run_batch(images, lambda p: upload_file(session, p, opts), as_json, session, _render_upload)
+    raise typer.Exit(code)
+
+
+def _render_upload(results, session) -> None:
+    ok = [r for r in results if r.ok or r.layout]
+    if not ok:
+        return
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=f"on {session.name}", title_justify="left")
+        for col in ("image", "format", "size", "GPU bytes", "bytes_per_row", "padded (capture)",
+                    "padding/row", "staging", "path", "exact"):
+            t.add_column(col, justify="left" if col in ("image", "format", "path") else "right")
+        for r in ok:
+            lay = r.layout
+            t.add_row(os.path.basename(r.source), r.format, f"{r.width}x{r.height}", f"{lay['data_bytes']:,}",
+                      str(lay["bytes_per_row"]), str(lay["padded_bytes_per_row"]),
+                      str(lay["padding_per_row"]), f"{lay['staging_bytes']:,}", r.upload_path,
+                      "yes" if r.verified else "NO")
+        Console().print(t)
+        return
+    typer.echo(f"adapter: {session.name}")
+    for r in ok:
+        lay = r.layout
+        typer.echo(
+            f"{r.source}: {r.format} {r.width}x{r.height} ({r.color_space}), {lay['data_bytes']} bytes; "
+            f"write_texture bytes_per_row {lay['bytes_per_row']}; capture bytes_per_row "
+            f"{lay['padded_bytes_per_row']} (+{lay['padding_per_row']} padding per row), staging "
+            f"{lay['staging_bytes']} bytes; path {r.upload_path}; "
+            + ("exact round trip" if r.verified else "MISMATCH")
+        )
+
+
+@app.command()
+def capture(
+    sources: List[str] = typer.Argument(..., help="Image files."),
+    out: str = typer.Option(..., "--out", "-o", help="Output folder (created if missing)."),
+    format: Optional[str] = FormatOpt,
+    color_space: Optional[ColorSpace] = SpaceOpt,
+    level: str = typer.Option("0", "--level", help="Mip level to write, or 'all'."),
+    mips: bool = MipsOpt, levels: Optional[int] = LevelsOpt, filter: Filter = FilterOpt,
+    alpha: Alpha = AlphaOpt, alpha_coverage: Optional[float] = CoverageOpt,
+    normal_map: bool = NormalOpt, wrap: Wrap = WrapOpt,
+    sheet: bool = typer.Option(False, "--sheet", help="Also write <stem>_sheet.png with all levels side by side."),
+    flip_y: bool = typer.Option(False, "--flip-y", help="Upload rows bottom to top."),
+    premultiply: bool = typer.Option(False, "--premultiply", help="Multiply colour by alpha before upload."),
+    no_exif_rotate: bool = typer.Option(False, "--no-exif-rotate", help="Keep the stored orientation."),
+    float_as: FloatAs = typer.Option(FloatAs.tiff, "--float-as",
+                                     help="Float textures as tiff (exact), npy (exact) or png (16-bit, clamped)."),
+    png_level: int = typer.Option(6, "--png-compression", min=0, max=9, help="zlib level of PNG output."),
+    budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,
+    as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
+    debug: bool = DebugOpt,
+) -> None:
+    """Put images on the GPU and write back, bit for bit, what the GPU holds.
+
+    Names: OUT/<stem>.png for level 0 of a one-level texture, otherwise
+    OUT/<stem>_level<L>.png; with --sheet also OUT/<stem>_sheet.png. A stem
+    already used in this run gets -2, -3, ... Float data is written as .tiff
+    (or .npy), integer data PNG cannot hold as .npy.
+    """
+    _state["debug"] = debug
+    _validate_format(format)
+    if level != "all" and not level.isdigit():
+        _err(f"--level must be a number or 'all', got {level!r}")
+        raise typer.Exit(EXIT_USAGE)
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        _err(f"{out}: cannot create output folder ({e.strerror or e})")
+        raise typer.Exit(EXIT_FAILED)
+    if not os.access(out, os.W_OK):
+        _err(f"{out}: output folder is not writable")
+        raise typer.Exit(EXIT_FAILED)
+    session = _session(adapter, backend)
+    from .pipeline import OutputNames, capture_file
+
+    want_mips = mips or levels is not None
+    opts = _options(format=format, color_space=color_space.value if color_space else None,
+                    flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
+                    budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
+                    mips=want_mips, mip_levels=levels, level=level, float_as=float_as.value,
+                    png_level=png_level, sheet=sheet,
+                    mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
+    names = OutputNames(out, sources)
+    code = _run_batch(sources, lambda p: capture_file(session, p, names, opts), as_json, session,
+                      _render_capture)
+    raise typer.Exit(code)
+
+
+def _render_capture(results, session) -> None:
+    for r in results:
+        if r.ok:
+            typer.echo(f"{r.source} -> {', '.join(r.outputs)}  ({r.format} {r.width}x{r.height}"
+                       + (f", {r.levels} levels" if r.levels and r.levels > 1 else "") + ")")
+
+
+@app.command()
+def layout(
+    width: int = typer.Argument(..., min=1), height: int = typer.Argument(..., min=1),
+    format: str = typer.Option("rgba8unorm", "--format", "-f", help="Any WebGPU texture format."),
+    layers: int = typer.Option(1, "--layers", min=1, help="Array layers."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """The copy arithmetic for a texture, without a GPU."""
+    from .formats import get_format
+    from .layout import copy_layout
+
+    try:
+        fmt = get_format(format)
+    except GputexError as e:
+        _err(str(e))
+        raise typer.Exit(EXIT_USAGE)
+    lay = copy_layout(fmt, width, height, layers).as_dict()
+    lay["block"] = list(fmt.block)
+    lay["block_bytes"] = fmt.block_bytes
+    if as_json:
+        typer.echo(json.dumps(lay))
+        return
+    for key, value in lay.items():
+        typer.echo(f"{key:22} {value}")
+
+
+@app.command()
+def info(
+    as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
+) -> None:
+    """Adapters, the chosen one, its limits, and what each texture format can do on it."""
+    session = _session(adapter, backend)
+    from .device import list_adapters
+    from .probe import format_capabilities
+
+    adapters = [session.info.as_dict()]
+    for a in list_adapters(backend):
+        d = {"name": a.info.get("device", ""), "backend": a.info.get("backend_type", ""),
+             "type": a.info.get("adapter_type", ""), "chosen": False}
+        if (d["name"], d["backend"]) != (session.info.name, session.info.backend):
+            adapters.append(d)
+    caps = format_capabilities(session)
+    report = {"adapters": adapters, "chosen": session.name, "features": sorted(session.features),
+              "limits": {k: session.limits[k] for k in sorted(session.info.limits)}, "formats": caps}
+    if as_json:
+        typer.echo(json.dumps(report))
+        return
+    typer.echo(f"chosen adapter: {session.name}")
+    for a in adapters:
+        typer.echo(f"  {'*' if a['chosen'] else ' '} {a['name']} ({a['backend']}, {a['type']})")
+    typer.echo("limits:")
+    for k, v in report["limits"].items():
+        typer.echo(f"  {k:36} {v}")
+    typer.echo("formats (upload render filter storage capture):")
+    for name, c in caps.items():
+        marks = " ".join("yes" if c[k] else " - " for k in ("upload", "render", "filter", "storage", "capture"))
+        typer.echo(f"  {name:24} {marks}")
+
+
+def main() -> None:
+    """Entry point of the ``gputex`` command."""
+    debug = "--debug" in sys.argv
+    try:
+        code = app(standalone_mode=False)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
+    except SystemExit:
+        raise
+    except Exception as e:  # click usage errors (typer may vendor click) and anything unexpected
+        if type(e).__name__ == "Abort":  # click's wrapper around KeyboardInterrupt
+            _err("interrupted")
+            sys.exit(EXIT_INTERRUPTED)
+        if hasattr(e, "show") and hasattr(e, "exit_code"):
+            e.show()
+            sys.exit(EXIT_USAGE)
+        if debug:
+            raise
+        _err(f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)")
+        sys.exit(EXIT_FAILED)
+    sys.exit(code if isinstance(code, int) else EXIT_OK)

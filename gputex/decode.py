@@ -1,0 +1,263 @@
+"""Decode: an image file -> :class:`Image` (pixels as numpy, plus what they mean).
+
+Pillow opens everything it can; 16-bit PNGs (grey, grey+alpha, RGB, RGBA) go through
+imagecodecs' libpng instead, because Pillow opens 16-bit RGB/RGBA and grey+alpha as
+8-bit. Every Pillow mode lands in one of four shapes of data:
+
+============  =========================  ========  ==================
+Pillow mode   becomes                    dtype     colour space
+============  =========================  ========  ==================
+1             L (0 / 255)                uint8     srgb
+L, LA         as is                      uint8     srgb
+P, PA         RGB, or RGBA when the      uint8     srgb
+              palette has transparency
+RGB, RGBA     as is (RGBX -> RGB,        uint8     srgb
+              RGBa/La un-premultiplied)
+CMYK, YCbCr,  RGB (Pillow's conversion)  uint8     srgb
+LAB, HSV
+I;16*         L, 16 bits                 uint16    srgb
+16-bit PNG    L / LA / RGB / RGBA        uint16    srgb (linear if gAMA 1.0)
+I             L, 32-bit signed           int32     linear
+F (PFM, TIF)  L, float                   float32   linear
+============  =========================  ========  ==================
+
+Grey and RGB colour keys (``tRNS`` / Pillow's ``transparency``) become an alpha
+channel. EXIF orientation is applied unless ``exif_rotate=False``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .errors import DecodeError, InputError, LimitError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["Image", "decode", "from_array", "DEFAULT_MAX_PIXELS"]
+
+#: Refuse images above this many pixels before decoding (decompression bombs).
+DEFAULT_MAX_PIXELS = 16384 * 16384
+
+
+@dataclass
+class Image:
+    """A decoded image: ``pixels`` is ``(height, width, channels)``, channels 1-4."""
+
+    pixels: "np.ndarray"
+    color_space: str  # "srgb" or "linear"
+    source: str = "<array>"
+    mode: str = ""
+
+    @property
+    def height(self) -> int:
+        return self.pixels.shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.pixels.shape[1]
+
+    @property
+    def channels(self) -> int:
+        return self.pixels.shape[2]
+
+    @property
+    def kind(self) -> str:
+        """"unorm" (uint8/uint16), "float" or "int" (int32)."""
+        k = self.pixels.dtype.kind
+        return "float" if k == "f" else ("int" if k == "i" else "unorm")
+
+    @property
+    def bits(self) -> int:
+        return self.pixels.dtype.itemsize * 8
+
+
+def from_array(pixels: "np.ndarray", color_space: str | None = None, source: str = "<array>") -> Image:
+    """Wrap a numpy array (H, W) or (H, W, C) as an :class:`Image`.
+
+    uint8 / uint16 are unorm data (sRGB by default), float32 linear, int32 integers.
+    """
+    import numpy as np
+
+    a = np.asarray(pixels)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    if a.ndim != 3 or not 1 <= a.shape[2] <= 4:
+        raise DecodeError(f"{source}: array of shape {a.shape} is not (H, W) or (H, W, 1..4)")
+    if a.dtype == np.bool_:
+        a = a.astype(np.uint8) * 255
+    if a.dtype == np.float64 or a.dtype == np.float16:
+        a = a.astype(np.float32)
+    if a.dtype not in (np.uint8, np.uint16, np.float32, np.int32):
+        raise DecodeError(f"{source}: arrays of dtype {a.dtype} are not supported "
+                          "(use uint8, uint16, int32 or float32)")
+    a = np.ascontiguousarray(a.astype(a.dtype.newbyteorder("=")))
+    if color_space is None:
+        color_space = "linear" if a.dtype.kind in "fi" else "srgb"
+    return Image(a, color_space, source, f"array:{a.dtype}")
+
+
+def _read_bytes(path: str) -> bytes:
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, not an image file")
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror or e})") from None
+
+
+def _orient(a: "np.ndarray", orientation: int) -> "np.ndarray":
+    """Apply an EXIF orientation (1-8) to an (H, W, C) array, as Pillow's exif_transpose does."""
+    import numpy as np
+
+    ops = {
+        2: lambda x: x[:, ::-1],
+        3: lambda x: x[::-1, ::-1],
+        4: lambda x: x[::-1],
+        5: lambda x: x.transpose(1, 0, 2),
+        6: lambda x: np.rot90(x, -1),
+        7: lambda x: x[::-1, ::-1].transpose(1, 0, 2),
+        8: lambda x: np.rot90(x, 1),
+    }
+    op = ops.get(orientation)
+    return np.ascontiguousarray(op(a)) if op else a
+
+
+def _decode_png16(path: str, data: bytes, header) -> Image:
+    import imagecodecs
+    import numpy as np
+
+    try:
+        a = imagecodecs.png_decode(data)
+    except Exception as e:  # imagecodecs raises its own PngError
+        raise DecodeError(f"{path}: corrupt PNG data ({e})") from e
+    if a.ndim == 2:
+        a = a[:, :, None]
+    a = a.astype(np.uint16, copy=False)
+    key = header.transparent_key()
+    if key is not None:
+        alpha = np.where((a == np.array(key, np.uint16)).all(axis=2), 0, 65535).astype(np.uint16)
+        a = np.concatenate([a, alpha[:, :, None]], axis=2)
+    names = {1: "L;16", 2: "LA;16", 3: "RGB;16", 4: "RGBA;16"}
+    return Image(np.ascontiguousarray(a), header.color_space or "srgb", path, names[a.shape[2]])
+
+
+def _pillow_pixels(im) -> tuple["np.ndarray", str]:
+    """Pillow image -> (H, W, C) array and its colour space, through the mode table."""
+    import numpy as np
+
+    mode = im.mode
+    trns = im.info.get("transparency")
+    if mode == "1":
+        return np.asarray(im.convert("L")), "srgb"
+    if mode in ("P", "PA"):
+        has_alpha = mode == "PA" or trns is not None
+        return np.asarray(im.convert("RGBA" if has_alpha else "RGB")), "srgb"
+    if mode in ("L", "RGB") and trns is not None:  # colour key
+        a = np.asarray(im)
+        a3 = a[:, :, None] if a.ndim == 2 else a
+        key = np.array(trns if isinstance(trns, tuple) else (trns,), dtype=a.dtype)
+        alpha = np.where((a3 == key[: a3.shape[2]]).all(axis=2), 0, 255).astype(np.uint8)
+        return np.concatenate([a3, alpha[:, :, None]], axis=2), "srgb"
+    if mode in ("L", "LA", "RGB", "RGBA"):
+        return np.asarray(im), "srgb"
+    if mode in ("La", "RGBa"):
+        return np.asarray(im.convert(mode.upper())), "srgb"
+    if mode == "RGBX":
+        return np.asarray(im)[:, :, :3], "srgb"
+    if mode in ("CMYK", "YCbCr", "LAB", "HSV"):
+        return np.asarray(im.convert("RGB")), "srgb"
+    if mode.startswith("I;16"):
+        return np.asarray(im).astype(np.uint16), "srgb"
+    if mode == "I":
+        return np.asarray(im).astype(np.int32), "linear"
+    if mode == "F":
+        return np.asarray(im).astype(np.float32), "linear"
+    raise DecodeError(f"unsupported image mode {mode}")
+
+
+def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
+           max_pixels: int = DEFAULT_MAX_PIXELS) -> Image:
+    """Decode an image file.
+
+    Parameters
+    ----------
+    path
+        Any file Pillow opens; 16-bit PNGs keep all 16 bits.
+    exif_rotate
+        Apply the EXIF orientation tag (default) or keep the stored orientation.
+    max_pixels
+        Refuse (``LimitError``) images with more pixels than this, from the header,
+        before the pixel data is decoded.
+
+    Raises
+    ------
+    InputError, DecodeError, LimitError
+    """
+    import io
+
+    import numpy as np
+    from PIL import Image as PILImage
+    from PIL import UnidentifiedImageError
+
+    from . import png
+
+    path = os.fspath(path)
+    data = _read_bytes(path)
+    if not data:
+        raise DecodeError(f"{path}: empty file")
+    header = None
+    if data.startswith(png.SIGNATURE):
+        try:
+            header = png.read_header(data)
+        except ValueError as e:
+            raise DecodeError(f"{path}: {e}") from None
+        _check_size(path, header.width, header.height, max_pixels)
+    try:
+        with PILImage.open(io.BytesIO(data)) as im:
+            _check_size(path, im.width, im.height, max_pixels)
+            orientation = im.getexif().get(0x0112, 1) if exif_rotate else 1
+            if header is not None and header.bit_depth == 16:
+                image = _decode_png16(path, data, header)
+            else:
+                im.seek(0)
+                im.load()
+                pixels, space = _pillow_pixels(im)
+                if header is not None and header.color_space:
+                    space = header.color_space
+                pixels = pixels[:, :, None] if pixels.ndim == 2 else pixels
+                image = Image(np.ascontiguousarray(pixels), space, path, im.mode)
+    except UnidentifiedImageError:
+        raise DecodeError(f"{path}: not an image (unknown or unsupported file format)") from None
+    except PILImage.DecompressionBombError as e:
+        raise LimitError(f"{path}: {e}") from None
+    except (DecodeError, LimitError) as e:
+        if str(e).startswith(path):
+            raise
+        raise type(e)(f"{path}: {e}") from None
+    except (OSError, SyntaxError, ValueError, EOFError) as e:
+        msg = str(e) or type(e).__name__
+        if "truncated" in msg or "broken data stream" in msg or isinstance(e, EOFError):
+            msg = "truncated or corrupt image data"
+        raise DecodeError(f"{path}: {msg}") from None
+    if image.width == 0 or image.height == 0:
+        raise DecodeError(f"{path}: image has zero width or height")
+    image.pixels = _orient(image.pixels, int(orientation))
+    return image
+
+
+def _check_size(path: str, width: int, height: int, max_pixels: int) -> None:
+    if width <= 0 or height <= 0:
+        raise DecodeError(f"{path}: image has zero width or height ({width}x{height})")
+    if width * height > max_pixels:
+        raise LimitError(
+            f"{path}: {width}x{height} is {width * height} pixels, over the limit of "
+            f"{max_pixels} (raise it with --max-pixels)"
+        )

@@ -1,0 +1,195 @@
+"""Device selection: pick an adapter, create one device with its own limits.
+
+Order of preference: discrete GPU, integrated GPU, virtual, then software adapters
+(lavapipe / llvmpipe) as the embedded fallback. ``adapter`` (a case-insensitive
+substring of the adapter's name) and ``backend`` narrow the choice; the
+``GPUTEX_ADAPTER`` and ``GPUTEX_BACKEND`` environment variables give defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import GPUError, NoAdapterError
+
+__all__ = ["Session", "AdapterInfo", "list_adapters", "BACKENDS"]
+
+BACKENDS = {"vulkan": "Vulkan", "metal": "Metal", "dx12": "D3D12", "gl": "OpenGL"}
+_TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3, "Unknown": 4}
+#: Features requested when the adapter has them.
+WANTED_FEATURES = (
+    "texture-format16bit-norm",
+    "float32-filterable",
+    "texture-compression-bc",
+    "texture-compression-etc2",
+    "texture-compression-astc",
+    "timestamp-query",
+    "bgra8unorm-storage",
+    "rg11b10ufloat-renderable",
+)
+#: Limits taken from the adapter (its own maxima, not WebGPU's defaults).
+WANTED_LIMITS = (
+    "max-texture-dimension-1d",
+    "max-texture-dimension-2d",
+    "max-texture-dimension-3d",
+    "max-texture-array-layers",
+    "max-buffer-size",
+    "max-storage-buffer-binding-size",
+    "max-compute-workgroup-storage-size",
+)
+
+
+@dataclass
+class AdapterInfo:
+    name: str
+    backend: str
+    adapter_type: str
+    driver: str = ""
+    chosen: bool = False
+    limits: dict[str, int] = field(default_factory=dict)
+    features: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "backend": self.backend, "type": self.adapter_type,
+                "driver": self.driver, "chosen": self.chosen}
+
+
+def _setup_instance(backend: str | None) -> None:
+    import wgpu
+    from wgpu.backends.wgpu_native import extras
+
+    # Mesa's GL loader complains to stderr when XDG_RUNTIME_DIR is missing; give it one.
+    if "XDG_RUNTIME_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["XDG_RUNTIME_DIR"] = tempfile.gettempdir()
+    if backend:
+        key = backend.lower()
+        if key not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; use one of: {', '.join(BACKENDS)}")
+        flag = {"vulkan": "Vulkan", "metal": "Metal", "dx12": "DX12", "gl": "GL"}[key]
+        try:
+            extras.set_instance_extras(backends=[flag])
+        except Exception:  # instance already made in this process: filtering below still applies
+            pass
+    _ = wgpu
+
+
+def _info(adapter) -> AdapterInfo:
+    info = adapter.info
+    return AdapterInfo(
+        name=info.get("device", "") or info.get("description", "") or "unknown",
+        backend=info.get("backend_type", ""),
+        adapter_type=info.get("adapter_type", "Unknown"),
+        driver=info.get("description", ""),
+        limits={k: adapter.limits[k] for k in WANTED_LIMITS if k in adapter.limits},
+        features=sorted(adapter.features),
+    )
+
+
+def list_adapters(backend: str | None = None) -> list:
+    """All wgpu adapters on this machine (optionally for one backend), best first."""
+    import wgpu
+
+    _setup_instance(backend)
+    adapters = wgpu.gpu.enumerate_adapters_sync()
+    if backend:
+        want = BACKENDS[backend.lower()]
+        adapters = [a for a in adapters if a.info.get("backend_type", "") == want]
+    backend_rank = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 1}
+    return sorted(adapters, key=lambda a: (_TYPE_RANK.get(a.info.get("adapter_type"), 4),
+                                           backend_rank.get(a.info.get("backend_type"), 2)))
+
+
+class Session:
+    """One adapter and one device, shared by every image of a run.
+
+    Parameters
+    ----------
+    adapter
+        Case-insensitive substring of the adapter name (default: ``GPUTEX_ADAPTER``).
+    backend
+        ``vulkan``, ``metal``, ``dx12`` or ``gl`` (default: ``GPUTEX_BACKEND``).
+
+    Raises
+    ------
+    NoAdapterError
+        When no adapter matches or the device cannot be created.
+    """
+
+    def __init__(self, adapter: str | None = None, backend: str | None = None):
+        adapter = adapter or os.environ.get("GPUTEX_ADAPTER") or None
+        backend = backend or os.environ.get("GPUTEX_BACKEND") or None
+        try:
+            candidates = list_adapters(backend)
+        except ValueError:
+            raise
+        except Exception as e:
+            raise NoAdapterError(f"no GPU adapter: wgpu could not start ({e})") from e
+        if adapter:
+            candidates = [a for a in candidates if adapter.lower() in _info(a).name.lower()]
+        if not candidates:
+            what = " ".join(x for x in (f"matching {adapter!r}" if adapter else "",
+                                        f"on backend {backend}" if backend else "") if x)
+            raise NoAdapterError(
+                f"no GPU adapter {what}".rstrip() + " (install a Vulkan driver, or Mesa's lavapipe: "
+                "apt-get install mesa-vulkan-drivers)"
+            )
+        self.adapter = candidates[0]
+        self.info = _info(self.adapter)
+        self.info.chosen = True
+        features = [f for f in WANTED_FEATURES if f in self.adapter.features]
+        limits = dict(self.info.limits)
+        try:
+            self.device = self.adapter.request_device_sync(
+                required_features=features, required_limits=limits, label="gputex"
+            )
+        except Exception as e:
+            raise NoAdapterError(f"could not create a device on {self.info.name}: {e}") from e
+        self.features = set(self.device.features)
+        self.limits = dict(self.device.limits)
+        self._cache: dict[Any, Any] = {}  # pipelines, buffers reused across images
+
+    # -- small helpers used by the step modules ---------------------------------
+    @property
+    def name(self) -> str:
+        return f"{self.info.name} ({self.info.backend}, {self.info.adapter_type})"
+
+    def has_feature(self, feature: str) -> bool:
+        return not feature or feature in self.features
+
+    def cached(self, key: Any, make):
+        """Return ``self._cache[key]``, creating it with ``make()`` the first time."""
+        value = self._cache.get(key)
+        if value is None:
+            value = self._cache[key] = make()
+        return value
+
+    def check(self, what: str, fn, *args, **kwargs):
+        """Call a wgpu function; turn its errors into :class:`GPUError` naming ``what``."""
+        try:
+            return fn(*args, **kwargs)
+        except MemoryError as e:
+            raise GPUError(f"{what}: out of GPU memory") from e
+        except Exception as e:
+            first = _first_line(e)
+            raise GPUError(f"{what}: {first}") from e
+
+    def wait(self) -> None:
+        """Block until all submitted GPU work is done (a buffer map; see README)."""
+        import wgpu
+
+        buf = self.cached("wait-buffer", lambda: self.device.create_buffer(
+            size=4, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST))
+        buf.map_sync(wgpu.MapMode.READ)
+        buf.unmap()
+
+
+def _first_line(e: Exception) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    # wgpu validation errors read "Validation Error / Caused by: / In X / <reason>": keep the reason
+    if lines and lines[0].lower().startswith("validation error") and len(lines) > 1:
+        return lines[-1]
+    return lines[0] if lines else type(e).__name__

@@ -1,0 +1,132 @@
+"""Encode: captured components -> a file on disk, written atomically.
+
+=====================  ==================================================
+texture data           written as
+=====================  ==================================================
+uint8 (8-bit unorm,    8-bit PNG: 1 channel grey, 2 grey+alpha, 4 RGBA
+8-bit uint)
+uint16 (16-bit unorm,  16-bit PNG, same channel mapping
+16-bit uint)
+rgb10a2 codes          16-bit PNG scaled exactly (``round(x * 65535 / 1023)``)
+                       with an ``sBIT`` chunk saying 10/10/10/2 bits
+float16 / float32      32-bit float TIFF (default, exact), ``.npy`` (exact),
+                       or 16-bit PNG clamped to [0, 1] (``float_as="png"``, warns)
+int / 32-bit uint      ``.npy`` (PNG cannot hold them)
+=====================  ==================================================
+
+PNGs carry an ``sRGB`` chunk for sRGB data and ``gAMA`` 1.0 for linear data.
+Every file is written to a temporary name in the target folder, flushed and
+renamed, so it appears whole or not at all.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import TYPE_CHECKING, Callable
+
+from .errors import OutputError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["encode", "output_suffix", "write_atomic", "DEFAULT_PNG_LEVEL"]
+
+#: zlib level for PNG output (speed/size trade-off: see README).
+DEFAULT_PNG_LEVEL = 6
+
+
+def output_suffix(dtype: "np.dtype", float_as: str = "tiff") -> str:
+    """File suffix ``encode`` uses for data of this dtype."""
+    kind, size = dtype.kind, dtype.itemsize
+    if kind == "u" and size <= 2:
+        return ".png"
+    if kind == "f":
+        return {"tiff": ".tiff", "npy": ".npy", "png": ".png"}[float_as]
+    return ".npy"
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".gputex-", suffix=".part", dir=folder)
+    except FileNotFoundError:
+        raise OutputError(f"{path}: output folder {folder} does not exist") from None
+    except PermissionError:
+        raise OutputError(f"{path}: output folder {folder} is not writable") from None
+    except OSError as e:
+        raise OutputError(f"{path}: cannot write in {folder} ({e.strerror or e})") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise OutputError(f"{path}: write failed ({e.strerror or e})") from None
+        raise
+
+
+def _png_bytes(a: "np.ndarray", color_space: str, level: int, sbit: bytes | None) -> bytes:
+    import struct
+
+    import imagecodecs
+
+    from . import png
+
+    img = a[:, :, 0] if a.shape[2] == 1 else a
+    data = imagecodecs.png_encode(img, level=level)
+    chunks = [png.chunk(b"sRGB", b"\x00") if color_space == "srgb"
+              else png.chunk(b"gAMA", struct.pack(">I", 100000))]
+    if sbit:
+        chunks.append(png.chunk(b"sBIT", sbit))
+    return png.insert_chunks(data, chunks)
+
+
+def encode(pixels: "np.ndarray", path: str, *, color_space: str = "srgb", packed_10bit: bool = False,
+           float_as: str = "tiff", png_level: int = DEFAULT_PNG_LEVEL,
+           warn: Callable[[str], None] | None = None) -> str:
+    """Write components ``(H, W, C)`` (C = 1, 2 or 4) to ``path`` atomically; returns ``path``.
+
+    ``path``'s suffix should come from :func:`output_suffix`. ``packed_10bit`` marks
+    rgb10a2 codes (scaled to 16 bits). Float data goes to ``.tiff``, ``.npy`` or a
+    clamped 16-bit PNG (with a warning through ``warn``).
+    """
+    import io
+
+    import numpy as np
+
+    a = pixels if pixels.ndim == 3 else pixels[:, :, None]
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".npy":
+        buf = io.BytesIO()
+        np.save(buf, np.ascontiguousarray(a))
+        data = buf.getvalue()
+    elif suffix in (".tif", ".tiff"):
+        import imagecodecs
+
+        data = imagecodecs.tiff_encode(np.ascontiguousarray(a.astype(np.float32)))
+    elif suffix == ".png":
+        sbit = None
+        if packed_10bit:
+            bits = [10, 10, 10, 2]
+            maxes = np.array([(1 << b) - 1 for b in bits], np.uint64)
+            a = ((a.astype(np.uint64) * 2 * 65535 + maxes) // (2 * maxes)).astype(np.uint16)
+            sbit = bytes(bits)
+        elif a.dtype.kind == "f":
+            if warn:
+                warn(f"{path}: float data clamped to [0, 1] and quantized to 16 bits")
+            a = np.floor(np.clip(np.nan_to_num(a.astype(np.float64)), 0, 1) * 65535 + 0.5).astype(np.uint16)
+        elif a.dtype not in (np.uint8, np.uint16):
+            raise OutputError(f"{path}: {a.dtype} data cannot be written as PNG; use .npy")
+        data = _png_bytes(np.ascontiguousarray(a), color_space, png_level, sbit)
+    else:
+        raise OutputError(f"{path}: unknown output type {suffix!r} (use .png, .tiff or .npy)")
+    write_atomic(path, data)
+    return path

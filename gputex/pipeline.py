@@ -1,0 +1,242 @@
+"""The order of the steps: decode -> upload -> (mips) -> capture -> encode.
+
+This is the only module that knows that order. Each function handles one input and
+returns a :class:`Result`; errors of that input are caught into the result so a
+batch goes on (the CLI turns failed results into exit code 1).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from .errors import GputexError, OutputError
+
+if TYPE_CHECKING:
+    from .device import Session
+    from .upload import Texture
+
+__all__ = ["Options", "Result", "OutputNames", "upload_file", "capture_file", "output_name"]
+
+
+@dataclass
+class Options:
+    """Everything the steps need to know; the CLI fills it from flags."""
+
+    format: str | None = None
+    color_space: str | None = None
+    premultiply: bool = False
+    flip_y: bool = False
+    exif_rotate: bool = True
+    max_pixels: int | None = None
+    budget: int = 64 << 20
+    upload_path: str = "auto"
+    # mips
+    mips: bool = False
+    mip_levels: int | None = None
+    mip_options: dict[str, Any] = field(default_factory=dict)
+    # capture
+    level: str = "0"  # "N" or "all"
+    float_as: str = "tiff"
+    png_level: int = 6
+    sheet: bool = False
+
+
+@dataclass
+class Result:
+    """What happened to one input (one JSON object per input with ``--json``)."""
+
+    source: str
+    ok: bool = True
+    error: str | None = None
+    format: str | None = None
+    width: int | None = None
+    height: int | None = None
+    levels: int | None = None
+    color_space: str | None = None
+    upload_path: str | None = None
+    layout: dict | None = None
+    verified: bool | None = None
+    outputs: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    exception: BaseException | None = field(default=None, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if v is not None and k != "exception"}
+        d["timings"] = {k: round(v, 6) for k, v in self.timings.items()}
+        return d
+
+
+@contextmanager
+def _timed(result: Result, stage: str):
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        result.timings[stage] = result.timings.get(stage, 0.0) + time.perf_counter() - t0
+
+
+def _decode(path: str, opts: Options, result: Result):
+    from .decode import DEFAULT_MAX_PIXELS, decode
+
+    with _timed(result, "decode"):
+        return decode(path, exif_rotate=opts.exif_rotate, max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS)
+
+
+def _upload(session: "Session", image, opts: Options, result: Result) -> "Texture":
+    import wgpu
+
+    from .layout import mip_count
+    from .upload import upload
+
+    levels = 1
+    if opts.mips:
+        full = mip_count(image.width, image.height)
+        levels = min(opts.mip_levels or full, full)
+    with _timed(result, "upload"):
+        tex = upload(session, image, opts.format, color_space=opts.color_space, levels=levels,
+                     premultiply=opts.premultiply, flip_y=opts.flip_y, budget=opts.budget,
+                     path=opts.upload_path,
+                     usage=wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 else 0)
+    result.format, result.width, result.height = tex.format.name, tex.width, tex.height
+    result.levels, result.color_space, result.upload_path = tex.levels, tex.color_space, tex.upload_path
+    if levels > 1:
+        from .mips import generate_mips
+
+        with _timed(result, "mips"):
+            generate_mips(tex, **opts.mip_options)
+    return tex
+
+
+def _run(result: Result, fn: Callable[[], None]) -> Result:
+    try:
+        fn()
+    except GputexError as e:
+        result.ok, result.error, result.exception = False, str(e), e
+    except MemoryError as e:
+        result.ok, result.error, result.exception = False, f"{result.source}: out of memory", e
+    return result
+
+
+def upload_file(session: "Session", path: str, opts: Options) -> Result:
+    """Decode, upload, read back and verify that the GPU holds exactly what was sent."""
+    result = Result(source=path)
+
+    def work() -> None:
+        import numpy as np
+
+        from .capture import capture_bytes
+        from .convert import to_texture_rows
+
+        image = _decode(path, opts, result)
+        tex = _upload(session, image, opts, result)
+        try:
+            result.layout = tex.layout(0).as_dict()
+            with _timed(result, "capture"):
+                back = capture_bytes(tex, 0, budget=opts.budget)
+            with _timed(result, "verify"):
+                pixels = image.pixels[::-1] if opts.flip_y else image.pixels
+                sent = to_texture_rows(pixels, tex.color_space, tex.format, premultiply=opts.premultiply)
+                result.verified = bool(np.array_equal(sent, back))
+            if not result.verified:
+                rows = np.nonzero((sent != back).any(axis=1))[0]
+                result.ok = False
+                result.error = (f"{path}: GPU data differs from what was sent "
+                                f"({len(rows)} rows differ, first at row {rows[0]})")
+        finally:
+            tex.destroy()
+
+    return _run(result, work)
+
+
+def output_name(stem: str, level: int | None = None, layer: int | None = None) -> str:
+    """``stem``, plus ``_level<L>`` and ``_layer<N>`` where they apply (no suffix)."""
+    name = stem
+    if level is not None:
+        name += f"_level{level}"
+    if layer is not None:
+        name += f"_layer{layer}"
+    return name
+
+
+class OutputNames:
+    """Hands out output paths that never collide within one run and never hit an input."""
+
+    def __init__(self, out_dir: str, inputs: list[str]):
+        self.out_dir = out_dir
+        self.used: set[str] = set()
+        self.inputs = {os.path.realpath(p) for p in inputs}
+
+    def take(self, stem: str, suffix: str) -> str:
+        n, name = 1, stem
+        while True:
+            path = os.path.join(self.out_dir, name + suffix)
+            if path not in self.used:
+                break
+            n += 1
+            name = f"{stem}-{n}"
+        if os.path.realpath(path) in self.inputs:
+            raise OutputError(f"{path}: output would overwrite an input; choose another -o folder")
+        self.used.add(path)
+        return path
+
+
+def _levels_wanted(opts: Options, tex: "Texture") -> list[int]:
+    from .errors import LimitError
+
+    if opts.level == "all":
+        return list(range(tex.levels))
+    try:
+        level = int(opts.level)
+    except ValueError:
+        raise LimitError(f"--level must be a number or 'all', got {opts.level!r}") from None
+    if not 0 <= level < tex.levels:
+        raise LimitError(f"{tex.source}: level {level} does not exist "
+                         f"(texture has {tex.levels}; add --mips for a chain)")
+    return [level]
+
+
+def capture_file(session: "Session", path: str, names: OutputNames, opts: Options) -> Result:
+    """Decode, upload (and make mips), capture the wanted levels, encode each to a file."""
+    result = Result(source=path)
+
+    def work() -> None:
+        from .capture import capture
+        from .encode import encode, output_suffix
+
+        image = _decode(path, opts, result)
+        tex = _upload(session, image, opts, result)
+        try:
+            levels = _levels_wanted(opts, tex)
+            stem = os.path.splitext(os.path.basename(path))[0]
+            single = tex.levels == 1 and tex.layers == 1
+            captured = []
+            for level in levels:
+                with _timed(result, "capture"):
+                    pixels = capture(tex, level, budget=opts.budget)
+                captured.append(pixels)
+                with _timed(result, "encode"):
+                    suffix = output_suffix(pixels.dtype, opts.float_as)
+                    out = names.take(output_name(stem, None if single else level), suffix)
+                    encode(pixels, out, color_space=tex.color_space, packed_10bit=tex.format.packed,
+                           float_as=opts.float_as, png_level=opts.png_level,
+                           warn=result.warnings.append)
+                    result.outputs.append(out)
+            if opts.sheet and len(captured) > 1:
+                from .sheet import contact_sheet
+
+                with _timed(result, "encode"):
+                    sheet = contact_sheet(captured)
+                    out = names.take(stem + "_sheet", output_suffix(sheet.dtype, opts.float_as))
+                    encode(sheet, out, color_space=tex.color_space, packed_10bit=tex.format.packed,
+                           float_as=opts.float_as, png_level=opts.png_level,
+                           warn=result.warnings.append)
+                    result.outputs.append(out)
+        finally:
+            tex.destroy()
+
+    return _run(result, work)

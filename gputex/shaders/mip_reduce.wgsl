@@ -1,0 +1,175 @@
+// One mip level: filter a source level into a linear-light rgba32float work level.
+//
+// The source is either the base texture (level 0, any float/unorm format: decoded here
+// to linear light, canonical rgba, and premultiplied for weighted alpha) or an earlier
+// work level (already in that form). Box is the exact area average: along each axis,
+// destination texel x of a dimension going from s to d texels covers the source
+// interval [x*s/d, (x+1)*s/d), and source texel t weighs its overlap with it, computed
+// in integers scaled by d. Kaiser and Lanczos are separable, normalized kernels scaled
+// by the ratio s/d, with --wrap deciding taps outside the source.
+//
+// Work-level encoding, weighted alpha: texels with a > 0 hold (rgb * a, a); texels with
+// a == 0 hold (rgb, 0), so colour under fully transparent texels survives.
+
+override SRC_IS_BASE: bool = true;
+override DECODE_SRGB: bool = false;  // base holds sRGB data in a non-sRGB format
+override CHANNELS: u32 = 4u;         // 1: grey, 2: grey + alpha (or normal xy), 4: rgba
+override WEIGHTED: bool = true;      // weighted alpha
+override NORMAL: bool = false;       // normal map: unpack to [-1, 1]
+override FILTER: u32 = 0u;           // 0 box, 1 kaiser, 2 lanczos
+override WRAP: u32 = 0u;             // 0 clamp, 1 repeat, 2 mirror
+
+struct Params {
+    src_size: vec2<u32>,
+    dst_size: vec2<u32>,
+}
+
+@group(0) @binding(0) var src: texture_2d<f32>;
+@group(0) @binding(1) var dst: texture_storage_2d<rgba32float, write>;
+@group(0) @binding(2) var<uniform> prm: Params;
+
+const PI: f32 = 3.14159265358979;
+const RADIUS: f32 = 3.0;
+
+fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
+    let lo = c / 12.92;
+    let hi = pow((c + vec3<f32>(0.055)) / 1.055, vec3<f32>(2.4));
+    return select(hi, lo, c <= vec3<f32>(0.04045));
+}
+
+fn fetch(p: vec2<i32>) -> vec4<f32> {
+    let v = textureLoad(src, p, 0);
+    if (!SRC_IS_BASE) {
+        return v;
+    }
+    if (NORMAL) {
+        if (CHANNELS == 2u) {
+            let xy = v.rg * 2.0 - vec2<f32>(1.0);
+            return vec4<f32>(xy, sqrt(max(0.0, 1.0 - dot(xy, xy))), 1.0);
+        }
+        return vec4<f32>(v.rgb * 2.0 - vec3<f32>(1.0), select(1.0, v.a, CHANNELS == 4u));
+    }
+    var c = v;
+    if (CHANNELS == 1u) {
+        c = vec4<f32>(v.rrr, 1.0);
+    } else if (CHANNELS == 2u) {
+        c = vec4<f32>(v.rrr, v.g);
+    }
+    if (DECODE_SRGB) {
+        c = vec4<f32>(srgb_to_linear(c.rgb), c.a);
+    }
+    if (WEIGHTED && c.a > 0.0) {
+        c = vec4<f32>(c.rgb * c.a, c.a);
+    }
+    return c;
+}
+
+fn sinc(x: f32) -> f32 {
+    if (abs(x) < 1e-6) {
+        return 1.0;
+    }
+    let px = PI * x;
+    return sin(px) / px;
+}
+
+fn bessel_i0(x: f32) -> f32 {
+    var sum = 1.0;
+    var term = 1.0;
+    let q = x * x * 0.25;
+    for (var k = 1; k < 25; k++) {
+        term *= q / f32(k * k);
+        sum += term;
+    }
+    return sum;
+}
+
+fn kernel(t: f32) -> f32 {
+    let a = abs(t);
+    if (a >= RADIUS) {
+        return 0.0;
+    }
+    if (FILTER == 2u) {
+        return sinc(t) * sinc(t / RADIUS);
+    }
+    let r = t / RADIUS;
+    return sinc(t) * bessel_i0(4.0 * sqrt(max(0.0, 1.0 - r * r))) / bessel_i0(4.0);
+}
+
+fn wrap_index(t: i32, n: i32) -> i32 {
+    if (WRAP == 1u) {
+        return ((t % n) + n) % n;
+    }
+    if (WRAP == 2u) {
+        let period = 2 * n;
+        let m = ((t % period) + period) % period;
+        return select(m, period - 1 - m, m >= n);
+    }
+    return clamp(t, 0, n - 1);
+}
+
+// Taps [first, last) along one axis for destination texel x (s source, d destination texels).
+fn taps(x: u32, s: u32, d: u32) -> vec2<i32> {
+    if (FILTER == 0u) {
+        return vec2<i32>(i32((x * s) / d), i32(((x + 1u) * s + d - 1u) / d));
+    }
+    let r = f32(s) / f32(d);
+    let c = (f32(x) + 0.5) * r;
+    let reach = RADIUS * max(r, 1.0);
+    return vec2<i32>(i32(floor(c - reach)), i32(ceil(c + reach)) + 1);
+}
+
+fn weight(t: i32, x: u32, s: u32, d: u32) -> f32 {
+    if (FILTER == 0u) {
+        let tu = u32(t);
+        let lo = max(tu * d, x * s);
+        let hi = min((tu + 1u) * d, (x + 1u) * s);
+        return f32(hi - lo);
+    }
+    let r = f32(s) / f32(d);
+    let c = (f32(x) + 0.5) * r;
+    return kernel((f32(t) + 0.5 - c) / max(r, 1.0));
+}
+
+@compute @workgroup_size(8, 8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= prm.dst_size.x || gid.y >= prm.dst_size.y) {
+        return;
+    }
+    let sx = prm.src_size.x;
+    let sy = prm.src_size.y;
+    let rx = taps(gid.x, sx, prm.dst_size.x);
+    let ry = taps(gid.y, sy, prm.dst_size.y);
+    var acc = vec4<f32>(0.0);
+    var clear_rgb = vec3<f32>(0.0);
+    var clear_w = 0.0;
+    var wsum = 0.0;
+    for (var ty = ry.x; ty < ry.y; ty++) {
+        let wy = weight(ty, gid.y, sy, prm.dst_size.y);
+        if (wy == 0.0) {
+            continue;
+        }
+        let py = wrap_index(ty, i32(sy));
+        for (var tx = rx.x; tx < rx.y; tx++) {
+            let w = wy * weight(tx, gid.x, sx, prm.dst_size.x);
+            if (w == 0.0) {
+                continue;
+            }
+            let v = fetch(vec2<i32>(wrap_index(tx, i32(sx)), py));
+            if (WEIGHTED && !NORMAL && v.a <= 0.0) {
+                clear_rgb += w * v.rgb;
+                clear_w += w;
+            } else {
+                acc += w * v;
+            }
+            wsum += w;
+        }
+    }
+    var out = acc / wsum;
+    if (WEIGHTED && !NORMAL) {
+        if (acc.a <= 0.0) {
+            // no coverage at all: the plain average of the colour
+            out = vec4<f32>((clear_rgb + acc.rgb) / wsum, 0.0);
+        }
+    }
+    textureStore(dst, vec2<i32>(gid.xy), out);
+}

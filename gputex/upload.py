@@ -1,0 +1,262 @@
+"""Upload: a decoded image -> a GPU texture, in row bands of bounded size.
+
+Two transfer paths, same result:
+
+``write_texture``
+    ``queue.write_texture`` with the tight ``bytes_per_row`` (block rows, no 256
+    rule) per band. wgpu-native copies each call into a fresh staging buffer.
+``staging``
+    A reused ring of two ``MAP_WRITE | COPY_SRC`` buffers; each band is converted
+    straight into the mapped memory through a strided numpy view (rows padded to
+    256 bytes), then ``copy_buffer_to_texture``. Saves one host copy per byte.
+
+``auto`` (the default) takes ``staging`` for uploads of at least
+:data:`STAGING_MIN_BYTES` and ``write_texture`` below that; see
+``benchmarks/transfer.py`` for the measurements behind it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from .errors import FormatError, LimitError
+from .formats import Format, get_format
+from .layout import CopyLayout, bands, copy_layout, mip_count, mip_size
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .decode import Image
+    from .device import Session
+
+__all__ = ["Texture", "create_texture", "upload", "write_image", "default_format",
+           "DEFAULT_BUDGET", "STAGING_MIN_BYTES"]
+
+#: Default bound on host staging memory per transfer (bytes).
+DEFAULT_BUDGET = 64 << 20
+#: ``path="auto"`` uses the staging ring from this many bytes of texture data up.
+STAGING_MIN_BYTES = 1 << 20
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Texture:
+    """A GPU texture made by gputex, with what its data means."""
+
+    session: "Session"
+    texture: Any  # wgpu.GPUTexture
+    format: Format
+    width: int
+    height: int
+    layers: int = 1
+    levels: int = 1
+    color_space: str = "srgb"
+    source: str = ""
+    upload_path: str = ""
+
+    def size(self, level: int = 0) -> tuple[int, int]:
+        return mip_size(self.width, self.height, level)
+
+    def layout(self, level: int = 0) -> CopyLayout:
+        w, h = self.size(level)
+        return copy_layout(self.format, w, h, 1)
+
+    def destroy(self) -> None:
+        self.texture.destroy()
+
+
+def default_format(image: "Image", session: "Session | None" = None,
+                   color_space: str | None = None) -> Format:
+    """The format gputex picks for an image (documented in the README).
+
+    8-bit colour -> ``rgba8unorm-srgb`` (sRGB data) or ``rgba8unorm`` (linear);
+    8-bit grey -> ``r8unorm`` / ``rg8unorm``; 16-bit -> ``r/rg/rgba16unorm`` where the
+    device has ``texture-format16bit-norm``, else the exact ``16uint`` formats;
+    float -> ``32float``; 32-bit integers -> ``32sint``.
+    """
+    space = color_space or image.color_space
+    prefix = {1: "r", 2: "rg", 3: "rgba", 4: "rgba"}[image.channels]
+    if image.kind == "float":
+        return get_format(prefix + "32float")
+    if image.kind == "int":
+        return get_format(prefix + "32sint")
+    if image.bits == 16:
+        if session is None or session.has_feature("texture-format16bit-norm"):
+            return get_format(prefix + "16unorm")
+        return get_format(prefix + "16uint")
+    if prefix == "rgba" and space == "srgb":
+        return get_format("rgba8unorm-srgb")
+    return get_format(prefix + "8unorm")
+
+
+def _usage(extra: int = 0) -> int:
+    import wgpu
+
+    return wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC | extra
+
+
+def create_texture(session: "Session", fmt: Format, width: int, height: int, *, layers: int = 1,
+                   levels: int = 1, usage: int | None = None, color_space: str = "srgb",
+                   source: str = "", view_formats: list[str] | None = None) -> Texture:
+    """Create a 2D (array) texture after checking size, feature and level count."""
+    limit = session.limits.get("max-texture-dimension-2d", 8192)
+    if width > limit or height > limit:
+        raise LimitError(f"{source or 'texture'}: {width}x{height} exceeds the device's "
+                         f"max-texture-dimension-2d of {limit}")
+    max_layers = session.limits.get("max-texture-array-layers", 256)
+    if layers > max_layers:
+        raise LimitError(f"{source or 'texture'}: {layers} layers exceed max-texture-array-layers {max_layers}")
+    if not session.has_feature(fmt.feature):
+        raise FormatError(f"format {fmt.name} needs the device feature {fmt.feature!r}, "
+                          f"which {session.info.name} does not have")
+    if fmt.compressed and (width % fmt.block[0] or height % fmt.block[1]):
+        raise LimitError(f"{source or 'texture'}: {fmt.name} needs a size that is a multiple of "
+                         f"{fmt.block[0]}x{fmt.block[1]}, got {width}x{height}")
+    if levels > mip_count(width, height):
+        raise LimitError(f"{levels} mip levels is more than {mip_count(width, height)}, "
+                         f"the most a {width}x{height} texture has")
+    tex = session.check(
+        f"{source or 'texture'}: create {fmt.name} {width}x{height}",
+        session.device.create_texture,
+        label=source or "gputex", size=(width, height, layers), format=fmt.name,
+        mip_level_count=levels, usage=_usage() if usage is None else usage,
+        view_formats=view_formats or [],
+    )
+    return Texture(session, tex, fmt, width, height, layers, levels, color_space, source)
+
+
+def upload(session: "Session", image: "Image", format: str | Format | None = None, *,
+           color_space: str | None = None, levels: int = 1, premultiply: bool = False,
+           flip_y: bool = False, budget: int = DEFAULT_BUDGET, path: str = "auto",
+           usage: int = 0, progress: Progress | None = None) -> Texture:
+    """Upload ``image`` as level 0 of a new texture.
+
+    Parameters
+    ----------
+    format
+        A WebGPU format name (or :class:`Format`); default :func:`default_format`.
+    color_space
+        ``"srgb"`` or ``"linear"``: how the data is meant; default from the file.
+        An ``-srgb`` format always means sRGB.
+    levels
+        Mip levels to allocate (filled by :func:`gputex.generate_mips`).
+    budget
+        Bound on the host staging memory of one transfer, in bytes.
+    path
+        ``"auto"``, ``"write_texture"`` or ``"staging"`` (see the module docstring).
+    usage
+        Extra ``wgpu.TextureUsage`` bits a later step needs (mips add TEXTURE_BINDING).
+    """
+    from .convert import check_convertible
+
+    fmt = format if isinstance(format, Format) else (
+        get_format(format) if format else default_format(image, session, color_space))
+    space = "srgb" if fmt.srgb else (color_space or image.color_space)
+    if space not in ("srgb", "linear"):
+        raise FormatError(f"unknown colour space {space!r}; use srgb or linear")
+    check_convertible(image.kind, fmt)
+    if fmt.compressed:
+        raise FormatError(f"{fmt.name} is block-compressed; gputex uploads images to uncompressed formats")
+    tex = create_texture(session, fmt, image.width, image.height, levels=levels,
+                         usage=_usage(usage), color_space=space, source=image.source)
+    try:
+        write_image(tex, image, premultiply=premultiply, flip_y=flip_y, budget=budget,
+                    path=path, progress=progress)
+    except BaseException:
+        tex.destroy()
+        raise
+    return tex
+
+
+def write_image(tex: Texture, image: "Image", *, level: int = 0, layer: int = 0,
+                premultiply: bool = False, flip_y: bool = False, budget: int = DEFAULT_BUDGET,
+                path: str = "auto", progress: Progress | None = None) -> str:
+    """Convert and write ``image`` into one level/layer of ``tex``; returns the path used."""
+    from .convert import to_texture_rows
+
+    w, h = tex.size(level)
+    if (image.width, image.height) != (w, h):
+        raise LimitError(f"{image.source}: {image.width}x{image.height} does not match "
+                         f"level {level} of the texture ({w}x{h})")
+    lay = copy_layout(tex.format, w, h)
+    if path == "auto":
+        path = "staging" if lay.data_bytes >= STAGING_MIN_BYTES else "write_texture"
+    if path not in ("staging", "write_texture"):
+        raise ValueError(f"unknown upload path {path!r}")
+    pixels = image.pixels[::-1] if flip_y else image.pixels
+    row_bytes = lay.padded_bytes_per_row if path == "staging" else lay.bytes_per_row
+    parts = bands(lay.blocks_down, row_bytes, budget if path == "write_texture" else budget // 2)
+
+    def convert(y0: int, y1: int, out=None):
+        rows = to_texture_rows(pixels[y0:y1], tex.color_space, tex.format, premultiply=premultiply)
+        if out is not None:
+            out[:, : lay.bytes_per_row] = rows
+        return rows
+
+    writer = _write_texture_bands if path == "write_texture" else _staging_bands
+    writer(tex, lay, parts, convert, level, layer, progress)
+    tex.upload_path = path
+    return path
+
+
+def _write_texture_bands(tex, lay, parts, convert, level, layer, progress) -> None:
+    queue = tex.session.device.queue
+    bh = tex.format.block[1]
+    for y0, y1 in parts:
+        data = convert(y0, y1)
+        tex.session.check(
+            f"{tex.source}: write_texture", queue.write_texture,
+            {"texture": tex.texture, "mip_level": level, "origin": (0, y0 * bh, layer)},
+            data, {"offset": 0, "bytes_per_row": lay.bytes_per_row, "rows_per_image": y1 - y0},
+            (lay.blocks_across * tex.format.block[0], (y1 - y0) * bh, 1),
+        )
+        if progress:
+            progress(y1 * lay.bytes_per_row, lay.data_bytes)
+
+
+def _staging_ring(session: "Session", size: int) -> list:
+    """Two reusable MAP_WRITE|COPY_SRC buffers of at least ``size`` bytes (cached per session)."""
+    import wgpu
+
+    key = ("upload-ring",)
+    ring = session._cache.get(key)
+    if ring is None or ring[0].size < size:
+        for b in ring or []:
+            b.destroy()
+        ring = [session.check("staging buffer", session.device.create_buffer, size=size,
+                              usage=wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC,
+                              mapped_at_creation=True) for _ in range(2)]
+        session._cache[key] = ring
+    return ring
+
+
+def _staging_bands(tex, lay, parts, convert, level, layer, progress) -> None:
+    import numpy as np
+    import wgpu
+
+    session = tex.session
+    pitch = lay.padded_bytes_per_row
+    biggest = max(y1 - y0 for y0, y1 in parts) * pitch
+    ring = _staging_ring(session, biggest)
+    for i, (y0, y1) in enumerate(parts):
+        buf = ring[i % 2]
+        if buf.map_state != "mapped":
+            buf.map_sync(wgpu.MapMode.WRITE)  # waits for the copy from two bands ago
+        mem = buf._experimental_get_mapped_range(0, buf.size)
+        view = np.frombuffer(mem, np.uint8, count=(y1 - y0) * pitch).reshape(y1 - y0, pitch)
+        convert(y0, y1, out=view)
+        del view, mem
+        buf.unmap()
+        enc = session.device.create_command_encoder()
+        session.check(
+            f"{tex.source}: copy_buffer_to_texture", enc.copy_buffer_to_texture,
+            {"buffer": buf, "offset": 0, "bytes_per_row": pitch, "rows_per_image": y1 - y0},
+            {"texture": tex.texture, "mip_level": level, "origin": (0, y0 * tex.format.block[1], layer)},
+            (lay.blocks_across * tex.format.block[0], (y1 - y0) * tex.format.block[1], 1),
+        )
+        session.device.queue.submit([enc.finish()])
+        if progress:
+            progress(y1 * lay.bytes_per_row, lay.data_bytes)
+
