@@ -103,6 +103,10 @@ def check_convertible(kind: str, fmt: Format) -> None:
 def _component_values(a: np.ndarray, color_space: str, fmt: Format, comp_bits: list[int]) -> list[np.ndarray]:
     """Per-channel converted values (integers for unorm/uint/sint, floats for float formats)."""
     kind = a.dtype.kind
+    if fmt.kind in ("uint", "sint") and not fmt.packed and a.size:
+        info = np.iinfo(np.dtype(fmt.component_dtype))
+        if a.min() < info.min or a.max() > info.max:
+            raise FormatError(f"values {a.min()}..{a.max()} do not fit {fmt.name} ({info.min}..{info.max})")
     out = []
     for ch in range(a.shape[2]):
         x = a[:, :, ch]
@@ -110,10 +114,9 @@ def _component_values(a: np.ndarray, color_space: str, fmt: Format, comp_bits: l
         bits = comp_bits[ch]
         encode_srgb = fmt.srgb and color_space == "linear" and not is_alpha
         if fmt.kind in ("uint", "sint"):
-            info = np.iinfo(np.dtype(fmt.component_dtype)) if not fmt.packed else None
-            lo, hi = (info.min, info.max) if info else (0, _unorm_max(bits))
-            if x.size and (x.min() < lo or x.max() > hi):
-                raise FormatError(f"values {x.min()}..{x.max()} do not fit {fmt.name} ({lo}..{hi})")
+            if fmt.packed and x.size and (x.min() < 0 or x.max() > _unorm_max(bits)):
+                raise FormatError(f"channel {ch} values {x.min()}..{x.max()} do not fit {fmt.name} "
+                                  f"(0..{_unorm_max(bits)})")
             out.append(x.astype(np.int64))
         elif fmt.kind == "float":
             v = x.astype(np.float64) / (_unorm_max(a.dtype.itemsize * 8) if kind == "u" else 1)

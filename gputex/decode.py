@@ -142,7 +142,7 @@ def _decode_png16(path: str, data: bytes, header) -> Image:
         a = a[:, :, None]
     a = a.astype(np.uint16, copy=False)
     key = header.transparent_key()
-    if key is not None:
+    if key is not None and a.shape[2] == header.channels:  # libpng may already have expanded tRNS
         alpha = np.where((a == np.array(key, np.uint16)).all(axis=2), 0, 65535).astype(np.uint16)
         a = np.concatenate([a, alpha[:, :, None]], axis=2)
     names = {1: "L;16", 2: "LA;16", 3: "RGB;16", 4: "RGBA;16"}

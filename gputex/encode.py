@@ -111,7 +111,12 @@ def encode(pixels: "np.ndarray", path: str, *, color_space: str = "srgb", packed
     elif suffix in (".tif", ".tiff"):
         import imagecodecs
 
-        data = imagecodecs.tiff_encode(np.ascontiguousarray(a.astype(np.float32)))
+        f = np.ascontiguousarray(a.astype(np.float32))
+        if f.shape[2] == 1:
+            data = imagecodecs.tiff_encode(f[:, :, 0], photometric="minisblack")
+        else:  # grey+alpha or RGBA: say so, or the channels are read as pages
+            data = imagecodecs.tiff_encode(f, photometric="minisblack" if f.shape[2] == 2 else "rgb",
+                                           planarconfig="contig", extrasample="unassalpha")
     elif suffix == ".png":
         sbit = None
         if packed_10bit:

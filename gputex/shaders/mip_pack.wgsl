@@ -31,13 +31,37 @@ fn linear_to_srgb(c: vec3<f32>) -> vec3<f32> {
     return select(hi, lo, x <= vec3<f32>(0.0031308));
 }
 
+// Among the 8 floor/ceil roundings of an encoded unit normal, the one whose decoded length
+// is closest to 1 (starting from round-to-nearest): every component stays within 1 LSB.
+fn best_fit_normal(n: vec3<f32>, bits: u32) -> vec3<f32> {
+    let m = f32((1u << bits) - 1u);
+    let e = (n * 0.5 + vec3<f32>(0.5)) * m;
+    let lo = floor(e);
+    var best = clamp(floor(e + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(m));
+    var best_err = abs(length(best / m * 2.0 - vec3<f32>(1.0)) - 1.0);
+    for (var i = 0u; i < 8u; i++) {
+        let step = vec3<f32>(f32(i & 1u), f32((i >> 1u) & 1u), f32((i >> 2u) & 1u));
+        let c = clamp(lo + step, vec3<f32>(0.0), vec3<f32>(m));
+        let err = abs(length(c / m * 2.0 - vec3<f32>(1.0)) - 1.0);
+        if (err < best_err - 1e-7) {
+            best = c;
+            best_err = err;
+        }
+    }
+    return best / m;
+}
+
 // Final linear value of texel (x, y) in canonical rgba (grey in rgb, alpha in a).
 fn final_value(x: u32, y: u32) -> vec4<f32> {
     let v = textureLoad(src, vec2<i32>(i32(x), i32(y)), 0);
     if (NORMAL) {
         let len = length(v.xyz);
         let n = select(vec3<f32>(0.0, 0.0, 1.0), v.xyz / len, len > 1e-20);
-        return vec4<f32>(n * 0.5 + vec3<f32>(0.5), clamp(v.a * prm.alpha_scale, 0.0, 1.0));
+        var enc = n * 0.5 + vec3<f32>(0.5);
+        if (CHANNELS == 4u && (FMT == 0u || FMT == 1u || FMT == 4u)) {
+            enc = best_fit_normal(n, select(select(8u, 16u, FMT == 1u), 10u, FMT == 4u));
+        }
+        return vec4<f32>(enc, clamp(v.a * prm.alpha_scale, 0.0, 1.0));
     }
     var rgb = v.rgb;
     if (WEIGHTED && v.a > 0.0) {

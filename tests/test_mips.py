@@ -1,0 +1,188 @@
+"""GPU mips against the float64 reference: box on the base footprint, alpha modes, colour
+spaces, kernels, normal maps, alpha coverage, the gamma test image."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import gputex
+from gputex.layout import mip_count
+from gputex.mips import box_source_level
+from reference import filter_levels
+
+pytestmark = pytest.mark.gpu
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIZES = [(1, 1), (1, 9), (9, 1), (2, 3), (5, 5), (7, 13), (255, 2), (257, 131), (1000, 999), (64, 64), (256, 128)]
+rng = np.random.default_rng(5)
+
+
+def _image(w, h, channels, alpha_kind):
+    a = rng.integers(0, 256, (h, w, channels), np.uint8)
+    if channels in (2, 4):
+        if alpha_kind == "opaque":
+            a[..., -1] = 255
+        elif alpha_kind == "holes":  # whole transparent regions, colour hidden under them
+            a[..., -1] = np.where(rng.random((h, w)) < 0.4, 0, a[..., -1])
+    return a
+
+
+def _check(gpu_levels, ref_levels, scale, max_lsb=1.0, mean_lsb=0.5, mean_min_texels=1):
+    for i, (g, r) in enumerate(zip(gpu_levels, ref_levels), start=1):
+        d = np.abs(g.astype(np.float64) - r * scale)
+        assert g.shape == r.shape, f"level {i}: shape {g.shape} vs {r.shape}"
+        assert d.max() <= max_lsb, f"level {i}: max error {d.max():.3f} LSB"
+        if g.shape[0] * g.shape[1] >= mean_min_texels:
+            assert d.mean() <= mean_lsb, f"level {i}: mean error {d.mean():.3f} LSB"
+
+
+def _run(gpu, a, fmt, space, **mip):
+    tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, **mip)
+    try:
+        return [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+    finally:
+        tex.destroy()
+
+
+@pytest.mark.parametrize("w,h", SIZES)
+@pytest.mark.parametrize("space", ["srgb", "linear"])
+@pytest.mark.parametrize("alpha", ["weighted", "straight", "premultiplied"])
+def test_box_rgba8_matches_reference(gpu, w, h, space, alpha):
+    for alpha_kind in ("opaque", "holes"):
+        a = _image(w, h, 4, alpha_kind)
+        got = _run(gpu, a, "rgba8unorm", space, alpha=alpha)
+        assert len(got) == mip_count(w, h) - 1
+        ref = filter_levels(a / 255, 4, srgb=space == "srgb", alpha_mode=alpha)
+        _check(got, ref, 255)
+
+
+@pytest.mark.parametrize("fmt,channels", [("rgba8unorm-srgb", 4), ("bgra8unorm-srgb", 4), ("bgra8unorm", 4),
+                                          ("r8unorm", 1), ("rg8unorm", 2), ("rgb10a2unorm", 4)])
+@pytest.mark.parametrize("w,h", [(7, 13), (257, 131), (64, 64)])
+def test_box_other_8bit_formats(gpu, fmt, channels, w, h):
+    a = _image(w, h, channels, "holes")
+    srgb = fmt.endswith("srgb") or fmt in ("r8unorm", "rg8unorm")
+    got = _run(gpu, a, fmt, "srgb" if srgb else "linear")
+    if fmt == "rgb10a2unorm":
+        # the reference starts from what the texture holds: 10-bit colour, 2-bit alpha
+        base = gputex.capture(gputex.upload(gpu, gputex.from_array(a), fmt)) / np.array([1023, 1023, 1023, 3])
+        ref = filter_levels(base, channels, srgb=False)
+        # compare 10-bit colour and 2-bit alpha separately
+        got_rgb = [g[..., :3] for g in got]
+        _check(got_rgb, [r[..., :3] for r in ref], 1023)
+        _check([g[..., 3:] for g in got], [r[..., 3:] for r in ref], 3)
+        return
+    ref = filter_levels(a / 255, channels, srgb=srgb)
+    _check(got, ref, 255)
+
+
+@pytest.mark.parametrize("w,h", [(5, 5), (257, 131), (1000, 999)])
+@pytest.mark.parametrize("space", ["srgb", "linear"])
+@pytest.mark.parametrize("alpha", ["opaque", "holes"])
+def test_box_16bit_within_half_lsb(gpu, w, h, space, alpha):
+    a = rng.integers(0, 65536, (h, w, 4), np.uint16)
+    if alpha == "opaque":
+        a[..., 3] = 65535
+    got = _run(gpu, a, "rgba16unorm", space)
+    ref = filter_levels(a / 65535, 4, srgb=space == "srgb")
+    # Half a unit in the last place is the bar; float32 shader arithmetic (sRGB pow,
+    # alpha weighting) adds up to ~0.1 LSB at 16 bits, so near-ties can round the other way.
+    # The mean is judged where a level has enough texels for a mean to mean something.
+    _check(got, ref, 65535, max_lsb=0.6, mean_lsb=0.3, mean_min_texels=256)
+
+
+@pytest.mark.parametrize("fmt", ["rgba16float", "rgba32float"])
+def test_box_float_formats(gpu, fmt):
+    w, h = 257, 131
+    a = rng.random((h, w, 4)).astype(np.float32)
+    a = a.astype(np.float16).astype(np.float32)
+    got = _run(gpu, a, fmt, "linear")
+    ref = filter_levels(a.astype(np.float64), 4, srgb=False)
+    for i, (g, r) in enumerate(zip(got, ref), start=1):
+        g = g.astype(np.float64)
+        if fmt == "rgba16float":  # within half an f16 ulp (+ f32 noise)
+            ulp = np.spacing(np.abs(r).astype(np.float16)).astype(np.float64)
+            assert (np.abs(g - r) <= 0.5 * ulp + 1e-6).all(), f"level {i}"
+        else:
+            assert np.abs(g - r).max() <= 2e-6, f"level {i}"
+
+
+@pytest.mark.parametrize("filt", ["kaiser", "lanczos"])
+@pytest.mark.parametrize("wrap", ["clamp", "repeat", "mirror"])
+@pytest.mark.parametrize("w,h", [(5, 5), (64, 64), (257, 131)])
+def test_kernels_match_reference(gpu, filt, wrap, w, h):
+    a = _image(w, h, 4, "opaque")
+    got = _run(gpu, a, "rgba8unorm", "srgb", filter=filt, wrap=wrap, alpha="straight")
+    ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="straight", filter=filt, wrap_mode=wrap)
+    _check(got, [np.clip(r, 0, 1) for r in ref], 255)
+
+
+def test_gamma_test_image_level1_matches_solid_block(gpu):
+    img = gputex.decode(os.path.join(ROOT, "samples", "gamma_lines_64x32.png"))
+    tex = gputex.upload(gpu, img, mips=True)  # defaults: sRGB format, box, weighted
+    level1 = gputex.capture(tex, 1).astype(int)
+    lines, solid = level1[:, :16, :3], level1[:, 16:, :3]
+    assert (solid == 188).all()
+    assert np.abs(lines - 188).max() <= 1
+
+
+@pytest.mark.parametrize("channels", [2, 4])
+def test_normal_maps_are_unit_length(gpu, channels):
+    w, h = 131, 77
+    n = rng.normal(size=(h, w, 3))
+    n[..., 2] = np.abs(n[..., 2]) + 0.3
+    n /= np.linalg.norm(n, axis=-1, keepdims=True)
+    enc = np.clip(np.floor((n * 0.5 + 0.5) * 255 + 0.5), 0, 255).astype(np.uint8)
+    a = enc[..., :2] if channels == 2 else np.concatenate([enc, np.full((h, w, 1), 255, np.uint8)], -1)
+    fmt = "rg8unorm" if channels == 2 else "rgba8unorm"
+    got = _run(gpu, a, fmt, "linear", normal_map=True)
+    ref = filter_levels(a / 255, channels, srgb=False, normal=True)
+    _check(got, ref, 255)
+    for g in got:
+        v = g[..., :2].astype(np.float64) / 255 * 2 - 1
+        if channels == 4:
+            v = g[..., :3].astype(np.float64) / 255 * 2 - 1
+            length = np.linalg.norm(v, axis=-1)
+        else:
+            length = np.linalg.norm(np.concatenate([v, np.sqrt(np.clip(1 - (v ** 2).sum(-1, keepdims=True), 0, None))], -1), axis=-1)
+        assert np.abs(length - 1).max() <= 1 / 255
+
+
+def test_alpha_coverage_is_preserved(gpu):
+    w = h = 256
+    y, x = np.mgrid[0:h, 0:w]
+    # foliage-like alpha: thin antialiased fronds (plus grain) that plain averaging thins out
+    fronds = np.clip((np.sin(x * 0.9) * np.sin(y * 0.45) - 0.55) * 6 + 0.5 + rng.normal(0, 0.08, (h, w)), 0, 1)
+    alpha = np.floor(fronds * 255 + 0.5)
+    a = np.dstack([rng.integers(0, 256, (h, w, 3)), alpha]).astype(np.uint8)
+    cutoff = 0.5
+    c0 = (a[..., 3] / 255 >= cutoff).mean()
+    plain = _run(gpu, a, "rgba8unorm", "srgb")
+    kept = _run(gpu, a, "rgba8unorm", "srgb", alpha_coverage=cutoff)
+    for level, (p, k) in enumerate(zip(plain, kept), start=1):
+        if k.shape[0] * k.shape[1] < 256:
+            break  # fewer texels than the 1% granularity
+        cov = (k[..., 3] / 255 >= cutoff).mean()
+        assert abs(cov - c0) <= 0.01, f"level {level}: coverage {cov:.4f} vs {c0:.4f}"
+    assert abs((plain[2][..., 3] / 255 >= cutoff).mean() - c0) > 0.01  # the test image needs it
+
+
+def test_box_source_levels_tile_exactly():
+    # power of two: each level from the previous one
+    assert [box_source_level(64, 64, lv) for lv in range(1, 7)] == [0, 1, 2, 3, 4, 5]
+    # 10 -> 5 -> 2 -> 1: 2 does not divide 5, so level 2 reads the base (10 = 5 * 2)
+    assert [box_source_level(10, 10, lv) for lv in range(1, 4)] == [0, 0, 2]
+
+
+def test_integer_formats_refuse_mips(gpu):
+    a = rng.integers(0, 255, (4, 4, 4), np.uint8)
+    with pytest.raises(gputex.FormatError, match="mips need a unorm or float format; rgba8uint holds integers"):
+        gputex.upload(gpu, gputex.from_array(a), "rgba8uint", mips=True)
+
+
+def test_levels_option_makes_fewer(gpu):
+    a = rng.integers(0, 255, (16, 16, 4), np.uint8)
+    tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm", mips=3)
+    assert tex.levels == 3 and gputex.capture(tex, 2).shape == (4, 4, 4)

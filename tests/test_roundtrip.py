@@ -1,0 +1,120 @@
+"""Bit-exact round trips: every image format, the classic widths, both upload paths, bands."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gputex
+from gputex.capture import capture_bytes
+from gputex.convert import to_texture_rows
+from gputex.formats import IMAGE_FORMATS, get_format
+
+pytestmark = pytest.mark.gpu
+
+WIDTHS = [1, 2, 3, 63, 64, 65, 127, 255, 256, 257, 1000, 4099]
+HEIGHTS = [1, 2, 7]
+rng = np.random.default_rng(3)
+
+
+def _source(fmt, h, w):
+    """Random image data that ``fmt`` holds exactly (so values round-trip, not only bytes)."""
+    c = 4 if fmt.channels == 4 else fmt.channels
+    if fmt.kind == "float":
+        a = rng.random((h, w, c)).astype(np.float32)
+        if fmt.bits == 16:
+            a = a.astype(np.float16).astype(np.float32)
+        return a
+    if fmt.kind == "sint":
+        lo, hi = (-128, 128) if fmt.bits == 8 else ((-32768, 32768) if fmt.bits == 16 else (-2**31, 2**31))
+        return rng.integers(lo, hi, (h, w, c), dtype=np.int64).astype(np.int32)
+    if fmt.packed and fmt.kind == "uint":  # raw 10/10/10/2-bit codes
+        return np.stack([rng.integers(0, m, (h, w)) for m in (1024, 1024, 1024, 4)], -1).astype(np.uint16)
+    if fmt.packed:  # 16-bit data rounded to 10/10/10/2 bits: bytes compared, not values
+        return rng.integers(0, 65536, (h, w, c), np.uint16)
+    if fmt.kind == "uint" and fmt.bits == 32:
+        return rng.integers(0, 2**31, (h, w, c), dtype=np.int64).astype(np.int32)
+    return rng.integers(0, 1 << fmt.bits, (h, w, c), dtype=np.uint32).astype(np.uint8 if fmt.bits == 8 else np.uint16)
+
+
+@pytest.mark.parametrize("name", IMAGE_FORMATS)
+def test_every_format_every_width(gpu, name):
+    fmt = get_format(name)
+    if not gpu.has_feature(fmt.feature):
+        pytest.skip(f"{gpu.name} lacks {fmt.feature}")
+    for w in WIDTHS:
+        for h in HEIGHTS:
+            src = _source(fmt, h, w)
+            image = gputex.from_array(src)
+            tex = gputex.upload(gpu, image, name)
+            try:
+                sent = to_texture_rows(image.pixels, tex.color_space, fmt)
+                back = capture_bytes(tex)
+                assert back.shape == (h, w * fmt.block_bytes)
+                assert np.array_equal(back, sent), f"{name} {w}x{h}"
+                comps = gputex.capture(tex)
+                if not fmt.packed and fmt.channels == src.shape[2] and not fmt.srgb:
+                    assert np.array_equal(comps.astype(np.float64), src.astype(np.float64)), f"{name} {w}x{h}"
+            finally:
+                tex.destroy()
+
+
+@pytest.mark.parametrize("path", ["write_texture", "staging"])
+@pytest.mark.parametrize("w", [1, 3, 65, 257, 1000])
+def test_upload_paths_and_bands_are_exact(gpu, path, w):
+    h = 37
+    a = rng.integers(0, 256, (h, w, 4), np.uint8)
+    # a budget of ~3 rows forces many bands (and for staging a ring of two buffers)
+    tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm", path=path, budget=3 * 4 * w + 600)
+    try:
+        assert tex.upload_path == path
+        assert np.array_equal(gputex.capture(tex, budget=2 * 256 * ((4 * w + 255) // 256) * 3), a)
+    finally:
+        tex.destroy()
+
+
+def test_rgb_gets_opaque_alpha_and_bgra_swaps(gpu):
+    a = rng.integers(0, 256, (5, 9, 3), np.uint8)
+    tex = gputex.upload(gpu, gputex.from_array(a), "bgra8unorm")
+    raw = capture_bytes(tex).reshape(5, 9, 4)
+    assert np.array_equal(raw[:, :, 0], a[:, :, 2]) and np.array_equal(raw[:, :, 2], a[:, :, 0])
+    assert (raw[:, :, 3] == 255).all()
+    assert np.array_equal(gputex.capture(tex)[:, :, :3], a)
+
+
+def test_16bit_png_through_gpu_keeps_16_bits(gpu, tmp_png):
+    a = rng.integers(0, 65536, (11, 65, 4), np.uint16)
+    tex = gputex.upload(gpu, gputex.decode(tmp_png(a)))
+    assert tex.format.name == "rgba16unorm"
+    assert np.array_equal(gputex.capture(tex), a)
+
+
+def test_flip_and_premultiply(gpu):
+    a = rng.integers(0, 256, (6, 5, 4), np.uint8)
+    tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm", flip_y=True, premultiply=True)
+    got = gputex.capture(tex)
+    want = a[::-1].astype(np.float64)
+    want[:, :, :3] = np.floor(want[:, :, :3] * want[:, :, 3:] / 255 + 0.5)
+    assert np.array_equal(got, want.astype(np.uint8))
+
+
+def test_size_over_device_limit(gpu):
+    limit = gpu.limits["max-texture-dimension-2d"]
+    img = gputex.from_array(np.zeros((1, limit + 1), np.uint8), source="wide.png")
+    with pytest.raises(gputex.LimitError) as e:
+        gputex.upload(gpu, img)
+    assert str(e.value) == f"wide.png: {limit + 1}x1 exceeds the device's max-texture-dimension-2d of {limit}"
+
+
+def test_default_formats(gpu):
+    from gputex.upload import default_format
+
+    def fmt(a, space=None):
+        return default_format(gputex.from_array(a), gpu, space).name
+
+    assert fmt(np.zeros((2, 2, 3), np.uint8)) == "rgba8unorm-srgb"
+    assert fmt(np.zeros((2, 2, 4), np.uint8), "linear") == "rgba8unorm"
+    assert fmt(np.zeros((2, 2, 1), np.uint8)) == "r8unorm"
+    assert fmt(np.zeros((2, 2, 2), np.uint8)) == "rg8unorm"
+    assert fmt(np.zeros((2, 2, 3), np.uint16)) == "rgba16unorm"
+    assert fmt(np.zeros((2, 2, 1), np.float32)) == "r32float"
