@@ -4,7 +4,8 @@ Rows travel padded to 256 bytes into a ``MAP_READ | COPY_DST`` buffer; the paddi
 is removed with one numpy slice-assignment per band into a preallocated array
 (no Python loop per row), copied out before ``unmap``. Textures larger than the
 memory budget (or the device's max buffer size) go in row bands through two
-reused buffers, so the GPU copies band k+1 while the CPU unpads band k.
+reused buffers; band k is mapped before band k+1 is submitted (a map waits for all work
+submitted before it), so the GPU copies band k+1 while the CPU unpads band k.
 wgpu-py's ``queue.read_texture`` is not used: it unpads in a Python row loop.
 """
 
@@ -77,12 +78,19 @@ def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int
         )
         session.device.queue.submit([enc.finish()])
 
-    submit(0)
+    def request(i: int):
+        y0, y1 = parts[i]
+        submit(i)
+        return ring[i % 2].map_async(wgpu.MapMode.READ, 0, (y1 - y0) * pitch)
+
+    # Band i is mapped (waited for) before band i+1 is submitted: a map waits for all work
+    # submitted before it, so this order lets the GPU copy band i+1 while the CPU unpads band i.
+    pending = request(0)
     for i, (y0, y1) in enumerate(parts):
-        if i + 1 < len(parts):
-            submit(i + 1)  # the GPU fills the other buffer while this one is unpadded
+        session.check(f"{tex.source}: map readback buffer", pending.sync_wait)
         buf, nbytes = ring[i % 2], (y1 - y0) * pitch
-        session.check(f"{tex.source}: map readback buffer", buf.map_sync, wgpu.MapMode.READ, 0, nbytes)
+        if i + 1 < len(parts):
+            pending = request(i + 1)
         try:
             src = np.frombuffer(buf.read_mapped(0, nbytes, copy=False), np.uint8)
             out[y0:y1] = src.reshape(y1 - y0, pitch)[:, : lay.bytes_per_row]

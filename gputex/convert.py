@@ -60,7 +60,14 @@ def _src_max(pixels: np.ndarray) -> float:
 def _channels(a: np.ndarray, n: int) -> np.ndarray:
     """Map 1-4 source channels to the format's 1, 2 or 4."""
     c = a.shape[2]
+    if c == n:
+        return a
     one = _src_max(a) if a.dtype.kind != "i" else 1
+    if c == 3 and n == 4:  # the common RGB -> RGBA: one allocation, no concatenate
+        out = np.empty(a.shape[:2] + (4,), a.dtype)
+        out[:, :, :3] = a
+        out[:, :, 3] = one
+        return out
     if c in (1, 2):
         grey, alpha = a[:, :, :1], (a[:, :, 1:2] if c == 2 else None)
     else:

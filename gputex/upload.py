@@ -232,6 +232,16 @@ def _staging_ring(session: "Session", size: int) -> list:
     return ring
 
 
+def _wait_mapped(session: "Session", buf) -> None:
+    import wgpu
+
+    promise = session._cache.pop(("map-promise", id(buf)), None)
+    if promise is not None:
+        session.check("map staging buffer", promise.sync_wait)
+    elif buf.map_state != "mapped":
+        buf.map_sync(wgpu.MapMode.WRITE)
+
+
 def _staging_bands(tex, lay, parts, convert, level, layer, progress) -> None:
     import numpy as np
     import wgpu
@@ -242,11 +252,10 @@ def _staging_bands(tex, lay, parts, convert, level, layer, progress) -> None:
     ring = _staging_ring(session, biggest)
     for i, (y0, y1) in enumerate(parts):
         buf = ring[i % 2]
-        if buf.map_state != "mapped":
-            buf.map_sync(wgpu.MapMode.WRITE)  # waits for the copy from two bands ago
+        _wait_mapped(session, buf)  # mapped since the copy from it two bands ago finished
         mem = buf._experimental_get_mapped_range(0, buf.size)
         view = np.frombuffer(mem, np.uint8, count=(y1 - y0) * pitch).reshape(y1 - y0, pitch)
-        convert(y0, y1, out=view)
+        convert(y0, y1, out=view)  # overlaps the GPU copy of the previous band
         del view, mem
         buf.unmap()
         enc = session.device.create_command_encoder()
@@ -257,6 +266,8 @@ def _staging_bands(tex, lay, parts, convert, level, layer, progress) -> None:
             (lay.blocks_across * tex.format.block[0], (y1 - y0) * tex.format.block[1], 1),
         )
         session.device.queue.submit([enc.finish()])
+        # ask for the map now: it resolves once this copy is done, before the next is submitted
+        session._cache[("map-promise", id(buf))] = buf.map_async(wgpu.MapMode.WRITE)
         if progress:
             progress(y1 * lay.bytes_per_row, lay.data_bytes)
 

@@ -1,0 +1,96 @@
+"""Upload and capture throughput against baselines measured in the same run.
+
+    python benchmarks/transfer.py [--sizes 4096 8192] [--repeat 5] [--json OUT.json]
+
+Baselines: a one-thread numpy copy of the same bytes (memcpy), and wgpu-py's
+``queue.read_texture`` for capture. Each figure is the best of ``--repeat`` runs,
+timed from the call to the GPU work being done (a buffer map waits for it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+import gputex  # noqa: E402
+from gputex.capture import capture_bytes  # noqa: E402
+
+
+def best(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--odd", action="store_true", help="also (n-1) x n: rows that need 256-byte padding")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+
+    gpu = gputex.Session()
+    print(f"adapter: {gpu.name}")
+    rows = []
+    shapes = [(n, n) for n in args.sizes] + ([(n - 1, n) for n in args.sizes] if args.odd else [])
+    for w, n in shapes:
+        a = np.random.default_rng(0).integers(0, 256, (n, w, 4), np.uint8)
+        nbytes = a.nbytes
+        image = gputex.from_array(a, "linear")
+        dst = np.empty_like(a)
+        t_memcpy = best(lambda: np.copyto(dst, a), args.repeat)
+
+        from gputex.upload import create_texture, write_image
+
+        tex = create_texture(gpu, gputex.get_format("rgba8unorm"), w, n)
+        res = {"width": w, "height": n, "bytes": nbytes, "memcpy_s": t_memcpy}
+        for path, budget in (("write_texture", nbytes), ("write_texture", 64 << 20),
+                             ("staging", 64 << 20), ("staging", 2 * nbytes)):
+            def up():
+                write_image(tex, image, path=path, budget=budget)
+                gpu.wait()
+            up()  # warm: staging ring, allocations
+            res[f"upload_{path}_{budget >> 20}MiB_s"] = best(up, args.repeat)
+        out = np.empty((n, w * 4), np.uint8)
+
+        def cap(budget):
+            capture_bytes(tex, budget=budget, out=out)
+
+        for budget in (64 << 20, 2 * nbytes + (8 << 20)):
+            cap(budget)
+            res[f"capture_{budget >> 20}MiB_s"] = best(lambda: cap(budget), args.repeat)
+        assert np.array_equal(out.reshape(n, w, 4), a), "capture mismatch"
+
+        def read_texture():
+            gpu.device.queue.read_texture({"texture": tex.texture}, {"bytes_per_row": w * 4}, (w, n, 1))
+
+        read_texture()
+        res["read_texture_s"] = best(read_texture, max(2, args.repeat // 2))
+        tex.destroy()
+        rows.append(res)
+
+        gb = nbytes / 1e9
+        print(f"\n{w}x{n} RGBA8 ({nbytes / 2**20:.0f} MiB); memcpy (one numpy copy) {gb / t_memcpy:.2f} GB/s")
+        for k, v in res.items():
+            if k.endswith("_s") and k != "memcpy_s":
+                print(f"  {k[:-2]:34} {gb / v:7.2f} GB/s   {t_memcpy / v:5.2f}x memcpy")
+        best_cap = min(v for k, v in res.items() if k.startswith("capture_"))
+        print(f"  capture vs queue.read_texture: {res['read_texture_s'] / best_cap:.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"adapter": gpu.name, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
