@@ -318,6 +318,107 @@ def _render_capture(results, session) -> None:
 
 
 @app.command()
+def compare(
+    a: str = typer.Argument(..., help="First image."),
+    b: str = typer.Argument(..., help="Second image."),
+    level: str = typer.Option("0", "--level", help="Level to compare, or 'all' (with --mips)."),
+    format: Optional[str] = FormatOpt,
+    color_space: Optional[ColorSpace] = SpaceOpt,
+    mips: bool = MipsOpt, filter: Filter = FilterOpt, alpha: Alpha = AlphaOpt,
+    max_diff: Optional[float] = typer.Option(None, "--max-diff", min=0,
+                                             help="Pass when no channel differs by more than this (codes; LSB for unorm)."),
+    min_psnr: Optional[float] = typer.Option(None, "--min-psnr", help="Pass when PSNR over all channels is at least this (dB)."),
+    diff_image: Optional[str] = typer.Option(None, "--diff-image", help="Write |A - B| amplified to full range as PNG."),
+    as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
+    debug: bool = DebugOpt,
+) -> None:
+    """Compare two images on the GPU; only the summary is read back.
+
+    Exit 0 when within the thresholds (default: identical), 1 when not, 2 on usage errors
+    or inputs that cannot be compared (unreadable, different sizes or formats), 3 no GPU.
+    """
+    _validate_format(format)
+    if level != "all" and not level.isdigit():
+        _err(f"--level must be a number or 'all', got {level!r}")
+        raise typer.Exit(EXIT_USAGE)
+    session = _session(adapter, backend)
+    from .pipeline import Thresholds, compare_files
+
+    opts = _options(format=format, color_space=color_space.value if color_space else None, mips=mips,
+                    level=level, mip_options=_mip_kwargs(filter, alpha, None, False, Wrap.clamp))
+    try:
+        report = compare_files(session, a, b, opts, Thresholds(max_diff, min_psnr), diff_image)
+    except GputexError as e:
+        if debug:
+            raise
+        _err(str(e))
+        raise typer.Exit(EXIT_USAGE)
+    report["adapter"] = session.name
+    if as_json:
+        typer.echo(json.dumps(report))
+    else:
+        _render_compare(report)
+    raise typer.Exit(EXIT_OK if report["within"] else EXIT_FAILED)
+
+
+def _fmt_db(v) -> str:
+    return "inf" if v is None else f"{v:.2f}"
+
+
+def _render_compare(report: dict) -> None:
+    names = "rgba"
+    for lv in report["levels"]:
+        c = lv["channels"]
+        ch = names[:c] if c != 2 else "ra"
+        per = lambda key, f: ", ".join(f"{ch[i]} {f(lv[key][i])}" for i in range(c))  # noqa: E731
+        typer.echo(f"level {lv['level']} {lv['width']}x{lv['height']} {lv['format']}: "
+                   f"max diff {per('max_abs_diff', lambda v: f'{v:g}')}; "
+                   f"MAE {per('mae', lambda v: f'{v:.6g}')}; MSE {per('mse', lambda v: f'{v:.6g}')}; "
+                   f"PSNR {_fmt_db(lv['psnr_all'])} dB ({per('psnr', _fmt_db)}); "
+                   f"{lv['differing_texels']} texels differ; SSIM "
+                   + ("n/a (under 11x11)" if lv["ssim"] is None else f"{lv['ssim']:.6f}"))
+    verdict = "identical" if all(lv["identical"] for lv in report["levels"]) else (
+        "within thresholds" if report["within"] else "DIFFERENT")
+    typer.echo(f"{report['a']} vs {report['b']}: {verdict} ({report['readback_bytes']} bytes read back)")
+
+
+@app.command()
+def stats(
+    images: List[str] = typer.Argument(..., help="Image files."),
+    histogram: int = typer.Option(0, "--histogram", min=0, max=4096, help="Bins per channel (0: none)."),
+    level: str = typer.Option("0", "--level", help="Level, or 'all' (with --mips)."),
+    format: Optional[str] = FormatOpt,
+    color_space: Optional[ColorSpace] = SpaceOpt,
+    mips: bool = MipsOpt,
+    as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
+    debug: bool = DebugOpt,
+) -> None:
+    """Per-channel min, max, mean, standard deviation and histogram, computed on the GPU."""
+    _state["debug"] = debug
+    _validate_format(format)
+    session = _session(adapter, backend)
+    from .pipeline import stats_file
+
+    opts = _options(format=format, color_space=color_space.value if color_space else None, mips=mips, level=level)
+    code = _run_batch(images, lambda p: stats_file(session, p, opts, histogram), as_json, session, _render_stats)
+    raise typer.Exit(code)
+
+
+def _render_stats(results, session) -> None:
+    for r in results:
+        if not r.ok:
+            continue
+        for st in r.stats:
+            typer.echo(f"{r.source} level {st['level']} {st['width']}x{st['height']} {st['format']}:")
+            for i in range(st["channels"]):
+                typer.echo(f"  channel {i}: min {st['min'][i]:g} max {st['max'][i]:g} "
+                           f"mean {st['mean'][i]:.6g} std {st['std'][i]:.6g}")
+                if st["histogram"]:
+                    typer.echo(f"    histogram over [{st['histogram_range'][i][0]:g}, "
+                               f"{st['histogram_range'][i][1]:g}): {' '.join(map(str, st['histogram'][i]))}")
+
+
+@app.command()
 def layout(
     width: int = typer.Argument(..., min=1), height: int = typer.Argument(..., min=1),
     format: str = typer.Option("rgba8unorm", "--format", "-f", help="Any WebGPU texture format."),

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from .device import Session
     from .upload import Texture
 
-__all__ = ["Options", "Result", "OutputNames", "upload_file", "capture_file", "output_name"]
+__all__ = ["Options", "Result", "OutputNames", "Thresholds", "upload_file", "capture_file", "compare_files",
+           "stats_file", "output_name"]
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Result:
     outputs: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    stats: list[dict] | None = None
     exception: BaseException | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -87,7 +89,7 @@ def _decode(path: str, opts: Options, result: Result):
         return decode(path, exif_rotate=opts.exif_rotate, max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS)
 
 
-def _upload(session: "Session", image, opts: Options, result: Result) -> "Texture":
+def _upload(session: "Session", image, opts: Options, result: Result, usage: int = 0) -> "Texture":
     import wgpu
 
     from .layout import mip_count
@@ -101,7 +103,7 @@ def _upload(session: "Session", image, opts: Options, result: Result) -> "Textur
         tex = upload(session, image, opts.format, color_space=opts.color_space, levels=levels,
                      premultiply=opts.premultiply, flip_y=opts.flip_y, budget=opts.budget,
                      path=opts.upload_path,
-                     usage=wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 else 0)
+                     usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 else 0))
     result.format, result.width, result.height = tex.format.name, tex.width, tex.height
     result.levels, result.color_space, result.upload_path = tex.levels, tex.color_space, tex.upload_path
     if levels > 1:
@@ -236,6 +238,98 @@ def capture_file(session: "Session", path: str, names: OutputNames, opts: Option
                            float_as=opts.float_as, png_level=opts.png_level,
                            warn=result.warnings.append)
                     result.outputs.append(out)
+        finally:
+            tex.destroy()
+
+    return _run(result, work)
+
+
+def _upload_for_reduce(session: "Session", path: str, opts: Options, result: Result) -> "Texture":
+    import wgpu
+
+    image = _decode(path, opts, result)
+    return _upload(session, image, opts, result, usage=wgpu.TextureUsage.TEXTURE_BINDING)
+
+
+@dataclass
+class Thresholds:
+    max_diff: float | None = None
+    min_psnr: float | None = None
+
+    def passes(self, r) -> bool:
+        if self.max_diff is None and self.min_psnr is None:
+            return r.identical
+        ok = True
+        if self.max_diff is not None:
+            ok &= max(r.max_abs_diff) <= self.max_diff
+        if self.min_psnr is not None:
+            ok &= r.psnr_all is None or r.psnr_all >= self.min_psnr
+        return bool(ok)
+
+
+def compare_files(session: "Session", a: str, b: str, opts: Options, limits: Thresholds,
+                  diff_image: str | None = None) -> dict:
+    """Upload A and B, compare the wanted levels on the GPU; a dict for JSON and rendering.
+
+    Raises GputexError for unreadable or mismatched inputs.
+    """
+    from .compare import compare
+
+    ra, rb = Result(source=a), Result(source=b)
+    ta = _upload_for_reduce(session, a, opts, ra)
+    try:
+        tb = _upload_for_reduce(session, b, opts, rb)
+        try:
+            levels = _levels_wanted(opts, ta)
+            t0 = time.perf_counter()
+            results = [compare(ta, tb, level) for level in levels]
+            seconds = time.perf_counter() - t0
+            if diff_image:
+                _write_diff_image(ta, tb, levels[0], diff_image)
+        finally:
+            tb.destroy()
+    finally:
+        ta.destroy()
+    return {
+        "a": a, "b": b, "format": results[0].format,
+        "levels": [r.as_dict() for r in results],
+        "within": all(limits.passes(r) for r in results),
+        "thresholds": {"max_diff": limits.max_diff, "min_psnr": limits.min_psnr},
+        "readback_bytes": sum(r.readback_bytes for r in results),
+        "compare_seconds": round(seconds, 6),
+        "diff_image": diff_image,
+    }
+
+
+def _write_diff_image(ta: "Texture", tb: "Texture", level: int, path: str) -> None:
+    """|A - B| amplified so the largest difference is full white (8-bit RGB(A) PNG)."""
+    import numpy as np
+
+    from .capture import capture
+    from .encode import encode
+
+    a = capture(ta, level).astype(np.float64)
+    b = capture(tb, level).astype(np.float64)
+    d = np.abs(a - b)
+    peak = d.max()
+    scaled = np.floor(d * (255.0 / peak) + 0.5) if peak > 0 else d
+    out = scaled.astype(np.uint8)
+    if out.shape[2] == 4:
+        out[:, :, 3] = 255
+    encode(out, path, color_space="linear")
+
+
+def stats_file(session: "Session", path: str, opts: Options, bins: int) -> Result:
+    """Upload one image and compute its per-channel statistics on the GPU."""
+    from .compare import stats
+
+    result = Result(source=path)
+
+    def work() -> None:
+        tex = _upload_for_reduce(session, path, opts, result)
+        try:
+            with _timed(result, "stats"):
+                result.stats = [stats(tex, lv, bins=bins).as_dict() for lv in _levels_wanted(opts, tex)]
         finally:
             tex.destroy()
 
