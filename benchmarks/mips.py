@@ -88,10 +88,17 @@ def main() -> None:
             return r
 
         wall, report = best(chain, args.repeat)
-        gpu_ms = [chain().gpu_ns / 1e6 for _ in range(args.repeat)] if report.gpu_ns is not None else []
+        reports = [chain() for _ in range(args.repeat)] if report.gpu_ns is not None else []
         print(f"\n{n}x{n} RGBA8, {tex.levels} levels")
         print(f"  gputex GPU chain       wall {wall * 1e3:9.2f} ms" +
-              (f"   GPU time {min(gpu_ms):.3f} ms (timestamps, best of {len(gpu_ms)})" if gpu_ms else ""))
+              (f"   GPU time {min(r.gpu_ns for r in reports) / 1e6:.3f} ms (timestamps, best of {len(reports)})"
+               if reports else ""))
+        if reports:
+            r = min(reports, key=lambda r: r.gpu_ns)
+            inside = sum(r.pass_ns)
+            print(f"    inside compute passes {inside / 1e6:.3f} ms (per pass, ms: "
+                  + " ".join(f"{p / 1e6:.3f}" for p in r.pass_ns[:6]) + " ...); "
+                  f"copies and barriers between passes {(r.gpu_ns - inside) / 1e6:.3f} ms")
         if not args.skip_numpy:
             t_np, levels = best(lambda: numpy_chain(a), 1)
             got = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]

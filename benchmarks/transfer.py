@@ -64,12 +64,18 @@ def main() -> None:
             res[f"upload_{path}_{budget >> 20}MiB_s"] = best(up, args.repeat)
         out = np.empty((n, w * 4), np.uint8)
 
-        def cap(budget):
-            capture_bytes(tex, budget=budget, out=out)
+        def cap(budget, buffers):
+            capture_bytes(tex, budget=budget, out=out, buffers=buffers)
 
-        for budget in (64 << 20, 2 * nbytes + (8 << 20)):
-            cap(budget)
-            res[f"capture_{budget >> 20}MiB_s"] = best(lambda: cap(budget), args.repeat)
+        for budget, buffers in ((64 << 20, 2), (64 << 20, 1), (128 << 20, 2), (256 << 20, 2),
+                                (2 * nbytes + (8 << 20), 2)):
+            cap(budget, buffers)
+            res[f"capture_{budget >> 20}MiB_{buffers}buf_s"] = best(lambda: cap(budget, buffers), args.repeat)
+            clock = {}
+            capture_bytes(tex, budget=budget, out=out, buffers=buffers, timings=clock)
+            print(f"  capture {budget >> 20} MiB x{buffers}: {clock['bands']} bands; waiting for maps "
+                  f"{clock['wait'] * 1e3:.1f} ms, copying out {clock['copy'] * 1e3:.1f} ms, "
+                  f"unmapping {clock['unmap'] * 1e3:.1f} ms")
         assert np.array_equal(out.reshape(n, w, 4), a), "capture mismatch"
 
         def read_texture():

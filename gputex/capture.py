@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 from .errors import LimitError
 from .layout import bands, copy_layout
+from .parallel import for_row_chunks
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,27 +27,32 @@ __all__ = ["capture", "capture_bytes"]
 Progress = Callable[[int, int], None]
 
 
-def _readback_ring(session, size: int) -> list:
+def _readback_ring(session, size: int, count: int = 2) -> list:
     import wgpu
 
     key = ("readback-ring",)
     ring = session._cache.get(key)
-    if ring is None or ring[0].size < size:
+    if ring is None or ring[0].size < size or len(ring) != count:
         for b in ring or []:
             b.destroy()
         ring = [session.check("readback buffer", session.device.create_buffer, size=size,
                               usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-                for _ in range(2)]
+                for _ in range(count)]
         session._cache[key] = ring
     return ring
 
 
 def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int = 64 << 20,
-                  out: "np.ndarray | None" = None, progress: Progress | None = None) -> "np.ndarray":
+                  out: "np.ndarray | None" = None, progress: Progress | None = None,
+                  buffers: int = 2, timings: dict | None = None) -> "np.ndarray":
     """Read one level/layer back as tight bytes: ``(blocks_down, blocks_across * block_bytes)`` uint8.
 
     ``out`` may be a preallocated array of that shape (reused across captures).
+    ``buffers`` (1 or 2) readback buffers share the ``budget``. ``timings``, if given,
+    collects seconds spent waiting for maps, copying out and unmapping (benchmarks).
     """
+    import time
+
     import numpy as np
     import wgpu
 
@@ -58,13 +64,13 @@ def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int
     w, h = tex.size(level)
     lay = copy_layout(tex.format, w, h)
     pitch = lay.padded_bytes_per_row
-    limit = min(budget // 2, session.limits.get("max-buffer-size", 256 << 20))
+    limit = min(budget // buffers, session.limits.get("max-buffer-size", 256 << 20))
     parts = bands(lay.blocks_down, pitch, limit)
     if out is None:
         out = np.empty((lay.blocks_down, lay.bytes_per_row), np.uint8)
     elif out.shape != (lay.blocks_down, lay.bytes_per_row) or out.dtype != np.uint8:
         raise ValueError(f"out must be uint8 {(lay.blocks_down, lay.bytes_per_row)}, got {out.dtype} {out.shape}")
-    ring = _readback_ring(session, max(y1 - y0 for y0, y1 in parts) * pitch)
+    ring = _readback_ring(session, max(y1 - y0 for y0, y1 in parts) * pitch, buffers)
     bw, bh = tex.format.block
 
     def submit(i: int) -> None:
@@ -73,7 +79,7 @@ def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int
         session.check(
             f"{tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
             {"texture": tex.texture, "mip_level": level, "origin": (0, y0 * bh, layer)},
-            {"buffer": ring[i % 2], "offset": 0, "bytes_per_row": pitch, "rows_per_image": y1 - y0},
+            {"buffer": ring[i % len(ring)], "offset": 0, "bytes_per_row": pitch, "rows_per_image": y1 - y0},
             (lay.blocks_across * bw, (y1 - y0) * bh, 1),
         )
         session.device.queue.submit([enc.finish()])
@@ -81,24 +87,40 @@ def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int
     def request(i: int):
         y0, y1 = parts[i]
         submit(i)
-        return ring[i % 2].map_async(wgpu.MapMode.READ, 0, (y1 - y0) * pitch)
+        return ring[i % len(ring)].map_async(wgpu.MapMode.READ, 0, (y1 - y0) * pitch)
 
     # Band i is mapped (waited for) before band i+1 is submitted: a map waits for all work
     # submitted before it, so this order lets the GPU copy band i+1 while the CPU unpads band i.
+    clock = {"wait": 0.0, "copy": 0.0, "unmap": 0.0, "bands": len(parts)}
     pending = request(0)
     for i, (y0, y1) in enumerate(parts):
+        t0 = time.perf_counter()
         session.check(f"{tex.source}: map readback buffer", pending.sync_wait)
-        buf, nbytes = ring[i % 2], (y1 - y0) * pitch
-        if i + 1 < len(parts):
+        buf, nbytes = ring[i % len(ring)], (y1 - y0) * pitch
+        if i + 1 < len(parts) and len(ring) > 1:
             pending = request(i + 1)
+        t1 = time.perf_counter()
         try:
-            src = np.frombuffer(buf.read_mapped(0, nbytes, copy=False), np.uint8)
-            out[y0:y1] = src.reshape(y1 - y0, pitch)[:, : lay.bytes_per_row]
-            del src
+            src = np.frombuffer(buf.read_mapped(0, nbytes, copy=False), np.uint8).reshape(y1 - y0, pitch)
+            dst = out[y0:y1]
+
+            def unpad(a: int, b: int) -> None:
+                dst[a:b] = src[a:b, : lay.bytes_per_row]
+
+            for_row_chunks(y1 - y0, pitch, unpad)
+            del src, dst
+            t2 = time.perf_counter()
         finally:
             buf.unmap()
+        clock["wait"] += t1 - t0
+        clock["copy"] += t2 - t1
+        clock["unmap"] += time.perf_counter() - t2
+        if i + 1 < len(parts) and len(ring) == 1:
+            pending = request(i + 1)
         if progress:
             progress(y1 * lay.bytes_per_row, lay.data_bytes)
+    if timings is not None:
+        timings.update(clock)
     return out
 
 

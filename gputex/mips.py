@@ -5,14 +5,22 @@ For each level two compute passes run:
 1. ``mip_reduce.wgsl`` filters a source level into a linear-light ``rgba32float`` work
    level (intermediate levels are kept at float precision, so chaining never
    accumulates 8-bit rounding). For ``box`` the source is the deepest earlier level
-   whose size divides this level's size on both axes (then its texels tile the
-   footprint exactly: a 2x2 average on power-of-two sizes), else the base image with
+   (from 2 on) whose size divides this level's size on both axes (then its texels tile
+   the footprint exactly: a 2x2 average on power-of-two sizes), else the base image with
    fractional edge weights: every level is the exact area average over the **base**
    footprint. ``kaiser`` and ``lanczos`` chain from the previous level.
-2. ``mip_pack.wgsl`` turns the work level into the format's bytes (sRGB-encoded where
-   the data is sRGB, rounded to nearest) in a padded storage buffer, then
-   ``copy_buffer_to_texture`` writes the level. This path serves every format alike,
-   sRGB ones included, which cannot be storage textures.
+2. The level's bytes (sRGB-encoded where the data is sRGB, rounded to nearest in the
+   shader) reach the texture by the fastest path the format allows:
+
+   * **direct**: where the format or its non-sRGB twin is storage-capable (rgba8unorm
+     serves rgba8unorm-srgb; rgba16float, rgba32float, r/rg32float; bgra8 with
+     ``bgra8unorm-storage``), the reduce pass stores into a twin texture, and
+     ``copy_texture_to_texture`` moves each level (on the H200 ``copy_buffer_to_texture``
+     took over half of the chain's GPU time);
+   * **fused**: other formats of 4+ bytes per texel encode whole u32 words into a padded
+     storage buffer in the same pass, then ``copy_buffer_to_texture``;
+   * **pack**: 1- and 2-byte formats (and alpha coverage) run ``mip_pack.wgsl``, one u32
+     word per invocation, then ``copy_buffer_to_texture``.
 
 With ``alpha_coverage`` the chain is submitted first, the work levels' alpha is read
 once, and each level's alpha scale is solved on the CPU before packing.
@@ -45,17 +53,26 @@ class MipReport:
     sources: list[int] = field(default_factory=list)  # source level of each level >= 1
     alpha_scales: list[float] = field(default_factory=list)
     gpu_ns: int | None = None  # GPU time of the chain (timestamp queries), when measured
+    pass_ns: list[int] = field(default_factory=list)  # time inside each compute pass
 
 
-def shader_source(name: str) -> str:
-    return resources.files("gputex").joinpath("shaders", name).read_text()
+def shader_source(name: str, out_format: str = "rgba8unorm") -> str:
+    """A shader's WGSL; the mip shaders get ``mip_common.wgsl`` (shared encoding) in front,
+    and ``OUT_FORMAT`` names the storage format ``main_direct`` writes."""
+    folder = resources.files("gputex").joinpath("shaders")
+    code = folder.joinpath(name).read_text()
+    if name in ("mip_reduce.wgsl", "mip_pack.wgsl"):
+        code = folder.joinpath("mip_common.wgsl").read_text() + "\n" + code
+    return code.replace("OUT_FORMAT", out_format)
 
 
 def box_source_level(width: int, height: int, level: int) -> int:
     """Level whose texels tile ``level``'s box footprint exactly: the deepest earlier
-    level whose size is a multiple of this level's size on both axes, else 0 (the base)."""
+    level (from 2 on) whose size is a multiple of this level's size on both axes, else 0
+    (the base). Level 1 is never a source: reading the base instead costs the same as
+    reading level 1's float work texture, and level 1 then needs no work texture at all."""
     w, h = mip_size(width, height, level)
-    for k in range(level - 1, 0, -1):
+    for k in range(level - 1, 1, -1):
         kw, kh = mip_size(width, height, k)
         if kw % w == 0 and kh % h == 0:
             return k
@@ -74,38 +91,42 @@ def _pack_kind(tex: "Texture") -> str:
                       "integers (upload with --format rgba16unorm or rgba32float)")
 
 
-def _pipeline(session, shader: str, constants: dict, entries: list[dict]):
-    import wgpu
-
-    key = ("pipeline", shader, tuple(sorted(constants.items())))
+def _pipeline(session, shader: str, constants: dict, entries: list[dict], entry: str = "main",
+              out_format: str = "rgba8unorm"):
+    key = ("pipeline", shader, entry, out_format, tuple(sorted(constants.items())))
 
     def make():
-        module = session.device.create_shader_module(code=shader_source(shader), label=shader)
+        module = session.cached(("module", shader, out_format), lambda: session.device.create_shader_module(
+            code=shader_source(shader, out_format), label=shader))
         bgl = session.device.create_bind_group_layout(entries=entries)
         layout = session.device.create_pipeline_layout(bind_group_layouts=[bgl])
         pipe = session.device.create_compute_pipeline(
-            layout=layout, compute={"module": module, "entry_point": "main", "constants": constants})
+            layout=layout, compute={"module": module, "entry_point": entry, "constants": constants})
         return pipe, bgl
 
-    _ = wgpu
     return session.cached(key, make)
 
 
-def _entries(out_kind: str) -> list[dict]:
+def _entries(kind: str, out_format: str = "") -> list[dict]:
+    """Bind group layout of the ``reduce`` or ``pack`` pass (``out_format``: main_direct's target)."""
     import wgpu
 
     s = wgpu.ShaderStage.COMPUTE
     src = {"binding": 0, "visibility": s,
            "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
                        "view_dimension": "2d", "multisampled": False}}
-    if out_kind == "storage-texture":
-        dst = {"binding": 1, "visibility": s,
-               "storage_texture": {"access": wgpu.StorageTextureAccess.write_only,
-                                   "format": "rgba32float", "view_dimension": "2d"}}
-    else:
-        dst = {"binding": 1, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.storage}}
     uni = {"binding": 2, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.uniform}}
-    return [src, dst, uni]
+    if kind == "pack":
+        return [src, {"binding": 1, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.storage}}, uni]
+    dst = {"binding": 1, "visibility": s,
+           "storage_texture": {"access": wgpu.StorageTextureAccess.write_only,
+                               "format": "rgba32float", "view_dimension": "2d"}}
+    entries = [src, dst, uni, {"binding": 3, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.storage}}]
+    if out_format:
+        entries.append({"binding": 4, "visibility": s,
+                        "storage_texture": {"access": wgpu.StorageTextureAccess.write_only,
+                                            "format": out_format, "view_dimension": "2d"}})
+    return entries
 
 
 def _uniform(session, data: bytes):
@@ -139,8 +160,6 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
     measure
         Time the chain with timestamp queries (when the device has them).
     """
-    import wgpu
-
     if filter not in FILTERS:
         raise FormatError(f"unknown filter {filter!r}; use box, kaiser or lanczos")
     if alpha not in ALPHA_MODES:
@@ -148,131 +167,212 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
     if wrap not in WRAPS:
         raise FormatError(f"unknown wrap mode {wrap!r}; use clamp, repeat or mirror")
     kind = _pack_kind(tex)
-    fmt = tex.format
-    if normal_map and fmt.srgb:
-        raise FormatError(f"{tex.source}: a normal map must not be stored in {fmt.name}; "
+    if normal_map and tex.format.srgb:
+        raise FormatError(f"{tex.source}: a normal map must not be stored in {tex.format.name}; "
                           "use --color-space linear or a non-sRGB format")
     report = MipReport(tex.levels)
     if tex.levels < 2:
         return report
-    session, device = tex.session, tex.session.device
-    weighted = alpha == "weighted" and fmt.channels in (2, 4) and not normal_map
-    space_srgb = tex.color_space == "srgb" and not normal_map
-    w1, h1 = mip_size(tex.width, tex.height, 1)
-    work = session.check(f"{tex.source}: mip work texture", device.create_texture,
-                         size=(w1, h1, 1), format="rgba32float", mip_level_count=tex.levels - 1,
-                         usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING
-                         | (wgpu.TextureUsage.COPY_SRC if alpha_coverage is not None else 0))
-    base_view = tex.texture.create_view(base_mip_level=0, mip_level_count=1,
-                                        base_array_layer=layer, array_layer_count=1, dimension="2d")
-    work_views = [work.create_view(base_mip_level=j, mip_level_count=1) for j in range(tex.levels - 1)]
-
-    common = {"CHANNELS": fmt.channels, "WEIGHTED": weighted, "NORMAL": normal_map}
-    query = _timestamps(session) if measure else None
-    enc = device.create_command_encoder()
-    for level in range(1, tex.levels):
-        src_level = box_source_level(tex.width, tex.height, level) if filter == "box" else level - 1
-        report.sources.append(src_level)
-        consts = dict(common, SRC_IS_BASE=src_level == 0, FILTER=FILTERS[filter], WRAP=WRAPS[wrap],
-                      DECODE_SRGB=space_srgb and not fmt.srgb and src_level == 0)
-        pipe, bgl = _pipeline(session, "mip_reduce.wgsl", consts, _entries("storage-texture"))
-        sw, sh = mip_size(tex.width, tex.height, src_level)
-        dw, dh = mip_size(tex.width, tex.height, level)
-        bind = device.create_bind_group(layout=bgl, entries=[
-            {"binding": 0, "resource": base_view if src_level == 0 else work_views[src_level - 1]},
-            {"binding": 1, "resource": work_views[level - 1]},
-            {"binding": 2, "resource": {"buffer": _uniform(session, struct.pack("<4I", sw, sh, dw, dh))}},
-        ])
-        ts = query.writes(begin=level == 1) if query else None
-        cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
-        cpass.set_pipeline(pipe)
-        cpass.set_bind_group(0, bind)
-        cpass.dispatch_workgroups(-(-dw // 8), -(-dh // 8), 1)
-        cpass.end()
-
-    scales = [1.0] * tex.levels
-    if alpha_coverage is not None and fmt.channels in (2, 4) and not normal_map:
-        device.queue.submit([enc.finish()])
-        scales = _coverage_scales(tex, work, alpha_coverage, layer)
-        enc = device.create_command_encoder()
-    report.alpha_scales = scales
-
-    pack_consts = {"FMT": _PACK_FMT[kind], "CHANNELS": fmt.channels, "BPT": fmt.block_bytes,
-                   "BGRA": fmt.bgra, "ENCODE_SRGB": space_srgb, "WEIGHTED": weighted, "NORMAL": normal_map}
-    pipe, bgl = _pipeline(session, "mip_pack.wgsl", pack_consts, _entries("buffer"))
-    limit = min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 256 << 20)
-    pitch1 = align_up(w1 * fmt.block_bytes, 256)
-    band_rows = max(1, min(h1, limit // pitch1))
-    scratch = session.check(f"{tex.source}: mip pack buffer", device.create_buffer,
-                            size=pitch1 * band_rows,
-                            usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
-    last = tex.levels - 1
-    for level in range(1, tex.levels):
-        dw, dh = mip_size(tex.width, tex.height, level)
-        pitch = align_up(dw * fmt.block_bytes, 256)
-        for i, (y0, y1) in enumerate(bands(dh, pitch, pitch1 * band_rows)):
-            prm = struct.pack("<4If", dw, y1 - y0, y0, pitch // 4, scales[level])
-            bind = device.create_bind_group(layout=bgl, entries=[
-                {"binding": 0, "resource": work_views[level - 1]},
-                {"binding": 1, "resource": {"buffer": scratch, "offset": 0, "size": scratch.size}},
-                {"binding": 2, "resource": {"buffer": _uniform(session, prm)}},
-            ])
-            ts = query.writes(end=True) if query and level == last and y1 == dh else None
-            cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
-            cpass.set_pipeline(pipe)
-            cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(-(-((dw * fmt.block_bytes + 3) // 4) // 64), y1 - y0, 1)
-            cpass.end()
-            enc.copy_buffer_to_texture(
-                {"buffer": scratch, "offset": 0, "bytes_per_row": pitch, "rows_per_image": y1 - y0},
-                {"texture": tex.texture, "mip_level": level, "origin": (0, y0, layer)},
-                (dw, y1 - y0, 1))
-    if query:
-        query.resolve(enc)
-    session.check(f"{tex.source}: mip chain", device.queue.submit, [enc.finish()])
-    if query:
-        report.gpu_ns = query.read()
-    work.destroy()
-    scratch.destroy()
+    chain = _Chain(tex, kind, filter, alpha, normal_map, wrap, layer, measure, alpha_coverage is not None)
+    try:
+        report.sources = chain.reduce_all()
+        scales = [1.0] * tex.levels
+        if alpha_coverage is not None and tex.format.channels in (2, 4) and not normal_map:
+            chain.submit()
+            scales = _coverage_scales(tex, chain.work, alpha_coverage, layer)
+        report.alpha_scales = scales
+        chain.pack_all(scales)
+        chain.submit()
+        if chain.query:
+            report.gpu_ns, report.pass_ns = chain.query.read()
+    finally:
+        chain.release()
     return report
 
 
-class _Timestamps:
-    def __init__(self, session):
+class _Chain:
+    """The passes of one mip chain, recorded into command encoders.
+
+    A level's reduce pass also writes the format's bytes (``FUSED``) when a texel is a whole
+    number of u32 words, no alpha-coverage scale is pending, and the level fits one storage
+    binding; otherwise a pack pass per row band does it. Work levels no later level reads
+    are not stored.
+    """
+
+    def __init__(self, tex, kind, filter, alpha, normal_map, wrap, layer, measure, coverage):
         import wgpu
 
-        self.session = session
-        self.qs = session.device.create_query_set(type=wgpu.QueryType.timestamp, count=2)
-        self.resolve_buf = session.device.create_buffer(
-            size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
-        self.read_buf = session.device.create_buffer(
-            size=16, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        self.tex, self.session, self.device = tex, tex.session, tex.session.device
+        self.layer, self.filter, self.wrap, fmt = layer, filter, wrap, tex.format
+        weighted = alpha == "weighted" and fmt.channels in (2, 4) and not normal_map
+        self.space_srgb = tex.color_space == "srgb" and not normal_map
+        self.common = {"FMT": _PACK_FMT[kind], "CHANNELS": fmt.channels, "BPT": fmt.block_bytes,
+                       "BGRA": fmt.bgra, "ENCODE_SRGB": self.space_srgb, "WEIGHTED": weighted,
+                       "NORMAL": normal_map}
+        self.sizes = [mip_size(tex.width, tex.height, lv) for lv in range(tex.levels)]
+        self.sources = [None] + [box_source_level(tex.width, tex.height, lv) if filter == "box" else lv - 1
+                                 for lv in range(1, tex.levels)]
+        w1, h1 = self.sizes[1]
+        limit = min(self.session.limits.get("max-storage-buffer-binding-size", 128 << 20), 256 << 20)
+        self.pitch1 = align_up(w1 * fmt.block_bytes, 256)
+        self.band_rows = max(1, min(h1, limit // self.pitch1))
+        self.direct = None if coverage else _storage_twin(self.session, fmt)
+        self.fused = not self.direct and fmt.block_bytes % 4 == 0 and not coverage and self.band_rows >= h1
+        self.work = self.session.check(
+            f"{tex.source}: mip work texture", self.device.create_texture,
+            size=(w1, h1, 1), format="rgba32float", mip_level_count=tex.levels - 1,
+            usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING
+            | (wgpu.TextureUsage.COPY_SRC if coverage else 0))
+        self.scratch = self.session.check(
+            f"{tex.source}: mip pack buffer", self.device.create_buffer,
+            size=4 if self.direct else self.pitch1 * self.band_rows,
+            usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+        self.out = None
+        if self.direct:
+            self.out = self.session.check(
+                f"{tex.source}: mip output texture", self.device.create_texture, size=(w1, h1, 1),
+                format=self.direct, mip_level_count=tex.levels - 1,
+                usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC)
+            self.out_views = [self.out.create_view(base_mip_level=j, mip_level_count=1)
+                              for j in range(tex.levels - 1)]
+        self.base_view = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                                                 array_layer_count=1, dimension="2d")
+        self.work_views = [self.work.create_view(base_mip_level=j, mip_level_count=1)
+                           for j in range(tex.levels - 1)]
+        self.query = _timestamps(self.session, 4 * tex.levels + 8) if measure else None
+        self.enc = self.device.create_command_encoder()
 
-    def writes(self, begin: bool = False, end: bool = False):
-        if not (begin or end):
+    def _pass(self, pipe, bind, groups) -> None:
+        ts = self.query.next() if self.query else None
+        cpass = self.enc.begin_compute_pass(timestamp_writes=ts) if ts else self.enc.begin_compute_pass()
+        cpass.set_pipeline(pipe)
+        cpass.set_bind_group(0, bind)
+        cpass.dispatch_workgroups(*groups)
+        cpass.end()
+
+    def _copy(self, level: int, pitch: int, y0: int, y1: int) -> None:
+        self.enc.copy_buffer_to_texture(
+            {"buffer": self.scratch, "offset": 0, "bytes_per_row": pitch, "rows_per_image": y1 - y0},
+            {"texture": self.tex.texture, "mip_level": level, "origin": (0, y0, self.layer)},
+            (self.sizes[level][0], y1 - y0, 1))
+
+    def reduce_all(self) -> list[int]:
+        levels = self.tex.levels
+        read = {s for s in self.sources[1:] if s}
+        fmt = self.tex.format
+        for level in range(1, levels):
+            src = self.sources[level]
+            consts = dict(self.common, SRC_IS_BASE=src == 0, FILTER=FILTERS[self.filter], WRAP=WRAPS[self.wrap],
+                          DECODE_SRGB=self.space_srgb and not fmt.srgb and src == 0, FUSED=self.fused,
+                          STORE_WORK=not self.fused or level in read)
+            if self.direct:
+                pipe, bgl = _pipeline(self.session, "mip_reduce.wgsl", consts, _entries("reduce", self.direct),
+                                      "main_direct", self.direct)
+            else:
+                pipe, bgl = _pipeline(self.session, "mip_reduce.wgsl", consts, _entries("reduce"))
+            (sw, sh), (dw, dh) = self.sizes[src], self.sizes[level]
+            pitch = align_up(dw * fmt.block_bytes, 256)
+            entries = [
+                {"binding": 0, "resource": self.base_view if src == 0 else self.work_views[src - 1]},
+                {"binding": 1, "resource": self.work_views[level - 1]},
+                {"binding": 2, "resource": {"buffer": _uniform(self.session, struct.pack("<5I", sw, sh, dw, dh, pitch // 4))}},
+                {"binding": 3, "resource": {"buffer": self.scratch, "offset": 0, "size": self.scratch.size}},
+            ]
+            if self.direct:
+                entries.append({"binding": 4, "resource": self.out_views[level - 1]})
+            self._pass(pipe, self.device.create_bind_group(layout=bgl, entries=entries), (-(-dw // 8), -(-dh // 8), 1))
+            if self.fused:
+                self._copy(level, pitch, 0, dh)
+        if self.direct:  # the output texture's levels into the texture (copy-compatible formats)
+            for level in range(1, levels):
+                w, h = self.sizes[level]
+                self.enc.copy_texture_to_texture({"texture": self.out, "mip_level": level - 1},
+                                                 {"texture": self.tex.texture, "mip_level": level,
+                                                  "origin": (0, 0, self.layer)}, (w, h, 1))
+        return self.sources[1:]
+
+    def pack_all(self, scales: list[float]) -> None:
+        if self.fused or self.direct:
+            return
+        fmt = self.tex.format
+        pipe, bgl = _pipeline(self.session, "mip_pack.wgsl", self.common, _entries("pack"))
+        for level in range(1, self.tex.levels):
+            dw, dh = self.sizes[level]
+            pitch = align_up(dw * fmt.block_bytes, 256)
+            for y0, y1 in bands(dh, pitch, self.pitch1 * self.band_rows):
+                prm = struct.pack("<4If", dw, y1 - y0, y0, pitch // 4, scales[level])
+                bind = self.device.create_bind_group(layout=bgl, entries=[
+                    {"binding": 0, "resource": self.work_views[level - 1]},
+                    {"binding": 1, "resource": {"buffer": self.scratch, "offset": 0, "size": self.scratch.size}},
+                    {"binding": 2, "resource": {"buffer": _uniform(self.session, prm)}},
+                ])
+                self._pass(pipe, bind, (-(-((dw * fmt.block_bytes + 3) // 4) // 64), y1 - y0, 1))
+                self._copy(level, pitch, y0, y1)
+
+    def submit(self) -> None:
+        if self.query:
+            self.query.resolve(self.enc)
+        self.session.check(f"{self.tex.source}: mip chain", self.device.queue.submit, [self.enc.finish()])
+        self.enc = self.device.create_command_encoder()
+
+    def release(self) -> None:
+        self.work.destroy()
+        self.scratch.destroy()
+        if self.out is not None:
+            self.out.destroy()
+
+
+def _storage_twin(session, fmt) -> str | None:
+    """A storage-capable format copy-compatible with ``fmt`` (itself or its non-sRGB twin)."""
+    from .formats import get_format
+
+    twin = get_format(fmt.linear_name)
+    if twin.storage or (twin.bgra and session.has_feature("bgra8unorm-storage")):
+        return twin.name
+    return None
+
+
+class _Timestamps:
+    """Begin/end timestamps of every compute pass (the gaps between passes are copies and barriers)."""
+
+    def __init__(self, session, passes: int):
+        import wgpu
+
+        self.count = 2 * passes
+        self.used = 0
+        self.resolved = 0
+        self.qs = session.device.create_query_set(type=wgpu.QueryType.timestamp, count=self.count)
+        self.resolve_buf = session.device.create_buffer(
+            size=8 * self.count, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+        self.read_buf = session.device.create_buffer(
+            size=8 * self.count, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+
+    def next(self):
+        if self.used + 2 > self.count:
             return None
-        ts = {"query_set": self.qs}
-        if begin:
-            ts["beginning_of_pass_write_index"] = 0
-        if end:
-            ts["end_of_pass_write_index"] = 1
-        return ts
+        i = self.used
+        self.used += 2
+        return {"query_set": self.qs, "beginning_of_pass_write_index": i, "end_of_pass_write_index": i + 1}
 
     def resolve(self, enc) -> None:
-        enc.resolve_query_set(self.qs, 0, 2, self.resolve_buf, 0)
-        enc.copy_buffer_to_buffer(self.resolve_buf, 0, self.read_buf, 0, 16)
+        if self.used > self.resolved:
+            a, n = self.resolved, self.used - self.resolved
+            enc.resolve_query_set(self.qs, a, n, self.resolve_buf, 8 * a)
+            enc.copy_buffer_to_buffer(self.resolve_buf, 8 * a, self.read_buf, 8 * a, 8 * n)
+            self.resolved = self.used
 
-    def read(self) -> int:
+    def read(self) -> tuple[int, list[int]]:
+        """(last end - first begin, [duration of each pass]) in nanoseconds."""
         import wgpu
 
         self.read_buf.map_sync(wgpu.MapMode.READ)
-        t0, t1 = struct.unpack("<2Q", bytes(self.read_buf.read_mapped()))
+        t = struct.unpack(f"<{self.used}Q", bytes(self.read_buf.read_mapped(0, 8 * self.used)))
         self.read_buf.unmap()
-        return int(t1 - t0)
+        return int(t[-1] - t[0]), [int(t[i + 1] - t[i]) for i in range(0, self.used, 2)]
 
 
-def _timestamps(session):
-    return _Timestamps(session) if session.has_feature("timestamp-query") else None
+def _timestamps(session, passes: int):
+    return _Timestamps(session, passes) if session.has_feature("timestamp-query") else None
 
 
 def _coverage_scales(tex: "Texture", work, cutoff: float, layer: int) -> list[float]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .errors import FormatError, LimitError
 from .formats import Format, get_format
 from .layout import CopyLayout, bands, copy_layout, mip_count, mip_size
+from .parallel import for_row_chunks
 
 if TYPE_CHECKING:
     import numpy as np
@@ -190,10 +191,15 @@ def write_image(tex: Texture, image: "Image", *, level: int = 0, layer: int = 0,
     parts = bands(lay.blocks_down, row_bytes, budget if path == "write_texture" else budget // 2)
 
     def convert(y0: int, y1: int, out=None):
-        rows = to_texture_rows(pixels[y0:y1], tex.color_space, tex.format, premultiply=premultiply)
-        if out is not None:
-            out[:, : lay.bytes_per_row] = rows
-        return rows
+        if out is None:
+            return to_texture_rows(pixels[y0:y1], tex.color_space, tex.format, premultiply=premultiply)
+
+        def fill(a: int, b: int) -> None:
+            out[a:b, : lay.bytes_per_row] = to_texture_rows(
+                pixels[y0 + a : y0 + b], tex.color_space, tex.format, premultiply=premultiply)
+
+        for_row_chunks(y1 - y0, lay.bytes_per_row, fill)
+        return out
 
     writer = _write_texture_bands if path == "write_texture" else _staging_bands
     writer(tex, lay, parts, convert, level, layer, progress)

@@ -170,10 +170,10 @@ def test_alpha_coverage_is_preserved(gpu):
 
 
 def test_box_source_levels_tile_exactly():
-    # power of two: each level from the previous one
-    assert [box_source_level(64, 64, lv) for lv in range(1, 7)] == [0, 1, 2, 3, 4, 5]
-    # 10 -> 5 -> 2 -> 1: 2 does not divide 5, so level 2 reads the base (10 = 5 * 2)
-    assert [box_source_level(10, 10, lv) for lv in range(1, 4)] == [0, 0, 2]
+    # power of two: each level from the previous one, except that level 1 is never a source
+    assert [box_source_level(64, 64, lv) for lv in range(1, 7)] == [0, 0, 2, 3, 4, 5]
+    # 20 -> 10 -> 5 -> 2 -> 1: 2 does not divide 5, so level 3 reads the base; level 4 reads level 3
+    assert [box_source_level(20, 20, lv) for lv in range(1, 5)] == [0, 0, 0, 3]
 
 
 def test_integer_formats_refuse_mips(gpu):

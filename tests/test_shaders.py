@@ -7,11 +7,20 @@ from importlib import resources
 import pytest
 
 pytestmark = pytest.mark.gpu
-SHADERS = sorted(p.name for p in resources.files("gputex").joinpath("shaders").iterdir() if p.name.endswith(".wgsl"))
+FILES = {p.name: p.read_text() for p in resources.files("gputex").joinpath("shaders").iterdir()
+         if p.name.endswith(".wgsl")}
+SHADERS = sorted(name for name, code in FILES.items() if "@compute" in code)
 
 
 def test_there_are_shaders():
-    assert "mip_reduce.wgsl" in SHADERS and "mip_pack.wgsl" in SHADERS
+    assert {"mip_reduce.wgsl", "mip_pack.wgsl", "reduce.wgsl"} <= set(SHADERS)
+
+
+def test_shared_mip_code_is_prepended():
+    from gputex.mips import shader_source
+
+    for name in ("mip_reduce.wgsl", "mip_pack.wgsl"):
+        assert shader_source(name).startswith(FILES["mip_common.wgsl"])
 
 
 @pytest.mark.parametrize("name", SHADERS)
@@ -20,5 +29,11 @@ def test_shader_compiles(gpu, name):
 
     # wgpu raises GPUValidationError on any parse or validation error; building a pipeline
     # also checks the entry point and the default override constants.
-    module = gpu.device.create_shader_module(code=shader_source(name), label=name)
-    gpu.device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
+    import re
+
+    code = shader_source(name)
+    module = gpu.device.create_shader_module(code=code, label=name)
+    entries = re.findall(r"@compute[^\n]*\nfn (\w+)", code)
+    assert entries
+    for entry in entries:
+        gpu.device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": entry})

@@ -11,22 +11,33 @@
 // Work-level encoding, weighted alpha: texels with a > 0 hold (rgb * a, a); texels with
 // a == 0 hold (rgb, 0), so colour under fully transparent texels survives.
 
+//
+// main_direct writes the final value straight into a storage-capable texture of the level's
+// format (the chain then copies texture to texture), the fastest path.
+// With FUSED the same invocation (main) also encodes its texel into the format's bytes (formats of
+// 4 or more bytes per texel: whole u32 words) in the padded copy buffer, so no pack pass
+// has to read the work level again; STORE_WORK is off for levels no later level reads.
+// (mip_common.wgsl, prepended by the loader, has CHANNELS, WEIGHTED, NORMAL and the encoding.)
+
 override SRC_IS_BASE: bool = true;
 override DECODE_SRGB: bool = false;  // base holds sRGB data in a non-sRGB format
-override CHANNELS: u32 = 4u;         // 1: grey, 2: grey + alpha (or normal xy), 4: rgba
-override WEIGHTED: bool = true;      // weighted alpha
-override NORMAL: bool = false;       // normal map: unpack to [-1, 1]
 override FILTER: u32 = 0u;           // 0 box, 1 kaiser, 2 lanczos
 override WRAP: u32 = 0u;             // 0 clamp, 1 repeat, 2 mirror
+override FUSED: bool = false;
+override STORE_WORK: bool = true;
 
 struct Params {
     src_size: vec2<u32>,
     dst_size: vec2<u32>,
+    words_per_row: u32,
 }
 
 @group(0) @binding(0) var src: texture_2d<f32>;
 @group(0) @binding(1) var dst: texture_storage_2d<rgba32float, write>;
 @group(0) @binding(2) var<uniform> prm: Params;
+@group(0) @binding(3) var<storage, read_write> packed: array<u32>;
+// main_direct only: the level itself (a storage-capable texture; the loader names its format)
+@group(0) @binding(4) var out_tex: texture_storage_2d<OUT_FORMAT, write>;
 
 const PI: f32 = 3.14159265358979;
 const RADIUS: f32 = 3.0;
@@ -95,14 +106,22 @@ fn kernel(t: f32) -> f32 {
     return sinc(t) * bessel_i0(4.0 * sqrt(max(0.0, 1.0 - r * r))) / bessel_i0(4.0);
 }
 
+// t mod n in [0, n) using only non-negative operands of % (the remainder of a negative
+// operand differed between drivers in practice).
+fn pos_mod(t: i32, n: i32) -> i32 {
+    if (t >= 0) {
+        return t % n;
+    }
+    return t + ((n - 1 - t) / n) * n;
+}
+
 fn wrap_index(t: i32, n: i32) -> i32 {
     if (WRAP == 1u) {
-        return ((t % n) + n) % n;
+        return pos_mod(t, n);
     }
     if (WRAP == 2u) {
-        let period = 2 * n;
-        let m = ((t % period) + period) % period;
-        return select(m, period - 1 - m, m >= n);
+        let m = pos_mod(t, 2 * n);
+        return select(m, 2 * n - 1 - m, m >= n);
     }
     return clamp(t, 0, n - 1);
 }
@@ -130,11 +149,7 @@ fn weight(t: i32, x: u32, s: u32, d: u32) -> f32 {
     return kernel((f32(t) + 0.5 - c) / max(r, 1.0));
 }
 
-@compute @workgroup_size(8, 8)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x >= prm.dst_size.x || gid.y >= prm.dst_size.y) {
-        return;
-    }
+fn reduce_texel(gid: vec2<u32>) -> vec4<f32> {
     let sx = prm.src_size.x;
     let sy = prm.src_size.y;
     let rx = taps(gid.x, sx, prm.dst_size.x);
@@ -185,5 +200,51 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             out = vec4<f32>((clear_rgb + acc.rgb) / wsum, 0.0);
         }
     }
-    textureStore(dst, vec2<i32>(gid.xy), out);
+    return out;
+}
+
+@compute @workgroup_size(8, 8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= prm.dst_size.x || gid.y >= prm.dst_size.y) {
+        return;
+    }
+    let out = reduce_texel(gid.xy);
+    if (STORE_WORK) {
+        textureStore(dst, vec2<i32>(gid.xy), out);
+    }
+    if (FUSED) {
+        let v = finalize(out, 1.0);
+        let words = BPT / 4u;
+        for (var part = 0u; part < words; part++) {
+            packed[gid.y * prm.words_per_row + gid.x * words + part] = texel_word(v, part);
+        }
+    }
+}
+
+// The final value, quantized here so the storage write's own conversion is exact.
+fn storable(v: vec4<f32>) -> vec4<f32> {
+    var c = vec4<f32>(component(v, 0u), component(v, 1u), 0.0, 1.0);
+    if (CHANNELS == 4u) {
+        c = v;  // rgba order: a bgra storage texture swizzles by itself
+    }
+    if (FMT == 0u) {
+        return floor(clamp(c, vec4<f32>(0.0), vec4<f32>(1.0)) * 255.0 + vec4<f32>(0.5)) / 255.0;
+    }
+    if (FMT == 2u) {
+        return vec4<f32>(unpack2x16float(f16_bits(c.x) | (f16_bits(c.y) << 16u)),
+                         unpack2x16float(f16_bits(c.z) | (f16_bits(c.w) << 16u)));
+    }
+    return c;
+}
+
+@compute @workgroup_size(8, 8)
+fn main_direct(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= prm.dst_size.x || gid.y >= prm.dst_size.y) {
+        return;
+    }
+    let out = reduce_texel(gid.xy);
+    if (STORE_WORK) {
+        textureStore(dst, vec2<i32>(gid.xy), out);
+    }
+    textureStore(out_tex, vec2<i32>(gid.xy), storable(finalize(out, 1.0)));
 }
