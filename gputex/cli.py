@@ -81,6 +81,9 @@ SpaceOpt = typer.Option(None, "--color-space", help="How the data is meant: srgb
 BudgetOpt = typer.Option(64, "--budget", min=1, help="Host staging memory per transfer, MiB.")
 PathOpt = typer.Option(UploadPath.auto, "--upload-path", help="auto, write_texture or staging.")
 MaxPixelsOpt = typer.Option(None, "--max-pixels", min=1, help="Refuse images above this many pixels (default 16384^2).")
+MaxRatioOpt = typer.Option(None, "--max-ratio", min=0,
+                           help="Refuse images decoding to >64 MiB and more than this times their file size "
+                                "(default 1000; 0: no limit).")
 
 
 def _err(message: str) -> None:
@@ -162,6 +165,14 @@ def _run_batch(inputs: List[str], one, as_json: bool, session, render) -> int:
             results.append(result)
             if bar:
                 bar.advance(0)
+    except KeyboardInterrupt:
+        if bar:
+            bar.stop()
+            bar = None
+        ok = sum(1 for r in results if r.ok)
+        _err(f"interrupted after {len(results)} of {len(inputs)} inputs ({ok} ok, {failed} failed); "
+             "every output written is complete")
+        raise typer.Exit(EXIT_INTERRUPTED)
     finally:
         if bar:
             bar.stop()
@@ -203,6 +214,7 @@ def upload(
     alpha: Alpha = AlphaOpt, alpha_coverage: Optional[float] = CoverageOpt,
     normal_map: bool = NormalOpt, wrap: Wrap = WrapOpt,
     budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,
+    max_ratio: Optional[float] = MaxRatioOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
 ) -> None:
@@ -215,7 +227,7 @@ def upload(
     opts = _options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
-                    mips=mips or levels is not None, mip_levels=levels,
+                    max_ratio=max_ratio, mips=mips or levels is not None, mip_levels=levels,
                     mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
     code = _run_batch(images, lambda p: upload_file(session, p, opts), as_json, session, _render_upload)
     raise typer.Exit(code)
@@ -271,6 +283,7 @@ def capture(
                                      help="Float textures as tiff (exact), npy (exact) or png (16-bit, clamped)."),
     png_level: int = typer.Option(6, "--png-compression", min=0, max=9, help="zlib level of PNG output."),
     budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,
+    max_ratio: Optional[float] = MaxRatioOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
 ) -> None:
@@ -294,6 +307,9 @@ def capture(
     if not os.access(out, os.W_OK):
         _err(f"{out}: output folder is not writable")
         raise typer.Exit(EXIT_FAILED)
+    from .encode import sweep_stale
+
+    sweep_stale(out)  # temporary files of an earlier run that was killed
     session = _session(adapter, backend)
     from .pipeline import OutputNames, capture_file
 
@@ -301,7 +317,7 @@ def capture(
     opts = _options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
-                    mips=want_mips, mip_levels=levels, level=level, float_as=float_as.value,
+                    max_ratio=max_ratio, mips=want_mips, mip_levels=levels, level=level, float_as=float_as.value,
                     png_level=png_level, sheet=sheet,
                     mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
     names = OutputNames(out, sources)
@@ -477,9 +493,23 @@ def info(
         typer.echo(f"  {name:24} {marks}")
 
 
+def _quiet_libraries(debug: bool) -> None:
+    """Pillow logs and warns about corrupt files on stderr; gputex reports one line itself."""
+    if debug:
+        return
+    import logging
+    import warnings
+
+    pil = logging.getLogger("PIL")
+    pil.addHandler(logging.NullHandler())
+    pil.propagate = False
+    warnings.filterwarnings("ignore", module=r"PIL\..*")
+
+
 def main() -> None:
     """Entry point of the ``gputex`` command."""
     debug = "--debug" in sys.argv
+    _quiet_libraries(debug)
     try:
         code = app(standalone_mode=False)
     except typer.Exit as e:

@@ -28,6 +28,7 @@ channel. EXIF orientation is applied unless ``exif_rotate=False``.
 from __future__ import annotations
 
 import os
+import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,10 @@ __all__ = ["Image", "decode", "from_array", "DEFAULT_MAX_PIXELS"]
 
 #: Refuse images above this many pixels before decoding (decompression bombs).
 DEFAULT_MAX_PIXELS = 16384 * 16384
+#: Refuse images that would decode to more than this many times their file size...
+DEFAULT_MAX_RATIO = 1000.0
+#: ...once they decode to more than this many bytes (so a bomb never costs more).
+RATIO_FLOOR_BYTES = 64 << 20
 
 
 @dataclass
@@ -184,7 +189,7 @@ def _pillow_pixels(im) -> tuple["np.ndarray", str]:
 
 
 def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
-           max_pixels: int = DEFAULT_MAX_PIXELS) -> Image:
+           max_pixels: int = DEFAULT_MAX_PIXELS, max_ratio: float = DEFAULT_MAX_RATIO) -> Image:
     """Decode an image file.
 
     Parameters
@@ -196,6 +201,9 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
     max_pixels
         Refuse (``LimitError``) images with more pixels than this, from the header,
         before the pixel data is decoded.
+    max_ratio
+        Refuse images that would decode to more than ``RATIO_FLOOR_BYTES`` (64 MiB) and
+        more than ``max_ratio`` times their file size (decompression bombs); 0 disables.
 
     Raises
     ------
@@ -220,9 +228,11 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
         except ValueError as e:
             raise DecodeError(f"{path}: {e}") from None
         _check_size(path, header.width, header.height, max_pixels)
+    PILImage.MAX_IMAGE_PIXELS = None  # gputex checks pixels (and bytes) itself, below
     try:
         with PILImage.open(io.BytesIO(data)) as im:
             _check_size(path, im.width, im.height, max_pixels)
+            _check_ratio(path, _decoded_bytes(im, header), len(data), max_ratio)
             orientation = im.getexif().get(0x0112, 1) if exif_rotate else 1
             if header is not None and header.bit_depth == 16:
                 image = _decode_png16(path, data, header)
@@ -242,15 +252,42 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
         if str(e).startswith(path):
             raise
         raise type(e)(f"{path}: {e}") from None
-    except (OSError, SyntaxError, ValueError, EOFError) as e:
-        msg = str(e) or type(e).__name__
-        if "truncated" in msg or "broken data stream" in msg or isinstance(e, EOFError):
-            msg = "truncated or corrupt image data"
-        raise DecodeError(f"{path}: {msg}") from None
+    except (OSError, SyntaxError, ValueError, EOFError, zlib.error) as e:
+        raise DecodeError(f"{path}: {_corrupt_message(e)}") from None
     if image.width == 0 or image.height == 0:
         raise DecodeError(f"{path}: image has zero width or height")
     image.pixels = _orient(image.pixels, int(orientation))
     return image
+
+
+def _corrupt_message(e: BaseException) -> str:
+    """One stable line for the many ways Pillow reports a damaged file."""
+    msg = " ".join(str(e).split()) or type(e).__name__
+    low = msg.lower()
+    if isinstance(e, EOFError) or any(k in low for k in ("truncated", "broken data stream", "premature end",
+                                                         "unrecognized data stream")):
+        return "truncated or corrupt image data"
+    if "max_text_chunk" in low:
+        return "oversized text chunk (over Pillow's MAX_TEXT_CHUNK; a decompression bomb?)"
+    return f"corrupt image data ({msg})"
+
+
+def _decoded_bytes(im, header) -> int:
+    """Bytes the decoded pixels will take, from the header alone."""
+    if header is not None:  # PNG: palette images expand to RGB(A) bytes
+        per = 4 if header.color_type == 3 else header.channels * max(1, header.bit_depth // 8)
+        return header.width * header.height * per
+    per_band = 4 if im.mode in ("I", "F") else (2 if ";16" in im.mode else 1)
+    return im.width * im.height * max(1, len(im.getbands())) * per_band
+
+
+def _check_ratio(path: str, decoded: int, size: int, max_ratio: float) -> None:
+    if max_ratio and decoded > RATIO_FLOOR_BYTES and decoded > max_ratio * size:
+        raise LimitError(
+            f"{path}: would decode to {decoded} bytes from a {size}-byte file "
+            f"({decoded / size:.0f}:1, over the limit of {max_ratio:g}:1 for a likely "
+            "decompression bomb; raise it with --max-ratio)"
+        )
 
 
 def _check_size(path: str, width: int, height: int, max_pixels: int) -> None:

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import GPUError, NoAdapterError
+from .errors import DeviceLostError, GPUError, NoAdapterError
 
 __all__ = ["Session", "AdapterInfo", "list_adapters", "BACKENDS"]
 
@@ -140,17 +140,13 @@ class Session:
         self.adapter = candidates[0]
         self.info = _info(self.adapter)
         self.info.chosen = True
-        features = [f for f in WANTED_FEATURES if f in self.adapter.features]
-        limits = dict(self.info.limits)
+        self._cache: dict[Any, Any] = {}  # pipelines, buffers reused across images
         try:
-            self.device = self.adapter.request_device_sync(
-                required_features=features, required_limits=limits, label="gputex"
-            )
-        except Exception as e:
-            raise NoAdapterError(f"could not create a device on {self.info.name}: {e}") from e
+            self.recreate()
+        except NoAdapterError as e:
+            raise NoAdapterError(str(e).replace("could not recreate", "could not create")) from e.__cause__
         self.features = set(self.device.features)
         self.limits = dict(self.device.limits)
-        self._cache: dict[Any, Any] = {}  # pipelines, buffers reused across images
 
     # -- small helpers used by the step modules ---------------------------------
     @property
@@ -175,7 +171,19 @@ class Session:
             raise GPUError(f"{what}: out of GPU memory") from e
         except Exception as e:
             first = _first_line(e)
+            if "lost" in str(e).lower():
+                raise DeviceLostError(f"{what}: GPU device lost ({first})") from e
             raise GPUError(f"{what}: {first}") from e
+
+    def recreate(self) -> None:
+        """Make a new device on the same adapter (after a device loss); caches are dropped."""
+        self._cache.clear()
+        try:
+            self.device = self.adapter.request_device_sync(
+                required_features=[f for f in WANTED_FEATURES if f in self.adapter.features],
+                required_limits=dict(self.info.limits), label="gputex")
+        except Exception as e:
+            raise NoAdapterError(f"could not recreate the device on {self.info.name}: {e}") from e
 
     def wait(self) -> None:
         """Block until all submitted GPU work is done (a buffer map; see README)."""

@@ -15,12 +15,13 @@ int / 32-bit uint      ``.npy`` (PNG cannot hold them)
 =====================  ==================================================
 
 PNGs carry an ``sRGB`` chunk for sRGB data and ``gAMA`` 1.0 for linear data.
-Every file is written to a temporary name in the target folder, flushed and
-renamed, so it appears whole or not at all.
+Every file is written atomically (see :func:`write_atomic`): it appears whole or not at all,
+also when the process is killed.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from typing import TYPE_CHECKING, Callable
@@ -30,7 +31,7 @@ from .errors import OutputError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["encode", "output_suffix", "write_atomic", "DEFAULT_PNG_LEVEL"]
+__all__ = ["encode", "output_suffix", "write_atomic", "sweep_stale", "DEFAULT_PNG_LEVEL"]
 
 #: zlib level for PNG output (speed/size trade-off: see README).
 DEFAULT_PNG_LEVEL = 6
@@ -46,17 +47,29 @@ def output_suffix(dtype: "np.dtype", float_as: str = "tiff") -> str:
     return ".npy"
 
 
+_TMP_PREFIX = ".gputex-"
+
+
 def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    """Write ``data`` to ``path`` so that it appears whole or not at all.
+
+    On Linux the data goes into an unnamed ``O_TMPFILE`` in the target folder, is flushed,
+    and only then linked under a name: a process killed at any moment leaves nothing
+    behind. Elsewhere (or where the filesystem lacks O_TMPFILE) a named temporary file
+    ``.gputex-<pid>-*.part`` in the folder is renamed over ``path``; stale ones of dead
+    processes are removed by :func:`sweep_stale`.
+    """
     folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise OutputError(f"{path}: output folder {folder} does not exist")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".gputex-", suffix=".part", dir=folder)
-    except FileNotFoundError:
-        raise OutputError(f"{path}: output folder {folder} does not exist") from None
+        if _write_tmpfile(folder, path, data):
+            return
+        fd, tmp = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-", suffix=".part", dir=folder)
     except PermissionError:
         raise OutputError(f"{path}: output folder {folder} is not writable") from None
     except OSError as e:
-        raise OutputError(f"{path}: cannot write in {folder} ({e.strerror or e})") from None
+        raise OutputError(f"{path}: write failed ({e.strerror or e})") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -71,6 +84,74 @@ def write_atomic(path: str, data: bytes) -> None:
         if isinstance(e, OSError):
             raise OutputError(f"{path}: write failed ({e.strerror or e})") from None
         raise
+
+
+def _write_tmpfile(folder: str, path: str, data: bytes) -> bool:
+    """O_TMPFILE write + link; False where unsupported (the caller falls back)."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag:
+        return False
+    try:
+        fd = os.open(folder, flag | os.O_WRONLY, 0o644)
+    except OSError as e:
+        if e.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+            return False
+        raise
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        proc = f"/proc/self/fd/{fd}"
+        # linkat(..., AT_SYMLINK_FOLLOW): CPython calls linkat (not link) only when a dir_fd
+        # is given, and only linkat can name an O_TMPFILE through /proc.
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            try:
+                os.link(proc, path, src_dir_fd=dfd, follow_symlinks=True)  # atomic; fails if path exists
+            except FileExistsError:
+                tmp = os.path.join(folder, f"{_TMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.part")
+                os.link(proc, tmp, src_dir_fd=dfd, follow_symlinks=True)  # complete data, temporary name
+                os.replace(tmp, path)
+        finally:
+            os.close(dfd)
+        return True
+    except OSError as e:
+        if e.errno == errno.EXDEV:  # no linkat through /proc here: fall back
+            return False
+        raise
+    finally:
+        os.close(fd)
+
+
+def sweep_stale(folder: str) -> int:
+    """Remove ``.gputex-<pid>-*.part`` files left in ``folder`` by processes no longer running."""
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        if not (name.startswith(_TMP_PREFIX) and name.endswith(".part")):
+            continue
+        pid = name[len(_TMP_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            try:
+                os.unlink(os.path.join(folder, name))
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _png_bytes(a: "np.ndarray", color_space: str, level: int, sbit: bytes | None) -> bytes:

@@ -15,6 +15,7 @@ __all__ = [
     "FormatError",
     "LimitError",
     "GPUError",
+    "DeviceLostError",
     "NoAdapterError",
     "OutputError",
 ]
@@ -42,6 +43,10 @@ class LimitError(GputexError, ValueError):
 
 class GPUError(GputexError, RuntimeError):
     """The GPU reported an error (validation, out of memory, device lost)."""
+
+
+class DeviceLostError(GPUError):
+    """The GPU device was lost (driver reset, removal); the session can be recreated."""
 
 
 class NoAdapterError(GPUError):

@@ -33,6 +33,7 @@ class Options:
     flip_y: bool = False
     exif_rotate: bool = True
     max_pixels: int | None = None
+    max_ratio: float | None = None
     budget: int = 64 << 20
     upload_path: str = "auto"
     # mips
@@ -83,10 +84,11 @@ def _timed(result: Result, stage: str):
 
 
 def _decode(path: str, opts: Options, result: Result):
-    from .decode import DEFAULT_MAX_PIXELS, decode
+    from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO, decode
 
     with _timed(result, "decode"):
-        return decode(path, exif_rotate=opts.exif_rotate, max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS)
+        return decode(path, exif_rotate=opts.exif_rotate, max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS,
+                      max_ratio=DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio)
 
 
 def _upload(session: "Session", image, opts: Options, result: Result, usage: int = 0) -> "Texture":
@@ -114,9 +116,20 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
     return tex
 
 
-def _run(result: Result, fn: Callable[[], None]) -> Result:
+def _run(result: Result, fn: Callable[[], None], session: "Session | None" = None) -> Result:
+    """Run one input's work; its errors go into ``result``. A lost device is recreated and
+    the input retried once."""
+    from .errors import DeviceLostError
+
     try:
-        fn()
+        try:
+            fn()
+        except DeviceLostError as e:
+            if session is None:
+                raise
+            session.recreate()
+            result.warnings.append(f"{result.source}: {e}; device recreated, input retried")
+            fn()
     except GputexError as e:
         result.ok, result.error, result.exception = False, str(e), e
     except MemoryError as e:
@@ -152,7 +165,7 @@ def upload_file(session: "Session", path: str, opts: Options) -> Result:
         finally:
             tex.destroy()
 
-    return _run(result, work)
+    return _run(result, work, session)
 
 
 def output_name(stem: str, level: int | None = None, layer: int | None = None) -> str:
@@ -241,7 +254,7 @@ def capture_file(session: "Session", path: str, names: OutputNames, opts: Option
         finally:
             tex.destroy()
 
-    return _run(result, work)
+    return _run(result, work, session)
 
 
 def _upload_for_reduce(session: "Session", path: str, opts: Options, result: Result) -> "Texture":
@@ -333,4 +346,4 @@ def stats_file(session: "Session", path: str, opts: Options, bins: int) -> Resul
         finally:
             tex.destroy()
 
-    return _run(result, work)
+    return _run(result, work, session)

@@ -64,6 +64,8 @@ def read_header(data: bytes, *, verify_crc: bool = True) -> PngHeader:
         if pos + 8 > len(data):
             raise ValueError("truncated PNG (no IEND chunk)")
         length, ctype = struct.unpack(">I4s", data[pos : pos + 8])
+        if not ctype.isalpha():  # chunk types are four ASCII letters
+            raise ValueError(f"corrupt PNG (invalid chunk type 0x{ctype.hex()} at byte {pos + 4})")
         end = pos + 12 + length
         if end > len(data):
             raise ValueError(f"truncated PNG ({ctype.decode('latin-1')} chunk cut off)")
