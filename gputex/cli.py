@@ -81,6 +81,8 @@ SpaceOpt = typer.Option(None, "--color-space", help="How the data is meant: srgb
 BudgetOpt = typer.Option(64, "--budget", min=1, help="Host staging memory per transfer, MiB.")
 PathOpt = typer.Option(UploadPath.auto, "--upload-path", help="auto, write_texture or staging.")
 MaxPixelsOpt = typer.Option(None, "--max-pixels", min=1, help="Refuse images above this many pixels (default 16384^2).")
+RecursiveOpt = typer.Option(False, "--recursive", "-r", help="Take the images in folders (tree kept under -o).")
+JobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, help="Decode/encode threads (default: the cores).")
 MaxRatioOpt = typer.Option(None, "--max-ratio", min=0,
                            help="Refuse images decoding to >64 MiB and more than this times their file size "
                                 "(default 1000; 0: no limit).")
@@ -121,15 +123,16 @@ def _validate_format(name: Optional[str]) -> None:
 
 
 def _progress(total: int, enabled: bool):
-    """A rich progress bar over inputs on a terminal; a no-op in pipes and with --json."""
+    """A rich progress bar (files, MB/s, ETA) on a terminal; nothing in pipes or with --json."""
     if not enabled or not sys.stderr.isatty() or total < 1:
         return None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                 TimeRemainingColumn(), transient=True, console=_stderr_console())
+                 TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), transient=True,
+                 console=_stderr_console())
     p.start()
-    p.add_task("gputex", total=total)
+    p.add_task("gputex", total=total, rate="")
     return p
 
 
@@ -139,38 +142,63 @@ def _stderr_console():
     return Console(stderr=True)
 
 
-def _run_batch(inputs: List[str], one, as_json: bool, session, render) -> int:
-    """Run ``one(path)`` for each input; print results; return the exit code."""
-    failed = 0
-    bar = _progress(len(inputs), not as_json)
-    results = []
-    try:
-        for path in inputs:
-            if bar:
-                bar.update(0, description=os.path.basename(path))
-            result = one(path)
-            if as_json:
-                d = result.as_dict()
-                d["adapter"] = session.name
-                typer.echo(json.dumps(d))
-            if not result.ok:
-                failed += 1
-                if _state["debug"] and result.exception is not None:
-                    import traceback
+def _inputs(args: List[str], recursive: bool):
+    from .batch import expand_inputs
 
-                    traceback.print_exception(result.exception, file=sys.stderr)
-                _err(result.error or f"{path}: failed")
-            for w in result.warnings:
-                _err(f"warning: {w}")
-            results.append(result)
-            if bar:
-                bar.advance(0)
+    items = expand_inputs(args, recursive)
+    if not items:
+        _err("no inputs")
+        raise typer.Exit(EXIT_USAGE)
+    return items
+
+
+def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=None, gpu=None,
+               encode=None, one=None) -> int:
+    """Run the inputs (overlapped stages, or ``one(path)`` per input); print; return the exit code.
+
+    Per input: a JSON line with --json; each failure one line on stderr. On a terminal a
+    progress bar runs and a summary line ends the run; Ctrl-C stops with a summary and 130.
+    """
+    import time
+
+    state = {"failed": 0, "bytes": 0, "t0": time.perf_counter()}
+    bar = _progress(len(items), not as_json)
+    results: list = []
+
+    def emit(result) -> None:
+        if as_json:
+            d = result.as_dict()
+            d["adapter"] = session.name
+            typer.echo(json.dumps(d))
+        if not result.ok:
+            state["failed"] += 1
+            if _state["debug"] and result.exception is not None:
+                import traceback
+
+                traceback.print_exception(result.exception, file=sys.stderr)
+            _err(result.error or f"{result.source}: failed")
+        for w in result.warnings:
+            _err(f"warning: {w}")
+        state["bytes"] += result.bytes or 0
+        results.append(result)
+        if bar:
+            rate = state["bytes"] / max(time.perf_counter() - state["t0"], 1e-9) / 1e6
+            bar.update(0, advance=1, description=os.path.basename(result.source), rate=f"{rate:.0f} MB/s")
+
+    try:
+        if one is not None:
+            for item in items:
+                emit(one(item.path))
+        else:
+            from .batch import run_overlapped
+
+            run_overlapped(items, jobs, decode, gpu, encode, emit)
     except KeyboardInterrupt:
         if bar:
             bar.stop()
             bar = None
         ok = sum(1 for r in results if r.ok)
-        _err(f"interrupted after {len(results)} of {len(inputs)} inputs ({ok} ok, {failed} failed); "
+        _err(f"interrupted after {len(results)} of {len(items)} inputs ({ok} ok, {state['failed']} failed); "
              "every output written is complete")
         raise typer.Exit(EXIT_INTERRUPTED)
     finally:
@@ -178,7 +206,13 @@ def _run_batch(inputs: List[str], one, as_json: bool, session, render) -> int:
             bar.stop()
     if not as_json:
         render(results, session)
-    return EXIT_FAILED if failed else EXIT_OK
+    if sys.stderr.isatty() and not as_json and len(items) > 1:
+        secs = time.perf_counter() - state["t0"]
+        skipped = sum(1 for r in results if r.skipped)
+        _err(f"{len(results) - state['failed'] - skipped} ok, {state['failed']} failed"
+             + (f", {skipped} up to date" if skipped else "")
+             + f", {secs:.2f} s, {state['bytes'] / max(secs, 1e-9) / 1e6:.0f} MB/s")
+    return EXIT_FAILED if state["failed"] else EXIT_OK
 
 
 def _options(**kw):
@@ -214,7 +248,7 @@ def upload(
     alpha: Alpha = AlphaOpt, alpha_coverage: Optional[float] = CoverageOpt,
     normal_map: bool = NormalOpt, wrap: Wrap = WrapOpt,
     budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,
-    max_ratio: Optional[float] = MaxRatioOpt,
+    max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = JobsOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
 ) -> None:
@@ -222,14 +256,16 @@ def upload(
     _state["debug"] = debug
     _validate_format(format)
     session = _session(adapter, backend)
-    from .pipeline import upload_file
-
     opts = _options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
                     max_ratio=max_ratio, mips=mips or levels is not None, mip_levels=levels,
                     mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
-    code = _run_batch(images, lambda p: upload_file(session, p, opts), as_json, session, _render_upload)
+    from .pipeline import decode_stage, upload_gpu_stage
+
+    items = _inputs(images, recursive)
+    code = _run_batch(items, as_json, session, _render_upload, jobs=jobs, decode=decode_stage(opts),
+                      gpu=upload_gpu_stage(session, opts))
     raise typer.Exit(code)
 
 
@@ -281,24 +317,32 @@ def capture(
     no_exif_rotate: bool = typer.Option(False, "--no-exif-rotate", help="Keep the stored orientation."),
     float_as: FloatAs = typer.Option(FloatAs.tiff, "--float-as",
                                      help="Float textures as tiff (exact), npy (exact) or png (16-bit, clamped)."),
-    png_level: int = typer.Option(6, "--png-compression", min=0, max=9, help="zlib level of PNG output."),
+    png_compression: str = typer.Option("fast", "--png-compression",
+                                        help="fast (fpng for 8-bit RGB/RGBA, else zlib 1) or a zlib level 0-9."),
     budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,
-    max_ratio: Optional[float] = MaxRatioOpt,
+    max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = JobsOpt,
+    skip_existing: bool = typer.Option(False, "--skip-existing",
+                                       help="Skip inputs whose output exists and is newer (incremental builds)."),
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
 ) -> None:
     """Put images on the GPU and write back, bit for bit, what the GPU holds.
 
-    Names: OUT/<stem>.png for level 0 of a one-level texture, otherwise
-    OUT/<stem>_level<L>.png; with --sheet also OUT/<stem>_sheet.png. A stem
-    already used in this run gets -2, -3, ... Float data is written as .tiff
-    (or .npy), integer data PNG cannot hold as .npy.
+    Inputs: files, quoted globs, folders with -r (their tree is kept under OUT),
+    @listfile, and - (paths on stdin). Names: OUT/<stem>.png for level 0 of a
+    one-level texture, otherwise OUT/<stem>_level<L>.png; with --sheet also
+    OUT/<stem>_sheet.png. A stem already used in this run gets -2, -3, ... Float
+    data is written as .tiff (or .npy), integer data PNG cannot hold as .npy.
     """
     _state["debug"] = debug
     _validate_format(format)
     if level != "all" and not level.isdigit():
         _err(f"--level must be a number or 'all', got {level!r}")
         raise typer.Exit(EXIT_USAGE)
+    if png_compression != "fast" and not (png_compression.isdigit() and int(png_compression) <= 9):
+        _err(f"--png-compression must be 'fast' or 0-9, got {png_compression!r}")
+        raise typer.Exit(EXIT_USAGE)
+    items = _inputs(sources, recursive)
     try:
         os.makedirs(out, exist_ok=True)
     except OSError as e:
@@ -311,24 +355,27 @@ def capture(
 
     sweep_stale(out)  # temporary files of an earlier run that was killed
     session = _session(adapter, backend)
-    from .pipeline import OutputNames, capture_file
+    from .pipeline import OutputNames, capture_encode_stage, capture_gpu_stage, decode_stage
 
     want_mips = mips or levels is not None
     opts = _options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
                     max_ratio=max_ratio, mips=want_mips, mip_levels=levels, level=level, float_as=float_as.value,
-                    png_level=png_level, sheet=sheet,
+                    png_level=None if png_compression == "fast" else int(png_compression), sheet=sheet,
+                    skip_existing=skip_existing,
                     mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
-    names = OutputNames(out, sources)
-    code = _run_batch(sources, lambda p: capture_file(session, p, names, opts), as_json, session,
-                      _render_capture)
+    names = OutputNames(out, [i.path for i in items])
+    code = _run_batch(items, as_json, session, _render_capture, jobs=jobs, decode=decode_stage(opts, names),
+                      gpu=capture_gpu_stage(session, names, opts), encode=capture_encode_stage(opts))
     raise typer.Exit(code)
 
 
 def _render_capture(results, session) -> None:
     for r in results:
-        if r.ok:
+        if r.skipped:
+            typer.echo(f"{r.source}: up to date")
+        elif r.ok:
             typer.echo(f"{r.source} -> {', '.join(r.outputs)}  ({r.format} {r.width}x{r.height}"
                        + (f", {r.levels} levels" if r.levels and r.levels > 1 else "") + ")")
 
@@ -416,7 +463,8 @@ def stats(
     from .pipeline import stats_file
 
     opts = _options(format=format, color_space=color_space.value if color_space else None, mips=mips, level=level)
-    code = _run_batch(images, lambda p: stats_file(session, p, opts, histogram), as_json, session, _render_stats)
+    code = _run_batch(_inputs(images, False), as_json, session, _render_stats,
+                      one=lambda p: stats_file(session, p, opts, histogram))
     raise typer.Exit(code)
 
 

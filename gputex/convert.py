@@ -195,4 +195,4 @@ def from_texture_rows(raw: np.ndarray, fmt: Format, width: int) -> np.ndarray:
     comps = row.view(np.dtype(fmt.component_dtype)).reshape(h, width, fmt.channels)
     if fmt.bgra:
         comps = comps[:, :, [2, 1, 0, 3]]
-    return comps.astype(comps.dtype.newbyteorder("="))
+    return comps.astype(comps.dtype.newbyteorder("="), copy=False)

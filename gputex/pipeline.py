@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from .upload import Texture
 
 __all__ = ["Options", "Result", "OutputNames", "Thresholds", "upload_file", "capture_file", "compare_files",
-           "stats_file", "output_name"]
+           "stats_file", "output_name", "decode_stage", "capture_gpu_stage", "capture_encode_stage",
+           "upload_gpu_stage"]
 
 
 @dataclass
@@ -43,8 +44,9 @@ class Options:
     # capture
     level: str = "0"  # "N" or "all"
     float_as: str = "tiff"
-    png_level: int = 6
+    png_level: int | None = None  # None: fast (fpng for 8-bit RGB/RGBA, zlib level 1 otherwise)
     sheet: bool = False
+    skip_existing: bool = False
 
 
 @dataclass
@@ -66,6 +68,8 @@ class Result:
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     stats: list[dict] | None = None
+    skipped: bool | None = None
+    bytes: int | None = None  # decoded image bytes (for MB/s)
     exception: BaseException | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -137,35 +141,50 @@ def _run(result: Result, fn: Callable[[], None], session: "Session | None" = Non
     return result
 
 
+def upload_gpu_stage(session: "Session", opts: Options):
+    """Upload, read back and verify that the GPU holds exactly what was sent."""
+
+    def run(item, holder, result: Result):
+        image = holder.pop()
+
+        def work() -> None:
+            import numpy as np
+
+            from .capture import capture_bytes
+            from .convert import to_texture_rows
+
+            tex = _upload(session, image, opts, result)
+            try:
+                result.layout = tex.layout(0).as_dict()
+                with _timed(result, "capture"):
+                    back = capture_bytes(tex, 0, budget=opts.budget)
+                with _timed(result, "verify"):
+                    pixels = image.pixels[::-1] if opts.flip_y else image.pixels
+                    sent = to_texture_rows(pixels, tex.color_space, tex.format, premultiply=opts.premultiply)
+                    result.verified = bool(np.array_equal(sent, back))
+                if not result.verified:
+                    rows = np.nonzero((sent != back).any(axis=1))[0]
+                    result.ok = False
+                    result.error = (f"{item.path}: GPU data differs from what was sent "
+                                    f"({len(rows)} rows differ, first at row {rows[0]})")
+            finally:
+                tex.destroy()
+
+        _run(result, work, session)
+        return None
+
+    return run
+
+
 def upload_file(session: "Session", path: str, opts: Options) -> Result:
     """Decode, upload, read back and verify that the GPU holds exactly what was sent."""
-    result = Result(source=path)
+    from .batch import Item
 
-    def work() -> None:
-        import numpy as np
-
-        from .capture import capture_bytes
-        from .convert import to_texture_rows
-
-        image = _decode(path, opts, result)
-        tex = _upload(session, image, opts, result)
-        try:
-            result.layout = tex.layout(0).as_dict()
-            with _timed(result, "capture"):
-                back = capture_bytes(tex, 0, budget=opts.budget)
-            with _timed(result, "verify"):
-                pixels = image.pixels[::-1] if opts.flip_y else image.pixels
-                sent = to_texture_rows(pixels, tex.color_space, tex.format, premultiply=opts.premultiply)
-                result.verified = bool(np.array_equal(sent, back))
-            if not result.verified:
-                rows = np.nonzero((sent != back).any(axis=1))[0]
-                result.ok = False
-                result.error = (f"{path}: GPU data differs from what was sent "
-                                f"({len(rows)} rows differ, first at row {rows[0]})")
-        finally:
-            tex.destroy()
-
-    return _run(result, work, session)
+    item = Item(path)
+    result, holder = decode_stage(opts)(item)
+    if holder is not None:
+        upload_gpu_stage(session, opts)(item, holder, result)
+    return result
 
 
 def output_name(stem: str, level: int | None = None, layer: int | None = None) -> str:
@@ -186,10 +205,16 @@ class OutputNames:
         self.used: set[str] = set()
         self.inputs = {os.path.realpath(p) for p in inputs}
 
-    def take(self, stem: str, suffix: str) -> str:
+    def folder(self, subdir: str = "") -> str:
+        return os.path.join(self.out_dir, subdir) if subdir else self.out_dir
+
+    def take(self, stem: str, suffix: str, subdir: str = "") -> str:
+        folder = self.folder(subdir)
+        if subdir:
+            os.makedirs(folder, exist_ok=True)
         n, name = 1, stem
         while True:
-            path = os.path.join(self.out_dir, name + suffix)
+            path = os.path.join(folder, name + suffix)
             if path not in self.used:
                 break
             n += 1
@@ -215,46 +240,119 @@ def _levels_wanted(opts: Options, tex: "Texture") -> list[int]:
     return [level]
 
 
+def decode_stage(opts: Options, names: "OutputNames | None" = None):
+    """The decode step for the batch runner: ``item -> (Result, Image or None)``."""
+    import numpy as np
+
+    def run(item) -> tuple[Result, Any]:
+        result = Result(source=item.path)
+        if item.error:
+            result.ok, result.error = False, item.error
+            return result, None
+        if opts.skip_existing and names is not None and _up_to_date(item, names):
+            result.skipped = True
+            return result, None
+        holder: list = []  # the GPU stage pops the image, so it is freed right after upload
+        _run(result, lambda: holder.append(_decode(item.path, opts, result)))
+        if holder:
+            result.bytes = int(np.asarray(holder[0].pixels).nbytes)
+        return result, (holder if holder else None)
+
+    return run
+
+
+def _up_to_date(item, names: "OutputNames") -> bool:
+    """An output of this input (level 0 or the only level) exists and is newer than the input."""
+    stem = os.path.splitext(os.path.basename(item.path))[0]
+    try:
+        since = os.path.getmtime(item.path)
+    except OSError:
+        return False
+    folder = names.folder(item.subdir)
+    for name in (stem, output_name(stem, 0)):
+        for suffix in (".png", ".tiff", ".npy"):
+            p = os.path.join(folder, name + suffix)
+            if os.path.exists(p) and os.path.getmtime(p) >= since:
+                return True
+    return False
+
+
+def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
+    """Upload (and mips), capture the wanted levels, and reserve their output names.
+
+    Runs on one thread in input order, so names are handed out deterministically.
+    """
+    from .capture import capture
+    from .encode import output_suffix
+
+    def run(item, holder, result: Result):
+        payload: list = []
+        image = holder.pop()
+
+        def work() -> None:
+            nonlocal image
+            payload.clear()
+            if image is None:  # a device loss after the pixels were freed: cannot upload again
+                from .errors import GPUError
+
+                raise GPUError(f"{item.path}: GPU device lost after the upload; not retried")
+            tex = _upload(session, image, opts, result)
+            image = None  # the texture has it now: free the pixels before capturing
+            try:
+                stem = os.path.splitext(os.path.basename(item.path))[0]
+                single = tex.levels == 1 and tex.layers == 1
+                for level in _levels_wanted(opts, tex):
+                    with _timed(result, "capture"):
+                        pixels = capture(tex, level, budget=opts.budget)
+                    suffix = output_suffix(pixels.dtype, opts.float_as)
+                    payload.append((names.take(output_name(stem, None if single else level), suffix, item.subdir),
+                                    pixels))
+                if opts.sheet and len(payload) > 1:
+                    from .sheet import contact_sheet
+
+                    sheet = contact_sheet([p for _, p in payload])
+                    payload.append((names.take(stem + "_sheet", output_suffix(sheet.dtype, opts.float_as),
+                                               item.subdir), sheet))
+                payload.append((tex.color_space, tex.format.packed))
+            finally:
+                tex.destroy()
+
+        _run(result, work, session)
+        return payload if result.ok else None
+
+    return run
+
+
+def capture_encode_stage(opts: Options):
+    """Encode each captured level to its reserved path (runs in the encode pool)."""
+    from .encode import encode
+
+    def run(item, payload, result: Result) -> None:
+        space, packed = payload[-1]
+
+        def work() -> None:
+            for path, pixels in payload[:-1]:
+                with _timed(result, "encode"):
+                    encode(pixels, path, color_space=space, packed_10bit=packed, float_as=opts.float_as,
+                           png_level=opts.png_level, warn=result.warnings.append)
+                result.outputs.append(path)
+
+        _run(result, work)
+
+    return run
+
+
 def capture_file(session: "Session", path: str, names: OutputNames, opts: Options) -> Result:
     """Decode, upload (and make mips), capture the wanted levels, encode each to a file."""
-    result = Result(source=path)
+    from .batch import Item
 
-    def work() -> None:
-        from .capture import capture
-        from .encode import encode, output_suffix
-
-        image = _decode(path, opts, result)
-        tex = _upload(session, image, opts, result)
-        try:
-            levels = _levels_wanted(opts, tex)
-            stem = os.path.splitext(os.path.basename(path))[0]
-            single = tex.levels == 1 and tex.layers == 1
-            captured = []
-            for level in levels:
-                with _timed(result, "capture"):
-                    pixels = capture(tex, level, budget=opts.budget)
-                captured.append(pixels)
-                with _timed(result, "encode"):
-                    suffix = output_suffix(pixels.dtype, opts.float_as)
-                    out = names.take(output_name(stem, None if single else level), suffix)
-                    encode(pixels, out, color_space=tex.color_space, packed_10bit=tex.format.packed,
-                           float_as=opts.float_as, png_level=opts.png_level,
-                           warn=result.warnings.append)
-                    result.outputs.append(out)
-            if opts.sheet and len(captured) > 1:
-                from .sheet import contact_sheet
-
-                with _timed(result, "encode"):
-                    sheet = contact_sheet(captured)
-                    out = names.take(stem + "_sheet", output_suffix(sheet.dtype, opts.float_as))
-                    encode(sheet, out, color_space=tex.color_space, packed_10bit=tex.format.packed,
-                           float_as=opts.float_as, png_level=opts.png_level,
-                           warn=result.warnings.append)
-                    result.outputs.append(out)
-        finally:
-            tex.destroy()
-
-    return _run(result, work, session)
+    item = Item(path)
+    result, holder = decode_stage(opts, names)(item)
+    if holder is not None:
+        payload = capture_gpu_stage(session, names, opts)(item, holder, result)
+        if payload is not None:
+            capture_encode_stage(opts)(item, payload, result)
+    return result
 
 
 def _upload_for_reduce(session: "Session", path: str, opts: Options, result: Result) -> "Texture":

@@ -93,7 +93,8 @@ def chunk(ctype: bytes, body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + ctype + body + struct.pack(">I", zlib.crc32(ctype + body))
 
 
-def insert_chunks(png: bytes, chunks: list[bytes]) -> bytes:
-    """Insert encoded chunks right after IHDR (where colour chunks must stand)."""
+def insert_chunks(png: bytes, chunks: list[bytes]) -> list:
+    """Encoded chunks right after IHDR (where colour chunks must stand), as parts to write in
+    turn: the encoded image is not copied."""
     ihdr_end = len(SIGNATURE) + 8 + 13 + 4
-    return png[:ihdr_end] + b"".join(chunks) + png[ihdr_end:]
+    return [png[:ihdr_end], *chunks, memoryview(png)[ihdr_end:]]

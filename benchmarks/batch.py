@@ -1,0 +1,195 @@
+"""Batch throughput: gputex against the codecs alone and a plain sequential script, same run.
+
+    python benchmarks/batch.py [--count 48] [--size 2048] [--jobs N] [--levels fast 1 6] [--big]
+
+Builds its own corpus (photo-like PNGs of SIZE^2 plus odd sizes), then measures:
+
+1. gputex ``capture --mips --level all`` (a fresh process per setting, as a user runs it);
+2. the codecs alone: the same decodes of the same inputs and the same encodes of the same
+   output levels, no GPU, same settings, in the same kind of pool (``--jobs`` threads);
+3. a plain sequential script a user would write: Pillow decode, numpy mips with the same
+   filter (box, linear light, alpha-weighted; exact area weights), Pillow PNG save at its
+   default level.
+
+``--big`` also captures one 16384^2 RGBA8 image and reports peak RSS against its decoded size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+import gputex  # noqa: E402
+
+
+def photo(h: int, w: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    base = np.sin(x / (60 + seed % 50)) * 60 + np.cos(y / (40 + seed % 30)) * 50 + 128
+    chans = [base + rng.normal(0, 6, base.shape), base * 0.8 + 30 + rng.normal(0, 6, base.shape),
+             255 - base + rng.normal(0, 6, base.shape), np.full(base.shape, 255.0)]
+    return np.stack(chans, -1).clip(0, 255).astype(np.uint8)
+
+
+def make_corpus(folder: str, count: int, size: int) -> list[str]:
+    import fpng
+
+    paths = []
+    for i in range(count):
+        h, w = (size, size) if i % 6 else (size - 49, size - 511)  # every sixth: odd sizes
+        p = os.path.join(folder, f"img{i:03d}.png")
+        with open(p, "wb") as f:
+            f.write(fpng.from_ndarray(photo(h, w, i)))
+        paths.append(p)
+    return paths
+
+
+def run_gputex(paths: list[str], out: str, jobs: int, level: str) -> tuple[float, float]:
+    """Seconds and peak RSS (MB) of one ``gputex capture`` process."""
+    cmd = [sys.executable, "-m", "gputex", "capture", *paths, "-o", out, "--mips", "--level", "all",
+           "--jobs", str(jobs), "--png-compression", level]
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)
+    secs = time.perf_counter() - t0
+    err = p.stderr.read().decode()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"gputex failed: {err}")
+    return secs, usage.ru_maxrss / 1024
+
+
+def load_outputs(out: str) -> dict[str, list[np.ndarray]]:
+    import imagecodecs
+
+    levels: dict[str, list] = {}
+    for name in sorted(os.listdir(out)):
+        stem = name.rsplit("_level", 1)[0]
+        levels.setdefault(stem, []).append(imagecodecs.png_decode(open(os.path.join(out, name), "rb").read()))
+    return levels
+
+
+def run_codecs(paths, levels, jobs: int, level: str, folder: str) -> float:
+    """The same decodes and encodes, no GPU, in a pool of ``jobs`` threads."""
+    png_level = None if level == "fast" else int(level)
+
+    def one(i_path):
+        i, path = i_path
+        gputex.decode(path)
+        stem = os.path.splitext(os.path.basename(path))[0]
+        for lv, a in enumerate(levels[stem]):
+            gputex.encode(a, os.path.join(folder, f"{stem}_level{lv}.png"), png_level=png_level)
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(one, enumerate(paths)))
+    return time.perf_counter() - t0
+
+
+def box_matrix(n: int, m: int) -> np.ndarray:
+    M = np.zeros((m, n), np.float32)
+    for j in range(m):
+        lo, hi = j * n / m, (j + 1) * n / m
+        for t in range(math.floor(lo), math.ceil(hi)):
+            M[j, t] = min(t + 1, hi) - max(t, lo)
+    return M / M.sum(1, keepdims=True)
+
+
+def numpy_mips(a: np.ndarray) -> list[np.ndarray]:
+    """Box over the base footprint, linear light, weighted alpha (what gputex computes)."""
+    lut = np.where(np.arange(256) / 255 <= 0.04045, np.arange(256) / 255 / 12.92,
+                   ((np.arange(256) / 255 + 0.055) / 1.055) ** 2.4).astype(np.float32)
+    alpha = a[..., 3:].astype(np.float32) / 255
+    lin = np.concatenate([lut[a[..., :3]] * alpha, alpha], -1)
+    h, w = a.shape[:2]
+    out = []
+    for lv in range(1, max(h, w).bit_length()):
+        dh, dw = max(1, h >> lv), max(1, w >> lv)
+        t = np.tensordot(box_matrix(h, dh), lin, axes=(1, 0))
+        m = np.einsum("yxc,Xx->yXc", t, box_matrix(w, dw), optimize=True)
+        al = m[..., 3:]
+        rgb = np.divide(m[..., :3], al, out=np.zeros_like(m[..., :3]), where=al > 0)
+        srgb = np.where(rgb <= 0.0031308, rgb * 12.92, 1.055 * np.power(rgb, 1 / 2.4) - 0.055)
+        out.append(np.floor(np.concatenate([srgb, al], -1) * 255 + 0.5).astype(np.uint8))
+    return out
+
+
+def run_sequential(paths: list[str], folder: str) -> float:
+    from PIL import Image
+
+    t0 = time.perf_counter()
+    for path in paths:
+        a = np.asarray(Image.open(path).convert("RGBA"))
+        stem = os.path.splitext(os.path.basename(path))[0]
+        Image.fromarray(a).save(os.path.join(folder, f"{stem}_level0.png"))
+        for lv, m in enumerate(numpy_mips(a), start=1):
+            Image.fromarray(m).save(os.path.join(folder, f"{stem}_level{lv}.png"))
+    return time.perf_counter() - t0
+
+
+def big(tmp: str) -> None:
+    import fpng
+
+    n = 16384
+    a = photo(n, n, 1)
+    src = os.path.join(tmp, "big.png")
+    with open(src, "wb") as f:
+        f.write(fpng.from_ndarray(a))
+    del a
+    secs, rss = run_gputex([src], os.path.join(tmp, "bigout"), 1, "fast")
+    decoded = n * n * 4 / 2**20
+    print(f"\n16384x16384 RGBA8 capture: {secs:.1f} s, peak RSS {rss:.0f} MB = {rss / decoded:.2f}x "
+          f"the decoded image ({decoded:.0f} MB)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--count", type=int, default=48)
+    ap.add_argument("--size", type=int, default=2048)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--levels", nargs="+", default=["fast", "1", "6"])
+    ap.add_argument("--skip-sequential", action="store_true")
+    ap.add_argument("--big", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = os.path.join(tmp, "corpus")
+        os.makedirs(corpus)
+        paths = make_corpus(corpus, args.count, args.size)
+        mb = sum(gputex.decode(p).pixels.nbytes for p in paths[:6]) / 6 * len(paths) / 1e6
+        print(f"corpus: {len(paths)} PNGs ({args.size}^2, every sixth {args.size - 511}x{args.size - 49}), "
+              f"{mb:.0f} MB decoded; {os.cpu_count()} cores, --jobs {args.jobs}; "
+              f"adapter {gputex.Session().name}")
+        for level in args.levels:
+            out = os.path.join(tmp, f"out-{level}")
+            t1, rss = run_gputex(paths, out, args.jobs, level)
+            levels = load_outputs(out)
+            os.makedirs(os.path.join(tmp, f"codecs-{level}"), exist_ok=True)
+            t2 = run_codecs(paths, levels, args.jobs, level, os.path.join(tmp, f"codecs-{level}"))
+            print(f"--png-compression {level}: (1) gputex {len(paths) / t1:6.2f} images/s {mb / t1:7.1f} MB/s "
+                  f"(peak RSS {rss:.0f} MB); (2) codecs alone {len(paths) / t2:6.2f} images/s; "
+                  f"(1)/(2) = {t2 / t1:.2f}")
+            del levels
+        if not args.skip_sequential:
+            seq = os.path.join(tmp, "seq")
+            os.makedirs(seq)
+            t3 = run_sequential(paths, seq)
+            t1, _ = run_gputex(paths, os.path.join(tmp, "out-again"), args.jobs, "fast")
+            print(f"(3) sequential Pillow + numpy + Pillow save: {len(paths) / t3:6.2f} images/s "
+                  f"-> gputex (fast) is {t3 / t1:.1f}x faster")
+        if args.big:
+            big(tmp)
+    print(f"benchmark process peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""Batch: expand inputs, and run decode / GPU / encode overlapped over many files.
+
+Inputs: files, globs (quoted, expanded here, ``**`` included), directories with
+``recursive`` (their tree is kept under the output folder), ``@listfile`` (one path a
+line), and ``-`` (paths on stdin).
+
+Overlap: decodes run ahead in a pool of ``jobs`` threads (at most ``jobs + 1`` decoded
+images wait at any time), the GPU steps run in input order on the calling thread with
+the one device, and encodes run in a second pool of ``jobs`` threads (at most ``2 * jobs``
+pending). Pillow, imagecodecs and fpng release the GIL while they work, so threads keep
+the cores busy while memory stays bounded however many files come in. Results come back
+in input order.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+__all__ = ["Item", "expand_inputs", "run_overlapped", "IMAGE_SUFFIXES"]
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tga", ".tif", ".tiff", ".webp", ".gif", ".ppm",
+                  ".pgm", ".pbm", ".pfm", ".ico", ".dds")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One input: its path, the sub-folder of the output folder it goes to, or an error."""
+
+    path: str
+    subdir: str = ""
+    error: str | None = None
+
+
+def _lines(stream) -> list[str]:
+    return [ln.strip() for ln in stream if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def expand_inputs(args: Iterable[str], recursive: bool = False, stdin=None) -> list[Item]:
+    """Turn command-line inputs into items, in order; problems become items with ``error``."""
+    items: list[Item] = []
+    for arg in args:
+        if arg == "-":
+            items += expand_inputs(_lines(stdin or sys.stdin), recursive)
+        elif arg.startswith("@") and len(arg) > 1:
+            try:
+                with open(arg[1:], encoding="utf-8") as f:
+                    items += expand_inputs(_lines(f), recursive)
+            except OSError as e:
+                items.append(Item(arg, error=f"{arg[1:]}: cannot read list file ({e.strerror or e})"))
+        elif glob.has_magic(arg) and not os.path.exists(arg):
+            matches = sorted(glob.glob(arg, recursive=True))
+            if not matches:
+                items.append(Item(arg, error=f"{arg}: no files match"))
+            items += [Item(m) for m in matches if not os.path.isdir(m)]
+        elif os.path.isdir(arg):
+            if not recursive:
+                items.append(Item(arg, error=f"{arg}: is a directory (add -r to take the images in it)"))
+                continue
+            for root, dirs, files in os.walk(arg):
+                dirs.sort()
+                rel = os.path.relpath(root, arg)
+                for name in sorted(files):
+                    if name.lower().endswith(IMAGE_SUFFIXES):
+                        items.append(Item(os.path.join(root, name), "" if rel == "." else rel))
+        else:
+            items.append(Item(arg))
+    return items
+
+
+def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[Any, Any]],
+                   gpu: Callable[[Item, Any, Any], Any], encode: Callable[[Item, Any, Any], None] | None,
+                   emit: Callable[[Any], None]) -> None:
+    """Run ``decode`` (pool) -> ``gpu`` (this thread, in order) -> ``encode`` (pool) over items.
+
+    ``decode(item) -> (result, data_or_None)``; ``gpu(item, data, result) -> payload_or_None``;
+    ``encode(item, payload, result)``. Each must record its own errors in ``result``.
+    ``emit(result)`` is called once per item, in input order.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = max(1, jobs)
+    with ThreadPoolExecutor(jobs, thread_name_prefix="gputex-decode") as dec_pool, \
+            ThreadPoolExecutor(jobs, thread_name_prefix="gputex-encode") as enc_pool:
+        todo = iter(items)
+        decoding: deque = deque()
+        encoding: deque = deque()
+
+        def feed() -> None:
+            while len(decoding) < jobs + 1:
+                item = next(todo, None)
+                if item is None:
+                    return
+                decoding.append((item, dec_pool.submit(decode, item)))
+
+        def drain(limit: int) -> None:
+            while encoding and (encoding[0][1] is None or encoding[0][1].done() or len(encoding) > limit):
+                result, fut = encoding.popleft()
+                if fut is not None:
+                    fut.result()
+                emit(result)
+
+        feed()
+        while decoding:
+            item, fut = decoding.popleft()
+            result, data = fut.result()
+            feed()
+            payload = gpu(item, data, result) if data is not None else None
+            del data
+            job = enc_pool.submit(encode, item, payload, result) if payload is not None and encode else None
+            encoding.append((result, job))
+            drain(2 * jobs)
+        drain(0)
