@@ -4,12 +4,13 @@ Inputs: files, globs (quoted, expanded here, ``**`` included), directories with
 ``recursive`` (their tree is kept under the output folder), ``@listfile`` (one path a
 line), and ``-`` (paths on stdin).
 
-Overlap: decodes run ahead in a pool of ``jobs`` threads (at most ``jobs + 1`` decoded
-images wait at any time), the GPU steps run in input order on the calling thread with
-the one device, and encodes run in a second pool of ``jobs`` threads (at most ``2 * jobs``
-pending). Pillow, imagecodecs and fpng release the GIL while they work, so threads keep
-the cores busy while memory stays bounded however many files come in. Results come back
-in input order.
+Overlap: decodes and encodes share one pool of ``jobs`` threads (decodes run ahead, at
+most ``jobs + 1`` decoded images wait at any time; at most ``2 * jobs`` encodes are
+pending), and the GPU steps run in input order on the calling thread with the one device.
+Pillow, imagecodecs and fpng release the GIL while they work, so threads keep the cores
+busy while memory stays bounded however many files come in; the GIL switch interval is
+shortened during the run so the in-order GPU thread is not starved by the workers.
+Results come back in input order.
 """
 
 from __future__ import annotations
@@ -84,34 +85,42 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     from concurrent.futures import ThreadPoolExecutor
 
     jobs = max(1, jobs)
-    with ThreadPoolExecutor(jobs, thread_name_prefix="gputex-decode") as dec_pool, \
-            ThreadPoolExecutor(jobs, thread_name_prefix="gputex-encode") as enc_pool:
-        todo = iter(items)
-        decoding: deque = deque()
-        encoding: deque = deque()
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, 0.0005))
+    try:
+        with ThreadPoolExecutor(jobs, thread_name_prefix="gputex-codec") as pool:
+            _overlap(items, jobs, pool, decode, gpu, encode, emit)
+    finally:
+        sys.setswitchinterval(switch)
 
-        def feed() -> None:
-            while len(decoding) < jobs + 1:
-                item = next(todo, None)
-                if item is None:
-                    return
-                decoding.append((item, dec_pool.submit(decode, item)))
 
-        def drain(limit: int) -> None:
-            while encoding and (encoding[0][1] is None or encoding[0][1].done() or len(encoding) > limit):
-                result, fut = encoding.popleft()
-                if fut is not None:
-                    fut.result()
-                emit(result)
+def _overlap(items, jobs, pool, decode, gpu, encode, emit) -> None:
+    todo = iter(items)
+    decoding: deque = deque()
+    encoding: deque = deque()
 
+    def feed() -> None:
+        while len(decoding) < jobs + 1:
+            item = next(todo, None)
+            if item is None:
+                return
+            decoding.append((item, pool.submit(decode, item)))
+
+    def drain(limit: int) -> None:
+        while encoding and (encoding[0][1] is None or encoding[0][1].done() or len(encoding) > limit):
+            result, fut = encoding.popleft()
+            if fut is not None:
+                fut.result()
+            emit(result)
+
+    feed()
+    while decoding:
+        item, fut = decoding.popleft()
+        result, data = fut.result()
         feed()
-        while decoding:
-            item, fut = decoding.popleft()
-            result, data = fut.result()
-            feed()
-            payload = gpu(item, data, result) if data is not None else None
-            del data
-            job = enc_pool.submit(encode, item, payload, result) if payload is not None and encode else None
-            encoding.append((result, job))
-            drain(2 * jobs)
-        drain(0)
+        payload = gpu(item, data, result) if data is not None else None
+        del data
+        job = pool.submit(encode, item, payload, result) if payload is not None and encode else None
+        encoding.append((result, job))
+        drain(2 * jobs)
+    drain(0)

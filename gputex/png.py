@@ -37,6 +37,21 @@ class PngHeader:
             return "srgb"
         return None
 
+    def orientation(self) -> int:
+        """EXIF orientation (1-8) from an eXIf chunk; 1 when there is none."""
+        exif = self.chunks.get(b"eXIf")
+        if not exif:
+            return 1
+        try:
+            from PIL import Image
+
+            e = Image.Exif()
+            e.load(exif)
+            value = int(e.get(0x0112, 1))
+        except Exception:
+            return 1
+        return value if 1 <= value <= 8 else 1
+
     def transparent_key(self) -> tuple[int, ...] | None:
         """tRNS colour key of a grey or RGB image (values at the file's bit depth)."""
         trns = self.chunks.get(b"tRNS")
@@ -83,7 +98,7 @@ def read_header(data: bytes, *, verify_crc: bool = True) -> PngHeader:
             return header
         elif ctype == b"IDAT":
             seen_idat = True
-        elif not seen_idat:
+        elif not seen_idat or ctype == b"eXIf":  # eXIf may also follow the image data
             header.chunks.setdefault(ctype, bytes(body))
         pos = end
 
