@@ -260,6 +260,10 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
         raise type(e)(f"{path}: {e}") from None
     except (OSError, SyntaxError, ValueError, EOFError, zlib.error) as e:
         raise DecodeError(f"{path}: {_corrupt_message(e)}") from None
+    except MemoryError:
+        raise
+    except Exception as e:  # a decoder's own bug on a hostile file (found by fuzzing): still corrupt input
+        raise DecodeError(f"{path}: {_corrupt_message(e)}") from e
     if image.width == 0 or image.height == 0:
         raise DecodeError(f"{path}: image has zero width or height")
     image.pixels = _orient(image.pixels, int(orientation))

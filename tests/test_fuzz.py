@@ -103,3 +103,15 @@ def test_png_chunk_walker_raises_only_valueerror(data):
         png.read_header(data)
     except ValueError:
         pass
+
+
+REGRESSIONS = os.path.join(os.path.dirname(__file__), "fuzz_regressions")
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(REGRESSIONS)))
+def test_fuzz_findings_stay_fixed(tmp_path, name):
+    """Inputs the long fuzz runs found (tiff_rational_offset.tiff: Pillow raised TypeError)."""
+    path = os.path.join(REGRESSIONS, name)
+    with pytest.raises(GputexError) as e:
+        gputex.decode(path, max_pixels=MAX_PIXELS)
+    assert str(e.value).startswith(f"{path}: corrupt image data (") and "\n" not in str(e.value)
