@@ -88,9 +88,9 @@ def test_box_16bit_within_half_lsb(gpu, w, h, space, alpha):
     got = _run(gpu, a, "rgba16unorm", space)
     ref = filter_levels(a / 65535, 4, srgb=space == "srgb")
     # Half a unit in the last place is the bar; float32 shader arithmetic (sRGB pow,
-    # alpha weighting) adds up to ~0.1 LSB at 16 bits, so near-ties can round the other way.
+    # alpha weighting) flips near-ties (measured max 0.518 LSB), so this checks 0.55.
     # The mean is judged where a level has enough texels for a mean to mean something.
-    _check(got, ref, 65535, max_lsb=0.6, mean_lsb=0.3, mean_min_texels=256)
+    _check(got, ref, 65535, max_lsb=0.55, mean_lsb=0.26, mean_min_texels=256)
 
 
 @pytest.mark.parametrize("fmt", ["rgba16float", "rgba32float"])

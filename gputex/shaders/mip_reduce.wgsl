@@ -203,15 +203,21 @@ fn reduce_texel(gid: vec2<u32>) -> vec4<f32> {
     return out;
 }
 
+// The texel's work value, stored for later levels where one reads this level.
+fn reduce_store(gid: vec2<u32>) -> vec4<f32> {
+    let out = reduce_texel(gid);
+    if (STORE_WORK) {
+        textureStore(dst, vec2<i32>(gid), out);
+    }
+    return out;
+}
+
 @compute @workgroup_size(8, 8)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x >= prm.dst_size.x || gid.y >= prm.dst_size.y) {
         return;
     }
-    let out = reduce_texel(gid.xy);
-    if (STORE_WORK) {
-        textureStore(dst, vec2<i32>(gid.xy), out);
-    }
+    let out = reduce_store(gid.xy);
     if (FUSED) {
         let v = finalize(out, 1.0);
         let words = BPT / 4u;
@@ -242,9 +248,5 @@ fn main_direct(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x >= prm.dst_size.x || gid.y >= prm.dst_size.y) {
         return;
     }
-    let out = reduce_texel(gid.xy);
-    if (STORE_WORK) {
-        textureStore(dst, vec2<i32>(gid.xy), out);
-    }
-    textureStore(out_tex, vec2<i32>(gid.xy), storable(finalize(out, 1.0)));
+    textureStore(out_tex, vec2<i32>(gid.xy), storable(finalize(reduce_store(gid.xy), 1.0)));
 }
