@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from .upload import Texture
 
-__all__ = ["capture", "capture_bytes"]
+__all__ = ["capture", "capture_bytes", "capture_levels"]
 
 Progress = Callable[[int, int], None]
 
@@ -138,3 +138,57 @@ def capture(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int = 64 
         raise LimitError(f"{tex.source}: {tex.format.name} is block-compressed; use capture_bytes")
     raw = capture_bytes(tex, level, layer, budget=budget, progress=progress)
     return from_texture_rows(raw, tex.format, tex.size(level)[0])
+
+
+def capture_levels(tex: "Texture", levels: list[int], layer: int = 0, *,
+                   budget: int = 64 << 20) -> list["np.ndarray"]:
+    """Capture several levels; those small enough share one buffer, one submission and one map.
+
+    A full mip chain otherwise costs one GPU round trip per level. Levels whose padded copy
+    takes more than a quarter of ``budget`` go through :func:`capture` (row bands).
+    """
+    import numpy as np
+    import wgpu
+
+    from .convert import from_texture_rows
+    from .layout import align_up
+
+    if tex.format.compressed:
+        raise LimitError(f"{tex.source}: {tex.format.name} is block-compressed; use capture_bytes")
+    out: dict[int, np.ndarray] = {}
+    small, offsets, total = [], {}, 0
+    for level in levels:
+        lay = tex.layout(level)
+        if lay.staging_bytes > budget // 4:
+            out[level] = capture(tex, level, layer, budget=budget)
+        else:
+            offsets[level] = total
+            total = align_up(total + lay.staging_bytes, 256)
+            small.append(level)
+    if small:
+        session = tex.session
+        buf = session.check(f"{tex.source}: readback buffer", session.device.create_buffer, size=total,
+                            usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        enc = session.device.create_command_encoder()
+        for level in small:
+            lay = tex.layout(level)
+            session.check(f"{tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
+                          {"texture": tex.texture, "mip_level": level, "origin": (0, 0, layer)},
+                          {"buffer": buf, "offset": offsets[level], "bytes_per_row": lay.padded_bytes_per_row,
+                           "rows_per_image": lay.blocks_down},
+                          (lay.width, lay.height, 1))
+        session.device.queue.submit([enc.finish()])
+        session.check(f"{tex.source}: map readback buffer", buf.map_sync, wgpu.MapMode.READ, 0, total)
+        try:
+            mapped = np.frombuffer(buf.read_mapped(0, total, copy=False), np.uint8)
+            for level in small:
+                lay = tex.layout(level)
+                rows = mapped[offsets[level]: offsets[level] + lay.padded_bytes_per_row * lay.blocks_down]
+                rows = np.pad(rows, (0, lay.padded_bytes_per_row * lay.blocks_down - rows.size))
+                raw = rows.reshape(lay.blocks_down, lay.padded_bytes_per_row)[:, : lay.bytes_per_row].copy()
+                out[level] = from_texture_rows(raw, tex.format, lay.width)
+            del mapped
+        finally:
+            buf.unmap()
+            buf.destroy()
+    return [out[level] for level in levels]

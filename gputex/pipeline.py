@@ -282,7 +282,7 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
 
     Runs on one thread in input order, so names are handed out deterministically.
     """
-    from .capture import capture
+    from .capture import capture_levels
     from .encode import output_suffix
 
     def run(item, holder, result: Result):
@@ -301,9 +301,10 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
             try:
                 stem = os.path.splitext(os.path.basename(item.path))[0]
                 single = tex.levels == 1 and tex.layers == 1
-                for level in _levels_wanted(opts, tex):
-                    with _timed(result, "capture"):
-                        pixels = capture(tex, level, budget=opts.budget)
+                levels = _levels_wanted(opts, tex)
+                with _timed(result, "capture"):
+                    captured = capture_levels(tex, levels, budget=opts.budget)
+                for level, pixels in zip(levels, captured):
                     suffix = output_suffix(pixels.dtype, opts.float_as)
                     payload.append((names.take(output_name(stem, None if single else level), suffix, item.subdir),
                                     pixels))
