@@ -42,6 +42,15 @@ def _readback_ring(session, size: int, count: int = 2) -> list:
     return ring
 
 
+def _unpad(dst: "np.ndarray", src: "np.ndarray", width: int) -> None:
+    """dst[:] = src[:, :width], the rows split over a few threads."""
+
+    def part(a: int, b: int) -> None:
+        dst[a:b] = src[a:b, :width]
+
+    for_row_chunks(dst.shape[0], src.shape[1], part)
+
+
 def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int = 64 << 20,
                   out: "np.ndarray | None" = None, progress: Progress | None = None,
                   buffers: int = 2, timings: dict | None = None) -> "np.ndarray":
@@ -102,13 +111,8 @@ def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int
         t1 = time.perf_counter()
         try:
             src = np.frombuffer(buf.read_mapped(0, nbytes, copy=False), np.uint8).reshape(y1 - y0, pitch)
-            dst = out[y0:y1]
-
-            def unpad(a: int, b: int) -> None:
-                dst[a:b] = src[a:b, : lay.bytes_per_row]
-
-            for_row_chunks(y1 - y0, pitch, unpad)
-            del src, dst
+            _unpad(out[y0:y1], src, lay.bytes_per_row)
+            del src  # no view of the mapped memory may outlive the unmap
             t2 = time.perf_counter()
         finally:
             buf.unmap()

@@ -26,8 +26,6 @@ from .layout import CopyLayout, bands, copy_layout, mip_count, mip_size
 from .parallel import for_row_chunks
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from .decode import Image
     from .device import Session
 
