@@ -27,6 +27,11 @@ def pytest_report_header(config):
     return [f"gputex adapter: {s.name}" if s else f"gputex adapter: none ({_SESSION_ERROR})"]
 
 
+def pytest_terminal_summary(terminalreporter):
+    # also with -q, where the report header is not printed
+    terminalreporter.write_line(pytest_report_header(None)[0])
+
+
 def pytest_sessionstart(session):
     s = _get_session()
     if os.environ.get("GPUTEX_EXPECT_LAVAPIPE"):
