@@ -19,6 +19,7 @@ from typing import Any
 
 from .errors import (
     DecodeError,
+    DeviceLostError,
     FormatError,
     GPUError,
     GputexError,
@@ -41,6 +42,8 @@ __all__ = [
     "capture",
     "capture_bytes",
     "encode",
+    "compare",
+    "stats",
     "copy_layout",
     "get_format",
     "GputexError",
@@ -49,6 +52,7 @@ __all__ = [
     "FormatError",
     "LimitError",
     "GPUError",
+    "DeviceLostError",
     "NoAdapterError",
     "OutputError",
 ]
@@ -58,6 +62,7 @@ __all__ = [
 # the functions, keeps ``gputex.decode`` etc. the functions even after the
 # submodules are imported elsewhere.
 from .capture import capture, capture_bytes  # noqa: E402
+from .compare import compare, stats  # noqa: E402
 from .decode import Image, decode, from_array  # noqa: E402
 from .device import Session  # noqa: E402
 from .encode import encode  # noqa: E402
