@@ -159,11 +159,19 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
     Per input: a JSON line with --json; each failure one line on stderr. On a terminal a
     progress bar runs and a summary line ends the run; Ctrl-C stops with a summary and 130.
     """
+    import signal
     import time
 
-    state = {"failed": 0, "bytes": 0, "t0": time.perf_counter()}
+    state = {"failed": 0, "bytes": 0, "t0": time.perf_counter(), "stop": False}
     bar = _progress(len(items), not as_json)
     results: list = []
+
+    def on_sigint(signum, frame) -> None:
+        # Only a flag: a KeyboardInterrupt raised at an arbitrary point can land in a
+        # __del__, where Python swallows it. A second Ctrl-C interrupts at once.
+        if state["stop"]:
+            raise KeyboardInterrupt
+        state["stop"] = True
 
     def emit(result) -> None:
         if as_json:
@@ -184,7 +192,10 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
         if bar:
             rate = state["bytes"] / max(time.perf_counter() - state["t0"], 1e-9) / 1e6
             bar.update(0, advance=1, description=os.path.basename(result.source), rate=f"{rate:.0f} MB/s")
+        if state["stop"]:
+            raise KeyboardInterrupt  # at a safe point: between inputs, every output so far whole
 
+    previous = signal.signal(signal.SIGINT, on_sigint) if _main_thread() else None
     try:
         if one is not None:
             for item in items:
@@ -204,6 +215,8 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
     finally:
         if bar:
             bar.stop()
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     if not as_json:
         render(results, session)
     if sys.stderr.isatty() and not as_json and len(items) > 1:
@@ -213,6 +226,12 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
              + (f", {skipped} up to date" if skipped else "")
              + f", {secs:.2f} s, {state['bytes'] / max(secs, 1e-9) / 1e6:.0f} MB/s")
     return EXIT_FAILED if state["failed"] else EXIT_OK
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 def _options(**kw):
