@@ -187,9 +187,11 @@ def capture_levels(tex: "Texture", levels: list[int], layer: int = 0, *,
             mapped = np.frombuffer(buf.read_mapped(0, total, copy=False), np.uint8)
             for level in small:
                 lay = tex.layout(level)
-                rows = mapped[offsets[level]: offsets[level] + lay.padded_bytes_per_row * lay.blocks_down]
-                rows = np.pad(rows, (0, lay.padded_bytes_per_row * lay.blocks_down - rows.size))
-                raw = rows.reshape(lay.blocks_down, lay.padded_bytes_per_row)[:, : lay.bytes_per_row].copy()
+                pitch, down, start = lay.padded_bytes_per_row, lay.blocks_down, offsets[level]
+                raw = np.empty((down, lay.bytes_per_row), np.uint8)
+                # every row but the last is padded to the pitch; the last one is not
+                raw[:-1] = mapped[start: start + pitch * (down - 1)].reshape(down - 1, pitch)[:, : lay.bytes_per_row]
+                raw[-1] = mapped[start + pitch * (down - 1): start + pitch * (down - 1) + lay.bytes_per_row]
                 out[level] = from_texture_rows(raw, tex.format, lay.width)
             del mapped
         finally:

@@ -89,8 +89,7 @@ def _kind(fmt) -> tuple[str, bool, list[float], float]:
     if fmt.compressed or fmt.kind in ("depth", "stencil", "ufloat", "snorm"):
         raise FormatError(f"compare/stats do not support {fmt.name}")
     if fmt.kind == "unorm":
-        bits = [10, 10, 10, 2] if fmt.packed else [fmt.bits] * 4
-        return "f32", True, [float((1 << b) - 1) for b in bits], 0.0
+        return "f32", True, _channel_max(fmt), 0.0
     if fmt.kind == "float":
         return "f32", False, [0.0] * 4, 0.0
     exact = fmt.bits <= 16
@@ -181,11 +180,6 @@ class _Reducer:
         return self.device.create_buffer(size=max(n, 1) * _PARTIAL_BYTES,
                                          usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
 
-    def _uniform(self, data: bytes):
-        import wgpu
-
-        return self.device.create_buffer_with_data(data=data, usage=wgpu.BufferUsage.UNIFORM)
-
     def _dispatch(self, entry: str, constants: dict, resources_: dict, threads: int) -> None:
         pipe, bgl = _pipeline(self.session, self.sampled, entry, constants)
         bind = self.device.create_bind_group(layout=bgl, entries=[
@@ -207,14 +201,14 @@ class _Reducer:
         consts = self.constants(mode, texels)
         out = self._buffer(threads)
         self._dispatch(entry, consts, {0: view_a, 1: view_b, 3: {"buffer": out},
-                                       4: {"buffer": self._uniform(_params(self.w, self.h, count, self.code_max))}},
+                                       4: {"buffer": self.session.uniform(_params(self.w, self.h, count, self.code_max))}},
                        threads)
         n = threads
         while n > 1:
             m = -(-n // _FOLD)
             nxt = self._buffer(m)
             self._dispatch("combine", consts, {2: {"buffer": out}, 3: {"buffer": nxt},
-                                               4: {"buffer": self._uniform(_params(0, 0, n, self.code_max))}}, m)
+                                               4: {"buffer": self.session.uniform(_params(0, 0, n, self.code_max))}}, m)
             out, n = nxt, m
         return out
 
@@ -246,13 +240,14 @@ class _Reducer:
         return out
 
 
+def _channel_max(fmt) -> list[float]:
+    """Largest code of each channel: 2^bits - 1 (rgb10a2: 10, 10, 10, 2 bits)."""
+    bits = [10, 10, 10, 2] if fmt.packed else [fmt.bits] * 4
+    return [float((1 << b) - 1) for b in bits]
+
+
 def _peak(tex: "Texture") -> list[float]:
-    fmt = tex.format
-    if fmt.kind == "float":
-        return [1.0] * 4
-    if fmt.packed:
-        return [1023.0, 1023.0, 1023.0, 3.0]
-    return [float((1 << fmt.bits) - 1)] * 4
+    return [1.0] * 4 if tex.format.kind == "float" else _channel_max(tex.format)
 
 
 def compare(a: "Texture", b: "Texture", level: int = 0, layer: int = 0) -> CompareResult:
@@ -310,7 +305,7 @@ def stats(tex: "Texture", level: int = 0, layer: int = 0, bins: int = 0) -> Stat
         consts = dict(rr.constants(1, texels), BINS=bins)
         hist = tex.session.device.create_buffer(size=4 * bins * 4, usage=wgpu.BufferUsage.STORAGE
                                                 | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST)
-        rr._dispatch("histogram", consts, {0: va, 4: {"buffer": rr._uniform(_params(rr.w, rr.h, n, rr.code_max, lo, hi))},
+        rr._dispatch("histogram", consts, {0: va, 4: {"buffer": tex.session.uniform(_params(rr.w, rr.h, n, rr.code_max, lo, hi))},
                                            5: {"buffer": hist}}, -(-n // texels))
         staging = tex.session.device.create_buffer(size=4 * bins * 4, usage=wgpu.BufferUsage.MAP_READ
                                                    | wgpu.BufferUsage.COPY_DST)

@@ -2,7 +2,8 @@
 
 Pillow opens everything it can; 8- and 16-bit PNGs other than palette ones go through
 imagecodecs' libpng instead: Pillow opens 16-bit RGB/RGBA and grey+alpha as 8-bit, and
-libpng decodes straight into one numpy array (faster, and no second copy in memory). Every Pillow mode lands in one of four shapes of data:
+libpng decodes straight into one numpy array (faster, and no second copy in memory).
+Every Pillow mode lands in one of four shapes of data:
 
 ============  =========================  ========  ==================
 Pillow mode   becomes                    dtype     colour space

@@ -141,10 +141,7 @@ class Session:
         self.info = _info(self.adapter)
         self.info.chosen = True
         self._cache: dict[Any, Any] = {}  # pipelines, buffers reused across images
-        try:
-            self.recreate()
-        except NoAdapterError as e:
-            raise NoAdapterError(str(e).replace("could not recreate", "could not create")) from e.__cause__
+        self.device = self._create_device("create")
         self.features = set(self.device.features)
         self.limits = dict(self.device.limits)
 
@@ -175,15 +172,25 @@ class Session:
                 raise DeviceLostError(f"{what}: GPU device lost ({first})") from e
             raise GPUError(f"{what}: {first}") from e
 
-    def recreate(self) -> None:
-        """Make a new device on the same adapter (after a device loss); caches are dropped."""
-        self._cache.clear()
+    def _create_device(self, verb: str):
         try:
-            self.device = self.adapter.request_device_sync(
+            return self.adapter.request_device_sync(
                 required_features=[f for f in WANTED_FEATURES if f in self.adapter.features],
                 required_limits=dict(self.info.limits), label="gputex")
         except Exception as e:
-            raise NoAdapterError(f"could not recreate the device on {self.info.name}: {e}") from e
+            raise NoAdapterError(f"could not {verb} a device on {self.info.name}: {e}") from e
+
+    def recreate(self) -> None:
+        """Make a new device on the same adapter (after a device loss); caches are dropped."""
+        self._cache.clear()
+        self.device = self._create_device("recreate")
+
+    def uniform(self, data: bytes):
+        """A uniform buffer holding ``data`` (padded to 16 bytes, as WGSL structs are)."""
+        import wgpu
+
+        return self.device.create_buffer_with_data(data=data.ljust(-(-len(data) // 16) * 16, b"\0"),
+                                                   usage=wgpu.BufferUsage.UNIFORM)
 
     def wait(self) -> None:
         """Block until all submitted GPU work is done (a buffer map; see README)."""

@@ -129,12 +129,6 @@ def _entries(kind: str, out_format: str = "") -> list[dict]:
     return entries
 
 
-def _uniform(session, data: bytes):
-    import wgpu
-
-    return session.device.create_buffer_with_data(data=data.ljust(32, b"\0"), usage=wgpu.BufferUsage.UNIFORM)
-
-
 def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted",
                   alpha_coverage: float | None = None, normal_map: bool = False, wrap: str = "clamp",
                   layer: int = 0, measure: bool = False) -> MipReport:
@@ -264,7 +258,7 @@ class _Chain:
             src = self.sources[level]
             consts = dict(self.common, SRC_IS_BASE=src == 0, FILTER=FILTERS[self.filter], WRAP=WRAPS[self.wrap],
                           DECODE_SRGB=self.space_srgb and not fmt.srgb and src == 0, FUSED=self.fused,
-                          STORE_WORK=not self.fused or level in read)
+                          STORE_WORK=level in read or not (self.fused or self.direct))
             if self.direct:
                 pipe, bgl = _pipeline(self.session, "mip_reduce.wgsl", consts, _entries("reduce", self.direct),
                                       "main_direct", self.direct)
@@ -275,7 +269,7 @@ class _Chain:
             entries = [
                 {"binding": 0, "resource": self.base_view if src == 0 else self.work_views[src - 1]},
                 {"binding": 1, "resource": self.work_views[level - 1]},
-                {"binding": 2, "resource": {"buffer": _uniform(self.session, struct.pack("<5I", sw, sh, dw, dh, pitch // 4))}},
+                {"binding": 2, "resource": {"buffer": self.session.uniform(struct.pack("<5I", sw, sh, dw, dh, pitch // 4))}},
                 {"binding": 3, "resource": {"buffer": self.scratch, "offset": 0, "size": self.scratch.size}},
             ]
             if self.direct:
@@ -304,7 +298,7 @@ class _Chain:
                 bind = self.device.create_bind_group(layout=bgl, entries=[
                     {"binding": 0, "resource": self.work_views[level - 1]},
                     {"binding": 1, "resource": {"buffer": self.scratch, "offset": 0, "size": self.scratch.size}},
-                    {"binding": 2, "resource": {"buffer": _uniform(self.session, prm)}},
+                    {"binding": 2, "resource": {"buffer": self.session.uniform(prm)}},
                 ])
                 self._pass(pipe, bind, (-(-((dw * fmt.block_bytes + 3) // 4) // 64), y1 - y0, 1))
                 self._copy(level, pitch, y0, y1)

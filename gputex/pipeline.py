@@ -242,7 +242,6 @@ def _levels_wanted(opts: Options, tex: "Texture") -> list[int]:
 
 def decode_stage(opts: Options, names: "OutputNames | None" = None):
     """The decode step for the batch runner: ``item -> (Result, Image or None)``."""
-    import numpy as np
 
     def run(item) -> tuple[Result, Any]:
         result = Result(source=item.path)
@@ -255,7 +254,7 @@ def decode_stage(opts: Options, names: "OutputNames | None" = None):
         holder: list = []  # the GPU stage pops the image, so it is freed right after upload
         _run(result, lambda: holder.append(_decode(item.path, opts, result)))
         if holder:
-            result.bytes = int(np.asarray(holder[0].pixels).nbytes)
+            result.bytes = int(holder[0].pixels.nbytes)
         return result, (holder if holder else None)
 
     return run
@@ -286,12 +285,13 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
     from .encode import output_suffix
 
     def run(item, holder, result: Result):
-        payload: list = []
+        outputs: list = []  # (path, pixels) in order
+        meta: list = []  # colour space, packed 10-bit
         image = holder.pop()
 
         def work() -> None:
             nonlocal image
-            payload.clear()
+            outputs.clear()
             if image is None:  # a device loss after the pixels were freed: cannot upload again
                 from .errors import GPUError
 
@@ -306,20 +306,20 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
                     captured = capture_levels(tex, levels, budget=opts.budget)
                 for level, pixels in zip(levels, captured):
                     suffix = output_suffix(pixels.dtype, opts.float_as)
-                    payload.append((names.take(output_name(stem, None if single else level), suffix, item.subdir),
+                    outputs.append((names.take(output_name(stem, None if single else level), suffix, item.subdir),
                                     pixels))
-                if opts.sheet and len(payload) > 1:
+                if opts.sheet and len(outputs) > 1:
                     from .sheet import contact_sheet
 
-                    sheet = contact_sheet([p for _, p in payload])
-                    payload.append((names.take(stem + "_sheet", output_suffix(sheet.dtype, opts.float_as),
+                    sheet = contact_sheet([p for _, p in outputs])
+                    outputs.append((names.take(stem + "_sheet", output_suffix(sheet.dtype, opts.float_as),
                                                item.subdir), sheet))
-                payload.append((tex.color_space, tex.format.packed))
+                meta[:] = [tex.color_space, tex.format.packed]
             finally:
                 tex.destroy()
 
         _run(result, work, session)
-        return payload if result.ok else None
+        return (outputs, *meta) if result.ok else None
 
     return run
 
@@ -329,10 +329,10 @@ def capture_encode_stage(opts: Options):
     from .encode import encode
 
     def run(item, payload, result: Result) -> None:
-        space, packed = payload[-1]
+        outputs, space, packed = payload
 
         def work() -> None:
-            for path, pixels in payload[:-1]:
+            for path, pixels in outputs:
                 with _timed(result, "encode"):
                     encode(pixels, path, color_space=space, packed_10bit=packed, float_as=opts.float_as,
                            png_level=opts.png_level, warn=result.warnings.append)

@@ -221,29 +221,22 @@ def _write_texture_bands(tex, lay, parts, convert, level, layer, progress) -> No
 
 
 def _staging_ring(session: "Session", size: int) -> list:
-    """Two reusable MAP_WRITE|COPY_SRC buffers of at least ``size`` bytes (cached per session)."""
+    """Two reusable MAP_WRITE|COPY_SRC buffers of at least ``size`` bytes (cached per session),
+    each as ``[buffer, pending map promise or None]``."""
     import wgpu
 
     key = ("upload-ring",)
     ring = session._cache.get(key)
-    if ring is None or ring[0].size < size:
-        for b in ring or []:
-            b.destroy()
-        ring = [session.check("staging buffer", session.device.create_buffer, size=size,
-                              usage=wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC,
-                              mapped_at_creation=True) for _ in range(2)]
+    if ring is None or ring[0][0].size < size:
+        for buf, pending in ring or []:
+            if pending is not None:
+                pending.sync_wait()
+            buf.destroy()
+        ring = [[session.check("staging buffer", session.device.create_buffer, size=size,
+                               usage=wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC,
+                               mapped_at_creation=True), None] for _ in range(2)]
         session._cache[key] = ring
     return ring
-
-
-def _wait_mapped(session: "Session", buf) -> None:
-    import wgpu
-
-    promise = session._cache.pop(("map-promise", id(buf)), None)
-    if promise is not None:
-        session.check("map staging buffer", promise.sync_wait)
-    elif buf.map_state != "mapped":
-        buf.map_sync(wgpu.MapMode.WRITE)
 
 
 def _staging_bands(tex, lay, parts, convert, level, layer, progress) -> None:
@@ -255,8 +248,11 @@ def _staging_bands(tex, lay, parts, convert, level, layer, progress) -> None:
     biggest = max(y1 - y0 for y0, y1 in parts) * pitch
     ring = _staging_ring(session, biggest)
     for i, (y0, y1) in enumerate(parts):
-        buf = ring[i % 2]
-        _wait_mapped(session, buf)  # mapped since the copy from it two bands ago finished
+        slot = ring[i % 2]
+        buf, pending = slot
+        if pending is not None:  # mapped once the copy from it two bands ago finished
+            session.check("map staging buffer", pending.sync_wait)
+            slot[1] = None
         mem = buf._experimental_get_mapped_range(0, buf.size)
         view = np.frombuffer(mem, np.uint8, count=(y1 - y0) * pitch).reshape(y1 - y0, pitch)
         convert(y0, y1, out=view)  # overlaps the GPU copy of the previous band
@@ -271,7 +267,7 @@ def _staging_bands(tex, lay, parts, convert, level, layer, progress) -> None:
         )
         session.device.queue.submit([enc.finish()])
         # ask for the map now: it resolves once this copy is done, before the next is submitted
-        session._cache[("map-promise", id(buf))] = buf.map_async(wgpu.MapMode.WRITE)
+        slot[1] = buf.map_async(wgpu.MapMode.WRITE)
         if progress:
             progress(y1 * lay.bytes_per_row, lay.data_bytes)
 
