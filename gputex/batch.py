@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable
 __all__ = ["Item", "expand_inputs", "run_overlapped", "IMAGE_SUFFIXES"]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tga", ".tif", ".tiff", ".webp", ".gif", ".ppm",
-                  ".pgm", ".pbm", ".pfm", ".ico", ".dds")
+                  ".pgm", ".pbm", ".pfm", ".ico", ".dds", ".ktx", ".ktx2")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from .upload import Texture
 
-__all__ = ["capture", "capture_bytes", "capture_levels"]
+__all__ = ["capture", "capture_bytes", "capture_levels", "capture_texture_file"]
 
 Progress = Callable[[int, int], None]
 
@@ -67,8 +67,9 @@ def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int
 
     if not 0 <= level < tex.levels:
         raise LimitError(f"{tex.source}: level {level} does not exist (texture has {tex.levels})")
-    if not 0 <= layer < tex.layers:
-        raise LimitError(f"{tex.source}: layer {layer} does not exist (texture has {tex.layers})")
+    if not 0 <= layer < tex.level_images(level):
+        raise LimitError(f"{tex.source}: layer {layer} does not exist at level {level} "
+                         f"(texture has {tex.level_images(level)})")
     session = tex.session
     w, h = tex.size(level)
     lay = copy_layout(tex.format, w, h)
@@ -198,3 +199,16 @@ def capture_levels(tex: "Texture", levels: list[int], layer: int = 0, *,
             buf.unmap()
             buf.destroy()
     return [out[level] for level in levels]
+
+
+def capture_texture_file(tex: "Texture", *, budget: int = 64 << 20, levels: list[int] | None = None):
+    """Read every level (or ``levels``), layer, face and slice back as a :class:`TextureFile`:
+    exactly the bytes the GPU holds, tight, in block rows (for writing KTX2 / DDS)."""
+    from .texfile import TextureFile
+
+    out = []
+    for level in (levels if levels is not None else range(tex.levels)):
+        parts = [capture_bytes(tex, level, z, budget=budget).tobytes() for z in range(tex.level_images(level))]
+        out.append(parts[0] if len(parts) == 1 else b"".join(parts))
+    return TextureFile(tex.format, tex.width, tex.height, tex.depth, max(1, tex.layers // tex.faces), tex.faces,
+                       levels=out, color_space=tex.color_space, source=tex.source, array=tex.array)

@@ -62,6 +62,11 @@ class Alpha(str, Enum):
     premultiplied = "premultiplied"
 
 
+class Container(str, Enum):
+    ktx2 = "ktx2"
+    dds = "dds"
+
+
 class Wrap(str, Enum):
     clamp = "clamp"
     repeat = "repeat"
@@ -268,23 +273,73 @@ def upload(
     normal_map: bool = NormalOpt, wrap: Wrap = WrapOpt,
     budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,
     max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = JobsOpt,
+    out: Optional[str] = typer.Option(None, "--out", "-o",
+                                      help="Write the texture (mips included): X.ktx2 / X.dds, or a folder."),
+    container: Container = typer.Option(Container.ktx2, "--container", help="With -o FOLDER: ktx2 or dds."),
+    zstd: Optional[int] = typer.Option(None, "--zstd", min=1, max=22,
+                                       help="KTX2: Zstandard-supercompress each level at this level."),
+    array: bool = typer.Option(False, "--array", help="All inputs become the layers of one 2D array texture."),
+    cube: bool = typer.Option(False, "--cube", help="Inputs are cube faces +x -x +y -y +z -z (6 per cube)."),
+    volume: bool = typer.Option(False, "--volume", help="Inputs are the depth slices of one 3D texture."),
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
 ) -> None:
-    """Upload images, read them back, verify they are exact, and show the copy layout."""
+    """Upload images or texture files (KTX2, KTX, DDS), read them back, verify they are exact,
+    show the copy layout, and with -o write the texture as KTX2 or DDS."""
     _state["debug"] = debug
     _validate_format(format)
+    kinds = [k for k, on in (("array", array), ("cube", cube), ("volume", volume)) if on]
+    if len(kinds) > 1:
+        _err("choose one of --array, --cube, --volume")
+        raise typer.Exit(EXIT_USAGE)
+    single_file = out is not None and os.path.splitext(out)[1].lower() in (".ktx2", ".dds")
+    if out is not None and not single_file and os.path.splitext(out)[1].lower() in (".ktx", ".png"):
+        _err(f"{out}: gputex writes .ktx2 or .dds texture files (or give a folder)")
+        raise typer.Exit(EXIT_USAGE)
+    if zstd is not None and (out is None or (single_file and not out.lower().endswith(".ktx2"))
+                             or (not single_file and container != Container.ktx2)):
+        _err("--zstd needs KTX2 output (-o X.ktx2, or -o FOLDER with --container ktx2)")
+        raise typer.Exit(EXIT_USAGE)
+    items = _inputs(images, recursive)
+    if single_file and not kinds and len(items) > 1:
+        _err(f"{out}: one output file for {len(items)} inputs; give -o a folder, or use --array/--cube/--volume")
+        raise typer.Exit(EXIT_USAGE)
+    if kinds and out is not None and not single_file:
+        _err(f"--{kinds[0]} makes one texture: give -o a .ktx2 or .dds file")
+        raise typer.Exit(EXIT_USAGE)
+    if out is not None and not single_file:
+        try:
+            os.makedirs(out, exist_ok=True)
+        except OSError as e:
+            _err(f"{out}: cannot create output folder ({e.strerror or e})")
+            raise typer.Exit(EXIT_FAILED)
     session = _session(adapter, backend)
     opts = _options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
                     max_ratio=max_ratio, mips=mips or levels is not None, mip_levels=levels,
-                    mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
-    from .pipeline import decode_stage, upload_gpu_stage
+                    mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap),
+                    out=out, container=container.value, zstd=zstd)
+    from .pipeline import OutputNames, assemble_file, decode_stage, upload_gpu_stage
 
-    items = _inputs(images, recursive)
+    names = OutputNames(out, [i.path for i in items]) if out is not None and not single_file else None
+    if kinds:
+        bad = [i for i in items if i.error]
+        if bad:
+            _err(bad[0].error)
+            raise typer.Exit(EXIT_FAILED)
+        result = assemble_file(session, [i.path for i in items], kinds[0], opts)
+        if as_json:
+            d = result.as_dict()
+            d["adapter"] = session.name
+            typer.echo(json.dumps(d))
+        else:
+            _render_upload([result], session)
+        if not result.ok:
+            _err(result.error or "failed")
+        raise typer.Exit(EXIT_OK if result.ok else EXIT_FAILED)
     code = _run_batch(items, as_json, session, _render_upload, jobs=jobs, decode=decode_stage(opts),
-                      gpu=upload_gpu_stage(session, opts))
+                      gpu=upload_gpu_stage(session, opts, names))
     raise typer.Exit(code)
 
 
@@ -317,6 +372,9 @@ def _render_upload(results, session) -> None:
             f"{lay['padded_bytes_per_row']} (+{lay['padding_per_row']} padding per row), staging "
             f"{lay['staging_bytes']} bytes; path {r.upload_path}; "
             + ("exact round trip" if r.verified else "MISMATCH")
+            + (f"; {r.texture}" if r.texture and r.texture != "2d" else "")
+            + (f"; {r.levels} levels" if r.levels and r.levels > 1 else "")
+            + (f" -> {', '.join(r.outputs)}" if r.outputs else "")
         )
 
 
@@ -529,9 +587,14 @@ def layout(
 
 @app.command()
 def info(
+    files: List[str] = typer.Argument(None, help="Texture files (KTX2, KTX, DDS) to describe; none: the GPU."),
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
 ) -> None:
-    """Adapters, the chosen one, its limits, and what each texture format can do on it."""
+    """Describe texture files (container, format, size, levels, layers, faces, supercompression,
+    DFD), or with no FILE: the adapters, the chosen one, its limits, and what each texture
+    format can do on it."""
+    if files:
+        raise typer.Exit(_info_files(files, as_json))
     session = _session(adapter, backend)
     from .device import list_adapters
     from .probe import format_capabilities
@@ -558,6 +621,74 @@ def info(
     for name, c in caps.items():
         marks = " ".join("yes" if c[k] else " - " for k in ("upload", "render", "filter", "storage", "capture"))
         typer.echo(f"  {name:24} {marks}")
+
+
+def _info_files(files: List[str], as_json: bool) -> int:
+    from .texfile import read_texture_file
+
+    failed = 0
+    for path in files:
+        try:
+            d = read_texture_file(path).describe()
+        except GputexError as e:
+            failed += 1
+            _err(str(e))
+            if as_json:
+                typer.echo(json.dumps({"file": path, "ok": False, "error": str(e)}))
+            continue
+        if as_json:
+            typer.echo(json.dumps(d))
+            continue
+        size = f"{d['width']}x{d['height']}" + (f"x{d['depth']}" if d["depth"] > 1 else "")
+        typer.echo(f"{path}: {d['container'].upper()} {d['type']} {d['format']} {size}, {len(d['levels'])} level(s), "
+                   f"{d['layers']} layer(s), {d['faces']} face(s), {d['color_space']}, "
+                   f"supercompression {d['supercompression']}, {d['file_bytes']} bytes")
+        for lv in d["levels"]:
+            extra = f" (stored {lv['stored_bytes']})" if "stored_bytes" in lv else ""
+            dims = f"{lv['width']}x{lv['height']}" + (f"x{lv['depth']}" if "depth" in lv else "")
+            typer.echo(f"  level {lv['level']}: {dims}, {lv['bytes']} bytes{extra}")
+        if "dfd" in d:
+            dfd = d["dfd"]
+            typer.echo(f"  DFD: model {dfd['color_model']}, primaries {dfd['color_primaries']}, transfer "
+                       f"{dfd['transfer_function']}, flags {dfd['flags']}, block {dfd['texel_block']}, "
+                       f"{dfd['bytes_plane0']} bytes/block, {len(dfd['samples'])} sample(s)")
+        for k, v in d.get("key_values", {}).items():
+            typer.echo(f"  {k}: {v}")
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+@app.command()
+def validate(
+    files: List[str] = typer.Argument(..., help="KTX2 files."),
+    as_json: bool = JsonOpt,
+    strict: bool = typer.Option(False, "--strict", help="Warnings (the spec's 'should's) fail too."),
+) -> None:
+    """Check KTX2 files against every rule of the KTX 2.0 specification; each problem names its
+    rule. Exit 0 when all are valid, 1 otherwise."""
+    from .ktx2 import validate as check
+
+    failed = 0
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            failed += 1
+            _err(f"{path}: cannot read ({e.strerror or e})")
+            continue
+        problems = check(data, path)
+        errors = [p for p in problems if p.fatal or strict]
+        failed += bool(errors)
+        if as_json:
+            typer.echo(json.dumps({"file": path, "valid": not errors, "problems": [
+                {"rule": p.rule, "message": p.message, "error": p.fatal or strict} for p in problems]}))
+            continue
+        if not problems:
+            typer.echo(f"{path}: valid KTX2")
+        for p in problems:
+            kind = "error" if (p.fatal or strict) else "warning"
+            (_err if kind == "error" else typer.echo)(f"{path}: {kind} [{p.rule}] {p.message}")
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
 
 
 def _quiet_libraries(debug: bool) -> None:

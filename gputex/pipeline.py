@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .upload import Texture
 
 __all__ = ["Options", "Result", "OutputNames", "Thresholds", "upload_file", "capture_file", "compare_files",
+           "assemble_file",
            "stats_file", "output_name", "decode_stage", "capture_gpu_stage", "capture_encode_stage",
            "upload_gpu_stage"]
 
@@ -47,6 +48,10 @@ class Options:
     png_level: int | None = None  # None: fast (fpng for 8-bit RGB/RGBA, zlib level 1 otherwise)
     sheet: bool = False
     skip_existing: bool = False
+    # texture files (upload -o)
+    out: str | None = None  # a .ktx2 / .dds path, or a folder
+    container: str = "ktx2"
+    zstd: int | None = None
 
 
 @dataclass
@@ -70,6 +75,7 @@ class Result:
     stats: list[dict] | None = None
     skipped: bool | None = None
     bytes: int | None = None  # decoded image bytes (for MB/s)
+    texture: str | None = None  # texture files: 2d, 2d-array, cube, cube-array, 3d
     exception: BaseException | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -88,23 +94,96 @@ def _timed(result: Result, stage: str):
 
 
 def _decode(path: str, opts: Options, result: Result):
+    """An :class:`Image`, or a :class:`TextureFile` for KTX2 / KTX / DDS files (by their magic)."""
     from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO, decode
+    from .texfile import is_texture_file, read_texture_file
 
     with _timed(result, "decode"):
+        if is_texture_file(path):
+            tf = read_texture_file(path)
+            if opts.format and opts.format.replace("_", "-").lower() != tf.format.name:
+                from .errors import FormatError
+
+                raise FormatError(f"{path}: is a {tf.format.name} texture file; --format cannot convert it")
+            return tf
         return decode(path, exif_rotate=opts.exif_rotate, max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS,
                       max_ratio=DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio)
 
 
-def _upload(session: "Session", image, opts: Options, result: Result, usage: int = 0) -> "Texture":
+def _is_texfile(obj) -> bool:
+    from .texfile import TextureFile
+
+    return isinstance(obj, TextureFile)
+
+
+def _mip_levels(opts: Options, width: int, height: int) -> int:
+    from .layout import mip_count
+
+    if not opts.mips:
+        return 1
+    full = mip_count(width, height)
+    return min(opts.mip_levels or full, full)
+
+
+def _all_mips(tex: "Texture", opts: Options) -> None:
+    """Generate the chain for every layer / cube face (3D textures are not supported)."""
+    from .errors import FormatError
+    from .mips import generate_mips
+
+    if tex.depth > 1:
+        raise FormatError(f"{tex.source}: generating mips of 3D textures is not supported "
+                          "(the levels a 3D file holds are kept)")
+    for layer in range(tex.layers):
+        generate_mips(tex, layer=layer, **opts.mip_options)
+
+
+def _upload_texfile(session: "Session", tf, opts: Options, result: Result, usage: int = 0,
+                    decode_blocks: bool = True) -> "Texture":
+    """Upload a texture file's levels as stored; with ``decode_blocks`` a compressed texture is
+    replaced by its GPU-decoded twin. ``--mips`` fills the chain of a file that holds one level."""
     import wgpu
 
-    from .layout import mip_count
+    from .upload import upload_texture_file
+
+    want = _mip_levels(opts, tf.width, tf.height) if len(tf.levels) == 1 and tf.depth == 1 else len(tf.levels)
+    make_mips = want > len(tf.levels)
+    keep_compressed = tf.format.compressed and not decode_blocks
+    if make_mips and keep_compressed:
+        from .errors import FormatError
+
+        raise FormatError(f"{tf.source}: mips cannot be written into {tf.format.name} (gputex does not encode "
+                          "block-compressed formats); capture decodes it and can make mips of the decoded texture")
+    with _timed(result, "upload"):
+        tex = upload_texture_file(session, tf, levels=None if (tf.format.compressed or not make_mips) else want,
+                                  color_space=opts.color_space, budget=opts.budget,
+                                  usage=usage | wgpu.TextureUsage.TEXTURE_BINDING)
+    if tf.format.compressed and not keep_compressed:
+        from .unblock import decode_blocks as _decode_blocks
+
+        try:
+            with _timed(result, "decode_blocks"):
+                plain = _decode_blocks(tex, levels=want if make_mips else None)
+        finally:
+            tex.destroy()
+        tex = plain
+    result.format, result.width, result.height = tf.format.name, tf.width, tf.height
+    result.levels, result.color_space, result.upload_path = tex.levels, tex.color_space, tex.upload_path
+    result.texture = tf.kind()
+    if make_mips and not keep_compressed:
+        with _timed(result, "mips"):
+            _all_mips(tex, opts)
+    return tex
+
+
+def _upload(session: "Session", image, opts: Options, result: Result, usage: int = 0,
+            decode_blocks: bool = True) -> "Texture":
+    import wgpu
+
     from .upload import upload
 
-    levels = 1
-    if opts.mips:
-        full = mip_count(image.width, image.height)
-        levels = min(opts.mip_levels or full, full)
+    if _is_texfile(image):
+        return _upload_texfile(session, image, opts, result, usage, decode_blocks)
+    levels = _mip_levels(opts, image.width, image.height)
     with _timed(result, "upload"):
         tex = upload(session, image, opts.format, color_space=opts.color_space, levels=levels,
                      premultiply=opts.premultiply, flip_y=opts.flip_y, budget=opts.budget,
@@ -141,32 +220,22 @@ def _run(result: Result, fn: Callable[[], None], session: "Session | None" = Non
     return result
 
 
-def upload_gpu_stage(session: "Session", opts: Options):
-    """Upload, read back and verify that the GPU holds exactly what was sent."""
+def upload_gpu_stage(session: "Session", opts: Options, names: "OutputNames | None" = None):
+    """Upload, read back and verify that the GPU holds exactly what was sent.
+
+    Texture files are uploaded as stored (block-compressed ones stay compressed) and every
+    level, layer and face is compared. With ``opts.out`` the texture, mips included, is
+    written as KTX2 or DDS: a path ending in ``.ktx2``/``.dds``, or a folder (then
+    ``<stem>.<opts.container>``, names never colliding).
+    """
 
     def run(item, holder, result: Result):
         image = holder.pop()
 
         def work() -> None:
-            import numpy as np
-
-            from .capture import capture_bytes
-            from .convert import to_texture_rows
-
-            tex = _upload(session, image, opts, result)
+            tex = _upload(session, image, opts, result, decode_blocks=False)
             try:
-                result.layout = tex.layout(0).as_dict()
-                with _timed(result, "capture"):
-                    back = capture_bytes(tex, 0, budget=opts.budget)
-                with _timed(result, "verify"):
-                    pixels = image.pixels[::-1] if opts.flip_y else image.pixels
-                    sent = to_texture_rows(pixels, tex.color_space, tex.format, premultiply=opts.premultiply)
-                    result.verified = bool(np.array_equal(sent, back))
-                if not result.verified:
-                    rows = np.nonzero((sent != back).any(axis=1))[0]
-                    result.ok = False
-                    result.error = (f"{item.path}: GPU data differs from what was sent "
-                                    f"({len(rows)} rows differ, first at row {rows[0]})")
+                _verify_and_write(tex, image, item, opts, names, result)
             finally:
                 tex.destroy()
 
@@ -174,6 +243,126 @@ def upload_gpu_stage(session: "Session", opts: Options):
         return None
 
     return run
+
+
+def _verify_and_write(tex: "Texture", source, item, opts: Options, names, result: Result) -> None:
+    import numpy as np
+
+    from .capture import capture_bytes, capture_texture_file
+    from .convert import to_texture_rows
+
+    result.layout = tex.layout(0).as_dict()
+    stored = None
+    shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
+    with _timed(result, "capture"):
+        if opts.out or _is_texfile(source):
+            stored = capture_texture_file(tex, budget=opts.budget)
+
+    def level0(z: int):
+        if stored is None:
+            return capture_bytes(tex, 0, z, budget=opts.budget)
+        n = stored.image_bytes(0)
+        return np.frombuffer(memoryview(stored.levels[0])[z * n: (z + 1) * n], np.uint8).reshape(shape)
+
+    with _timed(result, "verify"):
+        if _is_texfile(source):
+            bad = [i for i, lv in enumerate(source.levels) if bytes(lv) != bytes(stored.levels[i])]
+            result.verified = not bad
+            if bad:
+                result.ok = False
+                result.error = f"{item.path}: GPU data differs from the file at level {bad[0]}"
+        else:
+            result.verified = True
+            for z, im in enumerate(source if isinstance(source, list) else [source]):
+                pixels = im.pixels[::-1] if opts.flip_y else im.pixels
+                sent = to_texture_rows(pixels, tex.color_space, tex.format, premultiply=opts.premultiply)
+                back = level0(z)
+                if not np.array_equal(sent, back):
+                    rows = np.nonzero((sent != back).any(axis=1))[0]
+                    result.ok = result.verified = False
+                    result.error = (f"{im.source}: GPU data differs from what was sent "
+                                    f"({len(rows)} rows differ, first at row {rows[0]})")
+                    break
+    if opts.out and result.ok:
+        from .texfile import write_texture_file
+
+        stored.premultiplied = opts.premultiply or (_is_texfile(source) and source.premultiplied)
+        path = _texture_output(opts, names, item)
+        with _timed(result, "encode"):
+            write_texture_file(stored, path, zstd=opts.zstd)
+        result.outputs.append(path)
+
+
+def _texture_output(opts: Options, names: "OutputNames | None", item) -> str:
+    if os.path.splitext(opts.out)[1].lower() in (".ktx2", ".dds"):
+        return opts.out
+    stem = os.path.splitext(os.path.basename(item.path))[0]
+    assert names is not None
+    return names.take(stem, "." + opts.container, item.subdir)
+
+
+def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options,
+                  names: "OutputNames | None" = None) -> Result:
+    """Several images -> one array (``kind="array"``), cube map (``"cube"``, 6 per cube:
+    +x -x +y -y +z -z) or volume (``"volume"``, one depth slice each) texture, with mips per
+    layer/face, verified and (with ``opts.out``) written as KTX2 / DDS."""
+    from .batch import Item
+    from .errors import FormatError, LimitError
+    from .upload import create_texture, default_format, write_image
+
+    result = Result(source=paths[0] if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1})")
+
+    def work() -> None:
+        import wgpu
+
+        from .formats import get_format
+
+        images = [_decode(p, opts, result) for p in paths]
+        for p, im in zip(paths, images):
+            if _is_texfile(im):
+                raise FormatError(f"{p}: --{kind} assembles images; this is a texture file")
+        first = images[0]
+        for p, im in zip(paths[1:], images[1:]):
+            if (im.width, im.height) != (first.width, first.height) or im.pixels.dtype != first.pixels.dtype \
+                    or im.channels != first.channels:
+                raise FormatError(f"{p}: {im.width}x{im.height} {im.channels}-channel {im.pixels.dtype} does not "
+                                  f"match {paths[0]} ({first.width}x{first.height} {first.channels}-channel "
+                                  f"{first.pixels.dtype}); --{kind} inputs must share size and format")
+        if kind == "cube":
+            if len(images) % 6:
+                raise LimitError(f"--cube needs 6 images per cube (+x -x +y -y +z -z), got {len(images)}")
+            if first.width != first.height:
+                raise LimitError(f"{paths[0]}: cube faces must be square, got {first.width}x{first.height}")
+        if kind == "volume" and opts.mips:
+            raise FormatError("generating mips of 3D textures is not supported")
+        fmt = get_format(opts.format) if opts.format else default_format(first, session, opts.color_space)
+        space = "srgb" if fmt.srgb else (opts.color_space or first.color_space)
+        levels = _mip_levels(opts, first.width, first.height)
+        n = len(images)
+        with _timed(result, "upload"):
+            tex = create_texture(session, fmt, first.width, first.height, layers=1 if kind == "volume" else n,
+                                 depth=n if kind == "volume" else 1, levels=levels, color_space=space,
+                                 source=result.source,
+                                 usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC
+                                 | wgpu.TextureUsage.TEXTURE_BINDING)
+        tex.faces, tex.array = (6 if kind == "cube" else 1), (kind == "array" or (kind == "cube" and n > 6))
+        try:
+            with _timed(result, "upload"):
+                for z, im in enumerate(images):
+                    tex.upload_path = write_image(tex, im, layer=z, premultiply=opts.premultiply, flip_y=opts.flip_y,
+                                                  budget=opts.budget, path=opts.upload_path)
+            result.format, result.width, result.height = fmt.name, first.width, first.height
+            result.levels, result.color_space, result.upload_path = tex.levels, tex.color_space, tex.upload_path
+            result.texture = {"array": "2d-array", "cube": "cube-array" if n > 6 else "cube", "volume": "3d"}[kind]
+            if levels > 1:
+                with _timed(result, "mips"):
+                    _all_mips(tex, opts)
+            _verify_and_write(tex, images, Item(paths[0]), opts, names, result)
+            result.bytes = sum(int(im.pixels.nbytes) for im in images)
+        finally:
+            tex.destroy()
+
+    return _run(result, work, session)
 
 
 def upload_file(session: "Session", path: str, opts: Options) -> Result:
@@ -187,13 +376,22 @@ def upload_file(session: "Session", path: str, opts: Options) -> Result:
     return result
 
 
-def output_name(stem: str, level: int | None = None, layer: int | None = None) -> str:
-    """``stem``, plus ``_level<L>`` and ``_layer<N>`` where they apply (no suffix)."""
+def output_name(stem: str, level: int | None = None, layer: int | None = None, *, faces: int = 1,
+                slice_: int | None = None, array: bool = False) -> str:
+    """``stem``, plus ``_level<L>``, then ``_layer<N>`` (arrays), ``_face<F>`` (cube maps, F = 0..5
+    for +x -x +y -y +z -z; cube arrays get ``_layer<N>_face<F>``) or ``_slice<Z>`` (volumes),
+    where they apply."""
     name = stem
     if level is not None:
         name += f"_level{level}"
-    if layer is not None:
-        name += f"_layer{layer}"
+    if slice_ is not None:
+        name += f"_slice{slice_}"
+    elif layer is not None:
+        if faces == 6:
+            cube, face = divmod(layer, 6)
+            name += (f"_layer{cube}" if array else "") + f"_face{face}"
+        else:
+            name += f"_layer{layer}"
     return name
 
 
@@ -254,7 +452,8 @@ def decode_stage(opts: Options, names: "OutputNames | None" = None):
         holder: list = []  # the GPU stage pops the image, so it is freed right after upload
         _run(result, lambda: holder.append(_decode(item.path, opts, result)))
         if holder:
-            result.bytes = int(holder[0].pixels.nbytes)
+            got = holder[0]
+            result.bytes = sum(len(lv) for lv in got.levels) if _is_texfile(got) else int(got.pixels.nbytes)
         return result, (holder if holder else None)
 
     return run
@@ -300,14 +499,20 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
             image = None  # the texture has it now: free the pixels before capturing
             try:
                 stem = os.path.splitext(os.path.basename(item.path))[0]
-                single = tex.levels == 1 and tex.layers == 1
                 levels = _levels_wanted(opts, tex)
-                with _timed(result, "capture"):
-                    captured = capture_levels(tex, levels, budget=opts.budget)
-                for level, pixels in zip(levels, captured):
-                    suffix = output_suffix(pixels.dtype, opts.float_as)
-                    outputs.append((names.take(output_name(stem, None if single else level), suffix, item.subdir),
-                                    pixels))
+                keep = _stored_channels(result)
+                for z in range(max(tex.level_images(lv) for lv in levels)):
+                    here = [lv for lv in levels if z < tex.level_images(lv)]
+                    with _timed(result, "capture"):
+                        captured = capture_levels(tex, here, layer=z, budget=opts.budget)
+                    for level, pixels in zip(here, captured):
+                        if keep:
+                            pixels = pixels[:, :, :keep].copy()  # canonical strides for the encoders
+                        suffix = output_suffix(pixels.dtype, opts.float_as)
+                        name = output_name(stem, None if tex.levels == 1 else level,
+                                           None if tex.images == 1 or tex.depth > 1 else z, faces=tex.faces,
+                                           slice_=z if tex.depth > 1 else None, array=tex.array)
+                        outputs.append((names.take(name, suffix, item.subdir), pixels))
                 if opts.sheet and len(outputs) > 1:
                     from .sheet import contact_sheet
 
@@ -322,6 +527,14 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
         return (outputs, *meta) if result.ok else None
 
     return run
+
+
+def _stored_channels(result: Result) -> int:
+    """Channels a block-compressed file's format holds (its decoded twin has 4), else 0."""
+    from .formats import FORMATS
+
+    fmt = FORMATS.get(result.format or "")
+    return fmt.channels if fmt is not None and fmt.compressed and fmt.channels < 4 else 0
 
 
 def capture_encode_stage(opts: Options):

@@ -22,14 +22,15 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import FormatError, LimitError
 from .formats import Format, get_format
-from .layout import CopyLayout, bands, copy_layout, mip_count, mip_size
+from .layout import CopyLayout, bands, copy_layout, mip_count, mip_size, physical_size
 from .parallel import for_row_chunks
 
 if TYPE_CHECKING:
     from .decode import Image
     from .device import Session
+    from .texfile import TextureFile
 
-__all__ = ["Texture", "create_texture", "upload", "write_image", "default_format",
+__all__ = ["Texture", "create_texture", "upload", "write_image", "default_format", "upload_texture_file",
            "DEFAULT_BUDGET", "STAGING_MIN_BYTES"]
 
 #: Default bound on host staging memory per transfer (bytes).
@@ -54,9 +55,20 @@ class Texture:
     color_space: str = "srgb"
     source: str = ""
     upload_path: str = ""
+    depth: int = 1  # > 1: a 3D texture; ``layers`` is then 1
+    faces: int = 1  # 6: a cube map (or cube array); ``layers`` counts every face
+    array: bool = False  # an array texture (as a texture file stores it)
 
     def size(self, level: int = 0) -> tuple[int, int]:
         return mip_size(self.width, self.height, level)
+
+    @property
+    def images(self) -> int:
+        """2D images per level: array layers (cube faces included), or depth slices of a level 0."""
+        return self.depth if self.depth > 1 else self.layers
+
+    def level_images(self, level: int) -> int:
+        return max(1, self.depth >> level) if self.depth > 1 else self.layers
 
     def layout(self, level: int = 0) -> CopyLayout:
         w, h = self.size(level)
@@ -98,32 +110,38 @@ def _usage(extra: int = 0) -> int:
 
 def create_texture(session: "Session", fmt: Format, width: int, height: int, *, layers: int = 1,
                    levels: int = 1, usage: int | None = None, color_space: str = "srgb",
-                   source: str = "", view_formats: list[str] | None = None) -> Texture:
-    """Create a 2D (array) texture after checking size, feature and level count."""
-    limit = session.limits.get("max-texture-dimension-2d", 8192)
-    if width > limit or height > limit:
-        raise LimitError(f"{source or 'texture'}: {width}x{height} exceeds the device's "
-                         f"max-texture-dimension-2d of {limit}")
+                   source: str = "", view_formats: list[str] | None = None, depth: int = 1) -> Texture:
+    """Create a 2D (array) texture, or a 3D one when ``depth > 1``, after checking size, feature
+    and level count.
+
+    Block-compressed textures of a size that is not a whole number of blocks are allocated
+    rounded up to whole blocks (WebGPU requires it); ``Texture.width/height`` stay the logical
+    size and every copy covers the logical level's blocks, so the extra texels are never read.
+    """
+    key = "max-texture-dimension-3d" if depth > 1 else "max-texture-dimension-2d"
+    limit = session.limits.get(key, 2048 if depth > 1 else 8192)
+    if width > limit or height > limit or depth > limit:
+        size = f"{width}x{height}" + (f"x{depth}" if depth > 1 else "")
+        raise LimitError(f"{source or 'texture'}: {size} exceeds the device's {key} of {limit}")
     max_layers = session.limits.get("max-texture-array-layers", 256)
     if layers > max_layers:
         raise LimitError(f"{source or 'texture'}: {layers} layers exceed max-texture-array-layers {max_layers}")
     if not session.has_feature(fmt.feature):
         raise FormatError(f"format {fmt.name} needs the device feature {fmt.feature!r}, "
                           f"which {session.info.name} does not have")
-    if fmt.compressed and (width % fmt.block[0] or height % fmt.block[1]):
-        raise LimitError(f"{source or 'texture'}: {fmt.name} needs a size that is a multiple of "
-                         f"{fmt.block[0]}x{fmt.block[1]}, got {width}x{height}")
-    if levels > mip_count(width, height):
-        raise LimitError(f"{levels} mip levels is more than {mip_count(width, height)}, "
+    if levels > mip_count(width, height, depth):
+        raise LimitError(f"{levels} mip levels is more than {mip_count(width, height, depth)}, "
                          f"the most a {width}x{height} texture has")
+    alloc_w, alloc_h = physical_size(fmt, width, height)
     tex = session.check(
         f"{source or 'texture'}: create {fmt.name} {width}x{height}",
         session.device.create_texture,
-        label=source or "gputex", size=(width, height, layers), format=fmt.name,
+        label=source or "gputex", size=(alloc_w, alloc_h, depth if depth > 1 else layers), format=fmt.name,
         mip_level_count=levels, usage=_usage() if usage is None else usage,
-        view_formats=view_formats or [],
+        dimension="3d" if depth > 1 else "2d", view_formats=view_formats or [],
     )
-    return Texture(session, tex, fmt, width, height, layers, levels, color_space, source)
+    return Texture(session, tex, fmt, width, height, 1 if depth > 1 else layers, levels, color_space, source,
+                   depth=depth)
 
 
 def upload(session: "Session", image: "Image", format: str | Format | None = None, *,
@@ -271,3 +289,65 @@ def _staging_bands(tex, lay, parts, convert, level, layer, progress) -> None:
         if progress:
             progress(y1 * lay.bytes_per_row, lay.data_bytes)
 
+
+
+def upload_texture_file(session: "Session", tf: "TextureFile", *, levels: int | None = None,
+                        color_space: str | None = None, budget: int = DEFAULT_BUDGET, usage: int = 0,
+                        progress: Progress | None = None) -> Texture:
+    """Put every level, layer, face and slice of a texture file on the GPU with ``write_texture``.
+
+    Each level goes in block rows: ``bytes_per_row = blocks_across x bytes_per_block``,
+    ``rows_per_image = blocks_down``, sizes in texels rounded up to whole blocks (a 2x2 or 1x1
+    level of BC7 still copies one 4x4 block). A level whose bytes fit in ``budget`` goes in one
+    call covering all its layers/slices; bigger ones go image by image in row bands of at most
+    ``budget`` bytes, so wgpu-native's staging copy stays bounded. ``levels`` allocates more
+    levels than the file holds (for mips made afterwards).
+    """
+    from .errors import FormatError as _FormatError
+    from .texfile import image_bytes
+
+    fmt = tf.format
+    if not session.has_feature(fmt.feature):
+        raise _FormatError(f"{tf.source}: {fmt.name} needs the device feature {fmt.feature!r}, "
+                           f"which {session.info.name} does not have")
+    space = "srgb" if fmt.srgb else (color_space or tf.color_space)
+    nlevels = max(len(tf.levels), levels or 0)
+    tex = create_texture(session, fmt, tf.width, tf.height, layers=tf.images, depth=tf.depth, levels=nlevels,
+                         usage=_usage(usage), color_space=space, source=tf.source)
+    tex.faces, tex.array = tf.faces, tf.array
+    queue = session.device.queue
+    bw, bh = fmt.block
+    done, total = 0, sum(len(lv) for lv in tf.levels)
+    try:
+        for level, data in enumerate(tf.levels):
+            w, h = tex.size(level)
+            lay = copy_layout(fmt, w, h)
+            images = tex.level_images(level)
+            per_image = image_bytes(fmt, w, h)
+            view = memoryview(data).cast("B")
+            extent_w = lay.blocks_across * bw
+            if per_image * images <= budget:
+                parts = [(z, 0, lay.blocks_down, images) for z in range(1)]
+            else:
+                parts = [(z, y0, y1, 1) for z in range(images)
+                         for y0, y1 in bands(lay.blocks_down, lay.bytes_per_row, budget)]
+            for z, y0, y1, count in parts:
+                start = z * per_image + y0 * lay.bytes_per_row
+                if count > 1:
+                    chunk = view[start: start + per_image * count]
+                else:
+                    chunk = view[start: start + (y1 - y0) * lay.bytes_per_row]
+                session.check(
+                    f"{tf.source}: write_texture level {level}", queue.write_texture,
+                    {"texture": tex.texture, "mip_level": level, "origin": (0, y0 * bh, z)},
+                    chunk, {"offset": 0, "bytes_per_row": lay.bytes_per_row, "rows_per_image": y1 - y0},
+                    (extent_w, (y1 - y0) * bh, count),
+                )
+                done += len(chunk)
+                if progress:
+                    progress(done, total)
+    except BaseException:
+        tex.destroy()
+        raise
+    tex.upload_path = "write_texture"
+    return tex

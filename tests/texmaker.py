@@ -1,0 +1,60 @@
+"""Test-only writers of texture files, written from the format documents and independent of
+gputex's own writers: DDS with a DX10 header (Microsoft's DDS_HEADER / DDS_HEADER_DXT10
+layout) and KTX 1.1 (rows padded to 4 bytes), plus a KTX2 re-packer that supercompresses
+the levels of an existing KTX2 file with ZLIB (scheme 3)."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+
+def dds_dx10(width, height, dxgi, images_levels, *, cube=False, array_size=1, block_bytes=16,
+             compressed=True, mips=None):
+    """``images_levels[image][level]`` = bytes of that surface (DDS order: image, then level)."""
+    nlev = mips if mips is not None else len(images_levels[0])
+    flags = 0x1 | 0x2 | 0x4 | 0x1000 | 0x20000
+    pitch = ((width + 3) // 4) * ((height + 3) // 4) * block_bytes if compressed else width * block_bytes
+    caps2 = 0xFE00 if cube else 0
+    header = struct.pack("<4s7I44s8I5I", b"DDS ", 124, flags, height, width, pitch, 0, nlev, b"\0" * 44,
+                         32, 0x4, struct.unpack("<I", b"DX10")[0], 0, 0, 0, 0, 0,
+                         0x1000 | 0x8 | 0x400000, caps2, 0, 0, 0)
+    dx10 = struct.pack("<5I", dxgi, 3, 0x4 if cube else 0, array_size, 1)
+    body = b"".join(b"".join(levels) for levels in images_levels)
+    return header + dx10 + body
+
+
+GL = {"r8unorm": (0x8229, 0x1903, 0x1401, 1), "rgba8unorm": (0x8058, 0x1908, 0x1401, 1),
+      "rg16unorm": (0x822C, 0x8227, 0x1403, 2), "rgba32float": (0x8814, 0x1908, 0x1406, 4)}
+
+
+def ktx1(fmt, width, height, levels_rows, *, bytes_per_texel):
+    """KTX 1.1 of one 2D texture; ``levels_rows[level]`` is a list of tight rows (bytes)."""
+    internal, gl_format, gl_type, type_size = GL[fmt]
+    kv = b"KTXorientation\0S=r,T=d\0"
+    kv = struct.pack("<I", len(kv)) + kv + b"\0" * (-len(kv) % 4)
+    out = struct.pack("<12s13I", b"\xabKTX 11\xbb\r\n\x1a\n", 0x04030201, gl_type, type_size, gl_format, internal,
+                      gl_format, width, height, 0, 0, 1, len(levels_rows), len(kv)) + kv
+    for rows in levels_rows:
+        padded = b"".join(r + b"\0" * (-len(r) % 4) for r in rows)
+        out += struct.pack("<I", len(padded)) + padded + b"\0" * (-len(padded) % 4)
+    return out
+
+
+def ktx2_zlib(data: bytes) -> bytes:
+    """The same KTX2 file with every level ZLIB-compressed (supercompressionScheme 3)."""
+    head = bytearray(data[:80])
+    n = max(1, struct.unpack_from("<I", data, 12 + 7 * 4)[0])
+    struct.pack_into("<I", head, 12 + 8 * 4, 3)
+    entries = [struct.unpack_from("<3Q", data, 80 + 24 * i) for i in range(n)]
+    dfd_off, dfd_len, kvd_off, kvd_len = struct.unpack_from("<4I", data, 48)
+    meta_end = max(dfd_off + dfd_len, kvd_off + kvd_len)
+    meta = data[80 + 24 * n: meta_end]
+    packed = [zlib.compress(data[o: o + length], 9) for o, length, _ in entries]
+    pos = meta_end
+    offsets = {}
+    for i in reversed(range(n)):
+        offsets[i] = pos
+        pos += len(packed[i])
+    index = b"".join(struct.pack("<3Q", offsets[i], len(packed[i]), entries[i][2]) for i in range(n))
+    return bytes(head) + index + meta + b"".join(packed[i] for i in reversed(range(n)))
