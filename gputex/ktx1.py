@@ -14,7 +14,7 @@ import struct
 from .errors import DecodeError
 from .formats import FORMATS
 from .layout import align_up, blocks
-from .texfile import KTX1_MAGIC, TextureFile, check_shape, image_bytes
+from .texfile import TextureFile, check_shape, image_bytes
 
 __all__ = ["read_ktx1", "GL_FORMATS"]
 

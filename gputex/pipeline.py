@@ -529,6 +529,14 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
     return run
 
 
+def _trim_channels(d: dict, keep: int) -> dict:
+    """Per-channel lists cut to the channels a block-compressed file holds (its twin has 4)."""
+    if keep:
+        d = {k: (v[:keep] if isinstance(v, list) and len(v) == d.get("channels") else v) for k, v in d.items()}
+        d["channels"] = keep
+    return d
+
+
 def _stored_channels(result: Result) -> int:
     """Channels a block-compressed file's format holds (its decoded twin has 4), else 0."""
     from .formats import FORMATS
@@ -654,7 +662,8 @@ def stats_file(session: "Session", path: str, opts: Options, bins: int) -> Resul
         tex = _upload_for_reduce(session, path, opts, result)
         try:
             with _timed(result, "stats"):
-                result.stats = [stats(tex, lv, bins=bins).as_dict() for lv in _levels_wanted(opts, tex)]
+                result.stats = [_trim_channels(stats(tex, lv, bins=bins).as_dict(), _stored_channels(result))
+                                for lv in _levels_wanted(opts, tex)]
         finally:
             tex.destroy()
 

@@ -115,3 +115,75 @@ def test_fuzz_findings_stay_fixed(tmp_path, name):
     with pytest.raises(GputexError) as e:
         gputex.decode(path, max_pixels=MAX_PIXELS)
     assert str(e.value).startswith(f"{path}: corrupt image data (") and "\n" not in str(e.value)
+
+
+# -- texture-file parsers (KTX2, KTX 1, DDS): same rule, no GPU needed ----------------------------
+
+def _texture_seeds() -> list[bytes]:
+    import texmaker
+
+    from gputex.dds import write_dds
+    from gputex.formats import get_format
+    from gputex.ktx2 import write_ktx2
+    from gputex.texfile import TextureFile
+
+    rng = np.random.default_rng(1)
+    out = []
+    for name, w, h, levels, faces in (("rgba8unorm", 9, 5, 4, 1), ("bc7-rgba-unorm", 13, 6, 4, 1),
+                                      ("r16float", 4, 4, 3, 6), ("bc1-rgba-unorm", 8, 8, 4, 1)):
+        fmt = get_format(name)
+        tf = TextureFile(fmt, w, h, faces=faces, source="seed", color_space="linear")
+        tf.levels = []
+        for i in range(levels):
+            lw, lh, _ = tf.level_size(i)
+            n = (-(-lw // fmt.block[0])) * (-(-lh // fmt.block[1])) * fmt.block_bytes * faces
+            tf.levels.append(rng.integers(0, 256, n, np.uint8).tobytes())
+        out.append(b"".join(bytes(p) for p in write_ktx2(tf)))
+        out.append(b"".join(bytes(p) for p in write_ktx2(tf, zstd=3)))
+        out.append(b"".join(bytes(p) for p in write_dds(tf)))
+    a = rng.integers(0, 256, (7, 5), np.uint8)
+    out.append(texmaker.ktx1("r8unorm", 5, 7, [[r.tobytes() for r in a]], bytes_per_texel=1))
+    out.append(texmaker.ktx2_zlib(out[0]))
+    return out
+
+
+TEXTURE_SEEDS = _texture_seeds()
+
+
+@st.composite
+def mutated_texture(draw):
+    data = bytearray(draw(st.sampled_from(TEXTURE_SEEDS)))
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, len(data) - 1))
+        op = draw(st.sampled_from(["flip", "truncate", "word", "big"]))
+        if op == "flip":
+            data[i] ^= draw(st.integers(1, 255))
+        elif op == "truncate":
+            del data[max(i, 4):]
+        elif op == "word":  # a header/index field set to a small number
+            data[i:i + 4] = draw(st.integers(0, 70)).to_bytes(4, "little")
+        else:
+            data[i:i + 4] = b"\xff\xff\xff\x7f"
+        if not data:
+            break
+    return bytes(data)
+
+
+@FUZZ
+@given(data=mutated_texture())
+def test_mutated_texture_files_parse_or_fail_cleanly(tmp_path, data):
+    from gputex.ktx2 import validate
+    from gputex.texfile import level_bytes, read_texture_file
+
+    p = tmp_path / "fuzz.tex"
+    p.write_bytes(data)
+    try:
+        tf = read_texture_file(str(p))
+    except GputexError as e:
+        msg = str(e)
+        assert msg.startswith(f"{p}: ") and "\n" not in msg, msg
+    else:
+        assert [len(lv) for lv in tf.levels] == [level_bytes(tf, i) for i in range(len(tf.levels))]
+    if data.startswith(b"\xabKTX 20"):
+        for problem in validate(data, str(p)):
+            assert problem.rule and "\n" not in problem.message

@@ -141,7 +141,7 @@ def test_validate_names_the_broken_rule(gpu):
     struct.pack_into("<3Q", swapped, 104, *index[0])
     assert "level-order" in _rules(swapped) or "level-length" in _rules(swapped)
     reordered = bytearray(good)  # same lengths, offsets in the wrong order: level 3 after level 2
-    o2, o3 = index[2][0], index[3][0]
+    o2 = index[2][0]
     struct.pack_into("<Q", reordered, 80 + 24 * 3, o2 + 1)
     assert "level-order" in _rules(reordered)
 
@@ -215,13 +215,23 @@ def _ref_decoder(name):
             "bc4": bgra(t2d.decode_bc4), "bc5": bgra(t2d.decode_bc5), "bc7": bgra(t2d.decode_bc7)}[name]
 
 
+#: Largest difference from the spec-exact decode measured per adapter (8-bit codes, R G B A).
+#: lavapipe: 1, except BC3's 8-value alpha, which Mesa's llvmpipe interpolates up to 2 codes off.
+#: NVIDIA H200: BC7 exact to 1; BC1-BC3 colour and BC4/BC5 are interpolated by the hardware at
+#: reduced precision (the behaviour NVIDIA Texture Tools emulates as its "NV5x" decoder):
+#: up to 4 codes (green), 5 (BC3 alpha), 2 (BC4/BC5), measured with these very tests.
+_MEASURED = {
+    "llvmpipe": {"bc3": (1, 1, 1, 2)},
+    "nvidia": {"bc1": (1, 4, 1, 1), "bc2": (1, 4, 1, 1), "bc3": (1, 4, 1, 5), "bc4": (2, 2, 2, 2),
+               "bc5": (2, 2, 2, 2)},
+}
+
+
 def _tolerance(gpu, fmt) -> np.ndarray:
-    """1 LSB, except the 8-value alpha of BC3 on lavapipe: Mesa's llvmpipe interpolates it
-    up to 2 codes away from the exact ((8-k) a0 + (k-1) a1) / 7 (measured; see the README)."""
-    tol = np.ones(4)
-    if fmt.name.startswith("bc3") and "llvmpipe" in gpu.name.lower():
-        tol[3] = 2
-    return tol
+    """1 LSB where the adapter decodes to the specification; else what was measured on it."""
+    name = gpu.name.lower()
+    table = _MEASURED["llvmpipe"] if "llvmpipe" in name else (_MEASURED["nvidia"] if "nvidia" in name else {})
+    return np.array(table.get(fmt.name.split("-")[0], (1, 1, 1, 1)), float)
 
 
 def _expand565(c):
@@ -376,7 +386,7 @@ def test_cube_and_array_round_trip_with_mips(gpu, tmp_path, tmp_png, kind):
             size = tf.image_bytes(lv)
             assert bytes(tf.levels[lv][z * size: (z + 1) * size]) == bytes(ref.levels[lv]), (kind, z, lv)
     caps = tmp_path / "caps"
-    r = _cli("capture", str(out), "--level", "all", "-o", str(caps))
+    _cli("capture", str(out), "--level", "all", "-o", str(caps))
     names = sorted(p.name for p in caps.iterdir())
     assert len(names) == 5 * n
     assert ("t_level0_face5.png" if kind == "cube" else "t_level4_layer2.png") in names
@@ -514,3 +524,23 @@ def test_info_json_describes_levels(tmp_path, gpu):
     assert [(lv["width"], lv["height"], lv["bytes"]) for lv in d["levels"]] == [
         (10, 6, 240), (5, 3, 60), (2, 1, 8), (1, 1, 4)]
     assert d["dfd"]["color_model"] == 1 and d["key_values"]["KTXorientation"] == "rd"
+
+
+def test_compare_and_stats_take_texture_files(tmp_path, tmp_png):
+    """#7's texture-file inputs: KTX2 vs DDS of the same chain compare identical, every level;
+    a BC file against its KTX2 copy too (both decoded by the GPU); stats keep BC4's one channel."""
+    src = tmp_png(rng.integers(0, 256, (19, 23, 4), np.uint8), "s.png")
+    k, d = tmp_path / "s.ktx2", tmp_path / "s.dds"
+    _cli("upload", src, "--mips", "-o", str(k))
+    _cli("upload", src, "--mips", "-o", str(d))
+    r = json.loads(_cli("compare", str(k), str(d), "--level", "all", "--json").stdout)
+    assert r["within"] and len(r["levels"]) == 5 and all(lv["identical"] for lv in r["levels"])
+    assert r["readback_bytes"] <= 4096
+    bc4 = tmp_path / "b.dds"
+    bc4.write_bytes(texmaker.dds_dx10(9, 6, 80, [[rng.integers(0, 256, 3 * 2 * 8, np.uint8).tobytes()]],
+                                      block_bytes=8))
+    bk = tmp_path / "b.ktx2"
+    _cli("upload", str(bc4), "-o", str(bk))
+    assert json.loads(_cli("compare", str(bc4), str(bk), "--json").stdout)["within"]
+    st = json.loads(_cli("stats", str(bc4), "--json").stdout)["stats"][0]
+    assert st["channels"] == 1 and len(st["min"]) == 1
