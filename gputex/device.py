@@ -28,6 +28,7 @@ WANTED_FEATURES = (
     "timestamp-query",
     "bgra8unorm-storage",
     "rg11b10ufloat-renderable",
+    "shader-f64",
 )
 #: Limits taken from the adapter (its own maxima, not WebGPU's defaults).
 WANTED_LIMITS = (

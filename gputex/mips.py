@@ -54,6 +54,7 @@ class MipReport:
     alpha_scales: list[float] = field(default_factory=list)
     gpu_ns: int | None = None  # GPU time of the chain (timestamp queries), when measured
     pass_ns: list[int] = field(default_factory=list)  # time inside each compute pass
+    exact: bool = False  # made by the float64 path (mip_exact.wgsl)
 
 
 def shader_source(name: str, out_format: str = "rgba8unorm") -> str:
@@ -167,6 +168,11 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
     report = MipReport(tex.levels)
     if tex.levels < 2:
         return report
+    if _exact_ok(tex, filter, normal_map, alpha_coverage):
+        report.sources = [0] * (tex.levels - 1)
+        report.exact = True
+        _exact_chain(tex, alpha, layer)
+        return report
     chain = _Chain(tex, kind, filter, alpha, normal_map, wrap, layer, measure, alpha_coverage is not None)
     try:
         report.sources = chain.reduce_all()
@@ -182,6 +188,88 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
     finally:
         chain.release()
     return report
+
+
+#: Formats whose box mips are computed in float64 (mip_exact.wgsl) where the device has
+#: shader-f64: float32 arithmetic cannot round 16-bit and float32 results correctly.
+EXACT_FORMATS = {"rg16unorm": (1, 2), "rgba16unorm": (1, 4), "r32float": (3, 1), "rg32float": (3, 2),
+                 "rgba32float": (3, 4)}
+
+
+#: Source texels one invocation of the float64 path sums per dispatch (lavapipe stops loops
+#: after 65535 iterations; larger footprints go in chunks of rows).
+EXACT_LOOP_LIMIT = 32768
+
+
+def _exact_ok(tex: "Texture", filter: str, normal_map: bool, coverage) -> bool:
+    import os
+
+    return (filter == "box" and not normal_map and coverage is None and tex.format.name in EXACT_FORMATS
+            and tex.session.has_feature("shader-f64") and os.environ.get("GPUTEX_MIPS_F64", "1") != "0")
+
+
+def _exact_chain(tex: "Texture", alpha: str, layer: int) -> None:
+    """Every level from the base, box filter, float64 sums and final rounding."""
+    import wgpu
+
+    session, device, fmt = tex.session, tex.session.device, tex.format
+    code, channels = EXACT_FORMATS[fmt.name]
+    srgb = tex.color_space == "srgb"
+    consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": alpha == "weighted" and channels in (2, 4),
+              "DECODE_SRGB": srgb, "ENCODE_SRGB": srgb}
+    s = wgpu.ShaderStage.COMPUTE
+    entries = _entries("pack") + [{"binding": 3, "visibility": s,
+                                   "buffer": {"type": wgpu.BufferBindingType.storage}}]
+    pipe, bgl = _pipeline(session, "mip_exact.wgsl", consts, entries)
+    finish, _ = _pipeline(session, "mip_exact.wgsl", consts, entries, "finish")
+    base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                                   array_layer_count=1, dimension="2d")
+    limit = min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 256 << 20)
+    w0, h0 = tex.size(0)
+    plan = []
+    for level in range(1, tex.levels):
+        dw, dh = tex.size(level)
+        pitch = align_up(dw * fmt.block_bytes, 256)
+        fw, fh = -(-w0 // dw) + 1, -(-h0 // dh) + 1  # widest footprint, in texels
+        rows = fh if fw * fh <= EXACT_LOOP_LIMIT else max(1, EXACT_LOOP_LIMIT // fw)
+        chunks = -(-fh // rows)
+        parts = bands(dh, pitch, limit) if chunks == 1 else bands(dh, pitch, min(limit, (64 << 20) // chunks))
+        plan.append((level, dw, dh, pitch, parts, rows, chunks))
+    size = max(pitch * (r1 - r0) for _, _, _, pitch, parts, _, _ in plan for r0, r1 in parts)
+    partial_size = max([64 * dw * (r1 - r0) * chunks for _, dw, _, _, parts, _, chunks in plan if chunks > 1
+                        for r0, r1 in parts] + [64])
+    scratch = session.check(f"{tex.source}: mip buffer", device.create_buffer, size=size,
+                            usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+    partial = session.check(f"{tex.source}: mip partial sums", device.create_buffer, size=partial_size,
+                            usage=wgpu.BufferUsage.STORAGE)
+    try:
+        enc = device.create_command_encoder()
+        for level, dw, dh, pitch, parts, rows, chunks in plan:
+            for r0, r1 in parts:
+                prm = struct.pack("<9I", w0, h0, dw, dh, pitch // 4, r0, r1 - r0, chunks, rows)
+                bind = device.create_bind_group(layout=bgl, entries=[
+                    {"binding": 0, "resource": base},
+                    {"binding": 1, "resource": {"buffer": scratch, "offset": 0, "size": scratch.size}},
+                    {"binding": 2, "resource": {"buffer": session.uniform(prm)}},
+                    {"binding": 3, "resource": {"buffer": partial, "offset": 0, "size": partial.size}}])
+                cpass = enc.begin_compute_pass()
+                cpass.set_pipeline(pipe)
+                cpass.set_bind_group(0, bind)
+                cpass.dispatch_workgroups(-(-dw // 8), -(-(r1 - r0) // 8), chunks)
+                cpass.end()
+                if chunks > 1:  # its own pass: the partial sums are complete before they are added
+                    cpass = enc.begin_compute_pass()
+                    cpass.set_pipeline(finish)
+                    cpass.set_bind_group(0, bind)
+                    cpass.dispatch_workgroups(-(-dw // 8), -(-(r1 - r0) // 8), 1)
+                    cpass.end()
+                enc.copy_buffer_to_texture(
+                    {"buffer": scratch, "offset": 0, "bytes_per_row": pitch, "rows_per_image": r1 - r0},
+                    {"texture": tex.texture, "mip_level": level, "origin": (0, r0, layer)}, (dw, r1 - r0, 1))
+        session.check(f"{tex.source}: mip chain (float64)", device.queue.submit, [enc.finish()])
+    finally:
+        scratch.destroy()
+        partial.destroy()
 
 
 class _Chain:

@@ -78,33 +78,53 @@ def test_box_other_8bit_formats(gpu, fmt, channels, w, h):
     _check(got, ref, 255)
 
 
-@pytest.mark.parametrize("w,h", [(5, 5), (257, 131), (1000, 999)])
+@pytest.mark.parametrize("w,h", SIZES)
 @pytest.mark.parametrize("space", ["srgb", "linear"])
 @pytest.mark.parametrize("alpha", ["opaque", "holes"])
-def test_box_16bit_within_half_lsb(gpu, w, h, space, alpha):
+@pytest.mark.parametrize("mode", ["weighted", "straight", "premultiplied"])
+def test_box_16bit_within_half_lsb(gpu, w, h, space, alpha, mode):
     a = rng.integers(0, 65536, (h, w, 4), np.uint16)
     if alpha == "opaque":
         a[..., 3] = 65535
-    got = _run(gpu, a, "rgba16unorm", space)
-    ref = filter_levels(a / 65535, 4, srgb=space == "srgb")
-    # Half a unit in the last place is the bar; float32 shader arithmetic (sRGB pow,
-    # alpha weighting) flips near-ties (measured max 0.518 LSB), so this checks 0.55.
-    # The mean is judged where a level has enough texels for a mean to mean something.
-    _check(got, ref, 65535, max_lsb=0.55, mean_lsb=0.26, mean_min_texels=256)
+    else:
+        a[..., 3] = np.where(rng.random((h, w)) < 0.4, 0, a[..., 3])
+    got = _run(gpu, a, "rgba16unorm", space, alpha=mode)
+    ref = filter_levels(a / 65535, 4, srgb=space == "srgb", alpha_mode=mode)
+    # Half a unit in the last place: the float64 path (shader-f64) rounds exactly. Without
+    # shader-f64, float32 arithmetic (sRGB pow, alpha weighting) flips near-ties (measured
+    # max 0.518 LSB). The mean is judged where a level has enough texels to mean something.
+    bar = 0.5 + 1e-6 if gpu.has_feature("shader-f64") else 0.55  # + the float64 reference's own noise
+    _check(got, ref, 65535, max_lsb=bar, mean_lsb=0.3, mean_min_texels=256)
 
 
-@pytest.mark.parametrize("fmt", ["rgba16float", "rgba32float"])
-def test_box_float_formats(gpu, fmt):
-    w, h = 257, 131
-    a = rng.random((h, w, 4)).astype(np.float32)
+@pytest.mark.parametrize("fmt", ["rgba16float", "rgba32float", "rg32float", "r32float", "rg16unorm"])
+@pytest.mark.parametrize("w,h", [(1, 1), (2, 3), (7, 13), (257, 131), (1000, 999), (64, 64)])
+@pytest.mark.parametrize("mode", ["weighted", "straight"])
+def test_box_float_formats(gpu, fmt, w, h, mode):
+    c = 4 if fmt.startswith("rgba") else (2 if fmt.startswith("rg") else 1)
+    if fmt == "rg16unorm":
+        a = rng.integers(0, 65536, (h, w, 2), np.uint16)
+        a[..., 1] = np.where(rng.random((h, w)) < 0.3, 0, a[..., 1])
+        got = _run(gpu, a, fmt, "linear", alpha=mode)
+        ref = filter_levels(a / 65535, 2, srgb=False, alpha_mode=mode)
+        bar = 0.5 + 1e-6 if gpu.has_feature("shader-f64") else 0.55
+        _check(got, ref, 65535, max_lsb=bar, mean_lsb=0.3, mean_min_texels=256)
+        return
+    a = rng.random((h, w, c)).astype(np.float32)
     a = a.astype(np.float16).astype(np.float32)
-    got = _run(gpu, a, fmt, "linear")
-    ref = filter_levels(a.astype(np.float64), 4, srgb=False)
+    if c > 1:
+        a[..., -1] = np.where(rng.random((h, w)) < 0.3, 0, a[..., -1])
+    got = _run(gpu, a, fmt, "linear", alpha=mode)
+    ref = filter_levels(a.astype(np.float64), c, srgb=False, alpha_mode=mode)
     for i, (g, r) in enumerate(zip(got, ref), start=1):
         g = g.astype(np.float64)
         if fmt == "rgba16float":  # within half an f16 ulp (+ f32 noise)
             ulp = np.spacing(np.abs(r).astype(np.float16)).astype(np.float64)
             assert (np.abs(g - r) <= 0.5 * ulp + 1e-6).all(), f"level {i}"
+        elif gpu.has_feature("shader-f64"):  # within half a float32 ulp: exactly rounded
+            ulp = np.spacing(np.abs(r).astype(np.float32)).astype(np.float64)
+            # (+ 1e-14: at ties the float64 reference's own rounding, ~1e-15, decides)
+            assert (np.abs(g - r) <= 0.5 * ulp + 1e-14).all(), f"level {i}: {np.abs(g - r).max()}"
         else:
             assert np.abs(g - r).max() <= 2e-6, f"level {i}"
 
