@@ -96,8 +96,11 @@ def run_codecs(paths, levels, jobs: int, level: str, folder: str) -> float:
         for lv, a in enumerate(levels[stem]):
             gputex.encode(a, os.path.join(folder, f"{stem}_level{lv}.png"), png_level=png_level)
 
+    from gputex.encode import png_worker_count, png_workers
+
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(jobs) as pool:
+    # the same pool as gputex: jobs threads, and fpng in worker processes where gputex puts it there
+    with png_workers(png_worker_count(jobs, len(paths))), ThreadPoolExecutor(jobs) as pool:
         list(pool.map(one, enumerate(paths)))
     return time.perf_counter() - t0
 

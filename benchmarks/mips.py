@@ -74,13 +74,16 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-numpy", action="store_true")
+    ap.add_argument("--format", default="rgba8unorm-srgb",
+                    help="rgba16unorm times the float64 path (no CPU baselines then)")
     args = ap.parse_args()
+    eight = args.format.startswith(("rgba8", "bgra8"))
     gpu = gputex.Session()
     print(f"adapter: {gpu.name}; timestamp queries: {gpu.has_feature('timestamp-query')}")
     for n in args.sizes:
         rng = np.random.default_rng(1)
-        a = rng.integers(0, 256, (n, n, 4), np.uint8)
-        tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True)  # warms pipelines
+        a = rng.integers(0, 256 if eight else 65536, (n, n, 4), np.uint8 if eight else np.uint16)
+        tex = gputex.upload(gpu, gputex.from_array(a), args.format, mips=True)  # warms pipelines
 
         def chain():
             r = generate_mips(tex, measure=True)
@@ -89,7 +92,7 @@ def main() -> None:
 
         wall, report = best(chain, args.repeat)
         reports = [chain() for _ in range(args.repeat)] if report.gpu_ns is not None else []
-        print(f"\n{n}x{n} RGBA8, {tex.levels} levels")
+        print(f"\n{n}x{n} {args.format}, {tex.levels} levels" + (" (float64 path)" if report.exact else ""))
         print(f"  gputex GPU chain       wall {wall * 1e3:9.2f} ms" +
               (f"   GPU time {min(r.gpu_ns for r in reports) / 1e6:.3f} ms (timestamps, best of {len(reports)})"
                if reports else ""))
@@ -99,6 +102,9 @@ def main() -> None:
             print(f"    inside compute passes {inside / 1e6:.3f} ms (per pass, ms: "
                   + " ".join(f"{p / 1e6:.3f}" for p in r.pass_ns[:6]) + " ...); "
                   f"copies and barriers between passes {(r.gpu_ns - inside) / 1e6:.3f} ms")
+        if not eight:
+            tex.destroy()
+            continue
         if not args.skip_numpy:
             t_np, levels = best(lambda: numpy_chain(a), 1)
             got = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]

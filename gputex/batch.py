@@ -84,11 +84,15 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    from .encode import png_worker_count, png_workers
+
     jobs = max(1, jobs)
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, 0.0005))
     try:
-        with ThreadPoolExecutor(jobs, thread_name_prefix="gputex-codec") as pool:
+        # fpng encodes (which hold the GIL) go to worker processes when a batch encodes
+        with png_workers(png_worker_count(jobs, len(items)) if encode is not None else 0), \
+                ThreadPoolExecutor(jobs, thread_name_prefix="gputex-codec") as pool:
             _overlap(items, jobs, pool, decode, gpu, encode, emit)
     finally:
         sys.setswitchinterval(switch)

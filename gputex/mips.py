@@ -300,21 +300,24 @@ class _Chain:
         self.band_rows = max(1, min(h1, limit // self.pitch1))
         self.direct = None if coverage else _storage_twin(self.session, fmt)
         self.fused = not self.direct and fmt.block_bytes % 4 == 0 and not coverage and self.band_rows >= h1
-        self.work = self.session.check(
+        # work, scratch and output resources are kept for the next chain of the same shape
+        # (a batch of same-size images, layers of an array): allocating and clearing a
+        # 4096^2 rgba32float work level costs more than the whole chain on a fast GPU
+        self.work = _reused(self.session, "work", (w1, h1, tex.levels - 1, bool(coverage)), lambda: self.session.check(
             f"{tex.source}: mip work texture", self.device.create_texture,
             size=(w1, h1, 1), format="rgba32float", mip_level_count=tex.levels - 1,
             usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING
-            | (wgpu.TextureUsage.COPY_SRC if coverage else 0))
-        self.scratch = self.session.check(
-            f"{tex.source}: mip pack buffer", self.device.create_buffer,
-            size=4 if self.direct else self.pitch1 * self.band_rows,
-            usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+            | (wgpu.TextureUsage.COPY_SRC if coverage else 0)))
+        scratch_size = 4 if self.direct else self.pitch1 * self.band_rows
+        self.scratch = _reused(self.session, "scratch", scratch_size, lambda: self.session.check(
+            f"{tex.source}: mip pack buffer", self.device.create_buffer, size=scratch_size,
+            usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC))
         self.out = None
         if self.direct:
-            self.out = self.session.check(
+            self.out = _reused(self.session, "out", (w1, h1, tex.levels - 1, self.direct), lambda: self.session.check(
                 f"{tex.source}: mip output texture", self.device.create_texture, size=(w1, h1, 1),
                 format=self.direct, mip_level_count=tex.levels - 1,
-                usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC)
+                usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC))
             self.out_views = [self.out.create_view(base_mip_level=j, mip_level_count=1)
                               for j in range(tex.levels - 1)]
         self.base_view = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
@@ -398,10 +401,20 @@ class _Chain:
         self.enc = self.device.create_command_encoder()
 
     def release(self) -> None:
-        self.work.destroy()
-        self.scratch.destroy()
-        if self.out is not None:
-            self.out.destroy()
+        """Nothing to free: the work resources stay cached for the next chain (``_reused``)."""
+
+
+def _reused(session, kind: str, key, make):
+    """One GPU resource per ``kind``, kept in the session and reused while ``key`` (its shape)
+    matches; a different key destroys the old one first, so at most one of each is held."""
+    slot = session._cache.get(("mip-reuse", kind))
+    if slot is not None and slot[0] == key:
+        return slot[1]
+    if slot is not None:
+        slot[1].destroy()
+    obj = make()
+    session._cache[("mip-reuse", kind)] = (key, obj)
+    return obj
 
 
 def _storage_twin(session, fmt) -> str | None:
