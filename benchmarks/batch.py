@@ -89,18 +89,18 @@ def run_codecs(paths, levels, jobs: int, level: str, folder: str) -> float:
     """The same decodes and encodes, no GPU, in a pool of ``jobs`` threads."""
     png_level = None if level == "fast" else int(level)
 
+    from gputex.workers import codec_workers, decode_image, encode_images, worker_count
+
     def one(i_path):
         i, path = i_path
-        gputex.decode(path)
+        decode_image(path)
         stem = os.path.splitext(os.path.basename(path))[0]
-        for lv, a in enumerate(levels[stem]):
-            gputex.encode(a, os.path.join(folder, f"{stem}_level{lv}.png"), png_level=png_level)
-
-    from gputex.encode import png_worker_count, png_workers
+        encode_images([(os.path.join(folder, f"{stem}_level{lv}.png"), a) for lv, a in enumerate(levels[stem])],
+                      png_level=png_level)
 
     t0 = time.perf_counter()
-    # the same pool as gputex: jobs threads, and fpng in worker processes where gputex puts it there
-    with png_workers(png_worker_count(jobs, len(paths))), ThreadPoolExecutor(jobs) as pool:
+    # the same pool as gputex: jobs threads, and the codecs in worker processes where gputex has them
+    with codec_workers(worker_count(jobs, len(paths))), ThreadPoolExecutor(jobs) as pool:
         list(pool.map(one, enumerate(paths)))
     return time.perf_counter() - t0
 

@@ -84,15 +84,17 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from .encode import png_worker_count, png_workers
+    from .workers import codec_workers, worker_count
 
     jobs = max(1, jobs)
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, 0.0005))
     try:
-        # fpng encodes (which hold the GIL) go to worker processes when a batch encodes
-        with png_workers(png_worker_count(jobs, len(items)) if encode is not None else 0), \
-                ThreadPoolExecutor(jobs, thread_name_prefix="gputex-codec") as pool:
+        # a batch that encodes runs its codecs in worker processes (see workers.py); the
+        # pool's threads then only wait on them, so there are enough for both kinds at once
+        workers = worker_count(jobs, len(items)) if encode is not None else 0
+        with codec_workers(workers), \
+                ThreadPoolExecutor(2 * jobs if workers else jobs, thread_name_prefix="gputex-codec") as pool:
             _overlap(items, jobs, pool, decode, gpu, encode, emit)
     finally:
         sys.setswitchinterval(switch)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable
 
 from .errors import OutputError
@@ -32,75 +31,11 @@ from .errors import OutputError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["encode", "output_suffix", "write_atomic", "sweep_stale", "DEFAULT_PNG_LEVEL", "png_workers"]
+__all__ = ["encode", "output_suffix", "write_atomic", "sweep_stale", "DEFAULT_PNG_LEVEL"]
 
 #: PNG compression: None is "fast" (fpng for 8-bit RGB/RGBA, zlib level 1 otherwise);
 #: 0-9 are zlib levels through libpng (speed/size trade-off: see README).
 DEFAULT_PNG_LEVEL = None
-
-
-#: Worker processes fpng encodes go to during a batch (see :func:`png_workers`); None: in-thread.
-_FPNG_POOL = None
-#: Images smaller than this are fpng-encoded in the calling thread even in a batch.
-FPNG_OFFLOAD_MIN_BYTES = 1 << 20
-
-
-def png_worker_count(jobs: int, inputs: int) -> int:
-    """Worker processes a batch of ``inputs`` with ``jobs`` threads uses for fpng (0: none):
-    one per job from 3 jobs up (``GPUTEX_FPNG_PROCESSES`` overrides; 0 turns them off)."""
-    env = os.environ.get("GPUTEX_FPNG_PROCESSES")
-    if env is not None and env.strip().isdigit():
-        return int(env)
-    return jobs if jobs >= 3 and inputs > 1 else 0
-
-
-@contextmanager
-def png_workers(n: int):
-    """Within this block, fpng encodes of images of 1 MiB and more run in ``n`` worker processes.
-
-    fpng (the fast 8-bit PNG encoder) holds the GIL while it encodes; in a thread pool it
-    serializes the pool and stalls the GPU thread. Processes are spawned (forking a process
-    that holds a GPU device is unsafe) and ignore Ctrl-C (the parent stops the batch).
-    """
-    global _FPNG_POOL
-    try:
-        import fpng  # noqa: F401
-    except ImportError:
-        n = 0
-    if n <= 1 or _FPNG_POOL is not None:
-        yield
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    from . import _codec_worker
-
-    pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_codec_worker.init)
-    _FPNG_POOL = pool
-    try:
-        yield
-    finally:
-        _FPNG_POOL = None
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _fpng(a: "np.ndarray") -> bytes:
-    import fpng  # about 15x faster than zlib level 1 here, files ~3% larger
-
-    pool = _FPNG_POOL
-    if pool is None or a.nbytes < FPNG_OFFLOAD_MIN_BYTES:
-        return fpng.from_ndarray(a)
-    from . import _codec_worker
-
-    folder = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
-    fd, path = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-", suffix=".raw", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(memoryview(a).cast("B"))
-        return pool.submit(_codec_worker.fpng_file, path, a.shape).result()
-    finally:
-        os.unlink(path)
 
 
 def output_suffix(dtype: "np.dtype", float_as: str = "tiff") -> str:
@@ -237,7 +172,9 @@ def _png_bytes(a: "np.ndarray", color_space: str, level: int | None, sbit: bytes
     data = None
     if level is None and a.dtype.itemsize == 1 and a.shape[2] in (3, 4):
         try:
-            data = _fpng(a)
+            import fpng  # about 15x faster than zlib level 1 here, files ~3% larger
+
+            data = fpng.from_ndarray(a)
         except ImportError:
             pass
     if data is None:

@@ -95,7 +95,7 @@ def _timed(result: Result, stage: str):
 
 def _decode(path: str, opts: Options, result: Result):
     """An :class:`Image`, or a :class:`TextureFile` for KTX2 / KTX / DDS files (by their magic)."""
-    from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO, decode
+    from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO
     from .texfile import is_texture_file, read_texture_file
 
     with _timed(result, "decode"):
@@ -106,8 +106,10 @@ def _decode(path: str, opts: Options, result: Result):
 
                 raise FormatError(f"{path}: is a {tf.format.name} texture file; --format cannot convert it")
             return tf
-        return decode(path, exif_rotate=opts.exif_rotate, max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS,
-                      max_ratio=DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio)
+        from .workers import decode_image
+
+        return decode_image(path, exif_rotate=opts.exif_rotate, max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS,
+                            max_ratio=DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio)
 
 
 def _is_texfile(obj) -> bool:
@@ -547,17 +549,23 @@ def _stored_channels(result: Result) -> int:
 
 def capture_encode_stage(opts: Options):
     """Encode each captured level to its reserved path (runs in the encode pool)."""
-    from .encode import encode
+    from .workers import encode_images
 
     def run(item, payload, result: Result) -> None:
         outputs, space, packed = payload
 
         def work() -> None:
-            for path, pixels in outputs:
-                with _timed(result, "encode"):
-                    encode(pixels, path, color_space=space, packed_10bit=packed, float_as=opts.float_as,
-                           png_level=opts.png_level, warn=result.warnings.append)
-                result.outputs.append(path)
+            try:
+                written, warnings, seconds = encode_images(
+                    outputs, color_space=space, packed_10bit=packed, float_as=opts.float_as,
+                    png_level=opts.png_level)
+            except GputexError as e:
+                result.outputs.extend(getattr(e, "written", []))
+                result.warnings.extend(getattr(e, "warnings", []))
+                raise
+            result.outputs.extend(written)
+            result.warnings.extend(warnings)
+            result.timings["encode"] = result.timings.get("encode", 0.0) + seconds
 
         _run(result, work)
 

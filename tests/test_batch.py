@@ -134,3 +134,27 @@ def test_peak_memory_does_not_grow_with_file_count(gpu, tmp_path):
 
     small, large = peak(5), peak(40)
     assert large - small < 40, f"peak RSS {small} MB for 5 files, {large} MB for 40"
+
+
+def test_worker_processes_give_the_same_files(tmp_path):
+    """Codecs in worker processes (GPUTEX_WORKERS, as batches with --jobs >= 3 run): the same
+    bytes as the in-thread path, the bad input reported and skipped, nothing left in /dev/shm."""
+    src = tmp_path / "src"
+    src.mkdir()
+    big = np.dstack([rng.integers(0, 256, (700, 800, 3), np.uint8), np.full((700, 800, 1), 200, np.uint8)])
+    Image.fromarray(big).save(src / "a.png")  # > 1 MiB: the fpng path
+    Image.fromarray(rng.integers(0, 65536, (33, 17), np.uint16)).save(src / "b.png")  # 16-bit grey
+    (src / "c.png").write_bytes(b"\x89PNG\r\n\x1a\n broken")
+    outs = {}
+    for workers in ("0", "2"):
+        out = tmp_path / f"out{workers}"
+        env = dict(os.environ, GPUTEX_WORKERS=workers)
+        r = subprocess.run([sys.executable, "-m", "gputex", "capture", str(src / "a.png"), str(src / "c.png"),
+                            str(src / "b.png"), "--mips", "--level", "all", "-o", str(out), "--jobs", "3"],
+                           capture_output=True, text=True, env=env)
+        assert r.returncode == 1
+        assert r.stderr.count("\n") == 1 and f"{src / 'c.png'}: " in r.stderr
+        outs[workers] = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert len(outs["0"]) == 10 + 6 and outs["0"] == outs["2"]
+    if os.path.isdir("/dev/shm"):
+        assert not [n for n in os.listdir("/dev/shm") if n.startswith(".gputex-")]

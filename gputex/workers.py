@@ -1,0 +1,198 @@
+"""Codec worker processes for batches: decode and encode outside the GPU process's GIL.
+
+In one process, codec threads and the in-order GPU thread share the GIL: fpng holds it for a
+whole encode (~33 ms for 2048^2 RGBA), Python bookkeeping of 16 threads takes it in slices,
+and the GPU thread, which gives it up and takes it back around each of its ~200 wgpu calls
+per image, waits each time (measured on the H200 host: its stages took 3x longer with 16
+codec threads than alone). So a batch of several inputs with ``--jobs`` >= 3 runs image
+decodes and encodes in spawned worker processes (``jobs`` for each) (forking a process that holds a GPU
+device is unsafe). Pixels travel through files in ``/dev/shm`` (memory, no pickling of
+images): a decoded image is mapped by the GPU process, captured levels are written once and
+mapped by the encoder. The threads of the batch pool then only submit and wait.
+
+:func:`decode_image` and :func:`encode_images` run in-process when no pool is active, so
+every caller (the pipeline, ``benchmarks/batch.py``'s codecs-alone baseline) goes the same way.
+Worker processes ignore Ctrl-C: the parent stops the batch between inputs and waits for the
+encodes in flight, so every output is whole.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import tempfile
+import time
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from .errors import GputexError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .decode import Image
+
+__all__ = ["codec_workers", "worker_count", "decode_image", "encode_images", "active"]
+
+_POOLS: dict = {}  # "decode" and "encode": two pools, so decodes never wait behind encodes
+_PREFIX = ".gputex-"
+
+
+def worker_count(jobs: int, inputs: int) -> int:
+    """Worker processes for a batch of ``inputs`` with ``--jobs`` (0: codecs run in threads):
+    ``jobs`` from 3 jobs and 2 inputs up; ``GPUTEX_WORKERS`` overrides (0 turns them off)."""
+    env = os.environ.get("GPUTEX_WORKERS", "").strip()
+    if env.isdigit():
+        return int(env) if inputs > 1 else 0
+    return jobs if jobs >= 3 and inputs > 1 else 0
+
+
+def active() -> bool:
+    return bool(_POOLS)
+
+
+@contextmanager
+def codec_workers(n: int):
+    """Within this block, :func:`decode_image` / :func:`encode_images` run in worker processes:
+    ``n`` for decoding and ``n`` for encoding (separate, so the in-order GPU thread's next
+    decode never queues behind encodes; processes start as work arrives)."""
+    if n <= 0 or _POOLS:
+        yield
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .encode import sweep_stale
+
+    sweep_stale(_shm_folder())  # files of an earlier batch that was killed
+    ctx = multiprocessing.get_context("spawn")
+    _POOLS.update(decode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init),
+                  encode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init))
+    try:
+        yield
+    finally:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+        for pool in pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _init() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _shm_folder() -> str:
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+
+
+def _shm_file() -> tuple[int, str]:
+    return tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", suffix=".part", dir=_shm_folder())
+
+
+def _call(kind: str, fn, *args):
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return _POOLS[kind].submit(fn, *args).result()
+    except BrokenProcessPool as e:
+        raise GputexError(f"a codec worker process died ({e})") from None
+
+
+# -- decode ------------------------------------------------------------------------------------
+
+def decode_image(path: str, **kwargs) -> "Image":
+    """``gputex.decode(path, **kwargs)``, in a worker process when a pool is active."""
+    from .decode import Image, decode
+
+    if not _POOLS:
+        return decode(path, **kwargs)
+    out = _call("decode", _decode_in_worker, path, kwargs)
+    if "error" in out:
+        raise out["error"]
+    import numpy as np
+
+    try:
+        pixels = np.memmap(out["file"], np.dtype(out["dtype"]), "r", shape=tuple(out["shape"]))
+    finally:
+        os.unlink(out["file"])
+    return Image(pixels, out["color_space"], out["source"], out["mode"])
+
+
+def _decode_in_worker(path: str, kwargs: dict) -> dict:
+    from .decode import decode
+
+    try:
+        image = decode(path, **kwargs)
+    except GputexError as e:
+        return {"error": e}
+    fd, name = _shm_file()
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(memoryview(image.pixels.reshape(-1)).cast("B") if image.pixels.flags.c_contiguous
+                    else image.pixels.tobytes())
+    except BaseException:
+        os.unlink(name)
+        raise
+    return {"file": name, "dtype": image.pixels.dtype.str, "shape": image.pixels.shape,
+            "color_space": image.color_space, "source": image.source, "mode": image.mode}
+
+
+# -- encode ------------------------------------------------------------------------------------
+
+def encode_images(outputs: list[tuple[str, "np.ndarray"]], **kwargs) -> tuple[list[str], list[str], float]:
+    """``gputex.encode`` each ``(path, pixels)`` in order (in a worker process when a pool is
+    active); returns (paths written, warnings, seconds spent encoding). Raises the first
+    GputexError; the outputs before it are written and returned in its ``written`` attribute."""
+    import numpy as np
+
+    if not _POOLS:
+        return _encode_all([(p, a) for p, a in outputs], kwargs)
+    fd, name = _shm_file()
+    jobs = []
+    try:
+        with os.fdopen(fd, "wb") as f:
+            offset = 0
+            for path, pixels in outputs:
+                a = np.ascontiguousarray(pixels)
+                f.write(memoryview(a.reshape(-1)).cast("B"))
+                jobs.append((path, offset, a.shape, a.dtype.str))
+                offset += a.nbytes
+        written, warnings, seconds, error = _call("encode", _encode_in_worker, name, jobs, kwargs)
+    finally:
+        os.unlink(name)
+    if error is not None:
+        error.written = written
+        raise error
+    return written, warnings, seconds
+
+
+def _encode_all(outputs, kwargs) -> tuple[list[str], list[str], float]:
+    from .encode import encode
+
+    written: list[str] = []
+    warnings: list[str] = []
+    t0 = time.perf_counter()
+    for path, pixels in outputs:
+        try:
+            encode(pixels, path, warn=warnings.append, **kwargs)
+        except GputexError as e:
+            e.written = written
+            e.warnings = warnings
+            raise
+        written.append(path)
+    return written, warnings, time.perf_counter() - t0
+
+
+def _encode_in_worker(name: str, jobs: list, kwargs: dict):
+    import numpy as np
+
+    outputs = []
+    for path, offset, shape, dtype in jobs:
+        count = int(np.prod(shape))
+        outputs.append((path, np.memmap(name, np.dtype(dtype), "r", offset=offset, shape=tuple(shape))
+                        if count else np.zeros(shape, dtype)))
+    try:
+        written, warnings, seconds = _encode_all(outputs, kwargs)
+        return written, warnings, seconds, None
+    except GputexError as e:
+        return e.written, getattr(e, "warnings", []), 0.0, e
