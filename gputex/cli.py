@@ -431,6 +431,17 @@ def capture(
     from .encode import sweep_stale
 
     sweep_stale(out)  # temporary files of an earlier run that was killed
+    from .workers import codec_workers, worker_count
+
+    with codec_workers(worker_count(jobs, len(items))):  # worker processes start while the device is made
+        _capture_run(items, out, adapter, backend, format, color_space, flip_y, premultiply, no_exif_rotate,
+                     budget, upload_path, max_pixels, max_ratio, mips, levels, level, float_as, png_compression,
+                     sheet, skip_existing, filter, alpha, alpha_coverage, normal_map, wrap, as_json, jobs)
+
+
+def _capture_run(items, out, adapter, backend, format, color_space, flip_y, premultiply, no_exif_rotate, budget,
+                 upload_path, max_pixels, max_ratio, mips, levels, level, float_as, png_compression, sheet,
+                 skip_existing, filter, alpha, alpha_coverage, normal_map, wrap, as_json, jobs) -> None:
     session = _session(adapter, backend)
     from .pipeline import OutputNames, capture_encode_stage, capture_gpu_stage, decode_stage
 
