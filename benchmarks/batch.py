@@ -169,7 +169,12 @@ def main() -> None:
     ap.add_argument("--levels", nargs="+", default=["fast", "1", "6"])
     ap.add_argument("--skip-sequential", action="store_true")
     ap.add_argument("--big", action="store_true")
+    ap.add_argument("--only-big", action="store_true", help="only the 16384^2 peak-RSS measurement")
     args = ap.parse_args()
+    if args.only_big:
+        with tempfile.TemporaryDirectory() as tmp:
+            big(tmp)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         corpus = os.path.join(tmp, "corpus")
         os.makedirs(corpus)

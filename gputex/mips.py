@@ -303,18 +303,21 @@ class _Chain:
         # work, scratch and output resources are kept for the next chain of the same shape
         # (a batch of same-size images, layers of an array): allocating and clearing a
         # 4096^2 rgba32float work level costs more than the whole chain on a fast GPU
-        self.work = _reused(self.session, "work", (w1, h1, tex.levels - 1, bool(coverage)), lambda: self.session.check(
+        self.owned: list = []  # resources too big to keep for the next chain: freed in release()
+        work_bytes = w1 * h1 * 16 * 4 // 3
+        self.work = self._reused("work", (w1, h1, tex.levels - 1, bool(coverage)), work_bytes, lambda: self.session.check(
             f"{tex.source}: mip work texture", self.device.create_texture,
             size=(w1, h1, 1), format="rgba32float", mip_level_count=tex.levels - 1,
             usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING
             | (wgpu.TextureUsage.COPY_SRC if coverage else 0)))
         scratch_size = 4 if self.direct else self.pitch1 * self.band_rows
-        self.scratch = _reused(self.session, "scratch", scratch_size, lambda: self.session.check(
+        self.scratch = self._reused("scratch", scratch_size, scratch_size, lambda: self.session.check(
             f"{tex.source}: mip pack buffer", self.device.create_buffer, size=scratch_size,
             usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC))
         self.out = None
         if self.direct:
-            self.out = _reused(self.session, "out", (w1, h1, tex.levels - 1, self.direct), lambda: self.session.check(
+            self.out = self._reused("out", (w1, h1, tex.levels - 1, self.direct), w1 * h1 * fmt.block_bytes * 4 // 3,
+                                    lambda: self.session.check(
                 f"{tex.source}: mip output texture", self.device.create_texture, size=(w1, h1, 1),
                 format=self.direct, mip_level_count=tex.levels - 1,
                 usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC))
@@ -400,8 +403,23 @@ class _Chain:
         self.session.check(f"{self.tex.source}: mip chain", self.device.queue.submit, [self.enc.finish()])
         self.enc = self.device.create_command_encoder()
 
+    def _reused(self, kind: str, key, nbytes: int, make):
+        """Resources up to REUSE_MAX_BYTES are kept in the session for the next chain of the same
+        shape (one per kind); bigger ones are this chain's own and freed in release()."""
+        if nbytes > REUSE_MAX_BYTES:
+            obj = make()
+            self.owned.append(obj)
+            return obj
+        return _reused(self.session, kind, key, make)
+
     def release(self) -> None:
-        """Nothing to free: the work resources stay cached for the next chain (``_reused``)."""
+        for obj in self.owned:
+            obj.destroy()
+        self.owned.clear()
+
+
+#: Mip work resources up to this size are kept for reuse (a 2048^2 chain's are ~22 MB).
+REUSE_MAX_BYTES = 64 << 20
 
 
 def _reused(session, kind: str, key, make):

@@ -503,6 +503,11 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
                 stem = os.path.splitext(os.path.basename(item.path))[0]
                 levels = _levels_wanted(opts, tex)
                 keep = _stored_channels(result)
+                total = sum(tex.layout(lv).data_bytes * tex.level_images(lv) for lv in levels)
+                if total > BIG_CAPTURE_BYTES and not opts.sheet:
+                    _capture_encode_each(tex, levels, keep, stem, item, names, opts, result)
+                    meta[:] = [tex.color_space, tex.format.packed]
+                    return
                 for z in range(max(tex.level_images(lv) for lv in levels)):
                     here = [lv for lv in levels if z < tex.level_images(lv)]
                     with _timed(result, "capture"):
@@ -526,9 +531,43 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
                 tex.destroy()
 
         _run(result, work, session)
-        return (outputs, *meta) if result.ok else None
+        return (outputs, *meta) if result.ok and outputs else None
 
     return run
+
+
+#: Above this many bytes of wanted levels, capture and encode go one level at a time in the
+#: GPU thread (largest first, each freed before the next): a 16384^2 RGBA8 chain would
+#: otherwise hold all its levels and the level-0 PNG at once.
+BIG_CAPTURE_BYTES = 256 << 20
+
+
+def _capture_encode_each(tex, levels, keep, stem, item, names, opts: Options, result: Result) -> None:
+    from .capture import capture
+    from .encode import output_suffix
+    from .workers import encode_images
+
+    for z in range(max(tex.level_images(lv) for lv in levels)):
+        for level in [lv for lv in levels if z < tex.level_images(lv)]:
+            with _timed(result, "capture"):
+                pixels = capture(tex, level, z, budget=opts.budget)
+            if keep:
+                pixels = pixels[:, :, :keep].copy()
+            name = output_name(stem, None if tex.levels == 1 else level,
+                               None if tex.images == 1 or tex.depth > 1 else z, faces=tex.faces,
+                               slice_=z if tex.depth > 1 else None, array=tex.array)
+            path = names.take(name, output_suffix(pixels.dtype, opts.float_as), item.subdir)
+            try:
+                written, warnings, seconds = encode_images(
+                    [(path, pixels)], color_space=tex.color_space, packed_10bit=tex.format.packed,
+                    float_as=opts.float_as, png_level=opts.png_level)
+            except GputexError as e:
+                result.warnings.extend(getattr(e, "warnings", []))
+                raise
+            del pixels
+            result.outputs.extend(written)
+            result.warnings.extend(warnings)
+            result.timings["encode"] = result.timings.get("encode", 0.0) + seconds
 
 
 def _trim_channels(d: dict, keep: int) -> dict:
