@@ -113,3 +113,85 @@ def insert_chunks(png: bytes, chunks: list[bytes]) -> list:
     turn: the encoded image is not copied."""
     ihdr_end = len(SIGNATURE) + 8 + 13 + 4
     return [png[:ihdr_end], *chunks, memoryview(png)[ihdr_end:]]
+
+
+# -- streaming writer for very large images --------------------------------------------------
+
+_ADLER_BASE = 65521
+
+
+def adler32_combine(adler1: int, adler2: int, len2: int) -> int:
+    """Adler-32 of A + B from adler32(A), adler32(B) and len(B) (zlib's adler32_combine)."""
+    rem = len2 % _ADLER_BASE
+    sum1 = adler1 & 0xFFFF
+    sum2 = (rem * sum1) % _ADLER_BASE
+    sum1 += (adler2 & 0xFFFF) + _ADLER_BASE - 1
+    sum2 += ((adler1 >> 16) & 0xFFFF) + ((adler2 >> 16) & 0xFFFF) + _ADLER_BASE - rem
+    sum1 %= _ADLER_BASE
+    sum2 %= _ADLER_BASE
+    return sum1 | (sum2 << 16)
+
+
+def stream_png(a, extra_chunks: list[bytes], level: int, threads: int, band_bytes: int = 8 << 20):
+    """A function returning an iterator over the parts of a PNG of ``a`` (H, W, C), uint8/uint16.
+
+    Memory stays at a few bands whatever the image size: rows are "up"-filtered band by
+    band and deflated in parallel (like pigz: each band a run of raw deflate blocks ending
+    on a sync flush, the last one final; one zlib header, the Adler-32 combined), and each
+    band's output is written as an IDAT chunk as soon as it is its turn. Calling the
+    function again replays the encoding (for a writer that must start over).
+    """
+    import numpy as np
+
+    h, w, c = a.shape
+    depth = a.dtype.itemsize * 8
+    row = w * c * a.dtype.itemsize
+    per = max(1, band_bytes // max(row, 1))
+    starts = list(range(0, h, per))
+    ctype = {1: 0, 2: 4, 3: 2, 4: 6}[c]
+
+    def band(i: int):
+        y0 = starts[i]
+        y1 = min(h, y0 + per)
+        rows = a[max(0, y0 - 1): y1]
+        if depth == 16:
+            rows = rows.astype(">u2")
+        raw = np.ascontiguousarray(rows).view(np.uint8).reshape(len(rows), row)
+        out = np.empty((y1 - y0, row + 1), np.uint8)
+        out[:, 0] = 2  # "up"
+        if y0 == 0:
+            out[0, 1:] = raw[0]
+            np.subtract(raw[1:], raw[:-1], out=out[1:, 1:])
+        else:
+            np.subtract(raw[1:], raw[:-1], out=out[:, 1:])
+        data = out.reshape(-1)
+        comp = zlib.compressobj(level, zlib.DEFLATED, -15, 9)
+        body = comp.compress(data) + comp.flush(zlib.Z_FINISH if i == len(starts) - 1 else zlib.Z_SYNC_FLUSH)
+        return body, zlib.adler32(data), data.nbytes
+
+    def parts():
+        from concurrent.futures import ThreadPoolExecutor
+
+        yield SIGNATURE + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, ctype, 0, 0, 0))
+        yield from extra_chunks
+        adler = 1
+        first = True
+        with ThreadPoolExecutor(max(1, threads), thread_name_prefix="gputex-deflate") as pool:
+            window = 2 * max(1, threads)
+            pending = [pool.submit(band, i) for i in range(min(window, len(starts)))]
+            nxt = len(pending)
+            while pending:
+                body, ad, n = pending.pop(0).result()
+                if nxt < len(starts):
+                    pending.append(pool.submit(band, nxt))
+                    nxt += 1
+                adler = adler32_combine(adler, ad, n)
+                if first:
+                    body = b"\x78\x01" + body  # zlib header: deflate, 32K window, no dictionary
+                    first = False
+                if not pending:
+                    body = body + struct.pack(">I", adler)
+                yield chunk(b"IDAT", body)
+        yield chunk(b"IEND", b"")
+
+    return parts
