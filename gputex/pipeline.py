@@ -118,24 +118,20 @@ def _is_texfile(obj) -> bool:
     return isinstance(obj, TextureFile)
 
 
-def _mip_levels(opts: Options, width: int, height: int) -> int:
+def _mip_levels(opts: Options, width: int, height: int, depth: int = 1) -> int:
     from .layout import mip_count
 
     if not opts.mips:
         return 1
-    full = mip_count(width, height)
+    full = mip_count(width, height, depth)
     return min(opts.mip_levels or full, full)
 
 
 def _all_mips(tex: "Texture", opts: Options) -> None:
     """Generate the chain for every layer / cube face (3D textures are not supported)."""
-    from .errors import FormatError
     from .mips import generate_mips
 
-    if tex.depth > 1:
-        raise FormatError(f"{tex.source}: generating mips of 3D textures is not supported "
-                          "(the levels a 3D file holds are kept)")
-    for layer in range(tex.layers):
+    for layer in range(tex.layers):  # a 3D texture is one "layer": its chain is 3D
         generate_mips(tex, layer=layer, **opts.mip_options)
 
 
@@ -147,7 +143,7 @@ def _upload_texfile(session: "Session", tf, opts: Options, result: Result, usage
 
     from .upload import upload_texture_file
 
-    want = _mip_levels(opts, tf.width, tf.height) if len(tf.levels) == 1 and tf.depth == 1 else len(tf.levels)
+    want = _mip_levels(opts, tf.width, tf.height, tf.depth) if len(tf.levels) == 1 else len(tf.levels)
     make_mips = want > len(tf.levels)
     keep_compressed = tf.format.compressed and not decode_blocks
     if make_mips and keep_compressed:
@@ -335,11 +331,9 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
                 raise LimitError(f"--cube needs 6 images per cube (+x -x +y -y +z -z), got {len(images)}")
             if first.width != first.height:
                 raise LimitError(f"{paths[0]}: cube faces must be square, got {first.width}x{first.height}")
-        if kind == "volume" and opts.mips:
-            raise FormatError("generating mips of 3D textures is not supported")
         fmt = get_format(opts.format) if opts.format else default_format(first, session, opts.color_space)
         space = "srgb" if fmt.srgb else (opts.color_space or first.color_space)
-        levels = _mip_levels(opts, first.width, first.height)
+        levels = _mip_levels(opts, first.width, first.height, len(images) if kind == "volume" else 1)
         n = len(images)
         with _timed(result, "upload"):
             tex = create_texture(session, fmt, first.width, first.height, layers=1 if kind == "volume" else n,

@@ -545,3 +545,19 @@ def test_compare_and_stats_take_texture_files(tmp_path, tmp_png):
     assert json.loads(_cli("compare", str(bc4), str(bk), "--json").stdout)["within"]
     st = json.loads(_cli("stats", str(bc4), "--json").stdout)["stats"][0]
     assert st["channels"] == 1 and len(st["min"]) == 1
+
+
+def test_volume_with_mips_through_ktx2(tmp_path, tmp_png):
+    slices = [rng.integers(0, 256, (6, 7, 4), np.uint8) for _ in range(5)]
+    paths = [tmp_png(a, f"s{i}.png") for i, a in enumerate(slices)]
+    out = tmp_path / "v.ktx2"
+    _cli("upload", *paths, "--volume", "--mips", "-o", str(out))
+    assert validate(out.read_bytes(), str(out)) == []
+    tf = read_texture_file(str(out))
+    assert [tf.level_size(i) for i in range(len(tf.levels))] == [(7, 6, 5), (3, 3, 2), (1, 1, 1)]
+    caps = tmp_path / "caps"
+    _cli("capture", str(out), "--level", "all", "-o", str(caps))
+    assert len(list(caps.iterdir())) == 5 + 2 + 1
+    g16 = [tmp_png(rng.integers(0, 65536, (4, 4, 1), np.uint16), f"g{i}.png") for i in range(2)]
+    r = _cli("upload", *g16, "--volume", "--mips", "-o", str(tmp_path / "g.ktx2"), check=False)
+    assert r.returncode == 1 and "3D mips need a format of 4 or more bytes per texel (r16unorm has 2)" in r.stderr
