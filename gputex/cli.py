@@ -62,6 +62,11 @@ class Alpha(str, Enum):
     premultiplied = "premultiplied"
 
 
+class BCDecode(str, Enum):
+    spec = "spec"
+    sampler = "sampler"
+
+
 class Container(str, Enum):
     ktx2 = "ktx2"
     dds = "dds"
@@ -396,6 +401,9 @@ def capture(
                                      help="Float textures as tiff (exact), npy (exact) or png (16-bit, clamped)."),
     png_compression: str = typer.Option("fast", "--png-compression",
                                         help="fast (fpng for 8-bit RGB/RGBA, else zlib 1) or a zlib level 0-9."),
+    bc_decode: BCDecode = typer.Option(BCDecode.spec, "--bc-decode",
+                                       help="BC1-BC5 files: spec (the specification's arithmetic, the same on "
+                                            "every GPU) or sampler (this GPU's texture units)."),
     budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,
     max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = JobsOpt,
     skip_existing: bool = typer.Option(False, "--skip-existing",
@@ -436,12 +444,13 @@ def capture(
     with codec_workers(worker_count(jobs, len(items))):  # worker processes start while the device is made
         _capture_run(items, out, adapter, backend, format, color_space, flip_y, premultiply, no_exif_rotate,
                      budget, upload_path, max_pixels, max_ratio, mips, levels, level, float_as, png_compression,
-                     sheet, skip_existing, filter, alpha, alpha_coverage, normal_map, wrap, as_json, jobs)
+                     sheet, skip_existing, filter, alpha, alpha_coverage, normal_map, wrap, as_json, jobs,
+                     bc_decode.value)
 
 
 def _capture_run(items, out, adapter, backend, format, color_space, flip_y, premultiply, no_exif_rotate, budget,
                  upload_path, max_pixels, max_ratio, mips, levels, level, float_as, png_compression, sheet,
-                 skip_existing, filter, alpha, alpha_coverage, normal_map, wrap, as_json, jobs) -> None:
+                 skip_existing, filter, alpha, alpha_coverage, normal_map, wrap, as_json, jobs, bc_decode) -> None:
     session = _session(adapter, backend)
     from .pipeline import OutputNames, capture_encode_stage, capture_gpu_stage, decode_stage
 
@@ -451,7 +460,7 @@ def _capture_run(items, out, adapter, backend, format, color_space, flip_y, prem
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
                     max_ratio=max_ratio, mips=want_mips, mip_levels=levels, level=level, float_as=float_as.value,
                     png_level=None if png_compression == "fast" else int(png_compression), sheet=sheet,
-                    skip_existing=skip_existing,
+                    skip_existing=skip_existing, bc_decode=bc_decode,
                     mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
     names = OutputNames(out, [i.path for i in items])
     code = _run_batch(items, as_json, session, _render_capture, jobs=jobs, decode=decode_stage(opts, names),

@@ -52,6 +52,7 @@ class Options:
     out: str | None = None  # a .ktx2 / .dds path, or a folder
     container: str = "ktx2"
     zstd: int | None = None
+    bc_decode: str = "spec"  # BC1-BC5 capture: "spec" (compute decoder) or "sampler" (texture units)
 
 
 @dataclass
@@ -160,7 +161,7 @@ def _upload_texfile(session: "Session", tf, opts: Options, result: Result, usage
 
         try:
             with _timed(result, "decode_blocks"):
-                plain = _decode_blocks(tex, levels=want if make_mips else None)
+                plain = _decode_blocks(tex, levels=want if make_mips else None, mode=opts.bc_decode)
         finally:
             tex.destroy()
         tex = plain
