@@ -127,7 +127,32 @@ def _entries(kind: str, out_format: str = "") -> list[dict]:
         entries.append({"binding": 4, "visibility": s,
                         "storage_texture": {"access": wgpu.StorageTextureAccess.write_only,
                                             "format": out_format, "view_dimension": "2d"}})
-    return entries
+    return entries + _plain_entries(True)
+
+
+def _plain_entries(storage: bool) -> list[dict]:
+    """Bindings 5 (source plain colour) and, for the reduce pass, 6 (this level's plain colour)."""
+    import wgpu
+
+    s = wgpu.ShaderStage.COMPUTE
+    out = [{"binding": 5, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
+                                                       "view_dimension": "2d", "multisampled": False}}]
+    if storage:
+        out.append({"binding": 6, "visibility": s,
+                    "storage_texture": {"access": wgpu.StorageTextureAccess.write_only,
+                                        "format": "rgba32float", "view_dimension": "2d"}})
+    return out
+
+
+def _stand_in(session, kind: str):
+    """A 1x1 rgba32float view bound where a shader declares a binding it does not use here."""
+    import wgpu
+
+    def make():
+        usage = wgpu.TextureUsage.TEXTURE_BINDING if kind == "sampled" else wgpu.TextureUsage.STORAGE_BINDING
+        return session.device.create_texture(size=(1, 1, 1), format="rgba32float", usage=usage).create_view()
+
+    return session.cached(("mip-stand-in", kind), make)
 
 
 def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted",
@@ -372,9 +397,10 @@ class _Chain:
         self.layer, self.filter, self.wrap, fmt = layer, filter, wrap, tex.format
         weighted = alpha == "weighted" and fmt.channels in (2, 4) and not normal_map
         self.space_srgb = tex.color_space == "srgb" and not normal_map
+        self.split = weighted and filter != "box"
         self.common = {"FMT": _PACK_FMT[kind], "CHANNELS": fmt.channels, "BPT": fmt.block_bytes,
                        "BGRA": fmt.bgra, "ENCODE_SRGB": self.space_srgb, "WEIGHTED": weighted,
-                       "NORMAL": normal_map}
+                       "NORMAL": normal_map, "SPLIT_PLAIN": self.split}
         self.sizes = [mip_size(tex.width, tex.height, lv) for lv in range(tex.levels)]
         self.sources = [None] + [box_source_level(tex.width, tex.height, lv) if filter == "box" else lv - 1
                                  for lv in range(1, tex.levels)]
@@ -411,6 +437,14 @@ class _Chain:
                                                  array_layer_count=1, dimension="2d")
         self.work_views = [self.work.create_view(base_mip_level=j, mip_level_count=1)
                            for j in range(tex.levels - 1)]
+        self.plain_views = None
+        if self.split:  # the plain colour of every level, chained beside the premultiplied one
+            plain = self._reused("plain", (w1, h1, tex.levels - 1), work_bytes, lambda: self.session.check(
+                f"{tex.source}: mip plain-colour texture", self.device.create_texture,
+                size=(w1, h1, 1), format="rgba32float", mip_level_count=tex.levels - 1,
+                usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING))
+            self.plain_views = [plain.create_view(base_mip_level=j, mip_level_count=1)
+                                for j in range(tex.levels - 1)]
         self.query = _timestamps(self.session, 4 * tex.levels + 8) if measure else None
         self.enc = self.device.create_command_encoder()
 
@@ -452,6 +486,13 @@ class _Chain:
             ]
             if self.direct:
                 entries.append({"binding": 4, "resource": self.out_views[level - 1]})
+            if self.split:
+                entries += [{"binding": 5, "resource": self.plain_views[src - 1] if src else _stand_in(
+                                self.session, "sampled")},
+                            {"binding": 6, "resource": self.plain_views[level - 1]}]
+            else:
+                entries += [{"binding": 5, "resource": _stand_in(self.session, "sampled")},
+                            {"binding": 6, "resource": _stand_in(self.session, "storage")}]
             self._pass(pipe, self.device.create_bind_group(layout=bgl, entries=entries), (-(-dw // 8), -(-dh // 8), 1))
             if self.fused:
                 self._copy(level, pitch, 0, dh)
@@ -467,7 +508,7 @@ class _Chain:
         if self.fused or self.direct:
             return
         fmt = self.tex.format
-        pipe, bgl = _pipeline(self.session, "mip_pack.wgsl", self.common, _entries("pack"))
+        pipe, bgl = _pipeline(self.session, "mip_pack.wgsl", self.common, _entries("pack") + _plain_entries(False))
         for level in range(1, self.tex.levels):
             dw, dh = self.sizes[level]
             pitch = align_up(dw * fmt.block_bytes, 256)
@@ -477,6 +518,8 @@ class _Chain:
                     {"binding": 0, "resource": self.work_views[level - 1]},
                     {"binding": 1, "resource": {"buffer": self.scratch, "offset": 0, "size": self.scratch.size}},
                     {"binding": 2, "resource": {"buffer": self.session.uniform(prm)}},
+                    {"binding": 5, "resource": self.plain_views[level - 1] if self.split
+                     else _stand_in(self.session, "sampled")},
                 ])
                 self._pass(pipe, bind, (-(-((dw * fmt.block_bytes + 3) // 4) // 64), y1 - y0, 1))
                 self._copy(level, pitch, y0, y1)

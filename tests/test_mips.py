@@ -133,9 +133,20 @@ def test_box_float_formats(gpu, fmt, w, h, mode):
 @pytest.mark.parametrize("wrap", ["clamp", "repeat", "mirror"])
 @pytest.mark.parametrize("w,h", [(5, 5), (64, 64), (257, 131)])
 def test_kernels_match_reference(gpu, filt, wrap, w, h):
-    a = _image(w, h, 4, "opaque")
-    got = _run(gpu, a, "rgba8unorm", "srgb", filter=filt, wrap=wrap, alpha="straight")
-    ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="straight", filter=filt, wrap_mode=wrap)
+    for alpha_kind, mode, space in (("opaque", "straight", "srgb"), ("holes", "weighted", "srgb"),
+                                    ("holes", "weighted", "linear"), ("holes", "premultiplied", "linear")):
+        a = _image(w, h, 4, alpha_kind)
+        got = _run(gpu, a, "rgba8unorm", space, filter=filt, wrap=wrap, alpha=mode)
+        ref = filter_levels(a / 255, 4, srgb=space == "srgb", alpha_mode=mode, filter=filt, wrap_mode=wrap)
+        _check(got, [np.clip(r, 0, 1) for r in ref], 255)
+
+
+@pytest.mark.parametrize("filt", ["kaiser", "lanczos"])
+def test_kernels_weighted_grey_alpha(gpu, filt):
+    """rg8 (grey + alpha) goes through the pack pass: the plain colour is chained there too."""
+    a = _image(61, 37, 2, "holes")
+    got = _run(gpu, a, "rg8unorm", "srgb", filter=filt, alpha="weighted")
+    ref = filter_levels(a / 255, 2, srgb=True, alpha_mode="weighted", filter=filt)
     _check(got, [np.clip(r, 0, 1) for r in ref], 255)
 
 

@@ -10,6 +10,11 @@ override BGRA: bool = false;
 override ENCODE_SRGB: bool = false;
 override WEIGHTED: bool = true;
 override NORMAL: bool = false;
+// Kernels with weighted alpha: the premultiplied colour and the plain colour are filtered and
+// chained separately (work levels hold premultiplied rgba, a second work texture the plain
+// rgb), and a texel whose filtered alpha is <= 0 takes the plain colour. (Box weights are never
+// negative; there the single work level's encoding of mip_reduce.wgsl is equivalent and cheaper.)
+override SPLIT_PLAIN: bool = false;
 
 fn linear_to_srgb(c: vec3<f32>) -> vec3<f32> {
     let x = clamp(c, vec3<f32>(0.0), vec3<f32>(1.0));

@@ -15,8 +15,15 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> out: array<u32>;
 @group(0) @binding(2) var<uniform> prm: Params;
 
+// SPLIT_PLAIN only (a 1x1 stand-in otherwise): the level's plain colour
+@group(0) @binding(5) var src_plain: texture_2d<f32>;
+
 fn final_value(x: u32, y: u32) -> vec4<f32> {
-    return finalize(textureLoad(src, vec2<i32>(i32(x), i32(y)), 0), prm.alpha_scale);
+    var v = textureLoad(src, vec2<i32>(i32(x), i32(y)), 0);
+    if (SPLIT_PLAIN && v.a <= 0.0) {
+        v = vec4<f32>(textureLoad(src_plain, vec2<i32>(i32(x), i32(y)), 0).rgb, v.a);
+    }
+    return finalize(v, prm.alpha_scale);
 }
 
 @compute @workgroup_size(64)

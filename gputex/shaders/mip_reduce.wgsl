@@ -38,6 +38,9 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> packed: array<u32>;
 // main_direct only: the level itself (a storage-capable texture; the loader names its format)
 @group(0) @binding(4) var out_tex: texture_storage_2d<OUT_FORMAT, write>;
+// SPLIT_PLAIN only (1x1 stand-ins otherwise): the plain colour of the source and of this level
+@group(0) @binding(5) var src_plain: texture_2d<f32>;
+@group(0) @binding(6) var dst_plain: texture_storage_2d<rgba32float, write>;
 
 const PI: f32 = 3.14159265358979;
 const RADIUS: f32 = 3.0;
@@ -149,6 +152,59 @@ fn weight(t: i32, x: u32, s: u32, d: u32) -> f32 {
     return kernel((f32(t) + 0.5 - c) / max(r, 1.0));
 }
 
+// Plain (not premultiplied) linear colour of a source texel, for SPLIT_PLAIN.
+fn fetch_plain(p: vec2<i32>) -> vec3<f32> {
+    if (!SRC_IS_BASE) {
+        return textureLoad(src_plain, p, 0).rgb;
+    }
+    let v = textureLoad(src, p, 0);
+    var c = v.rgb;
+    if (CHANNELS == 1u || CHANNELS == 2u) {
+        c = v.rrr;
+    }
+    if (DECODE_SRGB) {
+        c = srgb_to_linear(c);
+    }
+    return c;
+}
+
+// SPLIT_PLAIN: premultiplied rgba sums (a texel with alpha 0 adds nothing) and plain rgb sums,
+// both normalized; the plain colour is stored for the next level.
+fn reduce_split(gid: vec2<u32>) -> vec4<f32> {
+    let sx = prm.src_size.x;
+    let sy = prm.src_size.y;
+    let rx = taps(gid.x, sx, prm.dst_size.x);
+    let ry = taps(gid.y, sy, prm.dst_size.y);
+    var acc = vec4<f32>(0.0);
+    var plain = vec3<f32>(0.0);
+    var wsum = 0.0;
+    for (var ty = ry.x; ty < ry.y; ty++) {
+        let wy = weight(ty, gid.y, sy, prm.dst_size.y);
+        let py = wrap_index(ty, i32(sy));
+        for (var tx = rx.x; tx < rx.y; tx++) {
+            let w = wy * weight(tx, gid.x, sx, prm.dst_size.x);
+            let p = vec2<i32>(wrap_index(tx, i32(sx)), py);
+            var v = fetch(p);
+            if (SRC_IS_BASE && v.a <= 0.0) {
+                v = vec4<f32>(0.0);  // fetch keeps the colour of a = 0 texels; premultiplied it is 0
+            }
+            acc += w * v;
+            plain += w * fetch_plain(p);
+            wsum += w;
+        }
+    }
+    let pm = acc / wsum;
+    let pl = plain / wsum;
+    if (STORE_WORK) {
+        textureStore(dst, vec2<i32>(gid), pm);
+        textureStore(dst_plain, vec2<i32>(gid), vec4<f32>(pl, 0.0));
+    }
+    if (pm.a > 0.0) {
+        return pm;
+    }
+    return vec4<f32>(pl, pm.a);  // finalize takes rgb as is where alpha <= 0
+}
+
 fn reduce_texel(gid: vec2<u32>) -> vec4<f32> {
     let sx = prm.src_size.x;
     let sy = prm.src_size.y;
@@ -205,6 +261,9 @@ fn reduce_texel(gid: vec2<u32>) -> vec4<f32> {
 
 // The texel's work value, stored for later levels where one reads this level.
 fn reduce_store(gid: vec2<u32>) -> vec4<f32> {
+    if (SPLIT_PLAIN) {
+        return reduce_split(gid);  // stores the premultiplied and the plain work values itself
+    }
     let out = reduce_texel(gid);
     if (STORE_WORK) {
         textureStore(dst, vec2<i32>(gid), out);
