@@ -199,6 +199,11 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
                               "alpha coverage)")
         report.sources = _chain3d(tex, kind, alpha)
         return report
+    if _exact_kernel_ok(tex, filter, normal_map, alpha_coverage):
+        report.sources = list(range(tex.levels - 1))
+        report.exact = True
+        _exact_kernel_chain(tex, filter, wrap, alpha, layer)
+        return report
     if _exact_ok(tex, filter, normal_map, alpha_coverage):
         report.sources = [0] * (tex.levels - 1)
         report.exact = True
@@ -379,6 +384,125 @@ def _exact_chain(tex: "Texture", alpha: str, layer: int) -> None:
     finally:
         scratch.destroy()
         partial.destroy()
+
+
+def _exact_kernel_ok(tex: "Texture", filter: str, normal_map: bool, coverage) -> bool:
+    """Kernels in float64 where the first level's float64 values fit one storage binding."""
+    import os
+
+    if filter == "box" or normal_map or coverage is not None or tex.format.name not in EXACT_FORMATS:
+        return False
+    if not tex.session.has_feature("shader-f64") or os.environ.get("GPUTEX_MIPS_F64", "1") == "0":
+        return False
+    w1, h1 = tex.size(1)
+    limit = tex.session.limits.get("max-storage-buffer-binding-size", 128 << 20)
+    return w1 * h1 * 64 <= limit
+
+
+def kernel_taps(n: int, m: int, filter: str, wrap: str) -> list[tuple[list[int], "np.ndarray"]]:
+    """Per destination texel of an axis going from n to m texels: source indices (after the wrap
+    mode) and normalized float64 weights of the Kaiser (beta 4) or Lanczos (a = 3) kernel, radius 3
+    scaled by the ratio: what the float64 path filters with, computed here in float64."""
+    import math
+
+    import numpy as np
+
+    r = n / m
+    scale = max(r, 1.0)
+    out = []
+    for j in range(m):
+        c = (j + 0.5) * r
+        reach = 3 * scale
+        acc: dict[int, float] = {}
+        for t in range(math.floor(c - reach), math.ceil(c + reach) + 1):
+            x = (t + 0.5 - c) / scale
+            if abs(x) >= 3:
+                continue
+            if filter == "lanczos":
+                k = float(np.sinc(x) * np.sinc(x / 3))
+            else:
+                k = float(np.sinc(x) * np.i0(4 * math.sqrt(max(0.0, 1 - (x / 3) ** 2))) / np.i0(4))
+            if wrap == "repeat":
+                idx = t % n
+            elif wrap == "mirror":
+                mm = t % (2 * n)
+                idx = 2 * n - 1 - mm if mm >= n else mm
+            else:
+                idx = min(max(t, 0), n - 1)
+            acc[idx] = acc.get(idx, 0.0) + k
+        total = sum(acc.values())
+        idxs = sorted(acc)
+        out.append((idxs, np.array([acc[i] / total for i in idxs], np.float64)))
+    return out
+
+
+def _exact_kernel_chain(tex: "Texture", filter: str, wrap: str, alpha: str, layer: int) -> None:
+    import numpy as np
+    import wgpu
+
+    session, device, fmt = tex.session, tex.session.device, tex.format
+    code, channels = EXACT_FORMATS[fmt.name]
+    srgb = tex.color_space == "srgb"
+    weighted = alpha == "weighted" and channels in (2, 4)
+    s = wgpu.ShaderStage.COMPUTE
+
+    def ro(b):
+        return {"binding": b, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.read_only_storage}}
+
+    entries = _entries("pack") + [ro(3), {"binding": 4, "visibility": s,
+                                          "buffer": {"type": wgpu.BufferBindingType.storage}}, ro(5), ro(6)]
+    base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                                   array_layer_count=1, dimension="2d")
+    keep = []
+    try:
+        enc = device.create_command_encoder()
+        prev = device.create_buffer(size=64, usage=wgpu.BufferUsage.STORAGE)  # level 1 reads the base
+        keep.append(prev)
+        for level in range(1, tex.levels):
+            (pw, ph), (dw, dh) = tex.size(level - 1), tex.size(level)
+            xt, yt = kernel_taps(pw, dw, filter, wrap), kernel_taps(ph, dh, filter, wrap)
+            pairs, idx, wts = [], [], []
+            start = 2 * (dw + dh)
+            for taps_ in (xt, yt):
+                for ids, w in taps_:
+                    pairs += [start + len(idx), len(ids)]
+                    idx += ids
+                    wts.append(w)
+            tap_data = np.array(pairs + idx, np.uint32).tobytes()
+            weight_data = np.concatenate(wts).astype(np.float64).tobytes()
+            taps_buf = device.create_buffer_with_data(data=tap_data, usage=wgpu.BufferUsage.STORAGE)
+            w_buf = device.create_buffer_with_data(data=weight_data, usage=wgpu.BufferUsage.STORAGE)
+            nxt = session.check(f"{tex.source}: mip level values", device.create_buffer, size=dw * dh * 64,
+                                usage=wgpu.BufferUsage.STORAGE)
+            pitch = align_up(dw * fmt.block_bytes, 256)
+            out = session.check(f"{tex.source}: mip buffer", device.create_buffer, size=pitch * dh,
+                                usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+            keep += [taps_buf, w_buf, nxt, out]
+            consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": weighted, "DECODE_SRGB": srgb,
+                      "ENCODE_SRGB": srgb, "SRC_IS_BASE": level == 1}
+            pipe, bgl = _pipeline(session, "mip_exact_kernel.wgsl", consts, entries)
+            prm = struct.pack("<5I", dw, dh, pitch // 4, pw, start)
+            bind = device.create_bind_group(layout=bgl, entries=[
+                {"binding": 0, "resource": base},
+                {"binding": 1, "resource": {"buffer": out, "offset": 0, "size": out.size}},
+                {"binding": 2, "resource": {"buffer": session.uniform(prm)}},
+                {"binding": 3, "resource": {"buffer": prev, "offset": 0, "size": prev.size}},
+                {"binding": 4, "resource": {"buffer": nxt, "offset": 0, "size": nxt.size}},
+                {"binding": 5, "resource": {"buffer": taps_buf, "offset": 0, "size": taps_buf.size}},
+                {"binding": 6, "resource": {"buffer": w_buf, "offset": 0, "size": w_buf.size}}])
+            cpass = enc.begin_compute_pass()
+            cpass.set_pipeline(pipe)
+            cpass.set_bind_group(0, bind)
+            cpass.dispatch_workgroups(-(-dw // 8), -(-dh // 8), 1)
+            cpass.end()
+            enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": dh},
+                                       {"texture": tex.texture, "mip_level": level, "origin": (0, 0, layer)},
+                                       (dw, dh, 1))
+            prev = nxt
+        session.check(f"{tex.source}: mip chain (float64 kernels)", device.queue.submit, [enc.finish()])
+    finally:
+        for b in keep:
+            b.destroy()
 
 
 class _Chain:

@@ -284,3 +284,37 @@ def test_3d_box_mips_match_reference(gpu, w, h, d, fmt, space, alpha):
                 assert err.max() <= 1.0 and err.mean() <= 0.5, f"level {lv}: {err.max():.3f}"
     finally:
         tex.destroy()
+
+
+@pytest.mark.parametrize("filt", ["kaiser", "lanczos"])
+@pytest.mark.parametrize("wrap", ["clamp", "repeat", "mirror"])
+@pytest.mark.parametrize("fmt", ["rgba16unorm", "rg16unorm", "rgba32float"])
+def test_kernels_16bit_and_float_within_half_ulp(gpu, filt, wrap, fmt):
+    """Kernels on 16-bit unorm and float32 formats: the float64 chain (shader-f64) is within half
+    a unit in the last place of the float64 reference at every level, every alpha mode."""
+    if not gpu.has_feature("shader-f64"):
+        pytest.skip(f"{gpu.name} lacks shader-f64 (the float32 chain is not exactly rounded)")
+    c = 2 if fmt.startswith("rg16") else 4
+    for (w, h), space, mode in (((257, 131), "srgb", "weighted"), ((7, 13), "linear", "straight"),
+                                ((64, 64), "linear", "premultiplied"), ((255, 2), "srgb", "weighted"),
+                                ((1, 9), "linear", "weighted")):
+        if fmt.endswith("float"):
+            if space == "srgb":
+                continue
+            a = rng.random((h, w, c)).astype(np.float32)
+            src = a.astype(np.float64)
+        else:
+            a = rng.integers(0, 65536, (h, w, c), np.uint16)
+            src = a / 65535
+        a[..., -1] = np.where(rng.random((h, w)) < 0.3, 0, a[..., -1])
+        src = a.astype(np.float64) if fmt.endswith("float") else a / 65535
+        got = _run(gpu, a, fmt, space, filter=filt, wrap=wrap, alpha=mode)
+        ref = filter_levels(src, c, srgb=space == "srgb", alpha_mode=mode, filter=filt, wrap_mode=wrap)
+        for i, (g, r) in enumerate(zip(got, ref), start=1):
+            g = g.astype(np.float64)
+            if fmt.endswith("float"):
+                ulp = np.spacing(np.abs(r).astype(np.float32)).astype(np.float64)
+                assert (np.abs(g - r) <= 0.5 * ulp + 1e-14).all(), f"{w}x{h} level {i}"
+            else:
+                err = np.abs(g - np.clip(r, 0, 1) * 65535)
+                assert err.max() <= 0.5 + 1e-6, f"{w}x{h} {space} {mode} level {i}: {err.max():.4f} LSB"
