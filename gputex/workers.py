@@ -91,6 +91,18 @@ def _warm() -> None:
 
 def _init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A worker must not outlive gputex: if the parent is killed (kill -9), the pool's pipes do
+    # not close (every worker holds their write ends), so a watchdog ends the worker instead.
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="gputex-parent-watch").start()
     try:  # the GPU thread's process goes first when the cores are all busy with codecs
         os.nice(WORKER_NICE)
     except OSError:

@@ -194,3 +194,35 @@ def test_awkward_names(gpu, tmp_path):
     assert r.exit_code == 0, r.stderr
     assert os.listdir(out) == ["my picture ñ 写真.png"]
     assert np.array_equal(np.asarray(Image.open(out / "my picture ñ 写真.png"))[..., :3], a)
+
+
+def _workers_alive() -> int:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return sum(1 for line in out.splitlines() if "multiprocessing.spawn" in line and "gputex" not in line
+               and "spawn_main" in line)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_worker_processes_end_with_gputex(gpu, tmp_path, sig):
+    """With codec worker processes (GPUTEX_WORKERS, as --jobs >= 3 batches run): kill -9 or
+    Ctrl-C leaves complete outputs only, nothing in /dev/shm, and no worker process behind."""
+    src, a = _batch(tmp_path)
+    out = tmp_path / "out"
+    files = sorted(str(p) for p in src.iterdir())
+    before = _workers_alive()
+    env = dict(os.environ, GPUTEX_WORKERS="2")
+    p = subprocess.Popen([sys.executable, "-m", "gputex", "capture", *files, "-o", str(out), "--jobs", "3",
+                          "--png-compression", "9"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    deadline = time.time() + 30
+    while time.time() < deadline and not (out.exists() and os.listdir(out)):
+        time.sleep(0.01)
+    p.send_signal(sig)
+    p.communicate(timeout=60)
+    assert p.returncode == (130 if sig == signal.SIGINT else -signal.SIGKILL)
+    _check_outputs(out, a)
+    deadline = time.time() + 10
+    while time.time() < deadline and _workers_alive() > before:
+        time.sleep(0.2)
+    assert _workers_alive() <= before
+    if os.path.isdir("/dev/shm") and sig == signal.SIGINT:
+        assert not [n for n in os.listdir("/dev/shm") if n.startswith(f".gputex-{p.pid}-")]
