@@ -386,11 +386,18 @@ def _exact_chain(tex: "Texture", alpha: str, layer: int) -> None:
         partial.destroy()
 
 
+#: Kernel chains in float64: the exact formats, and the 4-byte 8-bit ones (a kernel with weighted
+#: alpha divides by a filtered alpha that negative lobes can bring near 0: float32 was off by
+#: up to 160 LSB there at 8 bits).
+EXACT_KERNEL_FORMATS = {**EXACT_FORMATS, "rgba8unorm": (0, 4), "rgba8unorm-srgb": (0, 4), "bgra8unorm": (0, 4),
+                        "bgra8unorm-srgb": (0, 4)}
+
+
 def _exact_kernel_ok(tex: "Texture", filter: str, normal_map: bool, coverage) -> bool:
     """Kernels in float64 where the first level's float64 values fit one storage binding."""
     import os
 
-    if filter == "box" or normal_map or coverage is not None or tex.format.name not in EXACT_FORMATS:
+    if filter == "box" or normal_map or coverage is not None or tex.format.name not in EXACT_KERNEL_FORMATS:
         return False
     if not tex.session.has_feature("shader-f64") or os.environ.get("GPUTEX_MIPS_F64", "1") == "0":
         return False
@@ -441,7 +448,7 @@ def _exact_kernel_chain(tex: "Texture", filter: str, wrap: str, alpha: str, laye
     import wgpu
 
     session, device, fmt = tex.session, tex.session.device, tex.format
-    code, channels = EXACT_FORMATS[fmt.name]
+    code, channels = EXACT_KERNEL_FORMATS[fmt.name]
     srgb = tex.color_space == "srgb"
     weighted = alpha == "weighted" and channels in (2, 4)
     s = wgpu.ShaderStage.COMPUTE
@@ -479,7 +486,7 @@ def _exact_kernel_chain(tex: "Texture", filter: str, wrap: str, alpha: str, laye
                                 usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
             keep += [taps_buf, w_buf, nxt, out]
             consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": weighted, "DECODE_SRGB": srgb,
-                      "ENCODE_SRGB": srgb, "SRC_IS_BASE": level == 1}
+                      "ENCODE_SRGB": srgb, "SRC_IS_BASE": level == 1, "SRGB_FORMAT": fmt.srgb, "BGRA": fmt.bgra}
             pipe, bgl = _pipeline(session, "mip_exact_kernel.wgsl", consts, entries)
             prm = struct.pack("<5I", dw, dh, pitch // 4, pw, start)
             bind = device.create_bind_group(layout=bgl, entries=[

@@ -131,7 +131,7 @@ def test_box_float_formats(gpu, fmt, w, h, mode):
 
 @pytest.mark.parametrize("filt", ["kaiser", "lanczos"])
 @pytest.mark.parametrize("wrap", ["clamp", "repeat", "mirror"])
-@pytest.mark.parametrize("w,h", [(5, 5), (64, 64), (257, 131)])
+@pytest.mark.parametrize("w,h", SIZES)
 def test_kernels_match_reference(gpu, filt, wrap, w, h):
     for alpha_kind, mode, space in (("opaque", "straight", "srgb"), ("holes", "weighted", "srgb"),
                                     ("holes", "weighted", "linear"), ("holes", "premultiplied", "linear")):
@@ -318,3 +318,11 @@ def test_kernels_16bit_and_float_within_half_ulp(gpu, filt, wrap, fmt):
             else:
                 err = np.abs(g - np.clip(r, 0, 1) * 65535)
                 assert err.max() <= 0.5 + 1e-6, f"{w}x{h} {space} {mode} level {i}: {err.max():.4f} LSB"
+
+
+@pytest.mark.parametrize("fmt", ["rgba8unorm-srgb", "bgra8unorm-srgb", "bgra8unorm"])
+def test_kernels_on_srgb_and_bgra_formats(gpu, fmt):
+    a = _image(257, 131, 4, "holes")
+    got = _run(gpu, a, fmt, "srgb", filter="lanczos", alpha="weighted")
+    ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted", filter="lanczos")
+    _check(got, [np.clip(r, 0, 1) for r in ref], 255)

@@ -5,7 +5,9 @@
 // colour and the plain colour separately (a texel whose alpha is <= 0 takes the plain colour).
 // Needs shader-f64. sRGB decode/encode as in mip_exact.wgsl (float32 pow + a Newton step).
 
-override FMT: u32 = 1u;            // 1 unorm16, 3 float32
+override FMT: u32 = 1u;            // 0 unorm8 (4 channels), 1 unorm16, 3 float32
+override SRGB_FORMAT: bool = false; // an -srgb texture: loads come back linear; the codes are recovered
+override BGRA: bool = false;
 override CHANNELS: u32 = 4u;
 override WEIGHTED: bool = true;
 override DECODE_SRGB: bool = false;
@@ -55,7 +57,20 @@ fn encode1(x0: f64) -> f64 {
     return 1.055 * t - 0.055;
 }
 
+fn srgb_encode32(c: f32) -> f32 {
+    if (c <= 0.0031308) {
+        return c * 12.92;
+    }
+    return 1.055 * pow(c, 1.0 / 2.4) - 0.055;
+}
+
 fn exact_value(c: f32) -> f64 {
+    if (FMT == 0u) {
+        if (SRGB_FORMAT) {
+            return f64(round(srgb_encode32(c) * 255.0)) / 255.0;  // the stored code, exactly
+        }
+        return f64(round(c * 255.0)) / 255.0;
+    }
     if (FMT == 1u) {
         return f64(round(c * 65535.0)) / 65535.0;
     }
@@ -78,7 +93,11 @@ fn load(x: u32, y: u32) -> Texel {
     let v = textureLoad(src, vec2<i32>(i32(x), i32(y)), 0);
     var c: array<f64, 4>;
     if (CHANNELS == 4u) {
-        c = array<f64, 4>(exact_value(v.r), exact_value(v.g), exact_value(v.b), exact_value(v.a));
+        var a = f64(round(v.a * 255.0)) / 255.0;  // alpha is never sRGB-encoded
+        if (FMT != 0u) {
+            a = exact_value(v.a);
+        }
+        c = array<f64, 4>(exact_value(v.r), exact_value(v.g), exact_value(v.b), a);
     } else if (CHANNELS == 2u) {
         let g = exact_value(v.r);
         c = array<f64, 4>(g, g, g, exact_value(v.g));
@@ -98,6 +117,10 @@ fn load(x: u32, y: u32) -> Texel {
         t.pm = c;
     }
     return t;
+}
+
+fn byte_of(c: f64) -> u32 {
+    return u32(floor(min(max(c, 0.0), 1.0) * 255.0 + 0.5));
 }
 
 fn word_of(c: f64) -> u32 {
@@ -157,6 +180,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         out[2] = encode1(out[2]);
     }
     let base = gid.y * prm.words_per_row;
+    if (FMT == 0u) {
+        var r = out[0];
+        var b = out[2];
+        if (BGRA) {
+            r = out[2];
+            b = out[0];
+        }
+        packed[base + gid.x] = byte_of(r) | (byte_of(out[1]) << 8u) | (byte_of(b) << 16u) | (byte_of(out[3]) << 24u);
+        return;
+    }
     if (FMT == 1u) {
         if (CHANNELS == 4u) {
             packed[base + gid.x * 2u] = word_of(out[0]) | (word_of(out[1]) << 16u);
