@@ -64,6 +64,8 @@ def shader_source(name: str, out_format: str = "rgba8unorm") -> str:
     code = folder.joinpath(name).read_text()
     if name in ("mip_reduce.wgsl", "mip_pack.wgsl", "mip3d.wgsl"):
         code = folder.joinpath("mip_common.wgsl").read_text() + "\n" + code
+    elif name in ("mip_exact.wgsl", "mip_exact_kernel.wgsl"):
+        code = folder.joinpath("mip_f64.wgsl").read_text() + "\n" + code
     return code.replace("OUT_FORMAT", out_format)
 
 

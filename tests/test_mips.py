@@ -162,7 +162,7 @@ def test_gamma_test_image_level1_matches_solid_block(gpu):
 @pytest.mark.parametrize("channels", [2, 4])
 def test_normal_maps_are_unit_length(gpu, channels):
     w, h = 131, 77
-    n = rng.normal(size=(h, w, 3))
+    n = np.random.default_rng(17 + channels).normal(size=(h, w, 3))
     n[..., 2] = np.abs(n[..., 2]) + 0.3
     n /= np.linalg.norm(n, axis=-1, keepdims=True)
     enc = np.clip(np.floor((n * 0.5 + 0.5) * 255 + 0.5), 0, 255).astype(np.uint8)
@@ -170,7 +170,9 @@ def test_normal_maps_are_unit_length(gpu, channels):
     fmt = "rg8unorm" if channels == 2 else "rgba8unorm"
     got = _run(gpu, a, fmt, "linear", normal_map=True)
     ref = filter_levels(a / 255, channels, srgb=False, normal=True)
-    _check(got, ref, 255)
+    # best-fit rounding takes floor or ceil (whichever is closer to unit length): under 1 LSB
+    # from the exact value, plus the float32 shader's noise (measured up to 9e-6 LSB)
+    _check(got, ref, 255, max_lsb=1.0 + 1e-4)
     for g in got:
         v = g[..., :2].astype(np.float64) / 255 * 2 - 1
         if channels == 4:

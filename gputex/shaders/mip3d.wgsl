@@ -7,7 +7,6 @@
 // (mip_common.wgsl, prepended by the loader, has the overrides and the encoding.)
 
 override SRC_IS_BASE: bool = true;
-override DECODE_SRGB: bool = false;
 
 struct Params {
     src_size: vec3<u32>,
@@ -21,30 +20,12 @@ struct Params {
 @group(0) @binding(2) var<uniform> prm: Params;
 @group(0) @binding(3) var<storage, read_write> packed: array<u32>;
 
-fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
-    let lo = c / 12.92;
-    let hi = pow((c + vec3<f32>(0.055)) / 1.055, vec3<f32>(2.4));
-    return select(hi, lo, c <= vec3<f32>(0.04045));
-}
-
 fn fetch(p: vec3<i32>) -> vec4<f32> {
     let v = textureLoad(src, p, 0);
     if (!SRC_IS_BASE) {
         return v;
     }
-    var c = v;
-    if (CHANNELS == 1u) {
-        c = vec4<f32>(v.rrr, 1.0);
-    } else if (CHANNELS == 2u) {
-        c = vec4<f32>(v.rrr, v.g);
-    }
-    if (DECODE_SRGB) {
-        c = vec4<f32>(srgb_to_linear(c.rgb), c.a);
-    }
-    if (WEIGHTED && c.a > 0.0) {
-        c = vec4<f32>(c.rgb * c.a, c.a);
-    }
-    return c;
+    return canonical(v);
 }
 
 fn span(x: u32, s: u32, d: u32) -> vec2<u32> {

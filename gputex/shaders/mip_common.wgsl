@@ -16,6 +16,32 @@ override NORMAL: bool = false;
 // negative; there the single work level's encoding of mip_reduce.wgsl is equivalent and cheaper.)
 override SPLIT_PLAIN: bool = false;
 
+override DECODE_SRGB: bool = false;  // the base holds sRGB data in a non-sRGB format
+
+fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
+    let lo = c / 12.92;
+    let hi = pow((c + vec3<f32>(0.055)) / 1.055, vec3<f32>(2.4));
+    return select(hi, lo, c <= vec3<f32>(0.04045));
+}
+
+// A base texel as canonical linear rgba (grey in rgb, alpha in a), premultiplied where alpha
+// weighting applies and alpha > 0 (texels with alpha 0 keep their colour).
+fn canonical(v: vec4<f32>) -> vec4<f32> {
+    var c = v;
+    if (CHANNELS == 1u) {
+        c = vec4<f32>(v.rrr, 1.0);
+    } else if (CHANNELS == 2u) {
+        c = vec4<f32>(v.rrr, v.g);
+    }
+    if (DECODE_SRGB) {
+        c = vec4<f32>(srgb_to_linear(c.rgb), c.a);
+    }
+    if (WEIGHTED && c.a > 0.0) {
+        c = vec4<f32>(c.rgb * c.a, c.a);
+    }
+    return c;
+}
+
 fn linear_to_srgb(c: vec3<f32>) -> vec3<f32> {
     let x = clamp(c, vec3<f32>(0.0), vec3<f32>(1.0));
     let lo = x * 12.92;

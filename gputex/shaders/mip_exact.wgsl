@@ -13,7 +13,6 @@
 // 65535 iterations in all; a 1x1 level of a 1000x999 base would loop a million times), and
 // the few texels of the deep levels still spread over many invocations.
 
-override FMT: u32 = 1u;            // 1 unorm16, 3 float32
 override CHANNELS: u32 = 4u;       // 1, 2 (grey + alpha) or 4
 override WEIGHTED: bool = true;    // colour averaged by alpha
 override DECODE_SRGB: bool = false;
@@ -33,40 +32,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> packed: array<u32>;
 @group(0) @binding(2) var<uniform> prm: Params;
 @group(0) @binding(3) var<storage, read_write> partial: array<f64>;  // 8 per texel: acc rgba, clear rgb, w
-
-fn decode1(x: f64) -> f64 {
-    if (x <= 0.04045) {
-        return x / 12.92;
-    }
-    let u = (x + 0.055) / 1.055;
-    var t = f64(pow(f32(u), 2.4));
-    let u2 = u * u;
-    let u4 = u2 * u2;
-    let u12 = u4 * u4 * u4;
-    let t4 = t * t * t * t;
-    t = t - (t4 * t - u12) / (5.0 * t4);
-    return t;
-}
-
-fn encode1(x: f64) -> f64 {
-    if (x <= 0.0031308) {
-        return x * 12.92;
-    }
-    var t = f64(pow(f32(x), 1.0 / 2.4));
-    let x5 = x * x * x * x * x;
-    let t2 = t * t;
-    let t4 = t2 * t2;
-    let t11 = t4 * t4 * t2 * t;
-    t = t - (t11 * t - x5) / (12.0 * t11);
-    return 1.055 * t - 0.055;
-}
-
-fn exact_value(c: f32) -> f64 {
-    if (FMT == 1u) {
-        return f64(round(c * 65535.0)) / 65535.0;  // the stored code, exactly
-    }
-    return f64(c);
-}
 
 // canonical rgba in f64: grey in rgb, alpha in a
 fn fetch(p: vec2<i32>) -> array<f64, 4> {

@@ -5,8 +5,6 @@
 // colour and the plain colour separately (a texel whose alpha is <= 0 takes the plain colour).
 // Needs shader-f64. sRGB decode/encode as in mip_exact.wgsl (float32 pow + a Newton step).
 
-override FMT: u32 = 1u;            // 0 unorm8 (4 channels), 1 unorm16, 3 float32
-override SRGB_FORMAT: bool = false; // an -srgb texture: loads come back linear; the codes are recovered
 override BGRA: bool = false;
 override CHANNELS: u32 = 4u;
 override WEIGHTED: bool = true;
@@ -28,54 +26,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> next: array<f64>;
 @group(0) @binding(5) var<storage, read> taps: array<u32>;        // x (start, count) | y (start, count) | indices
 @group(0) @binding(6) var<storage, read> weights: array<f64>;
-
-fn decode1(x: f64) -> f64 {
-    if (x <= 0.04045) {
-        return x / 12.92;
-    }
-    let u = (x + 0.055) / 1.055;
-    var t = f64(pow(f32(u), 2.4));
-    let u2 = u * u;
-    let u4 = u2 * u2;
-    let u12 = u4 * u4 * u4;
-    let t4 = t * t * t * t;
-    t = t - (t4 * t - u12) / (5.0 * t4);
-    return t;
-}
-
-fn encode1(x0: f64) -> f64 {
-    let x = min(max(x0, 0.0), 1.0);
-    if (x <= 0.0031308) {
-        return x * 12.92;
-    }
-    var t = f64(pow(f32(x), 1.0 / 2.4));
-    let x5 = x * x * x * x * x;
-    let t2 = t * t;
-    let t4 = t2 * t2;
-    let t11 = t4 * t4 * t2 * t;
-    t = t - (t11 * t - x5) / (12.0 * t11);
-    return 1.055 * t - 0.055;
-}
-
-fn srgb_encode32(c: f32) -> f32 {
-    if (c <= 0.0031308) {
-        return c * 12.92;
-    }
-    return 1.055 * pow(c, 1.0 / 2.4) - 0.055;
-}
-
-fn exact_value(c: f32) -> f64 {
-    if (FMT == 0u) {
-        if (SRGB_FORMAT) {
-            return f64(round(srgb_encode32(c) * 255.0)) / 255.0;  // the stored code, exactly
-        }
-        return f64(round(c * 255.0)) / 255.0;
-    }
-    if (FMT == 1u) {
-        return f64(round(c * 65535.0)) / 65535.0;
-    }
-    return f64(c);
-}
 
 struct Texel {
     pm: array<f64, 4>,    // premultiplied rgba (weighted), or the plain rgba

@@ -20,7 +20,6 @@
 // (mip_common.wgsl, prepended by the loader, has CHANNELS, WEIGHTED, NORMAL and the encoding.)
 
 override SRC_IS_BASE: bool = true;
-override DECODE_SRGB: bool = false;  // base holds sRGB data in a non-sRGB format
 override FILTER: u32 = 0u;           // 0 box, 1 kaiser, 2 lanczos
 override WRAP: u32 = 0u;             // 0 clamp, 1 repeat, 2 mirror
 override FUSED: bool = false;
@@ -45,12 +44,6 @@ struct Params {
 const PI: f32 = 3.14159265358979;
 const RADIUS: f32 = 3.0;
 
-fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
-    let lo = c / 12.92;
-    let hi = pow((c + vec3<f32>(0.055)) / 1.055, vec3<f32>(2.4));
-    return select(hi, lo, c <= vec3<f32>(0.04045));
-}
-
 fn fetch(p: vec2<i32>) -> vec4<f32> {
     let v = textureLoad(src, p, 0);
     if (!SRC_IS_BASE) {
@@ -63,19 +56,7 @@ fn fetch(p: vec2<i32>) -> vec4<f32> {
         }
         return vec4<f32>(v.rgb * 2.0 - vec3<f32>(1.0), select(1.0, v.a, CHANNELS == 4u));
     }
-    var c = v;
-    if (CHANNELS == 1u) {
-        c = vec4<f32>(v.rrr, 1.0);
-    } else if (CHANNELS == 2u) {
-        c = vec4<f32>(v.rrr, v.g);
-    }
-    if (DECODE_SRGB) {
-        c = vec4<f32>(srgb_to_linear(c.rgb), c.a);
-    }
-    if (WEIGHTED && c.a > 0.0) {
-        c = vec4<f32>(c.rgb * c.a, c.a);
-    }
-    return c;
+    return canonical(v);
 }
 
 fn sinc(x: f32) -> f32 {
