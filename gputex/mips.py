@@ -37,6 +37,8 @@ from .errors import FormatError, LimitError
 from .layout import align_up, bands, mip_size
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .upload import Texture
 
 __all__ = ["generate_mips", "MipReport", "FILTERS", "ALPHA_MODES", "WRAPS", "box_source_level"]

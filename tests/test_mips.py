@@ -123,8 +123,8 @@ def test_box_float_formats(gpu, fmt, w, h, mode):
             assert (np.abs(g - r) <= 0.5 * ulp + 1e-6).all(), f"level {i}"
         elif gpu.has_feature("shader-f64"):  # within half a float32 ulp: exactly rounded
             ulp = np.spacing(np.abs(r).astype(np.float32)).astype(np.float64)
-            # (+ 1e-14: at ties the float64 reference's own rounding, ~1e-15, decides)
-            assert (np.abs(g - r) <= 0.5 * ulp + 1e-14).all(), f"level {i}: {np.abs(g - r).max()}"
+            # (+ 1e-13: at ties the float64 reference's own rounding, up to ~1e-14, decides)
+            assert (np.abs(g - r) <= 0.5 * ulp + 1e-13).all(), f"level {i}: {np.abs(g - r).max()}"
         else:
             assert np.abs(g - r).max() <= 2e-6, f"level {i}"
 
@@ -316,7 +316,7 @@ def test_kernels_16bit_and_float_within_half_ulp(gpu, filt, wrap, fmt):
             g = g.astype(np.float64)
             if fmt.endswith("float"):
                 ulp = np.spacing(np.abs(r).astype(np.float32)).astype(np.float64)
-                assert (np.abs(g - r) <= 0.5 * ulp + 1e-14).all(), f"{w}x{h} level {i}"
+                assert (np.abs(g - r) <= 0.5 * ulp + 1e-13).all(), f"{w}x{h} level {i}"
             else:
                 err = np.abs(g - np.clip(r, 0, 1) * 65535)
                 assert err.max() <= 0.5 + 1e-6, f"{w}x{h} {space} {mode} level {i}: {err.max():.4f} LSB"

@@ -13,9 +13,7 @@
 // 65535 iterations in all; a 1x1 level of a 1000x999 base would loop a million times), and
 // the few texels of the deep levels still spread over many invocations.
 
-override CHANNELS: u32 = 4u;       // 1, 2 (grey + alpha) or 4
 override WEIGHTED: bool = true;    // colour averaged by alpha
-override DECODE_SRGB: bool = false;
 override ENCODE_SRGB: bool = false;
 
 struct Params {
@@ -35,23 +33,7 @@ struct Params {
 
 // canonical rgba in f64: grey in rgb, alpha in a
 fn fetch(p: vec2<i32>) -> array<f64, 4> {
-    let v = textureLoad(src, p, 0);
-    var c: array<f64, 4>;
-    if (CHANNELS == 4u) {
-        c = array<f64, 4>(exact_value(v.r), exact_value(v.g), exact_value(v.b), exact_value(v.a));
-    } else if (CHANNELS == 2u) {
-        let g = exact_value(v.r);
-        c = array<f64, 4>(g, g, g, exact_value(v.g));
-    } else {
-        let g = exact_value(v.r);
-        c = array<f64, 4>(g, g, g, 1.0);
-    }
-    if (DECODE_SRGB) {
-        c[0] = decode1(c[0]);
-        c[1] = decode1(c[1]);
-        c[2] = decode1(c[2]);
-    }
-    return c;
+    return canonical64(textureLoad(src, p, 0));
 }
 
 fn clamp01(x: f64) -> f64 {

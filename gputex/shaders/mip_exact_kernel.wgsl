@@ -6,9 +6,7 @@
 // Needs shader-f64. sRGB decode/encode as in mip_exact.wgsl (float32 pow + a Newton step).
 
 override BGRA: bool = false;
-override CHANNELS: u32 = 4u;
 override WEIGHTED: bool = true;
-override DECODE_SRGB: bool = false;
 override ENCODE_SRGB: bool = false;
 override SRC_IS_BASE: bool = true;
 
@@ -40,26 +38,7 @@ fn load(x: u32, y: u32) -> Texel {
         t.pl = array<f64, 3>(prev[i + 4u], prev[i + 5u], prev[i + 6u]);
         return t;
     }
-    let v = textureLoad(src, vec2<i32>(i32(x), i32(y)), 0);
-    var c: array<f64, 4>;
-    if (CHANNELS == 4u) {
-        var a = f64(round(v.a * 255.0)) / 255.0;  // alpha is never sRGB-encoded
-        if (FMT != 0u) {
-            a = exact_value(v.a);
-        }
-        c = array<f64, 4>(exact_value(v.r), exact_value(v.g), exact_value(v.b), a);
-    } else if (CHANNELS == 2u) {
-        let g = exact_value(v.r);
-        c = array<f64, 4>(g, g, g, exact_value(v.g));
-    } else {
-        let g = exact_value(v.r);
-        c = array<f64, 4>(g, g, g, 1.0);
-    }
-    if (DECODE_SRGB) {
-        c[0] = decode1(c[0]);
-        c[1] = decode1(c[1]);
-        c[2] = decode1(c[2]);
-    }
+    let c = canonical64(textureLoad(src, vec2<i32>(i32(x), i32(y)), 0));
     t.pl = array<f64, 3>(c[0], c[1], c[2]);
     if (WEIGHTED) {
         t.pm = array<f64, 4>(c[0] * c[3], c[1] * c[3], c[2] * c[3], c[3]);

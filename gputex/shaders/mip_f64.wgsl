@@ -6,6 +6,8 @@
 
 override FMT: u32 = 1u;             // 0 unorm8 (kernels only, 4 channels), 1 unorm16, 3 float32
 override SRGB_FORMAT: bool = false; // an -srgb texture: loads come back linear; the codes are recovered
+override CHANNELS: u32 = 4u;        // 1, 2 (grey + alpha) or 4
+override DECODE_SRGB: bool = false; // sRGB data: decoded to linear light
 
 fn decode1(x: f64) -> f64 {
     if (x <= 0.04045) {
@@ -54,4 +56,28 @@ fn exact_value(c: f32) -> f64 {
         return f64(round(c * 65535.0)) / 65535.0;
     }
     return f64(c);
+}
+
+// A base texel as canonical float64 rgba in linear light (grey in rgb, alpha in a).
+fn canonical64(v: vec4<f32>) -> array<f64, 4> {
+    var c: array<f64, 4>;
+    if (CHANNELS == 4u) {
+        var a = exact_value(v.a);
+        if (FMT == 0u) {
+            a = f64(round(v.a * 255.0)) / 255.0;  // alpha is never sRGB-encoded
+        }
+        c = array<f64, 4>(exact_value(v.r), exact_value(v.g), exact_value(v.b), a);
+    } else if (CHANNELS == 2u) {
+        let g = exact_value(v.r);
+        c = array<f64, 4>(g, g, g, exact_value(v.g));
+    } else {
+        let g = exact_value(v.r);
+        c = array<f64, 4>(g, g, g, 1.0);
+    }
+    if (DECODE_SRGB) {
+        c[0] = decode1(c[0]);
+        c[1] = decode1(c[1]);
+        c[2] = decode1(c[2]);
+    }
+    return c;
 }
