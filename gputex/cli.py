@@ -312,11 +312,12 @@ def upload(
     if kinds and out is not None and not single_file:
         _err(f"--{kinds[0]} makes one texture: give -o a .ktx2 or .dds file")
         raise typer.Exit(EXIT_USAGE)
-    if out is not None and not single_file:
+    if out is not None:
+        folder = out if not single_file else (os.path.dirname(out) or ".")
         try:
-            os.makedirs(out, exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
         except OSError as e:
-            _err(f"{out}: cannot create output folder ({e.strerror or e})")
+            _err(f"{folder}: cannot create output folder ({e.strerror or e})")
             raise typer.Exit(EXIT_FAILED)
     session = _session(adapter, backend)
     opts = _options(format=format, color_space=color_space.value if color_space else None,
