@@ -7,7 +7,9 @@ and the D3DFMT float/16-bit codes) and the common RGBA/BGRA/luminance bit masks;
 else the DX10 header names by DXGI format.
 
 DDS holds no colour space: DXGI ``*_SRGB`` formats are sRGB, everything else is taken as
-linear (the format's own meaning); ``--color-space`` overrides where that is wrong.
+linear (the format's own meaning); ``--color-space`` overrides where that is wrong. Files gputex
+writes carry the colour space in the header's reserved words (``GPTX`` then 1 sRGB / 2 linear,
+where other writers put their own tag; readers ignore them), so its own DDS round trips keep it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ DDSCAPS_COMPLEX, DDSCAPS_TEXTURE, DDSCAPS_MIPMAP = 0x8, 0x1000, 0x400000
 DDSCAPS2_CUBEMAP, DDSCAPS2_ALLFACES, DDSCAPS2_VOLUME = 0x200, 0xFC00, 0x200000
 DIM_TEXTURE1D, DIM_TEXTURE2D, DIM_TEXTURE3D = 2, 3, 4
 MISC_TEXTURECUBE = 0x4
+GPTX = b"GPTX"  # gputex's tag in reserved1: the colour space follows
 
 FOURCC = {
     b"DXT1": "bc1-rgba-unorm", b"DXT2": "bc2-rgba-unorm", b"DXT3": "bc2-rgba-unorm",
@@ -121,9 +124,11 @@ def read_dds(data: bytes, source: str) -> TextureFile:
             faces = 6
     fmt = FORMATS[name]
     nlevels = mips if (flags & DDSD_MIPMAPCOUNT or mips > 1) and mips > 0 else 1
+    space = default_color_space(fmt)
+    if _reserved[:4] == GPTX and not fmt.srgb:
+        space = {1: "srgb", 2: "linear"}.get(struct.unpack_from("<I", _reserved, 4)[0], space)
     tf = TextureFile(fmt, width, height, depth if volume else 1, layers, faces, container="dds",
-                     source=source, array=array, premultiplied=premultiplied,
-                     color_space=default_color_space(fmt))
+                     source=source, array=array, premultiplied=premultiplied, color_space=space)
     check_shape(tf, nlevels, "DDS")
     need = sum(level_bytes(tf, i) for i in range(nlevels))
     have = size - offset
@@ -187,8 +192,9 @@ def write_dds(tf: TextureFile) -> list[bytes]:
     if tf.volume:
         caps |= DDSCAPS_COMPLEX
         caps2 = DDSCAPS2_VOLUME
+    reserved = (GPTX + struct.pack("<I", 1 if tf.color_space == "srgb" else 2)).ljust(44, b"\0")
     header = HEADER.pack(DDS_MAGIC, 124, flags, tf.height, tf.width, pitch, tf.depth if tf.volume else 0,
-                         nlevels, b"\0" * 44, 32, DDPF_FOURCC, struct.unpack("<I", b"DX10")[0], 0, 0, 0, 0, 0,
+                         nlevels, reserved, 32, DDPF_FOURCC, struct.unpack("<I", b"DX10")[0], 0, 0, 0, 0, 0,
                          caps, caps2, 0, 0, 0)
     dx10 = DX10.pack(dxgi, DIM_TEXTURE3D if tf.volume else DIM_TEXTURE2D, MISC_TEXTURECUBE if tf.cube else 0,
                      tf.layers, 2 if tf.premultiplied else 1)

@@ -113,6 +113,8 @@ def test_png_to_ktx2_and_dds_captures_equal_direct_capture(tmp_path, tmp_png):
                 x = np.asarray(Image.open(direct / f))
                 y = np.asarray(Image.open(via / suffix / f))
                 assert x.dtype == y.dtype and np.array_equal(x, y), (name, suffix, f)
+                # the same files, colour chunk included (DDS: gputex's reserved-word tag)
+                assert (direct / f).read_bytes() == (via / suffix / f).read_bytes(), (name, suffix, f)
 
 
 # -- validate: every rule it names ----------------------------------------------------------------
