@@ -443,30 +443,21 @@ def capture(
     from .workers import codec_workers, worker_count
 
     with codec_workers(worker_count(jobs, len(items))):  # worker processes start while the device is made
-        _capture_run(items, out, adapter, backend, format, color_space, flip_y, premultiply, no_exif_rotate,
-                     budget, upload_path, max_pixels, max_ratio, mips, levels, level, float_as, png_compression,
-                     sheet, skip_existing, filter, alpha, alpha_coverage, normal_map, wrap, as_json, jobs,
-                     bc_decode.value)
+        session = _session(adapter, backend)
+        from .pipeline import OutputNames, capture_encode_stage, capture_gpu_stage, decode_stage
 
-
-def _capture_run(items, out, adapter, backend, format, color_space, flip_y, premultiply, no_exif_rotate, budget,
-                 upload_path, max_pixels, max_ratio, mips, levels, level, float_as, png_compression, sheet,
-                 skip_existing, filter, alpha, alpha_coverage, normal_map, wrap, as_json, jobs, bc_decode) -> None:
-    session = _session(adapter, backend)
-    from .pipeline import OutputNames, capture_encode_stage, capture_gpu_stage, decode_stage
-
-    want_mips = mips or levels is not None
-    opts = _options(format=format, color_space=color_space.value if color_space else None,
-                    flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
-                    budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
-                    max_ratio=max_ratio, mips=want_mips, mip_levels=levels, level=level, float_as=float_as.value,
-                    png_level=None if png_compression == "fast" else int(png_compression), sheet=sheet,
-                    skip_existing=skip_existing, bc_decode=bc_decode,
-                    mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
-    names = OutputNames(out, [i.path for i in items])
-    code = _run_batch(items, as_json, session, _render_capture, jobs=jobs, decode=decode_stage(opts, names),
-                      gpu=capture_gpu_stage(session, names, opts), encode=capture_encode_stage(opts))
-    raise typer.Exit(code)
+        want_mips = mips or levels is not None
+        opts = _options(format=format, color_space=color_space.value if color_space else None,
+                        flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
+                        budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
+                        max_ratio=max_ratio, mips=want_mips, mip_levels=levels, level=level, float_as=float_as.value,
+                        png_level=None if png_compression == "fast" else int(png_compression), sheet=sheet,
+                        skip_existing=skip_existing, bc_decode=bc_decode.value,
+                        mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
+        names = OutputNames(out, [i.path for i in items])
+        code = _run_batch(items, as_json, session, _render_capture, jobs=jobs, decode=decode_stage(opts, names),
+                          gpu=capture_gpu_stage(session, names, opts), encode=capture_encode_stage(opts))
+        raise typer.Exit(code)
 
 
 def _render_capture(results, session) -> None:

@@ -112,6 +112,15 @@ def _pipeline(session, shader: str, constants: dict, entries: list[dict], entry:
     return session.cached(key, make)
 
 
+def dispatch(enc, pipe, bind, groups: tuple[int, int, int]) -> None:
+    """One compute pass of ``pipe`` with bind group 0 over ``groups`` workgroups."""
+    cpass = enc.begin_compute_pass()
+    cpass.set_pipeline(pipe)
+    cpass.set_bind_group(0, bind)
+    cpass.dispatch_workgroups(*groups)
+    cpass.end()
+
+
 def _entries(kind: str, out_format: str = "") -> list[dict]:
     """Bind group layout of the ``reduce`` or ``pack`` pass (``out_format``: main_direct's target)."""
     import wgpu
@@ -293,11 +302,7 @@ def _chain3d(tex: "Texture", kind: str, alpha: str) -> list[int]:
                 {"binding": 1, "resource": work.create_view(dimension="3d", base_mip_level=lv - 1, mip_level_count=1)},
                 {"binding": 2, "resource": {"buffer": session.uniform(prm)}},
                 {"binding": 3, "resource": {"buffer": buf, "offset": 0, "size": size}}])
-            cpass = enc.begin_compute_pass()
-            cpass.set_pipeline(pipe)
-            cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(-(-dw // 4), -(-dh // 4), -(-dd // 4))
-            cpass.end()
+            dispatch(enc, pipe, bind, (-(-dw // 4), -(-dh // 4), -(-dd // 4)))
             enc.copy_buffer_to_texture({"buffer": buf, "offset": 0, "bytes_per_row": pitch, "rows_per_image": dh},
                                        {"texture": tex.texture, "mip_level": lv}, (dw, dh, dd))
         session.check(f"{tex.source}: 3D mip chain", device.queue.submit, [enc.finish()])
@@ -370,17 +375,9 @@ def _exact_chain(tex: "Texture", alpha: str, layer: int) -> None:
                     {"binding": 1, "resource": {"buffer": scratch, "offset": 0, "size": scratch.size}},
                     {"binding": 2, "resource": {"buffer": session.uniform(prm)}},
                     {"binding": 3, "resource": {"buffer": partial, "offset": 0, "size": partial.size}}])
-                cpass = enc.begin_compute_pass()
-                cpass.set_pipeline(pipe)
-                cpass.set_bind_group(0, bind)
-                cpass.dispatch_workgroups(-(-dw // 8), -(-(r1 - r0) // 8), chunks)
-                cpass.end()
+                dispatch(enc, pipe, bind, (-(-dw // 8), -(-(r1 - r0) // 8), chunks))
                 if chunks > 1:  # its own pass: the partial sums are complete before they are added
-                    cpass = enc.begin_compute_pass()
-                    cpass.set_pipeline(finish)
-                    cpass.set_bind_group(0, bind)
-                    cpass.dispatch_workgroups(-(-dw // 8), -(-(r1 - r0) // 8), 1)
-                    cpass.end()
+                    dispatch(enc, finish, bind, (-(-dw // 8), -(-(r1 - r0) // 8), 1))
                 enc.copy_buffer_to_texture(
                     {"buffer": scratch, "offset": 0, "bytes_per_row": pitch, "rows_per_image": r1 - r0},
                     {"texture": tex.texture, "mip_level": level, "origin": (0, r0, layer)}, (dw, r1 - r0, 1))
@@ -501,11 +498,7 @@ def _exact_kernel_chain(tex: "Texture", filter: str, wrap: str, alpha: str, laye
                 {"binding": 4, "resource": {"buffer": nxt, "offset": 0, "size": nxt.size}},
                 {"binding": 5, "resource": {"buffer": taps_buf, "offset": 0, "size": taps_buf.size}},
                 {"binding": 6, "resource": {"buffer": w_buf, "offset": 0, "size": w_buf.size}}])
-            cpass = enc.begin_compute_pass()
-            cpass.set_pipeline(pipe)
-            cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(-(-dw // 8), -(-dh // 8), 1)
-            cpass.end()
+            dispatch(enc, pipe, bind, (-(-dw // 8), -(-dh // 8), 1))
             enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": dh},
                                        {"texture": tex.texture, "mip_level": level, "origin": (0, 0, layer)},
                                        (dw, dh, 1))

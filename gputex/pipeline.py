@@ -129,7 +129,7 @@ def _mip_levels(opts: Options, width: int, height: int, depth: int = 1) -> int:
 
 
 def _all_mips(tex: "Texture", opts: Options) -> None:
-    """Generate the chain for every layer / cube face (3D textures are not supported)."""
+    """Generate the chain for every layer / cube face (a 3D texture gets one 3D chain)."""
     from .mips import generate_mips
 
     for layer in range(tex.layers):  # a 3D texture is one "layer": its chain is 3D
@@ -165,8 +165,7 @@ def _upload_texfile(session: "Session", tf, opts: Options, result: Result, usage
         finally:
             tex.destroy()
         tex = plain
-    result.format, result.width, result.height = tf.format.name, tf.width, tf.height
-    result.levels, result.color_space, result.upload_path = tex.levels, tex.color_space, tex.upload_path
+    _note_texture(result, tex, tf.format.name)
     result.texture = tf.kind()
     if make_mips and not keep_compressed:
         with _timed(result, "mips"):
@@ -188,14 +187,19 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
                      premultiply=opts.premultiply, flip_y=opts.flip_y, budget=opts.budget,
                      path=opts.upload_path,
                      usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 else 0))
-    result.format, result.width, result.height = tex.format.name, tex.width, tex.height
-    result.levels, result.color_space, result.upload_path = tex.levels, tex.color_space, tex.upload_path
+    _note_texture(result, tex)
     if levels > 1:
         from .mips import generate_mips
 
         with _timed(result, "mips"):
             generate_mips(tex, **opts.mip_options)
     return tex
+
+
+def _note_texture(result: Result, tex: "Texture", format_name: str | None = None) -> None:
+    """What a result reports about the texture made for it."""
+    result.format, result.width, result.height = format_name or tex.format.name, tex.width, tex.height
+    result.levels, result.color_space, result.upload_path = tex.levels, tex.color_space, tex.upload_path
 
 
 def _run(result: Result, fn: Callable[[], None], session: "Session | None" = None) -> Result:
@@ -348,8 +352,7 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
                 for z, im in enumerate(images):
                     tex.upload_path = write_image(tex, im, layer=z, premultiply=opts.premultiply, flip_y=opts.flip_y,
                                                   budget=opts.budget, path=opts.upload_path)
-            result.format, result.width, result.height = fmt.name, first.width, first.height
-            result.levels, result.color_space, result.upload_path = tex.levels, tex.color_space, tex.upload_path
+            _note_texture(result, tex)
             result.texture = {"array": "2d-array", "cube": "cube-array" if n > 6 else "cube", "volume": "3d"}[kind]
             if levels > 1:
                 with _timed(result, "mips"):
@@ -503,18 +506,14 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
                     _capture_encode_each(tex, levels, keep, stem, item, names, opts, result)
                     meta[:] = [tex.color_space, tex.format.packed]
                     return
-                for z in range(max(tex.level_images(lv) for lv in levels)):
-                    here = [lv for lv in levels if z < tex.level_images(lv)]
+                for z, here in _images_by_layer(tex, levels):
                     with _timed(result, "capture"):
                         captured = capture_levels(tex, here, layer=z, budget=opts.budget)
                     for level, pixels in zip(here, captured):
                         if keep:
                             pixels = pixels[:, :, :keep].copy()  # canonical strides for the encoders
-                        suffix = output_suffix(pixels.dtype, opts.float_as)
-                        name = output_name(stem, None if tex.levels == 1 else level,
-                                           None if tex.images == 1 or tex.depth > 1 else z, faces=tex.faces,
-                                           slice_=z if tex.depth > 1 else None, array=tex.array)
-                        outputs.append((names.take(name, suffix, item.subdir), pixels))
+                        outputs.append((names.take(_image_name(tex, stem, level, z),
+                                                   output_suffix(pixels.dtype, opts.float_as), item.subdir), pixels))
                 if opts.sheet and len(outputs) > 1:
                     from .sheet import contact_sheet
 
@@ -540,29 +539,47 @@ BIG_CAPTURE_BYTES = 256 << 20
 def _capture_encode_each(tex, levels, keep, stem, item, names, opts: Options, result: Result) -> None:
     from .capture import capture
     from .encode import output_suffix
-    from .workers import encode_images
 
-    for z in range(max(tex.level_images(lv) for lv in levels)):
-        for level in [lv for lv in levels if z < tex.level_images(lv)]:
+    for z, here in _images_by_layer(tex, levels):
+        for level in here:
             with _timed(result, "capture"):
                 pixels = capture(tex, level, z, budget=opts.budget)
             if keep:
                 pixels = pixels[:, :, :keep].copy()
-            name = output_name(stem, None if tex.levels == 1 else level,
-                               None if tex.images == 1 or tex.depth > 1 else z, faces=tex.faces,
-                               slice_=z if tex.depth > 1 else None, array=tex.array)
-            path = names.take(name, output_suffix(pixels.dtype, opts.float_as), item.subdir)
-            try:
-                written, warnings, seconds = encode_images(
-                    [(path, pixels)], color_space=tex.color_space, packed_10bit=tex.format.packed,
-                    float_as=opts.float_as, png_level=opts.png_level)
-            except GputexError as e:
-                result.warnings.extend(getattr(e, "warnings", []))
-                raise
+            path = names.take(_image_name(tex, stem, level, z), output_suffix(pixels.dtype, opts.float_as),
+                              item.subdir)
+            _encode_into(result, [(path, pixels)], tex.color_space, tex.format.packed, opts)
             del pixels
-            result.outputs.extend(written)
-            result.warnings.extend(warnings)
-            result.timings["encode"] = result.timings.get("encode", 0.0) + seconds
+
+
+def _images_by_layer(tex: "Texture", levels: list[int]):
+    """``(z, levels that have image z)`` for each layer, face or depth slice ``z``."""
+    for z in range(max(tex.level_images(lv) for lv in levels)):
+        yield z, [lv for lv in levels if z < tex.level_images(lv)]
+
+
+def _image_name(tex: "Texture", stem: str, level: int, z: int) -> str:
+    """Output name of image ``z`` (layer, face or slice) of ``level`` (see :func:`output_name`)."""
+    return output_name(stem, None if tex.levels == 1 else level,
+                       None if tex.images == 1 or tex.depth > 1 else z, faces=tex.faces,
+                       slice_=z if tex.depth > 1 else None, array=tex.array)
+
+
+def _encode_into(result: Result, outputs: list, space: str, packed: bool, opts: Options) -> None:
+    """Encode ``(path, pixels)`` pairs; what was written, warned and spent goes into ``result``
+    (also the outputs written before an error, which is raised on)."""
+    from .workers import encode_images
+
+    try:
+        written, warnings, seconds = encode_images(outputs, color_space=space, packed_10bit=packed,
+                                                   float_as=opts.float_as, png_level=opts.png_level)
+    except GputexError as e:
+        result.outputs.extend(getattr(e, "written", []))
+        result.warnings.extend(getattr(e, "warnings", []))
+        raise
+    result.outputs.extend(written)
+    result.warnings.extend(warnings)
+    result.timings["encode"] = result.timings.get("encode", 0.0) + seconds
 
 
 def _trim_channels(d: dict, keep: int) -> dict:
@@ -583,25 +600,9 @@ def _stored_channels(result: Result) -> int:
 
 def capture_encode_stage(opts: Options):
     """Encode each captured level to its reserved path (runs in the encode pool)."""
-    from .workers import encode_images
-
     def run(item, payload, result: Result) -> None:
         outputs, space, packed = payload
-
-        def work() -> None:
-            try:
-                written, warnings, seconds = encode_images(
-                    outputs, color_space=space, packed_10bit=packed, float_as=opts.float_as,
-                    png_level=opts.png_level)
-            except GputexError as e:
-                result.outputs.extend(getattr(e, "written", []))
-                result.warnings.extend(getattr(e, "warnings", []))
-                raise
-            result.outputs.extend(written)
-            result.warnings.extend(warnings)
-            result.timings["encode"] = result.timings.get("encode", 0.0) + seconds
-
-        _run(result, work)
+        _run(result, lambda: _encode_into(result, outputs, space, packed, opts))
 
     return run
 

@@ -21,14 +21,12 @@ from .layout import blocks, mip_count
 
 __all__ = ["TextureFile", "read_texture_file", "write_texture_file", "is_texture_file", "sniff",
            "level_bytes", "image_bytes", "VK_FORMATS", "DXGI_FORMATS", "MAX_TEXTURE_DIMENSION",
-           "MAX_TEXTURE_BYTES", "CONTAINER_SUFFIXES"]
+           "MAX_TEXTURE_BYTES"]
 
 #: Largest width/height/depth a texture file may claim (WebGPU adapters stop at 16384).
 MAX_TEXTURE_DIMENSION = 1 << 16
 #: Largest decoded size of a whole texture file (all levels), before anything is allocated.
 MAX_TEXTURE_BYTES = 8 << 30
-
-CONTAINER_SUFFIXES = {".ktx2": "ktx2", ".ktx": "ktx", ".dds": "dds"}
 
 KTX2_MAGIC = b"\xabKTX 20\xbb\r\n\x1a\n"
 KTX1_MAGIC = b"\xabKTX 11\xbb\r\n\x1a\n"

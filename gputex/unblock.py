@@ -47,7 +47,7 @@ def decode_blocks(tex: "Texture", *, levels: int | None = None, mode: str = "spe
     import wgpu
 
     from .formats import get_format
-    from .mips import _pipeline
+    from .mips import _pipeline, dispatch
     from .upload import create_texture
 
     if tex.depth > 1:
@@ -89,11 +89,7 @@ def decode_blocks(tex: "Texture", *, levels: int | None = None, mode: str = "spe
             bind = session.device.create_bind_group(layout=bgl, entries=[
                 {"binding": 0, "resource": src_view}, {"binding": 1, "resource": dst_view},
                 {"binding": 2, "resource": {"buffer": session.uniform(struct.pack("<2I", w, h))}}])
-            cpass = enc.begin_compute_pass()
-            cpass.set_pipeline(pipe)
-            cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(-(-w // 8), -(-h // 8), tex.layers)
-            cpass.end()
+            dispatch(enc, pipe, bind, (-(-w // 8), -(-h // 8), tex.layers))
         session.check(f"{tex.source}: decode {tex.format.name} on the GPU", session.device.queue.submit,
                       [enc.finish()])
     except BaseException:
@@ -106,7 +102,7 @@ def _spec_decode(tex: "Texture", out: "Texture", kind: int, target: str) -> None
     import wgpu
 
     from .layout import copy_layout
-    from .mips import _pipeline
+    from .mips import _pipeline, dispatch
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     s = wgpu.ShaderStage.COMPUTE
@@ -139,11 +135,7 @@ def _spec_decode(tex: "Texture", out: "Texture", kind: int, target: str) -> None
                 {"binding": 1, "resource": out.texture.create_view(dimension="2d-array", base_mip_level=level,
                                                                    mip_level_count=1)},
                 {"binding": 2, "resource": {"buffer": session.uniform(prm)}}])
-            cpass = enc.begin_compute_pass()
-            cpass.set_pipeline(pipe)
-            cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(-(-w // 8), -(-h // 8), tex.layers)
-            cpass.end()
+            dispatch(enc, pipe, bind, (-(-w // 8), -(-h // 8), tex.layers))
         session.check(f"{tex.source}: decode {fmt.name} (spec)", device.queue.submit, [enc.finish()])
     finally:
         for buf in buffers:

@@ -118,6 +118,9 @@ def create_texture(session: "Session", fmt: Format, width: int, height: int, *, 
     rounded up to whole blocks (WebGPU requires it); ``Texture.width/height`` stay the logical
     size and every copy covers the logical level's blocks, so the extra texels are never read.
     """
+    if not session.has_feature(fmt.feature):
+        raise FormatError(f"{source + ': ' if source else 'format '}{fmt.name} needs the device feature "
+                          f"{fmt.feature!r}, which {session.info.name} does not have")
     key = "max-texture-dimension-3d" if depth > 1 else "max-texture-dimension-2d"
     limit = session.limits.get(key, 2048 if depth > 1 else 8192)
     if width > limit or height > limit or depth > limit:
@@ -126,9 +129,6 @@ def create_texture(session: "Session", fmt: Format, width: int, height: int, *, 
     max_layers = session.limits.get("max-texture-array-layers", 256)
     if layers > max_layers:
         raise LimitError(f"{source or 'texture'}: {layers} layers exceed max-texture-array-layers {max_layers}")
-    if not session.has_feature(fmt.feature):
-        raise FormatError(f"format {fmt.name} needs the device feature {fmt.feature!r}, "
-                          f"which {session.info.name} does not have")
     if levels > mip_count(width, height, depth):
         raise LimitError(f"{levels} mip levels is more than {mip_count(width, height, depth)}, "
                          f"the most a {width}x{height} texture has")
@@ -303,13 +303,9 @@ def upload_texture_file(session: "Session", tf: "TextureFile", *, levels: int | 
     ``budget`` bytes, so wgpu-native's staging copy stays bounded. ``levels`` allocates more
     levels than the file holds (for mips made afterwards).
     """
-    from .errors import FormatError as _FormatError
     from .texfile import image_bytes
 
     fmt = tf.format
-    if not session.has_feature(fmt.feature):
-        raise _FormatError(f"{tf.source}: {fmt.name} needs the device feature {fmt.feature!r}, "
-                           f"which {session.info.name} does not have")
     space = "srgb" if fmt.srgb else (color_space or tf.color_space)
     nlevels = max(len(tf.levels), levels or 0)
     tex = create_texture(session, fmt, tf.width, tf.height, layers=tf.images, depth=tf.depth, levels=nlevels,
@@ -326,17 +322,14 @@ def upload_texture_file(session: "Session", tf: "TextureFile", *, levels: int | 
             per_image = image_bytes(fmt, w, h)
             view = memoryview(data).cast("B")
             extent_w = lay.blocks_across * bw
-            if per_image * images <= budget:
-                parts = [(z, 0, lay.blocks_down, images) for z in range(1)]
+            if per_image * images <= budget:  # the whole level, every layer/slice, in one call
+                parts = [(0, 0, lay.blocks_down, images)]
             else:
                 parts = [(z, y0, y1, 1) for z in range(images)
                          for y0, y1 in bands(lay.blocks_down, lay.bytes_per_row, budget)]
             for z, y0, y1, count in parts:
                 start = z * per_image + y0 * lay.bytes_per_row
-                if count > 1:
-                    chunk = view[start: start + per_image * count]
-                else:
-                    chunk = view[start: start + (y1 - y0) * lay.bytes_per_row]
+                chunk = view[start: start + (y1 - y0) * lay.bytes_per_row * count]
                 session.check(
                     f"{tf.source}: write_texture level {level}", queue.write_texture,
                     {"texture": tex.texture, "mip_level": level, "origin": (0, y0 * bh, z)},

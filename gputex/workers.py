@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from .decode import Image
 
-__all__ = ["codec_workers", "worker_count", "decode_image", "encode_images", "active"]
+__all__ = ["codec_workers", "worker_count", "decode_image", "encode_images"]
 
 _POOLS: dict = {}  # "decode" and "encode": two pools, so decodes never wait behind encodes
 _PREFIX = ".gputex-"
@@ -48,10 +48,6 @@ def worker_count(jobs: int, inputs: int) -> int:
     if env.isdigit():
         return int(env) if inputs > 1 else 0
     return jobs if jobs >= 3 and inputs > 1 else 0
-
-
-def active() -> bool:
-    return bool(_POOLS)
 
 
 @contextmanager
