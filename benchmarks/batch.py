@@ -1,25 +1,33 @@
 """Batch throughput: gputex against the codecs alone and a plain sequential script, same run.
 
-    python benchmarks/batch.py [--count 48] [--size 2048] [--jobs N] [--levels fast 1 6] [--big]
+    python benchmarks/batch.py [--count 48] [--size 2048] [--jobs N] [--levels fast 1 6]
+                               [--variants "" GPUTEX_WORKERS=8 ...] [--trace] [--big | --only-big]
 
 Builds its own corpus (photo-like PNGs of SIZE^2 plus odd sizes), then measures:
 
 1. gputex ``capture --mips --level all`` (a fresh process per setting, as a user runs it);
 2. the codecs alone: the same decodes of the same inputs and the same encodes of the same
-   output levels, no GPU, same settings, in the same kind of pool (``--jobs`` threads);
+   output levels, no GPU, same settings, in the same pool (``--jobs`` threads, and the same
+   worker processes gputex starts), also in a fresh process. Both are timed from process
+   start to exit (the loading of (1)'s outputs, which (2) re-encodes, is not counted);
 3. a plain sequential script a user would write: Pillow decode, numpy mips with the same
    filter (box, linear light, alpha-weighted; exact area weights), Pillow PNG save at its
    default level.
 
+``--variants`` runs (1) and (2) once per environment (``NAME=VALUE,NAME=VALUE``; "" is the
+default), e.g. ``GPUTEX_WORKERS=8`` or ``GPUTEX_POOLS=1``. ``--trace`` records (1) with
+``GPUTEX_TRACE`` and prints where its time went (``benchmarks/timeline.py``).
 ``--big`` also captures one 16384^2 RGBA8 image and reports peak RSS against its decoded size.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,6 +35,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
@@ -61,13 +70,13 @@ _CHILD = ("import sys\nfrom gputex.cli import main\ntry:\n    main()\nexcept Sys
           "print('VMHWM', hwm, file=sys.stderr)\nsys.exit(code)")
 
 
-def run_gputex(paths: list[str], out: str, jobs: int, level: str) -> tuple[float, float]:
+def run_gputex(paths: list[str], out: str, jobs: int, level: str, env: dict | None = None) -> tuple[float, float]:
     """Seconds and peak RSS (MB, the process's own VmHWM) of one ``gputex capture`` process."""
     argv = ["gputex", "capture", *paths, "-o", out, "--mips", "--level", "all", "--jobs", str(jobs),
             "--png-compression", level]
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-c", f"import sys; sys.argv = {argv!r}\n" + _CHILD],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
     secs = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"gputex failed: {p.stderr}")
@@ -103,6 +112,33 @@ def run_codecs(paths, levels, jobs: int, level: str, folder: str) -> float:
     with codec_workers(worker_count(jobs, len(paths))), ThreadPoolExecutor(jobs) as pool:
         list(pool.map(one, enumerate(paths)))
     return time.perf_counter() - t0
+
+
+def run_codecs_process(paths, out: str, jobs: int, level: str, folder: str, env: dict | None = None) -> float:
+    """(2) in a fresh process: seconds from its start to its end, less the loading of ``out``."""
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--codecs-child", json.dumps(
+        {"paths": paths, "out": out, "jobs": jobs, "level": level, "folder": folder})],
+        capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if p.returncode != 0:
+        raise SystemExit(f"codecs-alone run failed: {p.stderr}")
+    return float(p.stdout.split()[-1])
+
+
+def codecs_child(spec: str) -> None:
+    t_start = process_start()
+    from gputex import workers  # noqa: F401  (what a codec script imports: numpy, the pool)
+
+    t_ready = time.time()
+    a = json.loads(spec)
+    levels = load_outputs(a["out"])
+    secs = run_codecs(a["paths"], levels, a["jobs"], a["level"], a["folder"])
+    print(f"{t_ready - t_start + secs:.6f}")
+
+
+def process_start() -> float:
+    from gputex.trace import process_start as start
+
+    return start()
 
 
 def box_matrix(n: int, m: int) -> np.ndarray:
@@ -167,10 +203,16 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=2048)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--levels", nargs="+", default=["fast", "1", "6"])
+    ap.add_argument("--variants", nargs="+", default=[""])
+    ap.add_argument("--trace", action="store_true")
     ap.add_argument("--skip-sequential", action="store_true")
     ap.add_argument("--big", action="store_true")
     ap.add_argument("--only-big", action="store_true", help="only the 16384^2 peak-RSS measurement")
+    ap.add_argument("--codecs-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.codecs_child:
+        codecs_child(args.codecs_child)
+        return
     if args.only_big:
         with tempfile.TemporaryDirectory() as tmp:
             big(tmp)
@@ -183,16 +225,29 @@ def main() -> None:
         print(f"corpus: {len(paths)} PNGs ({args.size}^2, every sixth {args.size - 511}x{args.size - 49}), "
               f"{mb:.0f} MB decoded; {os.cpu_count()} cores, --jobs {args.jobs}; "
               f"adapter {gputex.Session().name}")
-        for level in args.levels:
-            out = os.path.join(tmp, f"out-{level}")
-            t1, rss = run_gputex(paths, out, args.jobs, level)
-            levels = load_outputs(out)
-            os.makedirs(os.path.join(tmp, f"codecs-{level}"), exist_ok=True)
-            t2 = run_codecs(paths, levels, args.jobs, level, os.path.join(tmp, f"codecs-{level}"))
-            print(f"--png-compression {level}: (1) gputex {len(paths) / t1:6.2f} images/s {mb / t1:7.1f} MB/s "
-                  f"(peak RSS {rss:.0f} MB); (2) codecs alone {len(paths) / t2:6.2f} images/s; "
-                  f"(1)/(2) = {t2 / t1:.2f}")
-            del levels
+        for variant in args.variants:
+            env = dict(kv.split("=", 1) for kv in variant.split(",") if kv)
+            for level in args.levels:
+                out = os.path.join(tmp, f"out-{level}")
+                shutil.rmtree(out, ignore_errors=True)
+                trace = os.path.join(tmp, "trace.jsonl")
+                if args.trace:
+                    env["GPUTEX_TRACE"] = trace
+                    if os.path.exists(trace):
+                        os.unlink(trace)
+                t1, rss = run_gputex(paths, out, args.jobs, level, env)
+                env.pop("GPUTEX_TRACE", None)
+                codecs = os.path.join(tmp, f"codecs-{level}")
+                shutil.rmtree(codecs, ignore_errors=True)
+                os.makedirs(codecs)
+                t2 = run_codecs_process(paths, out, args.jobs, level, codecs, env)
+                print(f"[{variant or 'default'}] --png-compression {level}: (1) gputex {len(paths) / t1:6.2f} images/s "
+                      f"{mb / t1:7.1f} MB/s (peak RSS {rss:.0f} MB); (2) codecs alone {len(paths) / t2:6.2f} images/s; "
+                      f"(1)/(2) = {t2 / t1:.2f}", flush=True)
+                if args.trace:
+                    from timeline import summary
+
+                    print(summary(trace), flush=True)
         if not args.skip_sequential:
             seq = os.path.join(tmp, "seq")
             os.makedirs(seq)

@@ -145,12 +145,16 @@ def capture(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int = 64 
     return from_texture_rows(raw, tex.format, tex.size(level)[0])
 
 
-def capture_levels(tex: "Texture", levels: list[int], layer: int = 0, *,
-                   budget: int = 64 << 20) -> list["np.ndarray"]:
+def capture_levels(tex: "Texture", levels: list[int], layer: int = 0, *, budget: int = 64 << 20,
+                   into: "Callable[[int, tuple, np.dtype], np.ndarray] | None" = None) -> list["np.ndarray"]:
     """Capture several levels; those small enough share one buffer, one submission and one map.
 
     A full mip chain otherwise costs one GPU round trip per level. Levels whose padded copy
-    takes more than a quarter of ``budget`` go through :func:`capture` (row bands).
+    takes more than a quarter of ``budget`` go through :func:`capture` (row bands). The
+    readback buffer is kept by the session and reused (a fresh mapping costs a page fault
+    per 4 KiB on first touch). ``into(level, shape, dtype)``, if given, returns the array each
+    level is written to (e.g. shared memory an encoder process reads): rows go straight from
+    the mapped buffer into it when the format needs no conversion.
     """
     import numpy as np
     import wgpu
@@ -160,20 +164,20 @@ def capture_levels(tex: "Texture", levels: list[int], layer: int = 0, *,
 
     if tex.format.compressed:
         raise LimitError(f"{tex.source}: {tex.format.name} is block-compressed; use capture_bytes")
+    fmt = tex.format
     out: dict[int, np.ndarray] = {}
     small, offsets, total = [], {}, 0
     for level in levels:
         lay = tex.layout(level)
         if lay.staging_bytes > budget // 4:
-            out[level] = capture(tex, level, layer, budget=budget)
+            out[level] = _placed(capture(tex, level, layer, budget=budget), level, into)
         else:
             offsets[level] = total
             total = align_up(total + lay.staging_bytes, 256)
             small.append(level)
     if small:
         session = tex.session
-        buf = session.check(f"{tex.source}: readback buffer", session.device.create_buffer, size=total,
-                            usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        buf = _readback_buffer(session, total)
         enc = session.device.create_command_encoder()
         for level in small:
             lay = tex.layout(level)
@@ -188,17 +192,54 @@ def capture_levels(tex: "Texture", levels: list[int], layer: int = 0, *,
             mapped = np.frombuffer(buf.read_mapped(0, total, copy=False), np.uint8)
             for level in small:
                 lay = tex.layout(level)
-                pitch, down, start = lay.padded_bytes_per_row, lay.blocks_down, offsets[level]
-                raw = np.empty((down, lay.bytes_per_row), np.uint8)
+                pitch, down, start, tight = lay.padded_bytes_per_row, lay.blocks_down, offsets[level], lay.bytes_per_row
+                direct = into is not None and not fmt.packed and not fmt.bgra
+                if direct:
+                    dst = into(level, (lay.height, lay.width, fmt.channels), np.dtype(fmt.component_dtype))
+                    raw = dst.reshape(-1).view(np.uint8).reshape(down, tight)
+                else:
+                    raw = np.empty((down, tight), np.uint8)
                 # every row but the last is padded to the pitch; the last one is not
-                raw[:-1] = mapped[start: start + pitch * (down - 1)].reshape(down - 1, pitch)[:, : lay.bytes_per_row]
-                raw[-1] = mapped[start + pitch * (down - 1): start + pitch * (down - 1) + lay.bytes_per_row]
-                out[level] = from_texture_rows(raw, tex.format, lay.width)
+                _unpad(raw[:-1], mapped[start: start + pitch * (down - 1)].reshape(down - 1, pitch), tight)
+                raw[-1] = mapped[start + pitch * (down - 1): start + pitch * (down - 1) + tight]
+                out[level] = dst if direct else _placed(from_texture_rows(raw, fmt, lay.width), level, into)
             del mapped
         finally:
             buf.unmap()
-            buf.destroy()
+            if session._cache.get(("levels-readback",)) is not buf:
+                buf.destroy()
     return [out[level] for level in levels]
+
+
+def _placed(a: "np.ndarray", level: int, into) -> "np.ndarray":
+    """``a``, copied into ``into``'s array for ``level`` when there is one."""
+    if into is None:
+        return a
+    dst = into(level, a.shape, a.dtype)
+    dst[...] = a
+    return dst
+
+
+#: Readback buffers up to this size are kept by the session for the next capture.
+KEEP_READBACK = 256 << 20
+
+
+def _readback_buffer(session, size: int):
+    """A ``MAP_READ | COPY_DST`` buffer of at least ``size`` bytes, reused while it is big enough."""
+    import wgpu
+
+    key = ("levels-readback",)
+    buf = session._cache.get(key)
+    if buf is not None and buf.size >= size:
+        return buf
+    if buf is not None:
+        buf.destroy()
+        del session._cache[key]
+    buf = session.check("readback buffer", session.device.create_buffer, size=size,
+                        usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+    if size <= KEEP_READBACK:
+        session._cache[key] = buf
+    return buf
 
 
 def capture_texture_file(tex: "Texture", *, budget: int = 64 << 20, levels: list[int] | None = None):

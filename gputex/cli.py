@@ -104,9 +104,13 @@ def _err(message: str) -> None:
 
 def _session(adapter: Optional[str], backend: Optional[str]):
     from .device import Session
+    from .trace import enabled, mark, process_start, span
 
+    if enabled():
+        mark("start-to-device", process_start())
     try:
-        return Session(adapter=adapter, backend=backend)
+        with span("device"):
+            return Session(adapter=adapter, backend=backend)
     except NoAdapterError as e:
         _err(str(e))
         raise typer.Exit(EXIT_NO_GPU)
@@ -166,6 +170,8 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
                encode=None, one=None) -> int:
     """Run the inputs (overlapped stages, or ``one(path)`` per input); print; return the exit code.
 
+    ``session`` is a Session, or for overlapped stages a ``(adapter, backend)`` pair: then the
+    device is made while the first inputs decode, and ``gpu`` is ``session -> gpu stage``.
     Per input: a JSON line with --json; each failure one line on stderr. On a terminal a
     progress bar runs and a summary line ends the run; Ctrl-C stops with a summary and 130.
     """
@@ -173,6 +179,16 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
     import time
 
     state = {"failed": 0, "bytes": 0, "t0": time.perf_counter(), "stop": False}
+    start = None
+    if isinstance(session, tuple):
+        device_args, make_gpu = session, gpu
+        session = gpu = None
+
+        def start():
+            nonlocal session
+            session = _session(*device_args)
+            return make_gpu(session)
+
     bar = _progress(len(items), not as_json)
     results: list = []
 
@@ -213,7 +229,7 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
         else:
             from .batch import run_overlapped
 
-            run_overlapped(items, jobs, decode, gpu, encode, emit)
+            run_overlapped(items, jobs, decode, gpu, encode, emit, start)
     except KeyboardInterrupt:
         if bar:
             bar.stop()
@@ -319,7 +335,6 @@ def upload(
         except OSError as e:
             _err(f"{folder}: cannot create output folder ({e.strerror or e})")
             raise typer.Exit(EXIT_FAILED)
-    session = _session(adapter, backend)
     opts = _options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
@@ -334,6 +349,7 @@ def upload(
         if bad:
             _err(bad[0].error)
             raise typer.Exit(EXIT_FAILED)
+        session = _session(adapter, backend)
         result = assemble_file(session, [i.path for i in items], kinds[0], opts)
         if as_json:
             d = result.as_dict()
@@ -344,8 +360,8 @@ def upload(
         if not result.ok:
             _err(result.error or "failed")
         raise typer.Exit(EXIT_OK if result.ok else EXIT_FAILED)
-    code = _run_batch(items, as_json, session, _render_upload, jobs=jobs, decode=decode_stage(opts),
-                      gpu=upload_gpu_stage(session, opts, names))
+    code = _run_batch(items, as_json, (adapter, backend), _render_upload, jobs=jobs, decode=decode_stage(opts),
+                      gpu=lambda session: upload_gpu_stage(session, opts, names))
     raise typer.Exit(code)
 
 
@@ -442,8 +458,8 @@ def capture(
     sweep_stale(out)  # temporary files of an earlier run that was killed
     from .workers import codec_workers, worker_count
 
-    with codec_workers(worker_count(jobs, len(items))):  # worker processes start while the device is made
-        session = _session(adapter, backend)
+    # worker processes start, and the first inputs decode, while the device is made
+    with codec_workers(worker_count(jobs, len(items))):
         from .pipeline import OutputNames, capture_encode_stage, capture_gpu_stage, decode_stage
 
         want_mips = mips or levels is not None
@@ -455,8 +471,9 @@ def capture(
                         skip_existing=skip_existing, bc_decode=bc_decode.value,
                         mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
         names = OutputNames(out, [i.path for i in items])
-        code = _run_batch(items, as_json, session, _render_capture, jobs=jobs, decode=decode_stage(opts, names),
-                          gpu=capture_gpu_stage(session, names, opts), encode=capture_encode_stage(opts))
+        code = _run_batch(items, as_json, (adapter, backend), _render_capture, jobs=jobs,
+                          decode=decode_stage(opts, names), gpu=lambda session: capture_gpu_stage(session, names, opts),
+                          encode=capture_encode_stage(opts))
         raise typer.Exit(code)
 
 

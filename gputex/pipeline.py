@@ -489,8 +489,11 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
         image = holder.pop()
 
         def work() -> None:
-            nonlocal image
+            nonlocal image, block
             outputs.clear()
+            if block is not None:  # a retry after a device loss
+                block.close()
+                block = None
             if image is None:  # a device loss after the pixels were freed: cannot upload again
                 from .errors import GPUError
 
@@ -504,11 +507,16 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
                 total = sum(tex.layout(lv).data_bytes * tex.level_images(lv) for lv in levels)
                 if total > BIG_CAPTURE_BYTES and not opts.sheet:
                     _capture_encode_each(tex, levels, keep, stem, item, names, opts, result)
-                    meta[:] = [tex.color_space, tex.format.packed]
+                    meta[:] = [tex.color_space, tex.format.packed, None]
                     return
+                if not keep and not opts.sheet and tex.format.image:  # levels go straight to memory encoders map
+                    from .workers import shared_block
+
+                    block = shared_block(_level_bytes(tex, levels))
+                into = (lambda level, shape, dtype: block.array(shape, dtype)) if block is not None else None
                 for z, here in _images_by_layer(tex, levels):
                     with _timed(result, "capture"):
-                        captured = capture_levels(tex, here, layer=z, budget=opts.budget)
+                        captured = capture_levels(tex, here, layer=z, budget=opts.budget, into=into)
                     for level, pixels in zip(here, captured):
                         if keep:
                             pixels = pixels[:, :, :keep].copy()  # canonical strides for the encoders
@@ -520,12 +528,17 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
                     sheet = contact_sheet([p for _, p in outputs])
                     outputs.append((names.take(stem + "_sheet", output_suffix(sheet.dtype, opts.float_as),
                                                item.subdir), sheet))
-                meta[:] = [tex.color_space, tex.format.packed]
+                meta[:] = [tex.color_space, tex.format.packed, block]
             finally:
                 tex.destroy()
 
+        block = None
         _run(result, work, session)
-        return (outputs, *meta) if result.ok and outputs else None
+        if result.ok and outputs:
+            return (outputs, *meta)
+        if block is not None:
+            block.close()
+        return None
 
     return run
 
@@ -552,6 +565,17 @@ def _capture_encode_each(tex, levels, keep, stem, item, names, opts: Options, re
             del pixels
 
 
+def _level_bytes(tex: "Texture", levels: list[int]) -> int:
+    """Bytes of the captured arrays of ``levels`` (every layer), each rounded up to 64."""
+    fmt, total = tex.format, 0
+    item = 2 if fmt.packed else int(fmt.component_dtype[-1])
+    channels = 4 if fmt.packed else fmt.channels
+    for lv in levels:
+        w, h = tex.size(lv)
+        total += tex.level_images(lv) * -(-(w * h * channels * item) // 64) * 64
+    return total
+
+
 def _images_by_layer(tex: "Texture", levels: list[int]):
     """``(z, levels that have image z)`` for each layer, face or depth slice ``z``."""
     for z in range(max(tex.level_images(lv) for lv in levels)):
@@ -565,13 +589,14 @@ def _image_name(tex: "Texture", stem: str, level: int, z: int) -> str:
                        slice_=z if tex.depth > 1 else None, array=tex.array)
 
 
-def _encode_into(result: Result, outputs: list, space: str, packed: bool, opts: Options) -> None:
+def _encode_into(result: Result, outputs: list, space: str, packed: bool, opts: Options, block=None) -> None:
     """Encode ``(path, pixels)`` pairs; what was written, warned and spent goes into ``result``
-    (also the outputs written before an error, which is raised on)."""
+    (also the outputs written before an error, which is raised on). ``block``: the
+    :class:`~gputex.workers.SharedBlock` the pixels live in, if any (closed here)."""
     from .workers import encode_images
 
     try:
-        written, warnings, seconds = encode_images(outputs, color_space=space, packed_10bit=packed,
+        written, warnings, seconds = encode_images(outputs, block, color_space=space, packed_10bit=packed,
                                                    float_as=opts.float_as, png_level=opts.png_level)
     except GputexError as e:
         result.outputs.extend(getattr(e, "written", []))
@@ -601,8 +626,8 @@ def _stored_channels(result: Result) -> int:
 def capture_encode_stage(opts: Options):
     """Encode each captured level to its reserved path (runs in the encode pool)."""
     def run(item, payload, result: Result) -> None:
-        outputs, space, packed = payload
-        _run(result, lambda: _encode_into(result, outputs, space, packed, opts))
+        outputs, space, packed, block = payload
+        _run(result, lambda: _encode_into(result, outputs, space, packed, opts, block))
 
     return run
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from .decode import Image
 
-__all__ = ["codec_workers", "worker_count", "decode_image", "encode_images"]
+__all__ = ["codec_workers", "worker_count", "decode_image", "encode_images", "SharedBlock", "shared_block"]
 
 _POOLS: dict = {}  # "decode" and "encode": two pools, so decodes never wait behind encodes
 _PREFIX = ".gputex-"
@@ -65,24 +65,29 @@ def codec_workers(n: int):
 
     sweep_stale(_shm_folder())  # files of an earlier batch that was killed
     ctx = multiprocessing.get_context("spawn")
-    _POOLS.update(decode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init),
-                  encode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init))
-    for pool in _POOLS.values():  # start every process now, in parallel with whatever comes next
+    decode = ProcessPoolExecutor(n, mp_context=ctx, initializer=_init)
+    one_pool = os.environ.get("GPUTEX_POOLS", "").strip() == "1"  # decodes and encodes share n processes
+    _POOLS.update(decode=decode, encode=decode if one_pool else ProcessPoolExecutor(n, mp_context=ctx,
+                                                                                     initializer=_init))
+    pools = list({id(p): p for p in _POOLS.values()}.values())
+    for pool in pools:  # start every process now, in parallel with whatever comes next
         for _ in range(n):
             pool.submit(_warm)
     try:
         yield
     finally:
-        pools = list(_POOLS.values())
         _POOLS.clear()
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _warm() -> None:
-    import numpy  # noqa: F401  (what the first real task would import anyway)
+    from .trace import span
 
-    from . import decode, encode  # noqa: F401
+    with span("worker-warm"):
+        import numpy  # noqa: F401  (what the first real task would import anyway)
+
+        from . import decode, encode  # noqa: F401
 
 
 def _init() -> None:
@@ -113,6 +118,80 @@ def _shm_file() -> tuple[int, str]:
     return tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", suffix=".part", dir=_shm_folder())
 
 
+def _map_file(name: str, nbytes: int, write: bool):
+    """The file mapped whole (MAP_POPULATE where there is one: one call sets up every page
+    instead of a fault per 4 KiB on first touch)."""
+    import mmap
+
+    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+    fd = os.open(name, os.O_RDWR if write else os.O_RDONLY)
+    try:
+        if write:
+            os.ftruncate(fd, nbytes)
+        return mmap.mmap(fd, nbytes, flags=flags,
+                         prot=mmap.PROT_READ | (mmap.PROT_WRITE if write else 0))
+    finally:
+        os.close(fd)
+
+
+class SharedBlock:
+    """One shared-memory file, mapped here, that arrays are carved from: captured levels are
+    written into it straight from the GPU's readback buffer, and an encode worker maps it by
+    name (no copy into a file on the way). The file is unlinked by :meth:`close`, or when the
+    block is garbage-collected."""
+
+    def __init__(self, nbytes: int):
+        import weakref
+
+        import numpy as np
+
+        fd, self.name = _shm_file()
+        os.close(fd)
+        self.size = max(64, nbytes)
+        try:
+            self._mm = _map_file(self.name, self.size, write=True)
+        except BaseException:
+            os.unlink(self.name)
+            raise
+        self._base = np.frombuffer(self._mm, np.uint8)
+        self._used = 0
+        self._closer = weakref.finalize(self, _unlink_quietly, self.name)
+
+    def array(self, shape, dtype) -> "np.ndarray":
+        """A new C-contiguous array in the block (64-byte aligned)."""
+        import numpy as np
+
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        if self._used + nbytes > self.size:
+            return np.empty(shape, dtype)  # did not fit: an ordinary array (encode_images copies it)
+        a = self._base[self._used: self._used + nbytes].view(dtype).reshape(shape)
+        self._used = -(-(self._used + nbytes) // 64) * 64
+        return a
+
+    def offset_of(self, a: "np.ndarray") -> int | None:
+        """Byte offset of ``a`` in the block, or None if it is not one of the block's arrays."""
+        start = a.__array_interface__["data"][0] - self._base.__array_interface__["data"][0]
+        if a.flags.c_contiguous and 0 <= start and start + a.nbytes <= self.size:
+            return start
+        return None
+
+    def close(self) -> None:
+        self._closer()
+
+
+def _unlink_quietly(name: str) -> None:
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
+
+
+def shared_block(nbytes: int) -> SharedBlock | None:
+    """A :class:`SharedBlock` when worker processes are running (else None: no one to share with)."""
+    return SharedBlock(nbytes) if _POOLS else None
+
+
 def _call(kind: str, fn, *args):
     from concurrent.futures.process import BrokenProcessPool
 
@@ -129,14 +208,20 @@ def decode_image(path: str, **kwargs) -> "Image":
     from .decode import Image, decode
 
     if not _POOLS:
-        return decode(path, **kwargs)
+        from .trace import span
+
+        with span("decode", path=path):
+            return decode(path, **kwargs)
     out = _call("decode", _decode_in_worker, path, kwargs)
     if "error" in out:
         raise out["error"]
     import numpy as np
 
     try:
-        pixels = np.memmap(out["file"], np.dtype(out["dtype"]), "r", shape=tuple(out["shape"]))
+        dtype, shape = np.dtype(out["dtype"]), tuple(out["shape"])
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        pixels = (np.frombuffer(_map_file(out["file"], nbytes, write=False), dtype).reshape(shape)
+                  if nbytes else np.zeros(shape, dtype))
     finally:
         os.unlink(out["file"])
     return Image(pixels, out["color_space"], out["source"], out["mode"])
@@ -144,9 +229,11 @@ def decode_image(path: str, **kwargs) -> "Image":
 
 def _decode_in_worker(path: str, kwargs: dict) -> dict:
     from .decode import decode
+    from .trace import span
 
     try:
-        image = decode(path, **kwargs)
+        with span("decode", path=path):
+            image = decode(path, **kwargs)
     except GputexError as e:
         return {"error": e}
     fd, name = _shm_file()
@@ -163,27 +250,48 @@ def _decode_in_worker(path: str, kwargs: dict) -> dict:
 
 # -- encode ------------------------------------------------------------------------------------
 
-def encode_images(outputs: list[tuple[str, "np.ndarray"]], **kwargs) -> tuple[list[str], list[str], float]:
+def encode_images(outputs: list[tuple[str, "np.ndarray"]], block: SharedBlock | None = None,
+                  **kwargs) -> tuple[list[str], list[str], float]:
     """``gputex.encode`` each ``(path, pixels)`` in order (in a worker process when a pool is
     active); returns (paths written, warnings, seconds spent encoding). Raises the first
-    GputexError; the outputs before it are written and returned in its ``written`` attribute."""
+    GputexError; the outputs before it are written and returned in its ``written`` attribute.
+    Pixels that live in ``block`` reach the worker by offset; others are appended to its file.
+    The block is closed (its file unlinked) on return."""
     import numpy as np
 
     if not _POOLS:
-        return _encode_all([(p, a) for p, a in outputs], kwargs)
-    fd, name = _shm_file()
+        from .trace import span
+
+        try:
+            with span("encode", path=outputs[0][0] if outputs else ""):
+                return _encode_all([(p, a) for p, a in outputs], kwargs)
+        finally:
+            if block is not None:
+                block.close()
+    if block is None:
+        fd, name = _shm_file()
+        os.close(fd)
+        end = 0
+    else:
+        name, end = block.name, block.size
     jobs = []
     try:
-        with os.fdopen(fd, "wb") as f:
-            offset = 0
+        with open(name, "r+b") as f:
             for path, pixels in outputs:
-                a = np.ascontiguousarray(pixels)
-                f.write(memoryview(a.reshape(-1)).cast("B"))
-                jobs.append((path, offset, a.shape, a.dtype.str))
-                offset += a.nbytes
+                offset = block.offset_of(pixels) if block is not None else None
+                if offset is None:
+                    a = np.ascontiguousarray(pixels)
+                    end = -(-end // 64) * 64
+                    f.seek(end)
+                    f.write(memoryview(a.reshape(-1)).cast("B"))
+                    offset, end = end, end + a.nbytes
+                jobs.append((path, offset, pixels.shape, pixels.dtype.str))
         written, warnings, seconds, error = _call("encode", _encode_in_worker, name, jobs, kwargs)
     finally:
-        os.unlink(name)
+        if block is not None:
+            block.close()
+        else:
+            _unlink_quietly(name)
     if error is not None:
         error.written = written
         raise error
@@ -210,13 +318,20 @@ def _encode_all(outputs, kwargs) -> tuple[list[str], list[str], float]:
 def _encode_in_worker(name: str, jobs: list, kwargs: dict):
     import numpy as np
 
+    from .trace import span
+
     outputs = []
+    size = os.path.getsize(name)
+    whole = np.frombuffer(_map_file(name, size, write=False), np.uint8) if size else None
     for path, offset, shape, dtype in jobs:
-        count = int(np.prod(shape))
-        outputs.append((path, np.memmap(name, np.dtype(dtype), "r", offset=offset, shape=tuple(shape))
-                        if count else np.zeros(shape, dtype)))
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        outputs.append((path, whole[offset: offset + nbytes].view(dtype).reshape(shape) if nbytes
+                        else np.zeros(shape, dtype)))
+
     try:
-        written, warnings, seconds = _encode_all(outputs, kwargs)
+        with span("encode", path=jobs[0][0] if jobs else ""):
+            written, warnings, seconds = _encode_all(outputs, kwargs)
         return written, warnings, seconds, None
     except GputexError as e:
         return e.written, getattr(e, "warnings", []), 0.0, e
