@@ -24,15 +24,17 @@ def summary(path: str, cores: int | None = None) -> str:
     for e in ev:
         by[e["what"]].append(e)
     lines = [f"wall {wall:.3f} s (first span start to last span end)"]
-    for what in ("start-to-device", "device", "worker-warm", "decode", "gpu", "encode"):
+    order = ["start-to-device", "device", "worker-warm", "decode", "gpu", "encode"]
+    for what in order + sorted(set(by) - set(order)):
         es = by.get(what, [])
         if not es:
             continue
         busy = sum(e["t1"] - e["t0"] for e in es)
+        cpu = sum(e.get("cpu", 0.0) for e in es)
         first = min(e["t0"] for e in es) - t_start
         last = max(e["t1"] for e in es) - t_start
-        lines.append(f"{what:>15}: n {len(es):3d}, sum {busy:7.3f} s, mean {busy / len(es) * 1e3:7.1f} ms, "
-                     f"first start {first:6.3f} s, last end {last:6.3f} s")
+        lines.append(f"{what:>15}: n {len(es):3d}, sum {busy:7.3f} s (thread cpu {cpu:7.3f}), "
+                     f"mean {busy / len(es) * 1e3:7.1f} ms, first start {first:6.3f} s, last end {last:6.3f} s")
     cores = cores or os.cpu_count() or 1
     tenths = []
     for k in range(10):

@@ -103,7 +103,7 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
 
 
 def _overlap(items, jobs, pool, decode, gpu, encode, emit, start) -> None:
-    from .trace import span
+    from .trace import profiled, span
 
     todo = iter(items)
     decoding: deque = deque()
@@ -126,14 +126,15 @@ def _overlap(items, jobs, pool, decode, gpu, encode, emit, start) -> None:
     feed()
     if start is not None:
         gpu = start()
-    while decoding:
-        item, fut = decoding.popleft()
-        result, data = fut.result()
-        feed()
-        with span("gpu", path=item.path):
-            payload = gpu(item, data, result) if data is not None else None
-        del data
-        job = pool.submit(encode, item, payload, result) if payload is not None and encode else None
-        encoding.append((result, job))
-        drain(2 * jobs)
+    with profiled():  # GPUTEX_PROFILE: where the in-order thread's time goes
+        while decoding:
+            item, fut = decoding.popleft()
+            result, data = fut.result()
+            feed()
+            with span("gpu", path=item.path):
+                payload = gpu(item, data, result) if data is not None else None
+            del data
+            job = pool.submit(encode, item, payload, result) if payload is not None and encode else None
+            encoding.append((result, job))
+            drain(2 * jobs)
     drain(0)

@@ -458,6 +458,7 @@ def capture(
     sweep_stale(out)  # temporary files of an earlier run that was killed
     from .workers import codec_workers, worker_count
 
+    early = _session(adapter, backend) if os.environ.get("GPUTEX_DEVICE_FIRST") == "1" else None  # experiment
     # worker processes start, and the first inputs decode, while the device is made
     with codec_workers(worker_count(jobs, len(items))):
         from .pipeline import OutputNames, capture_encode_stage, capture_gpu_stage, decode_stage
@@ -471,8 +472,10 @@ def capture(
                         skip_existing=skip_existing, bc_decode=bc_decode.value,
                         mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
         names = OutputNames(out, [i.path for i in items])
-        code = _run_batch(items, as_json, (adapter, backend), _render_capture, jobs=jobs,
-                          decode=decode_stage(opts, names), gpu=lambda session: capture_gpu_stage(session, names, opts),
+        code = _run_batch(items, as_json, early or (adapter, backend), _render_capture, jobs=jobs,
+                          decode=decode_stage(opts, names),
+                          gpu=capture_gpu_stage(early, names, opts) if early else
+                          (lambda session: capture_gpu_stage(session, names, opts)),
                           encode=capture_encode_stage(opts))
         raise typer.Exit(code)
 

@@ -87,9 +87,12 @@ class Result:
 
 @contextmanager
 def _timed(result: Result, stage: str):
+    from .trace import span
+
     t0 = time.perf_counter()
     try:
-        yield
+        with span("stage:" + stage):
+            yield
     finally:
         result.timings[stage] = result.timings.get(stage, 0.0) + time.perf_counter() - t0
 

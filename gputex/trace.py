@@ -1,5 +1,7 @@
 """Developer timeline: ``GPUTEX_TRACE=FILE`` appends one JSON line per span of work.
 
+``GPUTEX_PROFILE=FILE`` writes a cProfile of the batch's in-order GPU thread to FILE.
+
 Each line is ``{"what", "pid", "t0", "t1", ...}`` with wall-clock seconds (``time.time()``, so
 spans of worker processes and the GPU process line up). ``benchmarks/timeline.py`` turns a
 trace into where a batch's wall time went. Off (one dict lookup) unless the variable is set.
@@ -11,7 +13,7 @@ import os
 import time
 from contextlib import contextmanager
 
-__all__ = ["span", "mark", "enabled"]
+__all__ = ["span", "mark", "enabled", "profiled"]
 
 _PATH = os.environ.get("GPUTEX_TRACE") or None
 
@@ -46,11 +48,31 @@ def process_start() -> float:
 
 @contextmanager
 def span(what: str, **extra):
+    """Record the block as a span; ``cpu`` is the seconds this thread ran on a core meanwhile
+    (a span whose cpu is far below its length was waiting: for the GIL, a lock, the GPU)."""
     if _PATH is None:
         yield
         return
-    t0 = time.time()
+    t0, c0 = time.time(), time.thread_time()
     try:
         yield
     finally:
-        mark(what, t0, **extra)
+        mark(what, t0, cpu=round(time.thread_time() - c0, 6), **extra)
+
+
+@contextmanager
+def profiled():
+    """cProfile the block (this thread only) into ``GPUTEX_PROFILE``, if set."""
+    path = os.environ.get("GPUTEX_PROFILE")
+    if not path:
+        yield
+        return
+    import cProfile
+
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        yield
+    finally:
+        prof.disable()
+        prof.dump_stats(path)

@@ -63,7 +63,9 @@ def codec_workers(n: int):
 
     from .encode import sweep_stale
 
+    global _FREE_MAX
     sweep_stale(_shm_folder())  # files of an earlier batch that was killed
+    _FREE_MAX = 2 * n + 2
     ctx = multiprocessing.get_context("spawn")
     decode = ProcessPoolExecutor(n, mp_context=ctx, initializer=_init)
     one_pool = os.environ.get("GPUTEX_POOLS", "").strip() == "1"  # decodes and encodes share n processes
@@ -79,6 +81,7 @@ def codec_workers(n: int):
         _POOLS.clear()
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
+        _drop_free_blocks()
 
 
 def _warm() -> None:
@@ -137,8 +140,9 @@ def _map_file(name: str, nbytes: int, write: bool):
 class SharedBlock:
     """One shared-memory file, mapped here, that arrays are carved from: captured levels are
     written into it straight from the GPU's readback buffer, and an encode worker maps it by
-    name (no copy into a file on the way). The file is unlinked by :meth:`close`, or when the
-    block is garbage-collected."""
+    name (no copy into a file on the way). :meth:`close` hands it back for the next image
+    (a fresh block costs the kernel zeroing its pages, on the in-order GPU thread); the file
+    is unlinked when the worker pool ends, or when the block is garbage-collected."""
 
     def __init__(self, nbytes: int):
         import weakref
@@ -177,7 +181,21 @@ class SharedBlock:
         return None
 
     def close(self) -> None:
+        """Done with its arrays: kept for reuse while a worker pool runs, else unlinked."""
+        with _FREE_LOCK:
+            if _POOLS and len(_FREE) < _FREE_MAX and self._closer.alive:
+                self._used = 0
+                _FREE.append(self)
+                return
         self._closer()
+
+    def unlink(self) -> None:
+        self._closer()
+
+
+_FREE: list[SharedBlock] = []  # blocks handed back, for the next images
+_FREE_LOCK = __import__("threading").Lock()
+_FREE_MAX = 0  # set when a pool starts: as many as can be in flight at once
 
 
 def _unlink_quietly(name: str) -> None:
@@ -188,8 +206,26 @@ def _unlink_quietly(name: str) -> None:
 
 
 def shared_block(nbytes: int) -> SharedBlock | None:
-    """A :class:`SharedBlock` when worker processes are running (else None: no one to share with)."""
-    return SharedBlock(nbytes) if _POOLS else None
+    """A :class:`SharedBlock` of at least ``nbytes`` when worker processes are running (else
+    None: no one to share with); one handed back is reused if it is not over twice the size."""
+    if not _POOLS:
+        return None
+    with _FREE_LOCK:
+        for i, block in enumerate(_FREE):
+            if nbytes <= block.size <= 2 * max(nbytes, 64):
+                del _FREE[i]
+                if os.path.getsize(block.name) != block.size:  # outputs were appended last time
+                    os.truncate(block.name, block.size)
+                return block
+    return SharedBlock(nbytes)
+
+
+def _drop_free_blocks() -> None:
+    with _FREE_LOCK:
+        blocks = list(_FREE)
+        _FREE.clear()
+    for block in blocks:
+        block.unlink()
 
 
 def _call(kind: str, fn, *args):
