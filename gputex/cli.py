@@ -335,6 +335,9 @@ def upload(
         except OSError as e:
             _err(f"{folder}: cannot create output folder ({e.strerror or e})")
             raise typer.Exit(EXIT_FAILED)
+    from .device import start_warming
+
+    start_warming()  # wgpu's C types parse while the first images decode
     opts = _options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
@@ -453,12 +456,13 @@ def capture(
     if not os.access(out, os.W_OK):
         _err(f"{out}: output folder is not writable")
         raise typer.Exit(EXIT_FAILED)
+    from .device import start_warming
     from .encode import sweep_stale
 
+    start_warming()  # wgpu's C types parse while the workers start and the first images decode
     sweep_stale(out)  # temporary files of an earlier run that was killed
     from .workers import codec_workers, worker_count
 
-    early = _session(adapter, backend) if os.environ.get("GPUTEX_DEVICE_FIRST") == "1" else None  # experiment
     # worker processes start, and the first inputs decode, while the device is made
     with codec_workers(worker_count(jobs, len(items))):
         from .pipeline import OutputNames, capture_encode_stage, capture_gpu_stage, decode_stage
@@ -472,10 +476,9 @@ def capture(
                         skip_existing=skip_existing, bc_decode=bc_decode.value,
                         mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
         names = OutputNames(out, [i.path for i in items])
-        code = _run_batch(items, as_json, early or (adapter, backend), _render_capture, jobs=jobs,
+        code = _run_batch(items, as_json, (adapter, backend), _render_capture, jobs=jobs,
                           decode=decode_stage(opts, names),
-                          gpu=capture_gpu_stage(early, names, opts) if early else
-                          (lambda session: capture_gpu_stage(session, names, opts)),
+                          gpu=lambda session: capture_gpu_stage(session, names, opts),
                           encode=capture_encode_stage(opts))
         raise typer.Exit(code)
 

@@ -57,6 +57,86 @@ class AdapterInfo:
                 "driver": self.driver, "chosen": self.chosen}
 
 
+#: The C types wgpu-py 0.32 builds cdata of during a capture run. cffi parses each one the first
+#: time it is used, re-reading every typedef of wgpu's header: ~0.7 s of pure Python per process
+#: here (52 types), and 1-2 s on a 16-core host while worker processes start. :func:`warm_types`
+#: does it on a thread of its own while the workers spawn and the first images decode.
+WGPU_CTYPES = (
+    'WGPUAdapterInfo *',
+    'WGPUAdapter[]',
+    'WGPUBindGroupDescriptor *',
+    'WGPUBindGroupEntry *',
+    'WGPUBindGroupEntry[]',
+    'WGPUBindGroupLayoutDescriptor *',
+    'WGPUBindGroupLayoutEntry *',
+    'WGPUBindGroupLayoutEntry[]',
+    'WGPUBindGroupLayout[]',
+    'WGPUBufferBindingLayout *',
+    'WGPUBufferDescriptor *',
+    'WGPUBufferMapCallbackInfo *',
+    'WGPUChainedStruct *',
+    'WGPUChainedStruct * ',
+    'WGPUCommandBufferDescriptor *',
+    'WGPUCommandBuffer[]',
+    'WGPUCommandEncoderDescriptor *',
+    'WGPUComputePassDescriptor *',
+    'WGPUComputePipelineDescriptor *',
+    'WGPUComputeState *',
+    'WGPUConstantEntry *',
+    'WGPUConstantEntry[]',
+    'WGPUDeviceDescriptor *',
+    'WGPUDeviceExtras *',
+    'WGPUDeviceLostCallbackInfo *',
+    'WGPUExtent3D *',
+    'WGPUFeatureName[]',
+    'WGPUInstanceDescriptor *',
+    'WGPULimits *',
+    'WGPUNativeLimits *',
+    'WGPUOrigin3D *',
+    'WGPUPipelineLayoutDescriptor *',
+    'WGPUQueueDescriptor *',
+    'WGPURequestDeviceCallbackInfo *',
+    'WGPUShaderModuleDescriptor *',
+    'WGPUShaderSourceWGSL *',
+    'WGPUStorageTextureBindingLayout *',
+    'WGPUStringView *',
+    'WGPUTexelCopyBufferInfo *',
+    'WGPUTexelCopyBufferLayout *',
+    'WGPUTexelCopyTextureInfo *',
+    'WGPUTextureBindingLayout *',
+    'WGPUTextureDescriptor *',
+    'WGPUTextureViewDescriptor *',
+    'WGPUUncapturedErrorCallbackInfo *',
+    'char []',
+    'intptr_t',
+    'uint32_t []',
+    'void(WGPUDevice const *, WGPUDeviceLostReason, WGPUStringView, void *, void *)',
+    'void(WGPUDevice const *, WGPUErrorType, WGPUStringView, void *, void *)',
+    'void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)',
+    'void(WGPURequestDeviceStatus, WGPUDevice, WGPUStringView, void *, void *)',
+)
+
+
+def warm_types() -> None:
+    """Parse :data:`WGPU_CTYPES` now (see there); anything this wgpu lacks is skipped."""
+    try:
+        from wgpu.backends.wgpu_native._ffi import ffi
+    except Exception:
+        return
+    for name in WGPU_CTYPES:
+        try:
+            ffi.typeof(name)
+        except Exception:
+            pass
+
+
+def start_warming() -> None:
+    """Run :func:`warm_types` on a daemon thread."""
+    import threading
+
+    threading.Thread(target=warm_types, name="gputex-warm-types", daemon=True).start()
+
+
 def _setup_instance(backend: str | None) -> None:
     import wgpu
     from wgpu.backends.wgpu_native import extras
