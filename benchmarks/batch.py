@@ -15,7 +15,7 @@ Builds its own corpus (photo-like PNGs of SIZE^2 plus odd sizes), then measures:
    default level.
 
 ``--variants`` runs (1) and (2) once per environment (``NAME=VALUE,NAME=VALUE``; "" is the
-default), e.g. ``GPUTEX_WORKERS=8`` or ``GPUTEX_POOLS=1``. ``--trace`` records (1) with
+default), e.g. ``GPUTEX_WORKERS=8``. ``--trace`` records (1) with
 ``GPUTEX_TRACE`` and prints where its time went (``benchmarks/timeline.py``).
 ``--big`` also captures one 16384^2 RGBA8 image and reports peak RSS against its decoded size.
 """
