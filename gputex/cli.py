@@ -102,15 +102,13 @@ def _err(message: str) -> None:
     typer.echo(f"gputex: {message}", err=True)
 
 
-def _session(adapter: Optional[str], backend: Optional[str]):
+def _session(adapter: Optional[str], backend: Optional[str], soon=None):
+    """The Session (``soon``: a Future of one, from :func:`gputex.device.session_soon`);
+    adapter and usage errors end the command with their exit codes."""
     from .device import Session
-    from .trace import enabled, mark, process_start, span
 
-    if enabled():
-        mark("start-to-device", process_start())
     try:
-        with span("device"):
-            return Session(adapter=adapter, backend=backend)
+        return soon.result() if soon is not None else Session(adapter=adapter, backend=backend)
     except NoAdapterError as e:
         _err(str(e))
         raise typer.Exit(EXIT_NO_GPU)
@@ -170,8 +168,8 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
                encode=None, one=None) -> int:
     """Run the inputs (overlapped stages, or ``one(path)`` per input); print; return the exit code.
 
-    ``session`` is a Session, or for overlapped stages a ``(adapter, backend)`` pair: then the
-    device is made while the first inputs decode, and ``gpu`` is ``session -> gpu stage``.
+    ``session`` is a Session, or for overlapped stages a Future of one (``session_soon``): then
+    the first inputs decode while the device is made, and ``gpu`` is ``session -> gpu stage``.
     Per input: a JSON line with --json; each failure one line on stderr. On a terminal a
     progress bar runs and a summary line ends the run; Ctrl-C stops with a summary and 130.
     """
@@ -180,13 +178,13 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
 
     state = {"failed": 0, "bytes": 0, "t0": time.perf_counter(), "stop": False}
     start = None
-    if isinstance(session, tuple):
-        device_args, make_gpu = session, gpu
+    if hasattr(session, "result"):
+        soon, make_gpu = session, gpu
         session = gpu = None
 
         def start():
             nonlocal session
-            session = _session(*device_args)
+            session = _session(None, None, soon)
             return make_gpu(session)
 
     bar = _progress(len(items), not as_json)
@@ -335,9 +333,6 @@ def upload(
         except OSError as e:
             _err(f"{folder}: cannot create output folder ({e.strerror or e})")
             raise typer.Exit(EXIT_FAILED)
-    from .device import start_warming
-
-    start_warming()  # wgpu's C types parse while the first images decode
     opts = _options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
@@ -363,7 +358,10 @@ def upload(
         if not result.ok:
             _err(result.error or "failed")
         raise typer.Exit(EXIT_OK if result.ok else EXIT_FAILED)
-    code = _run_batch(items, as_json, (adapter, backend), _render_upload, jobs=jobs, decode=decode_stage(opts),
+    from .device import session_soon
+
+    code = _run_batch(items, as_json, session_soon(adapter, backend), _render_upload, jobs=jobs,
+                      decode=decode_stage(opts),
                       gpu=lambda session: upload_gpu_stage(session, opts, names))
     raise typer.Exit(code)
 
@@ -456,15 +454,19 @@ def capture(
     if not os.access(out, os.W_OK):
         _err(f"{out}: output folder is not writable")
         raise typer.Exit(EXIT_FAILED)
-    from .device import start_warming
+    from .device import session_soon
     from .encode import sweep_stale
 
-    start_warming()  # wgpu's C types parse while the workers start and the first images decode
     sweep_stale(out)  # temporary files of an earlier run that was killed
+    from .trace import enabled, mark, process_start
     from .workers import codec_workers, worker_count
 
-    # worker processes start, and the first inputs decode, while the device is made
+    if enabled():
+        mark("startup", process_start())  # interpreter, imports, argument parsing
     with codec_workers(worker_count(jobs, len(items))):
+        # after the workers are spawned (the GIL is not fought over while the parent spawns them):
+        # the device is made on a thread of its own while they start and decode the first inputs
+        soon = session_soon(adapter, backend)
         from .pipeline import OutputNames, capture_encode_stage, capture_gpu_stage, decode_stage
 
         want_mips = mips or levels is not None
@@ -476,7 +478,7 @@ def capture(
                         skip_existing=skip_existing, bc_decode=bc_decode.value,
                         mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
         names = OutputNames(out, [i.path for i in items])
-        code = _run_batch(items, as_json, (adapter, backend), _render_capture, jobs=jobs,
+        code = _run_batch(items, as_json, soon, _render_capture, jobs=jobs,
                           decode=decode_stage(opts, names),
                           gpu=lambda session: capture_gpu_stage(session, names, opts),
                           encode=capture_encode_stage(opts))

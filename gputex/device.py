@@ -60,7 +60,7 @@ class AdapterInfo:
 #: The C types wgpu-py 0.32 builds cdata of during a capture run. cffi parses each one the first
 #: time it is used, re-reading every typedef of wgpu's header: ~0.7 s of pure Python per process
 #: here (52 types), and 1-2 s on a 16-core host while worker processes start. :func:`warm_types`
-#: does it on a thread of its own while the workers spawn and the first images decode.
+#: does it, on the thread :func:`session_soon` makes the device on.
 WGPU_CTYPES = (
     'WGPUAdapterInfo *',
     'WGPUAdapter[]',
@@ -130,11 +130,29 @@ def warm_types() -> None:
             pass
 
 
-def start_warming() -> None:
-    """Run :func:`warm_types` on a daemon thread."""
+def session_soon(adapter: str | None = None, backend: str | None = None):
+    """A Future of a :class:`Session` made on a thread of its own, which then parses
+    :data:`WGPU_CTYPES`: a batch's worker processes start and its first images decode
+    meanwhile, and the in-order thread only waits (``result()`` raises what ``Session`` raised)."""
     import threading
+    from concurrent.futures import Future
 
-    threading.Thread(target=warm_types, name="gputex-warm-types", daemon=True).start()
+    future: Future = Future()
+
+    def run() -> None:
+        from .trace import span
+
+        try:
+            with span("device"):
+                future.set_result(Session(adapter=adapter, backend=backend))
+        except BaseException as e:  # handed to whoever waits for the session
+            future.set_exception(e)
+            return
+        with span("warm-types"):
+            warm_types()
+
+    threading.Thread(target=run, name="gputex-device", daemon=True).start()
+    return future
 
 
 def _setup_instance(backend: str | None) -> None:

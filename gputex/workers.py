@@ -72,9 +72,12 @@ def codec_workers(n: int):
     _POOLS.update(decode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init),
                   encode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init))
     pools = list(_POOLS.values())
-    for pool in pools:  # start every process now, in parallel with whatever comes next
-        for _ in range(n):
-            pool.submit(_warm)
+    from .trace import span
+
+    with span("spawn"):
+        for pool in pools:  # start every process now, in parallel with whatever comes next
+            for _ in range(n):
+                pool.submit(_warm)
     try:
         yield
     finally:
