@@ -1,6 +1,7 @@
 """GPU mip chain against CPU implementations, measured in the same run.
 
     python benchmarks/mips.py [--sizes 4096 8192] [--repeat 3]
+    python benchmarks/mips.py --paths [--formats r8unorm rg8unorm rgb10a2unorm r16float rg16float]
 
 gputex: box filter, sRGB data filtered in linear light, weighted alpha (the defaults),
 GPU time from timestamp queries where the adapter has them, and wall time to the
@@ -10,6 +11,11 @@ chain being done. Baselines:
   alpha-weighted colour, rounded to nearest) - equivalent;
 * Pillow ``reduce(2)`` chain and OpenCV ``INTER_AREA`` chain (if installed) -
   NOT equivalent: gamma space, no alpha weighting, no odd-size weights.
+
+``--paths`` times, for formats that are renderable but not storage-capable, the compute path
+(reduce pass + pack into a buffer + ``copy_buffer_to_texture``) against the render path
+(fragment shader drawing each level into the texture), same chain, same run
+(``GPUTEX_MIPS_PATH`` picks the path; the default is set from these numbers).
 """
 
 from __future__ import annotations
@@ -69,6 +75,44 @@ def best(fn, repeat):
     return min(t), r
 
 
+def sample(fmt, n: int) -> np.ndarray:
+    rng = np.random.default_rng(1)
+    channels = 4 if fmt.packed else fmt.channels
+    if fmt.kind == "float":
+        return rng.random((n, n, channels), np.float32)
+    return rng.integers(0, 256, (n, n, channels), np.uint8)
+
+
+def compare_paths(gpu, formats: list[str], sizes: list[int], repeat: int) -> None:
+    from gputex.formats import get_format
+
+    for name in formats:
+        fmt = get_format(name)
+        for n in sizes:
+            a = sample(fmt, n)
+            line = f"{name:>14} {n}x{n}:"
+            first = None
+            for path in ("compute", "render"):
+                os.environ["GPUTEX_MIPS_PATH"] = path
+                tex = gputex.upload(gpu, gputex.from_array(a), name, mips=True)  # warms pipelines
+
+                def chain():
+                    r = generate_mips(tex, measure=True)
+                    gpu.wait()
+                    return r
+
+                wall, report = best(chain, repeat)
+                reports = [chain() for _ in range(repeat)] if report.gpu_ns is not None else []
+                got = [gputex.capture(tex, lv).tobytes() for lv in range(1, tex.levels)]
+                first = first or got
+                line += (f"  {path} wall {wall * 1e3:7.2f} ms" +
+                         (f" GPU {min(r.gpu_ns for r in reports) / 1e6:.3f} ms" if reports else "") +
+                         ("" if got == first else " (LEVELS DIFFER)"))
+                tex.destroy()
+            print(line, flush=True)
+    os.environ.pop("GPUTEX_MIPS_PATH", None)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
@@ -76,10 +120,16 @@ def main() -> None:
     ap.add_argument("--skip-numpy", action="store_true")
     ap.add_argument("--format", default="rgba8unorm-srgb",
                     help="rgba16unorm times the float64 path (no CPU baselines then)")
+    ap.add_argument("--paths", action="store_true", help="compute against render path (see above)")
+    ap.add_argument("--formats", nargs="+",
+                    default=["r8unorm", "rg8unorm", "rgb10a2unorm", "r16float", "rg16float"])
     args = ap.parse_args()
     eight = args.format.startswith(("rgba8", "bgra8"))
     gpu = gputex.Session()
     print(f"adapter: {gpu.name}; timestamp queries: {gpu.has_feature('timestamp-query')}")
+    if args.paths:
+        compare_paths(gpu, args.formats, args.sizes, args.repeat)
+        return
     for n in args.sizes:
         rng = np.random.default_rng(1)
         a = rng.integers(0, 256 if eight else 65536, (n, n, 4), np.uint8 if eight else np.uint16)

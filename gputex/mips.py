@@ -112,6 +112,50 @@ def _pipeline(session, shader: str, constants: dict, entries: list[dict], entry:
     return session.cached(key, make)
 
 
+def _render_pipeline(session, constants: dict, entries: list[dict], target: str):
+    """The render path's pipeline: ``mip_reduce.wgsl``'s full-screen triangle writing ``target``."""
+    key = ("render-pipeline", target, tuple(sorted(constants.items())))
+
+    def make():
+        module = session.cached(("module", "mip_reduce.wgsl", "rgba8unorm"), lambda: session.device.create_shader_module(
+            code=shader_source("mip_reduce.wgsl"), label="mip_reduce.wgsl"))
+        bgl = session.device.create_bind_group_layout(entries=entries)
+        layout = session.device.create_pipeline_layout(bind_group_layouts=[bgl])
+        pipe = session.device.create_render_pipeline(
+            layout=layout, vertex={"module": module, "entry_point": "vs_level", "constants": constants},
+            primitive={"topology": "triangle-list"},
+            fragment={"module": module, "entry_point": "fs_level", "constants": constants,
+                      "targets": [{"format": target}]})
+        return pipe, bgl
+
+    return session.cached(key, make)
+
+
+#: Formats that go through the render path (renderable, not storage-capable, and no storage-capable
+#: twin on this device) where ``GPUTEX_MIPS_PATH`` is ``render``; the default is chosen by
+#: measurement (``benchmarks/mips.py --path``; see README).
+RENDER_KINDS = ("unorm8", "float16", "rgb10a2")
+DEFAULT_PATH = "compute"
+
+
+def mips_path() -> str:
+    """``compute`` or ``render`` for renderable non-storage formats (``GPUTEX_MIPS_PATH``)."""
+    import os
+
+    path = os.environ.get("GPUTEX_MIPS_PATH", "").strip().lower() or DEFAULT_PATH
+    if path not in ("compute", "render"):
+        raise FormatError(f"GPUTEX_MIPS_PATH must be compute or render, got {path!r}")
+    return path
+
+
+def render_target(session, fmt) -> bool:
+    """Whether ``fmt``'s mip levels would be rendered (its texture then needs RENDER_ATTACHMENT)."""
+    if fmt.compressed or not fmt.renderable or _storage_twin(session, fmt) or mips_path() != "render":
+        return False
+    kind = "rgb10a2" if fmt.packed else f"{fmt.kind}{fmt.bits}" if fmt.kind in ("unorm", "float") else ""
+    return kind in RENDER_KINDS and fmt.name not in EXACT_FORMATS
+
+
 def dispatch(enc, pipe, bind, groups: tuple[int, int, int]) -> None:
     """One compute pass of ``pipe`` with bind group 0 over ``groups`` workgroups."""
     cpass = enc.begin_compute_pass()
@@ -121,11 +165,12 @@ def dispatch(enc, pipe, bind, groups: tuple[int, int, int]) -> None:
     cpass.end()
 
 
-def _entries(kind: str, out_format: str = "") -> list[dict]:
-    """Bind group layout of the ``reduce`` or ``pack`` pass (``out_format``: main_direct's target)."""
+def _entries(kind: str, out_format: str = "", stage: int = 0) -> list[dict]:
+    """Bind group layout of the ``reduce`` or ``pack`` pass (``out_format``: main_direct's target;
+    ``stage``: the shader stage that binds them, compute unless given)."""
     import wgpu
 
-    s = wgpu.ShaderStage.COMPUTE
+    s = stage or wgpu.ShaderStage.COMPUTE
     src = {"binding": 0, "visibility": s,
            "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
                        "view_dimension": "2d", "multisampled": False}}
@@ -140,14 +185,14 @@ def _entries(kind: str, out_format: str = "") -> list[dict]:
         entries.append({"binding": 4, "visibility": s,
                         "storage_texture": {"access": wgpu.StorageTextureAccess.write_only,
                                             "format": out_format, "view_dimension": "2d"}})
-    return entries + _plain_entries(True)
+    return entries + _plain_entries(True, s)
 
 
-def _plain_entries(storage: bool) -> list[dict]:
+def _plain_entries(storage: bool, stage: int = 0) -> list[dict]:
     """Bindings 5 (source plain colour) and, for the reduce pass, 6 (this level's plain colour)."""
     import wgpu
 
-    s = wgpu.ShaderStage.COMPUTE
+    s = stage or wgpu.ShaderStage.COMPUTE
     out = [{"binding": 5, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
                                                        "view_dimension": "2d", "multisampled": False}}]
     if storage:
@@ -537,7 +582,10 @@ class _Chain:
         self.pitch1 = align_up(w1 * fmt.block_bytes, 256)
         self.band_rows = max(1, min(h1, limit // self.pitch1))
         self.direct = None if coverage else _storage_twin(self.session, fmt)
-        self.fused = not self.direct and fmt.block_bytes % 4 == 0 and not coverage and self.band_rows >= h1
+        self.render = (not coverage and render_target(self.session, fmt)
+                       and bool(tex.texture.usage & wgpu.TextureUsage.RENDER_ATTACHMENT))
+        self.fused = (not self.direct and not self.render and fmt.block_bytes % 4 == 0 and not coverage
+                      and self.band_rows >= h1)
         # work, scratch and output resources are kept for the next chain of the same shape
         # (a batch of same-size images, layers of an array): allocating and clearing a
         # 4096^2 rgba32float work level costs more than the whole chain on a fast GPU
@@ -548,7 +596,7 @@ class _Chain:
             size=(w1, h1, 1), format="rgba32float", mip_level_count=tex.levels - 1,
             usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING
             | (wgpu.TextureUsage.COPY_SRC if coverage else 0)))
-        scratch_size = 4 if self.direct else self.pitch1 * self.band_rows
+        scratch_size = 4 if self.direct or self.render else self.pitch1 * self.band_rows
         self.scratch = self._reused("scratch", scratch_size, scratch_size, lambda: self.session.check(
             f"{tex.source}: mip pack buffer", self.device.create_buffer, size=scratch_size,
             usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC))
@@ -598,8 +646,13 @@ class _Chain:
             src = self.sources[level]
             consts = dict(self.common, SRC_IS_BASE=src == 0, FILTER=FILTERS[self.filter], WRAP=WRAPS[self.wrap],
                           DECODE_SRGB=self.space_srgb and not fmt.srgb and src == 0, FUSED=self.fused,
-                          STORE_WORK=level in read or not (self.fused or self.direct))
-            if self.direct:
+                          STORE_WORK=level in read or not (self.fused or self.direct or self.render))
+            if self.render:
+                import wgpu
+
+                pipe, bgl = _render_pipeline(self.session, consts, _entries("reduce", stage=wgpu.ShaderStage.FRAGMENT),
+                                             fmt.name)
+            elif self.direct:
                 pipe, bgl = _pipeline(self.session, "mip_reduce.wgsl", consts, _entries("reduce", self.direct),
                                       "main_direct", self.direct)
             else:
@@ -621,7 +674,11 @@ class _Chain:
             else:
                 entries += [{"binding": 5, "resource": _stand_in(self.session, "sampled")},
                             {"binding": 6, "resource": _stand_in(self.session, "storage")}]
-            self._pass(pipe, self.device.create_bind_group(layout=bgl, entries=entries), (-(-dw // 8), -(-dh // 8), 1))
+            bind = self.device.create_bind_group(layout=bgl, entries=entries)
+            if self.render:
+                self._draw(pipe, bind, level)
+                continue
+            self._pass(pipe, bind, (-(-dw // 8), -(-dh // 8), 1))
             if self.fused:
                 self._copy(level, pitch, 0, dh)
         if self.direct:  # the output texture's levels into the texture (copy-compatible formats)
@@ -632,8 +689,21 @@ class _Chain:
                                                   "origin": (0, 0, self.layer)}, (w, h, 1))
         return self.sources[1:]
 
+    def _draw(self, pipe, bind, level: int) -> None:
+        """The render path: one full-screen triangle into ``level``'s texels."""
+        view = self.tex.texture.create_view(base_mip_level=level, mip_level_count=1, base_array_layer=self.layer,
+                                            array_layer_count=1, dimension="2d")
+        ts = self.query.next() if self.query else None
+        attach = {"view": view, "load_op": "clear", "store_op": "store", "clear_value": (0, 0, 0, 0)}
+        rpass = (self.enc.begin_render_pass(color_attachments=[attach], timestamp_writes=ts) if ts
+                 else self.enc.begin_render_pass(color_attachments=[attach]))
+        rpass.set_pipeline(pipe)
+        rpass.set_bind_group(0, bind)
+        rpass.draw(3)
+        rpass.end()
+
     def pack_all(self, scales: list[float]) -> None:
-        if self.fused or self.direct:
+        if self.fused or self.direct or self.render:
             return
         fmt = self.tex.format
         pipe, bgl = _pipeline(self.session, "mip_pack.wgsl", self.common, _entries("pack") + _plain_entries(False))

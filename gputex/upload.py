@@ -133,6 +133,13 @@ def create_texture(session: "Session", fmt: Format, width: int, height: int, *, 
         raise LimitError(f"{levels} mip levels is more than {mip_count(width, height, depth)}, "
                          f"the most a {width}x{height} texture has")
     alloc_w, alloc_h = physical_size(fmt, width, height)
+    if levels > 1 and depth == 1:
+        from .mips import render_target
+
+        if render_target(session, fmt):  # its mips are drawn into its levels
+            import wgpu
+
+            usage = (_usage() if usage is None else usage) | wgpu.TextureUsage.RENDER_ATTACHMENT
     tex = session.check(
         f"{source or 'texture'}: create {fmt.name} {width}x{height}",
         session.device.create_texture,

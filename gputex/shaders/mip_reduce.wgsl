@@ -280,6 +280,10 @@ fn storable(v: vec4<f32>) -> vec4<f32> {
         return vec4<f32>(unpack2x16float(f16_bits(c.x) | (f16_bits(c.y) << 16u)),
                          unpack2x16float(f16_bits(c.z) | (f16_bits(c.w) << 16u)));
     }
+    if (FMT == 4u) {  // rgb10a2unorm (render path)
+        let q = clamp(c, vec4<f32>(0.0), vec4<f32>(1.0));
+        return vec4<f32>(floor(q.rgb * 1023.0 + vec3<f32>(0.5)) / 1023.0, floor(q.a * 3.0 + 0.5) / 3.0);
+    }
     return c;
 }
 
@@ -289,4 +293,19 @@ fn main_direct(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     textureStore(out_tex, vec2<i32>(gid.xy), storable(finalize(reduce_store(gid.xy), 1.0)));
+}
+
+// Render path, for formats that are renderable but not storage-capable (r8unorm, rg8unorm,
+// rgb10a2unorm, r16float, rg16float, bgra8 without bgra8unorm-storage): a full-screen triangle
+// over the level, each fragment one texel, written by the colour attachment. The value is
+// quantized in storable() first, so the attachment's own conversion is exact.
+@vertex
+fn vs_level(@builtin(vertex_index) i: u32) -> @builtin(position) vec4<f32> {
+    let corner = vec2<f32>(f32((i << 1u) & 2u), f32(i & 2u));
+    return vec4<f32>(corner * 2.0 - vec2<f32>(1.0), 0.0, 1.0);
+}
+
+@fragment
+fn fs_level(@builtin(position) p: vec4<f32>) -> @location(0) vec4<f32> {
+    return storable(finalize(reduce_store(vec2<u32>(p.xy)), 1.0));
 }
