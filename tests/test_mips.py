@@ -61,7 +61,9 @@ def test_box_rgba8_matches_reference(gpu, w, h, space, alpha):
 @pytest.mark.parametrize("fmt,channels", [("rgba8unorm-srgb", 4), ("bgra8unorm-srgb", 4), ("bgra8unorm", 4),
                                           ("r8unorm", 1), ("rg8unorm", 2), ("rgb10a2unorm", 4)])
 @pytest.mark.parametrize("w,h", [(7, 13), (257, 131), (64, 64)])
-def test_box_other_8bit_formats(gpu, fmt, channels, w, h):
+@pytest.mark.parametrize("path", ["compute", "render"])
+def test_box_other_8bit_formats(gpu, fmt, channels, w, h, path, monkeypatch):
+    monkeypatch.setenv("GPUTEX_MIPS_PATH", path)  # r8unorm, rg8unorm, rgb10a2unorm take the render path
     a = _image(w, h, channels, "holes")
     srgb = fmt.endswith("srgb") or fmt in ("r8unorm", "rg8unorm")
     got = _run(gpu, a, fmt, "srgb" if srgb else "linear")
@@ -328,3 +330,44 @@ def test_kernels_on_srgb_and_bgra_formats(gpu, fmt):
     got = _run(gpu, a, fmt, "srgb", filter="lanczos", alpha="weighted")
     ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted", filter="lanczos")
     _check(got, [np.clip(r, 0, 1) for r in ref], 255)
+
+
+RENDER_FORMATS = [("r8unorm", 1, np.uint8), ("rg8unorm", 2, np.uint8), ("rgb10a2unorm", 4, np.uint8),
+                  ("r16float", 1, np.float32), ("rg16float", 2, np.float32)]
+
+
+@pytest.mark.parametrize("fmt,channels,dtype", RENDER_FORMATS)
+@pytest.mark.parametrize("w,h", [(1, 9), (5, 5), (61, 37), (256, 128)])
+@pytest.mark.parametrize("space", ["srgb", "linear"])
+@pytest.mark.parametrize("filt", ["box", "lanczos"])
+def test_render_path_equals_compute_path(gpu, fmt, channels, dtype, w, h, space, filt, monkeypatch):
+    """The render path (fragment shader drawing each level) and the compute path give the same
+    bytes: same arithmetic, values quantized before the attachment's conversion."""
+    import wgpu
+
+    from gputex.formats import get_format
+    from gputex.mips import render_target
+
+    a = (rng.integers(0, 256, (h, w, channels), np.uint8) if dtype == np.uint8
+         else rng.random((h, w, channels), np.float32) * 4)
+    if channels in (2, 4) and dtype == np.uint8:
+        a[..., -1] = np.where(rng.random((h, w)) < 0.3, 0, a[..., -1])
+    levels = {}
+    for path in ("compute", "render"):
+        monkeypatch.setenv("GPUTEX_MIPS_PATH", path)
+        assert render_target(gpu, get_format(fmt)) == (path == "render")
+        tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, filter=filt)
+        assert bool(tex.texture.usage & wgpu.TextureUsage.RENDER_ATTACHMENT) == (path == "render")
+        levels[path] = [gputex.capture(tex, lv).tobytes() for lv in range(tex.levels)]
+        tex.destroy()
+    assert len(levels["render"]) == mip_count(w, h)
+    for lv, (c, r) in enumerate(zip(levels["compute"], levels["render"])):
+        assert c == r, f"level {lv} differs between the compute and the render path"
+
+
+def test_mips_path_setting_is_checked(gpu, monkeypatch):
+    from gputex.errors import FormatError
+
+    monkeypatch.setenv("GPUTEX_MIPS_PATH", "fragment")
+    with pytest.raises(FormatError, match="^GPUTEX_MIPS_PATH must be compute or render, got 'fragment'$"):
+        gputex.upload(gpu, gputex.from_array(np.zeros((4, 4, 1), np.uint8)), "r8unorm", mips=True)
