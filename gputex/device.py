@@ -58,9 +58,10 @@ class AdapterInfo:
 
 
 #: The C types wgpu-py 0.32 builds cdata of during a capture run. cffi parses each one the first
-#: time it is used, re-reading every typedef of wgpu's header: ~0.7 s of pure Python per process
-#: here (52 types), and 1-2 s on a 16-core host while worker processes start. :func:`warm_types`
-#: does it, on the thread :func:`session_soon` makes the device on.
+#: time it is used, re-reading every typedef of wgpu's header (~430) with pycparser: 1.0 s of pure
+#: Python per process here (52 types), 1-2 s on a 16-core host while worker processes start.
+#: :func:`warm_types` makes the pointer and array types from cffi's own parsed declarations
+#: instead (0.1 s), before the device is made.
 WGPU_CTYPES = (
     'WGPUAdapterInfo *',
     'WGPUAdapter[]',
@@ -118,22 +119,51 @@ WGPU_CTYPES = (
 
 
 def warm_types() -> None:
-    """Parse :data:`WGPU_CTYPES` now (see there); anything this wgpu lacks is skipped."""
+    """Put :data:`WGPU_CTYPES` in wgpu's cffi type cache (see there); idempotent, never raises.
+
+    ``NAME *`` and ``NAME[]`` of a typedef'd NAME are built from the declaration cffi parsed when
+    wgpu loaded (the same objects a parse gives: the first one is checked against a real parse,
+    and any surprise in cffi's internals falls back to parsing); the few others are parsed.
+    """
     try:
+        from cffi import model
         from wgpu.backends.wgpu_native._ffi import ffi
+
+        declarations = ffi._parser._declarations
+        cache = ffi._parsed_types
     except Exception:
         return
+    fast, checked = True, False
     for name in WGPU_CTYPES:
+        if name in cache:
+            continue
+        stem = name.strip()
+        kind = "*" if stem.endswith("*") else "[]" if stem.endswith("[]") else ""
+        decl = declarations.get("typedef " + stem[: -len(kind)].strip()) if kind else None
+        if fast and decl is not None:
+            try:
+                tp = model.PointerType(decl[0]) if kind == "*" else model.ArrayType(decl[0], None)
+                with ffi._lock:
+                    built = ffi._get_cached_btype(tp)
+                if not checked:  # the first one: what a parse gives (a differently spelt key parses)
+                    checked = True
+                    if ffi._typeof(" " + name) is not built:
+                        fast = False
+                        continue
+                cache.setdefault(name, (built, False))
+                continue
+            except Exception:
+                fast = False
         try:
-            ffi.typeof(name)
+            ffi._typeof(name, consider_function_as_funcptr=True)
         except Exception:
             pass
 
 
 def session_soon(adapter: str | None = None, backend: str | None = None):
-    """A Future of a :class:`Session` made on a thread of its own, which then parses
-    :data:`WGPU_CTYPES`: a batch's worker processes start and its first images decode
-    meanwhile, and the in-order thread only waits (``result()`` raises what ``Session`` raised)."""
+    """A Future of a :class:`Session` made on a thread of its own: a batch's worker processes
+    start and its first images decode meanwhile, and the in-order thread only waits
+    (``result()`` raises what ``Session`` raised)."""
     import threading
     from concurrent.futures import Future
 
@@ -147,9 +177,6 @@ def session_soon(adapter: str | None = None, backend: str | None = None):
                 future.set_result(Session(adapter=adapter, backend=backend))
         except BaseException as e:  # handed to whoever waits for the session
             future.set_exception(e)
-            return
-        with span("warm-types"):
-            warm_types()
 
     threading.Thread(target=run, name="gputex-device", daemon=True).start()
     return future
@@ -221,6 +248,10 @@ class Session:
     def __init__(self, adapter: str | None = None, backend: str | None = None):
         adapter = adapter or os.environ.get("GPUTEX_ADAPTER") or None
         backend = backend or os.environ.get("GPUTEX_BACKEND") or None
+        from .trace import span
+
+        with span("warm-types"):
+            warm_types()
         try:
             candidates = list_adapters(backend)
         except ValueError:
