@@ -90,8 +90,10 @@ def test_ssim_matches_scikit_image(gpu, name, w, h):
     scale = 1.0 if fmt.kind == "float" else 2 ** fmt.bits - 1
     x = _luma(_codes(ta) / scale, fmt.channels)
     y = _luma(_codes(tb) / scale, fmt.channels)
-    assert r.ssim == pytest.approx(_ssim_reference(x, y), abs=2e-6)
-    assert f"{r.ssim:.6f}" == f"{_ssim_reference(x, y):.6f}" or abs(r.ssim - _ssim_reference(x, y)) < 2e-6
+    # float32 window sums on the GPU: over 150 random pairs the largest difference was 5.4e-6 at
+    # 11x11 (one window decides) and 3.8e-7 at 61x37; the inputs come from the module's shared generator,
+    # so which pair a case gets depends on the tests run before it
+    assert r.ssim == pytest.approx(_ssim_reference(x, y), abs=1e-5 if w * h < 1000 else 2e-6)
 
 
 def test_ssim_absent_below_window_size(gpu):
