@@ -245,11 +245,47 @@ def _readback_buffer(session, size: int):
 def capture_texture_file(tex: "Texture", *, budget: int = 64 << 20, levels: list[int] | None = None):
     """Read every level (or ``levels``), layer, face and slice back as a :class:`TextureFile`:
     exactly the bytes the GPU holds, tight, in block rows (for writing KTX2 / DDS)."""
+    import numpy as np
+    import wgpu
+
+    from .layout import align_up
     from .texfile import TextureFile
 
-    out = []
-    for level in (levels if levels is not None else range(tex.levels)):
-        parts = [capture_bytes(tex, level, z, budget=budget).tobytes() for z in range(tex.level_images(level))]
-        out.append(parts[0] if len(parts) == 1 else b"".join(parts))
+    wanted = list(levels if levels is not None else range(tex.levels))
+    got: dict[int, bytes] = {}
+    small, offsets, total = [], {}, 0
+    for level in wanted:  # levels whose layers all fit a quarter of the budget: one copy each, one map
+        lay, n = copy_layout(tex.format, *tex.size(level)), tex.level_images(level)
+        if lay.padded_bytes_per_row * lay.blocks_down * n > budget // 4:
+            got[level] = b"".join(capture_bytes(tex, level, z, budget=budget).tobytes() for z in range(n))
+        else:
+            offsets[level] = total
+            total = align_up(total + lay.padded_bytes_per_row * lay.blocks_down * n, 256)
+            small.append(level)
+    if small:
+        session, (bw, bh) = tex.session, tex.format.block
+        buf = _readback_buffer(session, total)
+        enc = session.device.create_command_encoder()
+        for level in small:
+            lay, n = copy_layout(tex.format, *tex.size(level)), tex.level_images(level)
+            session.check(f"{tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
+                          {"texture": tex.texture, "mip_level": level, "origin": (0, 0, 0)},
+                          {"buffer": buf, "offset": offsets[level], "bytes_per_row": lay.padded_bytes_per_row,
+                           "rows_per_image": lay.blocks_down},
+                          (lay.blocks_across * bw, lay.blocks_down * bh, n))
+        session.device.queue.submit([enc.finish()])
+        session.check(f"{tex.source}: map readback buffer", buf.map_sync, wgpu.MapMode.READ, 0, total)
+        try:
+            mapped = np.frombuffer(buf.read_mapped(0, total, copy=False), np.uint8)
+            for level in small:
+                lay, n = copy_layout(tex.format, *tex.size(level)), tex.level_images(level)
+                rows = mapped[offsets[level]: offsets[level] + lay.padded_bytes_per_row * lay.blocks_down * n]
+                got[level] = rows.reshape(-1, lay.padded_bytes_per_row)[:, : lay.bytes_per_row].tobytes()
+            del mapped, rows
+        finally:
+            buf.unmap()
+            if session._cache.get(("levels-readback",)) is not buf:
+                buf.destroy()
+    out = [got[level] for level in wanted]
     return TextureFile(tex.format, tex.width, tex.height, tex.depth, max(1, tex.layers // tex.faces), tex.faces,
                        levels=out, color_space=tex.color_space, source=tex.source, array=tex.array)
