@@ -36,7 +36,6 @@ def summary(path: str, cores: int | None = None) -> str:
         lines.append(f"{what:>15}: n {len(es):3d}, sum {busy:7.3f} s (thread cpu {cpu:7.3f}), "
                      f"mean {busy / len(es) * 1e3:7.1f} ms, first start {first:6.3f} s, last end {last:6.3f} s")
     cores = cores or os.cpu_count() or 1
-    tenths = []
     for k in range(10):
         a, b = t_start + wall * k / 10, t_start + wall * (k + 1) / 10
         busy = collections.Counter()
