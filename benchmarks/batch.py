@@ -125,6 +125,8 @@ def run_codecs_process(paths, out: str, jobs: int, level: str, folder: str, env:
 
 
 def codecs_child(spec: str) -> None:
+    from gputex.trace import process_start
+
     t_start = process_start()
     from gputex import workers  # noqa: F401  (what a codec script imports: numpy, the pool)
 
@@ -133,12 +135,6 @@ def codecs_child(spec: str) -> None:
     levels = load_outputs(a["out"])
     secs = run_codecs(a["paths"], levels, a["jobs"], a["level"], a["folder"])
     print(f"{t_ready - t_start + secs:.6f}")
-
-
-def process_start() -> float:
-    from gputex.trace import process_start as start
-
-    return start()
 
 
 def box_matrix(n: int, m: int) -> np.ndarray:

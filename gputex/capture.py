@@ -157,57 +157,35 @@ def capture_levels(tex: "Texture", levels: list[int], layer: int = 0, *, budget:
     the mapped buffer into it when the format needs no conversion.
     """
     import numpy as np
-    import wgpu
 
     from .convert import from_texture_rows
-    from .layout import align_up
 
     if tex.format.compressed:
         raise LimitError(f"{tex.source}: {tex.format.name} is block-compressed; use capture_bytes")
     fmt = tex.format
     out: dict[int, np.ndarray] = {}
-    small, offsets, total = [], {}, 0
+    small = []
     for level in levels:
-        lay = tex.layout(level)
-        if lay.staging_bytes > budget // 4:
+        if tex.layout(level).staging_bytes > budget // 4:
             out[level] = _placed(capture(tex, level, layer, budget=budget), level, into)
         else:
-            offsets[level] = total
-            total = align_up(total + lay.staging_bytes, 256)
             small.append(level)
+    direct = into is not None and not fmt.packed and not fmt.bgra  # bytes as stored: no conversion
+
+    def take(level: int, padded: "np.ndarray") -> None:
+        lay = tex.layout(level)
+        if direct:
+            dst = into(level, (lay.height, lay.width, fmt.channels), np.dtype(fmt.component_dtype))
+            _unpad(dst.reshape(-1).view(np.uint8).reshape(lay.blocks_down, lay.bytes_per_row), padded,
+                   lay.bytes_per_row)
+            out[level] = dst
+        else:
+            raw = np.empty((lay.blocks_down, lay.bytes_per_row), np.uint8)
+            _unpad(raw, padded, lay.bytes_per_row)
+            out[level] = _placed(from_texture_rows(raw, fmt, lay.width), level, into)
+
     if small:
-        session = tex.session
-        buf = _readback_buffer(session, total)
-        enc = session.device.create_command_encoder()
-        for level in small:
-            lay = tex.layout(level)
-            session.check(f"{tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
-                          {"texture": tex.texture, "mip_level": level, "origin": (0, 0, layer)},
-                          {"buffer": buf, "offset": offsets[level], "bytes_per_row": lay.padded_bytes_per_row,
-                           "rows_per_image": lay.blocks_down},
-                          (lay.width, lay.height, 1))
-        session.device.queue.submit([enc.finish()])
-        session.check(f"{tex.source}: map readback buffer", buf.map_sync, wgpu.MapMode.READ, 0, total)
-        try:
-            mapped = np.frombuffer(buf.read_mapped(0, total, copy=False), np.uint8)
-            for level in small:
-                lay = tex.layout(level)
-                pitch, down, start, tight = lay.padded_bytes_per_row, lay.blocks_down, offsets[level], lay.bytes_per_row
-                direct = into is not None and not fmt.packed and not fmt.bgra
-                if direct:
-                    dst = into(level, (lay.height, lay.width, fmt.channels), np.dtype(fmt.component_dtype))
-                    raw = dst.reshape(-1).view(np.uint8).reshape(down, tight)
-                else:
-                    raw = np.empty((down, tight), np.uint8)
-                # every row but the last is padded to the pitch; the last one is not
-                _unpad(raw[:-1], mapped[start: start + pitch * (down - 1)].reshape(down - 1, pitch), tight)
-                raw[-1] = mapped[start + pitch * (down - 1): start + pitch * (down - 1) + tight]
-                out[level] = dst if direct else _placed(from_texture_rows(raw, fmt, lay.width), level, into)
-            del mapped
-        finally:
-            buf.unmap()
-            if session._cache.get(("levels-readback",)) is not buf:
-                buf.destroy()
+        _read_in_one_map(tex, {level: (layer, 1) for level in small}, take)
     return [out[level] for level in levels]
 
 
@@ -242,50 +220,65 @@ def _readback_buffer(session, size: int):
     return buf
 
 
-def capture_texture_file(tex: "Texture", *, budget: int = 64 << 20, levels: list[int] | None = None):
-    """Read every level (or ``levels``), layer, face and slice back as a :class:`TextureFile`:
-    exactly the bytes the GPU holds, tight, in block rows (for writing KTX2 / DDS)."""
+def _read_in_one_map(tex: "Texture", parts: dict, take: Callable) -> None:
+    """Copy ``parts`` (``{level: (first layer, layer count)}``) into one reused readback buffer
+    in one submission, map it once, and call ``take(level, padded)`` with each level's rows
+    (``(blocks_down * count, padded_bytes_per_row)`` uint8, valid until ``take`` returns)."""
     import numpy as np
     import wgpu
 
     from .layout import align_up
+
+    session, (bw, bh) = tex.session, tex.format.block
+    offsets, total = {}, 0
+    for level, (_, count) in parts.items():
+        lay = tex.layout(level)
+        offsets[level] = total
+        total = align_up(total + lay.padded_bytes_per_row * lay.blocks_down * count, 256)
+    buf = _readback_buffer(session, total)
+    enc = session.device.create_command_encoder()
+    for level, (first, count) in parts.items():
+        lay = tex.layout(level)
+        session.check(f"{tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
+                      {"texture": tex.texture, "mip_level": level, "origin": (0, 0, first)},
+                      {"buffer": buf, "offset": offsets[level], "bytes_per_row": lay.padded_bytes_per_row,
+                       "rows_per_image": lay.blocks_down},
+                      (lay.blocks_across * bw, lay.blocks_down * bh, count))
+    session.device.queue.submit([enc.finish()])
+    session.check(f"{tex.source}: map readback buffer", buf.map_sync, wgpu.MapMode.READ, 0, total)
+    try:
+        mapped = np.frombuffer(buf.read_mapped(0, total, copy=False), np.uint8)
+        for level, (_, count) in parts.items():
+            lay = tex.layout(level)
+            size = lay.padded_bytes_per_row * lay.blocks_down * count
+            take(level, mapped[offsets[level]: offsets[level] + size].reshape(-1, lay.padded_bytes_per_row))
+        del mapped  # no view of the mapped memory may outlive the unmap
+    finally:
+        buf.unmap()
+        if session._cache.get(("levels-readback",)) is not buf:
+            buf.destroy()
+
+
+def capture_texture_file(tex: "Texture", *, budget: int = 64 << 20, levels: list[int] | None = None):
+    """Read every level (or ``levels``), layer, face and slice back as a :class:`TextureFile`:
+    exactly the bytes the GPU holds, tight, in block rows (for writing KTX2 / DDS)."""
     from .texfile import TextureFile
 
     wanted = list(levels if levels is not None else range(tex.levels))
     got: dict[int, bytes] = {}
-    small, offsets, total = [], {}, 0
-    for level in wanted:  # levels whose layers all fit a quarter of the budget: one copy each, one map
-        lay, n = copy_layout(tex.format, *tex.size(level)), tex.level_images(level)
+    small = {}  # levels whose layers all fit a quarter of the budget: one copy each, one map
+    for level in wanted:
+        lay, n = tex.layout(level), tex.level_images(level)
         if lay.padded_bytes_per_row * lay.blocks_down * n > budget // 4:
             got[level] = b"".join(capture_bytes(tex, level, z, budget=budget).tobytes() for z in range(n))
         else:
-            offsets[level] = total
-            total = align_up(total + lay.padded_bytes_per_row * lay.blocks_down * n, 256)
-            small.append(level)
+            small[level] = (0, n)
+
+    def take(level: int, padded) -> None:
+        got[level] = padded[:, : tex.layout(level).bytes_per_row].tobytes()
+
     if small:
-        session, (bw, bh) = tex.session, tex.format.block
-        buf = _readback_buffer(session, total)
-        enc = session.device.create_command_encoder()
-        for level in small:
-            lay, n = copy_layout(tex.format, *tex.size(level)), tex.level_images(level)
-            session.check(f"{tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
-                          {"texture": tex.texture, "mip_level": level, "origin": (0, 0, 0)},
-                          {"buffer": buf, "offset": offsets[level], "bytes_per_row": lay.padded_bytes_per_row,
-                           "rows_per_image": lay.blocks_down},
-                          (lay.blocks_across * bw, lay.blocks_down * bh, n))
-        session.device.queue.submit([enc.finish()])
-        session.check(f"{tex.source}: map readback buffer", buf.map_sync, wgpu.MapMode.READ, 0, total)
-        try:
-            mapped = np.frombuffer(buf.read_mapped(0, total, copy=False), np.uint8)
-            for level in small:
-                lay, n = copy_layout(tex.format, *tex.size(level)), tex.level_images(level)
-                rows = mapped[offsets[level]: offsets[level] + lay.padded_bytes_per_row * lay.blocks_down * n]
-                got[level] = rows.reshape(-1, lay.padded_bytes_per_row)[:, : lay.bytes_per_row].tobytes()
-            del mapped, rows
-        finally:
-            buf.unmap()
-            if session._cache.get(("levels-readback",)) is not buf:
-                buf.destroy()
+        _read_in_one_map(tex, small, take)
     out = [got[level] for level in wanted]
     return TextureFile(tex.format, tex.width, tex.height, tex.depth, max(1, tex.layers // tex.faces), tex.faces,
                        levels=out, color_space=tex.color_space, source=tex.source, array=tex.array)

@@ -178,7 +178,9 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
 
     state = {"failed": 0, "bytes": 0, "t0": time.perf_counter(), "stop": False}
     start = None
-    if hasattr(session, "result"):
+    from concurrent.futures import Future
+
+    if isinstance(session, Future):
         soon, make_gpu = session, gpu
         session = gpu = None
 

@@ -84,16 +84,31 @@ def box_source_level(width: int, height: int, level: int) -> int:
     return 0
 
 
-def _pack_kind(tex: "Texture") -> str:
-    fmt = tex.format
+def _format_kind(fmt) -> str | None:
+    """The encoding the mip shaders write for ``fmt`` (``FMT``), or None for integer formats."""
     if fmt.packed and fmt.kind == "unorm":
         return "rgb10a2"
     if fmt.kind == "unorm" and fmt.bits in (8, 16):
         return f"unorm{fmt.bits}"
     if fmt.kind == "float":
         return f"float{fmt.bits}"
-    raise FormatError(f"{tex.source}: mips need a unorm or float format; {fmt.name} holds "
-                      "integers (upload with --format rgba16unorm or rgba32float)")
+    return None
+
+
+def _pack_kind(tex: "Texture") -> str:
+    kind = _format_kind(tex.format)
+    if kind is None:
+        raise FormatError(f"{tex.source}: mips need a unorm or float format; {tex.format.name} holds "
+                          "integers (upload with --format rgba16unorm or rgba32float)")
+    return kind
+
+
+def _module_and_layout(session, shader: str, out_format: str, entries: list[dict]):
+    """The (cached) shader module, a bind group layout of ``entries`` and a pipeline layout of it."""
+    module = session.cached(("module", shader, out_format), lambda: session.device.create_shader_module(
+        code=shader_source(shader, out_format), label=shader))
+    bgl = session.device.create_bind_group_layout(entries=entries)
+    return module, bgl, session.device.create_pipeline_layout(bind_group_layouts=[bgl])
 
 
 def _pipeline(session, shader: str, constants: dict, entries: list[dict], entry: str = "main",
@@ -101,10 +116,7 @@ def _pipeline(session, shader: str, constants: dict, entries: list[dict], entry:
     key = ("pipeline", shader, entry, out_format, tuple(sorted(constants.items())))
 
     def make():
-        module = session.cached(("module", shader, out_format), lambda: session.device.create_shader_module(
-            code=shader_source(shader, out_format), label=shader))
-        bgl = session.device.create_bind_group_layout(entries=entries)
-        layout = session.device.create_pipeline_layout(bind_group_layouts=[bgl])
+        module, bgl, layout = _module_and_layout(session, shader, out_format, entries)
         pipe = session.device.create_compute_pipeline(
             layout=layout, compute={"module": module, "entry_point": entry, "constants": constants})
         return pipe, bgl
@@ -117,10 +129,7 @@ def _render_pipeline(session, constants: dict, entries: list[dict], target: str)
     key = ("render-pipeline", target, tuple(sorted(constants.items())))
 
     def make():
-        module = session.cached(("module", "mip_reduce.wgsl", "rgba8unorm"), lambda: session.device.create_shader_module(
-            code=shader_source("mip_reduce.wgsl"), label="mip_reduce.wgsl"))
-        bgl = session.device.create_bind_group_layout(entries=entries)
-        layout = session.device.create_pipeline_layout(bind_group_layouts=[bgl])
+        module, bgl, layout = _module_and_layout(session, "mip_reduce.wgsl", "rgba8unorm", entries)
         pipe = session.device.create_render_pipeline(
             layout=layout, vertex={"module": module, "entry_point": "vs_level", "constants": constants},
             primitive={"topology": "triangle-list"},
@@ -152,8 +161,7 @@ def render_target(session, fmt) -> bool:
     """Whether ``fmt``'s mip levels would be rendered (its texture then needs RENDER_ATTACHMENT)."""
     if fmt.compressed or not fmt.renderable or _storage_twin(session, fmt) or mips_path() != "render":
         return False
-    kind = "rgb10a2" if fmt.packed else f"{fmt.kind}{fmt.bits}" if fmt.kind in ("unorm", "float") else ""
-    return kind in RENDER_KINDS and fmt.name not in EXACT_FORMATS
+    return _format_kind(fmt) in RENDER_KINDS and fmt.name not in EXACT_FORMATS
 
 
 def dispatch(enc, pipe, bind, groups: tuple[int, int, int]) -> None:
@@ -639,6 +647,8 @@ class _Chain:
             (self.sizes[level][0], y1 - y0, 1))
 
     def reduce_all(self) -> list[int]:
+        import wgpu
+
         levels = self.tex.levels
         read = {s for s in self.sources[1:] if s}
         fmt = self.tex.format
@@ -648,8 +658,6 @@ class _Chain:
                           DECODE_SRGB=self.space_srgb and not fmt.srgb and src == 0, FUSED=self.fused,
                           STORE_WORK=level in read or not (self.fused or self.direct or self.render))
             if self.render:
-                import wgpu
-
                 pipe, bgl = _render_pipeline(self.session, consts, _entries("reduce", stage=wgpu.ShaderStage.FRAGMENT),
                                              fmt.name)
             elif self.direct:

@@ -582,8 +582,10 @@ def _capture_encode_each(tex, levels, keep, stem, item, names, opts: Options, re
 
 def _level_bytes(tex: "Texture", levels: list[int]) -> int:
     """Bytes of the captured arrays of ``levels`` (every layer), each rounded up to 64."""
+    import numpy as np
+
     fmt, total = tex.format, 0
-    item = 2 if fmt.packed else int(fmt.component_dtype[-1])
+    item = 2 if fmt.packed else np.dtype(fmt.component_dtype).itemsize  # rgb10a2: four uint16 codes
     channels = 4 if fmt.packed else fmt.channels
     for lv in levels:
         w, h = tex.size(lv)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import signal
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -100,8 +101,6 @@ def _init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A worker must not outlive gputex: if the parent is killed (kill -9), the pool's pipes do
     # not close (every worker holds their write ends), so a watchdog ends the worker instead.
-    import threading
-
     parent = os.getppid()
 
     def watch() -> None:
@@ -197,7 +196,7 @@ class SharedBlock:
 
 
 _FREE: list[SharedBlock] = []  # blocks handed back, for the next images
-_FREE_LOCK = __import__("threading").Lock()
+_FREE_LOCK = threading.Lock()
 _FREE_MAX = 0  # set when a pool starts: as many as can be in flight at once
 
 
