@@ -119,8 +119,8 @@ def _decode_file(path: str, opts: Options, result: Result, item=None):
     if getattr(item, "sources", None):
         from .transform import pack_channels
 
-        return pack_channels(item.sources, lambda p: _decode_file(p, opts, result),
-                             color_space=opts.color_space, stem=_stem(item))
+        return pack_channels(item.channels, lambda p: _decode_file(p, opts, result),
+                             color_space=opts.color_space, source=item.path)
     with _timed(result, "decode"):
         if is_texture_file(path):
             tf = read_texture_file(path)

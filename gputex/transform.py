@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from .batch import Item
@@ -188,7 +188,7 @@ def pack_item(spec: str) -> PackItem:
 
 
 def pack_channels(channels, decode: Callable[[str], "Image"], *, color_space: str | None = None,
-                  stem: str = "", source: str | None = None) -> "Image":
+                  source: str | None = None) -> "Image":
     """One image whose channels come from several images (``channels`` as in :class:`PackItem`;
     ``decode(path)`` reads each file once). The result has as many channels as the highest
     one named (r: 1, rg: 2, rgb: 3, rgba: 4); channels named by nobody below it are 0. All
