@@ -27,12 +27,49 @@ EXIT_CODES = (
 app = typer.Typer(
     help="Move images into GPU textures and back, exactly. " + EXIT_CODES,
     no_args_is_help=True,
+    epilog="\b\nExamples:\n  gputex capture photo.png -o out/ --mips --level all\n"
+           "  gputex upload photo.png --mips -o photo.ktx2\n  gputex <command> --help",
     pretty_exceptions_enable=False,
     # click's plain help: words wrap whole at any width, no "<bool>" after flags, no boxes,
     # and no rich import for --help
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+class _Command(typer.core.TyperCommand):
+    """Arguments as git and ruff show them: ``IMAGE...`` in the usage line and the list,
+    ``[FILE]...`` when optional, no type labels."""
+
+    @staticmethod
+    def _arg(param, usage: bool) -> str:
+        name = param.metavar or param.name.upper()
+        many = param.nargs != 1
+        if usage and not param.required:
+            return f"[{name}]" + ("..." if many else "")
+        return name + ("..." if many else "")
+
+    def collect_usage_pieces(self, ctx):
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(self._arg(param, usage=True))
+        return pieces
+
+    def format_options(self, ctx, formatter) -> None:
+        args, opts = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                args.append((self._arg(param, usage=False), param.help or ""))
+            else:
+                opts.append(record)
+        for title, rows in (("Arguments", args), ("Options", opts)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
 
 
 def _show_version(value: bool) -> None:
@@ -380,13 +417,13 @@ PackOpt = typer.Option(None, "--pack", metavar="SPEC",
                             "r=rough.png,g=metal.png,b=ao.png:g (repeatable).")
 
 
-@app.command(epilog="""\b
+@app.command(cls=_Command, epilog="""\b
 Examples:
   gputex upload photo.png
   gputex upload photo.png --mips -o photo.ktx2 --zstd 10
   gputex upload px.png nx.png py.png ny.png pz.png nz.png --cube -o sky.ktx2""")
 def upload(
-    images: Optional[List[str]] = typer.Argument(None, metavar="IMAGE...",
+    images: Optional[List[str]] = typer.Argument(None, metavar="IMAGE",
                                                  help="Image or texture files (globs, @list, - for stdin)."),
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
@@ -415,7 +452,7 @@ def upload(
     resize: Optional[str] = ResizeOpt, max_size: Optional[int] = MaxSizeOpt, pot: bool = PotOpt,
     swizzle: Optional[str] = SwizzleOpt, pack: Optional[List[str]] = PackOpt,
 ) -> None:
-    """Upload images, verify the GPU holds them exactly; -o writes KTX2/DDS.
+    """Upload images and verify the GPU holds them exactly.
 
     Reads the texture back and compares it with what was sent, and shows the copy
     layout (row pitch, padding, staging). Texture files (KTX2, KTX, DDS) are uploaded
@@ -536,9 +573,13 @@ def _timings(r) -> str:
     return "  [" + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in r.timings.items()) + "]"
 
 
-@app.command()
+@app.command(cls=_Command, epilog="""\b
+Examples:
+  gputex capture photo.png -o out/
+  gputex capture 'assets/**/*.png' -o out/ --mips --level all --sheet
+  gputex capture photo.png --resize 512x0 --mips --level 1 -o small.png""")
 def capture(
-    sources: Optional[List[str]] = typer.Argument(None, metavar="IMAGE...",
+    sources: Optional[List[str]] = typer.Argument(None, metavar="IMAGE",
                                                   help="Image or texture files (globs, @list, - for stdin)."),
     out: str = typer.Option(..., "--out", "-o", metavar="PATH",
                             help="Output folder (created if missing), or FILE.png/.tiff/.npy for a "
@@ -572,13 +613,14 @@ def capture(
     resize: Optional[str] = ResizeOpt, max_size: Optional[int] = MaxSizeOpt, pot: bool = PotOpt,
     swizzle: Optional[str] = SwizzleOpt, pack: Optional[List[str]] = PackOpt,
 ) -> None:
-    """Put images on the GPU and write back, bit for bit, what the GPU holds.
+    """Put images on the GPU and write back exactly what it holds.
 
-    Inputs: files, quoted globs, folders with -r (their tree is kept under OUT),
-    @listfile, and - (paths on stdin). Names: OUT/<stem>.png for level 0 of a
-    one-level texture, otherwise OUT/<stem>_level<L>.png; with --sheet also
-    OUT/<stem>_sheet.png. A stem already used in this run gets -2, -3, ... Float
+    Inputs: files, quoted globs, folders with -r (their tree is kept under -o),
+    @listfile, and - (paths on stdin). Names in the -o folder: <stem>.png for
+    level 0 of a one-level texture, otherwise <stem>_level<L>.png; with --sheet
+    also <stem>_sheet.png. A stem already used in this run gets -2, -3, ... Float
     data is written as .tiff (or .npy), integer data PNG cannot hold as .npy.
+    -o FILE.png (or .tiff, .npy) takes a capture of exactly one output.
     """
     _state.update(debug=debug, quiet=quiet, verbose=verbose)
     levels = levels or levels_alias
@@ -653,27 +695,43 @@ def _render_capture(results, session) -> None:
                        + (f", {r.levels} levels" if r.levels and r.levels > 1 else "") + ")" + _timings(r))
 
 
-@app.command()
+@app.command(cls=_Command, epilog="""\b
+Examples:
+  gputex compare a.png b.png
+  gputex compare a.png b.png --max-diff 1 --diff-image diff/ab.png""")
 def compare(
-    a: str = typer.Argument(..., help="First image."),
-    b: str = typer.Argument(..., help="Second image."),
-    level: str = typer.Option("0", "--level", help="Level to compare, or 'all' (with --mips)."),
+    a: str = typer.Argument(..., metavar="A", help="First image or texture file."),
+    b: str = typer.Argument(..., metavar="B", help="Second image or texture file."),
+    level: str = typer.Option("0", "--level", metavar="N|all", help="Level to compare, or all (with --mips)."),
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
     mips: bool = MipsOpt, filter: Filter = FilterOpt, alpha: Alpha = AlphaOpt,
-    max_diff: Optional[float] = typer.Option(None, "--max-diff", min=0,
-                                             help="Pass when no channel differs by more than this (codes; LSB for unorm)."),
-    min_psnr: Optional[float] = typer.Option(None, "--min-psnr", help="Pass when PSNR over all channels is at least this (dB)."),
-    diff_image: Optional[str] = typer.Option(None, "--diff-image", help="Write |A - B| amplified to full range as PNG."),
-    as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
+    max_diff: Optional[float] = typer.Option(None, "--max-diff", min=0, metavar="N",
+                                             help="Pass when no channel differs by more than N (codes; LSB for "
+                                                  "unorm)."),
+    min_psnr: Optional[float] = typer.Option(None, "--min-psnr", metavar="DB",
+                                             help="Pass when PSNR over all channels is at least DB."),
+    diff_image: Optional[str] = typer.Option(None, "--diff-image", metavar="FILE",
+                                             help="Write |A - B| amplified to full range as PNG (its folder is "
+                                                  "created)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
+    adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
+    quiet: bool = QuietOpt, verbose: bool = VerboseOpt,
 ) -> None:
     """Compare two images on the GPU; only the summary is read back.
 
     Exit 0 when within the thresholds (default: identical), 1 when not, 2 on usage errors
     or inputs that cannot be compared (unreadable, different sizes or formats), 3 no GPU.
     """
+    _state.update(debug=debug, quiet=quiet, verbose=verbose)
     _validate_format(format)
+    if diff_image is not None and os.path.dirname(diff_image):
+        try:
+            os.makedirs(os.path.dirname(diff_image), exist_ok=True)
+        except OSError as e:
+            _err(f"{os.path.dirname(diff_image)}: cannot create output folder ({e.strerror or e})")
+            raise typer.Exit(EXIT_FAILED)
     if level != "all" and not level.isdigit():
         _err(f"--level must be a number or 'all', got {level!r}")
         raise typer.Exit(EXIT_USAGE)
@@ -692,8 +750,12 @@ def compare(
     report["adapter"] = session.name
     if as_json:
         typer.echo(json.dumps(report))
-    else:
+    elif not quiet:
+        if verbose:
+            typer.echo(f"adapter: {session.name}")
         _render_compare(report)
+        if verbose:
+            typer.echo(f"compared in {report['compare_seconds'] * 1000:.1f} ms")
     raise typer.Exit(EXIT_OK if report["within"] else EXIT_FAILED)
 
 
@@ -718,19 +780,24 @@ def _render_compare(report: dict) -> None:
     typer.echo(f"{report['a']} vs {report['b']}: {verdict} ({report['readback_bytes']} bytes read back)")
 
 
-@app.command()
+@app.command(cls=_Command, epilog="""\b
+Examples:
+  gputex stats photo.png
+  gputex stats height16.png --histogram 64 --json""")
 def stats(
-    images: List[str] = typer.Argument(..., help="Image files."),
-    histogram: int = typer.Option(0, "--histogram", min=0, max=4096, help="Bins per channel (0: none)."),
-    level: str = typer.Option("0", "--level", help="Level, or 'all' (with --mips)."),
+    images: List[str] = typer.Argument(..., metavar="IMAGE", help="Image or texture files."),
+    histogram: int = typer.Option(0, "--histogram", min=0, max=4096, metavar="BINS",
+                                  help="Histogram bins per channel (0: none)."),
+    level: str = typer.Option("0", "--level", metavar="N|all", help="Level, or all (with --mips)."),
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
     mips: bool = MipsOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
+    quiet: bool = QuietOpt, verbose: bool = VerboseOpt,
 ) -> None:
-    """Per-channel min, max, mean, standard deviation and histogram, computed on the GPU."""
-    _state["debug"] = debug
+    """Per-channel min, max, mean, std and histogram, on the GPU."""
+    _state.update(debug=debug, quiet=quiet, verbose=verbose)
     _validate_format(format)
     session = _session(adapter, backend)
     from .pipeline import stats_file
@@ -755,12 +822,16 @@ def _render_stats(results, session) -> None:
                                f"{st['histogram_range'][i][1]:g}): {' '.join(map(str, st['histogram'][i]))}")
 
 
-@app.command()
+@app.command(cls=_Command, epilog="""\b
+Examples:
+  gputex layout 61 37
+  gputex layout 1000 1000 --format bc7-rgba-unorm --json""")
 def layout(
-    width: int = typer.Argument(..., min=1), height: int = typer.Argument(..., min=1),
-    format: str = typer.Option("rgba8unorm", "--format", "-f", help="Any WebGPU texture format."),
-    layers: int = typer.Option(1, "--layers", min=1, help="Array layers."),
-    as_json: bool = JsonOpt,
+    width: int = typer.Argument(..., min=1, help="Width in texels."),
+    height: int = typer.Argument(..., min=1, help="Height in texels."),
+    format: str = typer.Option("rgba8unorm", "--format", "-f", metavar="FORMAT", help="Any WebGPU texture format."),
+    layers: int = typer.Option(1, "--layers", min=1, metavar="N", help="Array layers."),
+    as_json: bool = typer.Option(False, "--json", help="Print the layout as one JSON object."),
 ) -> None:
     """The copy arithmetic for a texture, without a GPU."""
     from .formats import get_format
@@ -781,14 +852,22 @@ def layout(
         typer.echo(f"{key:22} {value}")
 
 
-@app.command()
+@app.command(cls=_Command, epilog="""\b
+Examples:
+  gputex info
+  gputex info sky.ktx2 --json""")
 def info(
-    files: List[str] = typer.Argument(None, help="Texture files (KTX2, KTX, DDS) to describe; none: the GPU."),
-    as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
+    files: List[str] = typer.Argument(None, metavar="FILE",
+                                      help="Texture files (KTX2, KTX, DDS) to describe; none: the GPU."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per file, or one for the GPU."),
+    adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
 ) -> None:
-    """Describe texture files (container, format, size, levels, layers, faces, supercompression,
-    DFD), or with no FILE: the adapters, the chosen one, its limits, and what each texture
-    format can do on it."""
+    """Describe texture files, or the GPU: adapters, limits, formats.
+
+    A file: container, format, size, levels, layers, faces, supercompression and DFD.
+    No FILE: the gputex version, the adapters (the chosen one marked), its limits, and
+    what each texture format can do on it.
+    """
     if files:
         raise typer.Exit(_info_files(files, as_json))
     session = _session(adapter, backend)
@@ -802,11 +881,15 @@ def info(
         if (d["name"], d["backend"]) != (session.info.name, session.info.backend):
             adapters.append(d)
     caps = format_capabilities(session)
-    report = {"adapters": adapters, "chosen": session.name, "features": sorted(session.features),
+    import wgpu
+
+    report = {"version": version_line().split()[1], "wgpu": wgpu.__version__, "adapters": adapters,
+              "chosen": session.name, "features": sorted(session.features),
               "limits": {k: session.limits[k] for k in sorted(session.info.limits)}, "formats": caps}
     if as_json:
         typer.echo(json.dumps(report))
         return
+    typer.echo(f"{version_line()} (wgpu-py {report['wgpu']})")
     typer.echo(f"chosen adapter: {session.name}")
     for a in adapters:
         typer.echo(f"  {'*' if a['chosen'] else ' '} {a['name']} ({a['backend']}, {a['type']})")
@@ -853,14 +936,19 @@ def _info_files(files: List[str], as_json: bool) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
-@app.command()
+@app.command(cls=_Command, epilog="""\b
+Examples:
+  gputex validate sky.ktx2
+  gputex validate out/*.ktx2 --strict --json""")
 def validate(
-    files: List[str] = typer.Argument(..., help="KTX2 files."),
-    as_json: bool = JsonOpt,
+    files: List[str] = typer.Argument(..., metavar="FILE", help="KTX2 files."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per file."),
     strict: bool = typer.Option(False, "--strict", help="Warnings (the spec's 'should's) fail too."),
 ) -> None:
-    """Check KTX2 files against every rule of the KTX 2.0 specification; each problem names its
-    rule. Exit 0 when all are valid, 1 otherwise."""
+    """Check KTX2 files against every rule of the KTX 2.0 spec.
+
+    Each problem names its rule. Exit 0 when all are valid, 1 otherwise.
+    """
     from .ktx2 import validate as check
 
     failed = 0
