@@ -529,7 +529,7 @@ def upload(
         raise typer.Exit(EXIT_OK if result.ok else EXIT_FAILED)
     from .device import session_soon
 
-    code = _run_batch(items, as_json, session_soon(adapter, backend), _render_upload, jobs=jobs,
+    code = _run_batch(items, as_json, session_soon(adapter, backend), _render_upload, jobs=jobs, adapter_line=True,
                       decode=decode_stage(opts, names),
                       gpu=lambda session: upload_gpu_stage(session, opts, names))
     raise typer.Exit(code)
