@@ -799,6 +799,9 @@ def stats(
     """Per-channel min, max, mean, std and histogram, on the GPU."""
     _state.update(debug=debug, quiet=quiet, verbose=verbose)
     _validate_format(format)
+    if level != "all" and not level.isdigit():
+        _err(f"--level must be a number or 'all', got {level!r}")
+        raise typer.Exit(EXIT_USAGE)
     session = _session(adapter, backend)
     from .pipeline import stats_file
 

@@ -129,6 +129,8 @@ def test_usage_errors_exit_2(tmp_path):
     assert r.stderr == f"gputex: {tmp_path / 'one.png'}: one output file, but it takes one input; give -o a folder\n"
     r = run("capture", "a.png", "--mips", "--level", "all", "-o", tmp_path / "one.png")
     assert r.exit_code == 2 and "--level all with a mip chain writes several" in r.stderr
+    r = run("stats", "a.png", "--level", "top")
+    assert r.exit_code == 2 and r.stderr == "gputex: --level must be a number or 'all', got 'top'\n"
     r = run("capture", "a.png", "--backend", "cuda", "-o", tmp_path)
     assert r.exit_code == 2 and "'cuda' is not one of vulkan, metal, dx12, gl." in r.stderr
     assert not os.path.exists(tmp_path / "one.png")
