@@ -388,11 +388,17 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
                 raise LimitError(f"{paths[0]}: cube faces must be square, got {first.width}x{first.height}")
         fmt = get_format(opts.format) if opts.format else default_format(first, session, opts.color_space)
         space = "srgb" if fmt.srgb else (opts.color_space or first.color_space)
-        levels = _mip_levels(opts, first.width, first.height, len(images) if kind == "volume" else 1)
+        size = opts.transform.target_size(first.width, first.height) if opts.transform else None
+        size = None if size == (first.width, first.height) else size
+        if size and kind == "volume":
+            raise LimitError("--volume textures are not resized (--resize, --max-size and --pot are 2D)")
+        if size and kind == "cube" and size[0] != size[1]:
+            raise LimitError(f"cube faces must stay square; the resize makes them {size[0]}x{size[1]}")
+        levels = _mip_levels(opts, *(size or (first.width, first.height)), len(images) if kind == "volume" else 1)
         n = len(images)
         with _timed(result, "upload"):
             tex = create_texture(session, fmt, first.width, first.height, layers=1 if kind == "volume" else n,
-                                 depth=n if kind == "volume" else 1, levels=levels, color_space=space,
+                                 depth=n if kind == "volume" else 1, levels=1 if size else levels, color_space=space,
                                  source=result.source,
                                  usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC
                                  | wgpu.TextureUsage.TEXTURE_BINDING)
@@ -402,6 +408,16 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
                 for z, im in enumerate(images):
                     tex.upload_path = write_image(tex, im, layer=z, premultiply=opts.premultiply, flip_y=opts.flip_y,
                                                   budget=opts.budget, path=opts.upload_path)
+            if size:  # every layer / face resized on the GPU; the chain starts from them
+                from .transform import resize_texture
+
+                with _timed(result, "resize"):
+                    resized = resize_texture(tex, *size, levels=levels, usage=wgpu.TextureUsage.TEXTURE_BINDING,
+                                             **opts.mip_options)
+                resized.upload_path = tex.upload_path
+                tex.destroy()
+                tex = resized
+                result.resized_from = [first.width, first.height]
             _note_texture(result, tex)
             result.texture = {"array": "2d-array", "cube": "cube-array" if n > 6 else "cube", "volume": "3d"}[kind]
             if levels > 1:

@@ -3,6 +3,8 @@ chain after a resize, swizzles and channel packs (exact codes), and their CLI er
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -317,3 +319,30 @@ def test_pack_on_the_command_line(gpu, tmp_path):
                         "--pack inputs must share their size\n")
     r = runner.invoke(app, ["upload", "--pack", "q=1"])
     assert r.exit_code == 2 and "each part is CHANNEL=FILE[:c]" in r.stderr
+
+
+@pytest.mark.gpu
+def test_array_and_cube_layers_are_resized_like_single_images(gpu, tmp_path):
+    rng = np.random.default_rng(110)
+    paths = []
+    for i in range(6):
+        paths.append(str(tmp_path / f"f{i}.png"))
+        PILImage.fromarray(_image(rng, 20, 20, 4, True)).save(paths[-1])
+    for kind, flags in (("array", ["--resize", "13x7"]), ("cube", ["--max-size", "8"])):
+        out = tmp_path / f"{kind}.ktx2"
+        r = runner.invoke(app, ["upload", *paths, f"--{kind}", "--mips", "-o", str(out), *flags])
+        assert r.exit_code == 0, r.output
+        assert "resized from 20x20" in r.stdout
+        r = runner.invoke(app, ["capture", str(out), "--level", "all", "-o", str(tmp_path / kind)])
+        assert r.exit_code == 0, r.output
+        for i, p in enumerate(paths):
+            one = tmp_path / f"{kind}_one{i}"
+            assert runner.invoke(app, ["capture", p, "--mips", "--level", "all", "-o", str(one), *flags]).exit_code == 0
+            names = sorted(os.listdir(one))
+            for name in names:
+                level = name.split("_level")[1].split(".")[0]
+                suffix = f"_layer{i}" if kind == "array" else f"_face{i}"
+                got = np.asarray(PILImage.open(tmp_path / kind / f"{kind}_level{level}{suffix}.png"))
+                assert np.array_equal(got, np.asarray(PILImage.open(one / name))), (kind, i, name)
+    r = runner.invoke(app, ["upload", *paths, "--cube", "-o", str(tmp_path / "c.ktx2"), "--resize", "8x4"])
+    assert r.exit_code == 1 and "cube faces must stay square; the resize makes them 8x4" in r.stderr
