@@ -8,9 +8,12 @@ old level 0 filtered to the new size by the same shaders and arithmetic the mip 
 source texels its footprint overlaps); ``kaiser`` and ``lanczos`` are the radius-3 kernels
 scaled by the ratio (not scaled when enlarging), ``--wrap`` resolving taps beyond the edge.
 Colour is filtered in linear light for sRGB data, alpha with the ``--alpha`` modes, normal
-maps renormalized. The mip chain then starts from the resized image. This is the float32
-path of the mips (within 1 LSB at 8 bits, ~0.5 LSB at 16 bits of a float64 reference), not
-their float64 one. Sizes are pure arithmetic (:func:`target_size`).
+maps renormalized. The mip chain then starts from the resized image. Where the mips take
+their float64 path (device feature ``shader-f64``: box for 16-bit unorm and float32 formats,
+``mip_exact.wgsl``; kernels also for the 4-byte 8-bit formats, ``mip_exact_kernel.wgsl`` with
+the taps computed here in float64), so does the resize: correctly rounded, within half a unit
+in the last place of a float64 reference. Elsewhere it runs the mips' float32 passes: within
+1 LSB at 8 bits and 0.55 LSB at 16 bits. Sizes are pure arithmetic (:func:`target_size`).
 
 **Swizzle** (``--swizzle``) and **pack** (``--pack``) work on the decoded image's stored
 codes on the CPU, before upload, so they are exact and the upload check still compares
@@ -266,13 +269,154 @@ def resize_texture(tex: "Texture", width: int, height: int, *, levels: int = 1, 
                          usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC | usage,
                          color_space=tex.color_space, source=tex.source)
     out.faces, out.array = tex.faces, tex.array
+    exact = _exact_path(tex, width, height, filter, normal_map)
     try:
         for layer in range(tex.layers):
-            _resize_layer(tex, out, layer, filter, alpha, normal_map, wrap)
+            if exact == "box":
+                _exact_box_layer(tex, out, layer, alpha)
+            elif exact == "kernel":
+                _exact_kernel_layer(tex, out, layer, filter, wrap, alpha)
+            else:
+                _resize_layer(tex, out, layer, filter, alpha, normal_map, wrap)
     except BaseException:
         out.destroy()
         raise
     return out
+
+
+def _exact_path(tex: "Texture", width: int, height: int, filter: str, normal_map: bool) -> str | None:
+    """``"box"`` / ``"kernel"`` where the mips would take their float64 path for this format and
+    filter (``mip_exact.wgsl`` / ``mip_exact_kernel.wgsl``: correctly rounded box averages of 16-bit
+    and float32 data; kernels of those and of the 4-byte 8-bit formats), else None (float32)."""
+    from .mips import EXACT_FORMATS, EXACT_KERNEL_FORMATS
+
+    if normal_map or not tex.session.has_feature("shader-f64") or os.environ.get("GPUTEX_MIPS_F64", "1") == "0":
+        return None
+    if filter == "box":
+        return "box" if tex.format.name in EXACT_FORMATS else None
+    limit = tex.session.limits.get("max-storage-buffer-binding-size", 128 << 20)
+    return "kernel" if tex.format.name in EXACT_KERNEL_FORMATS and width * height * 64 <= limit else None
+
+
+def _exact_box_layer(tex: "Texture", out: "Texture", layer: int, alpha: str) -> None:
+    """One level of ``mip_exact.wgsl`` from ``tex``'s level 0 to ``out``'s: float64 sums, one
+    rounding (large footprints summed in chunks of rows, as the mips do)."""
+    import wgpu
+
+    from .layout import align_up, bands
+    from .mips import EXACT_FORMATS, EXACT_LOOP_LIMIT, _entries, _pipeline, dispatch
+
+    session, device, fmt = tex.session, tex.session.device, tex.format
+    code, channels = EXACT_FORMATS[fmt.name]
+    srgb = tex.color_space == "srgb"
+    consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": alpha == "weighted" and channels in (2, 4),
+              "DECODE_SRGB": srgb, "ENCODE_SRGB": srgb}
+    entries = _entries("pack") + [{"binding": 3, "visibility": wgpu.ShaderStage.COMPUTE,
+                                   "buffer": {"type": wgpu.BufferBindingType.storage}}]
+    pipe, bgl = _pipeline(session, "mip_exact.wgsl", consts, entries)
+    finish, _ = _pipeline(session, "mip_exact.wgsl", consts, entries, "finish")
+    (w0, h0), (dw, dh) = tex.size(0), out.size(0)
+    limit = min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 256 << 20)
+    pitch = align_up(dw * fmt.block_bytes, 256)
+    fw, fh = -(-w0 // dw) + 1, -(-h0 // dh) + 1  # widest footprint, in texels
+    rows = fh if fw * fh <= EXACT_LOOP_LIMIT else max(1, EXACT_LOOP_LIMIT // fw)
+    chunks = -(-fh // rows)
+    parts = bands(dh, pitch, limit) if chunks == 1 else bands(dh, pitch, min(limit, (64 << 20) // chunks))
+    made = []
+    try:
+        scratch = session.check(f"{tex.source}: resize buffer", device.create_buffer,
+                                size=max(pitch * (r1 - r0) for r0, r1 in parts),
+                                usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+        made.append(scratch)
+        partial = session.check(f"{tex.source}: resize partial sums", device.create_buffer,
+                                size=max([64 * dw * (r1 - r0) * chunks for r0, r1 in parts if chunks > 1] + [64]),
+                                usage=wgpu.BufferUsage.STORAGE)
+        made.append(partial)
+        base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                                       array_layer_count=1, dimension="2d")
+        enc = device.create_command_encoder()
+        for r0, r1 in parts:
+            prm = struct.pack("<9I", w0, h0, dw, dh, pitch // 4, r0, r1 - r0, chunks, rows)
+            bind = device.create_bind_group(layout=bgl, entries=[
+                {"binding": 0, "resource": base},
+                {"binding": 1, "resource": {"buffer": scratch, "offset": 0, "size": scratch.size}},
+                {"binding": 2, "resource": {"buffer": session.uniform(prm)}},
+                {"binding": 3, "resource": {"buffer": partial, "offset": 0, "size": partial.size}}])
+            dispatch(enc, pipe, bind, (-(-dw // 8), -(-(r1 - r0) // 8), chunks))
+            if chunks > 1:
+                dispatch(enc, finish, bind, (-(-dw // 8), -(-(r1 - r0) // 8), 1))
+            enc.copy_buffer_to_texture(
+                {"buffer": scratch, "offset": 0, "bytes_per_row": pitch, "rows_per_image": r1 - r0},
+                {"texture": out.texture, "mip_level": 0, "origin": (0, r0, layer)}, (dw, r1 - r0, 1))
+        session.check(f"{tex.source}: resize (float64)", device.queue.submit, [enc.finish()])
+    finally:
+        for obj in made:
+            obj.destroy()
+
+
+def _exact_kernel_layer(tex: "Texture", out: "Texture", layer: int, filter: str, wrap: str, alpha: str) -> None:
+    """``mip_exact_kernel.wgsl`` from ``tex``'s level 0 to ``out``'s: the kernel taps and weights
+    computed on the CPU in float64 (:func:`gputex.mips.kernel_taps`), float64 sums on the GPU."""
+    import numpy as np
+    import wgpu
+
+    from .layout import align_up
+    from .mips import EXACT_KERNEL_FORMATS, _entries, _pipeline, dispatch, kernel_taps
+
+    session, device, fmt = tex.session, tex.session.device, tex.format
+    code, channels = EXACT_KERNEL_FORMATS[fmt.name]
+    srgb = tex.color_space == "srgb"
+    s = wgpu.ShaderStage.COMPUTE
+
+    def ro(b):
+        return {"binding": b, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.read_only_storage}}
+
+    entries = _entries("pack") + [ro(3), {"binding": 4, "visibility": s,
+                                          "buffer": {"type": wgpu.BufferBindingType.storage}}, ro(5), ro(6)]
+    (pw, ph), (dw, dh) = tex.size(0), out.size(0)
+    pairs, idx, wts = [], [], []
+    start = 2 * (dw + dh)
+    for taps_ in (kernel_taps(pw, dw, filter, wrap), kernel_taps(ph, dh, filter, wrap)):
+        for ids, w in taps_:
+            pairs += [start + len(idx), len(ids)]
+            idx += ids
+            wts.append(w)
+    pitch = align_up(dw * fmt.block_bytes, 256)
+    made = []
+    try:
+        for make in (lambda: device.create_buffer(size=64, usage=wgpu.BufferUsage.STORAGE),  # the base is read
+                     lambda: device.create_buffer_with_data(data=np.array(pairs + idx, np.uint32).tobytes(),
+                                                            usage=wgpu.BufferUsage.STORAGE),
+                     lambda: device.create_buffer_with_data(data=np.concatenate(wts).astype(np.float64).tobytes(),
+                                                            usage=wgpu.BufferUsage.STORAGE),
+                     lambda: session.check(f"{tex.source}: resize values", device.create_buffer, size=dw * dh * 64,
+                                           usage=wgpu.BufferUsage.STORAGE),
+                     lambda: session.check(f"{tex.source}: resize buffer", device.create_buffer, size=pitch * dh,
+                                           usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)):
+            made.append(make())
+        prev, taps_buf, w_buf, values, buf = made
+        consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": alpha == "weighted" and channels in (2, 4),
+                  "DECODE_SRGB": srgb, "ENCODE_SRGB": srgb, "SRC_IS_BASE": True, "SRGB_FORMAT": fmt.srgb,
+                  "BGRA": fmt.bgra}
+        pipe, bgl = _pipeline(session, "mip_exact_kernel.wgsl", consts, entries)
+        base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                                       array_layer_count=1, dimension="2d")
+        bind = device.create_bind_group(layout=bgl, entries=[
+            {"binding": 0, "resource": base},
+            {"binding": 1, "resource": {"buffer": buf, "offset": 0, "size": buf.size}},
+            {"binding": 2, "resource": {"buffer": session.uniform(struct.pack("<5I", dw, dh, pitch // 4, pw, start))}},
+            {"binding": 3, "resource": {"buffer": prev, "offset": 0, "size": prev.size}},
+            {"binding": 4, "resource": {"buffer": values, "offset": 0, "size": values.size}},
+            {"binding": 5, "resource": {"buffer": taps_buf, "offset": 0, "size": taps_buf.size}},
+            {"binding": 6, "resource": {"buffer": w_buf, "offset": 0, "size": w_buf.size}}])
+        enc = device.create_command_encoder()
+        dispatch(enc, pipe, bind, (-(-dw // 8), -(-dh // 8), 1))
+        enc.copy_buffer_to_texture({"buffer": buf, "offset": 0, "bytes_per_row": pitch, "rows_per_image": dh},
+                                   {"texture": out.texture, "mip_level": 0, "origin": (0, 0, layer)}, (dw, dh, 1))
+        session.check(f"{tex.source}: resize (float64 kernels)", device.queue.submit, [enc.finish()])
+    finally:
+        for obj in made:
+            obj.destroy()
 
 
 def _resize_layer(tex: "Texture", out: "Texture", layer: int, filter: str, alpha: str, normal_map: bool,

@@ -163,7 +163,10 @@ def test_kernel_resize_matches_float64(gpu, filt, wrap, src, dst):
 @pytest.mark.parametrize("fmt,channels,bits,bar", [("r8unorm", 1, 8, 1.0), ("rg8unorm", 2, 8, 1.0),
                                                    ("rgba16unorm", 4, 16, 0.55), ("rgba16float", 4, 16, None),
                                                    ("rgba32float", 4, 16, None)])
-def test_resize_other_formats(gpu, fmt, channels, bits, bar):
+@pytest.mark.parametrize("f64", ["1", "0"])
+def test_resize_other_formats(gpu, fmt, channels, bits, bar, f64, monkeypatch):
+    """The float32 path (GPUTEX_MIPS_F64=0, or no shader-f64) and the default."""
+    monkeypatch.setenv("GPUTEX_MIPS_F64", f64)
     rng = np.random.default_rng(103)
     a = _image(rng, 61, 37, channels, True, bits)
     top = (1 << bits) - 1
@@ -346,3 +349,61 @@ def test_array_and_cube_layers_are_resized_like_single_images(gpu, tmp_path):
                 assert np.array_equal(got, np.asarray(PILImage.open(one / name))), (kind, i, name)
     r = runner.invoke(app, ["upload", *paths, "--cube", "-o", str(tmp_path / "c.ktx2"), "--resize", "8x4"])
     assert r.exit_code == 1 and "cube faces must stay square; the resize makes them 8x4" in r.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt", ["rgba16unorm", "rg16unorm", "rgba32float", "rgba8unorm", "rgba8unorm-srgb"])
+@pytest.mark.parametrize("filt", ["box", "lanczos", "kaiser"])
+def test_float64_formats_resize_correctly_rounded(gpu, fmt, filt):
+    """Where the mips take their float64 path (shader-f64: box for 16-bit unorm and float32,
+    kernels also for the 4-byte 8-bit formats), the resize does too: within half a unit in the
+    last place of the float64 reference (1000x999 -> 3x2 sums its footprints in chunks)."""
+    from gputex.mips import EXACT_FORMATS
+
+    if not gpu.has_feature("shader-f64"):
+        pytest.skip(f"{gpu.name} lacks shader-f64")
+    if filt == "box" and fmt not in EXACT_FORMATS:
+        pytest.skip("8-bit box resizes take the float32 path, as the 8-bit box mips do")
+    rng = np.random.default_rng(111)
+    c = 2 if fmt.startswith("rg16") else 4
+    cases = [((61, 37), (23, 11), "srgb", "weighted"), ((19, 9), (40, 21), "linear", "straight"),
+             ((64, 64), (17, 64), "linear", "premultiplied")]
+    if filt == "box":
+        cases.append(((1000, 999), (3, 2), "srgb", "weighted"))
+    for (w, h), (W, H), space, mode in cases:
+        space = "srgb" if fmt.endswith("-srgb") else space  # an -srgb format always holds sRGB data
+        if fmt.endswith("float"):
+            if space == "srgb":
+                continue
+            a = rng.random((h, w, c)).astype(np.float32)
+            top = 1
+        else:
+            bits = 16 if "16" in fmt else 8
+            top = (1 << bits) - 1
+            a = rng.integers(0, top + 1, (h, w, c), np.uint16 if bits == 16 else np.uint8)
+        a[..., -1] = np.where(rng.random((h, w)) < 0.3, 0, a[..., -1])
+        got = _resized(gpu, a, fmt, space, W, H, filter=filt, alpha=mode).astype(np.float64)
+        ref = _reference(a.astype(np.float64) / top, W, H, srgb=space == "srgb", alpha=mode, filter=filt)
+        if fmt.endswith("float"):
+            ref = _reference_unclipped(a.astype(np.float64), W, H, alpha=mode, filter=filt)
+            ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+            assert (np.abs(got - ref) <= 0.5 * ulp + 1e-13).all(), (w, h, mode)
+        else:
+            err = np.abs(got - ref * top)
+            assert err.max() <= 0.5 + 1e-6, (w, h, space, mode, err.max())
+
+
+def _reference_unclipped(a, W, H, *, alpha, filter):
+    """As :func:`_reference` for linear float data, without clipping colour to [0, 1]."""
+    h, w, channels = a.shape
+    My, Mx = (box_matrix(h, H), box_matrix(w, W)) if filter == "box" else \
+        (kernel_matrix(h, H, filter, "clamp"), kernel_matrix(w, W, filter, "clamp"))
+    lin = to_canonical(a, channels, False, alpha)
+    if alpha == "weighted" and channels in (2, 4):
+        pm = apply(My, np.concatenate([lin[..., :3] * lin[..., 3:], lin[..., 3:]], -1), Mx)
+        pl = apply(My, lin, Mx)
+        al = pm[..., 3:]
+        val = np.concatenate([np.where(al > 0, pm[..., :3] / np.where(al > 0, al, 1), pl[..., :3]), al], -1)
+    else:
+        val = apply(My, lin, Mx)
+    return _finish(val, channels, False, False)
