@@ -177,6 +177,8 @@ RecursiveOpt = typer.Option(False, "--recursive", "-r", help="Take the images in
 JobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, metavar="N", show_default="the cores",
                        help="Decode/encode workers: threads for 1-2 jobs or one input, else N decoding and "
                             "N encoding processes.")
+UploadJobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, metavar="N", show_default="the cores",
+                             help="Decode threads (upload runs no encodes).")
 MaxRatioOpt = typer.Option(None, "--max-ratio", min=0, metavar="R",
                            help="Refuse images decoding to >64 MiB and more than R times their file size "
                                 "(default 1000; 0: no limit).")
@@ -434,7 +436,7 @@ def upload(
     alpha: Alpha = AlphaOpt, alpha_coverage: Optional[float] = CoverageOpt,
     normal_map: bool = NormalOpt, wrap: Wrap = WrapOpt,
     budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,
-    max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = JobsOpt,
+    max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = UploadJobsOpt,
     out: Optional[str] = typer.Option(None, "--out", "-o", metavar="PATH",
                                       help="Write the texture (mips included): X.ktx2 / X.dds, or a folder."),
     container: Container = typer.Option(Container.ktx2, "--container", metavar=_choices(Container),

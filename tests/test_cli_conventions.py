@@ -100,6 +100,8 @@ def test_jobs_help_says_threads_then_processes():
 
     text = " ".join(run("capture", "--help", terminal_width=80).stdout.split())
     assert "threads for 1-2 jobs or one input, else N decoding and N encoding processes" in text
+    assert "-j, --jobs N Decode threads (upload runs no encodes)." in " ".join(
+        run("upload", "--help", terminal_width=80).stdout.split())
     os.environ.pop("GPUTEX_WORKERS", None)
     assert worker_count(2, 10) == 0 and worker_count(3, 1) == 0 and worker_count(3, 10) == 3
 
