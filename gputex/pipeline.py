@@ -622,7 +622,7 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
             try:
                 stem = _stem(item)
                 levels = _levels_wanted(opts, tex)
-                sheet = opts.sheet and tex.levels > 1
+                sheet = opts.sheet and (tex.levels > 1 or tex.images > 1)  # levels (and layers) side by side
                 if opts.sheet and not sheet:
                     result.warnings.append(f"{item.path}: one level, no sheet written (add --mips for a chain)")
                 wanted, levels = levels, (list(range(tex.levels)) if sheet else levels)  # the sheet: every level
