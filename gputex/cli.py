@@ -150,14 +150,14 @@ class Backend(str, Enum):
     gl = "gl"
 
 
-AdapterOpt = typer.Option(None, "--adapter", envvar="GPUTEX_ADAPTER", metavar="NAME",
-                          help="Use the adapter whose name contains NAME (case-insensitive).")
 def _check_backend(value: Optional[str]) -> Optional[str]:
     if value is not None and value.lower() not in [b.value for b in Backend]:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(b.value for b in Backend)}.")
     return value.lower() if value else None
 
 
+AdapterOpt = typer.Option(None, "--adapter", envvar="GPUTEX_ADAPTER", metavar="NAME",
+                          help="Use the adapter whose name contains NAME (case-insensitive).")
 BackendOpt = typer.Option(None, "--backend", envvar="GPUTEX_BACKEND", metavar=_choices(Backend),
                           callback=_check_backend, help="Only adapters of this backend.")
 JsonOpt = typer.Option(False, "--json", help="One JSON object per input on stdout.")
@@ -166,7 +166,7 @@ QuietOpt = typer.Option(False, "--quiet", "-q", help="Print errors only.")
 VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also print the adapter and each input's stage timings.")
 FormatOpt = typer.Option(None, "--format", "-f", metavar="FORMAT",
                          help="Texture format, e.g. rgba16float (default: chosen from the image).")
-SpaceOpt = typer.Option(None, "--color-space", metavar="[srgb|linear]",
+SpaceOpt = typer.Option(None, "--color-space", metavar=_choices(ColorSpace),
                         help="How the data is meant (default: from the file).")
 BudgetOpt = typer.Option(64, "--budget", min=1, metavar="MIB", help="Host staging memory per transfer, MiB.")
 PathOpt = typer.Option(UploadPath.auto, "--upload-path", metavar=_choices(UploadPath),
