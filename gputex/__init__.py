@@ -75,7 +75,18 @@ from .encode import encode  # noqa: E402
 from .formats import get_format  # noqa: E402
 from .layout import copy_layout  # noqa: E402
 from .mips import generate_mips  # noqa: E402
-from .transform import apply_swizzle, pack_channels, resize_texture, target_size  # noqa: E402
+
+
+_TRANSFORMS = ("resize_texture", "target_size", "apply_swizzle", "pack_channels")
+
+
+def __getattr__(name: str) -> Any:
+    """The transform verbs load on first use (``import gputex`` stays small for ``--help``)."""
+    if name in _TRANSFORMS:
+        from . import transform
+
+        return getattr(transform, name)
+    raise AttributeError(f"module 'gputex' has no attribute {name!r}")
 from .upload import Texture  # noqa: E402
 
 
@@ -107,6 +118,8 @@ def upload(session: "Session", image: "Image", format: str | None = None, *, mip
     if size is not None and tuple(size) != (image.width, image.height):
         usage = kwargs.pop("usage", 0)
         src = _upload(session, image, format, levels=1, usage=usage | wgpu.TextureUsage.TEXTURE_BINDING, **kwargs)
+        from .transform import resize_texture
+
         try:
             tex = resize_texture(src, width, height, levels=levels, usage=usage,
                                  **{k: v for k, v in mip_kw.items() if k != "alpha_coverage"})

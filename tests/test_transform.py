@@ -407,3 +407,25 @@ def _reference_unclipped(a, W, H, *, alpha, filter):
     else:
         val = apply(My, lin, Mx)
     return _finish(val, channels, False, False)
+
+
+@pytest.mark.gpu
+def test_library_upload_with_size(gpu):
+    """gputex.upload(size=...) resizes before the chain, as --resize does."""
+    rng = np.random.default_rng(112)
+    a = _image(rng, 61, 37, 4, True)
+    size = gputex.target_size(61, 37, pot=True)
+    assert size == (64, 32)
+    tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True, size=size)
+    try:
+        assert (tex.width, tex.height, tex.levels) == (64, 32, 7)
+        level0 = gputex.capture(tex, 0)
+        assert np.abs(level0 - _reference(a / 255, 64, 32, srgb=True) * 255).max() <= 1.0
+        again = gputex.upload(gpu, gputex.from_array(level0, "srgb"), "rgba8unorm-srgb", mips=True)
+        try:
+            for i in range(1, 7):
+                assert np.array_equal(gputex.capture(tex, i), gputex.capture(again, i)), f"level {i}"
+        finally:
+            again.destroy()
+    finally:
+        tex.destroy()
