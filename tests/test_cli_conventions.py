@@ -303,3 +303,15 @@ def test_unknown_adapter_lists_the_adapters(gpu, tmp_path):
     assert r.exit_code == 3
     assert r.stderr.startswith("gputex: no GPU adapter matching 'no-such-gpu-xyz'; the adapters here are: ")
     assert f"{gpu.info.name} ({gpu.info.backend}, {gpu.info.adapter_type})" in r.stderr
+
+
+@pytest.mark.gpu
+def test_info_shows_the_version(gpu):
+    import json
+
+    import wgpu
+
+    r = run("info")
+    assert r.exit_code == 0 and r.stdout.splitlines()[0] == f"gputex {gputex.__version__} (wgpu-py {wgpu.__version__})"
+    d = json.loads(run("info", "--json").stdout)
+    assert d["version"] == gputex.__version__ and d["wgpu"] == wgpu.__version__
