@@ -528,7 +528,10 @@ def upload(
             _render_upload([result], session)
         if not result.ok:
             _err(result.error or "failed")
-        raise typer.Exit(EXIT_OK if result.ok else EXIT_FAILED)
+        from .errors import UsageError
+
+        raise typer.Exit(EXIT_OK if result.ok else EXIT_USAGE if isinstance(result.exception, UsageError)
+                         else EXIT_FAILED)
     from .device import session_soon
 
     code = _run_batch(items, as_json, session_soon(adapter, backend), _render_upload, jobs=jobs, adapter_line=True,

@@ -391,7 +391,9 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
         size = opts.transform.target_size(first.width, first.height) if opts.transform else None
         size = None if size == (first.width, first.height) else size
         if size and kind == "volume":
-            raise LimitError("--volume textures are not resized (--resize, --max-size and --pot are 2D)")
+            from .errors import UsageError
+
+            raise UsageError("--volume textures are not resized (--resize, --max-size and --pot are 2D)")
         if size and kind == "cube" and size[0] != size[1]:
             raise LimitError(f"cube faces must stay square; the resize makes them {size[0]}x{size[1]}")
         levels = _mip_levels(opts, *(size or (first.width, first.height)), len(images) if kind == "volume" else 1)

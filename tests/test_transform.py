@@ -349,6 +349,9 @@ def test_array_and_cube_layers_are_resized_like_single_images(gpu, tmp_path):
                 assert np.array_equal(got, np.asarray(PILImage.open(one / name))), (kind, i, name)
     r = runner.invoke(app, ["upload", *paths, "--cube", "-o", str(tmp_path / "c.ktx2"), "--resize", "8x4"])
     assert r.exit_code == 1 and "cube faces must stay square; the resize makes them 8x4" in r.stderr
+    r = runner.invoke(app, ["upload", *paths, "--volume", "-o", str(tmp_path / "v.ktx2"), "--pot"])
+    assert r.exit_code == 2
+    assert r.stderr == "gputex: --volume textures are not resized (--resize, --max-size and --pot are 2D)\n"
 
 
 @pytest.mark.gpu
