@@ -426,7 +426,8 @@ def _resize_layer(tex: "Texture", out: "Texture", layer: int, filter: str, alpha
     import wgpu
 
     from .layout import align_up, bands
-    from .mips import _PACK_FMT, FILTERS, WRAPS, _entries, _pack_kind, _pipeline, _plain_entries, _stand_in, dispatch
+    from .mips import (_PACK_FMT, FILTERS, REUSE_MAX_BYTES, WRAPS, _entries, _pack_kind, _pipeline, _plain_entries,
+                       _reused, _stand_in, dispatch)
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     kind = _pack_kind(tex)
@@ -442,21 +443,27 @@ def _resize_layer(tex: "Texture", out: "Texture", layer: int, filter: str, alpha
     limit = min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 256 << 20)
     parts = bands(dh, pitch, limit)
     work_usage = wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING
-    made = []
+    made = []  # resources too big to keep for the next resize of the same shape: freed at the end
+    scratch_size = max(pitch * (r1 - r0) for r0, r1 in parts)
+
+    def kept(kind: str, key, nbytes: int, make):
+        """As the mips do: up to REUSE_MAX_BYTES kept in the session for the next image of the same
+        size (allocating and clearing a float32 work texture can cost more than the pass)."""
+        if nbytes > REUSE_MAX_BYTES:
+            made.append(make())
+            return made[-1]
+        return _reused(session, kind, key, make)
 
     def texture(what: str):
-        t = session.check(f"{tex.source}: resize {what}", device.create_texture, size=(dw, dh, 1),
-                          format="rgba32float", usage=work_usage)
-        made.append(t)
-        return t
+        return lambda: session.check(f"{tex.source}: resize {what}", device.create_texture, size=(dw, dh, 1),
+                                     format="rgba32float", usage=work_usage)
 
     try:
-        work = texture("work texture")
-        plain = texture("plain-colour texture") if split else None
-        scratch = session.check(f"{tex.source}: resize buffer", device.create_buffer,
-                                size=max(pitch * (r1 - r0) for r0, r1 in parts),
-                                usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
-        made.append(scratch)
+        work = kept("resize-work", (dw, dh), dw * dh * 16, texture("work texture"))
+        plain = kept("resize-plain", (dw, dh), dw * dh * 16, texture("plain-colour texture")) if split else None
+        scratch = kept("resize-scratch", scratch_size, scratch_size, lambda: session.check(
+            f"{tex.source}: resize buffer", device.create_buffer, size=scratch_size,
+            usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC))
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
         enc = device.create_command_encoder()
