@@ -27,6 +27,7 @@ from .errors import (
     LimitError,
     NoAdapterError,
     OutputError,
+    UsageError,
 )
 
 __version__ = "0.1.0"
@@ -46,6 +47,10 @@ __all__ = [
     "stats",
     "copy_layout",
     "get_format",
+    "resize_texture",
+    "target_size",
+    "apply_swizzle",
+    "pack_channels",
     "GputexError",
     "InputError",
     "DecodeError",
@@ -55,6 +60,7 @@ __all__ = [
     "DeviceLostError",
     "NoAdapterError",
     "OutputError",
+    "UsageError",
 ]
 
 # Submodules are named for their step and import nothing heavy at module level
@@ -69,13 +75,28 @@ from .encode import encode  # noqa: E402
 from .formats import get_format  # noqa: E402
 from .layout import copy_layout  # noqa: E402
 from .mips import generate_mips  # noqa: E402
+
+
+_TRANSFORMS = ("resize_texture", "target_size", "apply_swizzle", "pack_channels")
+
+
+def __getattr__(name: str) -> Any:
+    """The transform verbs load on first use (``import gputex`` stays small for ``--help``)."""
+    if name in _TRANSFORMS:
+        from . import transform
+
+        return getattr(transform, name)
+    raise AttributeError(f"module 'gputex' has no attribute {name!r}")
 from .upload import Texture  # noqa: E402
 
 
 def upload(session: "Session", image: "Image", format: str | None = None, *, mips: bool | int = False,
-           **kwargs: Any) -> "Texture":
+           size: tuple[int, int] | None = None, **kwargs: Any) -> "Texture":
     """Upload ``image`` to a new texture; ``mips=True`` (or a level count) also makes the mip chain.
 
+    ``size=(W, H)`` resizes level 0 on the GPU first (:func:`gputex.resize_texture`, with the
+    mip options' filter, alpha mode, wrap and normal-map setting; :func:`gputex.target_size`
+    computes ``--max-size``/``--pot`` sizes); the chain then starts from the resized image.
     Other keyword arguments are those of :func:`gputex.upload.upload` and, for the mip
     options (``filter``, ``alpha``, ``alpha_coverage``, ``normal_map``, ``wrap``),
     :func:`gputex.generate_mips`.
@@ -88,12 +109,24 @@ def upload(session: "Session", image: "Image", format: str | None = None, *, mip
     mip_keys = {"filter", "alpha", "alpha_coverage", "normal_map", "wrap"}
     mip_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in mip_keys}
     levels = 1
+    width, height = size or (image.width, image.height)
     if mips:
-        full = mip_count(image.width, image.height)
+        full = mip_count(width, height)
         levels = full if mips is True else min(int(mips), full)
     if levels > 1:
         kwargs["usage"] = kwargs.get("usage", 0) | wgpu.TextureUsage.TEXTURE_BINDING
-    tex = _upload(session, image, format, levels=levels, **kwargs)
+    if size is not None and tuple(size) != (image.width, image.height):
+        usage = kwargs.pop("usage", 0)
+        src = _upload(session, image, format, levels=1, usage=usage | wgpu.TextureUsage.TEXTURE_BINDING, **kwargs)
+        from .transform import resize_texture
+
+        try:
+            tex = resize_texture(src, width, height, levels=levels, usage=usage,
+                                 **{k: v for k, v in mip_kw.items() if k != "alpha_coverage"})
+        finally:
+            src.destroy()
+    else:
+        tex = _upload(session, image, format, levels=levels, **kwargs)
     if levels > 1:
         from .mips import generate_mips
 

@@ -75,14 +75,17 @@ def expand_inputs(args: Iterable[str], recursive: bool = False, stdin=None) -> l
 
 def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[Any, Any]],
                    gpu: Callable[[Item, Any, Any], Any] | None, encode: Callable[[Item, Any, Any], None] | None,
-                   emit: Callable[[Any], None], start: Callable[[], Callable] | None = None) -> None:
+                   emit: Callable[[Any], None], start: Callable[[], Callable] | None = None,
+                   stop: Callable[[], bool] | None = None) -> None:
     """Run ``decode`` (pool) -> ``gpu`` (this thread, in order) -> ``encode`` (pool) over items.
 
     ``decode(item) -> (result, data_or_None)``; ``gpu(item, data, result) -> payload_or_None``;
     ``encode(item, payload, result)``. Each must record its own errors in ``result``.
     ``emit(result)`` is called once per item, in input order. ``start() -> gpu``, if given,
     runs on this thread once the first decodes are submitted (it makes the device: ~0.35 s on
-    the H200 host, ~0.7 s on lavapipe, during which the pool already decodes).
+    the H200 host, ~0.7 s on lavapipe, during which the pool already decodes). ``stop()``,
+    if given, is asked before each input's GPU step: once true no further input starts, and
+    those already past the GPU step are encoded and emitted (decodes in flight are dropped).
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -97,12 +100,12 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
         workers = worker_count(jobs, len(items)) if encode is not None else 0
         with codec_workers(workers), \
                 ThreadPoolExecutor(2 * jobs if workers else jobs, thread_name_prefix="gputex-codec") as pool:
-            _overlap(items, jobs, pool, decode, gpu, encode, emit, start)
+            _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop)
     finally:
         sys.setswitchinterval(switch)
 
 
-def _overlap(items, jobs, pool, decode, gpu, encode, emit, start) -> None:
+def _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop=None) -> None:
     from .trace import profiled, span
 
     todo = iter(items)
@@ -127,7 +130,7 @@ def _overlap(items, jobs, pool, decode, gpu, encode, emit, start) -> None:
     if start is not None:
         gpu = start()
     with profiled():  # GPUTEX_PROFILE: where the in-order thread's time goes
-        while decoding:
+        while decoding and not (stop and stop()):
             item, fut = decoding.popleft()
             result, data = fut.result()
             feed()
@@ -137,4 +140,6 @@ def _overlap(items, jobs, pool, decode, gpu, encode, emit, start) -> None:
             job = pool.submit(encode, item, payload, result) if payload is not None and encode else None
             encoding.append((result, job))
             drain(2 * jobs)
+    for _, fut in decoding:  # stopped: decodes not started yet are not started at all
+        fut.cancel()
     drain(0)

@@ -26,11 +26,69 @@ EXIT_CODES = (
 
 app = typer.Typer(
     help="Move images into GPU textures and back, exactly. " + EXIT_CODES,
-    add_completion=False,
     no_args_is_help=True,
+    epilog="\b\nExamples:\n  gputex capture photo.png -o out/ --mips --level all\n"
+           "  gputex upload photo.png --mips -o photo.ktx2\n  gputex <command> --help",
     pretty_exceptions_enable=False,
+    # click's plain help: words wrap whole at any width, no "<bool>" after flags, no boxes,
+    # and no rich import for --help
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+class _Command(typer.core.TyperCommand):
+    """Arguments as git and ruff show them: ``IMAGE...`` in the usage line and the list,
+    ``[FILE]...`` when optional, no type labels."""
+
+    @staticmethod
+    def _arg(param, usage: bool) -> str:
+        name = param.metavar or param.name.upper()
+        many = param.nargs != 1
+        if usage and not param.required:
+            return f"[{name}]" + ("..." if many else "")
+        return name + ("..." if many else "")
+
+    def collect_usage_pieces(self, ctx):
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(self._arg(param, usage=True))
+        return pieces
+
+    def format_options(self, ctx, formatter) -> None:
+        args, opts = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                args.append((self._arg(param, usage=False), param.help or ""))
+            else:
+                opts.append(record)
+        for title, rows in (("Arguments", args), ("Options", opts)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(version_line())
+        raise typer.Exit()
+
+
+def version_line() -> str:
+    """``gputex X.Y.Z``."""
+    from . import __version__
+
+    return f"gputex {__version__}"
+
+
+@app.callback()
+def _root(show_version: bool = typer.Option(False, "--version", "-V", callback=_show_version, is_eager=True,
+                                            help="Print the version and exit.")) -> None:
+    """Move images into GPU textures and back, exactly."""
 
 
 class ColorSpace(str, Enum):
@@ -80,21 +138,49 @@ class Wrap(str, Enum):
 
 _state = {"debug": False}
 
-AdapterOpt = typer.Option(None, "--adapter", envvar="GPUTEX_ADAPTER",
-                          help="Use the adapter whose name contains this text.")
-BackendOpt = typer.Option(None, "--backend", envvar="GPUTEX_BACKEND",
-                          help="vulkan, metal, dx12 or gl.")
+def _choices(enum) -> str:
+    """The metavar of an enum option: its choices, ``[a|b|c]``."""
+    return "[" + "|".join(e.value for e in enum) + "]"
+
+
+class Backend(str, Enum):
+    vulkan = "vulkan"
+    metal = "metal"
+    dx12 = "dx12"
+    gl = "gl"
+
+
+def _check_backend(value: Optional[str]) -> Optional[str]:
+    if value is not None and value.lower() not in [b.value for b in Backend]:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(b.value for b in Backend)}.")
+    return value.lower() if value else None
+
+
+AdapterOpt = typer.Option(None, "--adapter", envvar="GPUTEX_ADAPTER", metavar="NAME",
+                          help="Use the adapter whose name contains NAME (case-insensitive).")
+BackendOpt = typer.Option(None, "--backend", envvar="GPUTEX_BACKEND", metavar=_choices(Backend),
+                          callback=_check_backend, help="Only adapters of this backend.")
 JsonOpt = typer.Option(False, "--json", help="One JSON object per input on stdout.")
 DebugOpt = typer.Option(False, "--debug", help="Show tracebacks.")
-FormatOpt = typer.Option(None, "--format", "-f", help="Texture format (default: chosen from the image; see README).")
-SpaceOpt = typer.Option(None, "--color-space", help="How the data is meant: srgb or linear (default: from the file).")
-BudgetOpt = typer.Option(64, "--budget", min=1, help="Host staging memory per transfer, MiB.")
-PathOpt = typer.Option(UploadPath.auto, "--upload-path", help="auto, write_texture or staging.")
-MaxPixelsOpt = typer.Option(None, "--max-pixels", min=1, help="Refuse images above this many pixels (default 16384^2).")
+QuietOpt = typer.Option(False, "--quiet", "-q", help="Print errors only.")
+VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also print the adapter and each input's stage timings.")
+FormatOpt = typer.Option(None, "--format", "-f", metavar="FORMAT",
+                         help="Texture format, e.g. rgba16float (default: chosen from the image).")
+SpaceOpt = typer.Option(None, "--color-space", metavar=_choices(ColorSpace),
+                        help="How the data is meant (default: from the file).")
+BudgetOpt = typer.Option(64, "--budget", min=1, metavar="MIB", help="Host staging memory per transfer, MiB.")
+PathOpt = typer.Option(UploadPath.auto, "--upload-path", metavar=_choices(UploadPath),
+                       help="How pixels reach the GPU (auto: by size).")
+MaxPixelsOpt = typer.Option(None, "--max-pixels", min=1, metavar="N",
+                            help="Refuse images above N pixels (default 16384^2).")
 RecursiveOpt = typer.Option(False, "--recursive", "-r", help="Take the images in folders (tree kept under -o).")
-JobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, help="Decode/encode threads (default: the cores).")
-MaxRatioOpt = typer.Option(None, "--max-ratio", min=0,
-                           help="Refuse images decoding to >64 MiB and more than this times their file size "
+JobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, metavar="N", show_default="the cores",
+                       help="Decode/encode workers: threads for 1-2 jobs or one input, else N decoding and "
+                            "N encoding processes.")
+UploadJobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, metavar="N", show_default="the cores",
+                             help="Decode threads (upload runs no encodes).")
+MaxRatioOpt = typer.Option(None, "--max-ratio", min=0, metavar="R",
+                           help="Refuse images decoding to >64 MiB and more than R times their file size "
                                 "(default 1000; 0: no limit).")
 
 
@@ -154,10 +240,18 @@ def _stderr_console():
     return Console(stderr=True)
 
 
-def _inputs(args: List[str], recursive: bool):
+def _inputs(args: Optional[List[str]], recursive: bool, packs: Optional[List[str]] = None):
     from .batch import expand_inputs
 
-    items = expand_inputs(args, recursive)
+    items = expand_inputs(args or [], recursive)
+    if packs:
+        from .transform import pack_item
+
+        try:
+            items += [pack_item(spec) for spec in packs]
+        except GputexError as e:
+            _err(str(e))
+            raise typer.Exit(EXIT_USAGE)
     if not items:
         _err("no inputs")
         raise typer.Exit(EXIT_USAGE)
@@ -165,18 +259,21 @@ def _inputs(args: List[str], recursive: bool):
 
 
 def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=None, gpu=None,
-               encode=None, one=None) -> int:
+               encode=None, one=None, adapter_line: bool = False) -> int:
     """Run the inputs (overlapped stages, or ``one(path)`` per input); print; return the exit code.
 
     ``session`` is a Session, or for overlapped stages a Future of one (``session_soon``): then
     the first inputs decode while the device is made, and ``gpu`` is ``session -> gpu stage``.
-    Per input: a JSON line with --json; each failure one line on stderr. On a terminal a
-    progress bar runs and a summary line ends the run; Ctrl-C stops with a summary and 130.
+    Each input's result line (or JSON line) is printed as soon as it is done, in input order;
+    each failure is one line on stderr. On a terminal a progress bar runs and a summary line
+    ends the run. Ctrl-C stops feeding new inputs; those already on the GPU are finished and
+    printed, then a summary and exit 130.
     """
     import signal
     import time
 
-    state = {"failed": 0, "bytes": 0, "t0": time.perf_counter(), "stop": False}
+    state = {"failed": 0, "bytes": 0, "t0": time.perf_counter(), "stop": False, "header": False}
+    quiet, verbose = _state.get("quiet", False), _state.get("verbose", False)
     start = None
     from concurrent.futures import Future
 
@@ -189,7 +286,7 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
             session = _session(None, None, soon)
             return make_gpu(session)
 
-    bar = _progress(len(items), not as_json)
+    bar = _progress(len(items), not as_json and not quiet)
     results: list = []
 
     def on_sigint(signum, frame) -> None:
@@ -204,6 +301,11 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
             d = result.as_dict()
             d["adapter"] = session.name
             typer.echo(json.dumps(d))
+        elif not quiet:
+            if (adapter_line or verbose) and not state["header"]:
+                state["header"] = True
+                typer.echo(f"adapter: {session.name}")
+            render([result], session)
         if not result.ok:
             state["failed"] += 1
             if _state["debug"] and result.exception is not None:
@@ -211,25 +313,28 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
 
                 traceback.print_exception(result.exception, file=sys.stderr)
             _err(result.error or f"{result.source}: failed")
-        for w in result.warnings:
-            _err(f"warning: {w}")
+        if not quiet:
+            for w in result.warnings:
+                _err(f"warning: {w}")
         state["bytes"] += result.bytes or 0
         results.append(result)
         if bar:
             rate = state["bytes"] / max(time.perf_counter() - state["t0"], 1e-9) / 1e6
             bar.update(0, advance=1, description=os.path.basename(result.source), rate=f"{rate:.0f} MB/s")
-        if state["stop"]:
-            raise KeyboardInterrupt  # at a safe point: between inputs, every output so far whole
 
     previous = signal.signal(signal.SIGINT, on_sigint) if _main_thread() else None
     try:
         if one is not None:
             for item in items:
+                if state["stop"]:
+                    break
                 emit(one(item.path))
         else:
             from .batch import run_overlapped
 
-            run_overlapped(items, jobs, decode, gpu, encode, emit, start)
+            run_overlapped(items, jobs, decode, gpu, encode, emit, start, stop=lambda: state["stop"])
+        if state["stop"] and len(results) < len(items):
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         if bar:
             bar.stop()
@@ -243,14 +348,16 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
             bar.stop()
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
-    if not as_json:
-        render(results, session)
-    if sys.stderr.isatty() and not as_json and len(items) > 1:
+    if not as_json and not quiet and (verbose or (sys.stderr.isatty() and len(items) > 1)):
         secs = time.perf_counter() - state["t0"]
         skipped = sum(1 for r in results if r.skipped)
         _err(f"{len(results) - state['failed'] - skipped} ok, {state['failed']} failed"
              + (f", {skipped} up to date" if skipped else "")
              + f", {secs:.2f} s, {state['bytes'] / max(secs, 1e-9) / 1e6:.0f} MB/s")
+    from .errors import UsageError
+
+    if any(isinstance(r.exception, UsageError) for r in results):
+        return EXIT_USAGE
     return EXIT_FAILED if state["failed"] else EXIT_OK
 
 
@@ -271,19 +378,55 @@ def _mip_kwargs(filter: Filter, alpha: Alpha, alpha_coverage, normal_map: bool, 
             "normal_map": normal_map, "wrap": wrap.value}
 
 
+def _transform(resize: Optional[str], max_size: Optional[int], pot: bool, swizzle: Optional[str]):
+    """The --resize/--max-size/--pot/--swizzle flags as a :class:`gputex.transform.Transform`
+    (None when none is given); a malformed value is a usage error."""
+    if resize is None and max_size is None and not pot and swizzle is None:
+        return None
+    from .transform import Transform, check_swizzle, parse_size
+
+    try:
+        return Transform(resize=parse_size(resize) if resize is not None else None, max_size=max_size, pot=pot,
+                         swizzle=check_swizzle(swizzle) if swizzle is not None else None)
+    except GputexError as e:
+        _err(str(e))
+        raise typer.Exit(EXIT_USAGE)
+
+
 MipsOpt = typer.Option(False, "--mips", help="Generate the mip chain on the GPU.")
-LevelsOpt = typer.Option(None, "--levels", min=1, help="Mip levels to make (default: the full chain).")
-FilterOpt = typer.Option(Filter.box, "--filter", help="Mip filter: box (exact area average), kaiser, lanczos.")
-AlphaOpt = typer.Option(Alpha.weighted, "--alpha", help="weighted (colour by alpha), straight, premultiplied.")
-CoverageOpt = typer.Option(None, "--alpha-coverage", min=0.0, max=1.0,
+LevelsOpt = typer.Option(None, "--mip-count", min=1, metavar="N",
+                         help="Make N mip levels (implies --mips; default: the full chain).")
+LevelsAliasOpt = typer.Option(None, "--levels", min=1, hidden=True)  # the old name of --mip-count
+FilterOpt = typer.Option(Filter.box, "--filter", metavar=_choices(Filter),
+                         help="Mip filter: box (exact area average) or a radius-3 kernel.")
+AlphaOpt = typer.Option(Alpha.weighted, "--alpha", metavar=_choices(Alpha),
+                        help="How mips treat alpha: weighted averages colour by alpha.")
+CoverageOpt = typer.Option(None, "--alpha-coverage", min=0.0, max=1.0, metavar="CUTOFF",
                            help="Keep the fraction of texels with alpha >= CUTOFF that level 0 has.")
 NormalOpt = typer.Option(False, "--normal-map", help="Data is a normal map: renormalize each level.")
-WrapOpt = typer.Option(Wrap.clamp, "--wrap", help="Edge handling for kernels wider than the footprint.")
+WrapOpt = typer.Option(Wrap.clamp, "--wrap", metavar=_choices(Wrap),
+                       help="Edge handling for kernels wider than the footprint.")
+ResizeOpt = typer.Option(None, "--resize", metavar="WxH",
+                         help="Resize level 0 to W x H on the GPU with --filter (a 0 side keeps the "
+                              "aspect ratio).")
+MaxSizeOpt = typer.Option(None, "--max-size", min=1, metavar="N",
+                          help="Scale down on the GPU so neither side exceeds N (aspect ratio kept).")
+PotOpt = typer.Option(False, "--pot", help="Resize each side to the nearest power of two (ties up).")
+SwizzleOpt = typer.Option(None, "--swizzle", metavar="SPEC",
+                          help="Reorder channels: 1-4 of r g b a 0 1, e.g. bgra, rrr1, rgb1.")
+PackOpt = typer.Option(None, "--pack", metavar="SPEC",
+                       help="One texture from channels of several images, e.g. "
+                            "r=rough.png,g=metal.png,b=ao.png:g (repeatable).")
 
 
-@app.command()
+@app.command(cls=_Command, epilog="""\b
+Examples:
+  gputex upload photo.png
+  gputex upload photo.png --mips -o photo.ktx2 --zstd 10
+  gputex upload px.png nx.png py.png ny.png pz.png nz.png --cube -o sky.ktx2""")
 def upload(
-    images: List[str] = typer.Argument(..., help="Image files."),
+    images: Optional[List[str]] = typer.Argument(None, metavar="IMAGE",
+                                                 help="Image or texture files (globs, @list, - for stdin)."),
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
     flip_y: bool = typer.Option(False, "--flip-y", help="Upload rows bottom to top."),
@@ -293,21 +436,33 @@ def upload(
     alpha: Alpha = AlphaOpt, alpha_coverage: Optional[float] = CoverageOpt,
     normal_map: bool = NormalOpt, wrap: Wrap = WrapOpt,
     budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,
-    max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = JobsOpt,
-    out: Optional[str] = typer.Option(None, "--out", "-o",
+    max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = UploadJobsOpt,
+    out: Optional[str] = typer.Option(None, "--out", "-o", metavar="PATH",
                                       help="Write the texture (mips included): X.ktx2 / X.dds, or a folder."),
-    container: Container = typer.Option(Container.ktx2, "--container", help="With -o FOLDER: ktx2 or dds."),
-    zstd: Optional[int] = typer.Option(None, "--zstd", min=1, max=22,
-                                       help="KTX2: Zstandard-supercompress each level at this level."),
+    container: Container = typer.Option(Container.ktx2, "--container", metavar=_choices(Container),
+                                        help="The file type with -o FOLDER."),
+    zstd: Optional[int] = typer.Option(None, "--zstd", min=1, max=22, metavar="LEVEL",
+                                       help="KTX2: Zstandard-supercompress each level (1-22)."),
+    skip_existing: bool = typer.Option(False, "--skip-existing",
+                                       help="With -o: skip inputs whose texture file exists and is newer."),
     array: bool = typer.Option(False, "--array", help="All inputs become the layers of one 2D array texture."),
     cube: bool = typer.Option(False, "--cube", help="Inputs are cube faces +x -x +y -y +z -z (6 per cube)."),
     volume: bool = typer.Option(False, "--volume", help="Inputs are the depth slices of one 3D texture."),
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
+    quiet: bool = QuietOpt, verbose: bool = VerboseOpt, levels_alias: Optional[int] = LevelsAliasOpt,
+    resize: Optional[str] = ResizeOpt, max_size: Optional[int] = MaxSizeOpt, pot: bool = PotOpt,
+    swizzle: Optional[str] = SwizzleOpt, pack: Optional[List[str]] = PackOpt,
 ) -> None:
-    """Upload images or texture files (KTX2, KTX, DDS), read them back, verify they are exact,
-    show the copy layout, and with -o write the texture as KTX2 or DDS."""
-    _state["debug"] = debug
+    """Upload images and verify the GPU holds them exactly.
+
+    Reads the texture back and compares it with what was sent, and shows the copy
+    layout (row pitch, padding, staging). Texture files (KTX2, KTX, DDS) are uploaded
+    as stored. With -o the texture, mips included, is written as KTX2 or DDS.
+    """
+    _state.update(debug=debug, quiet=quiet, verbose=verbose)
+    levels = levels or levels_alias
+    transform = _transform(resize, max_size, pot, swizzle)
     _validate_format(format)
     kinds = [k for k, on in (("array", array), ("cube", cube), ("volume", volume)) if on]
     if len(kinds) > 1:
@@ -321,7 +476,13 @@ def upload(
                              or (not single_file and container != Container.ktx2)):
         _err("--zstd needs KTX2 output (-o X.ktx2, or -o FOLDER with --container ktx2)")
         raise typer.Exit(EXIT_USAGE)
-    items = _inputs(images, recursive)
+    if skip_existing and out is None:
+        _err("--skip-existing needs -o (the texture files to compare with)")
+        raise typer.Exit(EXIT_USAGE)
+    items = _inputs(images, recursive, pack)
+    if cube and len(items) % 6:
+        _err(f"--cube needs 6 images per cube (+x -x +y -y +z -z), got {len(items)}")
+        raise typer.Exit(EXIT_USAGE)
     if single_file and not kinds and len(items) > 1:
         _err(f"{out}: one output file for {len(items)} inputs; give -o a folder, or use --array/--cube/--volume")
         raise typer.Exit(EXIT_USAGE)
@@ -340,7 +501,8 @@ def upload(
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
                     max_ratio=max_ratio, mips=mips or levels is not None, mip_levels=levels,
                     mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap),
-                    out=out, container=container.value, zstd=zstd)
+                    out=out, container=container.value, zstd=zstd, skip_existing=skip_existing,
+                    transform=transform)
     from .pipeline import OutputNames, assemble_file, decode_stage, upload_gpu_stage
 
     names = OutputNames(out, [i.path for i in items]) if out is not None and not single_file else None
@@ -349,79 +511,101 @@ def upload(
         if bad:
             _err(bad[0].error)
             raise typer.Exit(EXIT_FAILED)
+        if any(getattr(i, "sources", None) for i in items):
+            _err(f"--{kinds[0]} assembles image files; --pack makes one texture of its own")
+            raise typer.Exit(EXIT_USAGE)
+        if skip_existing and _newer_than_all(out, [i.path for i in items]):
+            if not quiet:
+                typer.echo(f"{out}: up to date")
+            raise typer.Exit(EXIT_OK)
         session = _session(adapter, backend)
         result = assemble_file(session, [i.path for i in items], kinds[0], opts)
         if as_json:
             d = result.as_dict()
             d["adapter"] = session.name
             typer.echo(json.dumps(d))
-        else:
+        elif not quiet:
             _render_upload([result], session)
         if not result.ok:
             _err(result.error or "failed")
-        raise typer.Exit(EXIT_OK if result.ok else EXIT_FAILED)
+        from .errors import UsageError
+
+        raise typer.Exit(EXIT_OK if result.ok else EXIT_USAGE if isinstance(result.exception, UsageError)
+                         else EXIT_FAILED)
     from .device import session_soon
 
-    code = _run_batch(items, as_json, session_soon(adapter, backend), _render_upload, jobs=jobs,
-                      decode=decode_stage(opts),
+    code = _run_batch(items, as_json, session_soon(adapter, backend), _render_upload, jobs=jobs, adapter_line=True,
+                      decode=decode_stage(opts, names),
                       gpu=lambda session: upload_gpu_stage(session, opts, names))
     raise typer.Exit(code)
 
 
-def _render_upload(results, session) -> None:
-    ok = [r for r in results if r.ok or r.layout]
-    if not ok:
-        return
-    if sys.stdout.isatty():
-        from rich.console import Console
-        from rich.table import Table
+def _newer_than_all(out: str, paths: List[str]) -> bool:
+    """``out`` exists and is at least as new as every one of ``paths``."""
+    try:
+        since = os.path.getmtime(out)
+        return all(os.path.getmtime(p) <= since for p in paths)
+    except OSError:
+        return False
 
-        t = Table(title=f"on {session.name}", title_justify="left")
-        for col in ("image", "format", "size", "GPU bytes", "bytes_per_row", "padded (capture)",
-                    "padding/row", "staging", "path", "exact"):
-            t.add_column(col, justify="left" if col in ("image", "format", "path") else "right")
-        for r in ok:
-            lay = r.layout
-            t.add_row(os.path.basename(r.source), r.format, f"{r.width}x{r.height}", f"{lay['data_bytes']:,}",
-                      str(lay["bytes_per_row"]), str(lay["padded_bytes_per_row"]),
-                      str(lay["padding_per_row"]), f"{lay['staging_bytes']:,}", r.upload_path,
-                      "yes" if r.verified else "NO")
-        Console().print(t)
-        return
-    typer.echo(f"adapter: {session.name}")
-    for r in ok:
+
+def _render_upload(results, session) -> None:
+    for r in results:
+        if r.skipped:
+            typer.echo(f"{r.source}: up to date")
+            continue
+        if not (r.ok or r.layout):
+            continue
         lay = r.layout
         typer.echo(
             f"{r.source}: {r.format} {r.width}x{r.height} ({r.color_space}), {lay['data_bytes']} bytes; "
             f"write_texture bytes_per_row {lay['bytes_per_row']}; capture bytes_per_row "
             f"{lay['padded_bytes_per_row']} (+{lay['padding_per_row']} padding per row), staging "
             f"{lay['staging_bytes']} bytes; path {r.upload_path}; "
-            + ("exact round trip" if r.verified else "MISMATCH")
+            + (f"resized from {r.resized_from[0]}x{r.resized_from[1]}" if r.resized_from
+               else "exact round trip" if r.verified else "MISMATCH")
             + (f"; {r.texture}" if r.texture and r.texture != "2d" else "")
             + (f"; {r.levels} levels" if r.levels and r.levels > 1 else "")
             + (f" -> {', '.join(r.outputs)}" if r.outputs else "")
+            + _timings(r)
         )
 
 
-@app.command()
+def _timings(r) -> str:
+    """With -v: the input's stage timings."""
+    if not _state.get("verbose") or not r.timings:
+        return ""
+    return "  [" + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in r.timings.items()) + "]"
+
+
+@app.command(cls=_Command, epilog="""\b
+Examples:
+  gputex capture photo.png -o out/
+  gputex capture 'assets/**/*.png' -o out/ --mips --level all --sheet
+  gputex capture photo.png --resize 512x0 --mips --level 1 -o small.png""")
 def capture(
-    sources: List[str] = typer.Argument(..., help="Image files."),
-    out: str = typer.Option(..., "--out", "-o", help="Output folder (created if missing)."),
+    sources: Optional[List[str]] = typer.Argument(None, metavar="IMAGE",
+                                                  help="Image or texture files (globs, @list, - for stdin)."),
+    out: str = typer.Option(..., "--out", "-o", metavar="PATH",
+                            help="Output folder (created if missing), or FILE.png/.tiff/.npy for a "
+                                 "capture with exactly one output."),
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
-    level: str = typer.Option("0", "--level", help="Mip level to write, or 'all'."),
+    level: str = typer.Option("0", "--level", metavar="N|all", help="Mip level to write, or all of them."),
     mips: bool = MipsOpt, levels: Optional[int] = LevelsOpt, filter: Filter = FilterOpt,
     alpha: Alpha = AlphaOpt, alpha_coverage: Optional[float] = CoverageOpt,
     normal_map: bool = NormalOpt, wrap: Wrap = WrapOpt,
-    sheet: bool = typer.Option(False, "--sheet", help="Also write <stem>_sheet.png with all levels side by side."),
+    sheet: bool = typer.Option(False, "--sheet",
+                               help="Also write <stem>_sheet.png: every level side by side, whatever --level "
+                                    "writes."),
     flip_y: bool = typer.Option(False, "--flip-y", help="Upload rows bottom to top."),
     premultiply: bool = typer.Option(False, "--premultiply", help="Multiply colour by alpha before upload."),
     no_exif_rotate: bool = typer.Option(False, "--no-exif-rotate", help="Keep the stored orientation."),
-    float_as: FloatAs = typer.Option(FloatAs.tiff, "--float-as",
+    float_as: FloatAs = typer.Option(FloatAs.tiff, "--float-as", metavar=_choices(FloatAs),
                                      help="Float textures as tiff (exact), npy (exact) or png (16-bit, clamped)."),
-    png_compression: str = typer.Option("fast", "--png-compression",
-                                        help="fast (fpng for 8-bit RGB/RGBA, else zlib 1) or a zlib level 0-9."),
-    bc_decode: BCDecode = typer.Option(BCDecode.spec, "--bc-decode",
+    png_compression: str = typer.Option("fast", "--png-compression", metavar="fast|0-9",
+                                        help="fast (fpng for 8-bit RGB/RGBA, else zlib 1) or a zlib level."),
+    bc_decode: BCDecode = typer.Option(BCDecode.spec, "--bc-decode", metavar=_choices(BCDecode),
                                        help="BC1-BC5 files: spec (the specification's arithmetic, the same on "
                                             "every GPU) or sampler (this GPU's texture units)."),
     budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,
@@ -430,16 +614,22 @@ def capture(
                                        help="Skip inputs whose output exists and is newer (incremental builds)."),
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
+    quiet: bool = QuietOpt, verbose: bool = VerboseOpt, levels_alias: Optional[int] = LevelsAliasOpt,
+    resize: Optional[str] = ResizeOpt, max_size: Optional[int] = MaxSizeOpt, pot: bool = PotOpt,
+    swizzle: Optional[str] = SwizzleOpt, pack: Optional[List[str]] = PackOpt,
 ) -> None:
-    """Put images on the GPU and write back, bit for bit, what the GPU holds.
+    """Put images on the GPU and write back exactly what it holds.
 
-    Inputs: files, quoted globs, folders with -r (their tree is kept under OUT),
-    @listfile, and - (paths on stdin). Names: OUT/<stem>.png for level 0 of a
-    one-level texture, otherwise OUT/<stem>_level<L>.png; with --sheet also
-    OUT/<stem>_sheet.png. A stem already used in this run gets -2, -3, ... Float
+    Inputs: files, quoted globs, folders with -r (their tree is kept under -o),
+    @listfile, and - (paths on stdin). Names in the -o folder: <stem>.png for
+    level 0 of a one-level texture, otherwise <stem>_level<L>.png; with --sheet
+    also <stem>_sheet.png. A stem already used in this run gets -2, -3, ... Float
     data is written as .tiff (or .npy), integer data PNG cannot hold as .npy.
+    -o FILE.png (or .tiff, .npy) takes a capture of exactly one output.
     """
-    _state["debug"] = debug
+    _state.update(debug=debug, quiet=quiet, verbose=verbose)
+    levels = levels or levels_alias
+    transform = _transform(resize, max_size, pot, swizzle)
     _validate_format(format)
     if level != "all" and not level.isdigit():
         _err(f"--level must be a number or 'all', got {level!r}")
@@ -447,19 +637,31 @@ def capture(
     if png_compression != "fast" and not (png_compression.isdigit() and int(png_compression) <= 9):
         _err(f"--png-compression must be 'fast' or 0-9, got {png_compression!r}")
         raise typer.Exit(EXIT_USAGE)
-    items = _inputs(sources, recursive)
+    items = _inputs(sources, recursive, pack)
+    from .pipeline import SingleOutput
+
+    single = os.path.splitext(out)[1].lower() in SingleOutput.SUFFIXES and not os.path.isdir(out)
+    if single:
+        why = ("it takes one input" if len(items) > 1 else
+               "--sheet adds a second output" if sheet else
+               "--level all with a mip chain writes several" if level == "all" and (mips or levels) else "")
+        if why:
+            _err(f"{out}: one output file, but {why}; give -o a folder")
+            raise typer.Exit(EXIT_USAGE)
+        float_as = FloatAs({".png": "png", ".npy": "npy"}.get(os.path.splitext(out)[1].lower(), "tiff"))
+    folder = (os.path.dirname(out) or ".") if single else out
     try:
-        os.makedirs(out, exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
     except OSError as e:
-        _err(f"{out}: cannot create output folder ({e.strerror or e})")
+        _err(f"{folder}: cannot create output folder ({e.strerror or e})")
         raise typer.Exit(EXIT_FAILED)
-    if not os.access(out, os.W_OK):
-        _err(f"{out}: output folder is not writable")
+    if not os.access(folder, os.W_OK):
+        _err(f"{folder}: output folder is not writable")
         raise typer.Exit(EXIT_FAILED)
     from .device import session_soon
     from .encode import sweep_stale
 
-    sweep_stale(out)  # temporary files of an earlier run that was killed
+    sweep_stale(folder)  # temporary files of an earlier run that was killed
     from .trace import enabled, mark, process_start
     from .workers import codec_workers, worker_count
 
@@ -477,9 +679,10 @@ def capture(
                         budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
                         max_ratio=max_ratio, mips=want_mips, mip_levels=levels, level=level, float_as=float_as.value,
                         png_level=None if png_compression == "fast" else int(png_compression), sheet=sheet,
-                        skip_existing=skip_existing, bc_decode=bc_decode.value,
+                        skip_existing=skip_existing, bc_decode=bc_decode.value, transform=transform,
                         mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
-        names = OutputNames(out, [i.path for i in items])
+        inputs = [p for i in items for p in (getattr(i, "sources", None) or [i.path])]
+        names = SingleOutput(out, inputs) if single else OutputNames(out, inputs)
         code = _run_batch(items, as_json, soon, _render_capture, jobs=jobs,
                           decode=decode_stage(opts, names),
                           gpu=lambda session: capture_gpu_stage(session, names, opts),
@@ -493,30 +696,47 @@ def _render_capture(results, session) -> None:
             typer.echo(f"{r.source}: up to date")
         elif r.ok:
             typer.echo(f"{r.source} -> {', '.join(r.outputs)}  ({r.format} {r.width}x{r.height}"
-                       + (f", {r.levels} levels" if r.levels and r.levels > 1 else "") + ")")
+                       + (f" from {r.resized_from[0]}x{r.resized_from[1]}" if r.resized_from else "")
+                       + (f", {r.levels} levels" if r.levels and r.levels > 1 else "") + ")" + _timings(r))
 
 
-@app.command()
+@app.command(cls=_Command, epilog="""\b
+Examples:
+  gputex compare a.png b.png
+  gputex compare a.png b.png --max-diff 1 --diff-image diff/ab.png""")
 def compare(
-    a: str = typer.Argument(..., help="First image."),
-    b: str = typer.Argument(..., help="Second image."),
-    level: str = typer.Option("0", "--level", help="Level to compare, or 'all' (with --mips)."),
+    a: str = typer.Argument(..., metavar="A", help="First image or texture file."),
+    b: str = typer.Argument(..., metavar="B", help="Second image or texture file."),
+    level: str = typer.Option("0", "--level", metavar="N|all", help="Level to compare, or all (with --mips)."),
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
     mips: bool = MipsOpt, filter: Filter = FilterOpt, alpha: Alpha = AlphaOpt,
-    max_diff: Optional[float] = typer.Option(None, "--max-diff", min=0,
-                                             help="Pass when no channel differs by more than this (codes; LSB for unorm)."),
-    min_psnr: Optional[float] = typer.Option(None, "--min-psnr", help="Pass when PSNR over all channels is at least this (dB)."),
-    diff_image: Optional[str] = typer.Option(None, "--diff-image", help="Write |A - B| amplified to full range as PNG."),
-    as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
+    max_diff: Optional[float] = typer.Option(None, "--max-diff", min=0, metavar="N",
+                                             help="Pass when no channel differs by more than N (codes; LSB for "
+                                                  "unorm)."),
+    min_psnr: Optional[float] = typer.Option(None, "--min-psnr", metavar="DB",
+                                             help="Pass when PSNR over all channels is at least DB."),
+    diff_image: Optional[str] = typer.Option(None, "--diff-image", metavar="FILE",
+                                             help="Write |A - B| amplified to full range as PNG (its folder is "
+                                                  "created)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
+    adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
+    quiet: bool = QuietOpt, verbose: bool = VerboseOpt,
 ) -> None:
     """Compare two images on the GPU; only the summary is read back.
 
     Exit 0 when within the thresholds (default: identical), 1 when not, 2 on usage errors
     or inputs that cannot be compared (unreadable, different sizes or formats), 3 no GPU.
     """
+    _state.update(debug=debug, quiet=quiet, verbose=verbose)
     _validate_format(format)
+    if diff_image is not None and os.path.dirname(diff_image):
+        try:
+            os.makedirs(os.path.dirname(diff_image), exist_ok=True)
+        except OSError as e:
+            _err(f"{os.path.dirname(diff_image)}: cannot create output folder ({e.strerror or e})")
+            raise typer.Exit(EXIT_FAILED)
     if level != "all" and not level.isdigit():
         _err(f"--level must be a number or 'all', got {level!r}")
         raise typer.Exit(EXIT_USAGE)
@@ -535,8 +755,12 @@ def compare(
     report["adapter"] = session.name
     if as_json:
         typer.echo(json.dumps(report))
-    else:
+    elif not quiet:
+        if verbose:
+            typer.echo(f"adapter: {session.name}")
         _render_compare(report)
+        if verbose:
+            typer.echo(f"compared in {report['compare_seconds'] * 1000:.1f} ms")
     raise typer.Exit(EXIT_OK if report["within"] else EXIT_FAILED)
 
 
@@ -561,20 +785,28 @@ def _render_compare(report: dict) -> None:
     typer.echo(f"{report['a']} vs {report['b']}: {verdict} ({report['readback_bytes']} bytes read back)")
 
 
-@app.command()
+@app.command(cls=_Command, epilog="""\b
+Examples:
+  gputex stats photo.png
+  gputex stats height16.png --histogram 64 --json""")
 def stats(
-    images: List[str] = typer.Argument(..., help="Image files."),
-    histogram: int = typer.Option(0, "--histogram", min=0, max=4096, help="Bins per channel (0: none)."),
-    level: str = typer.Option("0", "--level", help="Level, or 'all' (with --mips)."),
+    images: List[str] = typer.Argument(..., metavar="IMAGE", help="Image or texture files."),
+    histogram: int = typer.Option(0, "--histogram", min=0, max=4096, metavar="BINS",
+                                  help="Histogram bins per channel (0: none)."),
+    level: str = typer.Option("0", "--level", metavar="N|all", help="Level, or all (with --mips)."),
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
     mips: bool = MipsOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
+    quiet: bool = QuietOpt, verbose: bool = VerboseOpt,
 ) -> None:
-    """Per-channel min, max, mean, standard deviation and histogram, computed on the GPU."""
-    _state["debug"] = debug
+    """Per-channel min, max, mean, std and histogram, on the GPU."""
+    _state.update(debug=debug, quiet=quiet, verbose=verbose)
     _validate_format(format)
+    if level != "all" and not level.isdigit():
+        _err(f"--level must be a number or 'all', got {level!r}")
+        raise typer.Exit(EXIT_USAGE)
     session = _session(adapter, backend)
     from .pipeline import stats_file
 
@@ -598,12 +830,16 @@ def _render_stats(results, session) -> None:
                                f"{st['histogram_range'][i][1]:g}): {' '.join(map(str, st['histogram'][i]))}")
 
 
-@app.command()
+@app.command(cls=_Command, epilog="""\b
+Examples:
+  gputex layout 61 37
+  gputex layout 1000 1000 --format bc7-rgba-unorm --json""")
 def layout(
-    width: int = typer.Argument(..., min=1), height: int = typer.Argument(..., min=1),
-    format: str = typer.Option("rgba8unorm", "--format", "-f", help="Any WebGPU texture format."),
-    layers: int = typer.Option(1, "--layers", min=1, help="Array layers."),
-    as_json: bool = JsonOpt,
+    width: int = typer.Argument(..., min=1, help="Width in texels."),
+    height: int = typer.Argument(..., min=1, help="Height in texels."),
+    format: str = typer.Option("rgba8unorm", "--format", "-f", metavar="FORMAT", help="Any WebGPU texture format."),
+    layers: int = typer.Option(1, "--layers", min=1, metavar="N", help="Array layers."),
+    as_json: bool = typer.Option(False, "--json", help="Print the layout as one JSON object."),
 ) -> None:
     """The copy arithmetic for a texture, without a GPU."""
     from .formats import get_format
@@ -624,14 +860,22 @@ def layout(
         typer.echo(f"{key:22} {value}")
 
 
-@app.command()
+@app.command(cls=_Command, epilog="""\b
+Examples:
+  gputex info
+  gputex info sky.ktx2 --json""")
 def info(
-    files: List[str] = typer.Argument(None, help="Texture files (KTX2, KTX, DDS) to describe; none: the GPU."),
-    as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
+    files: List[str] = typer.Argument(None, metavar="FILE",
+                                      help="Texture files (KTX2, KTX, DDS) to describe; none: the GPU."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per file, or one for the GPU."),
+    adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
 ) -> None:
-    """Describe texture files (container, format, size, levels, layers, faces, supercompression,
-    DFD), or with no FILE: the adapters, the chosen one, its limits, and what each texture
-    format can do on it."""
+    """Describe texture files, or the GPU: adapters, limits, formats.
+
+    A file: container, format, size, levels, layers, faces, supercompression and DFD.
+    No FILE: the gputex version, the adapters (the chosen one marked), its limits, and
+    what each texture format can do on it.
+    """
     if files:
         raise typer.Exit(_info_files(files, as_json))
     session = _session(adapter, backend)
@@ -645,11 +889,15 @@ def info(
         if (d["name"], d["backend"]) != (session.info.name, session.info.backend):
             adapters.append(d)
     caps = format_capabilities(session)
-    report = {"adapters": adapters, "chosen": session.name, "features": sorted(session.features),
+    import wgpu
+
+    report = {"version": version_line().split()[1], "wgpu": wgpu.__version__, "adapters": adapters,
+              "chosen": session.name, "features": sorted(session.features),
               "limits": {k: session.limits[k] for k in sorted(session.info.limits)}, "formats": caps}
     if as_json:
         typer.echo(json.dumps(report))
         return
+    typer.echo(f"{version_line()} (wgpu-py {report['wgpu']})")
     typer.echo(f"chosen adapter: {session.name}")
     for a in adapters:
         typer.echo(f"  {'*' if a['chosen'] else ' '} {a['name']} ({a['backend']}, {a['type']})")
@@ -696,14 +944,19 @@ def _info_files(files: List[str], as_json: bool) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
-@app.command()
+@app.command(cls=_Command, epilog="""\b
+Examples:
+  gputex validate sky.ktx2
+  gputex validate out/*.ktx2 --strict --json""")
 def validate(
-    files: List[str] = typer.Argument(..., help="KTX2 files."),
-    as_json: bool = JsonOpt,
+    files: List[str] = typer.Argument(..., metavar="FILE", help="KTX2 files."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per file."),
     strict: bool = typer.Option(False, "--strict", help="Warnings (the spec's 'should's) fail too."),
 ) -> None:
-    """Check KTX2 files against every rule of the KTX 2.0 specification; each problem names its
-    rule. Exit 0 when all are valid, 1 otherwise."""
+    """Check KTX2 files against every rule of the KTX 2.0 spec.
+
+    Each problem names its rule. Exit 0 when all are valid, 1 otherwise.
+    """
     from .ktx2 import validate as check
 
     failed = 0

@@ -258,11 +258,15 @@ class Session:
             raise
         except Exception as e:
             raise NoAdapterError(f"no GPU adapter: wgpu could not start ({e})") from e
+        everyone = candidates
         if adapter:
             candidates = [a for a in candidates if adapter.lower() in _info(a).name.lower()]
         if not candidates:
             what = " ".join(x for x in (f"matching {adapter!r}" if adapter else "",
                                         f"on backend {backend}" if backend else "") if x)
+            if everyone:  # a name that matches none of the adapters there are: list them
+                names = "; ".join(f"{i.name} ({i.backend}, {i.adapter_type})" for i in map(_info, everyone))
+                raise NoAdapterError(f"no GPU adapter {what}; the adapters here are: {names}")
             raise NoAdapterError(
                 f"no GPU adapter {what}".rstrip() + " (install a Vulkan driver, or Mesa's lavapipe: "
                 "apt-get install mesa-vulkan-drivers)"

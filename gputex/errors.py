@@ -18,6 +18,7 @@ __all__ = [
     "DeviceLostError",
     "NoAdapterError",
     "OutputError",
+    "UsageError",
 ]
 
 
@@ -55,3 +56,7 @@ class NoAdapterError(GPUError):
 
 class OutputError(GputexError, OSError):
     """An output could not be written (folder not writable, would overwrite an input, disk full)."""
+
+
+class UsageError(GputexError, ValueError):
+    """Options that cannot work together for this input (the CLI exits with 2)."""

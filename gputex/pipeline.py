@@ -53,6 +53,8 @@ class Options:
     container: str = "ktx2"
     zstd: int | None = None
     bc_decode: str = "spec"  # BC1-BC5 capture: "spec" (compute decoder) or "sampler" (texture units)
+    # transforms (resize on the GPU before mips; swizzle on the decoded image): gputex.transform
+    transform: Any = None  # a gputex.transform.Transform, or None
 
 
 @dataclass
@@ -77,6 +79,7 @@ class Result:
     skipped: bool | None = None
     bytes: int | None = None  # decoded image bytes (for MB/s)
     texture: str | None = None  # texture files: 2d, 2d-array, cube, cube-array, 3d
+    resized_from: list[int] | None = None  # --resize/--max-size/--pot: the size before
     exception: BaseException | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -97,11 +100,27 @@ def _timed(result: Result, stage: str):
         result.timings[stage] = result.timings.get(stage, 0.0) + time.perf_counter() - t0
 
 
-def _decode(path: str, opts: Options, result: Result):
-    """An :class:`Image`, or a :class:`TextureFile` for KTX2 / KTX / DDS files (by their magic)."""
+def _decode(path: str, opts: Options, result: Result, item=None):
+    """An :class:`Image`, or a :class:`TextureFile` for KTX2 / KTX / DDS files (by their magic);
+    a ``--pack`` item's channels packed into one image; ``--swizzle`` applied to images."""
+    image = _decode_file(path, opts, result, item)
+    swizzle = opts.transform.swizzle if opts.transform else None
+    if swizzle and not _is_texfile(image):
+        from .transform import apply_swizzle
+
+        image = apply_swizzle(image, swizzle)
+    return image
+
+
+def _decode_file(path: str, opts: Options, result: Result, item=None):
     from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO
     from .texfile import is_texture_file, read_texture_file
 
+    if getattr(item, "sources", None):
+        from .transform import pack_channels
+
+        return pack_channels(item.channels, lambda p: _decode_file(p, opts, result),
+                             color_space=opts.color_space, source=item.path)
     with _timed(result, "decode"):
         if is_texture_file(path):
             tf = read_texture_file(path)
@@ -183,13 +202,33 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
     from .upload import upload
 
     if _is_texfile(image):
+        t = opts.transform
+        if t is not None and (t.resize or t.max_size or t.pot):
+            from .errors import FormatError
+
+            raise FormatError(f"{image.source}: --resize, --max-size and --pot apply to images, "
+                              "not texture files")
         return _upload_texfile(session, image, opts, result, usage, decode_blocks)
-    levels = _mip_levels(opts, image.width, image.height)
+    size = opts.transform.target_size(image.width, image.height) if opts.transform else None
+    if size == (image.width, image.height):
+        size = None
+    levels = _mip_levels(opts, *(size or (image.width, image.height)))
     with _timed(result, "upload"):
-        tex = upload(session, image, opts.format, color_space=opts.color_space, levels=levels,
+        tex = upload(session, image, opts.format, color_space=opts.color_space, levels=1 if size else levels,
                      premultiply=opts.premultiply, flip_y=opts.flip_y, budget=opts.budget,
                      path=opts.upload_path,
-                     usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 else 0))
+                     usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or size else 0))
+    if size:
+        from .transform import resize_texture
+
+        with _timed(result, "resize"):
+            try:
+                resized = resize_texture(tex, *size, levels=levels, usage=usage | (
+                    wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 else 0), **opts.mip_options)
+            finally:
+                tex.destroy()
+        result.resized_from = [image.width, image.height]
+        resized.upload_path, tex = tex.upload_path, resized
     _note_texture(result, tex)
     if levels > 1:
         from .mips import generate_mips
@@ -277,6 +316,8 @@ def _verify_and_write(tex: "Texture", source, item, opts: Options, names, result
             if bad:
                 result.ok = False
                 result.error = f"{item.path}: GPU data differs from the file at level {bad[0]}"
+        elif result.resized_from:  # level 0 is the resized image: nothing sent to compare it with
+            result.verified = None
         else:
             result.verified = True
             for z, im in enumerate(source if isinstance(source, list) else [source]):
@@ -299,10 +340,16 @@ def _verify_and_write(tex: "Texture", source, item, opts: Options, names, result
         result.outputs.append(path)
 
 
+def _stem(item) -> str:
+    """The output name stem of an input: its file name without the suffix (packs: their own)."""
+    stem = getattr(item, "stem", None)
+    return stem or os.path.splitext(os.path.basename(item.path))[0]
+
+
 def _texture_output(opts: Options, names: "OutputNames | None", item) -> str:
     if os.path.splitext(opts.out)[1].lower() in (".ktx2", ".dds"):
         return opts.out
-    stem = os.path.splitext(os.path.basename(item.path))[0]
+    stem = _stem(item)
     assert names is not None
     return names.take(stem, "." + opts.container, item.subdir)
 
@@ -341,11 +388,19 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
                 raise LimitError(f"{paths[0]}: cube faces must be square, got {first.width}x{first.height}")
         fmt = get_format(opts.format) if opts.format else default_format(first, session, opts.color_space)
         space = "srgb" if fmt.srgb else (opts.color_space or first.color_space)
-        levels = _mip_levels(opts, first.width, first.height, len(images) if kind == "volume" else 1)
+        size = opts.transform.target_size(first.width, first.height) if opts.transform else None
+        size = None if size == (first.width, first.height) else size
+        if size and kind == "volume":
+            from .errors import UsageError
+
+            raise UsageError("--volume textures are not resized (--resize, --max-size and --pot are 2D)")
+        if size and kind == "cube" and size[0] != size[1]:
+            raise LimitError(f"cube faces must stay square; the resize makes them {size[0]}x{size[1]}")
+        levels = _mip_levels(opts, *(size or (first.width, first.height)), len(images) if kind == "volume" else 1)
         n = len(images)
         with _timed(result, "upload"):
             tex = create_texture(session, fmt, first.width, first.height, layers=1 if kind == "volume" else n,
-                                 depth=n if kind == "volume" else 1, levels=levels, color_space=space,
+                                 depth=n if kind == "volume" else 1, levels=1 if size else levels, color_space=space,
                                  source=result.source,
                                  usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC
                                  | wgpu.TextureUsage.TEXTURE_BINDING)
@@ -355,6 +410,16 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
                 for z, im in enumerate(images):
                     tex.upload_path = write_image(tex, im, layer=z, premultiply=opts.premultiply, flip_y=opts.flip_y,
                                                   budget=opts.budget, path=opts.upload_path)
+            if size:  # every layer / face resized on the GPU; the chain starts from them
+                from .transform import resize_texture
+
+                with _timed(result, "resize"):
+                    resized = resize_texture(tex, *size, levels=levels, usage=wgpu.TextureUsage.TEXTURE_BINDING,
+                                             **opts.mip_options)
+                resized.upload_path = tex.upload_path
+                tex.destroy()
+                tex = resized
+                result.resized_from = [first.width, first.height]
             _note_texture(result, tex)
             result.texture = {"array": "2d-array", "cube": "cube-array" if n > 6 else "cube", "volume": "3d"}[kind]
             if levels > 1:
@@ -438,6 +503,38 @@ class OutputNames:
         return path
 
 
+class SingleOutput:
+    """``capture -o FILE.png``: the one output of a one-input run goes to ``path``; a second
+    output, or data that the file's suffix cannot hold, is a usage error."""
+
+    SUFFIXES = (".png", ".tiff", ".tif", ".npy")
+
+    def __init__(self, path: str, inputs: list[str]):
+        self.path = path
+        self.out_dir = os.path.dirname(path) or "."
+        self.used: set[str] = set()
+        self.inputs = {os.path.realpath(p) for p in inputs}
+
+    def folder(self, subdir: str = "") -> str:
+        return self.out_dir
+
+    def take(self, stem: str, suffix: str, subdir: str = "") -> str:
+        from .errors import UsageError
+
+        if self.used:
+            raise UsageError(f"{self.path}: this capture has more than one output (levels, layers, faces or "
+                             "a sheet); give -o a folder")
+        ext = os.path.splitext(self.path)[1].lower()
+        want = ".tiff" if ext == ".tif" else ext
+        if want != suffix:
+            raise UsageError(f"{self.path}: this capture is written as {suffix} (its data does not fit {want}); "
+                             f"name the output *{suffix}")
+        if os.path.realpath(self.path) in self.inputs:
+            raise OutputError(f"{self.path}: output would overwrite an input; choose another -o")
+        self.used.add(self.path)
+        return self.path
+
+
 def _levels_wanted(opts: Options, tex: "Texture") -> list[int]:
     from .errors import LimitError
 
@@ -461,11 +558,11 @@ def decode_stage(opts: Options, names: "OutputNames | None" = None):
         if item.error:
             result.ok, result.error = False, item.error
             return result, None
-        if opts.skip_existing and names is not None and _up_to_date(item, names):
+        if opts.skip_existing and _up_to_date(item, names, opts):
             result.skipped = True
             return result, None
         holder: list = []  # the GPU stage pops the image, so it is freed right after upload
-        _run(result, lambda: holder.append(_decode(item.path, opts, result)))
+        _run(result, lambda: holder.append(_decode(item.path, opts, result, item)))
         if holder:
             got = holder[0]
             result.bytes = sum(len(lv) for lv in got.levels) if _is_texfile(got) else int(got.pixels.nbytes)
@@ -474,20 +571,27 @@ def decode_stage(opts: Options, names: "OutputNames | None" = None):
     return run
 
 
-def _up_to_date(item, names: "OutputNames") -> bool:
-    """An output of this input (level 0 or the only level) exists and is newer than the input."""
-    stem = os.path.splitext(os.path.basename(item.path))[0]
+def _up_to_date(item, names: "OutputNames | SingleOutput | None", opts: Options) -> bool:
+    """An output of this input (capture: level 0 or the only level; upload -o: its texture
+    file) exists and is at least as new as the input (every source of a pack)."""
+    stem = _stem(item)
     try:
-        since = os.path.getmtime(item.path)
+        since = max(os.path.getmtime(p) for p in getattr(item, "sources", None) or [item.path])
     except OSError:
         return False
-    folder = names.folder(item.subdir)
-    for name in (stem, output_name(stem, 0)):
-        for suffix in (".png", ".tiff", ".npy"):
-            p = os.path.join(folder, name + suffix)
-            if os.path.exists(p) and os.path.getmtime(p) >= since:
-                return True
-    return False
+    if isinstance(names, SingleOutput):
+        candidates = [names.path]
+    elif opts.out is not None:  # upload -o: a texture file, or one per input in a folder
+        single = os.path.splitext(opts.out)[1].lower() in (".ktx2", ".dds")
+        candidates = [opts.out] if single or names is None else \
+            [os.path.join(names.folder(item.subdir), stem + "." + opts.container)]
+    elif names is not None:
+        folder = names.folder(item.subdir)
+        candidates = [os.path.join(folder, name + suffix) for name in (stem, output_name(stem, 0))
+                      for suffix in (".png", ".tiff", ".npy")]
+    else:
+        return False
+    return any(os.path.exists(p) and os.path.getmtime(p) >= since for p in candidates)
 
 
 def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
@@ -500,12 +604,14 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
 
     def run(item, holder, result: Result):
         outputs: list = []  # (path, pixels) in order
+        shown: list = []  # every captured image, for --sheet
         meta: list = []  # colour space, packed 10-bit
         image = holder.pop()
 
         def work() -> None:
             nonlocal image, block
             outputs.clear()
+            shown.clear()
             if block is not None:  # a retry after a device loss
                 block.close()
                 block = None
@@ -516,15 +622,19 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
             tex = _upload(session, image, opts, result)
             image = None  # the texture has it now: free the pixels before capturing
             try:
-                stem = os.path.splitext(os.path.basename(item.path))[0]
+                stem = _stem(item)
                 levels = _levels_wanted(opts, tex)
+                sheet = opts.sheet and (tex.levels > 1 or tex.images > 1)  # levels (and layers) side by side
+                if opts.sheet and not sheet:
+                    result.warnings.append(f"{item.path}: one level, no sheet written (add --mips for a chain)")
+                wanted, levels = levels, (list(range(tex.levels)) if sheet else levels)  # the sheet: every level
                 keep = _stored_channels(result)
                 total = sum(tex.layout(lv).data_bytes * tex.level_images(lv) for lv in levels)
-                if total > BIG_CAPTURE_BYTES and not opts.sheet:
+                if total > BIG_CAPTURE_BYTES and not sheet:
                     _capture_encode_each(tex, levels, keep, stem, item, names, opts, result)
                     meta[:] = [tex.color_space, tex.format.packed, None]
                     return
-                if not keep and not opts.sheet and tex.format.image:  # levels go straight to memory encoders map
+                if not keep and not sheet and tex.format.image:  # levels go straight to memory encoders map
                     from .workers import shared_block
 
                     block = shared_block(_level_bytes(tex, levels))
@@ -535,14 +645,17 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
                     for level, pixels in zip(here, captured):
                         if keep:
                             pixels = pixels[:, :, :keep].copy()  # canonical strides for the encoders
+                        shown.append(pixels)
+                        if level not in wanted:  # only on the sheet
+                            continue
                         outputs.append((names.take(_image_name(tex, stem, level, z),
                                                    output_suffix(pixels.dtype, opts.float_as), item.subdir), pixels))
-                if opts.sheet and len(outputs) > 1:
+                if sheet:
                     from .sheet import contact_sheet
 
-                    sheet = contact_sheet([p for _, p in outputs])
-                    outputs.append((names.take(stem + "_sheet", output_suffix(sheet.dtype, opts.float_as),
-                                               item.subdir), sheet))
+                    whole = contact_sheet(shown)
+                    outputs.append((names.take(stem + "_sheet", output_suffix(whole.dtype, opts.float_as),
+                                               item.subdir), whole))
                 meta[:] = [tex.color_space, tex.format.packed, block]
             finally:
                 tex.destroy()

@@ -123,8 +123,7 @@ def test_no_adapter_exits_3(rgba65):
     path, _ = rgba65
     r = run("upload", path, "--adapter", "no-such-gpu-anywhere")
     assert r.exit_code == 3
-    assert r.stderr.strip() == ("gputex: no GPU adapter matching 'no-such-gpu-anywhere' (install a Vulkan "
-                                "driver, or Mesa's lavapipe: apt-get install mesa-vulkan-drivers)")
+    assert r.stderr.startswith("gputex: no GPU adapter matching 'no-such-gpu-anywhere'; the adapters here are: ")
 
 
 def test_capture_writes_exact_png(gpu, rgba65, tmp_path):

@@ -410,7 +410,7 @@ def test_assemble_refuses_mismatched_inputs(tmp_path, tmp_png):
                                 "--array inputs must share size and format")
     assert not (tmp_path / "x.ktx2").exists()
     r = _cli("upload", a, a, "--cube", "-o", str(tmp_path / "c.ktx2"), check=False)
-    assert "--cube needs 6 images per cube" in r.stderr and r.returncode == 1
+    assert "--cube needs 6 images per cube" in r.stderr and r.returncode == 2  # a usage error
 
 
 def test_volume_round_trip(gpu, tmp_path, tmp_png):
