@@ -87,6 +87,8 @@ def upload(session: "Session", image: "Image", format: str | None = None, *, mip
 
     mip_keys = {"filter", "alpha", "alpha_coverage", "normal_map", "wrap"}
     mip_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in mip_keys}
+    if mip_kw.get("normal_map") and kwargs.get("color_space") is None:
+        kwargs["color_space"] = "linear"  # normals are data: never sRGB
     levels = 1
     if mips:
         full = mip_count(image.width, image.height)

@@ -112,8 +112,10 @@ def _decode(path: str, opts: Options, result: Result):
             return tf
         from .workers import decode_image
 
-        return decode_image(path, exif_rotate=opts.exif_rotate, max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS,
-                            max_ratio=DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio)
+        image = decode_image(path, exif_rotate=opts.exif_rotate, max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS,
+                             max_ratio=DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio)
+        result.warnings.extend(image.warnings)
+        return image
 
 
 def _is_texfile(obj) -> bool:
@@ -186,7 +188,7 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
         return _upload_texfile(session, image, opts, result, usage, decode_blocks)
     levels = _mip_levels(opts, image.width, image.height)
     with _timed(result, "upload"):
-        tex = upload(session, image, opts.format, color_space=opts.color_space, levels=levels,
+        tex = upload(session, image, opts.format, color_space=_color_space(opts), levels=levels,
                      premultiply=opts.premultiply, flip_y=opts.flip_y, budget=opts.budget,
                      path=opts.upload_path,
                      usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 else 0))
@@ -197,6 +199,14 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
         with _timed(result, "mips"):
             generate_mips(tex, **opts.mip_options)
     return tex
+
+
+def _color_space(opts: Options) -> str | None:
+    """``--color-space``, else linear for ``--normal-map`` (normals are data, never sRGB), else
+    None (the file decides)."""
+    if opts.color_space is None and opts.mip_options.get("normal_map"):
+        return "linear"
+    return opts.color_space
 
 
 def _note_texture(result: Result, tex: "Texture", format_name: str | None = None) -> None:
@@ -323,24 +333,24 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
 
         from .formats import get_format
 
-        images = [_decode(p, opts, result) for p in paths]
-        for p, im in zip(paths, images):
+        images, labels = _decode_layers(paths, opts, result)
+        for p, im in zip(labels, images):
             if _is_texfile(im):
                 raise FormatError(f"{p}: --{kind} assembles images; this is a texture file")
         first = images[0]
-        for p, im in zip(paths[1:], images[1:]):
+        for p, im in zip(labels[1:], images[1:]):
             if (im.width, im.height) != (first.width, first.height) or im.pixels.dtype != first.pixels.dtype \
                     or im.channels != first.channels:
                 raise FormatError(f"{p}: {im.width}x{im.height} {im.channels}-channel {im.pixels.dtype} does not "
-                                  f"match {paths[0]} ({first.width}x{first.height} {first.channels}-channel "
+                                  f"match {labels[0]} ({first.width}x{first.height} {first.channels}-channel "
                                   f"{first.pixels.dtype}); --{kind} inputs must share size and format")
         if kind == "cube":
             if len(images) % 6:
                 raise LimitError(f"--cube needs 6 images per cube (+x -x +y -y +z -z), got {len(images)}")
             if first.width != first.height:
-                raise LimitError(f"{paths[0]}: cube faces must be square, got {first.width}x{first.height}")
-        fmt = get_format(opts.format) if opts.format else default_format(first, session, opts.color_space)
-        space = "srgb" if fmt.srgb else (opts.color_space or first.color_space)
+                raise LimitError(f"{labels[0]}: cube faces must be square, got {first.width}x{first.height}")
+        fmt = get_format(opts.format) if opts.format else default_format(first, session, _color_space(opts))
+        space = "srgb" if fmt.srgb else (_color_space(opts) or first.color_space)
         levels = _mip_levels(opts, first.width, first.height, len(images) if kind == "volume" else 1)
         n = len(images)
         with _timed(result, "upload"):
@@ -366,6 +376,28 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
             tex.destroy()
 
     return _run(result, work, session)
+
+
+def _decode_layers(paths: list[str], opts: Options, result: Result) -> tuple[list, list[str]]:
+    """The images of ``--array/--cube/--volume``: every page of a multi-page TIFF is one layer
+    (face, slice), in page order; labels name each (``file[page N]`` for pages after the first)."""
+    from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO, decode
+
+    images, labels = [], []
+    for p in paths:
+        first = _decode(p, opts, result)
+        images.append(first)
+        labels.append(p)
+        if _is_texfile(first) or first.pages == 1:
+            continue
+        result.warnings[:] = [w for w in result.warnings if not w.startswith(f"{p}: has {first.pages} pages")]
+        with _timed(result, "decode"):
+            for i in range(1, first.pages):
+                images.append(decode(p, page=i, exif_rotate=opts.exif_rotate,
+                                     max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS,
+                                     max_ratio=DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio))
+                labels.append(f"{p}[page {i}]")
+    return images, labels
 
 
 def upload_file(session: "Session", path: str, opts: Options) -> Result:
