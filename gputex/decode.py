@@ -311,14 +311,6 @@ def _paged(image: Image, pages: list, page: int) -> Image:
     return image
 
 
-def decode_pages(path: str | os.PathLike, **kwargs) -> list[Image]:
-    """Every page of a multi-page TIFF (one :class:`Image` for other files), same options as
-    :func:`decode`."""
-    first = decode(path, **kwargs)
-    first.warnings = [w for w in first.warnings if "pages; only the first" not in w]
-    return [first] + [decode(path, page=i, **kwargs) for i in range(1, first.pages)]
-
-
 def is_texture_data(data: bytes) -> bool:
     from .texfile import sniff
 
