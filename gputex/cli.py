@@ -48,6 +48,8 @@ class FloatAs(str, Enum):
     tiff = "tiff"
     npy = "npy"
     png = "png"
+    exr = "exr"
+    hdr = "hdr"
 
 
 class Filter(str, Enum):
@@ -418,7 +420,8 @@ def capture(
     premultiply: bool = typer.Option(False, "--premultiply", help="Multiply colour by alpha before upload."),
     no_exif_rotate: bool = typer.Option(False, "--no-exif-rotate", help="Keep the stored orientation."),
     float_as: FloatAs = typer.Option(FloatAs.tiff, "--float-as",
-                                     help="Float textures as tiff (exact), npy (exact) or png (16-bit, clamped)."),
+                                     help="Float textures as tiff (exact), npy (exact), exr (exact), hdr (RGBE) "
+                                          "or png (16-bit, clamped)."),
     png_compression: str = typer.Option("fast", "--png-compression",
                                         help="fast (fpng for 8-bit RGB/RGBA, else zlib 1) or a zlib level 0-9."),
     bc_decode: BCDecode = typer.Option(BCDecode.spec, "--bc-decode",

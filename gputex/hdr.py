@@ -182,7 +182,8 @@ def decode_float(path: str, data: bytes, kind: str, *, page: int = 0) -> "Image"
     if not 1 <= a.shape[2] <= 4:
         raise DecodeError(f"{path}: {a.shape[2]} channels; gputex takes images of 1 to 4 channels")
     if a.dtype.kind == "f" and a.dtype != np.float32:
-        wide = a.astype(np.float32)
+        with np.errstate(over="ignore"):
+            wide = a.astype(np.float32)
         if a.dtype.itemsize > 4 and not np.array_equal(wide.astype(a.dtype), a, equal_nan=True):
             warnings.append(f"{path}: {a.dtype} values rounded to float32 (GPU textures hold 32-bit floats)")
         a = wide

@@ -515,7 +515,7 @@ def _up_to_date(item, names: "OutputNames") -> bool:
         return False
     folder = names.folder(item.subdir)
     for name in (stem, output_name(stem, 0)):
-        for suffix in (".png", ".tiff", ".npy"):
+        for suffix in (".png", ".tiff", ".npy", ".exr", ".hdr"):
             p = os.path.join(folder, name + suffix)
             if os.path.exists(p) and os.path.getmtime(p) >= since:
                 return True
