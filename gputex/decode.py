@@ -236,11 +236,13 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
     if is_texture_data(data):
         raise DecodeError(f"{path}: a texture file (KTX2, KTX or DDS), not an image; read it with "
                           "gputex.read_texture_file")
+    if data[:4] == b"\0\0\1\0" and data[4:6] == b"\0\0":  # Pillow < 13 writes these for images under 16x16
+        raise DecodeError(f"{path}: ICO file holds no images")
     kind = hdr.sniff(data)
     pages = hdr.tiff_pages(data) if kind == "tiff" else []
     if page and not 0 <= page < len(pages):
         raise DecodeError(f"{path}: has no page {page} ({max(1, len(pages))} page(s))")
-    if kind in ("exr", "hdr", "npy") or (kind == "tiff" and hdr.is_float_tiff(pages)):
+    if kind in ("exr", "hdr", "npy", "pfm") or (kind == "tiff" and hdr.is_float_tiff(pages)):
         w, h, nbytes = hdr.float_dimensions(path, data, kind, page, pages)
         _check_size(path, w, h, max_pixels)
         _check_ratio(path, nbytes, len(data), max_ratio)

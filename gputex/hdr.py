@@ -13,6 +13,8 @@ OpenEXR             OpenEXR (the ASWF bindings): first part,    float32 (half wi
 Radiance .hdr       imagecodecs' RGBE codec                     float32 RGB: exactly the
                                                                 values RGBE stores
 .npy                numpy (no pickles)                          uint8/uint16/float32/int32
+PFM (``Pf``/``PF``)  here (Pillow reads grey PFM only, from        float32 grey / RGB, rows
+                    10.3 on)                                    top to bottom
 ==================  ==========================================  =========================
 
 All of them are linear data (``color_space="linear"``). ``.npy`` keeps every value exactly:
@@ -49,7 +51,7 @@ MAX_PAGES = 4096
 
 
 def sniff(data: bytes) -> str | None:
-    """"exr", "hdr", "npy" or "tiff" from a file's first bytes; None for anything else."""
+    """"exr", "hdr", "npy", "pfm" or "tiff" from a file's first bytes; None for anything else."""
     if data.startswith(EXR_MAGIC):
         return "exr"
     if data.startswith(_HDR_MAGICS):
@@ -58,6 +60,8 @@ def sniff(data: bytes) -> str | None:
         return "npy"
     if data.startswith(_TIFF_MAGICS):
         return "tiff"
+    if data[:3] in (b"Pf\n", b"PF\n", b"Pf\r", b"PF\r", b"Pf ", b"PF "):
+        return "pfm"
     return None
 
 
@@ -122,6 +126,9 @@ def float_dimensions(path: str, data: bytes, kind: str, page: int = 0,
             raise DecodeError(f"{path}: .npy array of shape {shape} is not an image (H, W) or (H, W, C)")
         c = shape[2] if len(shape) == 3 else 1
         return shape[1], shape[0], shape[0] * shape[1] * c * max(4, dtype.itemsize)
+    if kind == "pfm":
+        (w, h, c), _, _ = _pfm_header(path, data)
+        return w, h, w * h * c * 4
     if kind == "hdr":
         import re
 
@@ -165,6 +172,8 @@ def decode_float(path: str, data: bytes, kind: str, *, page: int = 0) -> "Image"
             a, mode = imagecodecs.rgbe_decode(data), "RGBE"
         elif kind == "npy":
             a, mode = _npy_pixels(path, data, warnings)
+        elif kind == "pfm":
+            a, mode = _pfm_pixels(path, data)
         else:
             raise DecodeError(f"{path}: not a float image")
     except (DecodeError, FormatError):
@@ -203,6 +212,38 @@ def _to_int32(path: str, a: "np.ndarray") -> "np.ndarray":
         raise DecodeError(f"{path}: {a.dtype} values {a.min()}..{a.max()} do not fit the 32-bit signed "
                           "integers a texture holds")
     return a.astype(np.int32)
+
+
+def _pfm_header(path: str, data: bytes) -> tuple[tuple[int, int, int], str, int]:
+    """((width, height, channels), byte order, offset of the pixels) of a Portable FloatMap."""
+    fields: list[bytes] = []
+    pos = 0
+    while len(fields) < 4:  # "PF"/"Pf", width, height, scale: whitespace-separated, one byte after
+        while pos < len(data) and data[pos:pos + 1].isspace():
+            pos += 1
+        end = pos
+        while end < len(data) and not data[end:end + 1].isspace():
+            end += 1
+        if end == pos or end >= len(data) or end - pos > 32:
+            raise DecodeError(f"{path}: corrupt PFM header")
+        fields.append(data[pos:end])
+        pos = end
+    try:
+        w, h, scale = int(fields[1]), int(fields[2]), float(fields[3])
+    except ValueError:
+        raise DecodeError(f"{path}: corrupt PFM header") from None
+    return (w, h, 3 if fields[0] == b"PF" else 1), "<" if scale < 0 else ">", pos + 1
+
+
+def _pfm_pixels(path: str, data: bytes):
+    import numpy as np
+
+    (w, h, c), order, at = _pfm_header(path, data)
+    n = w * h * c * 4
+    if len(data) < at + n:
+        raise DecodeError(f"{path}: truncated or corrupt image data")
+    a = np.frombuffer(data, order + "f4", w * h * c, at).reshape(h, w, c)[::-1]  # stored bottom row first
+    return a.astype(np.float32), "PFM"
 
 
 def _npy_pixels(path: str, data: bytes, warnings: list[str]):

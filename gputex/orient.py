@@ -32,7 +32,7 @@ def orientation_from_exif(data: bytes) -> int | None:
         from PIL import Image
 
         exif = Image.Exif()
-        exif.load(data)
+        exif.load(data[6:] if data.startswith(b"Exif\x00\x00") else data)  # (Pillow < 10.1 wants no prefix)
         return orientation_value(exif.get(ORIENTATION_TAG))
     except Exception:  # a malformed EXIF block is no reason to refuse the image
         return None
