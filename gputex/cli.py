@@ -496,7 +496,8 @@ def _render_capture(results, session) -> None:
             typer.echo(f"{r.source}: up to date")
         elif r.ok:
             typer.echo(f"{r.source} -> {', '.join(r.outputs)}  ({r.format} {r.width}x{r.height}"
-                       + (f", {r.levels} levels" if r.levels and r.levels > 1 else "") + ")")
+                       + (f", {r.levels} levels" if r.levels and r.levels > 1 else "")
+                       + "".join(f"; {n}" for n in r.notes) + ")")
 
 
 @app.command()

@@ -72,6 +72,7 @@ class Result:
     verified: bool | None = None
     outputs: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # said on the result line (e.g. flipped on capture)
     timings: dict[str, float] = field(default_factory=dict)
     stats: list[dict] | None = None
     skipped: bool | None = None
@@ -82,6 +83,8 @@ class Result:
     def as_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if v is not None and k != "exception"}
         d["timings"] = {k: round(v, 6) for k, v in self.timings.items()}
+        if not self.notes:
+            del d["notes"]
         return d
 
 
@@ -545,6 +548,7 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
                 from .errors import GPUError
 
                 raise GPUError(f"{item.path}: GPU device lost after the upload; not retried")
+            flips = _capture_flips(image, result)
             tex = _upload(session, image, opts, result)
             image = None  # the texture has it now: free the pixels before capturing
             try:
@@ -553,7 +557,7 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
                 keep = _stored_channels(result)
                 total = sum(tex.layout(lv).data_bytes * tex.level_images(lv) for lv in levels)
                 if total > BIG_CAPTURE_BYTES and not opts.sheet:
-                    _capture_encode_each(tex, levels, keep, stem, item, names, opts, result)
+                    _capture_encode_each(tex, levels, keep, stem, item, names, opts, result, flips)
                     meta[:] = [tex.color_space, tex.format.packed, None]
                     return
                 if not keep and not opts.sheet and tex.format.image:  # levels go straight to memory encoders map
@@ -567,7 +571,8 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
                     for level, pixels in zip(here, captured):
                         if keep:
                             pixels = pixels[:, :, :keep].copy()  # canonical strides for the encoders
-                        outputs.append((names.take(_image_name(tex, stem, level, z),
+                        pixels, zname = _flip(pixels, flips, tex, level, z)
+                        outputs.append((names.take(_image_name(tex, stem, level, zname),
                                                    output_suffix(pixels.dtype, opts.float_as), item.subdir), pixels))
                 if opts.sheet and len(outputs) > 1:
                     from .sheet import contact_sheet
@@ -596,7 +601,30 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
 BIG_CAPTURE_BYTES = 256 << 20
 
 
-def _capture_encode_each(tex, levels, keep, stem, item, names, opts: Options, result: Result) -> None:
+def _capture_flips(source, result: Result) -> tuple[bool, bool, bool]:
+    """Axes to reverse on capture so a texture file's images come out top row first, left to
+    right (its ``KTXorientation``), with a note for the result line."""
+    if not _is_texfile(source):
+        return (False, False, False)
+    flips = source.flips()
+    if any(flips):
+        what = ", ".join(n for n, f in zip(("columns", "rows", "slices"), flips) if f)
+        result.notes.append(f"KTXorientation {source.orientation}: {what} flipped")
+    return flips
+
+
+def _flip(pixels, flips: tuple[bool, bool, bool], tex: "Texture", level: int, z: int):
+    """(pixels, image index for the name) after the ``KTXorientation`` flips."""
+    import numpy as np
+
+    fx, fy, fz = flips
+    if fx or fy:
+        pixels = np.ascontiguousarray(pixels[::-1 if fy else 1, ::-1 if fx else 1])
+    return pixels, (tex.level_images(level) - 1 - z if fz else z)
+
+
+def _capture_encode_each(tex, levels, keep, stem, item, names, opts: Options, result: Result,
+                         flips: tuple[bool, bool, bool] = (False, False, False)) -> None:
     from .capture import capture
     from .encode import output_suffix
 
@@ -606,7 +634,8 @@ def _capture_encode_each(tex, levels, keep, stem, item, names, opts: Options, re
                 pixels = capture(tex, level, z, budget=opts.budget)
             if keep:
                 pixels = pixels[:, :, :keep].copy()
-            path = names.take(_image_name(tex, stem, level, z), output_suffix(pixels.dtype, opts.float_as),
+            pixels, zname = _flip(pixels, flips, tex, level, z)
+            path = names.take(_image_name(tex, stem, level, zname), output_suffix(pixels.dtype, opts.float_as),
                               item.subdir)
             _encode_into(result, [(path, pixels)], tex.color_space, tex.format.packed, opts)
             del pixels
