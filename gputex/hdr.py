@@ -8,6 +8,8 @@ input               decoder                                     becomes
 ==================  ==========================================  =========================
 TIFF, float         imagecodecs' libtiff: 16/32/64-bit float    float32 (float16 widened,
 samples             samples, 1-4 channels, every page           exact; float64 rounded)
+TIFF, 16-bit        imagecodecs' libtiff (Pillow keeps 8 bits)  uint16, all 16 bits
+grey+alpha / RGB(A)
 OpenEXR             OpenEXR (the ASWF bindings): first part,    float32 (half widened,
                     R G B A / Y (A) / up to 4 other channels    exact); UINT -> int32
 Radiance .hdr       imagecodecs' RGBE codec                     float32 RGB: exactly the
@@ -96,14 +98,21 @@ def tiff_pages(data: bytes) -> list[dict]:
                     if ptr + size <= len(data):
                         (tags[tag],) = struct.unpack(end + code, data[ptr: ptr + size])
         pages.append({"width": tags.get(256, 0), "height": tags.get(257, 0), "samples": tags.get(277, 1),
-                      "bits": tags.get(258, 1), "sample_format": tags.get(339, 1)})
+                      "bits": tags.get(258, 1), "sample_format": tags.get(339, 1),
+                      "photometric": tags.get(262, -1)})
         (offset,) = struct.unpack(end + "I", data[offset + 2 + 12 * count: offset + 6 + 12 * count])
     return pages
 
 
 def is_float_tiff(pages: list[dict]) -> bool:
-    """True when the first page holds float samples (Pillow reads only 1-channel float32)."""
-    return bool(pages) and pages[0]["sample_format"] == 3
+    """True when the first page is for libtiff rather than Pillow: float samples (Pillow reads
+    only 1-channel float32), or 16-bit grey+alpha / RGB / RGBA (Pillow keeps 8 of the bits)."""
+    if not pages:
+        return False
+    p = pages[0]
+    if p["sample_format"] == 3:
+        return True
+    return p["bits"] == 16 and p["samples"] >= 2 and p["photometric"] in (1, 2) and p["sample_format"] == 1
 
 
 def float_dimensions(path: str, data: bytes, kind: str, page: int = 0,
@@ -199,7 +208,7 @@ def decode_float(path: str, data: bytes, kind: str, *, page: int = 0) -> "Image"
     elif a.dtype.kind in "ui" and a.dtype not in (np.uint8, np.uint16, np.int32):
         a = _to_int32(path, a)
     a = np.ascontiguousarray(a.astype(a.dtype.newbyteorder("="), copy=False))
-    space = "srgb" if kind == "npy" and a.dtype.kind == "u" else "linear"
+    space = "srgb" if kind == "npy" and a.dtype == np.uint8 else "linear"  # see decode.COLOR_SPACES
     image = Image(a, space, path, mode)
     image.warnings.extend(warnings)
     return image

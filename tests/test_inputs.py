@@ -195,7 +195,8 @@ def _tiff_pages(tmp_path, pages: list[np.ndarray], name="pages.tiff") -> str:
     import imagecodecs
 
     path = tmp_path / name
-    path.write_bytes(imagecodecs.tiff_encode(np.stack(pages)))
+    colour = {"photometric": "rgb", "planarconfig": "contig"} if pages[0].ndim == 3 else {}
+    path.write_bytes(imagecodecs.tiff_encode(np.stack(pages), **colour))
     return str(path)
 
 
@@ -283,3 +284,76 @@ def test_pfm_grey_and_colour(tmp_path, colour):
     with pytest.raises(gputex.DecodeError) as e:
         gputex.decode(str(path))
     assert str(e.value) == f"{path}: truncated or corrupt image data"
+
+
+# -- through the GPU and the CLI ------------------------------------------------------------------
+
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from gputex.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32])
+def test_multipage_tiff_pages_become_array_layers(gpu, tmp_path, dtype):
+    rng = np.random.default_rng(51)
+    top = 1.0 if dtype == np.float32 else np.iinfo(dtype).max
+    pages = [(rng.random((6, 5, 3)) * top).astype(dtype) for _ in range(3)]
+    path = _tiff_pages(tmp_path, pages)
+    out = tmp_path / "layers.ktx2"
+    r = _cli("upload", path, "--array", "-o", out)
+    assert r.exit_code == 0, r.output
+    assert "pages; only the first" not in r.output
+    tf = gputex.read_texture_file(str(out))
+    assert (tf.layers, tf.array, tf.width, tf.height) == (3, True, 5, 6)
+    tex = gputex.upload(gpu, tf)
+    for z, page in enumerate(pages):
+        got = gputex.capture(tex, 0, z)
+        assert np.array_equal(got[:, :, :3], page)
+    # without --array: the first page, and a warning naming the count
+    r = _cli("capture", path, "-o", tmp_path / "out")
+    assert r.exit_code == 0, r.output
+    assert f"warning: {path}: has 3 pages; only the first was taken" in r.output
+
+
+@pytest.mark.gpu
+def test_normal_map_implies_linear(gpu, tmp_path):
+    rng = np.random.default_rng(61)
+    v = rng.standard_normal((8, 8, 3))
+    v[:, :, 2] = np.abs(v[:, :, 2]) + 0.5
+    n = v / np.linalg.norm(v, axis=2, keepdims=True)
+    a = np.floor((n * 0.5 + 0.5) * 255 + 0.5).astype(np.uint8)
+    src = tmp_path / "normals.png"
+    PILImage.fromarray(a).save(src)  # an ordinary 8-bit PNG: sRGB by default
+    r = _cli("capture", src, "--mips", "--normal-map", "--level", "all", "-o", tmp_path / "out", "--json")
+    assert r.exit_code == 0, r.output
+    import json
+
+    d = json.loads(r.stdout.splitlines()[0])
+    assert d["format"] == "rgba8unorm" and d["color_space"] == "linear"
+    level0 = np.asarray(PILImage.open(tmp_path / "out" / "normals_level0.png"))
+    assert np.array_equal(level0[:, :, :3], a)
+    r = _cli("capture", src, "--mips", "--normal-map", "--color-space", "srgb", "-o", tmp_path / "o2")
+    assert r.exit_code == 1  # asked for explicitly: still refused, with the reason
+    assert "a normal map must not be stored in rgba8unorm-srgb" in r.output
+    tex = gputex.upload(gpu, gputex.decode(str(src)), mips=True, normal_map=True)  # the library too
+    assert tex.color_space == "linear" and tex.format.name == "rgba8unorm"
+
+
+@pytest.mark.parametrize("channels", [2, 3, 4])
+def test_16bit_colour_tiff_keeps_16_bits(tmp_path, channels):
+    import imagecodecs
+
+    rng = np.random.default_rng(70 + channels)
+    a = rng.integers(0, 65536, (5, 7, channels), np.uint16)
+    a[0, 0, 0] = 1  # low bits Pillow would drop
+    path = tmp_path / "deep.tiff"
+    path.write_bytes(imagecodecs.tiff_encode(a, photometric="minisblack" if channels == 2 else "rgb",
+                                             planarconfig="contig",
+                                             **({"extrasample": "unassalpha"} if channels in (2, 4) else {})))
+    img = gputex.decode(str(path))
+    assert img.pixels.dtype == np.uint16 and img.color_space == "linear"
+    assert np.array_equal(img.pixels, a)
