@@ -16,14 +16,23 @@ RGB, RGBA     as is (RGBX -> RGB,        uint8     srgb
               RGBa/La un-premultiplied)
 CMYK, YCbCr,  RGB (Pillow's conversion)  uint8     srgb
 LAB, HSV
-I;16*         L, 16 bits                 uint16    srgb
-16-bit PNG    L / LA / RGB / RGBA        uint16    srgb (linear if gAMA 1.0)
+I;16*         L, 16 bits                 uint16    linear (srgb with an ICC
+                                                   profile)
+16-bit PNG    L / LA / RGB / RGBA        uint16    linear; srgb with sRGB,
+                                                   iCCP or a gAMA other
+                                                   than 1.0
 I             L, 32-bit signed           int32     linear
-F (PFM, TIF)  L, float                   float32   linear
+F (TIF)       L, float                   float32   linear
 ============  =========================  ========  ==================
 
-Grey and RGB colour keys (``tRNS`` / Pillow's ``transparency``) become an alpha
-channel. EXIF orientation is applied unless ``exif_rotate=False``.
+16-bit data that says nothing of its colour is linear: such files are mostly heightmaps,
+normal maps and other data (a photo editor writes ``sRGB``/``iCCP``). Float TIFF, 16-bit
+colour TIFF, OpenEXR, Radiance HDR, PFM and ``.npy`` files are decoded in ``hdr.py``.
+
+Grey and RGB colour keys (``tRNS`` / Pillow's ``transparency``) become an alpha channel,
+also in grey PNGs of 1, 2 and 4 bits (Pillow scales those samples to 8 bits but not the key).
+EXIF orientation is applied unless ``exif_rotate=False``, wherever Pillow's
+``exif_transpose`` finds it (``orient.py``). PSD files give their composite image.
 """
 
 from __future__ import annotations
@@ -246,7 +255,7 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
         w, h, nbytes = hdr.float_dimensions(path, data, kind, page, pages)
         _check_size(path, w, h, max_pixels)
         _check_ratio(path, nbytes, len(data), max_ratio)
-        return _paged(hdr.decode_float(path, data, kind, page=page), pages, page)
+        return _paged(hdr.decode_float(path, data, kind, page=page, pages=pages), pages, page)
     header = None
     if data.startswith(png.SIGNATURE):
         try:
@@ -278,7 +287,7 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
                     pixels, space = _low_bit_grey_key(im, header.bit_depth, key[0]), "srgb"
                 else:
                     pixels, space = _pillow_pixels(im)
-                if ";16" in im.mode or im.mode == "I;16":
+                if im.mode.startswith("I;16") and not im.info.get("icc_profile"):
                     space = "linear"  # 16-bit data that says nothing of colour: heightmaps, normals
                 if header is not None and header.color_space:
                     space = header.color_space

@@ -89,6 +89,7 @@ def tiff_pages(data: bytes) -> list[dict]:
         for i in range(count):
             at = offset + 2 + 12 * i
             tag, typ, n = struct.unpack(end + "HHI", data[at: at + 8])
+            tags.setdefault(-tag, 1)  # present (any type)
             if typ in types and n >= 1:
                 code, size = types[typ]
                 if n * size <= 4:
@@ -99,7 +100,7 @@ def tiff_pages(data: bytes) -> list[dict]:
                         (tags[tag],) = struct.unpack(end + code, data[ptr: ptr + size])
         pages.append({"width": tags.get(256, 0), "height": tags.get(257, 0), "samples": tags.get(277, 1),
                       "bits": tags.get(258, 1), "sample_format": tags.get(339, 1),
-                      "photometric": tags.get(262, -1)})
+                      "photometric": tags.get(262, -1), "icc": -34675 in tags})
         (offset,) = struct.unpack(end + "I", data[offset + 2 + 12 * count: offset + 6 + 12 * count])
     return pages
 
@@ -160,7 +161,7 @@ def float_dimensions(path: str, data: bytes, kind: str, page: int = 0,
     return w, h, w * h * min(n, 4) * 4
 
 
-def decode_float(path: str, data: bytes, kind: str, *, page: int = 0) -> "Image":
+def decode_float(path: str, data: bytes, kind: str, *, page: int = 0, pages: list[dict] | None = None) -> "Image":
     """Decode a float TIFF, EXR, Radiance HDR or NPY file (``kind`` from :func:`sniff`)."""
     import numpy as np
 
@@ -208,7 +209,10 @@ def decode_float(path: str, data: bytes, kind: str, *, page: int = 0) -> "Image"
     elif a.dtype.kind in "ui" and a.dtype not in (np.uint8, np.uint16, np.int32):
         a = _to_int32(path, a)
     a = np.ascontiguousarray(a.astype(a.dtype.newbyteorder("="), copy=False))
-    space = "srgb" if kind == "npy" and a.dtype == np.uint8 else "linear"  # see decode.COLOR_SPACES
+    # (README "Colour space by input kind": unorm data that says nothing of colour is linear,
+    # except 8-bit arrays, as gputex.from_array; an ICC profile in a TIFF says sRGB)
+    icc = kind == "tiff" and bool(pages) and pages[page]["icc"]
+    space = "srgb" if (kind == "npy" and a.dtype == np.uint8) or (icc and a.dtype.kind == "u") else "linear"
     image = Image(a, space, path, mode)
     image.warnings.extend(warnings)
     return image

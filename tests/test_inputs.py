@@ -192,7 +192,10 @@ def test_psd_composite_is_decoded(tmp_path, layers):
 
 
 def _tiff_pages(tmp_path, pages: list[np.ndarray], name="pages.tiff") -> str:
+    """Pages of one TIFF (grey pages wider than 4, or imagecodecs reads the stack as samples)."""
     import imagecodecs
+
+    assert pages[0].ndim == 3 or pages[0].shape[1] > 4
 
     path = tmp_path / name
     colour = {"photometric": "rgb", "planarconfig": "contig"} if pages[0].ndim == 3 else {}
@@ -216,7 +219,7 @@ def test_multipage_tiff_warns_with_the_page_count(tmp_path, dtype):
 
 
 def test_single_page_tiff_has_no_warning(tmp_path):
-    path = _tiff_pages(tmp_path, [np.zeros((4, 4), np.uint8)])
+    path = _tiff_pages(tmp_path, [np.zeros((4, 6), np.uint8)])
     img = gputex.decode(path)
     assert img.pages == 1 and img.warnings == []
 
@@ -357,3 +360,32 @@ def test_16bit_colour_tiff_keeps_16_bits(tmp_path, channels):
     img = gputex.decode(str(path))
     assert img.pixels.dtype == np.uint16 and img.color_space == "linear"
     assert np.array_equal(img.pixels, a)
+
+
+def test_16bit_tiff_with_icc_profile_is_srgb(tmp_path):
+    import imagecodecs
+
+    # (the profile's content is not read: the tag's presence says the data is colour-managed)
+    a = np.arange(5 * 7 * 3, dtype=np.uint16).reshape(5, 7, 3) * 300
+    path = tmp_path / "icc.tiff"
+    path.write_bytes(imagecodecs.tiff_encode(a, photometric="rgb", planarconfig="contig",
+                                             iccprofile=b"\0" * 128))
+    img = gputex.decode(str(path))
+    assert img.color_space == "srgb" and np.array_equal(img.pixels, a)
+    grey = tmp_path / "icc_grey.tiff"
+    PILImage.fromarray(a[:, :, 0]).save(grey, icc_profile=b"\0" * 128)
+    assert gputex.decode(str(grey)).color_space == "srgb"
+
+
+@pytest.mark.gpu
+def test_stats_and_batches_of_ascii_orientation_and_pages(gpu, tmp_path):
+    """`stats` of a JPEG whose Orientation is ASCII works; warnings come back from worker processes."""
+    rng = np.random.default_rng(81)
+    jpg = tmp_path / "a.jpg"
+    PILImage.fromarray(rng.integers(0, 256, (6, 9, 3), np.uint8)).save(jpg, exif=_ascii_orientation_exif(b"x"))
+    r = _cli("stats", jpg, "--json")
+    assert r.exit_code == 0, r.output
+    pages = _tiff_pages(tmp_path, [rng.integers(0, 256, (5, 7), np.uint8) for _ in range(2)])
+    r = _cli("capture", jpg, pages, "-o", tmp_path / "out", "-j", "3")  # 3 jobs, 2 inputs: worker processes
+    assert r.exit_code == 0, r.output
+    assert f"warning: {pages}: has 2 pages; only the first was taken" in r.output
