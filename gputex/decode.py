@@ -251,11 +251,16 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
     pages = hdr.tiff_pages(data) if kind == "tiff" else []
     if page and not 0 <= page < len(pages):
         raise DecodeError(f"{path}: has no page {page} ({max(1, len(pages))} page(s))")
-    if kind in ("exr", "hdr", "npy", "pfm") or (kind == "tiff" and hdr.is_float_tiff(pages)):
+    if kind in ("exr", "hdr", "npy", "pfm") or (kind == "tiff" and hdr.tiff_for_libtiff(pages)):
         w, h, nbytes = hdr.float_dimensions(path, data, kind, page, pages)
         _check_size(path, w, h, max_pixels)
         _check_ratio(path, nbytes, len(data), max_ratio)
-        return _paged(hdr.decode_float(path, data, kind, page=page, pages=pages), pages, page)
+        image = hdr.decode_float(path, data, kind, page=page, pages=pages)
+        if exif_rotate and pages:  # a TIFF's Orientation tag, as Pillow applies it to the TIFFs it reads
+            from .orient import orientation_value
+
+            image.pixels = _orient(image.pixels, orientation_value(pages[page]["orientation"]) or 1)
+        return _paged(image, pages, page)
     header = None
     if data.startswith(png.SIGNATURE):
         try:
@@ -293,6 +298,11 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
                     space = header.color_space
                 pixels = pixels[:, :, None] if pixels.ndim == 2 else pixels
                 image = Image(np.ascontiguousarray(pixels), space, path, im.mode)
+                if im.format == "TIFF":  # Pillow's TIFF loader applies the Orientation tag itself
+                    from .orient import orientation_value
+
+                    applied = orientation_value(pages[page]["orientation"]) if pages else orientation
+                    orientation = 1 if exif_rotate else {6: 8, 8: 6}.get(applied or 1, applied or 1)
     except UnidentifiedImageError:
         raise DecodeError(f"{path}: not an image (unknown or unsupported file format)") from None
     except PILImage.DecompressionBombError as e:

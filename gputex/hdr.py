@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from .decode import Image
 
-__all__ = ["sniff", "tiff_pages", "is_float_tiff", "decode_float", "encode_exr", "encode_hdr",
+__all__ = ["sniff", "tiff_pages", "tiff_for_libtiff", "decode_float", "encode_exr", "encode_hdr",
            "EXR_MAGIC", "NPY_MAGIC"]
 
 EXR_MAGIC = b"\x76\x2f\x31\x01"
@@ -100,12 +100,13 @@ def tiff_pages(data: bytes) -> list[dict]:
                         (tags[tag],) = struct.unpack(end + code, data[ptr: ptr + size])
         pages.append({"width": tags.get(256, 0), "height": tags.get(257, 0), "samples": tags.get(277, 1),
                       "bits": tags.get(258, 1), "sample_format": tags.get(339, 1),
-                      "photometric": tags.get(262, -1), "icc": -34675 in tags})
+                      "photometric": tags.get(262, -1), "icc": -34675 in tags,
+                      "orientation": tags.get(274, 1)})
         (offset,) = struct.unpack(end + "I", data[offset + 2 + 12 * count: offset + 6 + 12 * count])
     return pages
 
 
-def is_float_tiff(pages: list[dict]) -> bool:
+def tiff_for_libtiff(pages: list[dict]) -> bool:
     """True when the first page is for libtiff rather than Pillow: float samples (Pillow reads
     only 1-channel float32), or 16-bit grey+alpha / RGB / RGBA (Pillow keeps 8 of the bits)."""
     if not pages:

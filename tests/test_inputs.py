@@ -389,3 +389,43 @@ def test_stats_and_batches_of_ascii_orientation_and_pages(gpu, tmp_path):
     r = _cli("capture", jpg, pages, "-o", tmp_path / "out", "-j", "3")  # 3 jobs, 2 inputs: worker processes
     assert r.exit_code == 0, r.output
     assert f"warning: {pages}: has 2 pages; only the first was taken" in r.output
+
+
+def _tiff(a: np.ndarray, extra: dict[int, tuple[int, list]]) -> bytes:
+    """A little-endian, uncompressed, contiguous RGB TIFF of ``a`` (H, W, 3; uint8/uint16/float32)
+    with extra tags {tag: (type, values)} (SHORT = 3, LONG = 4), written from the TIFF 6.0 spec."""
+    h, w, c = a.shape
+    fmt = {"u": 1, "f": 3}[a.dtype.kind]
+    bits = a.dtype.itemsize * 8
+    tags = {256: (4, [w]), 257: (4, [h]), 258: (3, [bits] * c), 259: (3, [1]), 262: (3, [2]),
+            273: (4, [0]), 277: (3, [c]), 278: (4, [h]), 279: (4, [a.nbytes]), 339: (3, [fmt] * c), **extra}
+    n = len(tags)
+    ifd_end = 8 + 2 + 12 * n + 4
+    blobs, entries, at = b"", b"", ifd_end
+    for tag in sorted(tags):
+        typ, values = tags[tag]
+        raw = struct.pack("<" + ("H" if typ == 3 else "I") * len(values), *values)
+        if len(raw) <= 4:
+            field = raw.ljust(4, b"\0")
+        else:
+            field = struct.pack("<I", at + len(blobs))
+            blobs += raw + b"\0" * (len(raw) % 2)
+        entries += struct.pack("<HHI", tag, typ, len(values)) + field
+    data_at = ifd_end + len(blobs)
+    entries = entries.replace(struct.pack("<HHI", 273, 4, 1) + b"\0\0\0\0",
+                              struct.pack("<HHI", 273, 4, 1) + struct.pack("<I", data_at))
+    return (b"II*\0" + struct.pack("<I", 8) + struct.pack("<H", n) + entries + struct.pack("<I", 0) + blobs
+            + a.astype("<" + a.dtype.str[1:]).tobytes())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint16, np.uint8])
+@pytest.mark.parametrize("orientation", [1, 3, 6, 8])
+def test_tiff_orientation_tag_applies_to_every_tiff(tmp_path, dtype, orientation):
+    rng = np.random.default_rng(90 + orientation)
+    a = (rng.random((4, 7, 3)) * (1 if dtype == np.float32 else np.iinfo(dtype).max)).astype(dtype)
+    path = tmp_path / "o.tiff"
+    path.write_bytes(_tiff(a, {274: (3, [orientation])}))
+    got = gputex.decode(str(path)).pixels
+    want = {1: a, 3: a[::-1, ::-1], 6: np.rot90(a, -1), 8: np.rot90(a, 1)}[orientation]  # EXIF rule
+    assert np.array_equal(got, want)
+    assert np.array_equal(gputex.decode(str(path), exif_rotate=False).pixels, a)
