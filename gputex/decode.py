@@ -165,7 +165,7 @@ def _decode_png_direct(path: str, data: bytes, header) -> Image:
         a = np.concatenate([a, alpha[:, :, None]], axis=2)
     names = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
     mode = names[a.shape[2]] + (";16" if header.bit_depth == 16 else "")
-    default = "linear" if header.bit_depth == 16 else "srgb"  # see COLOR_SPACE_DEFAULTS
+    default = "linear" if header.bit_depth == 16 else "srgb"  # (the table above)
     return Image(np.ascontiguousarray(a), header.color_space or default, path, mode)
 
 
@@ -242,25 +242,12 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
         raise DecodeError(f"{path}: empty file")
     from . import hdr
 
-    if is_texture_data(data):
-        raise DecodeError(f"{path}: a texture file (KTX2, KTX or DDS), not an image; read it with "
-                          "gputex.read_texture_file")
-    if data[:4] == b"\0\0\1\0" and data[4:6] == b"\0\0":  # Pillow < 13 writes these for images under 16x16
-        raise DecodeError(f"{path}: ICO file holds no images")
     kind = hdr.sniff(data)
     pages = hdr.tiff_pages(data) if kind == "tiff" else []
     if page and not 0 <= page < len(pages):
         raise DecodeError(f"{path}: has no page {page} ({max(1, len(pages))} page(s))")
     if kind in ("exr", "hdr", "npy", "pfm") or (kind == "tiff" and hdr.tiff_for_libtiff(pages)):
-        w, h, nbytes = hdr.float_dimensions(path, data, kind, page, pages)
-        _check_size(path, w, h, max_pixels)
-        _check_ratio(path, nbytes, len(data), max_ratio)
-        image = hdr.decode_float(path, data, kind, page=page, pages=pages)
-        if exif_rotate and pages:  # a TIFF's Orientation tag, as Pillow applies it to the TIFFs it reads
-            from .orient import orientation_value
-
-            image.pixels = _orient(image.pixels, orientation_value(pages[page]["orientation"]) or 1)
-        return _paged(image, pages, page)
+        return _decode_hdr(path, data, kind, pages, page, exif_rotate, max_pixels, max_ratio)
     header = None
     if data.startswith(png.SIGNATURE):
         try:
@@ -304,7 +291,7 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
                     applied = orientation_value(pages[page]["orientation"]) if pages else orientation
                     orientation = 1 if exif_rotate else {6: 8, 8: 6}.get(applied or 1, applied or 1)
     except UnidentifiedImageError:
-        raise DecodeError(f"{path}: not an image (unknown or unsupported file format)") from None
+        raise DecodeError(f"{path}: {_unidentified(data)}") from None
     except PILImage.DecompressionBombError as e:
         raise LimitError(f"{path}: {e}") from None
     except (DecodeError, LimitError) as e:
@@ -332,10 +319,31 @@ def _paged(image: Image, pages: list, page: int) -> Image:
     return image
 
 
-def is_texture_data(data: bytes) -> bool:
+def _decode_hdr(path: str, data: bytes, kind: str, pages: list, page: int, exif_rotate: bool,
+                max_pixels: int, max_ratio: float) -> Image:
+    """Float / HDR / ``.npy`` files and the TIFFs libtiff reads (``hdr.py``), limits checked first."""
+    from . import hdr
+
+    w, h, nbytes = hdr.float_dimensions(path, data, kind, page, pages)
+    _check_size(path, w, h, max_pixels)
+    _check_ratio(path, nbytes, len(data), max_ratio)
+    image = hdr.decode_float(path, data, kind, page=page, pages=pages)
+    if exif_rotate and pages:  # a TIFF's Orientation tag, as Pillow applies it to the TIFFs it reads
+        from .orient import orientation_value
+
+        image.pixels = _orient(image.pixels, orientation_value(pages[page]["orientation"]) or 1)
+    return _paged(image, pages, page)
+
+
+def _unidentified(data: bytes) -> str:
+    """Why Pillow could not identify ``data``, where gputex can say more."""
     from .texfile import sniff
 
-    return sniff(data[:12]) is not None
+    if sniff(data[:12]) is not None:
+        return "a texture file (KTX2, KTX or DDS), not an image; read it with gputex.read_texture_file"
+    if data[:4] == b"\0\0\1\0" and data[4:6] == b"\0\0":  # Pillow < 13 writes these for images under 16x16
+        return "ICO file holds no images"
+    return "not an image (unknown or unsupported file format)"
 
 
 def _low_bit_grey_key(im, depth: int, key: int) -> "np.ndarray":
