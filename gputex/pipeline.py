@@ -609,7 +609,9 @@ def _capture_flips(source, result: Result) -> tuple[bool, bool, bool]:
     flips = source.flips()
     if any(flips):
         what = ", ".join(n for n, f in zip(("columns", "rows", "slices"), flips) if f)
-        result.notes.append(f"KTXorientation {source.orientation}: {what} flipped")
+        note = f"KTXorientation {source.orientation}: {what} flipped"
+        if note not in result.notes:  # (a retry after a device loss comes here again)
+            result.notes.append(note)
     return flips
 
 

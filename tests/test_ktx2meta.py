@@ -140,3 +140,26 @@ def test_texture_file_library_verbs(gpu, tmp_path):
     assert "read it with gputex.read_texture_file" in str(e.value)
     with pytest.raises(gputex.FormatError):
         gputex.upload(gpu, tf, "rgba8unorm")
+
+
+def test_volume_orientation_out_reverses_slices(gpu, tmp_path):
+    rng = np.random.default_rng(43)
+    slices = [rng.integers(0, 256, (4, 6), np.uint8) for _ in range(3)]
+    srcs = []
+    for i, s in enumerate(slices):
+        p = tmp_path / f"s{i}.png"
+        p.write_bytes(imagecodecs.png_encode(s))
+        srcs.append(p)
+    vol = tmp_path / "v.ktx2"
+    r = run("upload", *srcs, "--volume", "-o", vol)
+    assert r.exit_code == 0, r.output
+    data = vol.read_bytes()
+    assert data.count(b"KTXorientation\0rdi\0") == 1
+    vol.write_bytes(data.replace(b"KTXorientation\0rdi\0", b"KTXorientation\0rdo\0"))
+    assert validate(vol.read_bytes(), str(vol)) == []
+    r = run("capture", vol, "-o", tmp_path / "out")
+    assert r.exit_code == 0, r.output
+    assert "; KTXorientation rdo: slices flipped)" in r.output
+    for z in range(3):  # slice z of the output is slice 2 - z as stored
+        got = imagecodecs.png_decode((tmp_path / "out" / f"v_slice{z}.png").read_bytes())
+        assert np.array_equal(np.squeeze(got), slices[2 - z])
