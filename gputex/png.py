@@ -44,7 +44,7 @@ class PngHeader:
         ``tiff:Orientation``; 1 when there is none (or it is not a number from 1 to 8)."""
         from .orient import orientation_from_exif, orientation_from_xmp, raw_profile_exif
 
-        texts = dict(self.text_chunks())
+        texts = dict(self.text_chunks(("Raw profile type exif", "XML:com.adobe.xmp")))
         exif = self.chunks.get(b"eXIf")
         if not exif and "Raw profile type exif" in texts:
             exif = raw_profile_exif(texts["Raw profile type exif"])
@@ -53,10 +53,14 @@ class PngHeader:
             value = orientation_from_xmp(texts["XML:com.adobe.xmp"])
         return value or 1
 
-    def text_chunks(self) -> list[tuple[str, str]]:
-        """(keyword, text) of every tEXt, zTXt and iTXt chunk (undecodable ones skipped)."""
+    def text_chunks(self, keywords: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
+        """(keyword, text) of every tEXt, zTXt and iTXt chunk (undecodable ones skipped), or of
+        those with one of ``keywords`` (the others are not inflated)."""
         out = []
+        wanted = None if keywords is None else {k.encode("latin-1") for k in keywords}
         for ctype, body in self.texts:
+            if wanted is not None and body.partition(b"\0")[0] not in wanted:
+                continue
             try:
                 out.append(_text(ctype, body))
             except (ValueError, zlib.error):
