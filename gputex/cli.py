@@ -279,7 +279,8 @@ FilterOpt = typer.Option(Filter.box, "--filter", help="Mip filter: box (exact ar
 AlphaOpt = typer.Option(Alpha.weighted, "--alpha", help="weighted (colour by alpha), straight, premultiplied.")
 CoverageOpt = typer.Option(None, "--alpha-coverage", min=0.0, max=1.0,
                            help="Keep the fraction of texels with alpha >= CUTOFF that level 0 has.")
-NormalOpt = typer.Option(False, "--normal-map", help="Data is a normal map: renormalize each level.")
+NormalOpt = typer.Option(False, "--normal-map",
+                         help="Data is a normal map: linear (as --color-space linear); renormalize each level.")
 WrapOpt = typer.Option(Wrap.clamp, "--wrap", help="Edge handling for kernels wider than the footprint.")
 
 
@@ -289,7 +290,7 @@ def upload(
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
     flip_y: bool = typer.Option(False, "--flip-y", help="Upload rows bottom to top."),
-    premultiply: bool = typer.Option(False, "--premultiply", help="Multiply colour by alpha before upload."),
+    premultiply: bool = typer.Option(False, "--premultiply", help="Multiply colour by alpha before upload (in linear light for sRGB content)."),
     no_exif_rotate: bool = typer.Option(False, "--no-exif-rotate", help="Keep the stored orientation."),
     mips: bool = MipsOpt, levels: Optional[int] = LevelsOpt, filter: Filter = FilterOpt,
     alpha: Alpha = AlphaOpt, alpha_coverage: Optional[float] = CoverageOpt,
@@ -417,7 +418,7 @@ def capture(
     normal_map: bool = NormalOpt, wrap: Wrap = WrapOpt,
     sheet: bool = typer.Option(False, "--sheet", help="Also write <stem>_sheet.png with all levels side by side."),
     flip_y: bool = typer.Option(False, "--flip-y", help="Upload rows bottom to top."),
-    premultiply: bool = typer.Option(False, "--premultiply", help="Multiply colour by alpha before upload."),
+    premultiply: bool = typer.Option(False, "--premultiply", help="Multiply colour by alpha before upload (in linear light for sRGB content)."),
     no_exif_rotate: bool = typer.Option(False, "--no-exif-rotate", help="Keep the stored orientation."),
     float_as: FloatAs = typer.Option(FloatAs.tiff, "--float-as",
                                      help="Float textures as tiff (exact), npy (exact), exr (exact), hdr (RGBE) "
