@@ -86,10 +86,11 @@ def tiff_pages(data: bytes) -> list[dict]:
         if offset + 2 + 12 * count + 4 > len(data):
             break
         tags: dict[int, int] = {}
+        present: set[int] = set()
         for i in range(count):
             at = offset + 2 + 12 * i
             tag, typ, n = struct.unpack(end + "HHI", data[at: at + 8])
-            tags.setdefault(-tag, 1)  # present (any type)
+            present.add(tag)
             if typ in types and n >= 1:
                 code, size = types[typ]
                 if n * size <= 4:
@@ -100,7 +101,7 @@ def tiff_pages(data: bytes) -> list[dict]:
                         (tags[tag],) = struct.unpack(end + code, data[ptr: ptr + size])
         pages.append({"width": tags.get(256, 0), "height": tags.get(257, 0), "samples": tags.get(277, 1),
                       "bits": tags.get(258, 1), "sample_format": tags.get(339, 1),
-                      "photometric": tags.get(262, -1), "icc": -34675 in tags,
+                      "photometric": tags.get(262, -1), "icc": 34675 in present,
                       "orientation": tags.get(274, 1)})
         (offset,) = struct.unpack(end + "I", data[offset + 2 + 12 * count: offset + 6 + 12 * count])
     return pages

@@ -226,7 +226,8 @@ def test_single_page_tiff_has_no_warning(tmp_path):
 
 @pytest.mark.parametrize("chunks,depth,want", [
     ([], 16, "linear"), ([chunk(b"sRGB", b"\0")], 16, "srgb"), ([], 8, "srgb"),
-    ([chunk(b"gAMA", struct.pack(">I", 45455))], 16, "srgb"), ([chunk(b"gAMA", struct.pack(">I", 100000))], 8, "linear"),
+    ([chunk(b"gAMA", struct.pack(">I", 45455))], 16, "srgb"),
+    ([chunk(b"gAMA", struct.pack(">I", 100000))], 8, "linear"), ([chunk(b"iCCP", b"p\0\0x")], 16, "srgb"),
 ])
 def test_png_colour_space_defaults(tmp_path, chunks, depth, want):
     a = np.zeros((3, 4, 1), np.uint16)
