@@ -394,6 +394,7 @@ def _decode_layers(paths: list[str], opts: Options, result: Result) -> tuple[lis
         if _is_texfile(first) or first.pages == 1:
             continue
         result.warnings[:] = [w for w in result.warnings if not w.startswith(f"{p}: has {first.pages} pages")]
+        _check_pages(p, first, opts)
         with _timed(result, "decode"):
             for i in range(1, first.pages):
                 images.append(decode(p, page=i, exif_rotate=opts.exif_rotate,
@@ -401,6 +402,18 @@ def _decode_layers(paths: list[str], opts: Options, result: Result) -> tuple[lis
                                      max_ratio=DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio))
                 labels.append(f"{p}[page {i}]")
     return images, labels
+
+
+def _check_pages(path: str, first, opts: Options) -> None:
+    """Every page of a multi-page file together within the decode limits (pages sharing one
+    strip would make a small file a bomb), and at most 2048 of them (KTX2's layer limit)."""
+    from .decode import DEFAULT_MAX_RATIO, _check_ratio
+    from .errors import LimitError
+
+    if first.pages > 2048:
+        raise LimitError(f"{path}: {first.pages} pages; at most 2048 layers are taken")
+    ratio = DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio
+    _check_ratio(path, int(first.pixels.nbytes) * first.pages, os.path.getsize(path), ratio)
 
 
 def upload_file(session: "Session", path: str, opts: Options) -> Result:

@@ -430,3 +430,31 @@ def test_tiff_orientation_tag_applies_to_every_tiff(tmp_path, dtype, orientation
     want = {1: a, 3: a[::-1, ::-1], 6: np.rot90(a, -1), 8: np.rot90(a, 1)}[orientation]  # EXIF rule
     assert np.array_equal(got, want)
     assert np.array_equal(gputex.decode(str(path), exif_rotate=False).pixels, a)
+
+
+@pytest.mark.gpu
+def test_pages_sharing_one_strip_are_a_bomb_for_array(gpu, tmp_path):
+    """A small TIFF whose 300 pages all point at one 1024x1024 strip: refused before the pages
+    are decoded (each page alone is within the limits)."""
+    h = w = 1024
+    n = 300
+    strip_at = 8
+    pixels = bytes(h * w)
+    ifd_at = strip_at + len(pixels)
+    entries = [(256, 4, w), (257, 4, h), (258, 3, 8), (259, 3, 1), (262, 3, 1), (273, 4, strip_at),
+               (277, 3, 1), (278, 4, h), (279, 4, len(pixels))]
+    ifd_size = 2 + 12 * len(entries) + 4
+    out = b"II*\0" + struct.pack("<I", ifd_at) + pixels
+    for i in range(n):
+        nxt = ifd_at + ifd_size * (i + 1) if i < n - 1 else 0
+        out += struct.pack("<H", len(entries))
+        for tag, typ, v in entries:
+            out += struct.pack("<HHI", tag, typ, 1) + (struct.pack("<HH", v, 0) if typ == 3 else struct.pack("<I", v))
+        out += struct.pack("<I", nxt)
+    path = tmp_path / "bomb.tiff"
+    path.write_bytes(out)
+    assert gputex.decode(str(path)).pages == n
+    r = _cli("upload", path, "--array", "-o", tmp_path / "x.ktx2", "--max-ratio", "10")
+    assert r.exit_code == 1
+    assert f"{path}: would decode to {h * w * n} bytes from a {len(out)}-byte file" in r.output
+    assert not (tmp_path / "x.ktx2").exists()
