@@ -276,9 +276,60 @@ def _npy_pixels(path: str, data: bytes, warnings: list[str]):
     return a, f"npy:{a.dtype}"
 
 
+#: Scan lines per chunk of each EXR compression code (the OpenEXR file layout document).
+_EXR_LINES = {0: 1, 1: 1, 2: 1, 3: 16, 4: 32, 5: 16, 6: 32, 7: 32, 8: 32, 9: 256}
+
+
+def exr_chunk_problem(data: bytes) -> str | None:
+    """What is wrong with a single-part scan-line EXR's chunk table, or None (also for layouts
+    not checked here: tiled, deep, multi-part, newer compressions). OpenEXR prints its own
+    complaints about such files on stdout, which would land in ``--json`` output: checked first."""
+    if len(data) < 8 or struct.unpack("<I", data[4:8])[0] & 0x1E00:  # tiled, long names, deep, multi-part
+        return None
+    pos, attrs = 8, {}
+    while True:
+        name_end = data.find(b"\0", pos)
+        if name_end < 0:
+            return "header not terminated"
+        if name_end == pos:
+            pos += 1
+            break
+        type_end = data.find(b"\0", name_end + 1)
+        if type_end < 0 or type_end + 5 > len(data):
+            return "header cut off"
+        (size,) = struct.unpack("<i", data[type_end + 1: type_end + 5])
+        if size < 0 or type_end + 5 + size > len(data):
+            return "header attribute runs past the end"
+        attrs[data[pos:name_end]] = data[type_end + 5: type_end + 5 + size]
+        pos = type_end + 5 + size
+    window, compression = attrs.get(b"dataWindow"), attrs.get(b"compression")
+    if window is None or len(window) != 16 or compression is None or len(compression) != 1:
+        return "no dataWindow or compression"
+    lines = _EXR_LINES.get(compression[0])
+    if lines is None:
+        return None
+    _, y0, _, y1 = struct.unpack("<4i", window)
+    if y1 < y0:
+        return "empty dataWindow"
+    chunks = -(-(y1 - y0 + 1) // lines)
+    if pos + 8 * chunks > len(data):
+        return "chunk offset table cut off"
+    for (offset,) in struct.iter_unpack("<Q", data[pos: pos + 8 * chunks]):
+        if offset + 8 > len(data):
+            return "a chunk lies past the end of the file"
+        y, size = struct.unpack("<ii", data[offset: offset + 8])
+        if not y0 <= y <= y1 or size < 0 or offset + 8 + size > len(data):
+            return "a chunk's scan line or size is out of range"
+    return None
+
+
 def _exr_pixels(path: str, data: bytes):
     import numpy as np
     import OpenEXR
+
+    problem = exr_chunk_problem(data)
+    if problem:
+        raise DecodeError(f"{path}: corrupt EXR data ({problem})")
 
     with OpenEXR.File(io.BytesIO(data), separate_channels=True) as f:
         parts = f.parts
