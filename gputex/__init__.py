@@ -133,7 +133,8 @@ def upload(session: "Session", image: "Image | TextureFile", format: str | None 
         if format is not None:
             raise FormatError(f"{image.source}: a texture file is uploaded in its own format "
                               f"({image.format.name}); format cannot convert it")
-        return upload_texture_file(session, image, usage=wgpu.TextureUsage.TEXTURE_BINDING, **kwargs)
+        kwargs["usage"] = kwargs.get("usage", 0) | wgpu.TextureUsage.TEXTURE_BINDING
+        return upload_texture_file(session, image, **kwargs)
 
     mip_keys = {"filter", "alpha", "alpha_coverage", "normal_map", "wrap"}
     mip_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in mip_keys}
