@@ -36,7 +36,10 @@ __all__ = [
     "Session",
     "Image",
     "Texture",
+    "TextureFile",
     "decode",
+    "read_texture_file",
+    "write_texture_file",
     "from_array",
     "upload",
     "generate_mips",
@@ -87,16 +90,53 @@ def __getattr__(name: str) -> Any:
 
         return getattr(transform, name)
     raise AttributeError(f"module 'gputex' has no attribute {name!r}")
+from .texfile import TextureFile, read_texture_file  # noqa: E402
 from .upload import Texture  # noqa: E402
 
 
-def upload(session: "Session", image: "Image", format: str | None = None, *, mips: bool | int = False,
-           size: tuple[int, int] | None = None, **kwargs: Any) -> "Texture":
+def write_texture_file(texture: "Texture | TextureFile", path: str, *, zstd: int | None = None,
+                       budget: int = 64 << 20) -> str:
+    """Write a GPU texture (every level, layer, face and slice, read back exactly) or a
+    :class:`TextureFile` as KTX2 or DDS, by the suffix of ``path``; whole or not at all.
+
+    Parameters
+    ----------
+    texture
+        A :class:`Texture` (from :func:`upload`) or a :class:`TextureFile` (from
+        :func:`read_texture_file`).
+    path
+        ``*.ktx2`` or ``*.dds``.
+    zstd
+        KTX2 only: Zstandard-supercompress each level at this level (1-22).
+    budget
+        Host staging memory per read-back transfer, in bytes.
+
+    Returns
+    -------
+    str
+        ``path``.
+    """
+    from .texfile import write_texture_file as _write
+
+    if not isinstance(texture, TextureFile):
+        from .capture import capture_texture_file
+
+        texture = capture_texture_file(texture, budget=budget)
+    _write(texture, path, zstd=zstd)
+    return path
+
+
+def upload(session: "Session", image: "Image | TextureFile", format: str | None = None, *,
+           mips: bool | int = False, size: tuple[int, int] | None = None, **kwargs: Any) -> "Texture":
     """Upload ``image`` to a new texture; ``mips=True`` (or a level count) also makes the mip chain.
+
+    ``image`` may also be a :class:`TextureFile` (from :func:`read_texture_file`): its levels
+    go up as stored (block-compressed ones stay compressed; ``format`` must be None).
 
     ``size=(W, H)`` resizes level 0 on the GPU first (:func:`gputex.resize_texture`, with the
     mip options' filter, alpha mode, wrap and normal-map setting; :func:`gputex.target_size`
     computes ``--max-size``/``--pot`` sizes); the chain then starts from the resized image.
+
     Other keyword arguments are those of :func:`gputex.upload.upload` and, for the mip
     options (``filter``, ``alpha``, ``alpha_coverage``, ``normal_map``, ``wrap``),
     :func:`gputex.generate_mips`.
@@ -106,8 +146,22 @@ def upload(session: "Session", image: "Image", format: str | None = None, *, mip
     from .upload import upload as _upload
     from .layout import mip_count
 
+    if isinstance(image, TextureFile):
+        from .upload import upload_texture_file
+
+        if mips or size is not None:
+            raise FormatError(f"{image.source}: mips= and size= are for images; a texture file is uploaded with the "
+                              "levels it holds")
+        if format is not None:
+            raise FormatError(f"{image.source}: a texture file is uploaded in its own format "
+                              f"({image.format.name}); format cannot convert it")
+        kwargs["usage"] = kwargs.get("usage", 0) | wgpu.TextureUsage.TEXTURE_BINDING
+        return upload_texture_file(session, image, **kwargs)
+
     mip_keys = {"filter", "alpha", "alpha_coverage", "normal_map", "wrap"}
     mip_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in mip_keys}
+    if mip_kw.get("normal_map") and kwargs.get("color_space") is None:
+        kwargs["color_space"] = "linear"  # normals are data: never sRGB
     levels = 1
     width, height = size or (image.width, image.height)
     if mips:

@@ -106,6 +106,8 @@ class FloatAs(str, Enum):
     tiff = "tiff"
     npy = "npy"
     png = "png"
+    exr = "exr"
+    hdr = "hdr"
 
 
 class Filter(str, Enum):
@@ -403,7 +405,8 @@ AlphaOpt = typer.Option(Alpha.weighted, "--alpha", metavar=_choices(Alpha),
                         help="How mips treat alpha: weighted averages colour by alpha.")
 CoverageOpt = typer.Option(None, "--alpha-coverage", min=0.0, max=1.0, metavar="CUTOFF",
                            help="Keep the fraction of texels with alpha >= CUTOFF that level 0 has.")
-NormalOpt = typer.Option(False, "--normal-map", help="Data is a normal map: renormalize each level.")
+NormalOpt = typer.Option(False, "--normal-map",
+                         help="Data is a normal map: linear (as --color-space linear); renormalize each level.")
 WrapOpt = typer.Option(Wrap.clamp, "--wrap", metavar=_choices(Wrap),
                        help="Edge handling for kernels wider than the footprint.")
 ResizeOpt = typer.Option(None, "--resize", metavar="WxH",
@@ -430,7 +433,8 @@ def upload(
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
     flip_y: bool = typer.Option(False, "--flip-y", help="Upload rows bottom to top."),
-    premultiply: bool = typer.Option(False, "--premultiply", help="Multiply colour by alpha before upload."),
+    premultiply: bool = typer.Option(False, "--premultiply",
+                                     help="Multiply colour by alpha before upload (in linear light for sRGB content)."),
     no_exif_rotate: bool = typer.Option(False, "--no-exif-rotate", help="Keep the stored orientation."),
     mips: bool = MipsOpt, levels: Optional[int] = LevelsOpt, filter: Filter = FilterOpt,
     alpha: Alpha = AlphaOpt, alpha_coverage: Optional[float] = CoverageOpt,
@@ -599,10 +603,12 @@ def capture(
                                help="Also write <stem>_sheet.png: every level side by side, whatever --level "
                                     "writes."),
     flip_y: bool = typer.Option(False, "--flip-y", help="Upload rows bottom to top."),
-    premultiply: bool = typer.Option(False, "--premultiply", help="Multiply colour by alpha before upload."),
+    premultiply: bool = typer.Option(False, "--premultiply",
+                                     help="Multiply colour by alpha before upload (in linear light for sRGB content)."),
     no_exif_rotate: bool = typer.Option(False, "--no-exif-rotate", help="Keep the stored orientation."),
     float_as: FloatAs = typer.Option(FloatAs.tiff, "--float-as", metavar=_choices(FloatAs),
-                                     help="Float textures as tiff (exact), npy (exact) or png (16-bit, clamped)."),
+                                     help="Float textures as tiff (exact), npy (exact), exr (exact), "
+                                          "hdr (RGBE) or png (16-bit, clamped)."),
     png_compression: str = typer.Option("fast", "--png-compression", metavar="fast|0-9",
                                         help="fast (fpng for 8-bit RGB/RGBA, else zlib 1) or a zlib level."),
     bc_decode: BCDecode = typer.Option(BCDecode.spec, "--bc-decode", metavar=_choices(BCDecode),
@@ -697,7 +703,8 @@ def _render_capture(results, session) -> None:
         elif r.ok:
             typer.echo(f"{r.source} -> {', '.join(r.outputs)}  ({r.format} {r.width}x{r.height}"
                        + (f" from {r.resized_from[0]}x{r.resized_from[1]}" if r.resized_from else "")
-                       + (f", {r.levels} levels" if r.levels and r.levels > 1 else "") + ")" + _timings(r))
+                       + (f", {r.levels} levels" if r.levels and r.levels > 1 else "")
+                       + "".join(f"; {n}" for n in r.notes) + ")" + _timings(r))
 
 
 @app.command(cls=_Command, epilog="""\b

@@ -14,7 +14,10 @@ Rules (also in the README):
 * **sRGB.** The colour space is metadata except in one case: linear data going
   into an ``-srgb`` format is encoded with the sRGB transfer function first
   (alpha is never encoded).
-* ``premultiply`` multiplies colour by alpha (rounded), ``flip_y`` reverses rows.
+* ``premultiply`` multiplies colour by alpha (rounded), in linear light: sRGB content is
+  decoded to linear, multiplied, and encoded again (``srgb(lin(c) * a)``), so a
+  premultiplied sRGB texture blends like its straight twin; linear data is multiplied as
+  stored. ``flip_y`` reverses rows.
 """
 
 from __future__ import annotations
@@ -155,7 +158,7 @@ def to_texture_rows(rows: np.ndarray, color_space: str, fmt: Format, *,
     if fast:
         return np.ascontiguousarray(a).view(np.uint8).reshape(h, w * fmt.block_bytes)
     if premultiply and fmt.channels in (2, 4):
-        a = _premultiply(a)
+        a = _premultiply(a, color_space == "srgb")
     comp_bits = [fmt.bits] * fmt.channels
     if fmt.packed:
         comp_bits = [10, 10, 10, 2]
@@ -171,10 +174,15 @@ def to_texture_rows(rows: np.ndarray, color_space: str, fmt: Format, *,
     return np.ascontiguousarray(out).view(np.uint8).reshape(h, w * fmt.block_bytes)
 
 
-def _premultiply(a: np.ndarray) -> np.ndarray:
+def _premultiply(a: np.ndarray, srgb: bool = False) -> np.ndarray:
+    """Colour times alpha; ``srgb``: in linear light (sRGB codes decoded, multiplied, encoded)."""
     alpha = a[:, :, -1:].astype(np.float64)
     amax = _src_max(a) if a.dtype.kind != "i" else 1
-    colour = a[:, :, :-1].astype(np.float64) * alpha / amax
+    if srgb and a.dtype.kind != "i":
+        lin = srgb_to_linear(a[:, :, :-1].astype(np.float64) / amax)
+        colour = linear_to_srgb(lin * (alpha / amax)) * amax
+    else:
+        colour = a[:, :, :-1].astype(np.float64) * alpha / amax
     if a.dtype.kind in "ui":
         colour = np.floor(colour + 0.5)
     return np.concatenate([colour.astype(a.dtype), a[:, :, -1:]], axis=2)

@@ -16,21 +16,30 @@ RGB, RGBA     as is (RGBX -> RGB,        uint8     srgb
               RGBa/La un-premultiplied)
 CMYK, YCbCr,  RGB (Pillow's conversion)  uint8     srgb
 LAB, HSV
-I;16*         L, 16 bits                 uint16    srgb
-16-bit PNG    L / LA / RGB / RGBA        uint16    srgb (linear if gAMA 1.0)
+I;16*         L, 16 bits                 uint16    linear (srgb with an ICC
+                                                   profile)
+16-bit PNG    L / LA / RGB / RGBA        uint16    linear; srgb with sRGB,
+                                                   iCCP or a gAMA other
+                                                   than 1.0
 I             L, 32-bit signed           int32     linear
-F (PFM, TIF)  L, float                   float32   linear
+F (TIF)       L, float                   float32   linear
 ============  =========================  ========  ==================
 
-Grey and RGB colour keys (``tRNS`` / Pillow's ``transparency``) become an alpha
-channel. EXIF orientation is applied unless ``exif_rotate=False``.
+16-bit data that says nothing of its colour is linear: such files are mostly heightmaps,
+normal maps and other data (a photo editor writes ``sRGB``/``iCCP``). Float TIFF, 16-bit
+colour TIFF, OpenEXR, Radiance HDR, PFM and ``.npy`` files are decoded in ``hdr.py``.
+
+Grey and RGB colour keys (``tRNS`` / Pillow's ``transparency``) become an alpha channel,
+also in grey PNGs of 1, 2 and 4 bits (Pillow scales those samples to 8 bits but not the key).
+EXIF orientation is applied unless ``exif_rotate=False``, wherever Pillow's
+``exif_transpose`` finds it (``orient.py``). PSD files give their composite image.
 """
 
 from __future__ import annotations
 
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import DecodeError, InputError, LimitError
@@ -56,6 +65,8 @@ class Image:
     color_space: str  # "srgb" or "linear"
     source: str = "<array>"
     mode: str = ""
+    pages: int = 1  # pages in the file (multi-page TIFF); this is one of them
+    warnings: list[str] = field(default_factory=list)  # what the caller should be told
 
     @property
     def height(self) -> int:
@@ -154,7 +165,8 @@ def _decode_png_direct(path: str, data: bytes, header) -> Image:
         a = np.concatenate([a, alpha[:, :, None]], axis=2)
     names = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
     mode = names[a.shape[2]] + (";16" if header.bit_depth == 16 else "")
-    return Image(np.ascontiguousarray(a), header.color_space or "srgb", path, mode)
+    default = "linear" if header.bit_depth == 16 else "srgb"  # (the table above)
+    return Image(np.ascontiguousarray(a), header.color_space or default, path, mode)
 
 
 def _pillow_pixels(im) -> tuple["np.ndarray", str]:
@@ -192,7 +204,8 @@ def _pillow_pixels(im) -> tuple["np.ndarray", str]:
 
 
 def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
-           max_pixels: int = DEFAULT_MAX_PIXELS, max_ratio: float = DEFAULT_MAX_RATIO) -> Image:
+           max_pixels: int = DEFAULT_MAX_PIXELS, max_ratio: float = DEFAULT_MAX_RATIO,
+           page: int = 0) -> Image:
     """Decode an image file.
 
     Parameters
@@ -207,6 +220,9 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
     max_ratio
         Refuse images that would decode to more than ``RATIO_FLOOR_BYTES`` (64 MiB) and
         more than ``max_ratio`` times their file size (decompression bombs); 0 disables.
+    page
+        Which page of a multi-page TIFF (``Image.pages`` says how many there are; a decode
+        of page 0 of several adds a warning naming the count).
 
     Raises
     ------
@@ -224,6 +240,14 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
     data = _read_bytes(path)
     if not data:
         raise DecodeError(f"{path}: empty file")
+    from . import hdr
+
+    kind = hdr.sniff(data)
+    pages = hdr.tiff_pages(data) if kind == "tiff" else []
+    if page and not 0 <= page < len(pages):
+        raise DecodeError(f"{path}: has no page {page} ({max(1, len(pages))} page(s))")
+    if kind in ("exr", "hdr", "npy", "pfm") or (kind == "tiff" and hdr.tiff_for_libtiff(pages)):
+        return _decode_hdr(path, data, kind, pages, page, exif_rotate, max_pixels, max_ratio)
     header = None
     if data.startswith(png.SIGNATURE):
         try:
@@ -239,20 +263,35 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
             # (Pillow's getexif() decodes a whole PNG to look for a trailing eXIf chunk)
             orientation = 1
             if exif_rotate:
-                orientation = header.orientation() if header is not None else im.getexif().get(0x0112, 1)
+                from .orient import orientation_value
+
+                orientation = (header.orientation() if header is not None
+                               else orientation_value(im.getexif().get(0x0112)) or 1)
             if header is not None and (header.bit_depth == 16 or (header.bit_depth == 8 and header.color_type != 3)):
                 # libpng decodes straight into one array (Pillow holds its own copy as well)
                 image = _decode_png_direct(path, data, header)
             else:
-                im.seek(0)
+                if getattr(im, "_min_frame", 0) == 0:  # (PSD's frame 1 is its first layer, not the image)
+                    im.seek(page)
                 im.load()
-                pixels, space = _pillow_pixels(im)
+                key = header.transparent_key() if header is not None and header.bit_depth < 8 else None
+                if key is not None:
+                    pixels, space = _low_bit_grey_key(im, header.bit_depth, key[0]), "srgb"
+                else:
+                    pixels, space = _pillow_pixels(im)
+                if im.mode.startswith("I;16") and not im.info.get("icc_profile"):
+                    space = "linear"  # 16-bit data that says nothing of colour: heightmaps, normals
                 if header is not None and header.color_space:
                     space = header.color_space
                 pixels = pixels[:, :, None] if pixels.ndim == 2 else pixels
                 image = Image(np.ascontiguousarray(pixels), space, path, im.mode)
+                if im.format == "TIFF":  # Pillow's TIFF loader applies the Orientation tag itself
+                    from .orient import orientation_value
+
+                    applied = orientation_value(pages[page]["orientation"]) if pages else orientation
+                    orientation = 1 if exif_rotate else {6: 8, 8: 6}.get(applied or 1, applied or 1)
     except UnidentifiedImageError:
-        raise DecodeError(f"{path}: not an image (unknown or unsupported file format)") from None
+        raise DecodeError(f"{path}: {_unidentified(data)}") from None
     except PILImage.DecompressionBombError as e:
         raise LimitError(f"{path}: {e}") from None
     except (DecodeError, LimitError) as e:
@@ -267,8 +306,57 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
         raise DecodeError(f"{path}: {_corrupt_message(e)}") from e
     if image.width == 0 or image.height == 0:
         raise DecodeError(f"{path}: image has zero width or height")
-    image.pixels = _orient(image.pixels, int(orientation))
+    image.pixels = _orient(image.pixels, orientation)
+    return _paged(image, pages, page)
+
+
+def _paged(image: Image, pages: list, page: int) -> Image:
+    """Note a multi-page file's page count (and, for page 0, a warning that only it was taken)."""
+    image.pages = max(1, len(pages))
+    if image.pages > 1 and page == 0:
+        image.warnings.append(f"{image.source}: has {image.pages} pages; only the first was taken "
+                              "(upload --array takes every page as a layer)")
     return image
+
+
+def _decode_hdr(path: str, data: bytes, kind: str, pages: list, page: int, exif_rotate: bool,
+                max_pixels: int, max_ratio: float) -> Image:
+    """Float / HDR / ``.npy`` files and the TIFFs libtiff reads (``hdr.py``), limits checked first."""
+    from . import hdr
+
+    w, h, nbytes = hdr.float_dimensions(path, data, kind, page, pages)
+    _check_size(path, w, h, max_pixels)
+    _check_ratio(path, nbytes, len(data), max_ratio)
+    image = hdr.decode_float(path, data, kind, page=page, pages=pages)
+    if exif_rotate and pages:  # a TIFF's Orientation tag, as Pillow applies it to the TIFFs it reads
+        from .orient import orientation_value
+
+        image.pixels = _orient(image.pixels, orientation_value(pages[page]["orientation"]) or 1)
+    return _paged(image, pages, page)
+
+
+def _unidentified(data: bytes) -> str:
+    """Why Pillow could not identify ``data``, where gputex can say more."""
+    from .texfile import sniff
+
+    if sniff(data[:12]) is not None:
+        return "a texture file (KTX2, KTX or DDS), not an image; read it with gputex.read_texture_file"
+    if data[:4] == b"\0\0\1\0" and data[4:6] == b"\0\0":  # Pillow < 13 writes these for images under 16x16
+        return "ICO file holds no images"
+    return "not an image (unknown or unsupported file format)"
+
+
+def _low_bit_grey_key(im, depth: int, key: int) -> "np.ndarray":
+    """Grey PNG of bit depth 1, 2 or 4 with a tRNS key -> grey+alpha. Pillow scales the samples
+    to 8 bits (x * 255 / (2^depth - 1)) but compares the key unscaled, so it is compared here
+    at the file's depth, scaled the same way (the spec uses the key's low ``depth`` bits)."""
+    import numpy as np
+
+    grey = np.asarray(im.convert("L") if im.mode == "1" else im)
+    grey = grey[:, :, 0] if grey.ndim == 3 else grey
+    key8 = (key & ((1 << depth) - 1)) * (255 // ((1 << depth) - 1))
+    alpha = np.where(grey == key8, 0, 255).astype(np.uint8)
+    return np.stack([grey.astype(np.uint8), alpha], axis=2)
 
 
 def _corrupt_message(e: BaseException) -> str:

@@ -10,6 +10,8 @@ uint16 (16-bit unorm,  16-bit PNG, same channel mapping
 rgb10a2 codes          16-bit PNG scaled exactly (``round(x * 65535 / 1023)``)
                        with an ``sBIT`` chunk saying 10/10/10/2 bits
 float16 / float32      32-bit float TIFF (default, exact), ``.npy`` (exact),
+                       OpenEXR (``.exr``, FLOAT channels, exact), Radiance ``.hdr``
+                       (RGBE: exact for values RGBE holds; alpha dropped, warns)
                        or 16-bit PNG clamped to [0, 1] (``float_as="png"``, warns)
 int / 32-bit uint      ``.npy`` (PNG cannot hold them)
 =====================  ==================================================
@@ -44,7 +46,7 @@ def output_suffix(dtype: "np.dtype", float_as: str = "tiff") -> str:
     if kind == "u" and size <= 2:
         return ".png"
     if kind == "f":
-        return {"tiff": ".tiff", "npy": ".npy", "png": ".png"}[float_as]
+        return {"tiff": ".tiff", "npy": ".npy", "png": ".png", "exr": ".exr", "hdr": ".hdr"}[float_as]
     return ".npy"
 
 
@@ -230,6 +232,10 @@ def encode(pixels: "np.ndarray", path: str, *, color_space: str = "srgb", packed
         else:  # grey+alpha or RGBA: say so, or the channels are read as pages
             data = imagecodecs.tiff_encode(f, photometric="minisblack" if f.shape[2] == 2 else "rgb",
                                            planarconfig="contig", extrasample="unassalpha")
+    elif suffix in (".exr", ".hdr"):
+        from .hdr import encode_exr, encode_hdr
+
+        data = encode_exr(a) if suffix == ".exr" else encode_hdr(a, path, warn)
     elif suffix == ".png":
         sbit = None
         if packed_10bit:
@@ -245,6 +251,6 @@ def encode(pixels: "np.ndarray", path: str, *, color_space: str = "srgb", packed
             raise OutputError(f"{path}: {a.dtype} data cannot be written as PNG; use .npy")
         data = _png_bytes(np.ascontiguousarray(a), color_space, png_level, sbit)
     else:
-        raise OutputError(f"{path}: unknown output type {suffix!r} (use .png, .tiff or .npy)")
+        raise OutputError(f"{path}: unknown output type {suffix!r} (use .png, .tiff, .npy, .exr or .hdr)")
     write_atomic(path, data)
     return path

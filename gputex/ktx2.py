@@ -24,7 +24,7 @@ from .layout import align_up, mip_count
 from .texfile import (KTX2_MAGIC, VK_BY_CODE, VK_PROHIBITED, TextureFile, check_shape,
                       format_from_vk, level_bytes, vk_format_for)
 
-__all__ = ["write_ktx2", "read_ktx2", "validate", "Problem", "dfd_for", "WRITER"]
+__all__ = ["write_ktx2", "read_ktx2", "validate", "Problem", "dfd_for", "WRITER", "default_swizzle"]
 
 WRITER = "gputex"
 HEADER = struct.Struct("<12s9I4I2Q")  # identifier, 9 header words, dfd/kvd offsets+lengths, sgd
@@ -200,6 +200,9 @@ def write_ktx2(tf: TextureFile, *, zstd: int | None = None) -> list[bytes]:
     dfd = dfd_for(vfmt, bool(srgb_tf), tf.premultiplied)
     orientation = b"rdi\0" if tf.volume else b"rd\0"
     kv = {"KTXorientation": orientation, "KTXwriter": f"{WRITER} {_version()}".encode() + b"\0"}
+    swizzle = default_swizzle(fmt)
+    if swizzle:
+        kv["KTXswizzle"] = swizzle.encode() + b"\0"
     if zstd is not None:
         kv["KTXwriterScParams"] = f"--zstd {zstd}".encode() + b"\0"
     kvd = _kvd(kv)
@@ -237,6 +240,16 @@ def write_ktx2(tf: TextureFile, *, zstd: int | None = None) -> list[bytes]:
                          dfd_at, len(dfd), kvd_at, len(kvd), 0, 0)
     index = b"".join(LEVEL.pack(offsets[i], len(payloads[i][0]), payloads[i][1]) for i in range(n))
     return [header, index, dfd, kvd, *parts_data]
+
+
+def default_swizzle(fmt: Format) -> str | None:
+    """The ``KTXswizzle`` gputex writes: ``rrr1`` for one-channel data and ``rrrg`` for two
+    (gputex stores grey as r and grey+alpha as rg, so viewers show grey, not red); None for
+    others, and for two-channel block formats (BC5 / EAC RG11 hold normal maps' x and y, not
+    grey+alpha)."""
+    if fmt.compressed:
+        return "rrr1" if fmt.name.startswith(("bc4", "eac-r11")) else None
+    return {1: "rrr1", 2: "rrrg"}.get(fmt.channels)
 
 
 def _version() -> str:
@@ -484,6 +497,12 @@ def _check_kvd(data: bytes, off: int, length: int, depth: int, bad) -> dict:
         elif any(data[pos + 4 + n: pad_end]):
             bad("kvd-padding", f"valuePadding after key {key!r} is not zero")
         pos = pad_end
+        if key == "KTXswizzle":
+            import re
+
+            text = value.rstrip(b"\0").decode("latin-1")
+            if not value.endswith(b"\0") or not re.match(r"^[rgba01]{4}$", text):
+                bad("kvd-swizzle", f"KTXswizzle {text!r} is not four of r, g, b, a, 0, 1 with a NUL")
         if key == "KTXorientation":
             text = value.rstrip(b"\0").decode("latin-1")
             import re

@@ -74,6 +74,7 @@ class Result:
     verified: bool | None = None
     outputs: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # said on the result line (e.g. flipped on capture)
     timings: dict[str, float] = field(default_factory=dict)
     stats: list[dict] | None = None
     skipped: bool | None = None
@@ -85,6 +86,8 @@ class Result:
     def as_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if v is not None and k != "exception"}
         d["timings"] = {k: round(v, 6) for k, v in self.timings.items()}
+        if not self.notes:
+            del d["notes"]
         return d
 
 
@@ -120,7 +123,7 @@ def _decode_file(path: str, opts: Options, result: Result, item=None):
         from .transform import pack_channels
 
         return pack_channels(item.channels, lambda p: _decode_file(p, opts, result),
-                             color_space=opts.color_space, source=item.path)
+                             color_space=_color_space(opts), source=item.path)
     with _timed(result, "decode"):
         if is_texture_file(path):
             tf = read_texture_file(path)
@@ -131,8 +134,10 @@ def _decode_file(path: str, opts: Options, result: Result, item=None):
             return tf
         from .workers import decode_image
 
-        return decode_image(path, exif_rotate=opts.exif_rotate, max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS,
-                            max_ratio=DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio)
+        image = decode_image(path, exif_rotate=opts.exif_rotate, max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS,
+                             max_ratio=DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio)
+        result.warnings.extend(image.warnings)
+        return image
 
 
 def _is_texfile(obj) -> bool:
@@ -214,7 +219,7 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
         size = None
     levels = _mip_levels(opts, *(size or (image.width, image.height)))
     with _timed(result, "upload"):
-        tex = upload(session, image, opts.format, color_space=opts.color_space, levels=1 if size else levels,
+        tex = upload(session, image, opts.format, color_space=_color_space(opts), levels=1 if size else levels,
                      premultiply=opts.premultiply, flip_y=opts.flip_y, budget=opts.budget,
                      path=opts.upload_path,
                      usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or size else 0))
@@ -236,6 +241,14 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
         with _timed(result, "mips"):
             generate_mips(tex, **opts.mip_options)
     return tex
+
+
+def _color_space(opts: Options) -> str | None:
+    """``--color-space``, else linear for ``--normal-map`` (normals are data, never sRGB), else
+    None (the file decides)."""
+    if opts.color_space is None and opts.mip_options.get("normal_map"):
+        return "linear"
+    return opts.color_space
 
 
 def _note_texture(result: Result, tex: "Texture", format_name: str | None = None) -> None:
@@ -370,24 +383,24 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
 
         from .formats import get_format
 
-        images = [_decode(p, opts, result) for p in paths]
-        for p, im in zip(paths, images):
+        images, labels = _decode_layers(paths, opts, result)
+        for p, im in zip(labels, images):
             if _is_texfile(im):
                 raise FormatError(f"{p}: --{kind} assembles images; this is a texture file")
         first = images[0]
-        for p, im in zip(paths[1:], images[1:]):
+        for p, im in zip(labels[1:], images[1:]):
             if (im.width, im.height) != (first.width, first.height) or im.pixels.dtype != first.pixels.dtype \
                     or im.channels != first.channels:
                 raise FormatError(f"{p}: {im.width}x{im.height} {im.channels}-channel {im.pixels.dtype} does not "
-                                  f"match {paths[0]} ({first.width}x{first.height} {first.channels}-channel "
+                                  f"match {labels[0]} ({first.width}x{first.height} {first.channels}-channel "
                                   f"{first.pixels.dtype}); --{kind} inputs must share size and format")
         if kind == "cube":
             if len(images) % 6:
                 raise LimitError(f"--cube needs 6 images per cube (+x -x +y -y +z -z), got {len(images)}")
             if first.width != first.height:
-                raise LimitError(f"{paths[0]}: cube faces must be square, got {first.width}x{first.height}")
-        fmt = get_format(opts.format) if opts.format else default_format(first, session, opts.color_space)
-        space = "srgb" if fmt.srgb else (opts.color_space or first.color_space)
+                raise LimitError(f"{labels[0]}: cube faces must be square, got {first.width}x{first.height}")
+        fmt = get_format(opts.format) if opts.format else default_format(first, session, _color_space(opts))
+        space = "srgb" if fmt.srgb else (_color_space(opts) or first.color_space)
         size = opts.transform.target_size(first.width, first.height) if opts.transform else None
         size = None if size == (first.width, first.height) else size
         if size and kind == "volume":
@@ -431,6 +444,41 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
             tex.destroy()
 
     return _run(result, work, session)
+
+
+def _decode_layers(paths: list[str], opts: Options, result: Result) -> tuple[list, list[str]]:
+    """The images of ``--array/--cube/--volume``: every page of a multi-page TIFF is one layer
+    (face, slice), in page order; labels name each (``file[page N]`` for pages after the first)."""
+    from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO, decode
+
+    images, labels = [], []
+    for p in paths:
+        first = _decode(p, opts, result)
+        images.append(first)
+        labels.append(p)
+        if _is_texfile(first) or first.pages == 1:
+            continue
+        result.warnings[:] = [w for w in result.warnings if not w.startswith(f"{p}: has {first.pages} pages")]
+        _check_pages(p, first, opts)
+        with _timed(result, "decode"):
+            for i in range(1, first.pages):
+                images.append(decode(p, page=i, exif_rotate=opts.exif_rotate,
+                                     max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS,
+                                     max_ratio=DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio))
+                labels.append(f"{p}[page {i}]")
+    return images, labels
+
+
+def _check_pages(path: str, first, opts: Options) -> None:
+    """Every page of a multi-page file together within the decode limits (pages sharing one
+    strip would make a small file a bomb), and at most 2048 of them (KTX2's layer limit)."""
+    from .decode import DEFAULT_MAX_RATIO, _check_ratio
+    from .errors import LimitError
+
+    if first.pages > 2048:
+        raise LimitError(f"{path}: {first.pages} pages; at most 2048 layers are taken")
+    ratio = DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio
+    _check_ratio(path, int(first.pixels.nbytes) * first.pages, os.path.getsize(path), ratio)
 
 
 def upload_file(session: "Session", path: str, opts: Options) -> Result:
@@ -588,7 +636,7 @@ def _up_to_date(item, names: "OutputNames | SingleOutput | None", opts: Options)
     elif names is not None:
         folder = names.folder(item.subdir)
         candidates = [os.path.join(folder, name + suffix) for name in (stem, output_name(stem, 0))
-                      for suffix in (".png", ".tiff", ".npy")]
+                      for suffix in (".png", ".tiff", ".npy", ".exr", ".hdr")]
     else:
         return False
     return any(os.path.exists(p) and os.path.getmtime(p) >= since for p in candidates)
@@ -619,6 +667,7 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
                 from .errors import GPUError
 
                 raise GPUError(f"{item.path}: GPU device lost after the upload; not retried")
+            flips = _capture_flips(image, result)
             tex = _upload(session, image, opts, result)
             image = None  # the texture has it now: free the pixels before capturing
             try:
@@ -631,7 +680,7 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
                 keep = _stored_channels(result)
                 total = sum(tex.layout(lv).data_bytes * tex.level_images(lv) for lv in levels)
                 if total > BIG_CAPTURE_BYTES and not sheet:
-                    _capture_encode_each(tex, levels, keep, stem, item, names, opts, result)
+                    _capture_encode_each(tex, levels, keep, stem, item, names, opts, result, flips)
                     meta[:] = [tex.color_space, tex.format.packed, None]
                     return
                 if not keep and not sheet and tex.format.image:  # levels go straight to memory encoders map
@@ -645,10 +694,11 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
                     for level, pixels in zip(here, captured):
                         if keep:
                             pixels = pixels[:, :, :keep].copy()  # canonical strides for the encoders
+                        pixels, zname = _flip(pixels, flips, tex, level, z)
                         shown.append(pixels)
                         if level not in wanted:  # only on the sheet
                             continue
-                        outputs.append((names.take(_image_name(tex, stem, level, z),
+                        outputs.append((names.take(_image_name(tex, stem, level, zname),
                                                    output_suffix(pixels.dtype, opts.float_as), item.subdir), pixels))
                 if sheet:
                     from .sheet import contact_sheet
@@ -677,7 +727,32 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
 BIG_CAPTURE_BYTES = 256 << 20
 
 
-def _capture_encode_each(tex, levels, keep, stem, item, names, opts: Options, result: Result) -> None:
+def _capture_flips(source, result: Result) -> tuple[bool, bool, bool]:
+    """Axes to reverse on capture so a texture file's images come out top row first, left to
+    right (its ``KTXorientation``), with a note for the result line."""
+    if not _is_texfile(source):
+        return (False, False, False)
+    flips = source.flips()
+    if any(flips):
+        what = ", ".join(n for n, f in zip(("columns", "rows", "slices"), flips) if f)
+        note = f"KTXorientation {source.orientation}: {what} flipped"
+        if note not in result.notes:  # (a retry after a device loss comes here again)
+            result.notes.append(note)
+    return flips
+
+
+def _flip(pixels, flips: tuple[bool, bool, bool], tex: "Texture", level: int, z: int):
+    """(pixels, image index for the name) after the ``KTXorientation`` flips."""
+    import numpy as np
+
+    fx, fy, fz = flips
+    if fx or fy:
+        pixels = np.ascontiguousarray(pixels[::-1 if fy else 1, ::-1 if fx else 1])
+    return pixels, (tex.level_images(level) - 1 - z if fz else z)
+
+
+def _capture_encode_each(tex, levels, keep, stem, item, names, opts: Options, result: Result,
+                         flips: tuple[bool, bool, bool] = (False, False, False)) -> None:
     from .capture import capture
     from .encode import output_suffix
 
@@ -687,7 +762,8 @@ def _capture_encode_each(tex, levels, keep, stem, item, names, opts: Options, re
                 pixels = capture(tex, level, z, budget=opts.budget)
             if keep:
                 pixels = pixels[:, :, :keep].copy()
-            path = names.take(_image_name(tex, stem, level, z), output_suffix(pixels.dtype, opts.float_as),
+            pixels, zname = _flip(pixels, flips, tex, level, z)
+            path = names.take(_image_name(tex, stem, level, zname), output_suffix(pixels.dtype, opts.float_as),
                               item.subdir)
             _encode_into(result, [(path, pixels)], tex.color_space, tex.format.packed, opts)
             del pixels

@@ -19,6 +19,7 @@ class PngHeader:
     bit_depth: int
     color_type: int  # 0 grey, 2 RGB, 3 palette, 4 grey+alpha, 6 RGBA
     chunks: dict[bytes, bytes] = field(default_factory=dict)  # first of each ancillary chunk before IDAT
+    texts: list[tuple[bytes, bytes]] = field(default_factory=list)  # every tEXt / zTXt / iTXt (type, body)
 
     @property
     def channels(self) -> int:
@@ -38,19 +39,33 @@ class PngHeader:
         return None
 
     def orientation(self) -> int:
-        """EXIF orientation (1-8) from an eXIf chunk; 1 when there is none."""
-        exif = self.chunks.get(b"eXIf")
-        if not exif:
-            return 1
-        try:
-            from PIL import Image
+        """EXIF orientation (1-8), where Pillow's ``ImageOps.exif_transpose`` finds it: an eXIf
+        chunk, else ImageMagick's ``Raw profile type exif`` text chunk, else an XMP packet's
+        ``tiff:Orientation``; 1 when there is none (or it is not a number from 1 to 8)."""
+        from .orient import orientation_from_exif, orientation_from_xmp, raw_profile_exif
 
-            e = Image.Exif()
-            e.load(exif)
-            value = int(e.get(0x0112, 1))
-        except Exception:
-            return 1
-        return value if 1 <= value <= 8 else 1
+        texts = dict(self.text_chunks(("Raw profile type exif", "XML:com.adobe.xmp")))
+        exif = self.chunks.get(b"eXIf")
+        if not exif and "Raw profile type exif" in texts:
+            exif = raw_profile_exif(texts["Raw profile type exif"])
+        value = orientation_from_exif(exif) if exif else None
+        if value is None and "XML:com.adobe.xmp" in texts:
+            value = orientation_from_xmp(texts["XML:com.adobe.xmp"])
+        return value or 1
+
+    def text_chunks(self, keywords: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
+        """(keyword, text) of every tEXt, zTXt and iTXt chunk (undecodable ones skipped), or of
+        those with one of ``keywords`` (the others are not inflated)."""
+        out = []
+        wanted = None if keywords is None else {k.encode("latin-1") for k in keywords}
+        for ctype, body in self.texts:
+            if wanted is not None and body.partition(b"\0")[0] not in wanted:
+                continue
+            try:
+                out.append(_text(ctype, body))
+            except (ValueError, zlib.error):
+                continue
+        return out
 
     def transparent_key(self) -> tuple[int, ...] | None:
         """tRNS colour key of a grey or RGB image (values at the file's bit depth)."""
@@ -98,9 +113,46 @@ def read_header(data: bytes, *, verify_crc: bool = True) -> PngHeader:
             return header
         elif ctype == b"IDAT":
             seen_idat = True
+        elif ctype in (b"tEXt", b"zTXt", b"iTXt"):  # anywhere: Pillow reads those after IDAT too
+            header.texts.append((ctype, bytes(body)))
         elif not seen_idat or ctype == b"eXIf":  # eXIf may also follow the image data
             header.chunks.setdefault(ctype, bytes(body))
         pos = end
+
+
+#: Inflated text chunks larger than this are ignored (Pillow's MAX_TEXT_CHUNK is 1 MiB too).
+MAX_TEXT_BYTES = 1 << 20
+
+
+def _text(ctype: bytes, body: bytes) -> tuple[str, str]:
+    """(keyword, text) of one tEXt / zTXt / iTXt body; ValueError when malformed."""
+    keyword, sep, rest = body.partition(b"\0")
+    if not sep or not keyword:
+        raise ValueError("no keyword")
+    if ctype == b"tEXt":
+        return keyword.decode("latin-1"), rest.decode("latin-1")
+    if ctype == b"zTXt":
+        if not rest or rest[0] != 0:
+            raise ValueError("unknown compression")
+        return keyword.decode("latin-1"), _inflate(rest[1:]).decode("latin-1")
+    if len(rest) < 2:
+        raise ValueError("short iTXt")
+    compressed, method, rest = rest[0], rest[1], rest[2:]
+    _lang, _, rest = rest.partition(b"\0")
+    _translated, _, text = rest.partition(b"\0")
+    if compressed:
+        if method != 0:
+            raise ValueError("unknown compression")
+        text = _inflate(text)
+    return keyword.decode("latin-1"), text.decode("utf-8", "replace")
+
+
+def _inflate(data: bytes) -> bytes:
+    d = zlib.decompressobj()
+    out = d.decompress(data, MAX_TEXT_BYTES + 1)
+    if len(out) > MAX_TEXT_BYTES:
+        raise ValueError("text chunk too large")
+    return out
 
 
 def chunk(ctype: bytes, body: bytes) -> bytes:

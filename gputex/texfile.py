@@ -78,6 +78,18 @@ class TextureFile:
         w, h, _ = self.level_size(level)
         return image_bytes(self.format, w, h)
 
+    @property
+    def orientation(self) -> str:
+        """``KTXorientation`` (KTX2), e.g. ``rd`` (gputex's order: x right, rows top
+        first), ``ru`` (rows bottom first), ``rdi`` for volumes; ``rd``/``rdi`` when absent."""
+        kvd = self.metadata.get("kvd") or {}
+        return kvd.get("KTXorientation") or ("rdi" if self.volume else "rd")
+
+    def flips(self) -> tuple[bool, bool, bool]:
+        """(x, y, z) axes to reverse so the images read like gputex's ``rd``(``i``) order."""
+        o = self.orientation
+        return (o[:1] == "l", o[1:2] == "u", self.volume and o[2:3] == "o")
+
     def kind(self) -> str:
         if self.volume:
             return "3d"

@@ -262,7 +262,7 @@ def decode_image(path: str, **kwargs) -> "Image":
                   if nbytes else np.zeros(shape, dtype))
     finally:
         os.unlink(out["file"])
-    return Image(pixels, out["color_space"], out["source"], out["mode"])
+    return Image(pixels, out["color_space"], out["source"], out["mode"], out["pages"], out["warnings"])
 
 
 def _decode_in_worker(path: str, kwargs: dict) -> dict:
@@ -283,7 +283,8 @@ def _decode_in_worker(path: str, kwargs: dict) -> dict:
         os.unlink(name)
         raise
     return {"file": name, "dtype": image.pixels.dtype.str, "shape": image.pixels.shape,
-            "color_space": image.color_space, "source": image.source, "mode": image.mode}
+            "color_space": image.color_space, "source": image.source, "mode": image.mode,
+            "pages": image.pages, "warnings": image.warnings}
 
 
 # -- encode ------------------------------------------------------------------------------------

@@ -91,7 +91,8 @@ def test_16bit_png_through_gpu_keeps_16_bits(gpu, tmp_png):
 
 def test_flip_and_premultiply(gpu):
     a = rng.integers(0, 256, (6, 5, 4), np.uint8)
-    tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm", flip_y=True, premultiply=True)
+    # linear data: multiplied as stored (sRGB content is premultiplied in linear light: test_inputs)
+    tex = gputex.upload(gpu, gputex.from_array(a, "linear"), "rgba8unorm", flip_y=True, premultiply=True)
     got = gputex.capture(tex)
     want = a[::-1].astype(np.float64)
     want[:, :, :3] = np.floor(want[:, :, :3] * want[:, :, 3:] / 255 + 0.5)
