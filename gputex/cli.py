@@ -93,6 +93,8 @@ PathOpt = typer.Option(UploadPath.auto, "--upload-path", help="auto, write_textu
 MaxPixelsOpt = typer.Option(None, "--max-pixels", min=1, help="Refuse images above this many pixels (default 16384^2).")
 RecursiveOpt = typer.Option(False, "--recursive", "-r", help="Take the images in folders (tree kept under -o).")
 JobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, help="Decode/encode threads (default: the cores).")
+ManifestOpt = typer.Option(None, "--manifest", help="Write FILE.json: per output its cache key (see `gputex key`), "
+                                                     "SHA-256, adapter, driver and timings.")
 MaxRatioOpt = typer.Option(None, "--max-ratio", min=0,
                            help="Refuse images decoding to >64 MiB and more than this times their file size "
                                 "(default 1000; 0: no limit).")
@@ -165,7 +167,7 @@ def _inputs(args: List[str], recursive: bool):
 
 
 def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=None, gpu=None,
-               encode=None, one=None) -> int:
+               encode=None, one=None, manifest=None) -> int:
     """Run the inputs (overlapped stages, or ``one(path)`` per input); print; return the exit code.
 
     ``session`` is a Session, or for overlapped stages a Future of one (``session_soon``): then
@@ -243,6 +245,8 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
             bar.stop()
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+    if manifest is not None:  # --manifest: per output its key, hash, adapter, timings
+        manifest(results, session)
     if not as_json:
         render(results, session)
     if sys.stderr.isatty() and not as_json and len(items) > 1:
@@ -302,6 +306,7 @@ def upload(
     array: bool = typer.Option(False, "--array", help="All inputs become the layers of one 2D array texture."),
     cube: bool = typer.Option(False, "--cube", help="Inputs are cube faces +x -x +y -y +z -z (6 per cube)."),
     volume: bool = typer.Option(False, "--volume", help="Inputs are the depth slices of one 3D texture."),
+    manifest: Optional[str] = ManifestOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
 ) -> None:
@@ -362,9 +367,12 @@ def upload(
         raise typer.Exit(EXIT_OK if result.ok else EXIT_FAILED)
     from .device import session_soon
 
+    from .cli_scale import manifest_for
+
     code = _run_batch(items, as_json, session_soon(adapter, backend), _render_upload, jobs=jobs,
                       decode=decode_stage(opts),
-                      gpu=lambda session: upload_gpu_stage(session, opts, names))
+                      gpu=lambda session: upload_gpu_stage(session, opts, names),
+                      manifest=manifest_for("upload", manifest, out))
     raise typer.Exit(code)
 
 
@@ -428,6 +436,7 @@ def capture(
     max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = JobsOpt,
     skip_existing: bool = typer.Option(False, "--skip-existing",
                                        help="Skip inputs whose output exists and is newer (incremental builds)."),
+    manifest: Optional[str] = ManifestOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
 ) -> None:
@@ -469,6 +478,7 @@ def capture(
         # after the workers are spawned (the GIL is not fought over while the parent spawns them):
         # the device is made on a thread of its own while they start and decode the first inputs
         soon = session_soon(adapter, backend)
+        from .cli_scale import manifest_for
         from .pipeline import OutputNames, capture_encode_stage, capture_gpu_stage, decode_stage
 
         want_mips = mips or levels is not None
@@ -483,7 +493,7 @@ def capture(
         code = _run_batch(items, as_json, soon, _render_capture, jobs=jobs,
                           decode=decode_stage(opts, names),
                           gpu=lambda session: capture_gpu_stage(session, names, opts),
-                          encode=capture_encode_stage(opts))
+                          encode=capture_encode_stage(opts), manifest=manifest_for("capture", manifest, None))
         raise typer.Exit(code)
 
 
@@ -728,6 +738,11 @@ def validate(
             kind = "error" if (p.fatal or strict) else "warning"
             (_err if kind == "error" else typer.echo)(f"{path}: {kind} [{p.rule}] {p.message}")
     raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+from .cli_scale import register as _register_scale  # noqa: E402  (serve, key)
+
+_register_scale(app)
 
 
 def _quiet_libraries(debug: bool) -> None:
