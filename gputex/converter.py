@@ -45,6 +45,7 @@ class ConvertResult(Result):
 
     data: dict[str, bytes] | None = field(default=None, repr=False)
     key: str | None = None
+    worker: str | None = None  # distributed runs: host:pid of the process that made it
 
     def as_dict(self) -> dict[str, Any]:
         d = super().as_dict()
