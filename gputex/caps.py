@@ -19,7 +19,7 @@ import os
 import threading
 from collections import deque
 
-__all__ = ["ENV_THREADS", "thread_cap", "capped", "set_thread_cap", "MemoryGate", "estimate_bytes"]
+__all__ = ["ENV_THREADS", "thread_cap", "capped", "set_thread_cap", "cap_jobs", "MemoryGate", "estimate_bytes"]
 
 ENV_THREADS = "GPUTEX_THREADS"
 
@@ -43,6 +43,24 @@ def set_thread_cap(threads: int | None) -> None:
         return
     os.environ[ENV_THREADS] = str(max(1, int(threads)))
     os.environ.setdefault("LP_NUM_THREADS", str(max(1, int(threads))))
+
+
+def cap_jobs(jobs: int, threads: int | None) -> int:
+    """``--jobs`` held to ``--threads`` (and the cap set for this process): at most ``threads``
+    codec tasks at once. Worker processes come in two pools of ``jobs`` fed by ``2 * jobs``
+    threads (:mod:`gputex.workers`), so with them ``jobs`` is ``threads // 2``; under 6
+    threads the codecs run in threads instead (``GPUTEX_WORKERS=0`` for this process)."""
+    if threads is None:
+        return jobs
+    from .workers import worker_count
+
+    set_thread_cap(threads)
+    jobs = max(1, min(jobs, threads))
+    if worker_count(jobs, 2) > 0:
+        if threads >= 6:
+            return max(1, min(jobs, threads // 2))
+        os.environ["GPUTEX_WORKERS"] = "0"
+    return jobs
 
 
 def estimate_bytes(path: str) -> int:

@@ -93,6 +93,10 @@ PathOpt = typer.Option(UploadPath.auto, "--upload-path", help="auto, write_textu
 MaxPixelsOpt = typer.Option(None, "--max-pixels", min=1, help="Refuse images above this many pixels (default 16384^2).")
 RecursiveOpt = typer.Option(False, "--recursive", "-r", help="Take the images in folders (tree kept under -o).")
 JobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, help="Decode/encode threads (default: the cores).")
+ThreadsOpt = typer.Option(None, "--threads", min=1, help="Cap every pool (codecs, copies, PNG deflate, lavapipe) "
+                                                         "at N threads; --jobs is held to it.")
+MemoryOpt = typer.Option(None, "--memory", min=1, help="Cap the decoded images in flight at MiB (one larger "
+                                                      "image still runs, alone).")
 ManifestOpt = typer.Option(None, "--manifest", help="Write FILE.json: per output its cache key (see `gputex key`), "
                                                      "SHA-256, adapter, driver and timings.")
 MaxRatioOpt = typer.Option(None, "--max-ratio", min=0,
@@ -167,7 +171,7 @@ def _inputs(args: List[str], recursive: bool):
 
 
 def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=None, gpu=None,
-               encode=None, one=None, manifest=None) -> int:
+               encode=None, one=None, manifest=None, memory=None) -> int:
     """Run the inputs (overlapped stages, or ``one(path)`` per input); print; return the exit code.
 
     ``session`` is a Session, or for overlapped stages a Future of one (``session_soon``): then
@@ -231,7 +235,10 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
         else:
             from .batch import run_overlapped
 
-            run_overlapped(items, jobs, decode, gpu, encode, emit, start)
+            from .caps import MemoryGate
+
+            run_overlapped(items, jobs, decode, gpu, encode, emit, start,
+                           gate=MemoryGate(memory) if memory else None)
     except KeyboardInterrupt:
         if bar:
             bar.stop()
@@ -306,7 +313,7 @@ def upload(
     array: bool = typer.Option(False, "--array", help="All inputs become the layers of one 2D array texture."),
     cube: bool = typer.Option(False, "--cube", help="Inputs are cube faces +x -x +y -y +z -z (6 per cube)."),
     volume: bool = typer.Option(False, "--volume", help="Inputs are the depth slices of one 3D texture."),
-    manifest: Optional[str] = ManifestOpt,
+    manifest: Optional[str] = ManifestOpt, threads: Optional[int] = ThreadsOpt, memory: Optional[int] = MemoryOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
 ) -> None:
@@ -314,6 +321,10 @@ def upload(
     show the copy layout, and with -o write the texture as KTX2 or DDS."""
     _state["debug"] = debug
     _validate_format(format)
+    from .caps import cap_jobs
+
+    jobs = cap_jobs(jobs, threads)
+    budget = min(budget, max(1, memory // 4)) if memory else budget
     kinds = [k for k, on in (("array", array), ("cube", cube), ("volume", volume)) if on]
     if len(kinds) > 1:
         _err("choose one of --array, --cube, --volume")
@@ -372,7 +383,7 @@ def upload(
     code = _run_batch(items, as_json, session_soon(adapter, backend), _render_upload, jobs=jobs,
                       decode=decode_stage(opts),
                       gpu=lambda session: upload_gpu_stage(session, opts, names),
-                      manifest=manifest_for("upload", manifest, out))
+                      manifest=manifest_for("upload", manifest, out), memory=memory)
     raise typer.Exit(code)
 
 
@@ -436,7 +447,7 @@ def capture(
     max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = JobsOpt,
     skip_existing: bool = typer.Option(False, "--skip-existing",
                                        help="Skip inputs whose output exists and is newer (incremental builds)."),
-    manifest: Optional[str] = ManifestOpt,
+    manifest: Optional[str] = ManifestOpt, threads: Optional[int] = ThreadsOpt, memory: Optional[int] = MemoryOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
 ) -> None:
@@ -456,6 +467,10 @@ def capture(
     if png_compression != "fast" and not (png_compression.isdigit() and int(png_compression) <= 9):
         _err(f"--png-compression must be 'fast' or 0-9, got {png_compression!r}")
         raise typer.Exit(EXIT_USAGE)
+    from .caps import cap_jobs
+
+    jobs = cap_jobs(jobs, threads)
+    budget = min(budget, max(1, memory // 4)) if memory else budget
     items = _inputs(sources, recursive)
     try:
         os.makedirs(out, exist_ok=True)
@@ -493,7 +508,8 @@ def capture(
         code = _run_batch(items, as_json, soon, _render_capture, jobs=jobs,
                           decode=decode_stage(opts, names),
                           gpu=lambda session: capture_gpu_stage(session, names, opts),
-                          encode=capture_encode_stage(opts), manifest=manifest_for("capture", manifest, None))
+                          encode=capture_encode_stage(opts), manifest=manifest_for("capture", manifest, None),
+                          memory=memory)
         raise typer.Exit(code)
 
 

@@ -142,6 +142,14 @@ def test_thread_cap(monkeypatch):
     assert capped(16) == 16
     set_thread_cap(3)
     assert (capped(16), capped(2), os.environ["LP_NUM_THREADS"]) == (3, 2, "3")
+    from gputex.caps import cap_jobs
+
+    monkeypatch.delenv("GPUTEX_WORKERS", raising=False)
+    assert cap_jobs(16, None) == 16 and "GPUTEX_WORKERS" not in os.environ
+    assert cap_jobs(16, 8) == 4 and os.environ["GPUTEX_THREADS"] == "8"  # 2 pools x 4 processes
+    assert "GPUTEX_WORKERS" not in os.environ
+    assert cap_jobs(16, 4) == 4 and os.environ["GPUTEX_WORKERS"] == "0"  # under 6: threads only
+    assert cap_jobs(2, 4) == 2
 
 
 # -- Converter -----------------------------------------------------------------------------
@@ -240,6 +248,12 @@ def test_outputs_do_not_depend_on_jobs_or_time(gpu, tmp_path):
             time.sleep(1.1)  # a timestamp in any header would now differ
     assert len(runs[0]) == _levels(paths) + 2 + 5 + 5
     assert runs[0] == runs[1] == runs[2] == runs[3]
+    # capped: 2 threads (so no worker processes), 1 MiB of images in flight
+    r = _gputex("capture", *paths, "-o", str(tmp_path / "capped"), "--mips", "--level", "all", "--jobs", "4",
+                "--threads", "2", "--memory", "1")
+    assert r.returncode == 0, r.stderr.decode()
+    assert {k: v for k, v in runs[0].items() if k.startswith("png/")} == \
+        {"png/" + k: v for k, v in _tree_hashes(tmp_path / "capped").items()}
     ktx = open(tmp_path / "run0" / "ktx2" / "img0.ktx2", "rb").read()
     from gputex import __version__
 
