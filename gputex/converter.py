@@ -97,6 +97,9 @@ class Converter:
         self.gate = MemoryGate(memory) if memory else None
         self.memory = memory
         self._gpu = threading.Lock()
+        # codec tasks running at once, over every concurrent convert() call (each call's batch
+        # has a pool of its own): the thread cap holds for the Converter, not per call
+        self._codecs = threading.BoundedSemaphore(2 * self.jobs if self.workers else self.jobs)
         self._stack: ExitStack | None = None
         self._session_future = None
         self._closed = False
@@ -152,6 +155,7 @@ class Converter:
         if self._closed:
             raise GputexError("this Converter is closed")
         key = settings.pop("key", False)
+        inputs = [inputs] if isinstance(inputs, (str, bytes, tuple)) else list(inputs)
         if command == "capture" and out is None:
             raise OutputError("capture needs out: a folder, or '-' for outputs in memory")
         memory_out = out == MEMORY_OUT
@@ -272,7 +276,15 @@ class Converter:
             with self._gpu:  # one device: calls from several threads take turns, image by image
                 return stage(item, data, result)
 
-        run_overlapped(items, self.jobs, decode_stage(opts, names), gpu, encode, emit, gate=self.gate)
+        run_overlapped(items, self.jobs, self._held(decode_stage(opts, names)), gpu,
+                       self._held(encode) if encode is not None else None, emit, gate=self.gate)
+
+    def _held(self, fn):
+        """``fn`` run under the Converter-wide codec semaphore."""
+        def run(*args):
+            with self._codecs:
+                return fn(*args)
+        return run
 
 
 class _Stopped(Exception):
