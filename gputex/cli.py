@@ -367,6 +367,10 @@ def upload(
             raise typer.Exit(EXIT_FAILED)
         session = _session(adapter, backend)
         result = assemble_file(session, [i.path for i in items], kinds[0], opts)
+        if manifest is not None:
+            from .cli_scale import manifest_for
+
+            manifest_for("upload", manifest, out)([result], session, inputs=[i.path for i in items])
         if as_json:
             d = result.as_dict()
             d["adapter"] = session.name

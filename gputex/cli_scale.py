@@ -45,10 +45,12 @@ class Manifest:
     def __init__(self, path: str, command: str, settings: dict, out: Optional[str]):
         self.path, self.command, self.settings, self.out = path, command, settings, out
 
-    def __call__(self, results, session) -> None:
+    def __call__(self, results, session, inputs: Optional[list] = None) -> None:
+        """Write the manifest of ``results``; ``inputs``: the files of one assembled texture
+        (``--array``/``--cube``/``--volume``: one key over all of them)."""
         from . import __version__
         from .encode import write_atomic
-        from .keys import file_sha256, input_key
+        from .keys import cache_key, file_sha256, input_key
         from .settings import adapter_dependent, normalised
 
         info = session.info if session is not None else None
@@ -60,7 +62,8 @@ class Manifest:
             if r.skipped:
                 continue
             try:
-                key = input_key(r.source, self.command, self.settings, self.out, info)
+                key = (cache_key([file_sha256(p) for p in inputs], self.command, self.settings, self.out, info)
+                       if inputs else input_key(r.source, self.command, self.settings, self.out, info))
             except OSError as e:
                 key = None
                 r.warnings.append(f"{r.source}: no cache key ({e.strerror or e})")

@@ -138,7 +138,7 @@ def convert(inputs: Iterable[str], command: str = "capture", out: str | None = N
         raise SettingsError("recursive: folders are not walked in distributed runs; pass the files")
     if command == "capture" and (out is None or out == "-"):
         raise SettingsError("out: a distributed capture needs an output folder the workers share")
-    make_options(command, settings, out=out)  # refuse bad settings before anything starts
+    make_options(command, {k: v for k, v in settings.items() if k != "key"}, out=out)  # refuse bad ones now
     items = expand_inputs(list(inputs) if not isinstance(inputs, str) else [inputs], stdin=[])
     results: list[ConvertResult | None] = [None] * len(items)
     todo = []

@@ -303,6 +303,21 @@ def test_key_and_manifest(gpu, tmp_path):
         assert e["sha256"] == _sha(e["output"]) and e["bytes"] == os.path.getsize(e["output"])
         assert e["driver"] == gpu.info.driver and set(e["timings"]) >= {"decode", "upload", "mips", "capture"}
 
+    # an assembled texture: one key over all its inputs
+    rng = np.random.default_rng(32)
+    layers = []
+    for i in range(2):
+        p = tmp_path / f"layer{i}.png"
+        p.write_bytes(imagecodecs.png_encode(rng.integers(0, 256, (8, 8, 4), np.uint8)))
+        layers.append(str(p))
+    arr = tmp_path / "arr.ktx2"
+    r = runner.invoke(app, ["upload", *layers, "--array", "-o", str(arr), "--manifest", str(man)])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(man.read_text())
+    assert [e["output"] for e in doc["outputs"]] == [str(arr)] and doc["adapter_dependent"] is False
+    assert doc["outputs"][0]["key"] == key("--for", "upload", *layers, "--array", "-o", str(arr))[0]
+    assert doc["outputs"][0]["sha256"] == _sha(arr)
+
 
 # -- serve ---------------------------------------------------------------------------------
 
