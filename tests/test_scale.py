@@ -426,6 +426,37 @@ def test_serve_sigterm_exits_cleanly(gpu, tmp_path):
     assert out == b""
 
 
+@pytest.mark.gpu
+def test_serve_sigterm_during_a_request(gpu, tmp_path):
+    """SIGTERM while a request runs: it stops between inputs, replies once, every output is whole."""
+    from PIL import Image
+
+    src = _corpus(tmp_path / "src", 62, 12)
+    p = subprocess.Popen([sys.executable, "-m", "gputex", "serve", "--stdio", "--threads", "2"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdin.write(json.dumps({"id": 1, "command": "capture", "inputs": src[:1], "out": str(tmp_path / "w")}).encode()
+                  + b"\n")
+    p.stdin.flush()
+    assert json.loads(p.stdout.readline())["ok"]  # warm
+    p.stdin.write(json.dumps({"id": 2, "command": "capture", "inputs": src, "out": str(tmp_path / "o"),
+                              "mips": True, "level": "all"}).encode() + b"\n")
+    p.stdin.flush()
+    time.sleep(0.3)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err.decode()
+    replies = [json.loads(ln) for ln in out.decode().splitlines()]
+    assert [r["id"] for r in replies] == [2]
+    done = replies[0]["results"]
+    assert len(done) <= len(src) and all(r["ok"] for r in done)
+    if len(done) < len(src):
+        assert replies[0]["error"] == f"line 2: stopped (server shutting down) after {len(done)} result(s)"
+    for r in done:
+        for o in r["outputs"]:
+            Image.open(o).load()  # whole
+    assert not [n for n in os.listdir(tmp_path / "o") if n.startswith(".gputex-")]
+
+
 def test_serve_needs_stdio():
     r = runner.invoke(app, ["serve"])
     assert r.exit_code == 2 and "serve needs --stdio" in r.stderr
