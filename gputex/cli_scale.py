@@ -18,19 +18,22 @@ __all__ = ["register", "cli_settings", "Manifest"]
 
 #: CLI parameters that are not settings of a conversion (inputs, output, how the run goes).
 _NOT_SETTINGS = {"sources", "images", "out", "jobs", "as_json", "adapter", "backend", "debug", "manifest",
-                 "threads", "memory"}
+                 "threads", "memory", "quiet", "verbose", "version"}
 
 
-def cli_settings(command: str, params: dict[str, Any]) -> dict[str, Any]:
+def cli_settings(command: str, params: dict[str, Any], ctx=None) -> dict[str, Any]:
     """The settings dict (:mod:`gputex.settings`) of a ``capture``/``upload`` command line's
-    parsed parameters. A parameter settings.py does not know is refused: a key that silently
-    ignored an option that changes the bytes would be a wrong key."""
+    parsed parameters. A parameter settings.py does not know is refused when the command line
+    sets it (``ctx``: the click context, which knows): a key that silently ignored an option
+    that changes the bytes would be a wrong key."""
     from .settings import SPEC, SettingsError
 
     out = {}
     for name, value in params.items():
         if name in _NOT_SETTINGS:
             continue
+        if name not in SPEC[command] and ctx is not None and _defaulted(ctx, name):
+            continue  # an option left at its default changes nothing
         if name not in SPEC[command]:
             raise SettingsError(f"--{name.replace('_', '-')}: not known to gputex.settings, so it cannot be "
                                 "part of a cache key (add it to settings.SPEC)")
@@ -83,6 +86,11 @@ class Manifest:
         write_atomic(self.path, (json.dumps(doc, indent=1) + "\n").encode())
 
 
+def _defaulted(ctx, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name in ("DEFAULT", "DEFAULT_MAP")
+
+
 def manifest_for(command: str, path: Optional[str], out: Optional[str]) -> Optional[Manifest]:
     """A :class:`Manifest` for the running command's parameters, or None without ``path``;
     an option that cannot be keyed is a usage error (exit 2)."""
@@ -95,7 +103,8 @@ def manifest_for(command: str, path: Optional[str], out: Optional[str]) -> Optio
     from .cli import EXIT_USAGE, _err
 
     try:
-        settings = cli_settings(command, get_current_context().params)
+        ctx = get_current_context()
+        settings = cli_settings(command, ctx.params, ctx)
     except GputexError as e:
         _err(str(e))
         raise typer.Exit(EXIT_USAGE)
@@ -165,7 +174,8 @@ def register(app: typer.Typer) -> None:
             args += ["-o", os.devnull]  # capture requires -o; it does not change the key
         sub = typer.main.get_command(app).commands[command]
         try:
-            params = sub.make_context(command, args).params
+            sub_ctx = sub.make_context(command, args)
+            params = sub_ctx.params
         except Exception as e:  # click's usage errors
             if hasattr(e, "format_message"):
                 _err(e.format_message())
@@ -176,7 +186,7 @@ def register(app: typer.Typer) -> None:
         from .settings import adapter_dependent
 
         try:
-            settings = cli_settings(command, params)
+            settings = cli_settings(command, params, sub_ctx)
             out = params.get("out") if command == "upload" else None
             ident = adapter_identity(adapter, backend) if adapter_dependent(command, settings) else None
         except NoAdapterError as e:

@@ -95,6 +95,24 @@ def test_settings_refuse_unknown_and_bad_values():
     assert normalised("capture", {"format": "RGBA8UNORM"})["format"] == "rgba8unorm"
 
 
+def test_settings_cover_the_cli_options():
+    """Every capture/upload option is a setting (same default) or known not to change bytes: an
+    option added to the CLI but not to gputex.settings fails here, before it makes wrong keys."""
+    import typer
+
+    from gputex.cli_scale import _NOT_SETTINGS
+    from gputex.settings import SPEC
+
+    group = typer.main.get_command(app)
+    for command in ("capture", "upload"):
+        params = {p.name: p for p in group.commands[command].params}
+        assert set(SPEC[command]) <= set(params), command
+        assert set(params) - set(SPEC[command]) <= _NOT_SETTINGS, command
+        for name, (_, default) in SPEC[command].items():
+            d = params[name].default
+            assert (d.value if hasattr(d, "value") else d) == default, (command, name)
+
+
 def test_adapter_dependence():
     from gputex.settings import adapter_dependent
 
