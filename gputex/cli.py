@@ -252,8 +252,8 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
             bar.stop()
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
-    if manifest is not None:  # --manifest: per output its key, hash, adapter, timings
-        manifest(results, session)
+    if manifest is not None and not manifest(results, session):  # --manifest (cli_scale.Manifest)
+        state["failed"] += 1
     if not as_json:
         render(results, session)
     if sys.stderr.isatty() and not as_json and len(items) > 1:
@@ -367,10 +367,11 @@ def upload(
             raise typer.Exit(EXIT_FAILED)
         session = _session(adapter, backend)
         result = assemble_file(session, [i.path for i in items], kinds[0], opts)
+        written = True
         if manifest is not None:
             from .cli_scale import manifest_for
 
-            manifest_for("upload", manifest, out)([result], session, inputs=[i.path for i in items])
+            written = manifest_for("upload", manifest, out)([result], session, inputs=[i.path for i in items])
         if as_json:
             d = result.as_dict()
             d["adapter"] = session.name
@@ -379,7 +380,7 @@ def upload(
             _render_upload([result], session)
         if not result.ok:
             _err(result.error or "failed")
-        raise typer.Exit(EXIT_OK if result.ok else EXIT_FAILED)
+        raise typer.Exit(EXIT_OK if result.ok and written else EXIT_FAILED)
     from .device import session_soon
 
     from .cli_scale import manifest_for

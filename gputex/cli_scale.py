@@ -48,9 +48,10 @@ class Manifest:
     def __init__(self, path: str, command: str, settings: dict, out: Optional[str]):
         self.path, self.command, self.settings, self.out = path, command, settings, out
 
-    def __call__(self, results, session, inputs: Optional[list] = None) -> None:
-        """Write the manifest of ``results``; ``inputs``: the files of one assembled texture
-        (``--array``/``--cube``/``--volume``: one key over all of them)."""
+    def __call__(self, results, session, inputs: Optional[list] = None) -> bool:
+        """Write the manifest of ``results`` (False, with one line on stderr, if it cannot be);
+        ``inputs``: the files of one assembled texture (``--array``/``--cube``/``--volume``:
+        one key over all of them)."""
         from . import __version__
         from .encode import write_atomic
         from .keys import cache_key, file_sha256, input_key
@@ -81,9 +82,16 @@ class Manifest:
                "settings": normalised(self.command, self.settings, self.out),
                "adapter_dependent": adapter_dependent(self.command, self.settings),
                "adapter": info.as_dict() if info else None, "outputs": entries, "failed": failed}
-        folder = os.path.dirname(self.path) or "."
-        os.makedirs(folder, exist_ok=True)
-        write_atomic(self.path, (json.dumps(doc, indent=1) + "\n").encode())
+        from .cli import _err
+
+        try:
+            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+            write_atomic(self.path, (json.dumps(doc, indent=1) + "\n").encode())
+        except (GputexError, OSError) as e:
+            _err(str(e) if isinstance(e, GputexError) else f"{self.path}: cannot write the manifest "
+                 f"({e.strerror or e})")
+            return False
+        return True
 
 
 def _defaulted(ctx, name: str) -> bool:
