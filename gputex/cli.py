@@ -357,8 +357,10 @@ def upload(
                     max_ratio=max_ratio, mips=mips or levels is not None, mip_levels=levels,
                     mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap),
                     out=out, container=container.value, zstd=zstd)
+    from .cli_scale import manifest_for
     from .pipeline import OutputNames, assemble_file, decode_stage, upload_gpu_stage
 
+    mf = manifest_for("upload", manifest, out)  # before any work: an option it cannot key is exit 2
     names = OutputNames(out, [i.path for i in items]) if out is not None and not single_file else None
     if kinds:
         bad = [i for i in items if i.error]
@@ -367,11 +369,7 @@ def upload(
             raise typer.Exit(EXIT_FAILED)
         session = _session(adapter, backend)
         result = assemble_file(session, [i.path for i in items], kinds[0], opts)
-        written = True
-        if manifest is not None:
-            from .cli_scale import manifest_for
-
-            written = manifest_for("upload", manifest, out)([result], session, inputs=[i.path for i in items])
+        written = mf is None or mf([result], session, inputs=[i.path for i in items])
         if as_json:
             d = result.as_dict()
             d["adapter"] = session.name
@@ -383,12 +381,10 @@ def upload(
         raise typer.Exit(EXIT_OK if result.ok and written else EXIT_FAILED)
     from .device import session_soon
 
-    from .cli_scale import manifest_for
-
     code = _run_batch(items, as_json, session_soon(adapter, backend), _render_upload, jobs=jobs,
                       decode=decode_stage(opts),
                       gpu=lambda session: upload_gpu_stage(session, opts, names),
-                      manifest=manifest_for("upload", manifest, out), memory=memory)
+                      manifest=mf, memory=memory)
     raise typer.Exit(code)
 
 
