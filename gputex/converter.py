@@ -177,7 +177,13 @@ class Converter:
             from .keys import input_key
 
             adapter = self.session.info
-            key_of = lambda path: input_key(path, command, settings, out, adapter)  # noqa: E731
+            if any(settings.get(k) for k in ("array", "cube", "volume")):  # one texture: one key over all
+                from .keys import cache_key, file_sha256
+
+                key_of = lambda _: cache_key([file_sha256(p) for p in paths], command, settings, out,  # noqa: E731
+                                             adapter)
+            else:
+                key_of = lambda path: input_key(path, command, settings, out, adapter)  # noqa: E731
         return self._results(paths, names, command, opts, target, memory_out, tmp, settings, key_of)
 
     def _results(self, paths, names, command, opts, target, memory_out, tmp, settings, key_of):
