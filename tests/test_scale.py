@@ -243,6 +243,7 @@ def test_converter_memory_cap(gpu, tmp_path):
         assert all(x.ok for x in res)
         assert 0 < conv.gate.peak <= 20000 and conv.gate.used == 0
     r = runner.invoke(app, ["capture", *paths, "-o", str(tmp_path / "b")])
+    assert r.exit_code == 0, r.stderr
     assert _tree_hashes(tmp_path / "a") == _tree_hashes(tmp_path / "b")
 
 
