@@ -21,10 +21,10 @@ times); a file that cannot be converted is a result with ``ok=False``, not retri
 result per file, in input order, each naming the worker (``host:pid``) that made it.
 
 Why Dask, not Ray: measured on the 2-core development machine
-(``benchmarks/cluster_overhead.py``): a local 2-worker cluster starts in 3.6 s with Dask
-against 9.6 s with Ray, and Dask with ``distributed`` installs ~25 MB against Ray's 260 MB.
-Ray's tasks cost less (0.4 ms against 5 ms each), which chunking several files per task
-amortises for Dask.
+(``benchmarks/cluster_overhead.py``, two runs): a local 2-worker cluster starts in 3.6 and
+1.9 s with Dask against 9.6 and 12.7 s with Ray, and Dask with ``distributed`` installs ~25 MB
+against Ray's 260 MB. Ray's tasks cost less (0.4 ms against 3.9-5 ms each), which chunking
+several files per task amortises for Dask.
 """
 
 from __future__ import annotations
