@@ -129,7 +129,8 @@ def register(app: typer.Typer) -> None:
         threads: Optional[int] = typer.Option(None, "--threads", min=1,
                                               help="Cap every pool (codecs, copies, lavapipe) at N threads."),
         memory: Optional[int] = typer.Option(None, "--memory", min=1, help="Cap decoded images in flight, MiB."),
-        requests: int = typer.Option(2, "--requests", min=1, help="Requests run at once."),
+        requests: Optional[int] = typer.Option(None, "--requests", min=1,
+                                               help="Requests run at once (default: --threads, at least 2)."),
         adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     ) -> None:
         """A long-lived worker: JSON requests on stdin, one reply a line on stdout.
@@ -150,7 +151,7 @@ def register(app: typer.Typer) -> None:
             with conv:
                 from .serve import serve_stdio
 
-                code = serve_stdio(conv, requests=requests)
+                code = serve_stdio(conv, requests=requests or max(2, conv.threads))
         except NoAdapterError as e:
             _err(str(e))
             raise typer.Exit(EXIT_NO_GPU)

@@ -17,8 +17,9 @@ Reply (one JSON object a line, in the order requests complete, with the request'
 ``ok`` is false when any input failed (each result says why) or the request itself is bad
 (then ``error`` says why, and there are no results): a line that is not JSON, not an object,
 names an unknown command or option, or gives a bad value gets one error reply and the server
-goes on. Requests run concurrently (``requests`` at a time), their GPU steps taking turns on
-the one device. End of input: the requests in flight finish, then exit 0. SIGTERM / SIGINT:
+goes on. Requests run concurrently (``requests`` at a time, default the thread cap: a build
+sending one file per request still keeps every core busy), their GPU steps taking turns on
+the one device and their codec work sharing the Converter's pool. End of input: the requests in flight finish, then exit 0. SIGTERM / SIGINT:
 reading stops, requests in flight stop between inputs (their replies say so, every output
 written is whole), exit 0.
 
