@@ -54,6 +54,7 @@ def test_distributed_equals_local_and_retries_a_killed_worker(gpu, tmp_path):
             Client(cluster) as client:
         pids = client.run(os.getpid)  # address -> pid
         client.run(_warm_converter)  # both workers make their device first, as in a long run
+        client.run(_fail_first_convert)  # and each one's first task raises: Dask retries it
         submitted: dict = {}  # task key -> its files
         submit = client.submit
 
@@ -81,6 +82,7 @@ def test_distributed_equals_local_and_retries_a_killed_worker(gpu, tmp_path):
         results = gd.convert(paths, "capture", out=str(tmp_path / "dist"), client=client, chunk=1, threads=1,
                              mips=True, level="all")
         killer.join()
+        injected = client.run(_injected)  # the workers alive now: the survivor failed once
     elapsed = time.monotonic() - t0
 
     assert killed, "no worker was busy to kill"
@@ -95,10 +97,37 @@ def test_distributed_equals_local_and_retries_a_killed_worker(gpu, tmp_path):
     assert held
     assert all(not r.worker.endswith(f":{killed['pid']}") for r in results if r.source in held)
     assert elapsed < 120
+    assert 1 in injected.values(), injected
+
+
+RUN = {"adapter": None, "backend": None, "threads": 1, "memory": None}
+
+
+def _fail_first_convert() -> None:
+    import gputex.distributed as gd
+    from gputex.errors import GPUError
+
+    conv = gd._worker_converter(RUN)
+    real = conv.convert
+    gd._injected = {"n": 0}
+
+    def flaky(*a, **k):
+        if gd._injected["n"] == 0:
+            gd._injected["n"] = 1
+            raise GPUError("injected failure")
+        return real(*a, **k)
+
+    conv.convert = flaky
+
+
+def _injected():
+    import gputex.distributed as gd
+
+    return getattr(gd, "_injected", {"n": None})["n"]
 
 
 def _warm_converter() -> int:
     import gputex.distributed as gd
 
-    gd._worker_converter({"adapter": None, "backend": None, "threads": 1, "memory": None}).session
+    gd._worker_converter(RUN).session
     return os.getpid()

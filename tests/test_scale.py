@@ -16,6 +16,8 @@ import time
 import imagecodecs
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from gputex.cli import app
@@ -474,6 +476,46 @@ def test_serve_sigterm_during_a_request(gpu, tmp_path):
         for o in r["outputs"]:
             Image.open(o).load()  # whole
     assert not [n for n in os.listdir(tmp_path / "o") if n.startswith(".gputex-")]
+
+
+class _CheckingConverter:
+    """Checks a request's settings as the Converter does, converts nothing."""
+
+    def convert(self, inputs, command, out, **settings):
+        from gputex.settings import make_options
+
+        settings.pop("key", None)
+        make_options(command, settings, out=out)
+        return iter(())
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=6), kids, max_size=3),
+                     max_leaves=8)
+_keys = st.sampled_from(["id", "command", "inputs", "out", "mips", "level", "format", "zstd", "key", "threads",
+                         "color_space", "array", "bogus"])
+_requests = st.dictionaries(_keys, _json | st.sampled_from(["capture", "upload", ["a.png"], "all", True]),
+                            max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.binary(max_size=60).map(lambda b: b.replace(b"\n", b"")) |
+                      _requests.map(lambda d: json.dumps(d).encode()), min_size=1, max_size=8))
+def test_server_answers_every_line_once(lines):
+    import io
+
+    from gputex.serve import Server
+
+    out = io.StringIO()
+    server = Server(_CheckingConverter(), out, requests=2)
+    for line in lines:
+        server.submit(line)
+    server.close()
+    replies = [json.loads(ln) for ln in out.getvalue().splitlines()]
+    assert len(replies) == len(lines)
+    for d in replies:
+        assert set(d) >= {"id", "ok"} and (d["ok"] or d["error"].startswith("line ")), d
+        assert "internal error" not in d.get("error", ""), d
 
 
 def test_serve_needs_stdio():
