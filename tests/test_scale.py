@@ -521,3 +521,9 @@ def test_server_answers_every_line_once(lines):
 def test_serve_needs_stdio():
     r = runner.invoke(app, ["serve"])
     assert r.exit_code == 2 and "serve needs --stdio" in r.stderr
+
+
+def test_serve_without_an_adapter_exits_3():
+    r = _gputex("serve", "--stdio", "--adapter", "no-such-gpu-here", input=b"{}\n")
+    assert r.returncode == 3 and r.stdout == b""
+    assert r.stderr.decode().startswith("gputex: no GPU adapter matching 'no-such-gpu-here'")
