@@ -97,6 +97,7 @@ class Converter:
         self.gate = MemoryGate(memory) if memory else None
         self.memory = memory
         self._gpu = threading.Lock()
+        self._starting = threading.Lock()
         # codec tasks running at once, over every concurrent convert() call (each call's batch
         # has a pool of its own): the thread cap holds for the Converter, not per call
         self._codecs = threading.BoundedSemaphore(2 * self.jobs if self.workers else self.jobs)
@@ -107,8 +108,12 @@ class Converter:
     # -- lifetime ---------------------------------------------------------------------------
     def start(self) -> "Converter":
         """Start the worker pools and make the device (on a thread of its own); idempotent."""
-        if self._stack is not None:
-            return self
+        with self._starting:
+            if self._stack is None:
+                self._start()
+        return self
+
+    def _start(self) -> None:
         from .caps import set_thread_cap
         from .device import session_soon
         from .workers import codec_workers
@@ -118,7 +123,6 @@ class Converter:
         self._stack = ExitStack()
         self._stack.enter_context(codec_workers(self.workers))
         self._session_future = session_soon(self.adapter, self.backend)
-        return self
 
     def __enter__(self) -> "Converter":
         return self.start()
@@ -136,8 +140,7 @@ class Converter:
     @property
     def session(self):
         """The :class:`gputex.Session` (waits for the device; raises NoAdapterError)."""
-        if self._stack is None:
-            self.start()
+        self.start()
         return self._session_future.result()
 
     # -- work -------------------------------------------------------------------------------
@@ -165,7 +168,7 @@ class Converter:
             if memory_out:
                 target = os.path.join(tmp, "out")
                 if command == "upload" and any(settings.get(k) for k in ("array", "cube", "volume")):
-                    target = os.path.join(target, "texture." + settings.get("container", "ktx2"))
+                    target = os.path.join(target, "texture." + (settings.get("container") or "ktx2"))
             opts = make_options(command, settings, out=target)
             paths, names = _materialise(inputs, tmp)
         except BaseException:
