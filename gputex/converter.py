@@ -109,6 +109,8 @@ class Converter:
     def start(self) -> "Converter":
         """Start the worker pools and make the device (on a thread of its own); idempotent."""
         with self._starting:
+            if self._closed:
+                raise GputexError("this Converter is closed")
             if self._stack is None:
                 self._start()
         return self
