@@ -136,8 +136,13 @@ def convert(inputs: Iterable[str], command: str = "capture", out: str | None = N
 
     if settings.get("recursive"):
         raise SettingsError("recursive: folders are not walked in distributed runs; pass the files")
-    if command == "capture" and (out is None or out == "-"):
-        raise SettingsError("out: a distributed capture needs an output folder the workers share")
+    if command == "capture" and out is None or out == "-":
+        raise SettingsError("out: a distributed run needs an output folder the workers share (not in memory)")
+    if out is not None and out.lower().endswith((".ktx2", ".dds")):
+        raise SettingsError(f"out: {out} is one file; a distributed run writes one per input: give a folder")
+    kind = next((k for k in ("array", "cube", "volume") if settings.get(k)), None)
+    if kind:
+        raise SettingsError(f"{kind}: makes one texture of every input; run it with gputex.Converter")
     make_options(command, {k: v for k, v in settings.items() if k != "key"}, out=out)  # refuse bad ones now
     items = expand_inputs(list(inputs) if not isinstance(inputs, str) else [inputs], stdin=[])
     results: list[ConvertResult | None] = [None] * len(items)

@@ -131,3 +131,19 @@ def _warm_converter() -> int:
 
     gd._worker_converter(RUN).session
     return os.getpid()
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"command": "capture", "out": "-"}, "out: a distributed run needs an output folder the workers share"),
+    ({"command": "upload", "out": "x.ktx2"}, "out: x.ktx2 is one file; a distributed run writes one per input"),
+    ({"command": "upload", "out": "o", "cube": True}, "cube: makes one texture of every input"),
+    ({"command": "capture", "out": "o", "recursive": True}, "recursive: folders are not walked"),
+    ({"command": "capture", "out": "o", "levle": 1}, "levle: unknown option for capture"),
+])
+def test_distributed_refuses_before_starting_a_cluster(kw, message):
+    import gputex.distributed as gd
+    from gputex.settings import SettingsError
+
+    with pytest.raises(SettingsError) as e:
+        gd.convert(["a.png"], **kw)
+    assert str(e.value).startswith(message)
