@@ -163,56 +163,42 @@ class Converter:
         inputs = [inputs] if isinstance(inputs, (str, bytes, tuple)) else list(inputs)
         if command == "capture" and out is None:
             raise OutputError("capture needs out: a folder, or '-' for outputs in memory")
+        make_options(command, settings, out=_target(command, out, settings, "memory"))  # checked now
+        # the work (and any temporary folder) starts with the iteration: an iterator dropped
+        # unstarted leaves nothing behind
+        return self._results(inputs, command, out, settings, key)
+
+    def _results(self, inputs, command, out, settings, key):
+        from .settings import make_options
+
         memory_out = out == MEMORY_OUT
         tmp = tempfile.mkdtemp(prefix=".gputex-conv-") if memory_out or _has_bytes(inputs) else None
-        try:
-            target = out
-            if memory_out:
-                target = os.path.join(tmp, "out")
-                if command == "upload" and any(settings.get(k) for k in ("array", "cube", "volume")):
-                    target = os.path.join(target, "texture." + (settings.get("container") or "ktx2"))
-            opts = make_options(command, settings, out=target)
-            paths, names = _materialise(inputs, tmp)
-        except BaseException:
-            if tmp is not None:
-                shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        key_of = None
-        if key:
-            from .keys import input_key
-
-            adapter = self.session.info
-            if any(settings.get(k) for k in ("array", "cube", "volume")):  # one texture: one key over all
-                from .keys import cache_key, file_sha256
-
-                key_of = lambda _: cache_key([file_sha256(p) for p in paths], command, settings, out,  # noqa: E731
-                                             adapter)
-            else:
-                key_of = lambda path: input_key(path, command, settings, out, adapter)  # noqa: E731
-        return self._results(paths, names, command, opts, target, memory_out, tmp, settings, key_of)
-
-    def _results(self, paths, names, command, opts, target, memory_out, tmp, settings, key_of):
         q: queue.Queue = queue.Queue()
         stop = threading.Event()
         done = object()
-
-        def emit(result) -> None:
-            if stop.is_set():
-                raise _Stopped
-            q.put(result)
-
-        def run() -> None:
-            try:
-                self._run(paths, command, opts, target, settings, emit)
-            except _Stopped:
-                pass
-            except BaseException as e:  # handed to the caller's thread
-                q.put(_Failure(e))
-            finally:
-                q.put(done)
-
-        worker = threading.Thread(target=run, name="gputex-convert", daemon=True)
+        worker = None
         try:
+            target = _target(command, out, settings, tmp)
+            opts = make_options(command, settings, out=target)
+            paths, names = _materialise(inputs, tmp)
+            key_of = self._key_function(paths, command, settings, out) if key else None
+
+            def emit(result) -> None:
+                if stop.is_set():
+                    raise _Stopped
+                q.put(result)
+
+            def run() -> None:
+                try:
+                    self._run(paths, command, opts, target, settings, emit)
+                except _Stopped:
+                    pass
+                except BaseException as e:  # handed to the caller's thread
+                    q.put(_Failure(e))
+                finally:
+                    q.put(done)
+
+            worker = threading.Thread(target=run, name="gputex-convert", daemon=True)
             worker.start()
             while True:
                 got = q.get()
@@ -223,9 +209,20 @@ class Converter:
                 yield self._finish(got, names, memory_out, target, key_of)
         finally:
             stop.set()
-            worker.join()
+            if worker is not None:
+                worker.join()
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
+
+    def _key_function(self, paths: list[str], command: str, settings: dict, out):
+        """``source path -> cache key`` for this call's results (one key over all inputs for an
+        assembled texture)."""
+        from .keys import cache_key, file_sha256, input_key
+
+        adapter = self.session.info
+        if any(settings.get(k) for k in ("array", "cube", "volume")):
+            return lambda _: cache_key([file_sha256(p) for p in paths], command, settings, out, adapter)
+        return lambda path: input_key(path, command, settings, out, adapter)
 
     def _finish(self, result: Result, names: dict, memory_out: bool, target, key_of) -> ConvertResult:
         r = ConvertResult(**{k: getattr(result, k) for k in Result.__dataclass_fields__})
@@ -305,6 +302,17 @@ class _Stopped(Exception):
 @dataclass
 class _Failure:
     error: BaseException
+
+
+def _target(command: str, out: str | None, settings: dict, tmp: str | None) -> str | None:
+    """Where outputs go: ``out``, or with ``out="-"`` a folder (a file for an assembled texture)
+    in the call's temporary folder ``tmp``."""
+    if out != MEMORY_OUT:
+        return out
+    target = os.path.join(tmp or "", "out")
+    if command == "upload" and any(settings.get(k) for k in ("array", "cube", "volume")):
+        target = os.path.join(target, "texture." + (settings.get("container") or "ktx2"))
+    return target
 
 
 def _has_bytes(inputs) -> bool:

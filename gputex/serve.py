@@ -143,6 +143,9 @@ class Server:
     def _run(self, rid, results, lineno: int) -> None:
         done: list[dict] = []
         error = None
+        if self.stop.is_set():  # queued behind others when the server was told to stop
+            self.reply({"id": rid, "ok": False, "error": f"line {lineno}: not run (server shutting down)"})
+            return
         try:
             for r in results:
                 d = r.as_dict()
