@@ -175,8 +175,13 @@ def test_thread_cap(monkeypatch):
 # -- Converter -----------------------------------------------------------------------------
 
 @pytest.mark.gpu
-def test_converter_matches_the_cli_and_memory_outputs(gpu, tmp_path):
+def test_converter_matches_the_cli_and_memory_outputs(gpu, tmp_path, monkeypatch):
+    import tempfile
+
     import gputex
+
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where in-memory runs stage files
 
     paths = _corpus(tmp_path / "src", seed=11)
     r = runner.invoke(app, ["capture", *paths, "-o", str(tmp_path / "cli"), "--mips", "--level", "all",
@@ -194,6 +199,10 @@ def test_converter_matches_the_cli_and_memory_outputs(gpu, tmp_path):
         got = {name: hashlib.sha256(data).hexdigest() for x in mem if x.ok for name, data in x.data.items()}
         assert got == want
         assert not mem[-1].ok and mem[-1].error.startswith("junk.png: ")
+        assert os.listdir(tmp_path / "tmp") == []  # staged inputs and outputs removed
+        unstarted = conv.convert(blobs, "capture", out="-")
+        del unstarted
+        assert os.listdir(tmp_path / "tmp") == []
         # upload to KTX2 in memory == upload -o folder
         up = list(conv.convert(paths[:2], "upload", out="-", mips=True))
         r = runner.invoke(app, ["upload", *paths[:2], "-o", str(tmp_path / "up"), "--mips"])
