@@ -120,8 +120,9 @@ class Converter:
         from .device import session_soon
         from .workers import codec_workers
 
+        self._env = {k: os.environ.get(k) for k in ("GPUTEX_THREADS", "LP_NUM_THREADS")}
         if self.threads != (os.cpu_count() or 1) or "GPUTEX_THREADS" in os.environ:
-            set_thread_cap(self.threads)
+            set_thread_cap(self.threads)  # until close(): the process's other work is not capped after
         self._stack = ExitStack()
         self._stack.enter_context(codec_workers(self.workers))
         self._session_future = session_soon(self.adapter, self.backend)
@@ -138,6 +139,11 @@ class Converter:
         if self._stack is not None:
             self._stack.close()
             self._stack = None
+            for k, v in self._env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     @property
     def session(self):
