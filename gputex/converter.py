@@ -220,6 +220,26 @@ class Converter:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
 
+    def keys(self, inputs: Iterable[str], command: str = "capture", out: str | None = None,
+             **settings: Any) -> list[tuple[str, str]]:
+        """``(source, cache key)`` per input path (one pair for ``array``/``cube``/``volume``),
+        without converting: what ``gputex key`` prints, with this Converter's adapter."""
+        from .batch import expand_inputs
+        from .errors import InputError
+        from .settings import make_options
+
+        make_options(command, settings, out=_target(command, out, settings, "memory"))
+        items = expand_inputs([inputs] if isinstance(inputs, str) else list(inputs),
+                              bool(settings.get("recursive")), stdin=[])
+        for item in items:
+            if item.error or not os.path.isfile(item.path):
+                raise InputError(item.error or f"{item.path}: no such file")
+        paths = [i.path for i in items]
+        key_of = self._key_function(paths, command, settings, out)
+        if any(settings.get(k) for k in ("array", "cube", "volume")):
+            return [(", ".join(paths), key_of(None))]
+        return [(p, key_of(p)) for p in paths]
+
     def _key_function(self, paths: list[str], command: str, settings: dict, out):
         """``source path -> cache key`` for this call's results (one key over all inputs for an
         assembled texture)."""

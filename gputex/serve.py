@@ -4,7 +4,9 @@ Request (one JSON object a line)::
 
     {"id": 1, "command": "capture", "inputs": ["a.png"], "out": "out/", "mips": true, "level": "all"}
 
-``command`` is ``capture`` or ``upload``; ``inputs`` and ``out`` are what the CLI takes as
+``command`` is ``capture`` or ``upload`` (or ``key``: ``{"command": "key", "for": "capture",
+"inputs": [...], ...settings}`` answers each input's cache key, as ``gputex key``, converting
+nothing); ``inputs`` and ``out`` are what the CLI takes as
 arguments and ``-o``; every other key is a long option of that command with dashes as
 underscores (:mod:`gputex.settings`), plus ``"key": true`` for each result's cache key. An
 input may be ``{"name": "a.png", "data": "<base64>"}`` (bytes, no file); ``"out": "-"``
@@ -121,8 +123,11 @@ class Server:
         try:
             rid, req = parse_request(line, lineno)
             command = req.get("command")
+            if command == "key":
+                self._submit_key(rid, req, lineno)
+                return
             if command not in ("capture", "upload"):
-                raise BadRequest(f"line {lineno}: command must be 'capture' or 'upload', got {command!r}")
+                raise BadRequest(f"line {lineno}: command must be 'capture', 'upload' or 'key', got {command!r}")
             inputs = _inputs(req.get("inputs"), lineno)
             out = req.get("out")
             if out is not None and (not isinstance(out, str) or not out):
@@ -139,6 +144,34 @@ class Server:
             self.reply({"id": rid, "ok": False, "error": f"line {lineno}: {type(e).__name__}: {e}"})
             return
         self.pool.submit(self._run, rid, results, lineno)
+
+    def _submit_key(self, rid, req: dict, lineno: int) -> None:
+        """``{"command": "key", "for": "capture", "inputs": [paths], ...settings}``: the cache key
+        of each input (as ``gputex key``), without converting."""
+        command = req.get("for", "capture")
+        if command not in ("capture", "upload"):
+            raise BadRequest(f"line {lineno}: for must be 'capture' or 'upload', got {command!r}")
+        inputs = _inputs(req.get("inputs"), lineno)
+        if not all(isinstance(i, str) for i in inputs):
+            raise BadRequest(f"line {lineno}: key takes paths")
+        out = req.get("out")
+        if out is not None and (not isinstance(out, str) or not out):
+            raise BadRequest(f"line {lineno}: out must be a non-empty string")
+        settings = {k: v for k, v in req.items() if k not in ("id", "command", "for", "inputs", "out")}
+        from .settings import make_options
+
+        make_options(command, settings, out=out)  # a bad setting is a reply now
+
+        def run() -> None:
+            try:
+                pairs = self.conv.keys(inputs, command, out, **settings)
+                self.reply({"id": rid, "ok": True, "results": [{"source": s, "key": k} for s, k in pairs]})
+            except GputexError as e:
+                self.reply({"id": rid, "ok": False, "error": _line_error(e, lineno)})
+            except Exception as e:  # noqa: BLE001
+                self.reply({"id": rid, "ok": False, "error": f"line {lineno}: internal error: {type(e).__name__}: {e}"})
+
+        self.pool.submit(run)
 
     def _run(self, rid, results, lineno: int) -> None:
         done: list[dict] = []

@@ -368,17 +368,21 @@ def test_serve_requests(gpu, tmp_path):
         {"id": 3, "command": "upload", "inputs": [paths[0]], "out": str(tmp_path / "t.ktx2"), "mips": True},
         {"id": 4, "command": "capture", "inputs": [str(tmp_path / "nope.png")], "out": str(tmp_path / "s")},
         {"id": 5, "command": "capture", "inputs": paths, "out": str(tmp_path / "s"), "color_space": "lin"},
+        {"id": 6, "command": "key", "for": "capture", "inputs": paths, "mips": True, "level": "all"},
+        {"id": 7, "command": "key", "inputs": [str(tmp_path / "nope.png")]},
     ]
     r, replies = _serve([json.dumps(q).encode() for q in reqs])
     assert r.returncode == 0, r.stderr.decode()
     by_id = {d["id"]: d for d in replies}
-    assert sorted(by_id, key=str) == sorted([1, "two", 3, 4, 5], key=str) and len(replies) == 5
+    assert sorted(by_id, key=str) == sorted([1, "two", 3, 4, 5, 6, 7], key=str) and len(replies) == 7
     assert by_id[1]["ok"] and [x["source"] for x in by_id[1]["results"]] == paths
     cli = runner.invoke(app, ["capture", *paths, "-o", str(tmp_path / "c"), "--mips", "--level", "all"])
     assert cli.exit_code == 0
     assert _tree_hashes(tmp_path / "s") == _tree_hashes(tmp_path / "c")
     keys = runner.invoke(app, ["key", *paths, "--mips", "--level", "all"]).stdout.split()[::2]
     assert [x["key"] for x in by_id[1]["results"]] == keys
+    assert by_id[6] == {"id": 6, "ok": True, "results": [{"source": p, "key": k} for p, k in zip(paths, keys)]}
+    assert by_id[7] == {"id": 7, "ok": False, "error": f"line 7: {tmp_path / 'nope.png'}: no such file"}
     mem = by_id["two"]["results"][0]
     assert mem["source"] == "mem.png" and mem["outputs"] == ["mem.png"]
     assert runner.invoke(app, ["capture", paths[1], "-o", str(tmp_path / "c1")]).exit_code == 0
@@ -497,13 +501,16 @@ class _CheckingConverter:
         make_options(command, settings, out=out)
         return iter(())
 
+    def keys(self, inputs, command, out, **settings):
+        return []
+
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
                      lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=6), kids, max_size=3),
                      max_leaves=8)
 _keys = st.sampled_from(["id", "command", "inputs", "out", "mips", "level", "format", "zstd", "key", "threads",
                          "color_space", "array", "bogus"])
-_requests = st.dictionaries(_keys, _json | st.sampled_from(["capture", "upload", ["a.png"], "all", True]),
+_requests = st.dictionaries(_keys, _json | st.sampled_from(["capture", "upload", "key", ["a.png"], "all", True]),
                             max_size=6)
 
 
