@@ -34,6 +34,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Session",
+    "Converter",
     "Image",
     "Texture",
     "TextureFile",
@@ -72,6 +73,7 @@ __all__ = [
 # submodules are imported elsewhere.
 from .capture import capture, capture_bytes  # noqa: E402
 from .compare import compare, stats  # noqa: E402
+from .converter import Converter  # noqa: E402
 from .decode import Image, decode, from_array  # noqa: E402
 from .device import Session  # noqa: E402
 from .encode import encode  # noqa: E402

@@ -76,7 +76,7 @@ def expand_inputs(args: Iterable[str], recursive: bool = False, stdin=None) -> l
 def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[Any, Any]],
                    gpu: Callable[[Item, Any, Any], Any] | None, encode: Callable[[Item, Any, Any], None] | None,
                    emit: Callable[[Any], None], start: Callable[[], Callable] | None = None,
-                   stop: Callable[[], bool] | None = None) -> None:
+                   stop: Callable[[], bool] | None = None, gate=None) -> None:
     """Run ``decode`` (pool) -> ``gpu`` (this thread, in order) -> ``encode`` (pool) over items.
 
     ``decode(item) -> (result, data_or_None)``; ``gpu(item, data, result) -> payload_or_None``;
@@ -86,6 +86,7 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     the H200 host, ~0.7 s on lavapipe, during which the pool already decodes). ``stop()``,
     if given, is asked before each input's GPU step: once true no further input starts, and
     those already past the GPU step are encoded and emitted (decodes in flight are dropped).
+    ``gate``: a :class:`~gputex.caps.MemoryGate` holding the decoded images in flight to its cap.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -100,22 +101,32 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
         workers = worker_count(jobs, len(items)) if encode is not None else 0
         with codec_workers(workers), \
                 ThreadPoolExecutor(2 * jobs if workers else jobs, thread_name_prefix="gputex-codec") as pool:
-            _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop)
+            lane = gate.lane() if gate is not None else None
+            try:
+                _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane)
+            finally:
+                if lane is not None:
+                    lane.close()
     finally:
         sys.setswitchinterval(switch)
 
 
-def _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop=None) -> None:
+def _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lane=None) -> None:
     from .trace import profiled, span
 
     todo = iter(items)
     decoding: deque = deque()
     encoding: deque = deque()
 
-    def feed() -> None:
+    held: list = []  # the next item, while the memory gate holds it back
+
+    def feed(busy: bool = False) -> None:
         while len(decoding) < jobs + 1:
-            item = next(todo, None)
+            item = held.pop() if held else next(todo, None)
             if item is None:
+                return
+            if lane is not None and not lane.admit(item, busy or bool(decoding or encoding)):
+                held.append(item)
                 return
             decoding.append((item, pool.submit(decode, item)))
 
@@ -124,16 +135,22 @@ def _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop=None) -> 
             result, fut = encoding.popleft()
             if fut is not None:
                 fut.result()
+            if lane is not None:
+                lane.done()
             emit(result)
 
     feed()
     if start is not None:
         gpu = start()
     with profiled():  # GPUTEX_PROFILE: where the in-order thread's time goes
-        while decoding and not (stop and stop()):
+        while (decoding or held) and not (stop and stop()):
+            if not decoding:  # the gate holds the next input back: finish what is in flight first
+                drain(0)
+                feed()
+                continue
             item, fut = decoding.popleft()
             result, data = fut.result()
-            feed()
+            feed(busy=True)
             with span("gpu", path=item.path):
                 payload = gpu(item, data, result) if data is not None else None
             del data

@@ -181,6 +181,14 @@ JobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, metavar="N", 
                             "N encoding processes.")
 UploadJobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, metavar="N", show_default="the cores",
                              help="Decode threads (upload runs no encodes).")
+ThreadsOpt = typer.Option(None, "--threads", min=1, metavar="N",
+                          help="Cap every pool (codecs, copies, PNG deflate, lavapipe) at N threads; --jobs is "
+                               "held to it.")
+MemoryOpt = typer.Option(None, "--memory", min=1, metavar="MIB",
+                         help="Cap the decoded images in flight at MIB (one larger image still runs, alone).")
+ManifestOpt = typer.Option(None, "--manifest", metavar="FILE",
+                           help="Write FILE.json: per output its cache key (see gputex key), SHA-256, adapter, "
+                                "driver and timings.")
 MaxRatioOpt = typer.Option(None, "--max-ratio", min=0, metavar="R",
                            help="Refuse images decoding to >64 MiB and more than R times their file size "
                                 "(default 1000; 0: no limit).")
@@ -261,7 +269,7 @@ def _inputs(args: Optional[List[str]], recursive: bool, packs: Optional[List[str
 
 
 def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=None, gpu=None,
-               encode=None, one=None, adapter_line: bool = False) -> int:
+               encode=None, one=None, adapter_line: bool = False, manifest=None, memory=None) -> int:
     """Run the inputs (overlapped stages, or ``one(path)`` per input); print; return the exit code.
 
     ``session`` is a Session, or for overlapped stages a Future of one (``session_soon``): then
@@ -334,7 +342,10 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
         else:
             from .batch import run_overlapped
 
-            run_overlapped(items, jobs, decode, gpu, encode, emit, start, stop=lambda: state["stop"])
+            from .caps import MemoryGate
+
+            run_overlapped(items, jobs, decode, gpu, encode, emit, start, stop=lambda: state["stop"],
+                           gate=MemoryGate(memory) if memory else None)
         if state["stop"] and len(results) < len(items):
             raise KeyboardInterrupt
     except KeyboardInterrupt:
@@ -350,6 +361,8 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
             bar.stop()
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+    if manifest is not None and not manifest(results, session):  # --manifest (cli_scale.Manifest)
+        state["failed"] += 1
     if not as_json and not quiet and (verbose or (sys.stderr.isatty() and len(items) > 1)):
         secs = time.perf_counter() - state["t0"]
         skipped = sum(1 for r in results if r.skipped)
@@ -452,6 +465,7 @@ def upload(
     array: bool = typer.Option(False, "--array", help="All inputs become the layers of one 2D array texture."),
     cube: bool = typer.Option(False, "--cube", help="Inputs are cube faces +x -x +y -y +z -z (6 per cube)."),
     volume: bool = typer.Option(False, "--volume", help="Inputs are the depth slices of one 3D texture."),
+    manifest: Optional[str] = ManifestOpt, threads: Optional[int] = ThreadsOpt, memory: Optional[int] = MemoryOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
     quiet: bool = QuietOpt, verbose: bool = VerboseOpt, levels_alias: Optional[int] = LevelsAliasOpt,
@@ -468,6 +482,10 @@ def upload(
     levels = levels or levels_alias
     transform = _transform(resize, max_size, pot, swizzle)
     _validate_format(format)
+    from .caps import cap_jobs
+
+    jobs = cap_jobs(jobs, threads)
+    budget = min(budget, max(1, memory // 4)) if memory else budget
     kinds = [k for k, on in (("array", array), ("cube", cube), ("volume", volume)) if on]
     if len(kinds) > 1:
         _err("choose one of --array, --cube, --volume")
@@ -507,8 +525,10 @@ def upload(
                     mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap),
                     out=out, container=container.value, zstd=zstd, skip_existing=skip_existing,
                     transform=transform)
+    from .cli_scale import manifest_for
     from .pipeline import OutputNames, assemble_file, decode_stage, upload_gpu_stage
 
+    mf = manifest_for("upload", manifest, out)  # before any work: an option it cannot key is exit 2
     names = OutputNames(out, [i.path for i in items]) if out is not None and not single_file else None
     if kinds:
         bad = [i for i in items if i.error]
@@ -524,6 +544,7 @@ def upload(
             raise typer.Exit(EXIT_OK)
         session = _session(adapter, backend)
         result = assemble_file(session, [i.path for i in items], kinds[0], opts)
+        written = mf is None or mf([result], session, inputs=[i.path for i in items])
         if as_json:
             d = result.as_dict()
             d["adapter"] = session.name
@@ -534,13 +555,14 @@ def upload(
             _err(result.error or "failed")
         from .errors import UsageError
 
-        raise typer.Exit(EXIT_OK if result.ok else EXIT_USAGE if isinstance(result.exception, UsageError)
+        raise typer.Exit(EXIT_OK if result.ok and written else EXIT_USAGE if isinstance(result.exception, UsageError)
                          else EXIT_FAILED)
     from .device import session_soon
 
     code = _run_batch(items, as_json, session_soon(adapter, backend), _render_upload, jobs=jobs, adapter_line=True,
                       decode=decode_stage(opts, names),
-                      gpu=lambda session: upload_gpu_stage(session, opts, names))
+                      gpu=lambda session: upload_gpu_stage(session, opts, names),
+                      manifest=mf, memory=memory)
     raise typer.Exit(code)
 
 
@@ -618,6 +640,7 @@ def capture(
     max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = JobsOpt,
     skip_existing: bool = typer.Option(False, "--skip-existing",
                                        help="Skip inputs whose output exists and is newer (incremental builds)."),
+    manifest: Optional[str] = ManifestOpt, threads: Optional[int] = ThreadsOpt, memory: Optional[int] = MemoryOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
     quiet: bool = QuietOpt, verbose: bool = VerboseOpt, levels_alias: Optional[int] = LevelsAliasOpt,
@@ -643,6 +666,10 @@ def capture(
     if png_compression != "fast" and not (png_compression.isdigit() and int(png_compression) <= 9):
         _err(f"--png-compression must be 'fast' or 0-9, got {png_compression!r}")
         raise typer.Exit(EXIT_USAGE)
+    from .caps import cap_jobs
+
+    jobs = cap_jobs(jobs, threads)
+    budget = min(budget, max(1, memory // 4)) if memory else budget
     items = _inputs(sources, recursive, pack)
     from .pipeline import SingleOutput
 
@@ -654,7 +681,8 @@ def capture(
         if why:
             _err(f"{out}: one output file, but {why}; give -o a folder")
             raise typer.Exit(EXIT_USAGE)
-        float_as = FloatAs({".png": "png", ".npy": "npy"}.get(os.path.splitext(out)[1].lower(), "tiff"))
+        float_as = FloatAs({".png": "png", ".npy": "npy", ".exr": "exr", ".hdr": "hdr"}.get(
+            os.path.splitext(out)[1].lower(), "tiff"))
     folder = (os.path.dirname(out) or ".") if single else out
     try:
         os.makedirs(folder, exist_ok=True)
@@ -677,6 +705,7 @@ def capture(
         # after the workers are spawned (the GIL is not fought over while the parent spawns them):
         # the device is made on a thread of its own while they start and decode the first inputs
         soon = session_soon(adapter, backend)
+        from .cli_scale import manifest_for
         from .pipeline import OutputNames, capture_encode_stage, capture_gpu_stage, decode_stage
 
         want_mips = mips or levels is not None
@@ -692,7 +721,8 @@ def capture(
         code = _run_batch(items, as_json, soon, _render_capture, jobs=jobs,
                           decode=decode_stage(opts, names),
                           gpu=lambda session: capture_gpu_stage(session, names, opts),
-                          encode=capture_encode_stage(opts))
+                          encode=capture_encode_stage(opts), manifest=manifest_for("capture", manifest, None),
+                          memory=memory)
         raise typer.Exit(code)
 
 
@@ -988,6 +1018,11 @@ def validate(
             kind = "error" if (p.fatal or strict) else "warning"
             (_err if kind == "error" else typer.echo)(f"{path}: {kind} [{p.rule}] {p.message}")
     raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+from .cli_scale import register as _register_scale  # noqa: E402  (serve, key)
+
+_register_scale(app)
 
 
 def _quiet_libraries(debug: bool) -> None:

@@ -23,7 +23,9 @@ _pool: Any = None  # a ThreadPoolExecutor, made on first use
 def for_row_chunks(rows: int, row_bytes: int, fn: Callable[[int, int], None]) -> None:
     """Call ``fn(start, stop)`` over ``[0, rows)`` split into up to COPY_THREADS chunks, and wait."""
     global _pool
-    parts = min(COPY_THREADS, max(1, rows * row_bytes // MIN_CHUNK_BYTES), rows)
+    from .caps import capped
+
+    parts = min(capped(COPY_THREADS), max(1, rows * row_bytes // MIN_CHUNK_BYTES), rows)
     if parts <= 1:
         fn(0, rows)
         return

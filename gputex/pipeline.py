@@ -555,7 +555,7 @@ class SingleOutput:
     """``capture -o FILE.png``: the one output of a one-input run goes to ``path``; a second
     output, or data that the file's suffix cannot hold, is a usage error."""
 
-    SUFFIXES = (".png", ".tiff", ".tif", ".npy")
+    SUFFIXES = (".png", ".tiff", ".tif", ".npy", ".exr", ".hdr")
 
     def __init__(self, path: str, inputs: list[str]):
         self.path = path

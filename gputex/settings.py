@@ -1,0 +1,195 @@
+"""Request settings -> :class:`~gputex.pipeline.Options`, checked; and their normalised form.
+
+``gputex serve`` requests, :class:`gputex.Converter` calls, ``gputex key`` and the distributed
+run all name their settings as the CLI's long options with dashes as underscores
+(``color_space="linear"``, ``level="all"``, ``budget=64`` in MiB). This module is the one
+place that checks them (one line naming the option, the value and what is allowed) and
+builds the :class:`Options` the pipeline runs with. Pure: no GPU, numpy or typer import.
+
+:func:`normalised` is what a cache key hashes: only the settings that change output bytes,
+every default filled in, names canonical. Staging budget, upload path, pixel/ratio limits,
+``skip_existing`` and the run's resources (jobs, threads, memory) change how a run goes or
+whether it refuses an input, never the bytes written, so they are left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import GputexError
+
+__all__ = ["SettingsError", "COMMANDS", "RUN_KEYS", "make_options", "normalised", "adapter_dependent"]
+
+COMMANDS = ("capture", "upload")
+
+
+class SettingsError(GputexError, ValueError):
+    """A request's setting is unknown or has a value the command does not take."""
+
+
+def _choice(*values: str):
+    def check(name: str, v: Any) -> str:
+        if isinstance(v, str) and v in values:
+            return v
+        raise SettingsError(f"{name}: {v!r} is not one of {', '.join(values)}")
+    return check
+
+
+def _bool(name: str, v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    raise SettingsError(f"{name}: {v!r} is not true or false")
+
+
+def _int(lo: int, hi: int | None = None):
+    def check(name: str, v: Any) -> int:
+        if isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi):
+            return v
+        raise SettingsError(f"{name}: {v!r} is not a whole number " + (f"in {lo}-{hi}" if hi else f">= {lo}"))
+    return check
+
+
+def _float(lo: float, hi: float | None = None):
+    def check(name: str, v: Any) -> float:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi):
+            return float(v)
+        raise SettingsError(f"{name}: {v!r} is not a number " + (f"in {lo}-{hi}" if hi is not None else f">= {lo}"))
+    return check
+
+
+def _str(name: str, v: Any) -> str:
+    if isinstance(v, str) and v:
+        return v
+    raise SettingsError(f"{name}: {v!r} is not a non-empty string")
+
+
+def _level(name: str, v: Any) -> str:
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return str(v)
+    if isinstance(v, str) and (v == "all" or v.isdigit()):
+        return v
+    raise SettingsError(f"{name}: {v!r} is not a level number or 'all'")
+
+
+def _png_compression(name: str, v: Any) -> str:
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 9:
+        return str(v)
+    if isinstance(v, str) and (v == "fast" or (v.isdigit() and int(v) <= 9)):
+        return v
+    raise SettingsError(f"{name}: {v!r} is not 'fast' or a zlib level 0-9")
+
+
+#: Every setting, its check and default (as the CLI's); the commands that take it.
+_COMMON = {
+    "format": (_str, None), "color_space": (_choice("srgb", "linear"), None),
+    "flip_y": (_bool, False), "premultiply": (_bool, False), "no_exif_rotate": (_bool, False),
+    "mips": (_bool, False), "levels": (_int(1), None), "filter": (_choice("box", "kaiser", "lanczos"), "box"),
+    "alpha": (_choice("weighted", "straight", "premultiplied"), "weighted"),
+    "alpha_coverage": (_float(0.0, 1.0), None), "normal_map": (_bool, False),
+    "wrap": (_choice("clamp", "repeat", "mirror"), "clamp"),
+    "budget": (_int(1), 64), "upload_path": (_choice("auto", "write_texture", "staging"), "auto"),
+    "max_pixels": (_int(1), None), "max_ratio": (_float(0.0), None), "recursive": (_bool, False),
+}
+SPEC: dict[str, dict[str, tuple]] = {
+    "capture": {**_COMMON, "level": (_level, "0"), "sheet": (_bool, False),
+                "float_as": (_choice("tiff", "npy", "png"), "tiff"),
+                "png_compression": (_png_compression, "fast"),
+                "bc_decode": (_choice("spec", "sampler"), "spec"), "skip_existing": (_bool, False)},
+    "upload": {**_COMMON, "container": (_choice("ktx2", "dds"), "ktx2"), "zstd": (_int(1, 22), None),
+               "array": (_bool, False), "cube": (_bool, False), "volume": (_bool, False)},
+}
+#: Settings of a whole run (a server, a Converter, a cluster), not of one request.
+RUN_KEYS = ("jobs", "threads", "memory", "adapter", "backend")
+#: Output-neutral settings, left out of :func:`normalised` (see the module docstring).
+_NEUTRAL = {"budget", "upload_path", "max_pixels", "max_ratio", "recursive", "skip_existing"}
+
+
+def checked(command: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """Every setting of ``command`` with its default filled in; unknown ones refused."""
+    if command not in SPEC:
+        raise SettingsError(f"command: {command!r} is not one of {', '.join(COMMANDS)}")
+    spec = SPEC[command]
+    out: dict[str, Any] = {}
+    for name, value in settings.items():
+        if name in RUN_KEYS:
+            raise SettingsError(f"{name}: is a setting of the whole run (give it when the server, "
+                                "Converter or cluster starts), not of one request")
+        if name not in spec:
+            raise SettingsError(f"{name}: unknown option for {command} (known: {', '.join(sorted(spec))})")
+        out[name] = None if value is None else spec[name][0](name, value)
+    for name, (_, default) in spec.items():
+        if out.get(name) is None:
+            out[name] = default
+    if command == "upload" and sum(out[k] for k in ("array", "cube", "volume")) > 1:
+        raise SettingsError("choose one of array, cube, volume")
+    if out["format"] is not None:
+        from .formats import get_format
+
+        # FormatError names unknown formats; what a known one can be made from is the pipeline's
+        # call (per input), so this check never drifts from it
+        out["format"] = get_format(out["format"]).name
+    return out
+
+
+def make_options(command: str, settings: dict[str, Any], out: str | None = None):
+    """The pipeline :class:`~gputex.pipeline.Options` for ``command`` with these settings
+    (the same mapping as the CLI's ``capture``/``upload``)."""
+    from .pipeline import Options
+
+    s = checked(command, settings)
+    if command == "upload" and s["zstd"] is not None and not _ktx2_out(out, s["container"]):
+        raise SettingsError("zstd: needs KTX2 output (out X.ktx2, or a folder with container ktx2)")
+    mip = {"filter": s["filter"], "alpha": s["alpha"], "alpha_coverage": s["alpha_coverage"],
+           "normal_map": s["normal_map"], "wrap": s["wrap"]}
+    kw: dict[str, Any] = dict(
+        format=s["format"], color_space=s["color_space"], flip_y=s["flip_y"], premultiply=s["premultiply"],
+        exif_rotate=not s["no_exif_rotate"], budget=s["budget"] << 20, upload_path=s["upload_path"],
+        max_pixels=s["max_pixels"], max_ratio=s["max_ratio"], mips=s["mips"] or s["levels"] is not None,
+        mip_levels=s["levels"], mip_options=mip)
+    if command == "capture":
+        kw.update(level=s["level"], float_as=s["float_as"], sheet=s["sheet"], skip_existing=s["skip_existing"],
+                  png_level=None if s["png_compression"] == "fast" else int(s["png_compression"]),
+                  bc_decode=s["bc_decode"])
+    else:
+        kw.update(out=out, container=s["container"], zstd=s["zstd"])
+    return Options(**kw)
+
+
+def _ktx2_out(out: str | None, container: str) -> bool:
+    if out is None:
+        return False
+    low = out.lower()
+    if low.endswith((".ktx2", ".dds")):
+        return low.endswith(".ktx2")
+    return container == "ktx2"
+
+
+def normalised(command: str, settings: dict[str, Any], out: str | None = None) -> dict[str, Any]:
+    """The settings that decide the output bytes, every default filled in (sorted keys).
+
+    For ``upload`` the container comes from ``out`` (``X.dds``/``X.ktx2``, or a folder and
+    ``container``); without ``out`` nothing is written and the container is None."""
+    s = checked(command, settings)
+    if s.get("levels") is not None:
+        s["mips"] = True
+    if not s["mips"]:  # the mip settings change nothing without mips
+        for k in ("levels", "filter", "alpha", "alpha_coverage", "normal_map", "wrap"):
+            s.pop(k, None)
+    if command == "upload":
+        low = (out or "").lower()
+        s["container"] = None if out is None else ("dds" if low.endswith(".dds") else
+                                                   "ktx2" if low.endswith(".ktx2") else s["container"])
+    return {k: s[k] for k in sorted(s) if k not in _NEUTRAL}
+
+
+def adapter_dependent(command: str, settings: dict[str, Any]) -> bool:
+    """Whether the output bytes may differ between adapters for these settings.
+
+    Uploads, captures and texture files without mips move bytes exactly (the conversions
+    run on the CPU), and BC files decoded with ``bc_decode="spec"`` use the specification's
+    integer arithmetic: those outputs are the same on every adapter. Mip chains (GPU
+    arithmetic: float32 or float64 paths chosen by the device's features) and
+    ``bc_decode="sampler"`` (the GPU's texture units) are adapter-dependent.
+    """
+    s = normalised(command, settings)
+    return bool(s.get("mips")) or s.get("bc_decode") == "sampler"
