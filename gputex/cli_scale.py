@@ -18,7 +18,9 @@ __all__ = ["register", "cli_settings", "Manifest"]
 
 #: CLI parameters that are not settings of a conversion (inputs, output, how the run goes).
 _NOT_SETTINGS = {"sources", "images", "out", "jobs", "as_json", "adapter", "backend", "debug", "manifest",
-                 "threads", "memory", "quiet", "verbose", "version"}
+                 "threads", "memory", "quiet", "verbose", "version",
+                 "levels_alias",  # --levels, the old name of --mip-count: folded into "levels" below
+                 "pack"}  # --pack makes inputs, not a setting: a key or manifest refuses it (below)
 
 
 def cli_settings(command: str, params: dict[str, Any], ctx=None) -> dict[str, Any]:
@@ -29,6 +31,10 @@ def cli_settings(command: str, params: dict[str, Any], ctx=None) -> dict[str, An
     from .settings import SPEC, SettingsError
 
     out = {}
+    if params.get("pack"):
+        raise SettingsError("--pack: packed textures have no cache key yet; key the source files instead")
+    if params.get("levels_alias") is not None and params.get("levels") is None:
+        params = dict(params, levels=params["levels_alias"])
     for name, value in params.items():
         if name in _NOT_SETTINGS:
             continue

@@ -79,6 +79,29 @@ def _png_compression(name: str, v: Any) -> str:
     raise SettingsError(f"{name}: {v!r} is not 'fast' or a zlib level 0-9")
 
 
+def _size(name: str, v: Any) -> str:
+    from .transform import parse_size
+
+    if isinstance(v, str):
+        try:
+            w, h = parse_size(v)
+        except GputexError as e:
+            raise SettingsError(f"{name}: {e}") from e
+        return f"{w}x{h}"
+    raise SettingsError(f"{name}: {v!r} is not a size WxH")
+
+
+def _swizzle(name: str, v: Any) -> str:
+    from .transform import check_swizzle
+
+    if isinstance(v, str):
+        try:
+            return check_swizzle(v)
+        except GputexError as e:
+            raise SettingsError(f"{name}: {e}") from e
+    raise SettingsError(f"{name}: {v!r} is not a swizzle such as rgb1")
+
+
 #: Every setting, its check and default (as the CLI's); the commands that take it.
 _COMMON = {
     "format": (_str, None), "color_space": (_choice("srgb", "linear"), None),
@@ -89,14 +112,16 @@ _COMMON = {
     "wrap": (_choice("clamp", "repeat", "mirror"), "clamp"),
     "budget": (_int(1), 64), "upload_path": (_choice("auto", "write_texture", "staging"), "auto"),
     "max_pixels": (_int(1), None), "max_ratio": (_float(0.0), None), "recursive": (_bool, False),
+    "resize": (_size, None), "max_size": (_int(1), None), "pot": (_bool, False), "swizzle": (_swizzle, None),
 }
 SPEC: dict[str, dict[str, tuple]] = {
     "capture": {**_COMMON, "level": (_level, "0"), "sheet": (_bool, False),
-                "float_as": (_choice("tiff", "npy", "png"), "tiff"),
+                "float_as": (_choice("tiff", "npy", "png", "exr", "hdr"), "tiff"),
                 "png_compression": (_png_compression, "fast"),
                 "bc_decode": (_choice("spec", "sampler"), "spec"), "skip_existing": (_bool, False)},
     "upload": {**_COMMON, "container": (_choice("ktx2", "dds"), "ktx2"), "zstd": (_int(1, 22), None),
-               "array": (_bool, False), "cube": (_bool, False), "volume": (_bool, False)},
+               "array": (_bool, False), "cube": (_bool, False), "volume": (_bool, False),
+               "skip_existing": (_bool, False)},
 }
 #: Settings of a whole run (a server, a Converter, a cluster), not of one request.
 RUN_KEYS = ("jobs", "threads", "memory", "adapter", "backend")
@@ -145,14 +170,24 @@ def make_options(command: str, settings: dict[str, Any], out: str | None = None)
         format=s["format"], color_space=s["color_space"], flip_y=s["flip_y"], premultiply=s["premultiply"],
         exif_rotate=not s["no_exif_rotate"], budget=s["budget"] << 20, upload_path=s["upload_path"],
         max_pixels=s["max_pixels"], max_ratio=s["max_ratio"], mips=s["mips"] or s["levels"] is not None,
-        mip_levels=s["levels"], mip_options=mip)
+        mip_levels=s["levels"], mip_options=mip, transform=_transform(s))
     if command == "capture":
         kw.update(level=s["level"], float_as=s["float_as"], sheet=s["sheet"], skip_existing=s["skip_existing"],
                   png_level=None if s["png_compression"] == "fast" else int(s["png_compression"]),
                   bc_decode=s["bc_decode"])
     else:
-        kw.update(out=out, container=s["container"], zstd=s["zstd"])
+        kw.update(out=out, container=s["container"], zstd=s["zstd"], skip_existing=s["skip_existing"])
     return Options(**kw)
+
+
+def _transform(s: dict[str, Any]):
+    """The resize/max_size/pot/swizzle settings as a :class:`gputex.transform.Transform`, or None."""
+    if s["resize"] is None and s["max_size"] is None and not s["pot"] and s["swizzle"] is None:
+        return None
+    from .transform import Transform, parse_size
+
+    return Transform(resize=parse_size(s["resize"]) if s["resize"] else None, max_size=s["max_size"],
+                     pot=s["pot"], swizzle=s["swizzle"])
 
 
 def _ktx2_out(out: str | None, container: str) -> bool:
