@@ -194,14 +194,18 @@ class _Reducer:
         return {"MODE": mode, "EXACT": self.exact, "CODES": self.sampled == "f32" and self.code_max[0] > 0,
                 "OFFSET": self.offset, "CHANNELS": self.tex.format.channels, "TEXELS": texels, "FOLD": _FOLD}
 
-    def reduce(self, entry: str, mode: int, view_a, view_b, count: int):
-        """Record ``entry`` over ``count`` items, then combine passes down to one partial."""
+    def reduce(self, entry: str, mode: int, view_a, view_b, count: int, shift=(0, 0, 0, 0)):
+        """Record ``entry`` over ``count`` items, then combine passes down to one partial.
+
+        ``shift``: stats of float data sum ``x - shift`` and its square (``shift`` = a first
+        pass's mean), so the variance does not cancel catastrophically in float32."""
         texels = max(64, -(-count // 262144))
         threads = -(-count // texels)
         consts = self.constants(mode, texels)
         out = self._buffer(threads)
         self._dispatch(entry, consts, {0: view_a, 1: view_b, 3: {"buffer": out},
-                                       4: {"buffer": self.session.uniform(_params(self.w, self.h, count, self.code_max))}},
+                                       4: {"buffer": self.session.uniform(
+                                           _params(self.w, self.h, count, self.code_max, lo=shift))}},
                        threads)
         n = threads
         while n > 1:
@@ -291,7 +295,19 @@ def stats(tex: "Texture", level: int = 0, layer: int = 0, bins: int = 0) -> Stat
     c = tex.format.channels
     off = r.offset
     mean = m["s1"][:c] / n
-    var = np.maximum(m["s2"][:c] / n - mean * mean, 0.0)
+    if r.exact:  # exact 64-bit integer sums
+        var = np.maximum(m["s2"][:c] / n - mean * mean, 0.0)
+    else:
+        # float32 sums: E[x^2] - E[x]^2 cancels (a constant image had a std of 2e-4 |x|), so a
+        # second pass sums the deviations from the first pass's mean (rounded to float32)
+        shift = np.zeros(4, np.float32)
+        shift[:c] = mean.astype(np.float32)
+        r2 = _Reducer(tex, level)
+        d = r2.read([r2.reduce("metrics", 1, va, va, n, shift=tuple(float(x) for x in shift))])[0]
+        r.readback_bytes += r2.readback_bytes
+        dev = d["s1"][:c] / n
+        mean = shift[:c].astype(np.float64) + dev
+        var = np.maximum(d["s2"][:c] / n - dev * dev, 0.0)
     result = Stats(level, r.w, r.h, tex.format.name, c, [float(x - off) for x in m["mn"][:c]],
                    [float(x - off) for x in m["mx"][:c]], [float(x - off) for x in mean],
                    [float(math.sqrt(v)) for v in var], readback_bytes=r.readback_bytes)

@@ -169,3 +169,21 @@ def test_cli_stats_json(gpu):
     v = np.asarray(Image.open(os.path.join(ROOT, "samples", "grey_61x37.png"))).astype(np.float64)
     assert st["mean"][0] == pytest.approx(v.mean(), rel=1e-15) and st["std"][0] == pytest.approx(v.std(), rel=1e-12)
     assert st["histogram"][0] == list(np.histogram(v, bins=np.linspace(0, 256, 5))[0])
+
+
+@pytest.mark.parametrize("value", [0.3, 1234.567, -8028.369])
+def test_float_stats_of_a_constant_image_have_zero_std(gpu, value):
+    """float32 E[x^2] - E[x]^2 cancelled to a std of ~2e-4 |x| for constant data (a 1x1 r32float
+    of 12.57 had std 0.0027); the second pass over deviations from the mean gives 0."""
+    for shape in ((1, 1, 1), (64, 33, 1)):
+        a = np.full(shape, value, np.float32)
+        s = stats(gputex.upload(gpu, gputex.from_array(a), "r32float", usage=TB))
+        assert s.std == [0.0] and s.mean == [float(np.float32(value))]
+
+
+def test_float_stats_std_against_float64_with_a_large_mean(gpu):
+    a = (np.random.default_rng(1).random((300, 200, 4)) * 1000 + 5e4).astype(np.float32)
+    s = stats(gputex.upload(gpu, gputex.from_array(a), "rgba32float", usage=TB))
+    ref = a.reshape(-1, 4).astype(np.float64)
+    assert s.std == pytest.approx(list(ref.std(0)), rel=1e-6)
+    assert s.mean == pytest.approx(list(ref.mean(0)), rel=1e-9)

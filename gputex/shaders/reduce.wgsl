@@ -4,7 +4,7 @@
 //   metrics  each invocation walks TEXELS texels (row-major from its index) and writes one
 //            Partial: per channel sum and sum of squares of x, min and max of x, and a count.
 //            compare: x = |a - b| (count = texels that differ in any channel);
-//            stats:   x = a.
+//            stats:   x = a (float data: sums of x - lo, lo a first pass's mean).
 //   ssim     each invocation walks TEXELS interior pixels (those whose 11x11 window fits)
 //            and sums the SSIM of luminance there (Wang et al. 2004; Gaussian window 11,
 //            sigma 1.5, K1 0.01, K2 0.03, data range 1).
@@ -144,10 +144,11 @@ fn metrics(@builtin(global_invocation_id) gid: vec3<u32>) {
             p.s2_lo = u_s2.lo;
             p.s2_hi = u_s2.hi;
         } else {
-            let k_f1 = kahan(p.f1, p.f1_c, x);
+            let xs = x - select(vec4<f32>(0.0), prm.lo, MODE == 1u);  // stats: deviation from a shift
+            let k_f1 = kahan(p.f1, p.f1_c, xs);
             p.f1 = k_f1.sum;
             p.f1_c = k_f1.comp;
-            let k_f2 = kahan(p.f2, p.f2_c, x * x);
+            let k_f2 = kahan(p.f2, p.f2_c, xs * xs);
             p.f2 = k_f2.sum;
             p.f2_c = k_f2.comp;
         }
