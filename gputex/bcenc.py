@@ -1,0 +1,312 @@
+"""Block compression on the GPU: BC1, BC3, BC4, BC5 encoded by WGSL compute shaders.
+
+:func:`encode_blocks` takes an uncompressed texture (any unorm or float format, every level
+and layer it has) and returns a new block-compressed texture of the same logical size and
+level count. Per level one dispatch runs one invocation per 4x4 block: the texels are read
+straight from the source level with ``textureLoad`` (past the logical edge the last row and
+column repeat: edge replication), the block's words go into one storage buffer laid out as
+``copy_buffer_to_texture`` wants it, and one command encoder copies every level into the BC
+texture, so ``capture`` (which decodes it), ``compare`` and the texture-file writers take it
+as they take any texture.
+
+Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``):
+
+* colour (BC1, BC3's colour half): endpoints from the principal axis of the block's colours
+  (power iteration on the covariance), then least-squares refits of the endpoints against the
+  chosen indices, then a local search moving one 5:6:5 channel of one endpoint by one step
+  while that lowers the error; BC1 blocks with texels of alpha < 128 use the three-colour +
+  transparent mode, and at ``normal``/``best`` opaque blocks also try the three-colour mode.
+* ramp (BC4, BC5, BC3's alpha): exhaustive choice among all 8 palette entries per texel for
+  every endpoint pair tried: the block's range, inset/outset by a few codes, in the 8-value
+  mode, and the range of the non-extreme texels in the 6-value mode.
+
+Quality levels (``quality=``; the CLI's ``--quality``; also 0, 1, 2):
+
+========  ===============================================================================
+fast      colour: 4 power iterations, 1 refit, no search; ramp: the range only, both modes
+normal    colour: 8 iterations, 2 refits, 2 search passes, three-colour tried;
+          ramp: insets 0..2 on each side (9 pairs), 6-value insets 0..1
+best      colour: 8 iterations, 4 refits, up to 8 search passes; ramp: -2..6 on each side
+          (81 pairs), 6-value insets 0..3
+========  ===============================================================================
+
+Errors are plain RGB(A) squared differences (weights 1, 1, 1) against the palette the
+specification decodes (as ``bc_decode.wgsl``), in the stored code units: sRGB formats are
+fitted on their sRGB codes (the perceptual space they are stored in). snorm formats take the
+source's [0, 1] as [-1, 1] (``2 x - 1``: how normal maps are stored in unorm images).
+
+Compile cost (lavapipe compiles WGSL with LLVM): each pipeline is specialised by substituting
+``const`` values (format kind, source conversion, quality) into the WGSL text and holds only
+the functions its format needs; the numbers are in ``benchmarks/bc.py``'s output.
+
+Determinism: the same input, format and quality give the same bytes on every run (no
+atomics, no races: each invocation owns its block). The ramp encoders (BC4, BC5, BC3 alpha)
+of 8-bit unorm sources are integer-exact (every value and error is an integer below 2^24 in
+f32), so their bytes match on every adapter; the colour encoder's axis and refits use
+floating point, so its bytes can differ between adapters where they round differently.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import TYPE_CHECKING
+
+from .errors import FormatError, LimitError
+
+if TYPE_CHECKING:
+    from .upload import Texture
+
+__all__ = ["encode_blocks", "encode_levels", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
+           "source_format", "check_options", "encodable"]
+
+#: Formats gputex encodes -> (KIND of bc_encode.wgsl, u32 words per block)
+ENCODERS = {
+    "bc1-rgba-unorm": (1, 2), "bc1-rgba-unorm-srgb": (1, 2),
+    "bc3-rgba-unorm": (3, 4), "bc3-rgba-unorm-srgb": (3, 4),
+    "bc4-r-unorm": (4, 2), "bc4-r-snorm": (4, 2),
+    "bc5-rg-unorm": (5, 4), "bc5-rg-snorm": (5, 4),
+}
+
+QUALITIES = ("fast", "normal", "best")
+
+#: WGSL constants of each quality (see the module docstring's table)
+_SETTINGS = {
+    "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "PERTURB": "0u", "TRY_THREE": "false",
+             "RAMP_IN": "0", "RAMP_OUT": "0", "RAMP6_IN": "0"},
+    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "PERTURB": "2u", "TRY_THREE": "true",
+               "RAMP_IN": "2", "RAMP_OUT": "0", "RAMP6_IN": "1"},
+    "best": {"POWER_ITERS": "8u", "REFINE": "4u", "PERTURB": "8u", "TRY_THREE": "true",
+             "RAMP_IN": "6", "RAMP_OUT": "2", "RAMP6_IN": "3"},
+}
+
+_BODY = {
+    1: "let c = encode_color(alpha_mask());\n    out[w] = c.x;\n    out[w + 1u] = c.y;",
+    3: ("let a = encode_ramp(3u);\n    out[w] = a.x;\n    out[w + 1u] = a.y;\n"
+        "    let c = encode_color(0xffffu);\n    out[w + 2u] = c.x;\n    out[w + 3u] = c.y;"),
+    4: "let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;",
+    5: ("let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;\n"
+        "    let g = encode_ramp(1u);\n    out[w + 2u] = g.x;\n    out[w + 3u] = g.y;"),
+}
+
+
+@dataclass
+class EncodeReport:
+    """What one :func:`encode_levels` call did."""
+
+    format: str
+    quality: str
+    compile_seconds: float = 0.0  # pipeline creation in this call (0 when it was cached)
+    gpu_ns: int | None = None  # first pass begin to last pass end (timestamp queries)
+    pass_ns: list[int] = field(default_factory=list)  # each level's encode pass
+
+
+def encodable(name: str) -> bool:
+    """Whether gputex encodes the format ``name`` (``_`` accepted for ``-``)."""
+    return name.strip().lower().replace("_", "-") in ENCODERS
+
+
+def parse_quality(quality) -> str:
+    """``fast``/``normal``/``best`` (or 0/1/2) -> the quality's name."""
+    q = str(quality).strip().lower()
+    if q in ("0", "1", "2"):
+        return QUALITIES[int(q)]
+    if q not in QUALITIES:
+        raise FormatError(f"unknown quality {quality!r}; use fast, normal, best (or 0, 1, 2)")
+    return q
+
+
+def source_format(fmt) -> str:
+    """The uncompressed format an image is uploaded to (and its mips made in) before encoding
+    into ``fmt``: ``rgba8unorm`` (sRGB formats too: the codes are what is fitted; the texture's
+    colour space says how the mips treat them)."""
+    return "rgba8unorm"
+
+
+def check_options(fmt_name: str, *, normal_map: bool = False, alpha: str = "weighted",
+                  alpha_coverage: float | None = None, premultiply: bool = False,
+                  color_space: str | None = None) -> str | None:
+    """Why these options do not fit encoding into ``fmt_name`` (one line), or None."""
+    name = fmt_name.strip().lower().replace("_", "-")
+    family = name.split("-")[0]
+    if normal_map and family in ("bc1", "bc4"):
+        return (f"--normal-map with {name}: {family.upper()} cannot hold a normal's x and y apart; "
+                "use --format bc5-rg-unorm (or bc5-rg-snorm, or bc3-rgba-unorm)")
+    if family in ("bc4", "bc5"):
+        if alpha != "weighted" or alpha_coverage is not None or premultiply:
+            what = "--alpha" if alpha != "weighted" else ("--alpha-coverage" if alpha_coverage is not None
+                                                          else "--premultiply")
+            return f"{what} with {name}: {family.upper()} stores no alpha"
+    if name.endswith("-srgb") and normal_map:
+        return f"--normal-map with {name}: a normal map must not be stored as sRGB; use {name[:-5]}"
+    if name.endswith("-srgb") and color_space == "linear":
+        return (f"--color-space linear with {name}: sRGB formats hold sRGB data; use {name[:-5]} for "
+                "linear data")
+    return None
+
+
+def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool) -> str:
+    """The specialised WGSL of one encoder pipeline."""
+    folder = resources.files("gputex").joinpath("shaders")
+    consts = dict(_SETTINGS[quality], KIND=f"{kind}u", SIGNED=str(signed).lower(),
+                  SRC_SRGB=str(src_srgb).lower(), SRC_ROUND=str(src_round).lower(),
+                  FOUR_ALWAYS=str(kind == 3).lower(), BLOCK_WORDS="2u" if kind in (1, 4) else "4u")
+    types = {"true": "bool", "false": "bool"}
+    head = "".join(f"const {k}: {types.get(v, 'u32' if v.endswith('u') else 'i32')} = {v};\n"
+                   for k, v in sorted(consts.items()))
+    code = head + folder.joinpath("bc_encode.wgsl").read_text().replace("ENCODE_BLOCK", _BODY[kind])
+    if kind in (1, 3):
+        code += folder.joinpath("bc_color.wgsl").read_text()
+    if kind in (3, 4, 5):
+        code += folder.joinpath("bc_ramp.wgsl").read_text()
+    return code
+
+
+
+def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool):
+    """(pipeline, bind group layout, seconds spent creating it: 0 when cached)."""
+    import time
+
+    import wgpu
+
+    key = ("bc-encode", kind, signed, quality, src_srgb, src_round)
+    hit = session._cache.get(key)
+    if hit is not None:
+        return hit[0], hit[1], 0.0
+    t0 = time.perf_counter()
+    s = wgpu.ShaderStage.COMPUTE
+    entries = [
+        {"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
+                                                    "view_dimension": "2d-array"}},
+        {"binding": 1, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.storage}},
+        {"binding": 2, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.uniform}},
+    ]
+    device = session.device
+    code = shader_source(kind, signed, quality, src_srgb, src_round)
+    module = session.check(f"compile the BC{kind} encoder", device.create_shader_module, code=code,
+                           label=f"bc{kind}_encode_{quality}")
+    bgl = device.create_bind_group_layout(entries=entries)
+    layout = device.create_pipeline_layout(bind_group_layouts=[bgl])
+    pipe = session.check(f"compile the BC{kind} encoder", device.create_compute_pipeline, layout=layout,
+                         compute={"module": module, "entry_point": "main"})
+    session._cache[key] = (pipe, bgl)
+    return pipe, bgl, time.perf_counter() - t0
+
+
+def _check_source(tex: "Texture", fmt) -> None:
+    if tex.format.compressed or tex.format.kind not in ("unorm", "float") or tex.format.packed \
+            and tex.format.kind != "unorm":
+        raise FormatError(f"{tex.source}: cannot encode {fmt.name} from {tex.format.name}; the source must be "
+                          "an uncompressed unorm or float texture")
+    import wgpu
+
+    if not tex.texture.usage & wgpu.TextureUsage.TEXTURE_BINDING:
+        raise FormatError(f"{tex.source}: encoding reads the texture in a shader; create it with "
+                          "TEXTURE_BINDING usage (gputex.upload(..., usage=wgpu.TextureUsage.TEXTURE_BINDING))")
+    if tex.depth > 1:
+        raise FormatError(f"{tex.source}: {fmt.name} 3D textures are not encoded (WebGPU has no 3D BC "
+                          "textures without texture-compression-bc-sliced-3d)")
+
+
+def encode_levels(tex: "Texture", format: str, quality: str = "normal", *,
+                  measure: bool = False) -> tuple["Texture", EncodeReport]:
+    """:func:`encode_blocks`, also returning an :class:`EncodeReport` (with ``measure``: GPU
+    time from timestamp queries where the device has them; the call waits for the GPU)."""
+    import wgpu
+
+    from .formats import get_format
+    from .layout import copy_layout
+    from .mips import _timestamps
+    from .upload import create_texture
+
+    fmt = get_format(format)
+    if fmt.name not in ENCODERS:
+        raise FormatError(f"{tex.source}: gputex does not encode {fmt.name}; it encodes "
+                          f"{', '.join(ENCODERS)}")
+    quality = parse_quality(quality)
+    _check_source(tex, fmt)
+    session, device = tex.session, tex.session.device
+    kind, words = ENCODERS[fmt.name]
+    src_round = tex.format.kind == "unorm" and tex.format.bits == 8
+    pipe, bgl, compile_s = _pipeline(session, kind, fmt.kind == "snorm", quality, tex.format.srgb, src_round)
+    report = EncodeReport(fmt.name, quality, compile_s)
+    out = create_texture(session, fmt, tex.width, tex.height, layers=tex.layers, levels=tex.levels,
+                         usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC
+                         | wgpu.TextureUsage.TEXTURE_BINDING,
+                         color_space="srgb" if fmt.srgb else ("linear" if fmt.kind == "snorm" else tex.color_space),
+                         source=tex.source)
+    out.faces, out.array = tex.faces, tex.array
+    lays = [copy_layout(fmt, *tex.size(lv), tex.layers) for lv in range(tex.levels)]
+    sizes = [lay.padded_bytes_per_row * lay.blocks_down * tex.layers for lay in lays]
+    biggest = session.limits.get("max-storage-buffer-binding-size", 128 << 20)
+    if max(sizes) > biggest:
+        out.destroy()
+        raise LimitError(f"{tex.source}: level 0 of {fmt.name} needs a {max(sizes)}-byte storage buffer; the "
+                         f"device's max-storage-buffer-binding-size is {biggest}")
+    offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+    buf = None
+    query = _timestamps(session, tex.levels) if measure else None
+    try:
+        buf = session.check(f"{tex.source}: block buffer", device.create_buffer, size=sum(sizes),
+                            usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+        enc = device.create_command_encoder()
+        for level, lay in enumerate(lays):
+            w, h = tex.size(level)
+            pitch = lay.padded_bytes_per_row
+            prm = struct.pack("<6I", w, h, lay.blocks_across, lay.blocks_down, pitch // 4,
+                              pitch * lay.blocks_down // 4)
+            bind = device.create_bind_group(layout=bgl, entries=[
+                {"binding": 0, "resource": tex.texture.create_view(dimension="2d-array", base_mip_level=level,
+                                                                   mip_level_count=1)},
+                {"binding": 1, "resource": {"buffer": buf, "offset": offsets[level], "size": sizes[level]}},
+                {"binding": 2, "resource": {"buffer": session.uniform(prm)}}])
+            ts = query.next() if query else None
+            cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
+            cpass.set_pipeline(pipe)
+            cpass.set_bind_group(0, bind)
+            cpass.dispatch_workgroups(-(-lay.blocks_across // 8), -(-lay.blocks_down // 8), tex.layers)
+            cpass.end()
+        for level, lay in enumerate(lays):
+            enc.copy_buffer_to_texture(
+                {"buffer": buf, "offset": offsets[level], "bytes_per_row": lay.padded_bytes_per_row,
+                 "rows_per_image": lay.blocks_down},
+                {"texture": out.texture, "mip_level": level, "origin": (0, 0, 0)},
+                (lay.blocks_across * 4, lay.blocks_down * 4, tex.layers))
+        if query:
+            query.resolve(enc)
+        session.check(f"{tex.source}: encode {fmt.name} on the GPU", device.queue.submit, [enc.finish()])
+        if query:
+            report.gpu_ns, report.pass_ns = query.read()
+        elif measure:
+            session.wait()
+    except BaseException:
+        out.destroy()
+        raise
+    finally:
+        if buf is not None:
+            buf.destroy()
+    return out, report
+
+
+def encode_blocks(tex: "Texture", format: str, quality: str = "normal") -> "Texture":
+    """A new block-compressed texture holding ``tex`` (every level and layer) encoded as ``format``.
+
+    Parameters
+    ----------
+    tex
+        An uncompressed unorm or float texture (2D, array or cube), e.g. from
+        :func:`gputex.upload` with ``mips=True``.
+    format
+        ``bc1-rgba-unorm[-srgb]``, ``bc3-rgba-unorm[-srgb]``, ``bc4-r-unorm|snorm`` or
+        ``bc5-rg-unorm|snorm``.
+    quality
+        ``fast``, ``normal`` (default) or ``best`` (or 0, 1, 2); see the module docstring.
+
+    Returns
+    -------
+    Texture
+        Same logical size, levels and layers; sizes that are not whole blocks are padded by
+        repeating the last row and column.
+    """
+    return encode_levels(tex, format, quality)[0]

@@ -1,0 +1,248 @@
+// BC1 colour block (also BC3's colour half): principal axis, least-squares refinement of the
+// endpoints against the chosen indices, then (QUALITY settings) a local search that moves each
+// quantised 5:6:5 endpoint channel by one step while that lowers the error. Errors are plain
+// RGB squared differences against the palette the specification decodes (bc_decode.wgsl):
+// exact integers for 8-bit sources. Ties keep the earlier candidate (deterministic).
+
+struct ColorFit {
+    c0: u32,
+    c1: u32,
+    bits: u32,
+    err: f32,
+}
+
+// texels that take part in the colour fit (bit i: texel i); the others are transparent
+var<private> cmask: u32;
+
+fn expand565(c: u32) -> vec3<f32> {
+    let r = (c >> 11u) & 31u;
+    let g = (c >> 5u) & 63u;
+    let b = c & 31u;
+    return vec3<f32>(f32((r << 3u) | (r >> 2u)), f32((g << 2u) | (g >> 4u)), f32((b << 3u) | (b >> 2u)));
+}
+
+fn quant565(c: vec3<f32>) -> u32 {
+    let q = clamp(c, vec3<f32>(0.0), vec3<f32>(255.0));
+    let r = u32(floor(q.r * (31.0 / 255.0) + 0.5));
+    let g = u32(floor(q.g * (63.0 / 255.0) + 0.5));
+    let b = u32(floor(q.b * (31.0 / 255.0) + 0.5));
+    return (r << 11u) | (g << 5u) | b;
+}
+
+// Indices and error of endpoints (a, b): four-colour mode (BC1 needs c0 > c1; BC3 decodes
+// four colours whatever the order) or, with `three`, three colours + transparent (c0 <= c1).
+fn eval_color(a: u32, b: u32, three: bool) -> ColorFit {
+    var c0 = a;
+    var c1 = b;
+    if ((three && c0 > c1) || (!three && c0 < c1)) {
+        c0 = b;
+        c1 = a;
+    }
+    let e0 = expand565(c0);
+    let e1 = expand565(c1);
+    var pal: array<vec3<f32>, 4>;
+    pal[0] = e0;
+    pal[1] = e1;
+    var n = 4u;
+    if (FOUR_ALWAYS || c0 > c1) {
+        pal[2] = floor((2.0 * e0 + e1) / 3.0 + 0.5);
+        pal[3] = floor((e0 + 2.0 * e1) / 3.0 + 0.5);
+    } else {
+        pal[2] = floor((e0 + e1) * 0.5 + 0.5);
+        pal[3] = pal[2];
+        n = 3u;  // index 3 is transparent black
+    }
+    var err = 0.0;
+    var bits = 0u;
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) == 0u) {
+            bits |= 3u << (2u * i);
+            continue;
+        }
+        let p = texel[i].rgb;
+        var d = p - pal[0];
+        var best = dot(d, d);
+        var k = 0u;
+        for (var j = 1u; j < n; j++) {
+            d = p - pal[j];
+            let e = dot(d, d);
+            if (e < best) {
+                best = e;
+                k = j;
+            }
+        }
+        err += best;
+        bits |= k << (2u * i);
+    }
+    return ColorFit(c0, c1, bits, err);
+}
+
+// Least-squares endpoints for the indices of `f` (its mode), quantised.
+fn refit(f: ColorFit, three: bool) -> vec2<u32> {
+    let four = FOUR_ALWAYS || f.c0 > f.c1;
+    var aa = 0.0;
+    var bb = 0.0;
+    var ab = 0.0;
+    var ax = vec3<f32>(0.0);
+    var bx = vec3<f32>(0.0);
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) == 0u) {
+            continue;
+        }
+        let k = (f.bits >> (2u * i)) & 3u;
+        var wa = 1.0;
+        if (k == 1u) {
+            wa = 0.0;
+        } else if (k == 2u) {
+            wa = select(0.5, 2.0 / 3.0, four);
+        } else if (k == 3u) {
+            wa = 1.0 / 3.0;
+        }
+        let wb = 1.0 - wa;
+        aa += wa * wa;
+        bb += wb * wb;
+        ab += wa * wb;
+        ax += wa * texel[i].rgb;
+        bx += wb * texel[i].rgb;
+    }
+    let det = aa * bb - ab * ab;
+    if (abs(det) < 1e-6) {
+        return vec2<u32>(f.c0, f.c1);
+    }
+    let e0 = (ax * bb - bx * ab) / det;
+    let e1 = (bx * aa - ax * ab) / det;
+    return vec2<u32>(quant565(e0), quant565(e1));
+}
+
+// 565 endpoint `c` with channel `ch` (0 r, 1 g, 2 b) moved by `d` (+1 / -1), or c itself at the edge
+fn nudge(c: u32, ch: u32, up: bool) -> u32 {
+    let shift = select(select(0u, 5u, ch == 1u), 11u, ch == 0u);
+    let top = select(31u, 63u, ch == 1u);
+    let v = (c >> shift) & top;
+    if ((up && v == top) || (!up && v == 0u)) {
+        return c;
+    }
+    let nv = select(v - 1u, v + 1u, up);
+    return (c & ~(top << shift)) | (nv << shift);
+}
+
+fn fit_color(three: bool) -> ColorFit {
+    var mean = vec3<f32>(0.0);
+    var lo = vec3<f32>(255.0);
+    var hi = vec3<f32>(0.0);
+    var n = 0.0;
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) != 0u) {
+            mean += texel[i].rgb;
+            lo = min(lo, texel[i].rgb);
+            hi = max(hi, texel[i].rgb);
+            n += 1.0;
+        }
+    }
+    mean /= max(n, 1.0);
+    var cxx = 0.0;
+    var cxy = 0.0;
+    var cxz = 0.0;
+    var cyy = 0.0;
+    var cyz = 0.0;
+    var czz = 0.0;
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) != 0u) {
+            let d = texel[i].rgb - mean;
+            cxx += d.x * d.x;
+            cxy += d.x * d.y;
+            cxz += d.x * d.z;
+            cyy += d.y * d.y;
+            cyz += d.y * d.z;
+            czz += d.z * d.z;
+        }
+    }
+    // power iteration from the bounding-box diagonal
+    var axis = hi - lo;
+    for (var it = 0u; it < POWER_ITERS; it++) {
+        let v = vec3<f32>(cxx * axis.x + cxy * axis.y + cxz * axis.z, cxy * axis.x + cyy * axis.y + cyz * axis.z,
+                          cxz * axis.x + cyz * axis.y + czz * axis.z);
+        let m = max(abs(v.x), max(abs(v.y), abs(v.z)));
+        if (m <= 0.0) {
+            break;
+        }
+        axis = v / m;
+    }
+    var tmin = 0.0;
+    var tmax = 0.0;
+    let len2 = dot(axis, axis);
+    if (len2 > 0.0) {
+        tmin = 1e30;
+        tmax = -1e30;
+        for (var i = 0u; i < 16u; i++) {
+            if (((cmask >> i) & 1u) != 0u) {
+                let t = dot(texel[i].rgb - mean, axis);
+                tmin = min(tmin, t);
+                tmax = max(tmax, t);
+            }
+        }
+        tmin /= len2;
+        tmax /= len2;
+    }
+    var best = eval_color(quant565(mean + axis * tmax), quant565(mean + axis * tmin), three);
+    for (var it = 0u; it < REFINE; it++) {
+        let e = refit(best, three);
+        let f = eval_color(e.x, e.y, three);
+        if (f.err < best.err) {
+            best = f;
+        } else {
+            break;
+        }
+    }
+    for (var sweep = 0u; sweep < PERTURB; sweep++) {
+        var improved = false;
+        for (var k = 0u; k < 12u; k++) {
+            let ch = (k >> 1u) % 3u;
+            let up = (k & 1u) == 0u;
+            var a = best.c0;
+            var b = best.c1;
+            if (k < 6u) {
+                a = nudge(a, ch, up);
+            } else {
+                b = nudge(b, ch, up);
+            }
+            let f = eval_color(a, b, three);
+            if (f.err < best.err) {
+                best = f;
+                improved = true;
+            }
+        }
+        if (!improved) {
+            break;
+        }
+    }
+    return best;
+}
+
+// The colour words of a BC1 (mask: texels with alpha >= 128) or BC3 (mask 0xffff) block.
+fn encode_color(mask: u32) -> vec2<u32> {
+    cmask = mask;
+    var f: ColorFit;
+    if (FOUR_ALWAYS || mask == 0xffffu) {
+        f = fit_color(false);
+        if (TRY_THREE && !FOUR_ALWAYS) {
+            let g = fit_color(true);
+            if (g.err < f.err) {
+                f = g;
+            }
+        }
+    } else {
+        f = fit_color(true);
+    }
+    return vec2<u32>(f.c0 | (f.c1 << 16u), f.bits);
+}
+
+fn alpha_mask() -> u32 {
+    var m = 0u;
+    for (var i = 0u; i < 16u; i++) {
+        if (texel[i].a >= 127.5) {
+            m |= 1u << i;
+        }
+    }
+    return m;
+}
