@@ -126,6 +126,83 @@ fn nudge(c: u32, ch: u32, up: bool) -> u32 {
     return (c & ~(top << shift)) | (nv << shift);
 }
 
+
+// Cluster fit (CLUSTER): the texels ordered along the axis, every split of that order into
+// consecutive runs taking indices e0, 2/3, 1/3, e1 (three-colour mode: e0, 1/2, e1) gets
+// least-squares endpoints in closed form from running sums; the split whose quantised
+// endpoints give the smallest closed-form error wins.
+fn cluster_fit(three: bool, axis: vec3<f32>) -> vec2<u32> {
+    var xs: array<vec3<f32>, 16>;
+    var ts: array<f32, 16>;
+    var n = 0u;
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) != 0u) {
+            let t = dot(texel[i].rgb, axis);
+            var j = n;
+            while (j > 0u && ts[j - 1u] > t) {  // insertion sort (stable: ties keep texel order)
+                ts[j] = ts[j - 1u];
+                xs[j] = xs[j - 1u];
+                j--;
+            }
+            ts[j] = t;
+            xs[j] = texel[i].rgb;
+            n++;
+        }
+    }
+    var total = vec3<f32>(0.0);
+    for (var i = 0u; i < n; i++) {
+        total += xs[i];
+    }
+    let w1 = select(2.0 / 3.0, 0.5, three);
+    let w2 = 1.0 / 3.0;
+    let grid = vec3<f32>(31.0, 63.0, 31.0);
+    var best_err = 1e30;
+    var best = vec2<u32>(0u, 0u);
+    var part0 = vec3<f32>(0.0);
+    for (var c0 = 0u; c0 <= n; c0++) {
+        var part1 = vec3<f32>(0.0);
+        for (var c1 = 0u; c0 + c1 <= n; c1++) {
+            var part2 = vec3<f32>(0.0);
+            let c2_end = select(n - c0 - c1, 0u, three);
+            for (var c2 = 0u; c2 <= c2_end; c2++) {
+                let c3 = n - c0 - c1 - c2;
+                let ax = part0 + part1 * w1 + part2 * w2;
+                let bx = total - ax;
+                let f1 = f32(c1);
+                let f2 = f32(c2);
+                let aa = f32(c0) + f1 * w1 * w1 + f2 * w2 * w2;
+                let bb = f32(c3) + f1 * (1.0 - w1) * (1.0 - w1) + f2 * (1.0 - w2) * (1.0 - w2);
+                let ab = f1 * w1 * (1.0 - w1) + f2 * w2 * (1.0 - w2);
+                let det = aa * bb - ab * ab;
+                if (abs(det) > 1e-6) {
+                    let a = clamp((ax * bb - bx * ab) / det, vec3<f32>(0.0), vec3<f32>(255.0));
+                    let b = clamp((bx * aa - ax * ab) / det, vec3<f32>(0.0), vec3<f32>(255.0));
+                    let qa = quant565(a);
+                    let qb = quant565(b);
+                    let ea = expand565(qa);
+                    let eb = expand565(qb);
+                    let e = ea * ea * aa + eb * eb * bb + 2.0 * ea * eb * ab - 2.0 * ea * ax - 2.0 * eb * bx;
+                    let err = e.x + e.y + e.z;
+                    if (err < best_err) {
+                        best_err = err;
+                        best = vec2<u32>(qa, qb);
+                    }
+                }
+                if (c0 + c1 + c2 < n) {
+                    part2 += xs[c0 + c1 + c2];
+                }
+            }
+            if (c0 + c1 < n) {
+                part1 += xs[c0 + c1];
+            }
+        }
+        if (c0 < n) {
+            part0 += xs[c0];
+        }
+    }
+    return best;
+}
+
 fn fit_color(three: bool) -> ColorFit {
     var mean = vec3<f32>(0.0);
     var lo = vec3<f32>(255.0);
@@ -192,6 +269,13 @@ fn fit_color(three: bool) -> ColorFit {
             best = f;
         } else {
             break;
+        }
+    }
+    if (CLUSTER && n > 2.0) {
+        let e = cluster_fit(three, axis);
+        let f = eval_color(e.x, e.y, three);
+        if (f.err < best.err) {
+            best = f;
         }
     }
     for (var sweep = 0u; sweep < PERTURB; sweep++) {
