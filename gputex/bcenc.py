@@ -58,7 +58,7 @@ from .errors import FormatError, LimitError
 if TYPE_CHECKING:
     from .upload import Texture
 
-__all__ = ["encode_blocks", "encode_levels", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
+__all__ = ["encode_blocks", "encode_levels", "psnr_report", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
            "source_format", "check_options", "encodable"]
 
 #: Formats gputex encodes -> (KIND of bc_encode.wgsl, u32 words per block)
@@ -310,3 +310,63 @@ def encode_blocks(tex: "Texture", format: str, quality: str = "normal") -> "Text
         repeating the last row and column.
     """
     return encode_levels(tex, format, quality)[0]
+
+
+def _stored(fmt) -> tuple[int, bool]:
+    """(colour channels compared, whether alpha is reported apart) of an encoded format."""
+    family = fmt.name.split("-")[0]
+    return {"bc1": (3, False), "bc3": (3, True), "bc4": (1, False), "bc5": (2, False)}[family]
+
+
+def psnr_report(source: "Texture", encoded: "Texture") -> list[dict]:
+    """PSNR (dB, ``None`` where identical) of every level and layer of ``encoded`` against
+    ``source``, after decoding the blocks with the specification's arithmetic
+    (:func:`gputex.unblock.decode_blocks`): ``psnr`` over the colour channels the format
+    stores (BC1/BC3: RGB, BC4: R, BC5: RG), ``psnr_alpha`` for BC3, ``ssim`` (luma, from
+    :func:`gputex.compare`) where the source is ``rgba8unorm``. snorm formats are compared as
+    values in [-1, 1] (the source's ``2 x - 1``) with peak-to-peak 2."""
+    import math
+
+    import numpy as np
+
+    from .capture import capture
+    from .compare import compare
+    from .unblock import decode_blocks
+
+    k, alpha = _stored(encoded.format)
+    decoded = decode_blocks(encoded)
+    rows = []
+    try:
+        same = decoded.format.name == source.format.name and encoded.format.kind != "snorm"
+        for level in range(encoded.levels):
+            for layer in range(encoded.layers):
+                row: dict = {"level": level}
+                if encoded.layers > 1:
+                    row["layer"] = layer
+                if same:
+                    r = compare(source, decoded, level, layer)
+                    mse = r.mse
+                    peak = 255.0
+                    if k == 3:  # luma SSIM needs the three colour channels
+                        row["ssim"] = r.ssim
+                else:
+                    a = capture(source, level, layer).astype(np.float64)
+                    b = capture(decoded, level, layer).astype(np.float64)
+                    if source.format.kind != "float":
+                        a /= (1 << source.format.bits) - 1
+                    if encoded.format.kind == "snorm":
+                        a, peak = a * 2.0 - 1.0, 2.0
+                    else:
+                        b, peak = b / 255.0, 1.0
+                    mse = [float(np.mean((a[:, :, c] - b[:, :, c]) ** 2)) for c in range(4)]
+
+                def db(m: float, p: float = peak) -> float | None:
+                    return round(10 * math.log10(p * p / m), 4) if m > 0 else None
+
+                row["psnr"] = db(sum(mse[:k]) / k)
+                if alpha:
+                    row["psnr_alpha"] = db(mse[3])
+                rows.append(row)
+    finally:
+        decoded.destroy()
+    return rows

@@ -117,7 +117,8 @@ def _session(adapter: Optional[str], backend: Optional[str], soon=None):
         raise typer.Exit(EXIT_USAGE)
 
 
-def _validate_format(name: Optional[str]) -> None:
+def _validate_format(name: Optional[str], encode: bool = False) -> None:
+    """Exit 2 unless ``name`` is a format gputex fills from images (``encode``: or BC-encodes)."""
     if name is None:
         return
     from .formats import get_format
@@ -127,10 +128,38 @@ def _validate_format(name: Optional[str]) -> None:
     except GputexError as e:
         _err(str(e))
         raise typer.Exit(EXIT_USAGE)
-    if not fmt.image:
+    from .bcenc import ENCODERS
+
+    if not fmt.image and encode and fmt.name not in ENCODERS and fmt.name.startswith("bc"):
+        _err(f"format {fmt.name} is not encoded by gputex yet; it encodes {', '.join(ENCODERS)}")
+        raise typer.Exit(EXIT_USAGE)
+    if not fmt.image and not (encode and fmt.name in ENCODERS):
         from .formats import IMAGE_FORMATS
 
         _err(f"format {fmt.name} cannot be filled from an image; use one of: {', '.join(IMAGE_FORMATS)}")
+        raise typer.Exit(EXIT_USAGE)
+
+
+def _validate_encoding(format: Optional[str], quality: str, report: bool, *, volume: bool, **options) -> None:
+    """Exit 2 for --quality/--report without a BC format gputex encodes, or options that do not fit it."""
+    from .bcenc import check_options, encodable, parse_quality
+
+    try:
+        parse_quality(quality)
+    except GputexError as e:
+        _err(str(e))
+        raise typer.Exit(EXIT_USAGE)
+    if not (format and encodable(format)):
+        if report or quality.strip().lower() != "normal":
+            _err(f"{'--report' if report else '--quality'} applies to block compression; add --format "
+                 "bc1-rgba-unorm (or bc3/bc4/bc5)")
+            raise typer.Exit(EXIT_USAGE)
+        return
+    problem = check_options(format, **options)
+    if problem is None and volume:
+        problem = f"--volume with {format}: WebGPU has no 3D BC textures (texture-compression-bc-sliced-3d)"
+    if problem:
+        _err(problem)
         raise typer.Exit(EXIT_USAGE)
 
 
@@ -302,13 +331,21 @@ def upload(
     array: bool = typer.Option(False, "--array", help="All inputs become the layers of one 2D array texture."),
     cube: bool = typer.Option(False, "--cube", help="Inputs are cube faces +x -x +y -y +z -z (6 per cube)."),
     volume: bool = typer.Option(False, "--volume", help="Inputs are the depth slices of one 3D texture."),
+    quality: str = typer.Option("normal", "--quality",
+                                help="BC encoding (--format bc1/bc3/bc4/bc5-*): fast, normal, best (or 0, 1, 2)."),
+    report: bool = typer.Option(False, "--report", help="BC encoding: print the PSNR of every level against "
+                                "its source."),
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
 ) -> None:
     """Upload images or texture files (KTX2, KTX, DDS), read them back, verify they are exact,
-    show the copy layout, and with -o write the texture as KTX2 or DDS."""
+    show the copy layout, and with -o write the texture as KTX2 or DDS (--format bc1/bc3/bc4/bc5-*:
+    block-compressed on the GPU)."""
     _state["debug"] = debug
-    _validate_format(format)
+    _validate_format(format, encode=True)
+    _validate_encoding(format, quality, report, normal_map=normal_map, alpha=alpha.value,
+                       alpha_coverage=alpha_coverage, premultiply=premultiply,
+                       color_space=color_space.value if color_space else None, volume=volume)
     kinds = [k for k, on in (("array", array), ("cube", cube), ("volume", volume)) if on]
     if len(kinds) > 1:
         _err("choose one of --array, --cube, --volume")
@@ -340,7 +377,8 @@ def upload(
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
                     max_ratio=max_ratio, mips=mips or levels is not None, mip_levels=levels,
                     mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap),
-                    out=out, container=container.value, zstd=zstd)
+                    out=out, container=container.value, zstd=zstd, quality=quality.strip().lower(),
+                    report=report)
     from .pipeline import OutputNames, assemble_file, decode_stage, upload_gpu_stage
 
     names = OutputNames(out, [i.path for i in items]) if out is not None and not single_file else None
@@ -387,6 +425,8 @@ def _render_upload(results, session) -> None:
                       str(lay["padding_per_row"]), f"{lay['staging_bytes']:,}", r.upload_path,
                       "yes" if r.verified else "NO")
         Console().print(t)
+        for r in ok:
+            _render_bc_report(r)
         return
     typer.echo(f"adapter: {session.name}")
     for r in ok:
@@ -401,6 +441,16 @@ def _render_upload(results, session) -> None:
             + (f"; {r.levels} levels" if r.levels and r.levels > 1 else "")
             + (f" -> {', '.join(r.outputs)}" if r.outputs else "")
         )
+        _render_bc_report(r)
+
+
+def _render_bc_report(r) -> None:
+    """``--report``: one line per encoded level (and layer)."""
+    for row in r.bc_report or []:
+        typer.echo(f"  {r.format} level {row['level']}" + (f" layer {row['layer']}" if "layer" in row else "")
+                   + f": PSNR {_fmt_db(row['psnr'])} dB"
+                   + (f", alpha {_fmt_db(row['psnr_alpha'])} dB" if "psnr_alpha" in row else "")
+                   + (f", SSIM {row['ssim']:.5f}" if row.get("ssim") is not None else ""))
 
 
 @app.command()

@@ -53,6 +53,9 @@ class Options:
     container: str = "ktx2"
     zstd: int | None = None
     bc_decode: str = "spec"  # BC1-BC5 capture: "spec" (compute decoder) or "sampler" (texture units)
+    # block compression (upload --format bc*: gputex.bcenc)
+    quality: str = "normal"
+    report: bool = False  # PSNR of every encoded level against its source
 
 
 @dataclass
@@ -77,6 +80,7 @@ class Result:
     skipped: bool | None = None
     bytes: int | None = None  # decoded image bytes (for MB/s)
     texture: str | None = None  # texture files: 2d, 2d-array, cube, cube-array, 3d
+    bc_report: list[dict] | None = None  # --report: PSNR per encoded level (gputex.bcenc.psnr_report)
     exception: BaseException | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -185,11 +189,12 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
     if _is_texfile(image):
         return _upload_texfile(session, image, opts, result, usage, decode_blocks)
     levels = _mip_levels(opts, image.width, image.height)
+    fmt, space, bc = _upload_format(opts)
     with _timed(result, "upload"):
-        tex = upload(session, image, opts.format, color_space=opts.color_space, levels=levels,
+        tex = upload(session, image, fmt, color_space=space, levels=levels,
                      premultiply=opts.premultiply, flip_y=opts.flip_y, budget=opts.budget,
                      path=opts.upload_path,
-                     usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 else 0))
+                     usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or bc else 0))
     _note_texture(result, tex)
     if levels > 1:
         from .mips import generate_mips
@@ -197,6 +202,41 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
         with _timed(result, "mips"):
             generate_mips(tex, **opts.mip_options)
     return tex
+
+
+def _upload_format(opts: Options) -> tuple[str | None, str | None, bool]:
+    """(format to upload to, colour space, whether it is then block-encoded): a BC format gputex
+    encodes (``gputex.bcenc``) is reached through its uncompressed source format."""
+    from .bcenc import encodable
+
+    if not opts.format or not encodable(opts.format):
+        return opts.format, opts.color_space, False
+    from .bcenc import source_format
+    from .formats import get_format
+
+    target = get_format(opts.format)
+    return source_format(target), "srgb" if target.srgb else opts.color_space, True
+
+
+def _bc_encode(tex: "Texture", opts: Options, result: Result) -> "Texture | None":
+    """``tex`` (mips included) block-encoded into ``opts.format``; None when that is not a BC
+    format gputex encodes. With ``opts.report`` the PSNR of every level goes into the result."""
+    if not _upload_format(opts)[2]:
+        return None
+    from .bcenc import encode_blocks, psnr_report
+
+    with _timed(result, "bc_encode"):
+        encoded = encode_blocks(tex, opts.format, opts.quality)
+    encoded.upload_path = tex.upload_path
+    try:
+        if opts.report:
+            with _timed(result, "report"):
+                result.bc_report = psnr_report(tex, encoded)
+    except BaseException:
+        encoded.destroy()
+        raise
+    _note_texture(result, encoded)
+    return encoded
 
 
 def _note_texture(result: Result, tex: "Texture", format_name: str | None = None) -> None:
@@ -252,6 +292,17 @@ def upload_gpu_stage(session: "Session", opts: Options, names: "OutputNames | No
 
 
 def _verify_and_write(tex: "Texture", source, item, opts: Options, names, result: Result) -> None:
+    encoded = None if _is_texfile(source) else _bc_encode(tex, opts, result)
+    try:
+        _check_and_write(tex, encoded, source, item, opts, names, result)
+    finally:
+        if encoded is not None:
+            encoded.destroy()
+
+
+def _check_and_write(tex: "Texture", encoded: "Texture | None", source, item, opts: Options, names,
+                     result: Result) -> None:
+    """Verify ``tex`` against what was sent; write ``encoded`` (its BC encoding) or ``tex``."""
     import numpy as np
 
     from .capture import capture_bytes, capture_texture_file
@@ -262,10 +313,12 @@ def _verify_and_write(tex: "Texture", source, item, opts: Options, names, result
     shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
     with _timed(result, "capture"):
         if opts.out or _is_texfile(source):
-            stored = capture_texture_file(tex, budget=opts.budget)
+            stored = capture_texture_file(encoded or tex, budget=opts.budget)
+    if encoded is not None:
+        result.layout = encoded.layout(0).as_dict()
 
     def level0(z: int):
-        if stored is None:
+        if stored is None or encoded is not None:
             return capture_bytes(tex, 0, z, budget=opts.budget)
         n = stored.image_bytes(0)
         return np.frombuffer(memoryview(stored.levels[0])[z * n: (z + 1) * n], np.uint8).reshape(shape)
@@ -339,8 +392,9 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
                 raise LimitError(f"--cube needs 6 images per cube (+x -x +y -y +z -z), got {len(images)}")
             if first.width != first.height:
                 raise LimitError(f"{paths[0]}: cube faces must be square, got {first.width}x{first.height}")
-        fmt = get_format(opts.format) if opts.format else default_format(first, session, opts.color_space)
-        space = "srgb" if fmt.srgb else (opts.color_space or first.color_space)
+        up_fmt, up_space, _ = _upload_format(opts)
+        fmt = get_format(up_fmt) if up_fmt else default_format(first, session, opts.color_space)
+        space = "srgb" if fmt.srgb else (up_space or first.color_space)
         levels = _mip_levels(opts, first.width, first.height, len(images) if kind == "volume" else 1)
         n = len(images)
         with _timed(result, "upload"):
