@@ -73,12 +73,12 @@ QUALITIES = ("fast", "normal", "best")
 
 #: WGSL constants of each quality (see the module docstring's table)
 _SETTINGS = {
-    "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "PERTURB": "0u", "TRY_THREE": "false",
-             "RAMP_IN": "0", "RAMP_OUT": "0", "RAMP6_IN": "0", "CLUSTER": "false"},
-    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "PERTURB": "2u", "TRY_THREE": "true",
-               "RAMP_IN": "2", "RAMP_OUT": "0", "RAMP6_IN": "1", "CLUSTER": "false"},
-    "best": {"POWER_ITERS": "8u", "REFINE": "4u", "PERTURB": "8u", "TRY_THREE": "true",
-             "RAMP_IN": "6", "RAMP_OUT": "2", "RAMP6_IN": "3", "CLUSTER": "true"},
+    "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "PERTURB": "0u", "TRY_THREE": "false",
+             "RAMP_IN": "0", "RAMP_OUT": "0", "RAMP6_IN": "0"},
+    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "PERTURB": "2u", "TRY_THREE": "false",
+               "RAMP_IN": "2", "RAMP_OUT": "0", "RAMP6_IN": "1"},
+    "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "PERTURB": "8u", "TRY_THREE": "true",
+             "RAMP_IN": "6", "RAMP_OUT": "2", "RAMP6_IN": "3"},
 }
 
 _BODY = {

@@ -127,7 +127,7 @@ fn nudge(c: u32, ch: u32, up: bool) -> u32 {
 }
 
 
-// Cluster fit (CLUSTER): the texels ordered along the axis, every split of that order into
+// Cluster fit (CLUSTER_ITERS > 0): the texels ordered along the axis, every split of that order into
 // consecutive runs taking indices e0, 2/3, 1/3, e1 (three-colour mode: e0, 1/2, e1) gets
 // least-squares endpoints in closed form from running sums; the split whose quantised
 // endpoints give the smallest closed-form error wins.
@@ -271,11 +271,20 @@ fn fit_color(three: bool) -> ColorFit {
             break;
         }
     }
-    if (CLUSTER && n > 2.0) {
-        let e = cluster_fit(three, axis);
+    // cluster fit along the principal axis, then (CLUSTER_ITERS > 1) along the axis of the
+    // endpoints it found, while that helps
+    var order_axis = axis;
+    for (var it = 0u; it < CLUSTER_ITERS && n > 2.0; it++) {
+        let e = cluster_fit(three, order_axis);
         let f = eval_color(e.x, e.y, three);
         if (f.err < best.err) {
             best = f;
+        } else if (it > 0u) {
+            break;
+        }
+        order_axis = expand565(best.c0) - expand565(best.c1);
+        if (dot(order_axis, order_axis) == 0.0) {
+            break;
         }
     }
     for (var sweep = 0u; sweep < PERTURB; sweep++) {
