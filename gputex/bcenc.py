@@ -12,23 +12,33 @@ as they take any texture.
 Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``):
 
 * colour (BC1, BC3's colour half): endpoints from the principal axis of the block's colours
-  (power iteration on the covariance), then least-squares refits of the endpoints against the
-  chosen indices, then a local search moving one 5:6:5 channel of one endpoint by one step
-  while that lowers the error; BC1 blocks with texels of alpha < 128 use the three-colour +
-  transparent mode, and at ``normal``/``best`` opaque blocks also try the three-colour mode.
+  (power iteration on the covariance), least-squares refits of the endpoints against the
+  chosen indices, a cluster fit, then a local search moving one 5:6:5 channel of one endpoint
+  by one step while that lowers the error; BC1 blocks with texels of alpha < 128 use the
+  three-colour + transparent mode (those texels get index 3).
 * ramp (BC4, BC5, BC3's alpha): exhaustive choice among all 8 palette entries per texel for
   every endpoint pair tried: the block's range, inset/outset by a few codes, in the 8-value
-  mode, and the range of the non-extreme texels in the 6-value mode.
+  mode, the range of the non-extreme texels in the 6-value mode, and least-squares refits.
 
 Quality levels (``quality=``; the CLI's ``--quality``; also 0, 1, 2):
 
 ========  ===============================================================================
-fast      colour: 4 power iterations, 1 refit, no search; ramp: the range only, both modes
-normal    colour: 8 iterations, 2 refits, 2 search passes, three-colour tried;
-          ramp: insets 0..2 on each side (9 pairs), 6-value insets 0..1
-best      colour: 8 iterations, 4 refits, up to 8 search passes; ramp: -2..6 on each side
-          (81 pairs), 6-value insets 0..3
+fast      colour: 4 power iterations, 1 least-squares refit; ramp: the block's range, in
+          both modes
+normal    colour: 8 iterations, 2 refits, cluster fit (all 969 splits of the texels ordered
+          along the axis into the four indices), 2 local-search passes; ramp: insets 0..2
+          on each side (9 pairs), 6-value insets 0..1, then up to 3 least-squares refits
+          with the 3x3 integer pairs around each
+best      colour: as normal, cluster fit repeated along the found endpoints' axis (up to
+          4 times), up to 8 search passes, the three-colour mode tried for opaque BC1
+          blocks too; ramp: -4..12 on each side (289 pairs), 6-value insets 0..4, up to
+          4 refits
 ========  ===============================================================================
+
+What decided it (``benchmarks/bc.py`` on 2-core lavapipe, RGB PSNR by texture2ddecoder):
+cluster fit is what lifts BC1/BC3 ``normal`` above bc7enc-py's default (level 10) on the
+scikit-image photos (35.68 against 35.64 dB; 35.47 without it); the least-squares refits
+lift BC4 by 0.4 dB at the cost of a few palette evaluations.
 
 Errors are plain RGB(A) squared differences (weights 1, 1, 1) against the palette the
 specification decodes (as ``bc_decode.wgsl``), in the stored code units: sRGB formats are
@@ -39,11 +49,15 @@ Compile cost (lavapipe compiles WGSL with LLVM): each pipeline is specialised by
 ``const`` values (format kind, source conversion, quality) into the WGSL text and holds only
 the functions its format needs; the numbers are in ``benchmarks/bc.py``'s output.
 
-Determinism: the same input, format and quality give the same bytes on every run (no
-atomics, no races: each invocation owns its block). The ramp encoders (BC4, BC5, BC3 alpha)
-of 8-bit unorm sources are integer-exact (every value and error is an integer below 2^24 in
-f32), so their bytes match on every adapter; the colour encoder's axis and refits use
-floating point, so its bytes can differ between adapters where they round differently.
+Determinism: the same input, format and quality give the same bytes on every run on one
+adapter (no atomics, no races: each invocation owns its block and every loop has a fixed
+order; ties keep the earlier candidate). Across adapters: the ``fast`` ramp encoder (BC4,
+BC5, BC3's alpha) of 8-bit unorm sources is integer-exact (every palette value and error is
+an integer below 2^24 in f32, and nothing else is computed), so those bytes match on every
+adapter; the colour encoder (principal axis, least squares, cluster fit) and the ramp's
+least-squares refits (``normal``, ``best``) use floating point, which WGSL lets adapters
+round differently (division to 2.5 ULP, fused multiply-add), so their bytes can differ
+between adapters (not measured: only lavapipe was available here).
 """
 
 from __future__ import annotations
@@ -74,11 +88,11 @@ QUALITIES = ("fast", "normal", "best")
 #: WGSL constants of each quality (see the module docstring's table)
 _SETTINGS = {
     "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "PERTURB": "0u", "TRY_THREE": "false",
-             "RAMP_IN": "0", "RAMP_OUT": "0", "RAMP6_IN": "0"},
+             "RAMP_IN": "0", "RAMP_OUT": "0", "RAMP6_IN": "0", "RAMP_LS": "0u"},
     "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "PERTURB": "2u", "TRY_THREE": "false",
-               "RAMP_IN": "2", "RAMP_OUT": "0", "RAMP6_IN": "1"},
+               "RAMP_IN": "2", "RAMP_OUT": "0", "RAMP6_IN": "1", "RAMP_LS": "3u"},
     "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "PERTURB": "8u", "TRY_THREE": "true",
-             "RAMP_IN": "6", "RAMP_OUT": "2", "RAMP6_IN": "3"},
+             "RAMP_IN": "12", "RAMP_OUT": "4", "RAMP6_IN": "4", "RAMP_LS": "4u"},
 }
 
 _BODY = {

@@ -63,6 +63,46 @@ fn eval_ramp(e0: i32, e1: i32) -> RampFit {
     return RampFit(e0, e1, lo, hi, err);
 }
 
+// Least-squares (e0, e1) for the indices of an 8-value-mode fit, rounded to integers.
+fn ramp_refit(f: RampFit) -> vec2<i32> {
+    var aa = 0.0;
+    var bb = 0.0;
+    var ab = 0.0;
+    var ax = 0.0;
+    var bx = 0.0;
+    for (var i = 0u; i < 16u; i++) {
+        let bit = 3u * i;
+        var k: u32;
+        if (bit < 16u) {
+            k = (f.lo >> bit) & 7u;
+            if (bit > 13u) {
+                k = (k | (f.hi << (16u - bit))) & 7u;
+            }
+        } else {
+            k = (f.hi >> (bit - 16u)) & 7u;
+        }
+        var wa = 1.0;
+        if (k == 1u) {
+            wa = 0.0;
+        } else if (k > 1u) {
+            wa = (8.0 - f32(k)) / 7.0;
+        }
+        let wb = 1.0 - wa;
+        aa += wa * wa;
+        bb += wb * wb;
+        ab += wa * wb;
+        ax += wa * rv[i];
+        bx += wb * rv[i];
+    }
+    let det = aa * bb - ab * ab;
+    if (abs(det) < 1e-6) {
+        return vec2<i32>(f.e0, f.e1);
+    }
+    let e0 = (ax * bb - bx * ab) / det;
+    let e1 = (bx * aa - ax * ab) / det;
+    return vec2<i32>(i32(floor(e0 + 0.5)), i32(floor(e1 + 0.5)));
+}
+
 fn keep_better(best: RampFit, f: RampFit) -> RampFit {
     if (f.err < best.err) {
         return f;
@@ -112,6 +152,22 @@ fn encode_ramp(ch: u32) -> vec2<u32> {
                     best = keep_better(best, eval_ramp(a + d0, b - d1));
                 }
             }
+        }
+    }
+    // least-squares endpoints for the chosen indices (8-value mode), then the 3x3 integer pairs
+    // around them, RAMP_LS times while that helps
+    for (var it = 0u; it < RAMP_LS && best.e0 > best.e1; it++) {
+        let e = ramp_refit(best);
+        let before = best.err;
+        for (var d = 0; d < 9; d++) {
+            let e0 = clamp(e.x + d / 3 - 1, i32(RAMP_MIN), i32(RAMP_MAX));
+            let e1 = clamp(e.y + d % 3 - 1, i32(RAMP_MIN), i32(RAMP_MAX));
+            if (e0 > e1) {
+                best = keep_better(best, eval_ramp(e0, e1));
+            }
+        }
+        if (best.err >= before) {
+            break;
         }
     }
     var e0 = u32(best.e0) & 0xffu;
