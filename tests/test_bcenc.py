@@ -329,6 +329,23 @@ def test_psnr_floors_on_photos(gpu, fmt):
         assert _psnr(dec[:, :, :k], img[:, :, :k]) >= floor, (fmt, name)
 
 
+def test_bc1_bc3_at_least_bc7enc_default(gpu):
+    """BC1/BC3 ``normal``: mean RGB PSNR over four photo crops at least that of bc7enc-py's
+    default (rgbcx level 10, decoded by the same decoder). Measured here: +0.03 dB (BC1) and
+    +0.04 dB (BC3) on average; rocket alone is 0.02 dB below for BC1."""
+    bc7enc = pytest.importorskip("bc7enc", reason="bc7enc-py (Linux x86-64 wheels only) is not installed")
+    for fmt, fn, size in (("bc1-rgba-unorm", bc7enc._pack_dds_bc1, 8), ("bc3-rgba-unorm", bc7enc._pack_dds_bc3, 16)):
+        ours, theirs = [], []
+        for name in ("astronaut", "coffee", "chelsea", "rocket"):
+            img = _photo(name, 256, 256)
+            rgba = np.concatenate([img, np.full((256, 256, 1), 255, np.uint8)], 2)
+            ref = bc7enc._pack_dds_single_level(rgba.tobytes(), 256, 256, fn, size)
+            theirs.append(_psnr(_t2d_decode(fmt, ref, 256, 256)[:, :, :3], img))
+            levels, _ = _encode(gpu, img, fmt, "normal")
+            ours.append(_psnr(_t2d_decode(fmt, levels[0], 256, 256)[:, :, :3], img))
+        assert np.mean(ours) >= np.mean(theirs), (fmt, ours, theirs)
+
+
 def test_quality_levels_are_ordered(gpu):
     img = _photo("chelsea", 128, 256)
     for fmt in ("bc1-rgba-unorm", "bc4-r-unorm"):
