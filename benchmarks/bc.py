@@ -9,13 +9,15 @@ mosaic of them. For each format and quality, gputex's GPU encode of level 0 (GPU
 timestamp queries where the adapter has them, the sum of the encode passes; wall time from the
 call to the blocks being written, submission and wait included; best of --repeat), and the PSNR
 of the blocks decoded by texture2ddecoder (independent of gputex) against the source: RGB for
-BC1/BC3, R for BC4, RG for BC5, the mean of the photos' PSNRs and the composite's own.
+BC1/BC3/BC7, R for BC4, RG for BC5, the mean of the photos' PSNRs and the composite's own.
 
 CPU encoders, same images, same run, on all cores (the image split into strips of block rows,
-one thread per core: each library's call releases the GIL, checked by the speed-up printed in
-the header): bc7enc-py (bc7enc_rdo's rgbcx at its default level 10: BC1, BC3, BC5; it has no
+one thread per core; the header prints each library's speed-up on N threads against one, which
+shows whether its calls release the GIL; etcpak threads itself and gets the whole image): bc7enc-py (bc7enc_rdo's rgbcx at its default level 10: BC1, BC3, BC5; it has no
 BC4 entry), etcpak (BC1, BC3, BC4, BC5), quicktex (level 5 defaults: BC1, BC3, BC4, BC5). A
-library that is not installed gets "-" with the reason in the header.
+library that is not installed gets "-" with the reason in the header. BC7: bc7enc-py with plain
+weights (``m_perceptual = False``, weights 1, 1, 1, 1) at uber level 0 (its default) and 4 (its
+slowest).
 
 Compile cost: before anything else each (format, quality) pipeline is built and run on a 256^2
 image from a cold Mesa shader cache (``MESA_SHADER_CACHE_DISABLE=true`` is set for this
@@ -34,8 +36,12 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 PHOTOS = ["astronaut", "chelsea", "coffee", "rocket", "motorcycle", "grass", "gravel", "brick"]
-FORMATS = {"bc1": "bc1-rgba-unorm", "bc3": "bc3-rgba-unorm", "bc4": "bc4-r-unorm", "bc5": "bc5-rg-unorm"}
-CHANNELS = {"bc1": 3, "bc3": 3, "bc4": 1, "bc5": 2}
+FORMATS = {"bc1": "bc1-rgba-unorm", "bc3": "bc3-rgba-unorm", "bc4": "bc4-r-unorm", "bc5": "bc5-rg-unorm",
+           "bc7": "bc7-rgba-unorm"}
+CHANNELS = {"bc1": 3, "bc3": 3, "bc4": 1, "bc5": 2, "bc7": 3}
+#: encoders that thread internally: given the whole image (strips on threads oversubscribe:
+#: etcpak measured 0.2x on 2 threads here)
+WHOLE = {"etcpak"}
 
 
 def photos(names):
@@ -81,7 +87,8 @@ def psnr(fmt: str, blocks: bytes, src) -> float:
     import texture2ddecoder as t2d
 
     h, w = src.shape[:2]
-    fn = {"bc1": t2d.decode_bc1, "bc3": t2d.decode_bc3, "bc4": t2d.decode_bc4, "bc5": t2d.decode_bc5}[fmt]
+    fn = {"bc1": t2d.decode_bc1, "bc3": t2d.decode_bc3, "bc4": t2d.decode_bc4, "bc5": t2d.decode_bc5,
+          "bc7": t2d.decode_bc7}[fmt]
     dec = np.frombuffer(fn(bytes(blocks), w, h), np.uint8).reshape(h, w, 4)[:, :, [2, 1, 0, 3]]
     k = CHANNELS[fmt]
     mse = np.mean((dec[:, :, :k].astype(np.float64) - src[:, :, :k]) ** 2)
@@ -99,8 +106,22 @@ def cpu_encoders():
         def bc7(fn, size):
             return lambda a: bc7enc._pack_dds_single_level(a.tobytes(), a.shape[1], a.shape[0], fn, size)
 
+        def bc7_plain(uber: int):
+            """BC7 with plain RGB(A) weights 1,1,1,1 (m_perceptual off) at uber level ``uber``."""
+            import ctypes
+
+            def run(a):
+                p = bc7enc.bc7enc_compress_block_params_init()
+                p.m_perceptual = False
+                p.m_weights = (ctypes.c_uint * 4)(1, 1, 1, 1)
+                p.m_uber_level = uber
+                return bc7enc._pack_dds_single_level(a.tobytes(), a.shape[1], a.shape[0], bc7enc._pack_dds_bc7,
+                                                     16, params=p)
+            return run
+
         encs["bc7enc-py"] = (None, {"bc1": bc7(bc7enc._pack_dds_bc1, 8), "bc3": bc7(bc7enc._pack_dds_bc3, 16),
-                                    "bc5": bc7(bc7enc._pack_dds_bc5, 16)})
+                                    "bc5": bc7(bc7enc._pack_dds_bc5, 16), "bc7": bc7_plain(0)})
+        encs["bc7enc-py uber4"] = (None, {"bc7": bc7_plain(4)})
     except Exception as e:  # noqa: BLE001 - reported in the header
         encs["bc7enc-py"] = (f"{type(e).__name__}: {e}", {})
     try:
@@ -239,7 +260,8 @@ def main() -> None:
             else:
                 secs, ps = 0.0, []
                 for a in imgs.values():
-                    t, blocks = timed(lambda: run_strips(fn, a, pool, args.threads), args.repeat)
+                    t, blocks = timed((lambda: fn(a)) if name in WHOLE else
+                                      (lambda: run_strips(fn, a, pool, args.threads)), args.repeat)
                     secs += t
                     ps.append(psnr(f, blocks, a))
                 mp = sum(a.shape[0] * a.shape[1] for a in imgs.values()) / 1e6
@@ -247,6 +269,13 @@ def main() -> None:
         return cpu_cache[key]
 
     names = [n for n, (why, _) in encs.items() if not why]
+    first = next(iter(images.values()))
+    for n in names:  # does the library release the GIL? (N threads against one, same strips)
+        f, fn = next(iter(encs[n][1].items()))
+        one, _ = timed(lambda: run_strips(fn, first, ThreadPoolExecutor(1), args.threads), args.repeat)
+        many, _ = timed(lambda: run_strips(fn, first, pool, args.threads), args.repeat)
+        print(f"{n}: {f} in {args.threads} strips on {args.threads} threads {one / many:.2f}x one thread"
+              + (" (so it runs on the whole image: it threads itself)" if n in WHOLE else ""))
     head = f"{'format':6s} {'quality':7s} {'images':16s} {'GPU MP/s':>9s} {'wall MP/s':>9s} {'PSNR':>6s}"
     for n in names:
         head += f" | {n + ' MP/s':>16s} {'PSNR':>6s}"

@@ -81,6 +81,7 @@ ENCODERS = {
     "bc3-rgba-unorm": (3, 4), "bc3-rgba-unorm-srgb": (3, 4),
     "bc4-r-unorm": (4, 2), "bc4-r-snorm": (4, 2),
     "bc5-rg-unorm": (5, 4), "bc5-rg-snorm": (5, 4),
+    "bc7-rgba-unorm": (7, 4), "bc7-rgba-unorm-srgb": (7, 4),
 }
 
 QUALITIES = ("fast", "normal", "best")
@@ -88,11 +89,14 @@ QUALITIES = ("fast", "normal", "best")
 #: WGSL constants of each quality (see the module docstring's table)
 _SETTINGS = {
     "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "PERTURB": "0u", "TRY_THREE": "false",
-             "RAMP_IN": "0", "RAMP_OUT": "0", "RAMP6_IN": "0", "RAMP_LS": "0u"},
+             "RAMP_IN": "0", "RAMP_OUT": "0", "RAMP6_IN": "0", "RAMP_LS": "0u",
+             "BC7_REFINE": "1u"},
     "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "PERTURB": "2u", "TRY_THREE": "false",
-               "RAMP_IN": "2", "RAMP_OUT": "0", "RAMP6_IN": "1", "RAMP_LS": "3u"},
+               "RAMP_IN": "2", "RAMP_OUT": "0", "RAMP6_IN": "1", "RAMP_LS": "3u",
+               "BC7_REFINE": "2u"},
     "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "PERTURB": "8u", "TRY_THREE": "true",
-             "RAMP_IN": "12", "RAMP_OUT": "4", "RAMP6_IN": "4", "RAMP_LS": "4u"},
+             "RAMP_IN": "12", "RAMP_OUT": "4", "RAMP6_IN": "4", "RAMP_LS": "4u",
+             "BC7_REFINE": "4u"},
 }
 
 _BODY = {
@@ -102,6 +106,8 @@ _BODY = {
     4: "let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;",
     5: ("let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;\n"
         "    let g = encode_ramp(1u);\n    out[w + 2u] = g.x;\n    out[w + 3u] = g.y;"),
+    7: ("let b = encode_bc7_mode6();\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
+        "    out[w + 3u] = b.w;"),
 }
 
 
@@ -174,6 +180,8 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
         code += folder.joinpath("bc_color.wgsl").read_text()
     if kind in (3, 4, 5):
         code += folder.joinpath("bc_ramp.wgsl").read_text()
+    if kind == 7:
+        code += folder.joinpath("bc7_mode6.wgsl").read_text()
     return code
 
 
@@ -329,7 +337,7 @@ def encode_blocks(tex: "Texture", format: str, quality: str = "normal") -> "Text
 def _stored(fmt) -> tuple[int, bool]:
     """(colour channels compared, whether alpha is reported apart) of an encoded format."""
     family = fmt.name.split("-")[0]
-    return {"bc1": (3, False), "bc3": (3, True), "bc4": (1, False), "bc5": (2, False)}[family]
+    return {"bc1": (3, False), "bc3": (3, True), "bc4": (1, False), "bc5": (2, False), "bc7": (3, True)}[family]
 
 
 def psnr_report(source: "Texture", encoded: "Texture") -> list[dict]:
