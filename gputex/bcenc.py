@@ -90,13 +90,13 @@ QUALITIES = ("fast", "normal", "best")
 _SETTINGS = {
     "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "PERTURB": "0u", "TRY_THREE": "false",
              "RAMP_IN": "0", "RAMP_OUT": "0", "RAMP6_IN": "0", "RAMP_LS": "0u",
-             "BC7_REFINE": "1u"},
+             "BC7_REFINE": "1u", "BC7_P1_TOP": "1u"},
     "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "PERTURB": "2u", "TRY_THREE": "false",
                "RAMP_IN": "2", "RAMP_OUT": "0", "RAMP6_IN": "1", "RAMP_LS": "3u",
-               "BC7_REFINE": "2u"},
+               "BC7_REFINE": "2u", "BC7_P1_TOP": "4u"},
     "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "PERTURB": "8u", "TRY_THREE": "true",
              "RAMP_IN": "12", "RAMP_OUT": "4", "RAMP6_IN": "4", "RAMP_LS": "4u",
-             "BC7_REFINE": "4u"},
+             "BC7_REFINE": "4u", "BC7_P1_TOP": "16u"},
 }
 
 _BODY = {
@@ -106,7 +106,8 @@ _BODY = {
     4: "let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;",
     5: ("let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;\n"
         "    let g = encode_ramp(1u);\n    out[w + 2u] = g.x;\n    out[w + 3u] = g.y;"),
-    7: ("let b = encode_bc7_mode6();\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
+    7: ("var b = encode_bc7_mode6();\n    let b1 = encode_bc7_mode1();\n    if (m1_err < m6_err) {\n"
+        "        b = b1;\n    }\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
         "    out[w + 3u] = b.w;"),
 }
 
@@ -181,7 +182,7 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
     if kind in (3, 4, 5):
         code += folder.joinpath("bc_ramp.wgsl").read_text()
     if kind == 7:
-        code += folder.joinpath("bc7_mode6.wgsl").read_text()
+        code += folder.joinpath("bc7_mode6.wgsl").read_text() + folder.joinpath("bc7_mode1.wgsl").read_text()
     return code
 
 

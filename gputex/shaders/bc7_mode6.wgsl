@@ -15,6 +15,7 @@ struct Mode6 {
 }
 
 var<private> bc7_bits: array<u32, 4>;
+var<private> m6_err: f32;
 
 fn bc7_put(pos: u32, n: u32, v: u32) {
     let w = pos >> 5u;
@@ -165,6 +166,7 @@ fn encode_bc7_mode6() -> vec4<u32> {
         e1 = best.e0;
         flip = 15u;
     }
+    m6_err = best.err;
     bc7_bits = array<u32, 4>(0u, 0u, 0u, 0u);
     bc7_put(0u, 7u, 64u);  // mode 6: six 0 bits, then 1
     for (var c = 0u; c < 4u; c++) {
