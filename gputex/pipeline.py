@@ -157,8 +157,9 @@ def _upload_texfile(session: "Session", tf, opts: Options, result: Result, usage
     if make_mips and keep_compressed:
         from .errors import FormatError
 
-        raise FormatError(f"{tf.source}: mips cannot be written into {tf.format.name} (gputex does not encode "
-                          "block-compressed formats); capture decodes it and can make mips of the decoded texture")
+        raise FormatError(f"{tf.source}: mips cannot be written into {tf.format.name} (gputex does not re-encode "
+                          "a block-compressed file; upload the source image with --format and --mips); capture "
+                          "decodes it and can make mips of the decoded texture")
     with _timed(result, "upload"):
         tex = upload_texture_file(session, tf, levels=None if (tf.format.compressed or not make_mips) else want,
                                   color_space=opts.color_space, budget=opts.budget,
