@@ -471,6 +471,30 @@ def test_report_matches_numpy(gpu, tmp_png):
     assert r.bc_report[0]["psnr"] == pytest.approx(10 * np.log10(255 ** 2 / mse), abs=1e-3)
 
 
+@pytest.mark.parametrize("fmt", ["bc1-rgba-unorm-srgb", "bc7-rgba-unorm-srgb"])
+def test_library_srgb_source_same_blocks(gpu, fmt):
+    """encode_blocks of an rgba8unorm-srgb texture (the shader sees linear values and re-encodes
+    them to codes) gives the same blocks as the same codes in rgba8unorm."""
+    import wgpu
+
+    rng = np.random.default_rng(50)
+    img = rng.integers(0, 256, (12, 20, 4), dtype=np.uint8)
+    out = []
+    for src in ("rgba8unorm-srgb", "rgba8unorm"):
+        tex = gputex.upload(gpu, gputex.from_array(img), src, color_space="srgb",
+                            usage=wgpu.TextureUsage.TEXTURE_BINDING)
+        try:
+            enc = gputex.encode_blocks(tex, fmt, quality="fast")
+            try:
+                assert (enc.format.name, enc.width, enc.height, enc.levels) == (fmt, 20, 12, 1)
+                out.append(bytes(capture_texture_file(enc).levels[0]))
+            finally:
+                enc.destroy()
+        finally:
+            tex.destroy()
+    assert out[0] == out[1]
+
+
 def test_library_errors(gpu):
     import wgpu
 
