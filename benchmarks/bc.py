@@ -14,7 +14,7 @@ BC1/BC3/BC7, R for BC4, RG for BC5, the mean of the photos' PSNRs and the compos
 CPU encoders, same images, same run, on all cores (the image split into strips of block rows,
 one thread per core; the header prints each library's speed-up on N threads against one, which
 shows whether its calls release the GIL; etcpak threads itself and gets the whole image): bc7enc-py (bc7enc_rdo's rgbcx at its default level 10: BC1, BC3, BC5; it has no
-BC4 entry), etcpak (BC1, BC3, BC4, BC5), quicktex (level 5 defaults: BC1, BC3, BC4, BC5). A
+BC4 entry), etcpak (BC1, BC3, BC4, BC5, BC7), quicktex (level 5 defaults: BC1, BC3, BC4, BC5). A
 library that is not installed gets "-" with the reason in the header. BC7: bc7enc-py with plain
 weights (``m_perceptual = False``, weights 1, 1, 1, 1) at uber level 0 (its default) and 4 (its
 slowest).
@@ -131,7 +131,8 @@ def cpu_encoders():
             return lambda a: fn(a.tobytes(), a.shape[1], a.shape[0])
 
         encs["etcpak"] = (None, {"bc1": etc(etcpak.compress_bc1), "bc3": etc(etcpak.compress_bc3),
-                                 "bc4": etc(etcpak.compress_bc4), "bc5": etc(etcpak.compress_bc5)})
+                                 "bc4": etc(etcpak.compress_bc4), "bc5": etc(etcpak.compress_bc5),
+                                 "bc7": etc(etcpak.compress_bc7)})
     except Exception as e:  # noqa: BLE001
         encs["etcpak"] = (f"{type(e).__name__}: {e}", {})
     try:
