@@ -136,7 +136,8 @@ def _validate_format(name: Optional[str], encode: bool = False) -> None:
     if not fmt.image and not (encode and fmt.name in ENCODERS):
         from .formats import IMAGE_FORMATS
 
-        _err(f"format {fmt.name} cannot be filled from an image; use one of: {', '.join(IMAGE_FORMATS)}")
+        also = f" (block-compressed: {', '.join(ENCODERS)})" if encode else ""
+        _err(f"format {fmt.name} cannot be filled from an image; use one of: {', '.join(IMAGE_FORMATS)}{also}")
         raise typer.Exit(EXIT_USAGE)
 
 
