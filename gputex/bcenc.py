@@ -1,4 +1,4 @@
-"""Block compression on the GPU: BC1, BC3, BC4, BC5 and BC7 encoded by WGSL compute shaders.
+"""Block compression on the GPU: BC1, BC3, BC4, BC5, BC7 and BC6H (ufloat) encoded by WGSL compute shaders.
 
 :func:`encode_blocks` takes an uncompressed texture (any unorm or float format, every level
 and layer it has) and returns a new block-compressed texture of the same logical size and
@@ -24,6 +24,11 @@ Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.w
   subsets, RGB, 3-bit indices): the 64 partitions ranked by how far their subsets' texels lie
   from each subset's principal line, the best-ranked fitted in full the same way. The other
   modes (0, 2, 3, 4, 5, 7: three subsets, separate alpha, 2-bit indices) are not tried.
+* BC6H (``bc6h-rgb-ufloat`` only): mode 11 alone (one region, 10-bit endpoints, 4-bit
+  indices), fitted on the half-float bit patterns (``bc6h_mode11.wgsl``); the two-region and
+  delta-coded modes are not tried, so wide-range blocks lose more than a full encoder would.
+  ``bc6h-rgb-float`` is refused: its signed variant of the same code gave wrong values on
+  blocks spanning zero on lavapipe, unexplained in the time there was.
 
 Quality levels (``quality=``; the CLI's ``--quality``; also 0, 1, 2):
 
@@ -82,7 +87,7 @@ from .errors import FormatError, LimitError
 if TYPE_CHECKING:
     from .upload import Texture
 
-__all__ = ["encode_blocks", "encode_levels", "psnr_report", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
+__all__ = ["encode_blocks", "encode_levels", "psnr_report", "kind_of", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
            "source_format", "check_options", "encodable"]
 
 #: Formats gputex encodes -> (KIND of bc_encode.wgsl, u32 words per block)
@@ -92,6 +97,7 @@ ENCODERS = {
     "bc4-r-unorm": (4, 2), "bc4-r-snorm": (4, 2),
     "bc5-rg-unorm": (5, 4), "bc5-rg-snorm": (5, 4),
     "bc7-rgba-unorm": (7, 4), "bc7-rgba-unorm-srgb": (7, 4),
+    "bc6h-rgb-ufloat": (6, 4),
 }
 
 QUALITIES = ("fast", "normal", "best")
@@ -116,6 +122,8 @@ _BODY = {
     4: "let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;",
     5: ("let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;\n"
         "    let g = encode_ramp(1u);\n    out[w + 2u] = g.x;\n    out[w + 3u] = g.y;"),
+    6: ("let b = encode_bc6h();\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
+        "    out[w + 3u] = b.w;"),
     7: ("var b = encode_bc7_mode6();\n    let b1 = encode_bc7_mode1();\n    if (m1_err < m6_err) {\n"
         "        b = b1;\n    }\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
         "    out[w + 3u] = b.w;"),
@@ -131,6 +139,11 @@ class EncodeReport:
     compile_seconds: float = 0.0  # pipeline creation in this call (0 when it was cached)
     gpu_ns: int | None = None  # first pass begin to last pass end (timestamp queries)
     pass_ns: list[int] = field(default_factory=list)  # each level's encode pass
+
+
+def kind_of(fmt) -> int:
+    """KIND of ``bc_encode.wgsl`` for an encodable format."""
+    return ENCODERS[fmt.name][0]
 
 
 def encodable(name: str) -> bool:
@@ -150,9 +163,9 @@ def parse_quality(quality) -> str:
 
 def source_format(fmt) -> str:
     """The uncompressed format an image is uploaded to (and its mips made in) before encoding
-    into ``fmt``: ``rgba8unorm`` (sRGB formats too: the codes are what is fitted; the texture's
-    colour space says how the mips treat them)."""
-    return "rgba8unorm"
+    into ``fmt``: ``rgba16float`` for BC6H, else ``rgba8unorm`` (sRGB formats too: the codes are
+    what is fitted; the texture's colour space says how the mips treat them)."""
+    return "rgba16float" if fmt.name.startswith("bc6h") else "rgba8unorm"
 
 
 def check_options(fmt_name: str, *, normal_map: bool = False, alpha: str = "weighted",
@@ -182,7 +195,8 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
     folder = resources.files("gputex").joinpath("shaders")
     consts = dict(_SETTINGS[quality], KIND=f"{kind}u", SIGNED=str(signed).lower(),
                   SRC_SRGB=str(src_srgb).lower(), SRC_ROUND=str(src_round).lower(),
-                  FOUR_ALWAYS=str(kind == 3).lower(), BLOCK_WORDS="2u" if kind in (1, 4) else "4u")
+                  FOUR_ALWAYS=str(kind == 3).lower(), BLOCK_WORDS="2u" if kind in (1, 4) else "4u",
+                  RAW_FLOAT=str(kind == 6).lower())
     types = {"true": "bool", "false": "bool"}
     head = "".join(f"const {k}: {types.get(v, 'u32' if v.endswith('u') else 'i32')} = {v};\n"
                    for k, v in sorted(consts.items()))
@@ -193,6 +207,8 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
         code += folder.joinpath("bc_ramp.wgsl").read_text()
     if kind == 7:
         code += folder.joinpath("bc7_mode6.wgsl").read_text() + folder.joinpath("bc7_mode1.wgsl").read_text()
+    if kind == 6:
+        code += folder.joinpath("bc6h_mode11.wgsl").read_text()
     return code
 
 
@@ -262,15 +278,19 @@ def encode_levels(tex: "Texture", format: str, quality: str = "normal", *,
                           f"{', '.join(ENCODERS)}")
     quality = parse_quality(quality)
     _check_source(tex, fmt)
+    if kind_of(fmt) == 6 and tex.color_space == "srgb":
+        raise FormatError(f"{tex.source}: {fmt.name} holds linear HDR values but this texture is sRGB; "
+                          "give linear data (float images are; --color-space linear for others)")
     session, device = tex.session, tex.session.device
     kind, words = ENCODERS[fmt.name]
     src_round = tex.format.kind == "unorm" and tex.format.bits == 8
-    pipe, bgl, compile_s = _pipeline(session, kind, fmt.kind == "snorm", quality, tex.format.srgb, src_round)
+    signed = fmt.kind in ("snorm", "float")  # bc4/bc5 snorm, bc6h-rgb-float
+    pipe, bgl, compile_s = _pipeline(session, kind, signed, quality, tex.format.srgb, src_round)
     report = EncodeReport(fmt.name, quality, compile_s)
     out = create_texture(session, fmt, tex.width, tex.height, layers=tex.layers, levels=tex.levels,
                          usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC
                          | wgpu.TextureUsage.TEXTURE_BINDING,
-                         color_space="srgb" if fmt.srgb else ("linear" if fmt.kind == "snorm" else tex.color_space),
+                         color_space="srgb" if fmt.srgb else ("linear" if fmt.kind in ("snorm", "float", "ufloat") else tex.color_space),
                          source=tex.source)
     out.faces, out.array = tex.faces, tex.array
     lays = [copy_layout(fmt, *tex.size(lv), tex.layers) for lv in range(tex.levels)]
@@ -351,7 +371,8 @@ def encode_blocks(tex: "Texture", format: str, quality: str = "normal") -> "Text
 def _stored(fmt) -> tuple[int, bool]:
     """(colour channels compared, whether alpha is reported apart) of an encoded format."""
     family = fmt.name.split("-")[0]
-    return {"bc1": (3, False), "bc3": (3, True), "bc4": (1, False), "bc5": (2, False), "bc7": (3, True)}[family]
+    return {"bc1": (3, False), "bc3": (3, True), "bc4": (1, False), "bc5": (2, False), "bc7": (3, True),
+            "bc6h": (3, False)}[family]
 
 
 def psnr_report(source: "Texture", encoded: "Texture") -> list[dict]:
@@ -382,8 +403,8 @@ def psnr_report(source: "Texture", encoded: "Texture") -> list[dict]:
                 if same:
                     r = compare(source, decoded, level, layer)
                     mse = r.mse
-                    peak = 255.0
-                    if k == 3:  # luma SSIM needs the three colour channels
+                    peak = 1.0 if source.format.kind == "float" else 255.0
+                    if k == 3 and encoded.format.kind != "float" and encoded.format.kind != "ufloat":  # luma SSIM needs the three colour channels
                         row["ssim"] = r.ssim
                 else:
                     a = capture(source, level, layer).astype(np.float64)

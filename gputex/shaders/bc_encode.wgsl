@@ -19,7 +19,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> out: array<u32>;
 @group(0) @binding(2) var<uniform> prm: Params;
 
-// the block's texels in code units (0..255), row-major
+// the block's texels in code units (0..255; BC6H: the values), row-major
 var<private> texel: array<vec4<f32>, 16>;
 
 fn srgb_encode(c: f32) -> f32 {
@@ -38,9 +38,11 @@ fn load_block(bx: u32, by: u32, layer: u32) {
         if (SRC_SRGB) {
             v = vec4<f32>(srgb_encode(v.r), srgb_encode(v.g), srgb_encode(v.b), v.a);
         }
-        v = clamp(v, vec4<f32>(0.0), vec4<f32>(1.0)) * 255.0;
-        if (SRC_ROUND) {  // 8-bit source: exact integer codes from here on
-            v = floor(v + 0.5);
+        if (!RAW_FLOAT) {  // BC6H keeps the values; the others work in 8-bit code units
+            v = clamp(v, vec4<f32>(0.0), vec4<f32>(1.0)) * 255.0;
+            if (SRC_ROUND) {  // 8-bit source: exact integer codes from here on
+                v = floor(v + 0.5);
+            }
         }
         texel[i] = v;
     }
