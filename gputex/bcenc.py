@@ -1,4 +1,4 @@
-"""Block compression on the GPU: BC1, BC3, BC4, BC5, BC7 and BC6H (ufloat) encoded by WGSL compute shaders.
+"""Block compression on the GPU: BC1, BC3, BC4, BC5, BC7 and BC6H encoded by WGSL compute shaders.
 
 :func:`encode_blocks` takes an uncompressed texture (any unorm or float format, every level
 and layer it has) and returns a new block-compressed texture of the same logical size and
@@ -24,11 +24,14 @@ Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.w
   subsets, RGB, 3-bit indices): the 64 partitions ranked by how far their subsets' texels lie
   from each subset's principal line, the best-ranked fitted in full the same way. The other
   modes (0, 2, 3, 4, 5, 7: three subsets, separate alpha, 2-bit indices) are not tried.
-* BC6H (``bc6h-rgb-ufloat`` only): mode 11 alone (one region, 10-bit endpoints, 4-bit
-  indices), fitted on the half-float bit patterns (``bc6h_mode11.wgsl``); the two-region and
-  delta-coded modes are not tried, so wide-range blocks lose more than a full encoder would.
-  ``bc6h-rgb-float`` is refused: its signed variant of the same code gave wrong values on
-  blocks spanning zero on lavapipe, unexplained in the time there was.
+* BC6H: mode 11 alone (one region, 10-bit endpoints, 4-bit indices), fitted on the
+  half-float bit patterns (``bc6h_mode11.wgsl``); the two-region and delta-coded modes are not
+  tried. The bit-pattern metric is relative, so one line through a block whose channels span
+  very different magnitudes (above all ``bc6h-rgb-float`` blocks crossing zero, where the bit
+  patterns jump) can trade a large linear error in a bright channel for dim ones: on the
+  astronaut photo in linear light x 8 - 2 one texel of 1.56 decoded as 18896 (the decoder and
+  the palette written out in the tests agree; the format's one-region mode cannot follow
+  that block). Data that stays on one side of zero decodes within a few percent.
 
 Quality levels (``quality=``; the CLI's ``--quality``; also 0, 1, 2):
 
@@ -97,7 +100,7 @@ ENCODERS = {
     "bc4-r-unorm": (4, 2), "bc4-r-snorm": (4, 2),
     "bc5-rg-unorm": (5, 4), "bc5-rg-snorm": (5, 4),
     "bc7-rgba-unorm": (7, 4), "bc7-rgba-unorm-srgb": (7, 4),
-    "bc6h-rgb-ufloat": (6, 4),
+    "bc6h-rgb-ufloat": (6, 4), "bc6h-rgb-float": (6, 4),
 }
 
 QUALITIES = ("fast", "normal", "best")
