@@ -49,7 +49,8 @@ best      colour: as normal, cluster fit repeated along the found endpoints' axi
 ========  ===============================================================================
 
 BC7: ``fast`` fits mode 1 on the best-ranked partition with 1 refit, ``normal`` on the best
-4 with 2 refits, ``best`` on the best 16 with 4 refits (mode 6 with the same refits).
+4 with 2 refits, ``best`` on the best 16 with 4 refits (mode 6 with the same refits). BC6H:
+1, 2 and 4 refits.
 
 What decided it (``benchmarks/bc.py`` on 2-core lavapipe, RGB PSNR by texture2ddecoder):
 cluster fit is what lifts BC1/BC3 ``normal`` above bc7enc-py's default (level 10) on the
