@@ -354,6 +354,63 @@ def test_bc6h_files_and_srgb_refused(gpu, tmp_path):
         tex.destroy()
 
 
+def _bc1_fast_reference(block: np.ndarray) -> bytes:
+    """BC1 ``fast`` for one opaque 4x4 block (16, 3) of 8-bit codes, in exact integer numpy:
+    the rule bcenc documents (bounding-box axis signed by integer covariances, extreme texels,
+    one least-squares refit in sixths, spec palette, first nearest index)."""
+    x = block.astype(np.int64)
+
+    def q565(c):
+        c = np.clip(c, 0, 255)
+        return int((c[0] * 62 + 255) // 510) << 11 | int((c[1] * 126 + 255) // 510) << 5 | int((c[2] * 62 + 255) // 510)
+
+    def evaluate(a, b):
+        c0, c1 = max(a, b), min(a, b)
+        pal = _color_palette(c0, c1, False)[:, :3]
+        if c0 == c1:
+            pal = pal[:3]
+        err = ((x[:, None, :] - pal[None]) ** 2).sum(-1)
+        idx = err.argmin(axis=1)
+        return c0, c1, idx, int(err[np.arange(16), idx].sum())
+
+    lo, hi = x.min(0), x.max(0)
+    rng_ = hi - lo
+    k = int(np.argmax(rng_))
+    cov = 16 * (x * x[:, k:k + 1]).sum(0) - x.sum(0) * x[:, k].sum()
+    axis = np.where(cov < 0, -rng_, rng_)
+    t = x @ axis
+    best = evaluate(q565(x[np.argmax(t)]), q565(x[np.argmin(t)]))
+    c0, c1, idx, _ = best
+    four = c0 > c1
+    wa = np.select([idx == 0, idx == 1, idx == 2], [6, 0, 4 if four else 3], 2)
+    wb = 6 - wa
+    aa, bb, ab = (wa * wa).sum(), (wb * wb).sum(), (wa * wb).sum()
+    det = aa * bb - ab * ab
+    if det:
+        ax, bx = (wa[:, None] * x).sum(0), (wb[:, None] * x).sum(0)
+        n0, n1 = np.maximum((ax * bb - bx * ab) * 6, 0), np.maximum((bx * aa - ax * ab) * 6, 0)
+        f = evaluate(q565((2 * n0 + det) // (2 * det)), q565((2 * n1 + det) // (2 * det)))
+        if f[3] < best[3]:
+            best = f
+    c0, c1, idx, _ = best
+    bits = sum(int(j) << (2 * i) for i, j in enumerate(idx))
+    return (c0 | c1 << 16).to_bytes(4, "little") + bits.to_bytes(4, "little")
+
+
+def test_bc1_fast_is_the_integer_rule(gpu):
+    """BC1 ``fast`` on 8-bit data equals, byte for byte, the integer rule computed here in numpy:
+    nothing in it depends on how an adapter rounds floats (so other adapters give these bytes)."""
+    rng = np.random.default_rng(53)
+    img = rng.integers(0, 256, (16, 16, 4), dtype=np.uint8)
+    img[8:, :, :3] = np.clip(img[8:, :1, :3].astype(int) // 4 + np.arange(16)[None, :, None] * 9, 0, 255)
+    img[:, :, 3] = 255
+    levels, _ = _encode(gpu, img, "bc1-rgba-unorm", "fast")
+    for bi, block in enumerate(_blocks(levels[0], 8)):
+        by, bx = divmod(bi, 4)
+        want = _bc1_fast_reference(img[by * 4: by * 4 + 4, bx * 4: bx * 4 + 4, :3].reshape(16, 3))
+        assert block == want, bi
+
+
 def test_exactly_representable_blocks_are_lossless(gpu):
     """Solid blocks (BC4/BC5: any value) and two-colour 5:6:5 blocks (BC1) come back exact."""
     rng = np.random.default_rng(44)

@@ -203,7 +203,121 @@ fn cluster_fit(three: bool, axis: vec3<f32>) -> vec2<u32> {
     return best;
 }
 
+
+// INT_FAST (``fast`` on 8-bit sources): no floating point that could round differently between
+// adapters. The axis is the bounding box's diagonal with each channel's sign taken from its
+// covariance with the widest channel (exact integer sums); the endpoints are the texels
+// furthest apart along it; the least-squares refits solve in exact integers (weights in
+// sixths) with one rounding to the nearest code.
+fn quant565_int(c: vec3<i32>) -> u32 {
+    let q = clamp(c, vec3<i32>(0), vec3<i32>(255));
+    let r = u32((q.x * 62 + 255) / 510);
+    let g = u32((q.y * 126 + 255) / 510);
+    let b = u32((q.z * 62 + 255) / 510);
+    return (r << 11u) | (g << 5u) | b;
+}
+
+fn fit_color_int(three: bool) -> ColorFit {
+    var n = 0;
+    var s = vec3<i32>(0);
+    var lo = vec3<i32>(255);
+    var hi = vec3<i32>(0);
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) != 0u) {
+            let x = vec3<i32>(texel[i].rgb);
+            s += x;
+            lo = min(lo, x);
+            hi = max(hi, x);
+            n++;
+        }
+    }
+    let range = hi - lo;
+    var k = 0u;
+    if (range.y > range[k]) {
+        k = 1u;
+    }
+    if (range.z > range[k]) {
+        k = 2u;
+    }
+    var cov = vec3<i32>(0);
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) != 0u) {
+            let x = vec3<i32>(texel[i].rgb);
+            cov += x * x[k];
+        }
+    }
+    cov = cov * n - s * s[k];  // n^2 x the covariance of each channel with channel k
+    let axis = select(range, -range, cov < vec3<i32>(0));
+    var tmin = 0x7fffffff;
+    var tmax = -0x7fffffff;
+    var a = vec3<i32>(0);
+    var b = vec3<i32>(0);
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) != 0u) {
+            let x = vec3<i32>(texel[i].rgb);
+            let t = dot(x, axis);
+            if (t > tmax) {
+                tmax = t;
+                a = x;
+            }
+            if (t < tmin) {
+                tmin = t;
+                b = x;
+            }
+        }
+    }
+    var best = eval_color(quant565_int(a), quant565_int(b), three);
+    for (var it = 0u; it < REFINE; it++) {
+        let four = FOUR_ALWAYS || best.c0 > best.c1;
+        var aa = 0;
+        var bb = 0;
+        var ab = 0;
+        var ax = vec3<i32>(0);
+        var bx = vec3<i32>(0);
+        for (var i = 0u; i < 16u; i++) {
+            if (((cmask >> i) & 1u) == 0u) {
+                continue;
+            }
+            let j = (best.bits >> (2u * i)) & 3u;
+            var wa = 6;  // weight of c0, in sixths
+            if (j == 1u) {
+                wa = 0;
+            } else if (j == 2u) {
+                wa = select(3, 4, four);
+            } else if (j == 3u) {
+                wa = 2;
+            }
+            let wb = 6 - wa;
+            let x = vec3<i32>(texel[i].rgb);
+            aa += wa * wa;
+            bb += wb * wb;
+            ab += wa * wb;
+            ax += wa * x;
+            bx += wb * x;
+        }
+        let det = aa * bb - ab * ab;
+        if (det == 0) {
+            break;
+        }
+        // endpoints = 6 (ax bb - bx ab) / det, rounded to the nearest code (negatives clamp to 0)
+        let n0 = max((ax * bb - bx * ab) * 6, vec3<i32>(0));
+        let n1 = max((bx * aa - ax * ab) * 6, vec3<i32>(0));
+        let e0 = (2 * n0 + vec3<i32>(det)) / (2 * det);
+        let e1 = (2 * n1 + vec3<i32>(det)) / (2 * det);
+        let f = eval_color(quant565_int(e0), quant565_int(e1), three);
+        if (f.err < best.err) {
+            best = f;
+        } else {
+            break;
+        }
+    }
+    return best;
+}
+
 fn fit_color(three: bool) -> ColorFit {
+    if (INT_FAST) {
+        return fit_color_int(three);
+    }
     var mean = vec3<f32>(0.0);
     var lo = vec3<f32>(255.0);
     var hi = vec3<f32>(0.0);
