@@ -49,6 +49,7 @@ __all__ = [
     "encode",
     "compare",
     "stats",
+    "encode_blocks",
     "copy_layout",
     "get_format",
     "resize_texture",
@@ -71,6 +72,7 @@ __all__ = [
 # (numpy, wgpu and Pillow load inside functions). Importing them here, then binding
 # the functions, keeps ``gputex.decode`` etc. the functions even after the
 # submodules are imported elsewhere.
+from .bcenc import encode_blocks  # noqa: E402
 from .capture import capture, capture_bytes  # noqa: E402
 from .compare import compare, stats  # noqa: E402
 from .converter import Converter  # noqa: E402

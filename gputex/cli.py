@@ -213,7 +213,8 @@ def _session(adapter: Optional[str], backend: Optional[str], soon=None):
         raise typer.Exit(EXIT_USAGE)
 
 
-def _validate_format(name: Optional[str]) -> None:
+def _validate_format(name: Optional[str], encode: bool = False) -> None:
+    """Exit 2 unless ``name`` is a format gputex fills from images (``encode``: or BC-encodes)."""
     if name is None:
         return
     from .formats import get_format
@@ -223,10 +224,39 @@ def _validate_format(name: Optional[str]) -> None:
     except GputexError as e:
         _err(str(e))
         raise typer.Exit(EXIT_USAGE)
-    if not fmt.image:
+    from .bcenc import ENCODERS
+
+    if not fmt.image and encode and fmt.name not in ENCODERS and fmt.name.startswith("bc"):
+        _err(f"format {fmt.name} is not encoded by gputex yet; it encodes {', '.join(ENCODERS)}")
+        raise typer.Exit(EXIT_USAGE)
+    if not fmt.image and not (encode and fmt.name in ENCODERS):
         from .formats import IMAGE_FORMATS
 
-        _err(f"format {fmt.name} cannot be filled from an image; use one of: {', '.join(IMAGE_FORMATS)}")
+        also = f" (block-compressed: {', '.join(ENCODERS)})" if encode else ""
+        _err(f"format {fmt.name} cannot be filled from an image; use one of: {', '.join(IMAGE_FORMATS)}{also}")
+        raise typer.Exit(EXIT_USAGE)
+
+
+def _validate_encoding(format: Optional[str], quality: str, report: bool, *, volume: bool, **options) -> None:
+    """Exit 2 for --quality/--report without a BC format gputex encodes, or options that do not fit it."""
+    from .bcenc import check_options, encodable, parse_quality
+
+    try:
+        parse_quality(quality)
+    except GputexError as e:
+        _err(str(e))
+        raise typer.Exit(EXIT_USAGE)
+    if not (format and encodable(format)):
+        if report or quality.strip().lower() != "normal":
+            _err(f"{'--report' if report else '--quality'} applies to block compression; add --format "
+                 "bc1-rgba-unorm (or bc3/bc4/bc5)")
+            raise typer.Exit(EXIT_USAGE)
+        return
+    problem = check_options(format, **options)
+    if problem is None and volume:
+        problem = f"--volume with {format}: WebGPU has no 3D BC textures (texture-compression-bc-sliced-3d)"
+    if problem:
+        _err(problem)
         raise typer.Exit(EXIT_USAGE)
 
 
@@ -466,6 +496,10 @@ def upload(
     cube: bool = typer.Option(False, "--cube", help="Inputs are cube faces +x -x +y -y +z -z (6 per cube)."),
     volume: bool = typer.Option(False, "--volume", help="Inputs are the depth slices of one 3D texture."),
     manifest: Optional[str] = ManifestOpt, threads: Optional[int] = ThreadsOpt, memory: Optional[int] = MemoryOpt,
+    quality: str = typer.Option("normal", "--quality", metavar="fast|normal|best",
+                                help="BC encoding effort (--format bc*; or 0, 1, 2)."),
+    report: bool = typer.Option(False, "--report", help="BC encoding: print the PSNR of every level against "
+                                "its source."),
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
     quiet: bool = QuietOpt, verbose: bool = VerboseOpt, levels_alias: Optional[int] = LevelsAliasOpt,
@@ -476,12 +510,16 @@ def upload(
 
     Reads the texture back and compares it with what was sent, and shows the copy
     layout (row pitch, padding, staging). Texture files (KTX2, KTX, DDS) are uploaded
-    as stored. With -o the texture, mips included, is written as KTX2 or DDS.
+    as stored. With -o the texture, mips included, is written as KTX2 or DDS;
+    --format bc1/bc3/bc4/bc5/bc6h/bc7-* encodes its blocks on the GPU.
     """
     _state.update(debug=debug, quiet=quiet, verbose=verbose)
     levels = levels or levels_alias
     transform = _transform(resize, max_size, pot, swizzle)
-    _validate_format(format)
+    _validate_format(format, encode=True)
+    _validate_encoding(format, quality, report, normal_map=normal_map, alpha=alpha.value,
+                       alpha_coverage=alpha_coverage, premultiply=premultiply,
+                       color_space=color_space.value if color_space else None, volume=volume)
     from .caps import cap_jobs
 
     jobs = cap_jobs(jobs, threads)
@@ -524,7 +562,7 @@ def upload(
                     max_ratio=max_ratio, mips=mips or levels is not None, mip_levels=levels,
                     mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap),
                     out=out, container=container.value, zstd=zstd, skip_existing=skip_existing,
-                    transform=transform)
+                    transform=transform, quality=quality.strip().lower(), report=report)
     from .cli_scale import manifest_for
     from .pipeline import OutputNames, assemble_file, decode_stage, upload_gpu_stage
 
@@ -595,6 +633,16 @@ def _render_upload(results, session) -> None:
             + (f" -> {', '.join(r.outputs)}" if r.outputs else "")
             + _timings(r)
         )
+        _render_bc_report(r)
+
+
+def _render_bc_report(r) -> None:
+    """``--report``: one line per encoded level (and layer)."""
+    for row in r.bc_report or []:
+        typer.echo(f"  {r.format} level {row['level']}" + (f" layer {row['layer']}" if "layer" in row else "")
+                   + f": PSNR {_fmt_db(row['psnr'])} dB"
+                   + (f", alpha {_fmt_db(row['psnr_alpha'])} dB" if "psnr_alpha" in row else "")
+                   + (f", SSIM {row['ssim']:.5f}" if row.get("ssim") is not None else ""))
 
 
 def _timings(r) -> str:

@@ -55,6 +55,9 @@ class Options:
     bc_decode: str = "spec"  # BC1-BC5 capture: "spec" (compute decoder) or "sampler" (texture units)
     # transforms (resize on the GPU before mips; swizzle on the decoded image): gputex.transform
     transform: Any = None  # a gputex.transform.Transform, or None
+    # block compression (upload --format bc*: gputex.bcenc)
+    quality: str = "normal"
+    report: bool = False  # PSNR of every encoded level against its source
 
 
 @dataclass
@@ -81,6 +84,7 @@ class Result:
     bytes: int | None = None  # decoded image bytes (for MB/s)
     texture: str | None = None  # texture files: 2d, 2d-array, cube, cube-array, 3d
     resized_from: list[int] | None = None  # --resize/--max-size/--pot: the size before
+    bc_report: list[dict] | None = None  # --report: PSNR per encoded level (gputex.bcenc.psnr_report)
     exception: BaseException | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -177,8 +181,9 @@ def _upload_texfile(session: "Session", tf, opts: Options, result: Result, usage
     if make_mips and keep_compressed:
         from .errors import FormatError
 
-        raise FormatError(f"{tf.source}: mips cannot be written into {tf.format.name} (gputex does not encode "
-                          "block-compressed formats); capture decodes it and can make mips of the decoded texture")
+        raise FormatError(f"{tf.source}: mips cannot be written into {tf.format.name} (gputex does not re-encode "
+                          "a block-compressed file; upload the source image with --format and --mips); capture "
+                          "decodes it and can make mips of the decoded texture")
     with _timed(result, "upload"):
         tex = upload_texture_file(session, tf, levels=None if (tf.format.compressed or not make_mips) else want,
                                   color_space=opts.color_space, budget=opts.budget,
@@ -218,18 +223,19 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
     if size == (image.width, image.height):
         size = None
     levels = _mip_levels(opts, *(size or (image.width, image.height)))
+    fmt, space, bc = _upload_format(opts)
     with _timed(result, "upload"):
-        tex = upload(session, image, opts.format, color_space=_color_space(opts), levels=1 if size else levels,
+        tex = upload(session, image, fmt, color_space=space, levels=1 if size else levels,
                      premultiply=opts.premultiply, flip_y=opts.flip_y, budget=opts.budget,
                      path=opts.upload_path,
-                     usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or size else 0))
+                     usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or size or bc else 0))
     if size:
         from .transform import resize_texture
 
         with _timed(result, "resize"):
             try:
                 resized = resize_texture(tex, *size, levels=levels, usage=usage | (
-                    wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 else 0), **opts.mip_options)
+                    wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or bc else 0), **opts.mip_options)
             finally:
                 tex.destroy()
         result.resized_from = [image.width, image.height]
@@ -249,6 +255,41 @@ def _color_space(opts: Options) -> str | None:
     if opts.color_space is None and opts.mip_options.get("normal_map"):
         return "linear"
     return opts.color_space
+
+
+def _upload_format(opts: Options) -> tuple[str | None, str | None, bool]:
+    """(format to upload to, colour space, whether it is then block-encoded): a BC format gputex
+    encodes (``gputex.bcenc``) is reached through its uncompressed source format."""
+    from .bcenc import encodable
+
+    if not opts.format or not encodable(opts.format):
+        return opts.format, _color_space(opts), False
+    from .bcenc import source_format
+    from .formats import get_format
+
+    target = get_format(opts.format)
+    return source_format(target), "srgb" if target.srgb else _color_space(opts), True
+
+
+def _bc_encode(tex: "Texture", opts: Options, result: Result) -> "Texture | None":
+    """``tex`` (mips included) block-encoded into ``opts.format``; None when that is not a BC
+    format gputex encodes. With ``opts.report`` the PSNR of every level goes into the result."""
+    if not _upload_format(opts)[2]:
+        return None
+    from .bcenc import encode_blocks, psnr_report
+
+    with _timed(result, "bc_encode"):
+        encoded = encode_blocks(tex, opts.format, opts.quality)
+    encoded.upload_path = tex.upload_path
+    try:
+        if opts.report:
+            with _timed(result, "report"):
+                result.bc_report = psnr_report(tex, encoded)
+    except BaseException:
+        encoded.destroy()
+        raise
+    _note_texture(result, encoded)
+    return encoded
 
 
 def _note_texture(result: Result, tex: "Texture", format_name: str | None = None) -> None:
@@ -304,6 +345,17 @@ def upload_gpu_stage(session: "Session", opts: Options, names: "OutputNames | No
 
 
 def _verify_and_write(tex: "Texture", source, item, opts: Options, names, result: Result) -> None:
+    encoded = None if _is_texfile(source) else _bc_encode(tex, opts, result)
+    try:
+        _check_and_write(tex, encoded, source, item, opts, names, result)
+    finally:
+        if encoded is not None:
+            encoded.destroy()
+
+
+def _check_and_write(tex: "Texture", encoded: "Texture | None", source, item, opts: Options, names,
+                     result: Result) -> None:
+    """Verify ``tex`` against what was sent; write ``encoded`` (its BC encoding) or ``tex``."""
     import numpy as np
 
     from .capture import capture_bytes, capture_texture_file
@@ -314,10 +366,12 @@ def _verify_and_write(tex: "Texture", source, item, opts: Options, names, result
     shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
     with _timed(result, "capture"):
         if opts.out or _is_texfile(source):
-            stored = capture_texture_file(tex, budget=opts.budget)
+            stored = capture_texture_file(encoded or tex, budget=opts.budget)
+    if encoded is not None:
+        result.layout = encoded.layout(0).as_dict()
 
     def level0(z: int):
-        if stored is None:
+        if stored is None or encoded is not None:
             return capture_bytes(tex, 0, z, budget=opts.budget)
         n = stored.image_bytes(0)
         return np.frombuffer(memoryview(stored.levels[0])[z * n: (z + 1) * n], np.uint8).reshape(shape)
@@ -399,8 +453,9 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
                 raise LimitError(f"--cube needs 6 images per cube (+x -x +y -y +z -z), got {len(images)}")
             if first.width != first.height:
                 raise LimitError(f"{labels[0]}: cube faces must be square, got {first.width}x{first.height}")
-        fmt = get_format(opts.format) if opts.format else default_format(first, session, _color_space(opts))
-        space = "srgb" if fmt.srgb else (_color_space(opts) or first.color_space)
+        up_fmt, up_space, _ = _upload_format(opts)
+        fmt = get_format(up_fmt) if up_fmt else default_format(first, session, _color_space(opts))
+        space = "srgb" if fmt.srgb else (up_space or first.color_space)
         size = opts.transform.target_size(first.width, first.height) if opts.transform else None
         size = None if size == (first.width, first.height) else size
         if size and kind == "volume":

@@ -105,7 +105,9 @@ def test_output_never_overwrites_an_input(gpu, rgba65):
 
 @pytest.mark.parametrize("args,message", [
     (["upload", "x.png", "--format", "rgb8unorm"], "gputex: unknown texture format 'rgb8unorm'; use one of: "),
-    (["upload", "x.png", "--format", "bc7-rgba-unorm"], "gputex: format bc7-rgba-unorm cannot be filled from an image"),
+    (["capture", "x.png", "-o", "out", "--format", "bc7-rgba-unorm"],
+     "gputex: format bc7-rgba-unorm cannot be filled from an image"),
+    (["upload", "x.png", "--format", "etc2-rgb8unorm"], "gputex: format etc2-rgb8unorm cannot be filled from an image"),
     (["capture", "x.png", "-o", "out", "--level", "top"], "gputex: --level must be a number or 'all', got 'top'"),
 ])
 def test_usage_errors_exit_2(args, message):

@@ -1,0 +1,435 @@
+"""Block compression on the GPU: BC1, BC3, BC4, BC5, BC7 and BC6H encoded by WGSL compute shaders.
+
+:func:`encode_blocks` takes an uncompressed texture (any unorm or float format, every level
+and layer it has) and returns a new block-compressed texture of the same logical size and
+level count. Per level one dispatch runs one invocation per 4x4 block: the texels are read
+straight from the source level with ``textureLoad`` (past the logical edge the last row and
+column repeat: edge replication), the block's words go into one storage buffer laid out as
+``copy_buffer_to_texture`` wants it, and one command encoder copies every level into the BC
+texture, so ``capture`` (which decodes it), ``compare`` and the texture-file writers take it
+as they take any texture.
+
+Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.wgsl``):
+
+* colour (BC1, BC3's colour half): endpoints from the principal axis of the block's colours
+  (power iteration on the covariance), least-squares refits of the endpoints against the
+  chosen indices, a cluster fit, then a local search moving one 5:6:5 channel of one endpoint
+  by one step while that lowers the error; BC1 blocks with texels of alpha < 128 use the
+  three-colour + transparent mode (those texels get index 3).
+* ramp (BC4, BC5, BC3's alpha): exhaustive choice among all 8 palette entries per texel for
+  every endpoint pair tried: the block's range, inset/outset by a few codes, in the 8-value
+  mode, the range of the non-extreme texels in the 6-value mode, and least-squares refits.
+* BC7: two of its eight modes, the lower error wins. Mode 6 (one subset, RGBA, 4-bit
+  indices): principal axis in RGBA, every p-bit pair, least-squares refits. Mode 1 (two
+  subsets, RGB, 3-bit indices): the 64 partitions ranked by how far their subsets' texels lie
+  from each subset's principal line, the best-ranked fitted in full the same way. The other
+  modes (0, 2, 3, 4, 5, 7: three subsets, separate alpha, 2-bit indices) are not tried.
+* BC6H: mode 11 alone (one region, 10-bit endpoints, 4-bit indices), fitted on the
+  half-float bit patterns (``bc6h_mode11.wgsl``); the two-region and delta-coded modes are not
+  tried. The bit-pattern metric is relative, so one line through a block whose channels span
+  very different magnitudes (above all ``bc6h-rgb-float`` blocks crossing zero, where the bit
+  patterns jump) can trade a large linear error in a bright channel for dim ones: on the
+  astronaut photo in linear light x 8 - 2 one texel of 1.56 decoded as 18896 (the decoder and
+  the palette written out in the tests agree; the format's one-region mode cannot follow
+  that block). Data that stays on one side of zero decodes within a few percent.
+
+Quality levels (``quality=``; the CLI's ``--quality``; also 0, 1, 2):
+
+========  ===============================================================================
+fast      colour: integer axis (see Determinism), 1 integer least-squares refit (16- and
+          float sources: 4 power iterations, 1 refit); ramp: the block's range, in both modes
+normal    colour: 8 iterations, 2 refits, cluster fit (all 969 splits of the texels ordered
+          along the axis into the four indices), 2 local-search passes; ramp: insets 0..2
+          on each side (9 pairs), 6-value insets 0..1, then up to 3 least-squares refits
+          with the 3x3 integer pairs around each
+best      colour: as normal, cluster fit repeated along the found endpoints' axis (up to
+          4 times), up to 8 search passes, the three-colour mode tried for opaque BC1
+          blocks too; ramp: -4..12 on each side (289 pairs), 6-value insets 0..4, up to
+          4 refits
+========  ===============================================================================
+
+BC7: ``fast`` fits mode 1 on the best-ranked partition with 1 refit, ``normal`` on the best
+4 with 2 refits, ``best`` on the best 16 with 4 refits (mode 6 with the same refits). BC6H:
+1, 2 and 4 refits.
+
+What decided it (``benchmarks/bc.py`` on 2-core lavapipe, RGB PSNR by texture2ddecoder):
+cluster fit is what lifts BC1/BC3 ``normal`` above bc7enc-py's default (level 10) on the
+scikit-image photos (35.68 against 35.64 dB; 35.47 without it); the least-squares refits
+lift BC4 by 0.4 dB at the cost of a few palette evaluations; mode 1 lifts BC7 from 42.4 dB
+(mode 6 alone, astronaut crop) to 44.6 at ``normal``, past bc7enc-py's 44.35 (plain weights,
+uber 0).
+
+Errors are plain RGB(A) squared differences (weights 1, 1, 1) against the palette the
+specification decodes (as ``bc_decode.wgsl``), in the stored code units: sRGB formats are
+fitted on their sRGB codes (the perceptual space they are stored in). snorm formats take the
+source's [0, 1] as [-1, 1] (``2 x - 1``: how normal maps are stored in unorm images).
+
+Compile cost (lavapipe compiles WGSL with LLVM): each pipeline is specialised by substituting
+``const`` values (format kind, source conversion, quality) into the WGSL text and holds only
+the functions its format needs; the numbers are in ``benchmarks/bc.py``'s output.
+
+Determinism: the same input, format and quality give the same bytes on every run on one
+adapter (no atomics, no races: each invocation owns its block and every loop has a fixed
+order; ties keep the earlier candidate). Across adapters: ``fast`` BC1, BC3, BC4-unorm and
+BC5-unorm of 8-bit sources are integer-exact (the colour axis is the bounding box's diagonal
+signed by exact integer covariances, the least-squares refits solve in integers, every palette
+value and error is an integer below 2^24 held exactly in f32, and no f32 result lands on a
+rounding tie), so those bytes match on every conformant adapter; this cost 0.04 dB against the
+float principal axis (34.90 against 34.94 dB on the photos). ``normal``/``best``, snorm, BC7
+and BC6H use floating point (power iteration, cluster fit, refits, pow), which WGSL lets
+adapters round differently (division to 2.5 ULP, fused multiply-add), so their bytes can
+differ between adapters (not measured: only lavapipe was available here).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import TYPE_CHECKING
+
+from .errors import FormatError, LimitError
+
+if TYPE_CHECKING:
+    from .upload import Texture
+
+__all__ = ["encode_blocks", "encode_levels", "psnr_report", "kind_of", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
+           "source_format", "check_options", "encodable"]
+
+#: Formats gputex encodes -> (KIND of bc_encode.wgsl, u32 words per block)
+ENCODERS = {
+    "bc1-rgba-unorm": (1, 2), "bc1-rgba-unorm-srgb": (1, 2),
+    "bc3-rgba-unorm": (3, 4), "bc3-rgba-unorm-srgb": (3, 4),
+    "bc4-r-unorm": (4, 2), "bc4-r-snorm": (4, 2),
+    "bc5-rg-unorm": (5, 4), "bc5-rg-snorm": (5, 4),
+    "bc7-rgba-unorm": (7, 4), "bc7-rgba-unorm-srgb": (7, 4),
+    "bc6h-rgb-ufloat": (6, 4), "bc6h-rgb-float": (6, 4),
+}
+
+QUALITIES = ("fast", "normal", "best")
+
+#: WGSL constants of each quality (see the module docstring's table)
+_SETTINGS = {
+    "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "PERTURB": "0u", "TRY_THREE": "false",
+             "RAMP_IN": "0", "RAMP_OUT": "0", "RAMP6_IN": "0", "RAMP_LS": "0u",
+             "BC7_REFINE": "1u", "BC7_P1_TOP": "1u"},
+    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "PERTURB": "2u", "TRY_THREE": "false",
+               "RAMP_IN": "2", "RAMP_OUT": "0", "RAMP6_IN": "1", "RAMP_LS": "3u",
+               "BC7_REFINE": "2u", "BC7_P1_TOP": "4u"},
+    "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "PERTURB": "8u", "TRY_THREE": "true",
+             "RAMP_IN": "12", "RAMP_OUT": "4", "RAMP6_IN": "4", "RAMP_LS": "4u",
+             "BC7_REFINE": "4u", "BC7_P1_TOP": "16u"},
+}
+
+_BODY = {
+    1: "let c = encode_color(alpha_mask());\n    out[w] = c.x;\n    out[w + 1u] = c.y;",
+    3: ("let a = encode_ramp(3u);\n    out[w] = a.x;\n    out[w + 1u] = a.y;\n"
+        "    let c = encode_color(0xffffu);\n    out[w + 2u] = c.x;\n    out[w + 3u] = c.y;"),
+    4: "let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;",
+    5: ("let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;\n"
+        "    let g = encode_ramp(1u);\n    out[w + 2u] = g.x;\n    out[w + 3u] = g.y;"),
+    6: ("let b = encode_bc6h();\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
+        "    out[w + 3u] = b.w;"),
+    7: ("var b = encode_bc7_mode6();\n    let b1 = encode_bc7_mode1();\n    if (m1_err < m6_err) {\n"
+        "        b = b1;\n    }\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
+        "    out[w + 3u] = b.w;"),
+}
+
+
+@dataclass
+class EncodeReport:
+    """What one :func:`encode_levels` call did."""
+
+    format: str
+    quality: str
+    compile_seconds: float = 0.0  # pipeline creation in this call (0 when it was cached)
+    gpu_ns: int | None = None  # first pass begin to last pass end (timestamp queries)
+    pass_ns: list[int] = field(default_factory=list)  # each level's encode pass
+
+
+def kind_of(fmt) -> int:
+    """KIND of ``bc_encode.wgsl`` for an encodable format."""
+    return ENCODERS[fmt.name][0]
+
+
+def encodable(name: str) -> bool:
+    """Whether gputex encodes the format ``name`` (``_`` accepted for ``-``)."""
+    return name.strip().lower().replace("_", "-") in ENCODERS
+
+
+def parse_quality(quality) -> str:
+    """``fast``/``normal``/``best`` (or 0/1/2) -> the quality's name."""
+    q = str(quality).strip().lower()
+    if q in ("0", "1", "2"):
+        return QUALITIES[int(q)]
+    if q not in QUALITIES:
+        raise FormatError(f"unknown quality {quality!r}; use fast, normal, best (or 0, 1, 2)")
+    return q
+
+
+def source_format(fmt) -> str:
+    """The uncompressed format an image is uploaded to (and its mips made in) before encoding
+    into ``fmt``: ``rgba16float`` for BC6H, else ``rgba8unorm`` (sRGB formats too: the codes are
+    what is fitted; the texture's colour space says how the mips treat them)."""
+    return "rgba16float" if fmt.name.startswith("bc6h") else "rgba8unorm"
+
+
+def check_options(fmt_name: str, *, normal_map: bool = False, alpha: str = "weighted",
+                  alpha_coverage: float | None = None, premultiply: bool = False,
+                  color_space: str | None = None) -> str | None:
+    """Why these options do not fit encoding into ``fmt_name`` (one line), or None."""
+    name = fmt_name.strip().lower().replace("_", "-")
+    family = name.split("-")[0]
+    if normal_map and family in ("bc1", "bc4"):
+        return (f"--normal-map with {name}: {family.upper()} cannot hold a normal's x and y apart; "
+                "use --format bc5-rg-unorm (or bc5-rg-snorm, or bc3-rgba-unorm)")
+    if family in ("bc4", "bc5"):
+        if alpha != "weighted" or alpha_coverage is not None or premultiply:
+            what = "--alpha" if alpha != "weighted" else ("--alpha-coverage" if alpha_coverage is not None
+                                                          else "--premultiply")
+            return f"{what} with {name}: {family.upper()} stores no alpha"
+    if name.endswith("-srgb") and normal_map:
+        return f"--normal-map with {name}: a normal map must not be stored as sRGB; use {name[:-5]}"
+    if name.endswith("-srgb") and color_space == "linear":
+        return (f"--color-space linear with {name}: sRGB formats hold sRGB data; use {name[:-5]} for "
+                "linear data")
+    return None
+
+
+def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool) -> str:
+    """The specialised WGSL of one encoder pipeline."""
+    folder = resources.files("gputex").joinpath("shaders")
+    consts = dict(_SETTINGS[quality], KIND=f"{kind}u", SIGNED=str(signed).lower(),
+                  SRC_SRGB=str(src_srgb).lower(), SRC_ROUND=str(src_round).lower(),
+                  FOUR_ALWAYS=str(kind == 3).lower(), BLOCK_WORDS="2u" if kind in (1, 4) else "4u",
+                  RAW_FLOAT=str(kind == 6).lower(), INT_FAST=str(quality == "fast" and src_round).lower())
+    types = {"true": "bool", "false": "bool"}
+    head = "".join(f"const {k}: {types.get(v, 'u32' if v.endswith('u') else 'i32')} = {v};\n"
+                   for k, v in sorted(consts.items()))
+    code = head + folder.joinpath("bc_encode.wgsl").read_text().replace("ENCODE_BLOCK", _BODY[kind])
+    if kind in (1, 3):
+        code += folder.joinpath("bc_color.wgsl").read_text()
+    if kind in (3, 4, 5):
+        code += folder.joinpath("bc_ramp.wgsl").read_text()
+    if kind == 7:
+        code += folder.joinpath("bc7_mode6.wgsl").read_text() + folder.joinpath("bc7_mode1.wgsl").read_text()
+    if kind == 6:
+        code += folder.joinpath("bc6h_mode11.wgsl").read_text()
+    return code
+
+
+def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool):
+    """(pipeline, bind group layout, seconds spent creating it: 0 when cached)."""
+    import time
+
+    import wgpu
+
+    key = ("bc-encode", kind, signed, quality, src_srgb, src_round)
+    spent = 0.0
+
+    def make():
+        nonlocal spent
+        t0 = time.perf_counter()
+        s = wgpu.ShaderStage.COMPUTE
+        entries = [
+            {"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
+                                                        "view_dimension": "2d-array"}},
+            {"binding": 1, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.storage}},
+            {"binding": 2, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.uniform}},
+        ]
+        device = session.device
+        code = shader_source(kind, signed, quality, src_srgb, src_round)
+        module = session.check(f"compile the BC{kind} encoder", device.create_shader_module, code=code,
+                               label=f"bc{kind}_encode_{quality}")
+        bgl = device.create_bind_group_layout(entries=entries)
+        layout = device.create_pipeline_layout(bind_group_layouts=[bgl])
+        pipe = session.check(f"compile the BC{kind} encoder", device.create_compute_pipeline, layout=layout,
+                             compute={"module": module, "entry_point": "main"})
+        spent = time.perf_counter() - t0
+        return pipe, bgl
+
+    pipe, bgl = session.cached(key, make)
+    return pipe, bgl, spent
+
+
+def _check_source(tex: "Texture", fmt) -> None:
+    if tex.format.compressed or tex.format.kind not in ("unorm", "float") or tex.format.packed \
+            and tex.format.kind != "unorm":
+        raise FormatError(f"{tex.source}: cannot encode {fmt.name} from {tex.format.name}; the source must be "
+                          "an uncompressed unorm or float texture")
+    import wgpu
+
+    if not tex.texture.usage & wgpu.TextureUsage.TEXTURE_BINDING:
+        raise FormatError(f"{tex.source}: encoding reads the texture in a shader; create it with "
+                          "TEXTURE_BINDING usage (gputex.upload(..., usage=wgpu.TextureUsage.TEXTURE_BINDING))")
+    if tex.depth > 1:
+        raise FormatError(f"{tex.source}: {fmt.name} 3D textures are not encoded (WebGPU has no 3D BC "
+                          "textures without texture-compression-bc-sliced-3d)")
+
+
+def encode_levels(tex: "Texture", format: str, quality: str = "normal", *,
+                  measure: bool = False) -> tuple["Texture", EncodeReport]:
+    """:func:`encode_blocks`, also returning an :class:`EncodeReport` (with ``measure``: GPU
+    time from timestamp queries where the device has them; the call waits for the GPU)."""
+    import wgpu
+
+    from .formats import get_format
+    from .layout import copy_layout
+    from .mips import _timestamps
+    from .upload import create_texture
+
+    fmt = get_format(format)
+    if fmt.name not in ENCODERS:
+        raise FormatError(f"{tex.source}: gputex does not encode {fmt.name}; it encodes "
+                          f"{', '.join(ENCODERS)}")
+    quality = parse_quality(quality)
+    _check_source(tex, fmt)
+    if kind_of(fmt) == 6 and tex.color_space == "srgb":
+        raise FormatError(f"{tex.source}: {fmt.name} holds linear HDR values but this texture is sRGB; "
+                          "give linear data (float images are; --color-space linear for others)")
+    session, device = tex.session, tex.session.device
+    kind, words = ENCODERS[fmt.name]
+    src_round = tex.format.kind == "unorm" and tex.format.bits == 8
+    signed = fmt.kind in ("snorm", "float")  # bc4/bc5 snorm, bc6h-rgb-float
+    pipe, bgl, compile_s = _pipeline(session, kind, signed, quality, tex.format.srgb, src_round)
+    report = EncodeReport(fmt.name, quality, compile_s)
+    out = create_texture(session, fmt, tex.width, tex.height, layers=tex.layers, levels=tex.levels,
+                         usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC
+                         | wgpu.TextureUsage.TEXTURE_BINDING,
+                         color_space="srgb" if fmt.srgb else ("linear" if fmt.kind in ("snorm", "float", "ufloat") else tex.color_space),
+                         source=tex.source)
+    out.faces, out.array = tex.faces, tex.array
+    lays = [copy_layout(fmt, *tex.size(lv), tex.layers) for lv in range(tex.levels)]
+    sizes = [lay.padded_bytes_per_row * lay.blocks_down * tex.layers for lay in lays]
+    biggest = session.limits.get("max-storage-buffer-binding-size", 128 << 20)
+    if max(sizes) > biggest:
+        out.destroy()
+        raise LimitError(f"{tex.source}: level 0 of {fmt.name} needs a {max(sizes)}-byte storage buffer; the "
+                         f"device's max-storage-buffer-binding-size is {biggest}")
+    offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+    buf = None
+    query = _timestamps(session, tex.levels) if measure else None
+    try:
+        buf = session.check(f"{tex.source}: block buffer", device.create_buffer, size=sum(sizes),
+                            usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+        enc = device.create_command_encoder()
+        for level, lay in enumerate(lays):
+            w, h = tex.size(level)
+            pitch = lay.padded_bytes_per_row
+            prm = struct.pack("<6I", w, h, lay.blocks_across, lay.blocks_down, pitch // 4,
+                              pitch * lay.blocks_down // 4)
+            bind = device.create_bind_group(layout=bgl, entries=[
+                {"binding": 0, "resource": tex.texture.create_view(dimension="2d-array", base_mip_level=level,
+                                                                   mip_level_count=1)},
+                {"binding": 1, "resource": {"buffer": buf, "offset": offsets[level], "size": sizes[level]}},
+                {"binding": 2, "resource": {"buffer": session.uniform(prm)}}])
+            ts = query.next() if query else None
+            cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
+            cpass.set_pipeline(pipe)
+            cpass.set_bind_group(0, bind)
+            cpass.dispatch_workgroups(-(-lay.blocks_across // 8), -(-lay.blocks_down // 8), tex.layers)
+            cpass.end()
+        for level, lay in enumerate(lays):
+            enc.copy_buffer_to_texture(
+                {"buffer": buf, "offset": offsets[level], "bytes_per_row": lay.padded_bytes_per_row,
+                 "rows_per_image": lay.blocks_down},
+                {"texture": out.texture, "mip_level": level, "origin": (0, 0, 0)},
+                (lay.blocks_across * 4, lay.blocks_down * 4, tex.layers))
+        if query:
+            query.resolve(enc)
+        session.check(f"{tex.source}: encode {fmt.name} on the GPU", device.queue.submit, [enc.finish()])
+        if query:
+            report.gpu_ns, report.pass_ns = query.read()
+        elif measure:
+            session.wait()
+    except BaseException:
+        out.destroy()
+        raise
+    finally:
+        if buf is not None:
+            buf.destroy()
+    return out, report
+
+
+def encode_blocks(tex: "Texture", format: str, quality: str = "normal") -> "Texture":
+    """A new block-compressed texture holding ``tex`` (every level and layer) encoded as ``format``.
+
+    Parameters
+    ----------
+    tex
+        An uncompressed unorm or float texture (2D, array or cube), e.g. from
+        :func:`gputex.upload` with ``mips=True``.
+    format
+        ``bc1-rgba-unorm[-srgb]``, ``bc3-rgba-unorm[-srgb]``, ``bc4-r-unorm|snorm`` or
+        ``bc5-rg-unorm|snorm``.
+    quality
+        ``fast``, ``normal`` (default) or ``best`` (or 0, 1, 2); see the module docstring.
+
+    Returns
+    -------
+    Texture
+        Same logical size, levels and layers; sizes that are not whole blocks are padded by
+        repeating the last row and column.
+    """
+    return encode_levels(tex, format, quality)[0]
+
+
+def _stored(fmt) -> tuple[int, bool]:
+    """(colour channels compared, whether alpha is reported apart) of an encoded format."""
+    family = fmt.name.split("-")[0]
+    return {"bc1": (3, False), "bc3": (3, True), "bc4": (1, False), "bc5": (2, False), "bc7": (3, True),
+            "bc6h": (3, False)}[family]
+
+
+def psnr_report(source: "Texture", encoded: "Texture") -> list[dict]:
+    """PSNR (dB, ``None`` where identical) of every level and layer of ``encoded`` against
+    ``source``, after decoding the blocks with the specification's arithmetic
+    (:func:`gputex.unblock.decode_blocks`): ``psnr`` over the colour channels the format
+    stores (BC1/BC3: RGB, BC4: R, BC5: RG), ``psnr_alpha`` for BC3, ``ssim`` (luma, from
+    :func:`gputex.compare`) where the source is ``rgba8unorm``. snorm formats are compared as
+    values in [-1, 1] (the source's ``2 x - 1``) with peak-to-peak 2."""
+    import math
+
+    import numpy as np
+
+    from .capture import capture
+    from .compare import compare
+    from .unblock import decode_blocks
+
+    k, alpha = _stored(encoded.format)
+    decoded = decode_blocks(encoded)
+    rows = []
+    try:
+        same = decoded.format.name == source.format.name and encoded.format.kind != "snorm"
+        for level in range(encoded.levels):
+            for layer in range(encoded.layers):
+                row: dict = {"level": level}
+                if encoded.layers > 1:
+                    row["layer"] = layer
+                if same:
+                    r = compare(source, decoded, level, layer)
+                    mse = r.mse
+                    peak = 1.0 if source.format.kind == "float" else 255.0
+                    if k == 3 and encoded.format.kind != "float" and encoded.format.kind != "ufloat":  # luma SSIM needs the three colour channels
+                        row["ssim"] = r.ssim
+                else:
+                    a = capture(source, level, layer).astype(np.float64)
+                    b = capture(decoded, level, layer).astype(np.float64)
+                    if source.format.kind != "float":
+                        a /= (1 << source.format.bits) - 1
+                    if encoded.format.kind == "snorm":
+                        a, peak = a * 2.0 - 1.0, 2.0
+                    else:
+                        b, peak = b / 255.0, 1.0
+                    mse = [float(np.mean((a[:, :, c] - b[:, :, c]) ** 2)) for c in range(4)]
+
+                def db(m: float, p: float = peak) -> float | None:
+                    return round(10 * math.log10(p * p / m), 4) if m > 0 else None
+
+                row["psnr"] = db(sum(mse[:k]) / k)
+                if alpha:
+                    row["psnr_alpha"] = db(mse[3])
+                rows.append(row)
+    finally:
+        decoded.destroy()
+    return rows

@@ -1,0 +1,455 @@
+// BC1 colour block (also BC3's colour half): principal axis, least-squares refinement of the
+// endpoints against the chosen indices, then (QUALITY settings) a local search that moves each
+// quantised 5:6:5 endpoint channel by one step while that lowers the error. Errors are plain
+// RGB squared differences against the palette the specification decodes (bc_decode.wgsl):
+// exact integers for 8-bit sources. Ties keep the earlier candidate (deterministic).
+
+struct ColorFit {
+    c0: u32,
+    c1: u32,
+    bits: u32,
+    err: f32,
+}
+
+// texels that take part in the colour fit (bit i: texel i); the others are transparent
+var<private> cmask: u32;
+
+fn expand565(c: u32) -> vec3<f32> {
+    let r = (c >> 11u) & 31u;
+    let g = (c >> 5u) & 63u;
+    let b = c & 31u;
+    return vec3<f32>(f32((r << 3u) | (r >> 2u)), f32((g << 2u) | (g >> 4u)), f32((b << 3u) | (b >> 2u)));
+}
+
+fn quant565(c: vec3<f32>) -> u32 {
+    let q = clamp(c, vec3<f32>(0.0), vec3<f32>(255.0));
+    let r = u32(floor(q.r * (31.0 / 255.0) + 0.5));
+    let g = u32(floor(q.g * (63.0 / 255.0) + 0.5));
+    let b = u32(floor(q.b * (31.0 / 255.0) + 0.5));
+    return (r << 11u) | (g << 5u) | b;
+}
+
+// Indices and error of endpoints (a, b): four-colour mode (BC1 needs c0 > c1; BC3 decodes
+// four colours whatever the order) or, with `three`, three colours + transparent (c0 <= c1).
+fn eval_color(a: u32, b: u32, three: bool) -> ColorFit {
+    var c0 = a;
+    var c1 = b;
+    if ((three && c0 > c1) || (!three && c0 < c1)) {
+        c0 = b;
+        c1 = a;
+    }
+    let e0 = expand565(c0);
+    let e1 = expand565(c1);
+    var pal: array<vec3<f32>, 4>;
+    pal[0] = e0;
+    pal[1] = e1;
+    var n = 4u;
+    if (FOUR_ALWAYS || c0 > c1) {
+        pal[2] = floor((2.0 * e0 + e1) / 3.0 + 0.5);
+        pal[3] = floor((e0 + 2.0 * e1) / 3.0 + 0.5);
+    } else {
+        pal[2] = floor((e0 + e1) * 0.5 + 0.5);
+        pal[3] = pal[2];
+        n = 3u;  // index 3 is transparent black
+    }
+    var err = 0.0;
+    var bits = 0u;
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) == 0u) {
+            bits |= 3u << (2u * i);
+            continue;
+        }
+        let p = texel[i].rgb;
+        var d = p - pal[0];
+        var best = dot(d, d);
+        var k = 0u;
+        for (var j = 1u; j < n; j++) {
+            d = p - pal[j];
+            let e = dot(d, d);
+            if (e < best) {
+                best = e;
+                k = j;
+            }
+        }
+        err += best;
+        bits |= k << (2u * i);
+    }
+    return ColorFit(c0, c1, bits, err);
+}
+
+// Least-squares endpoints for the indices of `f` (its mode), quantised.
+fn refit(f: ColorFit, three: bool) -> vec2<u32> {
+    let four = FOUR_ALWAYS || f.c0 > f.c1;
+    var aa = 0.0;
+    var bb = 0.0;
+    var ab = 0.0;
+    var ax = vec3<f32>(0.0);
+    var bx = vec3<f32>(0.0);
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) == 0u) {
+            continue;
+        }
+        let k = (f.bits >> (2u * i)) & 3u;
+        var wa = 1.0;
+        if (k == 1u) {
+            wa = 0.0;
+        } else if (k == 2u) {
+            wa = select(0.5, 2.0 / 3.0, four);
+        } else if (k == 3u) {
+            wa = 1.0 / 3.0;
+        }
+        let wb = 1.0 - wa;
+        aa += wa * wa;
+        bb += wb * wb;
+        ab += wa * wb;
+        ax += wa * texel[i].rgb;
+        bx += wb * texel[i].rgb;
+    }
+    let det = aa * bb - ab * ab;
+    if (abs(det) < 1e-6) {
+        return vec2<u32>(f.c0, f.c1);
+    }
+    let e0 = (ax * bb - bx * ab) / det;
+    let e1 = (bx * aa - ax * ab) / det;
+    return vec2<u32>(quant565(e0), quant565(e1));
+}
+
+// 565 endpoint `c` with channel `ch` (0 r, 1 g, 2 b) moved by `d` (+1 / -1), or c itself at the edge
+fn nudge(c: u32, ch: u32, up: bool) -> u32 {
+    let shift = select(select(0u, 5u, ch == 1u), 11u, ch == 0u);
+    let top = select(31u, 63u, ch == 1u);
+    let v = (c >> shift) & top;
+    if ((up && v == top) || (!up && v == 0u)) {
+        return c;
+    }
+    let nv = select(v - 1u, v + 1u, up);
+    return (c & ~(top << shift)) | (nv << shift);
+}
+
+
+// Cluster fit (CLUSTER_ITERS > 0): the texels ordered along the axis, every split of that order into
+// consecutive runs taking indices e0, 2/3, 1/3, e1 (three-colour mode: e0, 1/2, e1) gets
+// least-squares endpoints in closed form from running sums; the split whose quantised
+// endpoints give the smallest closed-form error wins.
+fn cluster_fit(three: bool, axis: vec3<f32>) -> vec2<u32> {
+    var xs: array<vec3<f32>, 16>;
+    var ts: array<f32, 16>;
+    var n = 0u;
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) != 0u) {
+            let t = dot(texel[i].rgb, axis);
+            var j = n;
+            while (j > 0u && ts[j - 1u] > t) {  // insertion sort (stable: ties keep texel order)
+                ts[j] = ts[j - 1u];
+                xs[j] = xs[j - 1u];
+                j--;
+            }
+            ts[j] = t;
+            xs[j] = texel[i].rgb;
+            n++;
+        }
+    }
+    var total = vec3<f32>(0.0);
+    for (var i = 0u; i < n; i++) {
+        total += xs[i];
+    }
+    let w1 = select(2.0 / 3.0, 0.5, three);
+    let w2 = 1.0 / 3.0;
+    let grid = vec3<f32>(31.0, 63.0, 31.0);
+    var best_err = 1e30;
+    var best = vec2<u32>(0u, 0u);
+    var part0 = vec3<f32>(0.0);
+    for (var c0 = 0u; c0 <= n; c0++) {
+        var part1 = vec3<f32>(0.0);
+        for (var c1 = 0u; c0 + c1 <= n; c1++) {
+            var part2 = vec3<f32>(0.0);
+            let c2_end = select(n - c0 - c1, 0u, three);
+            for (var c2 = 0u; c2 <= c2_end; c2++) {
+                let c3 = n - c0 - c1 - c2;
+                let ax = part0 + part1 * w1 + part2 * w2;
+                let bx = total - ax;
+                let f1 = f32(c1);
+                let f2 = f32(c2);
+                let aa = f32(c0) + f1 * w1 * w1 + f2 * w2 * w2;
+                let bb = f32(c3) + f1 * (1.0 - w1) * (1.0 - w1) + f2 * (1.0 - w2) * (1.0 - w2);
+                let ab = f1 * w1 * (1.0 - w1) + f2 * w2 * (1.0 - w2);
+                let det = aa * bb - ab * ab;
+                if (abs(det) > 1e-6) {
+                    let a = clamp((ax * bb - bx * ab) / det, vec3<f32>(0.0), vec3<f32>(255.0));
+                    let b = clamp((bx * aa - ax * ab) / det, vec3<f32>(0.0), vec3<f32>(255.0));
+                    let qa = quant565(a);
+                    let qb = quant565(b);
+                    let ea = expand565(qa);
+                    let eb = expand565(qb);
+                    let e = ea * ea * aa + eb * eb * bb + 2.0 * ea * eb * ab - 2.0 * ea * ax - 2.0 * eb * bx;
+                    let err = e.x + e.y + e.z;
+                    if (err < best_err) {
+                        best_err = err;
+                        best = vec2<u32>(qa, qb);
+                    }
+                }
+                if (c0 + c1 + c2 < n) {
+                    part2 += xs[c0 + c1 + c2];
+                }
+            }
+            if (c0 + c1 < n) {
+                part1 += xs[c0 + c1];
+            }
+        }
+        if (c0 < n) {
+            part0 += xs[c0];
+        }
+    }
+    return best;
+}
+
+
+// INT_FAST (``fast`` on 8-bit sources): no floating point that could round differently between
+// adapters. The axis is the bounding box's diagonal with each channel's sign taken from its
+// covariance with the widest channel (exact integer sums); the endpoints are the texels
+// furthest apart along it; the least-squares refits solve in exact integers (weights in
+// sixths) with one rounding to the nearest code.
+fn quant565_int(c: vec3<i32>) -> u32 {
+    let q = clamp(c, vec3<i32>(0), vec3<i32>(255));
+    let r = u32((q.x * 62 + 255) / 510);
+    let g = u32((q.y * 126 + 255) / 510);
+    let b = u32((q.z * 62 + 255) / 510);
+    return (r << 11u) | (g << 5u) | b;
+}
+
+fn fit_color_int(three: bool) -> ColorFit {
+    var n = 0;
+    var s = vec3<i32>(0);
+    var lo = vec3<i32>(255);
+    var hi = vec3<i32>(0);
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) != 0u) {
+            let x = vec3<i32>(texel[i].rgb);
+            s += x;
+            lo = min(lo, x);
+            hi = max(hi, x);
+            n++;
+        }
+    }
+    let range = hi - lo;
+    var k = 0u;
+    if (range.y > range[k]) {
+        k = 1u;
+    }
+    if (range.z > range[k]) {
+        k = 2u;
+    }
+    var cov = vec3<i32>(0);
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) != 0u) {
+            let x = vec3<i32>(texel[i].rgb);
+            cov += x * x[k];
+        }
+    }
+    cov = cov * n - s * s[k];  // n^2 x the covariance of each channel with channel k
+    let axis = select(range, -range, cov < vec3<i32>(0));
+    var tmin = 0x7fffffff;
+    var tmax = -0x7fffffff;
+    var a = vec3<i32>(0);
+    var b = vec3<i32>(0);
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) != 0u) {
+            let x = vec3<i32>(texel[i].rgb);
+            let t = dot(x, axis);
+            if (t > tmax) {
+                tmax = t;
+                a = x;
+            }
+            if (t < tmin) {
+                tmin = t;
+                b = x;
+            }
+        }
+    }
+    var best = eval_color(quant565_int(a), quant565_int(b), three);
+    for (var it = 0u; it < REFINE; it++) {
+        let four = FOUR_ALWAYS || best.c0 > best.c1;
+        var aa = 0;
+        var bb = 0;
+        var ab = 0;
+        var ax = vec3<i32>(0);
+        var bx = vec3<i32>(0);
+        for (var i = 0u; i < 16u; i++) {
+            if (((cmask >> i) & 1u) == 0u) {
+                continue;
+            }
+            let j = (best.bits >> (2u * i)) & 3u;
+            var wa = 6;  // weight of c0, in sixths
+            if (j == 1u) {
+                wa = 0;
+            } else if (j == 2u) {
+                wa = select(3, 4, four);
+            } else if (j == 3u) {
+                wa = 2;
+            }
+            let wb = 6 - wa;
+            let x = vec3<i32>(texel[i].rgb);
+            aa += wa * wa;
+            bb += wb * wb;
+            ab += wa * wb;
+            ax += wa * x;
+            bx += wb * x;
+        }
+        let det = aa * bb - ab * ab;
+        if (det == 0) {
+            break;
+        }
+        // endpoints = 6 (ax bb - bx ab) / det, rounded to the nearest code (negatives clamp to 0)
+        let n0 = max((ax * bb - bx * ab) * 6, vec3<i32>(0));
+        let n1 = max((bx * aa - ax * ab) * 6, vec3<i32>(0));
+        let e0 = (2 * n0 + vec3<i32>(det)) / (2 * det);
+        let e1 = (2 * n1 + vec3<i32>(det)) / (2 * det);
+        let f = eval_color(quant565_int(e0), quant565_int(e1), three);
+        if (f.err < best.err) {
+            best = f;
+        } else {
+            break;
+        }
+    }
+    return best;
+}
+
+fn fit_color(three: bool) -> ColorFit {
+    if (INT_FAST) {
+        return fit_color_int(three);
+    }
+    var mean = vec3<f32>(0.0);
+    var lo = vec3<f32>(255.0);
+    var hi = vec3<f32>(0.0);
+    var n = 0.0;
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) != 0u) {
+            mean += texel[i].rgb;
+            lo = min(lo, texel[i].rgb);
+            hi = max(hi, texel[i].rgb);
+            n += 1.0;
+        }
+    }
+    mean /= max(n, 1.0);
+    var cxx = 0.0;
+    var cxy = 0.0;
+    var cxz = 0.0;
+    var cyy = 0.0;
+    var cyz = 0.0;
+    var czz = 0.0;
+    for (var i = 0u; i < 16u; i++) {
+        if (((cmask >> i) & 1u) != 0u) {
+            let d = texel[i].rgb - mean;
+            cxx += d.x * d.x;
+            cxy += d.x * d.y;
+            cxz += d.x * d.z;
+            cyy += d.y * d.y;
+            cyz += d.y * d.z;
+            czz += d.z * d.z;
+        }
+    }
+    // power iteration from the bounding-box diagonal
+    var axis = hi - lo;
+    for (var it = 0u; it < POWER_ITERS; it++) {
+        let v = vec3<f32>(cxx * axis.x + cxy * axis.y + cxz * axis.z, cxy * axis.x + cyy * axis.y + cyz * axis.z,
+                          cxz * axis.x + cyz * axis.y + czz * axis.z);
+        let m = max(abs(v.x), max(abs(v.y), abs(v.z)));
+        if (m <= 0.0) {
+            break;
+        }
+        axis = v / m;
+    }
+    var tmin = 0.0;
+    var tmax = 0.0;
+    let len2 = dot(axis, axis);
+    if (len2 > 0.0) {
+        tmin = 1e30;
+        tmax = -1e30;
+        for (var i = 0u; i < 16u; i++) {
+            if (((cmask >> i) & 1u) != 0u) {
+                let t = dot(texel[i].rgb - mean, axis);
+                tmin = min(tmin, t);
+                tmax = max(tmax, t);
+            }
+        }
+        tmin /= len2;
+        tmax /= len2;
+    }
+    var best = eval_color(quant565(mean + axis * tmax), quant565(mean + axis * tmin), three);
+    for (var it = 0u; it < REFINE; it++) {
+        let e = refit(best, three);
+        let f = eval_color(e.x, e.y, three);
+        if (f.err < best.err) {
+            best = f;
+        } else {
+            break;
+        }
+    }
+    // cluster fit along the principal axis, then (CLUSTER_ITERS > 1) along the axis of the
+    // endpoints it found, while that helps
+    var order_axis = axis;
+    for (var it = 0u; it < CLUSTER_ITERS && n > 2.0; it++) {
+        let e = cluster_fit(three, order_axis);
+        let f = eval_color(e.x, e.y, three);
+        if (f.err < best.err) {
+            best = f;
+        } else if (it > 0u) {
+            break;
+        }
+        order_axis = expand565(best.c0) - expand565(best.c1);
+        if (dot(order_axis, order_axis) == 0.0) {
+            break;
+        }
+    }
+    for (var sweep = 0u; sweep < PERTURB; sweep++) {
+        var improved = false;
+        for (var k = 0u; k < 12u; k++) {
+            let ch = (k >> 1u) % 3u;
+            let up = (k & 1u) == 0u;
+            var a = best.c0;
+            var b = best.c1;
+            if (k < 6u) {
+                a = nudge(a, ch, up);
+            } else {
+                b = nudge(b, ch, up);
+            }
+            let f = eval_color(a, b, three);
+            if (f.err < best.err) {
+                best = f;
+                improved = true;
+            }
+        }
+        if (!improved) {
+            break;
+        }
+    }
+    return best;
+}
+
+// The colour words of a BC1 (mask: texels with alpha >= 128) or BC3 (mask 0xffff) block.
+fn encode_color(mask: u32) -> vec2<u32> {
+    cmask = mask;
+    var f: ColorFit;
+    if (FOUR_ALWAYS || mask == 0xffffu) {
+        f = fit_color(false);
+        if (TRY_THREE && !FOUR_ALWAYS) {
+            let g = fit_color(true);
+            if (g.err < f.err) {
+                f = g;
+            }
+        }
+    } else {
+        f = fit_color(true);
+    }
+    return vec2<u32>(f.c0 | (f.c1 << 16u), f.bits);
+}
+
+fn alpha_mask() -> u32 {
+    var m = 0u;
+    for (var i = 0u; i < 16u; i++) {
+        if (texel[i].a >= 127.5) {
+            m |= 1u << i;
+        }
+    }
+    return m;
+}
