@@ -102,6 +102,15 @@ def _swizzle(name: str, v: Any) -> str:
     raise SettingsError(f"{name}: {v!r} is not a swizzle such as rgb1")
 
 
+def _quality(name: str, v: Any) -> str:
+    from .bcenc import parse_quality
+
+    try:
+        return parse_quality(v)
+    except GputexError as e:
+        raise SettingsError(f"{name}: {e}") from e
+
+
 #: Every setting, its check and default (as the CLI's); the commands that take it.
 _COMMON = {
     "format": (_str, None), "color_space": (_choice("srgb", "linear"), None),
@@ -121,12 +130,12 @@ SPEC: dict[str, dict[str, tuple]] = {
                 "bc_decode": (_choice("spec", "sampler"), "spec"), "skip_existing": (_bool, False)},
     "upload": {**_COMMON, "container": (_choice("ktx2", "dds"), "ktx2"), "zstd": (_int(1, 22), None),
                "array": (_bool, False), "cube": (_bool, False), "volume": (_bool, False),
-               "skip_existing": (_bool, False)},
+               "skip_existing": (_bool, False), "quality": (_quality, "normal"), "report": (_bool, False)},
 }
 #: Settings of a whole run (a server, a Converter, a cluster), not of one request.
 RUN_KEYS = ("jobs", "threads", "memory", "adapter", "backend")
 #: Output-neutral settings, left out of :func:`normalised` (see the module docstring).
-_NEUTRAL = {"budget", "upload_path", "max_pixels", "max_ratio", "recursive", "skip_existing"}
+_NEUTRAL = {"budget", "upload_path", "max_pixels", "max_ratio", "recursive", "skip_existing", "report"}
 
 
 def checked(command: str, settings: dict[str, Any]) -> dict[str, Any]:
@@ -176,7 +185,8 @@ def make_options(command: str, settings: dict[str, Any], out: str | None = None)
                   png_level=None if s["png_compression"] == "fast" else int(s["png_compression"]),
                   bc_decode=s["bc_decode"])
     else:
-        kw.update(out=out, container=s["container"], zstd=s["zstd"], skip_existing=s["skip_existing"])
+        kw.update(out=out, container=s["container"], zstd=s["zstd"], skip_existing=s["skip_existing"],
+                  quality=s["quality"], report=s["report"])
     return Options(**kw)
 
 
@@ -223,8 +233,14 @@ def adapter_dependent(command: str, settings: dict[str, Any]) -> bool:
     Uploads, captures and texture files without mips move bytes exactly (the conversions
     run on the CPU), and BC files decoded with ``bc_decode="spec"`` use the specification's
     integer arithmetic: those outputs are the same on every adapter. Mip chains (GPU
-    arithmetic: float32 or float64 paths chosen by the device's features) and
-    ``bc_decode="sampler"`` (the GPU's texture units) are adapter-dependent.
+    arithmetic: float32 or float64 paths chosen by the device's features),
+    ``bc_decode="sampler"`` (the GPU's texture units) and BC encoding other than the
+    integer-exact ``quality="fast"`` BC1/BC3/BC4/BC5 unorm encoders are adapter-dependent.
     """
     s = normalised(command, settings)
-    return bool(s.get("mips")) or s.get("bc_decode") == "sampler"
+    fmt = s.get("format") or ""
+    # BC encoding: only the integer-exact "fast" BC1/BC3/BC4/BC5 unorm encoders (gputex.bcenc)
+    # give the same blocks on every adapter; the others use float arithmetic
+    bc_float = fmt.startswith(("bc1", "bc3", "bc4", "bc5", "bc6h", "bc7")) and not (
+        s.get("quality") == "fast" and fmt.startswith(("bc1", "bc3", "bc4-r-unorm", "bc5-rg-unorm")))
+    return bool(s.get("mips")) or s.get("bc_decode") == "sampler" or bc_float
