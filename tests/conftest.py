@@ -22,6 +22,24 @@ def _get_session():
     return _SESSION
 
 
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true",
+                     help="also run the tests marked slow (CI does; the default run leaves them out)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The default run leaves out tests marked ``slow`` (large float64 references, long
+    kernels, fuzzing, clusters); ``--slow`` (what CI runs) includes them."""
+    if config.getoption("--slow"):
+        return
+    keep, slow = [], []
+    for item in items:
+        (slow if item.get_closest_marker("slow") else keep).append(item)
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = keep
+
+
 def pytest_report_header(config):
     s = _get_session()
     return [f"gputex adapter: {s.name}" if s else f"gputex adapter: none ({_SESSION_ERROR})"]
