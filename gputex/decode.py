@@ -140,8 +140,11 @@ def _decode_png_direct(path: str, data: bytes, header) -> Image:
     import imagecodecs
     import numpy as np
 
+    from . import pngdec
+
+    a = pngdec.decode(data, header)  # libdeflate + C unfilter (>= 2x libpng); None: libpng decodes
     try:
-        a = imagecodecs.png_decode(data)
+        a = imagecodecs.png_decode(data) if a is None else a
     except Exception as e:  # imagecodecs raises its own PngError: same message as Pillow's path
         raise DecodeError(f"{path}: truncated or corrupt image data") from e
     if a.ndim == 2:
