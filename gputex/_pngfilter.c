@@ -11,7 +11,7 @@
  *
  * Each row is first copied to a small row buffer, so no pointer aliases another (the packed
  * output row overlaps the filtered input row it comes from). The GIL is released throughout.
- * SSE2 paths (any x86-64) work one pixel of up to 8 bytes per step, as libpng's and spng's do;
+ * SSE2 paths (every x86-64 CPU has SSE2) work one pixel of up to 8 bytes per step, as libpng's do;
  * ``simd=False`` forces the portable scalar code (also what other CPUs build), so a test checks
  * one against the other.
  */
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#if defined(__x86_64__) || defined(_M_X64)
 #define GPUTEX_SSE2 1
 #include <emmintrin.h>
 #endif
@@ -70,15 +70,27 @@ static inline __m128i load_px(const u8 *p, int bpp)
 {
     uint64_t v = 0;
     memcpy(&v, p, (size_t)bpp);
-    return _mm_loadl_epi64((const __m128i *)&v);
+    return _mm_cvtsi64_si128((long long)v);
 }
 
 static inline void store_px(u8 *p, __m128i x, int bpp)
 {
-    uint64_t v;
-    _mm_storel_epi64((__m128i *)&v, x);
+    uint64_t v = (uint64_t)_mm_cvtsi128_si64(x);
     memcpy(p, &v, (size_t)bpp);
 }
+
+/* While 8 bytes remain in the row, a pixel is loaded and stored as 8 bytes (the bytes past it are
+ * the next pixels, rewritten by the next steps): a 3- or 6-byte memcpy through memory would stall
+ * store-to-load forwarding on every pixel (~14x slower for RGB). */
+#define STEP(body) \
+    Py_ssize_t i = 0; \
+    for (; i + 8 <= n; i += bpp) { \
+        body(_mm_loadl_epi64((const __m128i *)(src + i)), _mm_loadl_epi64((const __m128i *)(prev + i)), \
+             _mm_storel_epi64((__m128i *)(dst + i), out)) \
+    } \
+    for (; i < n; i += bpp) { \
+        body(load_px(src + i, bpp), load_px(prev + i, bpp), store_px(dst + i, out, bpp)) \
+    }
 
 /* The loops below are instantiated for each constant bpp (always_inline + a switch), so the
  * memcpy calls of load_px/store_px become plain moves. */
@@ -88,26 +100,24 @@ static inline void store_px(u8 *p, __m128i x, int bpp)
 #define INLINE static inline
 #endif
 
-INLINE void sse_sub(u8 *restrict dst, const u8 *restrict src, Py_ssize_t n, int bpp)
+INLINE void sse_sub(u8 *restrict dst, const u8 *restrict src, const u8 *restrict prev, Py_ssize_t n, int bpp)
 {
     __m128i a = _mm_setzero_si128();
-    for (Py_ssize_t i = 0; i < n; i += bpp) {
-        a = _mm_add_epi8(a, load_px(src + i, bpp));
-        store_px(dst + i, a, bpp);
-    }
+#define BODY(x, b, store) { (void)(b); a = _mm_add_epi8(a, x); __m128i out = a; store; }
+    STEP(BODY)
+#undef BODY
 }
 
 INLINE void sse_avg(u8 *restrict dst, const u8 *restrict src, const u8 *restrict prev, Py_ssize_t n, int bpp)
 {
     const __m128i one = _mm_set1_epi8(1);
     __m128i a = _mm_setzero_si128();
-    for (Py_ssize_t i = 0; i < n; i += bpp) {
-        __m128i b = load_px(prev + i, bpp);
-        /* floor((a + b) / 2) = rounded-up average minus the lost low bit */
-        __m128i avg = _mm_sub_epi8(_mm_avg_epu8(a, b), _mm_and_si128(_mm_xor_si128(a, b), one));
-        a = _mm_add_epi8(load_px(src + i, bpp), avg);
-        store_px(dst + i, a, bpp);
-    }
+    /* floor((a + b) / 2) = the rounded-up average minus the lost low bit */
+#define BODY(x, b_, store) { __m128i b = b_; \
+        a = _mm_add_epi8(x, _mm_sub_epi8(_mm_avg_epu8(a, b), _mm_and_si128(_mm_xor_si128(a, b), one))); \
+        __m128i out = a; store; }
+    STEP(BODY)
+#undef BODY
 }
 
 static inline __m128i abs16(__m128i x)
@@ -123,23 +133,23 @@ static inline __m128i select128(__m128i mask, __m128i yes, __m128i no)
 INLINE void sse_paeth(u8 *restrict dst, const u8 *restrict src, const u8 *restrict prev, Py_ssize_t n, int bpp)
 {
     const __m128i zero = _mm_setzero_si128();
-    __m128i a = zero, c = zero; /* 16-bit lanes */
-    for (Py_ssize_t i = 0; i < n; i += bpp) {
-        __m128i b = _mm_unpacklo_epi8(load_px(prev + i, bpp), zero);
-        __m128i x = _mm_unpacklo_epi8(load_px(src + i, bpp), zero);
-        __m128i pa = _mm_sub_epi16(b, c); /* p - a */
-        __m128i pb = _mm_sub_epi16(a, c); /* p - b */
-        __m128i pc = _mm_add_epi16(pa, pb); /* p - c */
-        pa = abs16(pa);
-        pb = abs16(pb);
-        pc = abs16(pc);
-        __m128i smallest = _mm_min_epi16(pc, _mm_min_epi16(pa, pb));
-        __m128i pred = select128(_mm_cmpeq_epi16(pa, smallest), a,
-                                 select128(_mm_cmpeq_epi16(pb, smallest), b, c));
-        a = _mm_add_epi8(pred, x); /* byte add: a, b, c and x have 0 high bytes, so does a */
-        store_px(dst + i, _mm_packus_epi16(a, a), bpp);
-        c = b;
-    }
+    __m128i a = zero, c = zero; /* 16-bit lanes: the low bpp of them are the pixel's bytes */
+#define BODY(x_, b_, store) { \
+        __m128i b = _mm_unpacklo_epi8(b_, zero), x = _mm_unpacklo_epi8(x_, zero); \
+        __m128i pa = _mm_sub_epi16(b, c);   /* p - a */ \
+        __m128i pb = _mm_sub_epi16(a, c);   /* p - b */ \
+        __m128i pc = _mm_add_epi16(pa, pb); /* p - c */ \
+        pa = abs16(pa); \
+        pb = abs16(pb); \
+        pc = abs16(pc); \
+        __m128i smallest = _mm_min_epi16(pc, _mm_min_epi16(pa, pb)); \
+        __m128i pred = select128(_mm_cmpeq_epi16(pa, smallest), a, \
+                                 select128(_mm_cmpeq_epi16(pb, smallest), b, c)); \
+        a = _mm_add_epi8(pred, x); /* byte add: a, b, c and x have 0 high bytes, so does a */ \
+        c = b; \
+        __m128i out = _mm_packus_epi16(a, a); store; }
+    STEP(BODY)
+#undef BODY
 }
 
 #define SSE_CASES(call) \
@@ -153,7 +163,7 @@ static int sse_row(int filter, u8 *restrict dst, const u8 *restrict src, const u
 {
     if (n % bpp) return 0;
     if (filter == 1) {
-#define C(k) sse_sub(dst, src, n, k)
+#define C(k) sse_sub(dst, src, prev, n, k)
         SSE_CASES(C)
 #undef C
     } else if (filter == 3) {
