@@ -50,11 +50,11 @@ def idat_stream(data: bytes):
     """The concatenated IDAT data of a PNG whose chunks were already walked and CRC-checked
     (``png.read_header``), or None where its chunk layout is anything libpng might treat
     differently: a critical chunk other than IHDR/IDAT/IEND, or IDATs that are not consecutive.
-    One IDAT is returned as a view, not copied."""
+    One IDAT is returned as a view, not copied; several are gathered into one array (numpy's
+    large arrays get huge pages: half the time of ``b"".join`` here)."""
     pos = 8
-    parts = []
+    spans = []
     ended = False  # the run of IDATs is over
-    view = memoryview(data)
     while pos + 8 <= len(data):
         length, ctype = struct.unpack_from(">I4s", data, pos)
         if ctype == b"IEND":
@@ -62,16 +62,27 @@ def idat_stream(data: bytes):
         if ctype == b"IDAT":
             if ended:
                 return None
-            parts.append(view[pos + 8: pos + 8 + length])
+            spans.append((pos + 8, length))
         else:
-            if parts:
+            if spans:
                 ended = True
             if ctype[:1].isupper() and ctype not in _SAFE_CRITICAL or (ctype == b"IHDR" and pos != 8):
                 return None
         pos += 12 + length
-    if not parts:
+    if not spans:
         return None
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+    if len(spans) == 1:
+        start, length = spans[0]
+        return memoryview(data)[start: start + length]
+    import numpy as np
+
+    src = np.frombuffer(data, np.uint8)
+    out = np.empty(sum(length for _, length in spans), np.uint8)
+    at = 0
+    for start, length in spans:
+        out[at: at + length] = src[start: start + length]
+        at += length
+    return out
 
 
 def decode(data: bytes, header) -> "np.ndarray | None":
