@@ -316,3 +316,131 @@ def test_extension_is_built_where_a_compiler_exists():
         pytest.skip("no C compiler here: the extension is optional")
     assert pngdec.available(), ("gputex._pngfilter did not build although a C compiler is present "
                                 "(reinstall: pip install -e .)")
+
+
+# -- one PNG on several threads, split at restart points ---------------------------------------
+
+def _stream_png(a, band_rows: int) -> bytes:
+    row = a.shape[1] * a.shape[2] * a.dtype.itemsize
+    return b"".join(bytes(p) for p in png.stream_png(a, [], 1, 2, band_bytes=band_rows * row)())
+
+
+def _parallel(data: bytes, expect: np.ndarray, monkeypatch) -> bool:
+    """inflate_parallel's verdict on data, and decode's pixels (any path) equal to expect."""
+    monkeypatch.setattr(pngdec, "PARALLEL_MIN_BYTES", 0)
+    header = png.read_header(data)
+    c = CHANNELS[header.color_type]
+    buf = np.empty(header.height * (header.width * c * header.bit_depth // 8 + 1), np.uint8)
+    took = pngdec.inflate_parallel(data, pngdec.idat_spans(data), buf, 3)
+    np.testing.assert_array_equal(pngdec.decode(data, header, threads=3), expect)
+    return took
+
+
+@needs_ext
+@pytest.mark.parametrize("c,dtype,band_rows", [(4, np.uint8, 7), (3, np.uint16, 1), (1, np.uint8, 64), (2, np.uint16, 13)])
+def test_gputex_streamed_png_inflates_in_parallel(monkeypatch, c, dtype, band_rows):
+    rng = np.random.default_rng(20 + c + band_rows)
+    a = rng.integers(0, np.iinfo(dtype).max + 1, (97, 45, c)).astype(dtype)
+    a[40:60] = a[40]  # repeated rows: long matches inside bands
+    data = _stream_png(a, band_rows)
+    assert data.count(b"IDAT") == -(-97 // band_rows)
+    assert _parallel(data, a, monkeypatch)
+
+
+def _restream(a, pieces_at, one_compressor: bool, level: int = 6) -> tuple[bytes, bytes]:
+    """The filtered rows of a (filter 0) deflated in pieces cut at pieces_at, each ending in a
+    sync flush; one compressor keeps its window over the cuts (back-references across them)."""
+    rows = filter_rows(raw_rows(a, 8), a.shape[2], [0] * a.shape[0]).tobytes()
+    cuts = [0, *pieces_at, len(rows)]
+    comp = zlib.compressobj(level, zlib.DEFLATED, -15)
+    bodies = []
+    for i, (x, y) in enumerate(zip(cuts, cuts[1:])):
+        if not one_compressor:
+            comp = zlib.compressobj(level, zlib.DEFLATED, -15)
+        last = i == len(cuts) - 2
+        bodies.append(comp.compress(rows[x:y]) + comp.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH))
+    bodies[0] = b"\x78\x9c" + bodies[0]
+    bodies[-1] += struct.pack(">I", zlib.adler32(rows))
+    return bodies, rows
+
+
+def _png_of_bodies(a, bodies) -> bytes:
+    h, w, c = a.shape
+    ct = {1: 0, 2: 4, 3: 2, 4: 6}[c]
+    return (png.SIGNATURE + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, ct, 0, 0, 0))
+            + b"".join(chunk(b"IDAT", b) for b in bodies) + chunk(b"IEND", b""))
+
+
+@needs_ext
+def test_restart_guess_with_back_references_across_falls_back(monkeypatch):
+    rng = np.random.default_rng(21)
+    a = np.tile(rng.integers(0, 256, (1, 40, 4), np.uint8), (60, 1, 1))  # every row the same
+    row = 40 * 4 + 1
+    bodies, _ = _restream(a, [20 * row, 40 * row], one_compressor=True)
+    assert all(b.endswith(b"\0\0\xff\xff") for b in bodies[:-1])
+    assert not _parallel(_png_of_bodies(a, bodies), a, monkeypatch)
+    bodies, _ = _restream(a, [20 * row, 40 * row], one_compressor=False)  # the same cuts, independent
+    assert _parallel(_png_of_bodies(a, bodies), a, monkeypatch)
+
+
+@needs_ext
+def test_flush_bytes_inside_a_stored_block_are_not_a_restart_point(monkeypatch):
+    rng = np.random.default_rng(22)
+    a = rng.integers(0, 256, (30, 20, 4), np.uint8)
+    a[10, 5] = [0, 0, 255, 255]  # the bytes of an empty stored block, inside the image data
+    stream = zlib.compress(filter_rows(raw_rows(a, 8), 4, [0] * 30).tobytes(), 0)  # stored blocks
+    at = stream.index(b"\0\0\xff\xff", 100) + 4
+    bodies = [stream[:at], stream[at:]]
+    assert not _parallel(_png_of_bodies(a, bodies), a, monkeypatch)
+
+
+@needs_ext
+@pytest.mark.parametrize("damage", ["bad adler", "garbage after adler", "last band refers back", "short"])
+def test_damaged_restart_streams(tmp_path, monkeypatch, damage):
+    rng = np.random.default_rng(23)
+    a = rng.integers(0, 4, (50, 30, 3), np.uint8)  # few values: many matches
+    row = 30 * 3 + 1
+    bodies, rows = _restream(a, [10 * row, 30 * row], one_compressor=False)
+    if damage == "bad adler":
+        bodies[-1] = bodies[-1][:-4] + struct.pack(">I", zlib.adler32(rows) ^ 1)
+    elif damage == "garbage after adler":
+        bodies[-1] += b"xyz"
+    elif damage == "last band refers back":
+        comp = zlib.compressobj(6, zlib.DEFLATED, -15)
+        comp.compress(rows[: 30 * row])
+        comp.flush(zlib.Z_SYNC_FLUSH)
+        bodies[-1] = comp.compress(rows[30 * row:]) + comp.flush() + struct.pack(">I", zlib.adler32(rows))
+    else:
+        bodies[-1] = bodies[-1][: len(bodies[-1]) // 2]
+    data = _png_of_bodies(a, bodies)
+    monkeypatch.setattr(pngdec, "PARALLEL_MIN_BYTES", 0)  # decode() below tries the parallel path first
+    assert not pngdec.inflate_parallel(data, pngdec.idat_spans(data), np.empty(50 * row, np.uint8), 3)
+    p = tmp_path / "r.png"
+    p.write_bytes(data)
+    now = _outcome(p)
+    monkeypatch.setattr(pngdec, "_pngfilter", None)
+    before = _outcome(p)
+    if damage in ("garbage after adler", "last band refers back"):  # serial inflate takes them
+        np.testing.assert_array_equal(now, a)
+        np.testing.assert_array_equal(before, a)
+    else:
+        assert now == before == f"{p}: truncated or corrupt image data"
+
+
+@needs_ext
+def test_a_final_block_inside_a_band_is_not_a_restart_point(tmp_path, monkeypatch):
+    rng = np.random.default_rng(24)
+    a = rng.integers(0, 256, (20, 10, 4), np.uint8)
+    rows = filter_rows(raw_rows(a, 8), 4, [0] * 20).tobytes()
+    whole = zlib.compress(rows)
+    # the whole image in the first IDAT's final block, flush-like bytes after it, then an empty
+    # final block and the right Adler-32: split there, sizes and checksum would add up
+    bodies = [whole[:-4] + b"\0\0\xff\xff", b"\x03\x00" + whole[-4:]]
+    data = _png_of_bodies(a, bodies)
+    monkeypatch.setattr(pngdec, "PARALLEL_MIN_BYTES", 0)
+    assert not pngdec.inflate_parallel(data, pngdec.idat_spans(data), np.empty(20 * 41, np.uint8), 3)
+    p = tmp_path / "f.png"
+    p.write_bytes(data)
+    now = _outcome(p)
+    monkeypatch.setattr(pngdec, "_pngfilter", None)
+    assert now == _outcome(p) == f"{p}: truncated or corrupt image data"  # libpng reads 00 00 ff ff as the Adler-32
