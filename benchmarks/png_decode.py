@@ -16,9 +16,11 @@ CPU:
 - ``decode() now`` / ``decode() before``: the whole ``gputex.decode(path)`` with the fast path on,
   and off (libpng, as before this change).
 
-It prints ms and MB/s of decoded pixels, and gputex's speed as a ratio over each; it checks that
-gputex's pixels equal libpng's. Then, on the first image, the two steps alone: inflating its IDAT
-stream with zlib, zlib-ng, ISA-L (if ``isal`` is installed) and libdeflate, and the unfilter.
+It prints ms and MB/s of decoded pixels (wall time, and CPU time: read that one on a busy
+machine), and gputex's speed as a ratio over each; it checks that gputex's pixels equal the image
+and libpng's. Then, on all CPUs, the streamed file inflated on 1, 2, 4... threads (its restart
+points). Then, on the first image, the two steps alone: inflating its IDAT stream with zlib,
+zlib-ng, ISA-L (if ``isal`` is installed) and libdeflate, and the unfilter.
 ``--quick`` uses 1024^2 images and 2 repeats (a smoke run).
 """
 
@@ -80,8 +82,8 @@ def best_of(funcs: dict, repeat: int) -> tuple[dict[str, float], dict[str, float
     return wall, cpu
 
 
-def gputex_fast(data: bytes) -> np.ndarray:
-    a = pngdec.decode(data, png.read_header(data))
+def gputex_fast(data: bytes, threads: int = 1) -> np.ndarray:
+    a = pngdec.decode(data, png.read_header(data), threads=threads)
     assert a is not None, "fast path declined a clean file"
     return a
 
@@ -92,6 +94,17 @@ def decode_before(path: str) -> np.ndarray:
         return gputex.decode(path).pixels
     finally:
         pngdec._pngfilter = saved
+
+
+def peak_traced(f) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        f()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def main() -> None:
@@ -105,8 +118,10 @@ def main() -> None:
         args.size, args.repeat = 1024, 2
     if not pngdec.available():
         sys.exit("gputex._pngfilter is not built: pip install -e . (or python setup.py build_ext --inplace)")
-    cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+    allowed = os.sched_getaffinity(0)
+    cpu = args.cpu if args.cpu is not None else max(allowed)
     os.sched_setaffinity(0, {cpu})
+    threads, pngdec.DECODE_THREADS = pngdec.DECODE_THREADS, 1  # one core: decode() inflates on one thread
     print(f"one core (CPU {cpu}), {args.size}^2, best of {args.repeat}; imagecodecs {imagecodecs.__version__}, "
           f"Pillow {PILImage.__version__}, numpy {np.__version__}")
     files = corpus(args.size)
@@ -133,7 +148,8 @@ def main() -> None:
             "decode() now": lambda: gputex.decode(path),
             "decode() before": lambda: decode_before(path),
         }, args.repeat)
-        rows.append((name, want.nbytes / 1e6, wall, cpu, same))
+        mem = [peak_traced(lambda: gputex.decode(path)), peak_traced(lambda: decode_before(path))]
+        rows.append((name, want.nbytes / 1e6, wall, cpu, same, [m / want.nbytes for m in mem]))
     for label, which in (("wall time", 2), ("CPU time of this process", 3)):
         print(f"\n{label}: ms and MB/s of decoded pixels; gputex's speed as a ratio over the others")
         print(f"{'file':20s} {'MB':>6s} " + " ".join(f"{c:>16s}" for c in cols) + "   over: "
@@ -144,9 +160,21 @@ def main() -> None:
             ratios = " ".join(f"{t[c] / t['gputex']:6.2f}x" for c in cols[1:4])
             print(f"{name:20s} {mb:6.1f} {cells}         {ratios}  {t['decode() before'] / t['decode() now']:6.2f}x"
                   + ("" if same else "   PIXELS DIFFER"))
+    print("\npeak memory of decode(), numpy and Python allocations (tracemalloc), over the decoded size: "
+          + ", ".join(f"{r[0]} {r[5][0]:.2f} now, {r[5][1]:.2f} before" for r in rows))
     print("  (pixels: gputex's equal the image written, libpng's and decode()'s before, for every file"
           + ("" if all(r[4] for r in rows) else ": NOT ALL, see PIXELS DIFFER") + "; file sizes: "
           + ", ".join(f"{n} {len(d) / 1e6:.1f} MB" for n, d, _ in files[:4]) + ")")
+
+    os.sched_setaffinity(0, allowed)
+    name, data, want = files[3]
+    counts = sorted({1, 2, 4, threads, len(allowed)} & set(range(1, len(allowed) + 1)))
+    wall, cpu = best_of({n: (lambda n=n: gputex_fast(data, n)) for n in counts}, args.repeat)
+    print(f"\n{name} ({data.count(b'IDAT')} IDATs, restart points between them), all {len(allowed)} CPUs, "
+          f"the inflate on N threads (decode's default {threads}, GPUTEX_DECODE_THREADS): wall time")
+    for n in counts:
+        print(f"  {n:2d} threads {wall[n] * 1e3:7.1f} ms  {want.nbytes / 1e6 / wall[n]:6.0f} MB/s  "
+              f"{wall[1] / wall[n]:5.2f}x one thread")
 
     name, data, want = files[0]
     stream = bytes(pngdec.idat_stream(data))

@@ -90,10 +90,20 @@ def idat_stream(data: bytes, spans: list[tuple[int, int]] | None = None):
 
     src = np.frombuffer(data, np.uint8)
     out = np.empty(sum(length for _, length in spans), np.uint8)
-    at = 0
-    for start, length in spans:
-        out[at: at + length] = src[start: start + length]
-        at += length
+    at = i = 0
+    while i < len(spans):  # writers cut IDATs of one size: copy each run of them as one 2D array
+        start, length = spans[i]
+        j = i + 1
+        while j < len(spans) and spans[j] == (start + (j - i) * (length + 12), length):
+            j += 1
+        n = j - i
+        rows = src[start: start + n * (length + 12)]
+        if rows.size < n * (length + 12):  # the last chunk of the file: no room for a full stride
+            rows = src[start: start + length]
+            n, j = 1, i + 1
+        out[at: at + n * length].reshape(n, length)[:] = rows.reshape(n, length + 12)[:, :length]
+        at += n * length
+        i = j
     return out
 
 
@@ -145,11 +155,12 @@ def inflate_parallel(data: bytes, spans: list[tuple[int, int]], buf, threads: in
     holding 8 random bytes in fixed Huffman codes: only a segment that ends exactly on a block
     boundary, byte-aligned, with no final block inside, yields those bytes at its end. The last
     segment goes through zlib, which says where its final block ended (the 4 Adler-32 bytes must
-    follow it exactly). The sizes must add up to the image and the Adler-32 of the whole output
-    (combined from the segments') must match the stream's. So the result is what one serial
-    inflate gives, or False and the serial path runs.
+    follow it exactly). Segment k lands at k times the first one's size (the writer's bands are
+    of equal rows; other sizes fail), the last must end at the image's end, and the Adler-32 of
+    the whole output (combined from the segments') must match the stream's. So the result is
+    what one serial inflate gives, or False and the serial path runs.
     """
-    import os
+    import threading
     import zlib
     from concurrent.futures import ThreadPoolExecutor
 
@@ -167,57 +178,81 @@ def inflate_parallel(data: bytes, spans: list[tuple[int, int]], buf, threads: in
     if cmf & 0x0F != 8 or cmf >> 4 > 7 or (cmf * 256 + flg) % 31 or flg & 0x20:
         return False  # not a zlib header libdeflate would take (serial decides)
     bounds = [0, *cuts, len(spans)]
+    last = len(bounds) - 2
     marker = os.urandom(8)
     fixed = zlib.compressobj(1, zlib.DEFLATED, -15, 9, zlib.Z_FIXED)
     fin = fixed.compress(marker) + fixed.flush()
     if fin[0] & 7 != 3:  # BFINAL, fixed Huffman codes
         return False
+    # Each segment's offset in buf is k * S, S the first segment's size (gputex's writer cuts
+    # bands of equal rows); a segment of another size fails the check and the serial path runs.
+    first_size: list[int] = []
+    first_done = threading.Event()
+    failed = threading.Event()
+    local = threading.local()  # one scratch buffer per thread, reused: its pages fault once
 
     def segment(k: int) -> bytes:
         body = b"".join(view[a: a + n] for a, n in spans[bounds[k]: bounds[k + 1]])
         return body[2:] if k == 0 else body
 
     def inflate(k: int):
+        if failed.is_set():
+            return None
         src = segment(k)
-        if k == len(bounds) - 2:  # the last: zlib says where the final block ends
+        trailer = None
+        if k == last:  # zlib says where the final block ends: the 4 Adler-32 bytes must follow
             d = zlib.decompressobj(-15)
             try:
-                out = d.decompress(src, buf.size + 1)
+                out = np.frombuffer(d.decompress(src, buf.size + 1), np.uint8)
             except zlib.error:  # e.g. a reference before the segment
                 return None
             if not d.eof or len(d.unused_data) != 4 or d.unconsumed_tail:
                 return None
-            return np.frombuffer(out, np.uint8), zlib.adler32(out), d.unused_data
-        src += fin
-        scratch = np.empty(min(buf.size, 1032 * len(src)) + len(marker), np.uint8)
-        try:
-            out = imagecodecs.deflate_decode(src, raw=True, out=scratch)
-        except (imagecodecs.DeflateError, ValueError):
+            trailer = d.unused_data
+        else:
+            src += fin
+            cap = min(buf.size, 1032 * len(src)) + len(marker)
+            scratch = getattr(local, "scratch", None)
+            if scratch is None or scratch.size < cap:
+                scratch = local.scratch = np.empty(cap, np.uint8)
+            try:
+                out = imagecodecs.deflate_decode(src, raw=True, out=scratch[:cap])
+            except (imagecodecs.DeflateError, ValueError):
+                return None
+            n = len(out) - len(marker)
+            if n < 0 or bytes(out[n:]) != marker:
+                return None
+            out = out[:n]
+        if k == 0:
+            first_size.append(out.size)
+            first_done.set()
+        else:
+            first_done.wait()
+        if not first_size or failed.is_set():
             return None
-        n = len(out) - len(marker)
-        if n < 0 or bytes(out[n:]) != marker:
+        at = k * first_size[0]
+        if (k < last and (out.size != first_size[0] or at + out.size > buf.size)
+                or (k == last and at + out.size != buf.size)):
             return None
-        return out[:n], zlib.adler32(out[:n]), None
+        buf[at: at + out.size] = out
+        return out.size, zlib.adler32(out), trailer
 
-    at, adler, trailer = 0, 1, None
-    try:
-        with ThreadPoolExecutor(threads, thread_name_prefix="gputex-inflate") as pool:
-            window = 2 * threads  # segments in flight: memory stays at a few bands
-            pending = [pool.submit(inflate, k) for k in range(min(window, len(bounds) - 1))]
-            nxt = len(pending)
-            while pending:
-                got = pending.pop(0).result()
-                if got is None or at + got[0].size > buf.size:
-                    for f in pending:
-                        f.cancel()
-                    return False
-                if nxt < len(bounds) - 1:
-                    pending.append(pool.submit(inflate, nxt))
-                    nxt += 1
-                part, part_adler, trailer = got
-                buf[at: at + part.size] = part
-                at += part.size
-                adler = adler32_combine(adler, part_adler, part.size)
-    except MemoryError:  # scratch buffers are sized for the worst case, touched only as used
+    def run(k: int):
+        try:
+            got = inflate(k)
+        except Exception:  # MemoryError (scratch is sized for the worst case, touched only as
+            got = None  # used) or anything else: the serial path decides
+        if got is None:
+            failed.set()
+            first_done.set()  # nobody waits for a first segment that failed
+        return got
+
+    adler = 1
+    with ThreadPoolExecutor(threads, thread_name_prefix="gputex-inflate") as pool:
+        results = [f.result() for f in [pool.submit(run, k) for k in range(last + 1)]]
+    if failed.is_set() or any(r is None for r in results):
         return False
-    return at == buf.size and trailer is not None and struct.unpack(">I", trailer)[0] == adler
+    for size, part_adler, _ in results:
+        adler = adler32_combine(adler, part_adler, size)
+    trailer = results[-1][2]
+    return trailer is not None and struct.unpack(">I", trailer)[0] == adler

@@ -395,7 +395,8 @@ def test_flush_bytes_inside_a_stored_block_are_not_a_restart_point(monkeypatch):
 
 
 @needs_ext
-@pytest.mark.parametrize("damage", ["bad adler", "garbage after adler", "last band refers back", "short"])
+@pytest.mark.parametrize("damage", ["bad adler", "garbage after adler", "garbage before adler", "last band refers back",
+                                    "short"])
 def test_damaged_restart_streams(tmp_path, monkeypatch, damage):
     rng = np.random.default_rng(23)
     a = rng.integers(0, 4, (50, 30, 3), np.uint8)  # few values: many matches
@@ -405,6 +406,8 @@ def test_damaged_restart_streams(tmp_path, monkeypatch, damage):
         bodies[-1] = bodies[-1][:-4] + struct.pack(">I", zlib.adler32(rows) ^ 1)
     elif damage == "garbage after adler":
         bodies[-1] += b"xyz"
+    elif damage == "garbage before adler":  # the Adler-32 right after the final block is wrong
+        bodies[-1] = bodies[-1][:-4] + b"xyz" + bodies[-1][-4:]
     elif damage == "last band refers back":
         comp = zlib.compressobj(6, zlib.DEFLATED, -15)
         comp.compress(rows[: 30 * row])
