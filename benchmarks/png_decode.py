@@ -170,7 +170,7 @@ def main() -> None:
     name, data, want = files[3]
     counts = sorted({1, 2, 4, threads, len(allowed)} & set(range(1, len(allowed) + 1)))
     wall, cpu = best_of({n: (lambda n=n: gputex_fast(data, n)) for n in counts}, args.repeat)
-    print(f"\n{name} ({data.count(b'IDAT')} IDATs, restart points between them), all {len(allowed)} CPUs, "
+    print(f"\n{name} ({data.count(b'IDAT')} IDATs: a restart point between each two), all {len(allowed)} CPUs, "
           f"the inflate on N threads (decode's default {threads}, GPUTEX_DECODE_THREADS): wall time")
     for n in counts:
         print(f"  {n:2d} threads {wall[n] * 1e3:7.1f} ms  {want.nbytes / 1e6 / wall[n]:6.0f} MB/s  "
