@@ -1,8 +1,8 @@
 """Decode: an image file -> :class:`Image` (pixels as numpy, plus what they mean).
 
 Pillow opens everything it can; 8- and 16-bit PNGs other than palette ones go through
-imagecodecs' libpng instead: Pillow opens 16-bit RGB/RGBA and grey+alpha as 8-bit, and
-libpng decodes straight into one numpy array (faster, and no second copy in memory).
+``pngdec`` (libdeflate + a C unfilter, ~2x libpng) or imagecodecs' libpng instead: Pillow opens
+16-bit RGB/RGBA and grey+alpha as 8-bit, and both decode straight into one numpy array.
 Every Pillow mode lands in one of four shapes of data:
 
 ============  =========================  ========  ==================
