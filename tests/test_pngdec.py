@@ -447,3 +447,27 @@ def test_a_final_block_inside_a_band_is_not_a_restart_point(tmp_path, monkeypatc
     now = _outcome(p)
     monkeypatch.setattr(pngdec, "_pngfilter", None)
     assert now == _outcome(p) == f"{p}: truncated or corrupt image data"  # libpng reads 00 00 ff ff as the Adler-32
+
+
+@needs_ext
+@pytest.mark.parametrize("writer", ["pillow", "pillow-optimize", "libpng-0", "libpng-1", "libpng-9", "libpng16-6"])
+def test_files_of_other_writers(writer):
+    rng = np.random.default_rng(zlib.crc32(writer.encode()))
+    for h, w in [(1, 1), (3, 200), (61, 37), (128, 129)]:
+        base = rng.integers(0, 256, (h, w, 4), np.uint8) // 8 * 8  # smooth-ish: every filter pays
+        base = np.cumsum(base, axis=1, dtype=np.uint8)
+        for c in (1, 2, 3, 4):
+            a = base[:, :, :c]
+            if writer.startswith("pillow"):
+                buf = io.BytesIO()
+                PILImage.fromarray(a[:, :, 0] if c == 1 else a).save(buf, "PNG", optimize=writer.endswith("optimize"))
+                data = buf.getvalue()
+            else:
+                if writer.startswith("libpng16"):
+                    a = a.astype(np.uint16) * 257 + rng.integers(0, 2, a.shape).astype(np.uint16)
+                data = imagecodecs.png_encode((a[:, :, 0] if c == 1 else a).copy(),  # plain strides
+                                              level=int(writer[-1]))
+            got = fast(data)
+            assert got is not None
+            np.testing.assert_array_equal(got, a.reshape(got.shape))
+            np.testing.assert_array_equal(got, libpng(data))
