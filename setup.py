@@ -4,7 +4,9 @@
 build (no C compiler), gputex installs anyway and decodes those PNGs through libpng instead.
 """
 
+import os
+
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("gputex._pngfilter", ["gputex/_pngfilter.c"], optional=True,
-                             extra_compile_args=["-O3"] if __import__("os").name != "nt" else [])])
+                             extra_compile_args=[] if os.name == "nt" else ["-O3"])])
