@@ -142,7 +142,7 @@ def _decode_png_direct(path: str, data: bytes, header) -> Image:
 
     from . import pngdec
 
-    a = pngdec.decode(data, header)  # libdeflate + C unfilter (>= 2x libpng); None: libpng decodes
+    a = pngdec.decode(data, header)  # libdeflate + C unfilter (~2x libpng); None: libpng decodes
     try:
         a = imagecodecs.png_decode(data) if a is None else a
     except Exception as e:  # imagecodecs raises its own PngError: same message as Pillow's path
