@@ -471,3 +471,19 @@ def test_files_of_other_writers(writer):
             assert got is not None
             np.testing.assert_array_equal(got, a.reshape(got.shape))
             np.testing.assert_array_equal(got, libpng(data))
+
+
+@needs_ext
+def test_threads_only_while_no_other_decode_runs(monkeypatch):
+    a = np.zeros((40, 30, 4), np.uint8)
+    data = _stream_png(a, 8)
+    header = png.read_header(data)
+    calls = []
+    monkeypatch.setattr(pngdec, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pngdec, "DECODE_THREADS", 5)
+    monkeypatch.setattr(pngdec, "inflate_parallel", lambda d, s, b, threads: calls.append(threads) and False)
+    np.testing.assert_array_equal(pngdec.decode(data, header), a)
+    assert calls == [5]
+    monkeypatch.setattr(pngdec, "_ACTIVE", [1])  # another decode in flight in this process
+    np.testing.assert_array_equal(pngdec.decode(data, header), a)
+    assert calls == [5] and pngdec._ACTIVE == [1]
