@@ -3,20 +3,21 @@
 Decoding a large PNG is two steps: inflating the IDAT stream and unfiltering the rows. libpng
 (``imagecodecs.png_decode``, gputex's decoder before) inflates with zlib, the bulk of its time.
 Measured here (``benchmarks/png_decode.py``, one core, CPU time on a busy 2-core machine) on a
-4096^2 RGBA photo written by libpng at zlib level 1 (42 MB, "average" rows): libpng 469 ms,
-libspng 450, Pillow 666; its IDAT stream alone inflated by zlib 412 ms, zlib-ng 331, ISA-L 184,
-libdeflate 162. So this module inflates the IDAT data in one call to libdeflate
+4096^2 RGBA photo written by libpng at zlib level 1 (42 MB, "average" rows): libpng 439 ms,
+libspng 438, Pillow 613; its IDAT stream alone inflated by zlib 376 ms, zlib-ng 291, ISA-L 169,
+libdeflate 142. So this module inflates the IDAT data in one call to libdeflate
 (``imagecodecs.deflate_decode`` with ``out=``: the output size is known from the header, which
 is what lets imagecodecs use libdeflate; without ``out`` it falls back to zlib), straight into
 one preallocated array, then unfilters the rows in place with a small C routine
-(``gputex/_pngfilter.c``, SSE2 on x86-64: ~24 ms for that image), which packs them down over the
-filter bytes: one full-size buffer, no second copy. libdeflate's zlib decoder checks the zlib
-header and the Adler-32 of the whole stream. That image: 215 ms, 2.2x libpng; ``gputex.decode``
-as a whole 2.0-2.2x what it was for 8-bit RGBA (zlib 1 and 6, fpng), 1.5x for noisy 16-bit RGBA
-(all inflate). The cost: a PNG cut into many IDAT chunks (libpng writes 8 KB ones) is gathered
-into one copy of its compressed data first (libdeflate takes one buffer), so decode's peak
-memory rises by the file's size (2.26x the decoded size against 1.63x before, for that image);
-a file with one IDAT (fpng's) is not copied.
+(``gputex/_pngfilter.c``, SSE2 on x86-64: ~21 ms for that image), which packs them down over
+the filter bytes: one full-size buffer, no second copy. libdeflate's zlib decoder checks the
+zlib header and the Adler-32 of the whole stream. That image: 212 ms, 2.1x libpng;
+``gputex.decode`` as a whole 2.0-2.2x what it was for 8-bit images (RGBA at zlib 1 and 6,
+fpng; RGB, grey), 1.7x for 16-bit RGBA with noisy low bytes (nearly all inflate). The cost: a
+PNG cut into many IDAT chunks (libpng writes 8 KB ones) is gathered into one copy of its
+compressed data first (libdeflate takes one buffer), so decode's peak memory rises by the
+file's size (2.26x the decoded size against 1.63x before, for that image); a file with one
+IDAT (fpng's) is not copied.
 
 Anything but a clean, complete stream is left to libpng: :func:`decode` returns None (and the
 caller decodes with libpng as before) when the C extension is not built, the image is
