@@ -99,6 +99,7 @@ def _warm() -> None:
 
 def _init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ.setdefault("GPUTEX_DECODE_THREADS", "1")  # the pool already fills the cores: one PNG, one thread
     # A worker must not outlive gputex: if the parent is killed (kill -9), the pool's pipes do
     # not close (every worker holds their write ends), so a watchdog ends the worker instead.
     parent = os.getppid()
