@@ -668,7 +668,7 @@ def _info_files(files: List[str], as_json: bool) -> int:
     failed = 0
     for path in files:
         try:
-            d = read_texture_file(path).describe()
+            d = read_texture_file(path, inflate=False).describe()  # headers only: nothing inflated
         except GputexError as e:
             failed += 1
             _err(str(e))
@@ -708,12 +708,13 @@ def validate(
 
     failed = 0
     for path in files:
+        from .inputs import read_input
+
         try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
+            data = read_input(path)  # regular files only, size-capped
+        except GputexError as e:
             failed += 1
-            _err(f"{path}: cannot read ({e.strerror or e})")
+            _err(str(e))
             continue
         problems = check(data, path)
         errors = [p for p in problems if p.fatal or strict]

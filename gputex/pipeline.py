@@ -104,7 +104,7 @@ def _decode(path: str, opts: Options, result: Result):
 
     with _timed(result, "decode"):
         if is_texture_file(path):
-            tf = read_texture_file(path)
+            tf = read_texture_file(path, max_pixels=opts.max_pixels, max_ratio=opts.max_ratio)
             if opts.format and opts.format.replace("_", "-").lower() != tf.format.name:
                 from .errors import FormatError
 
