@@ -223,7 +223,19 @@ def _run(result: Result, fn: Callable[[], None], session: "Session | None" = Non
         result.ok, result.error, result.exception = False, str(e), e
     except MemoryError as e:
         result.ok, result.error, result.exception = False, f"{result.source}: out of memory", e
+    except Exception as e:  # anything else is still this input's error, named, and the batch goes on
+        result.ok, result.error, result.exception = False, f"{result.source}: {_unexpected(e)}", e
     return result
+
+
+def _unexpected(e: BaseException) -> str:
+    """One line for an exception gputex did not raise itself: an OS error as the OS says it
+    (disk full, a name that is a folder...), anything else an internal error (a gputex bug)."""
+    if isinstance(e, OSError) and e.strerror:
+        where = e.filename if isinstance(e.filename, str) else None
+        return f"{e.strerror}" + (f" ({where})" if where else "")
+    msg = " ".join(str(e).split())
+    return f"internal error: {type(e).__name__}" + (f": {msg}" if msg else "") + " (run with --debug for the traceback)"
 
 
 def upload_gpu_stage(session: "Session", opts: Options, names: "OutputNames | None" = None):

@@ -65,7 +65,8 @@ def codec_workers(n: int):
     from .encode import sweep_stale
 
     global _FREE_MAX
-    sweep_stale(_shm_folder())  # files of an earlier batch that was killed
+    for folder in _folders():  # files of an earlier batch that was killed
+        sweep_stale(folder)
     _FREE_MAX = 2 * n + 2
     ctx = multiprocessing.get_context("spawn")
     # two pools, measured on the H200 host against one shared pool of n (0.52-0.57 at fast PNG
@@ -116,11 +117,55 @@ def _init() -> None:
 
 
 def _shm_folder() -> str:
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    """Where pixels travel between processes: ``/dev/shm`` (memory), else the temp folder.
+    ``GPUTEX_SHM_DIR`` (developer override, read here only) names another folder."""
+    folder = os.environ.get("GPUTEX_SHM_DIR") or "/dev/shm"
+    return folder if os.path.isdir(folder) and os.access(folder, os.W_OK) else tempfile.gettempdir()
 
 
-def _shm_file() -> tuple[int, str]:
-    return tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", suffix=".part", dir=_shm_folder())
+def _folders() -> list[str]:
+    """Shared memory first, then the temp folder (a small /dev/shm, Docker's 64 MB, fills up)."""
+    first, fallback = _shm_folder(), tempfile.gettempdir()
+    return [first] if os.path.realpath(first) == os.path.realpath(fallback) else [first, fallback]
+
+
+def _shm_file(nbytes: int = 0) -> tuple[int, str]:
+    """A new file of ``nbytes`` reserved (``posix_fallocate``: a full tmpfs says ENOSPC now,
+    not SIGBUS when a mapped page is first written) in the first folder with room for it.
+    Shared memory is an optimisation, never a requirement."""
+    import errno
+
+    folders = _folders()
+    for i, folder in enumerate(folders):
+        last = i == len(folders) - 1
+        if not last and not _has_room(folder, nbytes):
+            continue
+        fd, name = tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", suffix=".part", dir=folder)
+        if nbytes <= 0 or not hasattr(os, "posix_fallocate"):
+            return fd, name
+        try:
+            os.posix_fallocate(fd, 0, nbytes)
+            return fd, name
+        except OSError as e:
+            os.close(fd)
+            _unlink_quietly(name)
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or last:
+                if e.errno in (errno.EOPNOTSUPP, errno.EINVAL):  # no fallocate here: plain file
+                    return tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", suffix=".part", dir=folder)
+                raise
+    raise AssertionError("unreachable")
+
+
+#: Free space kept in shared memory for everyone else (other blocks in flight, other programs).
+SHM_HEADROOM = 16 << 20
+
+
+def _has_room(folder: str, nbytes: int) -> bool:
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):  # no statvfs (Windows): try, fallocate decides
+        return True
+    return st.f_bavail * st.f_frsize >= nbytes + SHM_HEADROOM
 
 
 def _map_file(name: str, nbytes: int, write: bool):
@@ -151,9 +196,9 @@ class SharedBlock:
 
         import numpy as np
 
-        fd, self.name = _shm_file()
-        os.close(fd)
         self.size = max(64, nbytes)
+        fd, self.name = _shm_file(self.size)
+        os.close(fd)
         try:
             self._mm = _map_file(self.name, self.size, write=True)
         except BaseException:
@@ -274,7 +319,7 @@ def _decode_in_worker(path: str, kwargs: dict) -> dict:
             image = decode(path, **kwargs)
     except GputexError as e:
         return {"error": e}
-    fd, name = _shm_file()
+    fd, name = _shm_file(image.pixels.nbytes)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(memoryview(image.pixels.reshape(-1)).cast("B") if image.pixels.flags.c_contiguous
@@ -307,7 +352,7 @@ def encode_images(outputs: list[tuple[str, "np.ndarray"]], block: SharedBlock | 
             if block is not None:
                 block.close()
     if block is None:
-        fd, name = _shm_file()
+        fd, name = _shm_file(sum(-(-np.asarray(p).nbytes // 64) * 64 for _, p in outputs))
         os.close(fd)
         end = 0
     else:

@@ -79,3 +79,55 @@ def test_info_and_validate_do_not_inflate_bombs(bomb_files, name):
     assert verdict == "accepted" and peak < 300, (verdict, peak)
     verdict, peak = _peak("validate", bomb_files[name])
     assert verdict.startswith("refused") and "not inflated" in verdict and peak < 300, (verdict, peak)
+
+
+# -- class 1: a small /dev/shm (Docker's 64 MB) --------------------------------------------
+
+def _gputex(*args, env=None, **kw):
+    return subprocess.run([sys.executable, "-m", "gputex", *args], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=ROOT, **(env or {})), **kw)
+
+
+def _large_images(folder, n, side, seed):
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    folder.mkdir()
+    paths = []
+    y, x = np.mgrid[0:side, 0:side]
+    for i in range(n):
+        a = np.stack([(x + i) % 256, (y * 3) % 256, (x ^ y) % 256, np.full_like(x, 255 - i)], axis=2).astype(np.uint8)
+        a[rng.integers(0, side, 500), rng.integers(0, side, 500)] = rng.integers(0, 256, (500, 4), dtype=np.uint8)
+        p = folder / f"big{i}.png"
+        Image.fromarray(a).save(p, compress_level=1)
+        paths.append(str(p))
+    return paths
+
+
+@pytest.fixture
+def small_shm(tmp_path):
+    mnt = tmp_path / "shm64"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if r.returncode:
+        pytest.skip(f"cannot mount a 64 MB tmpfs here (needs root): {r.stderr.strip()}")
+    yield str(mnt)
+    subprocess.run(["umount", "-l", str(mnt)])
+
+
+@pytest.mark.gpu
+def test_small_shared_memory_falls_back_with_identical_outputs(gpu, tmp_path, small_shm):
+    """Four 3000x3000 RGBA images (36 MB each decoded) with --jobs 4 through a 64 MB tmpfs:
+    every output written, byte-identical to the default run, nothing left in the tmpfs."""
+    paths = _large_images(tmp_path / "src", 4, 3000, seed=15)
+    outs = {}
+    for name, env in (("default", {}), ("small", {"GPUTEX_SHM_DIR": small_shm})):
+        out = tmp_path / name
+        r = _gputex("capture", *paths, "-o", str(out), "--jobs", "4", env=env, timeout=600)
+        assert r.returncode == 0, r.stderr
+        assert r.stderr == ""
+        outs[name] = {n: (out / n).read_bytes() for n in sorted(os.listdir(out))}
+    assert sorted(outs["small"]) == [f"big{i}.png" for i in range(4)]
+    assert outs["small"] == outs["default"]
+    assert os.listdir(small_shm) == []
