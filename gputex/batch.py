@@ -38,7 +38,11 @@ class Item:
 
 
 def _lines(stream) -> list[str]:
-    return [ln.strip() for ln in stream if ln.strip() and not ln.lstrip().startswith("#")]
+    """Paths one a line. Bytes are decoded as file names are (UTF-8, other bytes kept as
+    surrogates: ``os.fsdecode``), so a list of names that are not UTF-8 still names them."""
+    data = getattr(stream, "buffer", stream).read()
+    text = os.fsdecode(data) if isinstance(data, bytes) else data
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
 
 
 def expand_inputs(args: Iterable[str], recursive: bool = False, stdin=None) -> list[Item]:
@@ -49,7 +53,7 @@ def expand_inputs(args: Iterable[str], recursive: bool = False, stdin=None) -> l
             items += expand_inputs(_lines(stdin or sys.stdin), recursive)
         elif arg.startswith("@") and len(arg) > 1:
             try:
-                with open(arg[1:], encoding="utf-8") as f:
+                with open(arg[1:], "rb") as f:
                     items += expand_inputs(_lines(f), recursive)
             except OSError as e:
                 items.append(Item(arg, error=f"{arg[1:]}: cannot read list file ({e.strerror or e})"))

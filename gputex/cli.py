@@ -99,7 +99,20 @@ MaxRatioOpt = typer.Option(None, "--max-ratio", min=0,
 
 
 def _err(message: str) -> None:
-    typer.echo(f"gputex: {message}", err=True)
+    typer.echo(f"gputex: {_printable(message)}", err=True)
+
+
+def _printable(text: str) -> str:
+    """One line, whatever the names in it: control characters (a newline in a file name) and
+    bytes that are not UTF-8 (kept by Python as surrogates) are shown as backslash escapes."""
+    import re
+
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "backslashreplace")
+    text = raw.decode("utf-8", "backslashreplace")
+    return re.sub(r"[\x00-\x08\x0a-\x1f\x7f]", lambda m: repr(m.group())[1:-1], text)
 
 
 def _session(adapter: Optional[str], backend: Optional[str], soon=None):
@@ -748,6 +761,11 @@ def main() -> None:
     """Entry point of the ``gputex`` command."""
     debug = "--debug" in sys.argv
     _quiet_libraries(debug)
+    for stream in (sys.stdout, sys.stderr):  # names that are not UTF-8 print as their own bytes
+        try:
+            stream.reconfigure(errors="surrogateescape")
+        except (AttributeError, ValueError):
+            pass
     try:
         code = app(standalone_mode=False)
     except typer.Exit as e:

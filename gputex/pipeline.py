@@ -436,7 +436,11 @@ class OutputNames:
     def take(self, stem: str, suffix: str, subdir: str = "") -> str:
         folder = self.folder(subdir)
         if subdir:
-            os.makedirs(folder, exist_ok=True)
+            try:
+                os.makedirs(folder, exist_ok=True)
+            except OSError as e:  # e.g. the sub-folder's name is taken by a file
+                what = "exists and is not a folder" if os.path.lexists(folder) else (e.strerror or str(e))
+                raise OutputError(f"{folder}: cannot create output folder ({what})") from None
         n, name = 1, stem
         while True:
             path = os.path.join(folder, name + suffix)

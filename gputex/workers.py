@@ -83,7 +83,10 @@ def codec_workers(n: int):
     try:
         yield
     finally:
-        _POOLS.clear()
+        with _POOL_LOCK:
+            pools = list(_POOLS.values()) + _REPLACED  # the ones in use now (a dead worker's replaced)
+            _POOLS.clear()
+            _REPLACED.clear()
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
         _drop_free_blocks()
@@ -275,13 +278,52 @@ def _drop_free_blocks() -> None:
         block.unlink()
 
 
-def _call(kind: str, fn, *args):
+_RETRY_LOCK = threading.Lock()  # retries after a worker died run one at a time
+_POOL_LOCK = threading.Lock()
+
+
+def _call(kind: str, fn, *args, path: str = ""):
+    """``fn(*args)`` in the ``kind`` pool. A worker that dies (killed, out of memory, a decoder
+    crash on a hostile file) breaks the whole pool: the pool is replaced and the work retried
+    once, alone, so an input is blamed only if it kills a fresh worker by itself; the error
+    names it and the batch goes on."""
     from concurrent.futures.process import BrokenProcessPool
 
+    pool = _POOLS[kind]
     try:
-        return _POOLS[kind].submit(fn, *args).result()
-    except BrokenProcessPool as e:
-        raise GputexError(f"a codec worker process died ({e})") from None
+        return pool.submit(fn, *args).result()
+    except BrokenProcessPool:
+        pass
+    with _RETRY_LOCK:
+        pool = _replace_pool(kind, pool)
+        try:
+            return pool.submit(fn, *args).result()
+        except BrokenProcessPool:
+            _replace_pool(kind, pool)
+    what = "decoding" if kind == "decode" else "encoding"
+    raise GputexError(f"{path}: a codec worker process died while {what} it, twice (killed, out of memory, "
+                      "or a decoder crash on this file)")
+
+
+def _replace_pool(kind: str, broken):
+    """A fresh pool in place of ``broken`` (once, whoever notices first); the pool now in use."""
+    with _POOL_LOCK:
+        pool = _POOLS.get(kind)
+        if pool is None:
+            raise GputexError("the codec worker pool has ended")
+        if pool is broken:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            pool = ProcessPoolExecutor(broken._max_workers, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_init)
+            _POOLS[kind] = pool
+            _REPLACED.append(broken)
+            broken.shutdown(wait=False, cancel_futures=True)
+        return pool
+
+
+_REPLACED: list = []  # broken pools, shut down with the others when the batch ends
 
 
 # -- decode ------------------------------------------------------------------------------------
@@ -295,7 +337,7 @@ def decode_image(path: str, **kwargs) -> "Image":
 
         with span("decode", path=path):
             return decode(path, **kwargs)
-    out = _call("decode", _decode_in_worker, path, kwargs)
+    out = _call("decode", _decode_in_worker, path, kwargs, path=path)
     if "error" in out:
         raise out["error"]
     import numpy as np
@@ -369,7 +411,8 @@ def encode_images(outputs: list[tuple[str, "np.ndarray"]], block: SharedBlock | 
                     f.write(memoryview(a.reshape(-1)).cast("B"))
                     offset, end = end, end + a.nbytes
                 jobs.append((path, offset, pixels.shape, pixels.dtype.str))
-        written, warnings, seconds, error = _call("encode", _encode_in_worker, name, jobs, kwargs)
+        written, warnings, seconds, error = _call("encode", _encode_in_worker, name, jobs, kwargs,
+                                                  path=outputs[0][0] if outputs else "")
     finally:
         if block is not None:
             block.close()

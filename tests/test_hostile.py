@@ -13,7 +13,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bombs  # noqa: E402
 
-ROOT = os.path.dirname(HERE)
 
 # -- class 2: decompression bombs, refused before the large allocation -----------------------
 
@@ -59,7 +58,7 @@ def bomb_files(tmp_path_factory):
 
 def _peak(mode: str, path: str) -> tuple[str, int]:
     r = subprocess.run([sys.executable, "-c", _PEAK, mode, path], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=ROOT), timeout=300)
+                       timeout=300)
     lines = r.stdout.strip().splitlines()
     assert r.returncode == 0 and lines, r.stderr
     return lines[0], int(lines[-1])
@@ -85,7 +84,7 @@ def test_info_and_validate_do_not_inflate_bombs(bomb_files, name):
 
 def _gputex(*args, env=None, **kw):
     return subprocess.run([sys.executable, "-m", "gputex", *args], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=ROOT, **(env or {})), **kw)
+                          errors="surrogateescape", env=dict(os.environ, **(env or {})), **kw)
 
 
 def _large_images(folder, n, side, seed):
@@ -131,3 +130,100 @@ def test_small_shared_memory_falls_back_with_identical_outputs(gpu, tmp_path, sm
     assert sorted(outs["small"]) == [f"big{i}.png" for i in range(4)]
     assert outs["small"] == outs["default"]
     assert os.listdir(small_shm) == []
+
+
+def _png(path, seed, shape=(6, 7, 3)):
+    import numpy as np
+    from PIL import Image
+
+    a = np.random.default_rng(seed).integers(0, 256, shape, np.uint8)
+    Image.fromarray(a).save(path)
+    return a
+
+
+# -- class 5: per-input errors instead of "internal error" ---------------------------------
+
+@pytest.mark.gpu
+def test_output_subfolder_that_is_a_file_fails_only_its_inputs(gpu, tmp_path):
+    src = tmp_path / "tree"
+    (src / "sub").mkdir(parents=True)
+    a = _png(src / "top.png", 1)
+    _png(src / "sub" / "inner.png", 2)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sub").write_bytes(b"a file where the sub-folder goes")
+    r = _gputex("capture", str(src), "-r", "-o", str(out), "--jobs", "1", timeout=120)
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [f"gputex: {out / 'sub'}: cannot create output folder (exists and is not a folder)"]
+    import numpy as np
+    from PIL import Image
+
+    assert np.array_equal(np.asarray(Image.open(out / "top.png"))[..., :3], a)
+
+
+@pytest.mark.gpu
+def test_list_file_that_is_not_utf8_names_its_files(gpu, tmp_path):
+    """Latin-1 names in an @list: read as file names are (bytes kept), not refused."""
+    name = os.fsdecode(b"caf\xe9.png")
+    a = _png(tmp_path / name, 3)
+    lst = tmp_path / "list.txt"
+    lst.write_bytes(os.fsencode(str(tmp_path / name)) + b"\n# comment\n")
+    out = tmp_path / "out"
+    r = _gputex("capture", f"@{lst}", "-o", str(out), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    assert os.listdir(os.fsencode(str(out))) == [b"caf\xe9.png"]
+    import numpy as np
+    from PIL import Image
+
+    assert np.array_equal(np.asarray(Image.open(out / name))[..., :3], a)
+
+
+@pytest.mark.gpu
+def test_unexpected_exception_in_a_batch_names_the_file_and_goes_on(gpu, tmp_path, monkeypatch):
+    """Any exception inside a batch (here one gputex does not raise itself) is that input's
+    error, naming it; "internal error" marks it as a gputex bug; the other inputs go on."""
+    from typer.testing import CliRunner
+
+    import gputex.pipeline as pipeline
+    from gputex.cli import app
+
+    good, bad = tmp_path / "good.png", tmp_path / "bad.png"
+    _png(good, 4)
+    _png(bad, 5)
+    real = pipeline._upload
+
+    def flaky(session, image, *args, **kwargs):
+        if getattr(image, "source", "") == str(bad):
+            raise KeyError("surprise")
+        return real(session, image, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_upload", flaky)
+    r = CliRunner().invoke(app, ["capture", str(bad), str(good), "-o", str(tmp_path / "out"), "--jobs", "1"])
+    assert r.exit_code == 1
+    assert r.stderr.splitlines() == [f"gputex: {bad}: internal error: KeyError: 'surprise' "
+                                     "(run with --debug for the traceback)"]
+    assert os.listdir(tmp_path / "out") == ["good.png"]
+
+
+# -- class 8 and 12: names that are not UTF-8, names with a newline ------------------------
+
+@pytest.mark.gpu
+def test_names_not_utf8_and_with_newlines(gpu, tmp_path):
+    latin = os.fsdecode(b"caf\xe9.png")
+    a = _png(tmp_path / latin, 6)
+    nl = tmp_path / "two\nlines.png"
+    nl.write_bytes(b"not an image")
+    out = tmp_path / "out"
+    r = _gputex("capture", str(tmp_path / latin), str(nl), "-o", str(out), timeout=120)
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [f"gputex: {tmp_path}/two\\nlines.png: not an image (unknown or unsupported "
+                                     "file format)"]
+    assert os.listdir(os.fsencode(str(out))) == [b"caf\xe9.png"]
+    import numpy as np
+    from PIL import Image
+
+    assert np.array_equal(np.asarray(Image.open(out / latin))[..., :3], a)
+    r = _gputex("upload", str(tmp_path / latin), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "exact round trip" in r.stdout
