@@ -227,3 +227,78 @@ def test_names_not_utf8_and_with_newlines(gpu, tmp_path):
     r = _gputex("upload", str(tmp_path / latin), timeout=120)
     assert r.returncode == 0, r.stderr
     assert "exact round trip" in r.stdout
+
+
+# -- class 6: one dead codec worker --------------------------------------------------------
+
+def _workers_of(pid: int) -> list[int]:
+    """Codec worker processes (multiprocessing spawn children) of process ``pid``."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{entry}/stat").read()
+            cmd = open(f"/proc/{entry}/cmdline", "rb").read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid and b"spawn_main" in cmd:
+            out.append(int(entry))
+    return out
+
+
+def _random_batch(folder, n, side, seed):
+    import numpy as np
+    from PIL import Image
+
+    folder.mkdir()
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for i in range(n):
+        a = rng.integers(0, 256, (side, side, 4), np.uint8)
+        Image.fromarray(a).save(folder / f"img{i:02d}.png", compress_level=1)
+        arrays[f"img{i:02d}.png"] = a
+    return arrays
+
+
+@pytest.mark.gpu
+def test_a_killed_worker_is_replaced_and_the_batch_goes_on(gpu, tmp_path):
+    import signal
+    import time
+
+    import numpy as np
+    from PIL import Image
+
+    arrays = _random_batch(tmp_path / "src", 14, 512, seed=6)
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "-m", "gputex", "capture", *sorted(str(tmp_path / "src" / n) for n in arrays),
+                          "-o", str(out), "--jobs", "3", "--png-compression", "9"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out.exists() and os.listdir(out)):
+        time.sleep(0.02)
+    workers = _workers_of(p.pid)
+    assert workers, "no codec worker processes"
+    os.kill(workers[-1], signal.SIGKILL)
+    stdout, stderr = p.communicate(timeout=300)
+    assert p.returncode == 0, stderr
+    assert stderr == ""
+    assert stdout.count(" -> ") == 14
+    assert sorted(os.listdir(out)) == sorted(arrays)
+    for name, a in arrays.items():
+        assert np.array_equal(np.asarray(Image.open(out / name)), a), name
+
+
+def test_an_input_that_kills_workers_is_named_and_the_pool_lives_on():
+    """A decoder crash on a hostile file kills its worker every time: after one retry alone on
+    a fresh pool the input is blamed by name, and the next input is decoded as usual."""
+    from gputex import workers
+    from gputex.errors import GputexError
+
+    with workers.codec_workers(2):
+        with pytest.raises(GputexError) as e:
+            workers._call("decode", os._exit, 3, path="evil.png")
+        assert str(e.value) == ("evil.png: a codec worker process died while decoding it, twice (killed, out of "
+                                "memory, or a decoder crash on this file)")
+        assert workers._call("decode", abs, -7, path="next.png") == 7
