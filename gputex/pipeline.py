@@ -313,10 +313,23 @@ def _verify_and_write(tex: "Texture", source, item, opts: Options, names, result
 
 def _texture_output(opts: Options, names: "OutputNames | None", item) -> str:
     if os.path.splitext(opts.out)[1].lower() in (".ktx2", ".dds"):
+        refuse_overwriting_inputs(opts.out, [item.path])
         return opts.out
     stem = os.path.splitext(os.path.basename(item.path))[0]
     assert names is not None
     return names.take(stem, "." + opts.container, item.subdir)
+
+
+def refuse_overwriting_inputs(out: str, inputs: list[str]) -> None:
+    """OutputError if ``out`` is one of ``inputs`` (the same file, by any name or hard link):
+    inputs are never overwritten."""
+    for p in inputs:
+        try:
+            same = os.path.samefile(out, p)
+        except (OSError, ValueError):
+            same = False
+        if same:
+            raise OutputError(f"{out}: output would overwrite the input {p}; choose another output name")
 
 
 def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options,
@@ -335,6 +348,8 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
 
         from .formats import get_format
 
+        if opts.out:
+            refuse_overwriting_inputs(opts.out, paths)
         images = [_decode(p, opts, result) for p in paths]
         for p, im in zip(paths, images):
             if _is_texfile(im):
@@ -709,6 +724,8 @@ def compare_files(session: "Session", a: str, b: str, opts: Options, limits: Thr
     """
     from .compare import compare
 
+    if diff_image:
+        refuse_overwriting_inputs(diff_image, [a, b])
     ra, rb = Result(source=a), Result(source=b)
     ta = _upload_for_reduce(session, a, opts, ra)
     try:

@@ -302,3 +302,45 @@ def test_an_input_that_kills_workers_is_named_and_the_pool_lives_on():
         assert str(e.value) == ("evil.png: a codec worker process died while decoding it, twice (killed, out of "
                                 "memory, or a decoder crash on this file)")
         assert workers._call("decode", abs, -7, path="next.png") == 7
+
+
+# -- class 4: inputs are never overwritten -------------------------------------------------
+
+@pytest.mark.gpu
+def test_compare_diff_image_never_overwrites_an_input(gpu, tmp_path):
+    from typer.testing import CliRunner
+
+    from gputex.cli import app
+
+    a, b = tmp_path / "A.png", tmp_path / "B.png"
+    _png(a, 7)
+    _png(b, 8)
+    before = a.read_bytes()
+    link = tmp_path / "hard.png"
+    os.link(a, link)
+    for target in (a, link):
+        r = CliRunner().invoke(app, ["compare", str(a), str(b), "--diff-image", str(target)])
+        assert r.exit_code == 2
+        assert r.stderr.splitlines() == [f"gputex: {target}: output would overwrite the input {a}; choose another "
+                                         "output name"]
+        assert a.read_bytes() == before
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("suffix", [".ktx2", ".dds"])
+def test_upload_never_rewrites_its_input_texture_file(gpu, tmp_path, suffix):
+    from typer.testing import CliRunner
+
+    from gputex.cli import app
+
+    src = tmp_path / "x.png"
+    _png(src, 9, (4, 4, 4))
+    tex = tmp_path / f"x{suffix}"
+    r = CliRunner().invoke(app, ["upload", str(src), "-o", str(tex)])
+    assert r.exit_code == 0, r.stderr
+    before, mtime = tex.read_bytes(), tex.stat().st_mtime_ns
+    r = CliRunner().invoke(app, ["upload", str(tex), "-o", str(tex)])
+    assert r.exit_code == 1
+    assert r.stderr.splitlines() == [f"gputex: {tex}: output would overwrite the input {tex}; choose another "
+                                     "output name"]
+    assert tex.read_bytes() == before and tex.stat().st_mtime_ns == mtime
