@@ -58,7 +58,7 @@ def expand_inputs(args: Iterable[str], recursive: bool = False, stdin=None) -> l
             except OSError as e:
                 items.append(Item(arg, error=f"{arg[1:]}: cannot read list file ({e.strerror or e})"))
         elif glob.has_magic(arg) and not os.path.exists(arg):
-            matches = sorted(glob.glob(arg, recursive=True))
+            matches = _glob(arg)
             if not matches:
                 items.append(Item(arg, error=f"{arg}: no files match"))
             items += [Item(m) for m in matches if not os.path.isdir(m)]
@@ -66,8 +66,7 @@ def expand_inputs(args: Iterable[str], recursive: bool = False, stdin=None) -> l
             if not recursive:
                 items.append(Item(arg, error=f"{arg}: is a directory (add -r to take the images in it)"))
                 continue
-            for root, dirs, files in os.walk(arg):
-                dirs.sort()
+            for root, dirs, files in _walk_once(arg):
                 rel = os.path.relpath(root, arg)
                 for name in sorted(files):
                     if name.lower().endswith(IMAGE_SUFFIXES):
@@ -75,6 +74,77 @@ def expand_inputs(args: Iterable[str], recursive: bool = False, stdin=None) -> l
         else:
             items.append(Item(arg))
     return items
+
+
+def _walk_once(top: str):
+    """``os.walk`` following links to folders, but into each real folder once (a ``link -> .``
+    inside the tree would otherwise repeat it, two such links without end); sorted."""
+    seen: set = set()
+    for root, dirs, files in os.walk(top, followlinks=True):
+        try:
+            st = os.stat(root)
+        except OSError:
+            dirs[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            dirs[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        dirs.sort()
+        yield root, dirs, files
+
+
+def _glob(pattern: str) -> list[str]:
+    """``glob.glob(pattern, recursive=True)``, sorted, except that ``**`` visits each real folder
+    once (Python's follows every link to a folder, so a ``link -> .`` loops)."""
+    if "**" not in pattern:
+        return sorted(glob.glob(pattern))
+    import re
+
+    parts = pattern.split("/")
+    i = next(k for k, part in enumerate(parts) if glob.has_magic(part))
+    base = "/".join(parts[:i]) or ("/" if pattern.startswith("/") else ".")
+    regex = re.compile(_translate("/".join(parts[i:])))
+    out = []
+    for root, dirs, files in _walk_once(base):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]  # like glob: wildcards skip hidden names
+        rel = os.path.relpath(root, base)
+        for name in files:
+            if name.startswith("."):
+                continue
+            sub = name if rel == "." else f"{rel}/{name}"
+            if regex.fullmatch(sub):
+                out.append(os.path.join(root, name) if parts[:i] else (sub if base == "." else os.path.join(base, sub)))
+    return sorted(out)
+
+
+def _translate(pattern: str) -> str:
+    """A glob pattern (``**`` any number of folders, ``*``, ``?``, ``[...]`` within one name) as a regex."""
+    import re
+
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2:]:
+            j = pattern.index("]", i + 2)
+            body = pattern[i + 1: j]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            i = j + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
 
 
 def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[Any, Any]],

@@ -344,3 +344,43 @@ def test_upload_never_rewrites_its_input_texture_file(gpu, tmp_path, suffix):
     assert r.stderr.splitlines() == [f"gputex: {tex}: output would overwrite the input {tex}; choose another "
                                      "output name"]
     assert tex.read_bytes() == before and tex.stat().st_mtime_ns == mtime
+
+
+# -- class 9: hangs and runaway reads -------------------------------------------------------
+
+@pytest.mark.gpu
+def test_fifo_and_device_inputs_are_refused_at_once(gpu, tmp_path):
+    fifo = tmp_path / "x.png"
+    os.mkfifo(fifo)
+    good = tmp_path / "good.png"
+    _png(good, 10)
+    out = tmp_path / "out"
+    for args in (["capture", str(fifo), "/dev/zero", str(good), "-o", str(out)], ["upload", str(fifo), "/dev/zero"]):
+        r = _gputex(*args, timeout=60)  # the FIFO used to block forever, /dev/zero to eat all memory
+        assert r.returncode == 1
+        assert r.stderr.splitlines() == [f"gputex: {fifo}: is a FIFO (named pipe), not a regular file",
+                                         "gputex: /dev/zero: is a character device, not a regular file"]
+    assert os.listdir(out) == ["good.png"]
+    r = _gputex("info", str(fifo), timeout=60)
+    assert r.returncode == 1 and r.stderr == f"gputex: {fifo}: is a FIFO (named pipe), not a regular file\n"
+    r = _gputex("validate", str(fifo), timeout=60)
+    assert r.returncode == 1 and r.stderr == f"gputex: {fifo}: is a FIFO (named pipe), not a regular file\n"
+
+
+def test_glob_and_recursive_follow_each_real_folder_once(tmp_path):
+    from gputex.batch import expand_inputs
+
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    for name in ("a.png", "sub/b.png", "sub/c.txt", ".hidden.png"):
+        (tree / name).write_bytes(b"x")
+    os.symlink(".", tree / "link")  # a loop
+    os.symlink("..", tree / "sub" / "up")  # a second one: Python's glob never ends
+    got = subprocess.run([sys.executable, "-c", "import sys; from gputex.batch import expand_inputs; "
+                          "print([i.path for i in expand_inputs([sys.argv[1]])])", f"{tree}/**/*.png"],
+                         capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip() == repr([f"{tree}/a.png", f"{tree}/sub/b.png"])
+    items = expand_inputs([str(tree)], recursive=True)
+    assert [(i.path, i.subdir) for i in items] == [(f"{tree}/.hidden.png", ""), (f"{tree}/a.png", ""),
+                                                   (f"{tree}/sub/b.png", "sub")]
