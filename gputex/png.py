@@ -97,6 +97,8 @@ def read_header(data: bytes, *, verify_crc: bool = True) -> PngHeader:
         elif ctype == b"IEND":
             return header
         elif ctype == b"IDAT":
+            if not seen_idat and header.color_type == 3 and b"PLTE" not in header.chunks:
+                raise ValueError("palette image (colour type 3) without a PLTE chunk")  # as libpng
             seen_idat = True
         elif not seen_idat or ctype == b"eXIf":  # eXIf may also follow the image data
             header.chunks.setdefault(ctype, bytes(body))

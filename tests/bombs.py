@@ -119,3 +119,37 @@ def ktx2_zlib_bomb() -> bytes:
 ALL = {"ico_png_bomb.ico": ico_png_bomb, "ico_rgba_bomb.ico": ico_rgba_bomb, "ico_bmp_bomb.ico": ico_bmp_bomb,
        "tiff_tile_bomb.tiff": tiff_tile_bomb, "ktx2_zstd_1g.ktx2": ktx2_zstd_bomb,
        "ktx2_zstd_4g.ktx2": lambda: ktx2_zstd_bomb(32768), "ktx2_zlib_256m.ktx2": ktx2_zlib_bomb}
+
+
+def small_texture_files() -> list[bytes]:
+    """Small valid KTX2 (plain, Zstandard, ZLIB) and DDS files: fuzz seeds for the containers."""
+    import numpy as np
+
+    from gputex.dds import write_dds
+    from gputex.formats import get_format
+    from gputex.ktx2 import write_ktx2
+    from gputex.texfile import TextureFile
+    from texmaker import ktx2_zlib
+
+    rng = np.random.default_rng(15)
+    levels = [rng.integers(0, 256, (max(1, 5 >> i) * max(1, 3 >> i) * 4,), np.uint8).tobytes() for i in range(3)]
+    tf = TextureFile(get_format("rgba8unorm"), 5, 3, levels=levels, color_space="linear")
+    plain = b"".join(bytes(p) for p in write_ktx2(tf))
+    return [plain, b"".join(bytes(p) for p in write_ktx2(tf, zstd=3)), ktx2_zlib(plain),
+            b"".join(bytes(p) for p in write_dds(tf))]
+
+
+def fuzz_seeds() -> list[bytes]:
+    """The bomb shapes (ICO with embedded PNG/BMP, TIFF tile, KTX2 Zstd/ZLIB) and small texture files."""
+    return [ico_png_bomb(), ico_rgba_bomb(), ico_bmp_bomb(), tiff_tile_bomb(), ktx2_zstd_bomb(),
+            ktx2_zstd_bomb(32768), ktx2_zlib_bomb(), *small_texture_files()]
+
+
+def read_any(path: str, max_pixels: int):
+    """What a batch does with one input: texture files by their magic, images through decode."""
+    import gputex
+    from gputex.texfile import is_texture_file, read_texture_file
+
+    if is_texture_file(path):
+        return read_texture_file(path, max_pixels=max_pixels)
+    return gputex.decode(path, max_pixels=max_pixels)

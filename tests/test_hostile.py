@@ -384,3 +384,31 @@ def test_glob_and_recursive_follow_each_real_folder_once(tmp_path):
     items = expand_inputs([str(tree)], recursive=True)
     assert [(i.path, i.subdir) for i in items] == [(f"{tree}/.hidden.png", ""), (f"{tree}/a.png", ""),
                                                    (f"{tree}/sub/b.png", "sub")]
+
+
+# -- class 13: a palette PNG without PLTE ---------------------------------------------------
+
+def test_palette_png_without_plte_is_refused(tmp_path):
+    import zlib
+
+    import gputex
+    from gputex.errors import DecodeError
+
+    def chunk(t, body):
+        import struct
+
+        return struct.pack(">I", len(body)) + t + body + struct.pack(">I", zlib.crc32(t + body))
+
+    import struct
+
+    ihdr = struct.pack(">IIBBBBB", 3, 2, 8, 3, 0, 0, 0)
+    idat = zlib.compress(b"\0\x01\x02\x03" * 2)
+    p = tmp_path / "noplte.png"
+    p.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+    with pytest.raises(DecodeError) as e:
+        gputex.decode(str(p))
+    assert str(e.value) == f"{p}: palette image (colour type 3) without a PLTE chunk"
+    good = tmp_path / "plte.png"  # the same with a palette decodes to it
+    good.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"PLTE", bytes(range(12)))
+                     + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+    assert gputex.decode(str(good)).pixels[:, :, :3].tolist() == [[[3, 4, 5], [6, 7, 8], [9, 10, 11]]] * 2
