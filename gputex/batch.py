@@ -160,8 +160,9 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from .workers import codec_workers, worker_count
+    from .workers import codec_workers, sweep_shared, worker_count
 
+    sweep_shared()  # shared-memory files of an earlier batch that was killed (any --jobs)
     jobs = max(1, jobs)
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, 0.0005))

@@ -21,7 +21,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_INTERRUPTED = 0, 1, 2, 3, 13
 
 EXIT_CODES = (
     "Exit codes: 0 every input ok; 1 one or more inputs failed (the others are still "
-    "processed); 2 usage error; 3 no usable GPU adapter or device; 130 interrupted."
+    "processed); 2 usage error; 3 no usable GPU adapter or device; 130 interrupted (Ctrl-C); "
+    "143 terminated (SIGTERM)."
 )
 
 app = typer.Typer(
@@ -207,12 +208,14 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
 
     def on_sigint(signum, frame) -> None:
         # Only a flag: a KeyboardInterrupt raised at an arbitrary point can land in a
-        # __del__, where Python swallows it. A second Ctrl-C interrupts at once.
+        # __del__, where Python swallows it. A second Ctrl-C (or SIGTERM) interrupts at once.
         if state["stop"]:
             raise KeyboardInterrupt
-        state["stop"] = True
+        state["stop"] = signum
 
     def emit(result) -> None:
+        if state["stop"] and not result.ok:
+            raise KeyboardInterrupt  # failed while stopping (its worker got the signal too): not reported
         if as_json:
             d = result.as_dict()
             d["adapter"] = session.name
@@ -234,7 +237,9 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
         if state["stop"]:
             raise KeyboardInterrupt  # at a safe point: between inputs, every output so far whole
 
-    previous = signal.signal(signal.SIGINT, on_sigint) if _main_thread() else None
+    from .signals import STOP_SIGNALS, exit_code
+
+    previous = {sig: signal.signal(sig, on_sigint) for sig in STOP_SIGNALS} if _main_thread() else {}
     try:
         if one is not None:
             for item in items:
@@ -248,14 +253,16 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
             bar.stop()
             bar = None
         ok = sum(1 for r in results if r.ok)
-        _err(f"interrupted after {len(results)} of {len(items)} inputs ({ok} ok, {state['failed']} failed); "
+        how = "terminated" if state["stop"] == getattr(signal, "SIGTERM", None) else "interrupted"
+        _state["announced"] = True
+        _err(f"{how} after {len(results)} of {len(items)} inputs ({ok} ok, {state['failed']} failed); "
              "every output written is complete")
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(exit_code(state["stop"]) if state["stop"] else EXIT_INTERRUPTED)
     finally:
         if bar:
             bar.stop()
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if not as_json:
         render(results, session)
     if sys.stderr.isatty() and not as_json and len(items) > 1:
@@ -348,6 +355,9 @@ def upload(
         except OSError as e:
             _err(f"{folder}: cannot create output folder ({e.strerror or e})")
             raise typer.Exit(EXIT_FAILED)
+        from .encode import sweep_stale
+
+        sweep_stale(folder)  # temporary files of an earlier run that was killed
     opts = _options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
@@ -757,6 +767,28 @@ def _quiet_libraries(debug: bool) -> None:
     warnings.filterwarnings("ignore", module=r"PIL\..*")
 
 
+def _stdout_gone() -> bool:
+    """True when stdout is a pipe whose reader has gone (``| head``)."""
+    try:
+        import select
+
+        poll = select.poll()
+        poll.register(sys.__stdout__.fileno(), select.POLLOUT)
+        return any(ev & select.POLLERR for _, ev in poll.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _quiet_stdout() -> None:
+    """stdout's reader is gone: point it at /dev/null so the exit flush raises nothing more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def main() -> None:
     """Entry point of the ``gputex`` command."""
     debug = "--debug" in sys.argv
@@ -770,6 +802,14 @@ def main() -> None:
         code = app(standalone_mode=False)
     except typer.Exit as e:
         sys.exit(e.exit_code)
+    except BrokenPipeError:  # `gputex info | head -2`: the reader has all it wanted
+        _quiet_stdout()
+        sys.exit(EXIT_OK)
+    except SystemExit as e:
+        if e.code == EXIT_FAILED and _stdout_gone():  # typer's own handling of the same (exit 1)
+            _quiet_stdout()
+            sys.exit(EXIT_OK)
+        raise
     except KeyboardInterrupt:
         _err("interrupted")
         sys.exit(EXIT_INTERRUPTED)
@@ -786,4 +826,6 @@ def main() -> None:
             raise
         _err(f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)")
         sys.exit(EXIT_FAILED)
+    if code == EXIT_INTERRUPTED and not _state.get("announced"):  # typer turned a Ctrl-C into 130
+        _err("interrupted")
     sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from .decode import Image
 
-__all__ = ["codec_workers", "worker_count", "decode_image", "encode_images", "SharedBlock", "shared_block"]
+__all__ = ["codec_workers", "worker_count", "sweep_shared", "decode_image", "encode_images", "SharedBlock", "shared_block"]
 
 _POOLS: dict = {}  # "decode" and "encode": two pools, so decodes never wait behind encodes
 _PREFIX = ".gputex-"
@@ -62,21 +62,20 @@ def codec_workers(n: int):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from .encode import sweep_stale
-
     global _FREE_MAX
-    for folder in _folders():  # files of an earlier batch that was killed
-        sweep_stale(folder)
+    sweep_shared()  # files of an earlier batch that was killed
     _FREE_MAX = 2 * n + 2
+    from .signals import spawn_shielded
+
     ctx = multiprocessing.get_context("spawn")
-    # two pools, measured on the H200 host against one shared pool of n (0.52-0.57 at fast PNG
-    # against 0.67): a decode the in-order thread waits for never queues behind encodes
-    _POOLS.update(decode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init),
-                  encode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init))
-    pools = list(_POOLS.values())
     from .trace import span
 
-    with span("spawn"):
+    with spawn_shielded(), span("spawn"):  # a terminal's Ctrl-C never reaches a starting worker
+        # two pools, measured on the H200 host against one shared pool of n (0.52-0.57 at fast PNG
+        # against 0.67): a decode the in-order thread waits for never queues behind encodes
+        _POOLS.update(decode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init),
+                      encode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init))
+        pools = list(_POOLS.values())
         for pool in pools:  # start every process now, in parallel with whatever comes next
             for _ in range(n):
                 pool.submit(_warm)
@@ -90,6 +89,14 @@ def codec_workers(n: int):
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
         _drop_free_blocks()
+
+
+def sweep_shared() -> int:
+    """Remove shared-memory files (``/dev/shm``, the temp folder) left by gputex processes that
+    are no longer running (a batch killed with kill -9); returns how many."""
+    from .encode import sweep_stale
+
+    return sum(sweep_stale(folder) for folder in _folders())
 
 
 def _warm() -> None:
@@ -122,8 +129,11 @@ def _init() -> None:
 def _shm_folder() -> str:
     """Where pixels travel between processes: ``/dev/shm`` (memory), else the temp folder.
     ``GPUTEX_SHM_DIR`` (developer override, read here only) names another folder."""
+    from .portable import disabled
+
     folder = os.environ.get("GPUTEX_SHM_DIR") or "/dev/shm"
-    return folder if os.path.isdir(folder) and os.access(folder, os.W_OK) else tempfile.gettempdir()
+    usable = not disabled("shm") and os.path.isdir(folder) and os.access(folder, os.W_OK)
+    return folder if usable else tempfile.gettempdir()
 
 
 def _folders() -> list[str]:
@@ -176,7 +186,9 @@ def _map_file(name: str, nbytes: int, write: bool):
     instead of a fault per 4 KiB on first touch)."""
     import mmap
 
-    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+    from .portable import disabled
+
+    flags = mmap.MAP_SHARED | (0 if disabled("populate") else getattr(mmap, "MAP_POPULATE", 0))
     fd = os.open(name, os.O_RDWR if write else os.O_RDONLY)
     try:
         if write:
@@ -289,15 +301,21 @@ def _call(kind: str, fn, *args, path: str = ""):
     names it and the batch goes on."""
     from concurrent.futures.process import BrokenProcessPool
 
+    from .signals import spawn_shielded
+
     pool = _POOLS[kind]
     try:
-        return pool.submit(fn, *args).result()
+        with spawn_shielded():  # submit may start a worker process
+            fut = pool.submit(fn, *args)
+        return fut.result()
     except BrokenProcessPool:
         pass
     with _RETRY_LOCK:
         pool = _replace_pool(kind, pool)
         try:
-            return pool.submit(fn, *args).result()
+            with spawn_shielded():
+                fut = pool.submit(fn, *args)
+            return fut.result()
         except BrokenProcessPool:
             _replace_pool(kind, pool)
     what = "decoding" if kind == "decode" else "encoding"

@@ -412,3 +412,90 @@ def test_palette_png_without_plte_is_refused(tmp_path):
     good.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"PLTE", bytes(range(12)))
                      + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
     assert gputex.decode(str(good)).pixels[:, :, :3].tolist() == [[[3, 4, 5], [6, 7, 8], [9, 10, 11]]] * 2
+
+
+# -- class 7, 11 and SIGPIPE: signals as a terminal, kill and a pipe send them --------------
+
+def _start_batch(tmp_path, n=14, side=384, jobs="3"):
+    arrays = _random_batch(tmp_path / "src", n, side, seed=7)
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "-m", "gputex", "capture", *sorted(str(tmp_path / "src" / k) for k in arrays),
+                          "-o", str(out), "--jobs", jobs, "--png-compression", "9"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return p, out, arrays
+
+
+def _outputs_whole(out, arrays):
+    import numpy as np
+    from PIL import Image
+
+    names = sorted(os.listdir(out)) if out.exists() else []
+    assert not [n for n in names if n.startswith(".gputex-")], names
+    for name in names:
+        assert np.array_equal(np.asarray(Image.open(out / name)), arrays[name]), name
+
+
+def _no_shared_files_of(pid: int):
+    import tempfile
+
+    for folder in ("/dev/shm", tempfile.gettempdir()):
+        if os.path.isdir(folder):
+            left = [n for n in os.listdir(folder) if n.startswith(f".gputex-{pid}-")]
+            assert not left, left
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("delay", [0.0, 0.1, 0.3, 0.6, 1.0])
+def test_ctrl_c_to_the_process_group_in_the_first_second(gpu, tmp_path, delay):
+    """Ctrl-C on a terminal signals every process of the group, workers still starting
+    included (``delay`` after the first worker process appears): one summary line on stderr
+    (or one 'interrupted' before the batch began), exit 130, every output whole, no worker
+    left, nothing left in shared memory."""
+    import signal
+    import time
+
+    p, out, arrays = _start_batch(tmp_path)
+    deadline = time.time() + 60
+    while time.time() < deadline and not _workers_of(p.pid):
+        time.sleep(0.005)
+    time.sleep(delay)
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    lines = err.splitlines()
+    assert p.returncode == 130, err
+    assert len(lines) == 1, err
+    assert lines[0] == "gputex: interrupted" or (lines[0].startswith("gputex: interrupted after ")
+                                                  and lines[0].endswith("; every output written is complete")), err
+    _outputs_whole(out, arrays)
+    time.sleep(1.0)
+    assert _workers_of(p.pid) == []
+    _no_shared_files_of(p.pid)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [False, True], ids=["process", "group"])
+def test_sigterm_stops_with_a_summary_and_143(gpu, tmp_path, group):
+    import signal
+    import time
+
+    p, out, arrays = _start_batch(tmp_path)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out.exists() and os.listdir(out)):
+        time.sleep(0.02)
+    (os.killpg if group else os.kill)(p.pid, signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    lines = err.splitlines()
+    assert p.returncode == 143, err
+    assert len(lines) == 1, err  # no "leaked semaphore" warning, no traceback
+    assert lines[0].startswith("gputex: terminated after ") and lines[0].endswith("every output written is complete")
+    _outputs_whole(out, arrays)
+    _no_shared_files_of(p.pid)
+
+
+def test_broken_pipe_exits_0_quietly():
+    r = subprocess.run(f"{sys.executable} -m gputex info | head -2 >/dev/null; echo $? ${{PIPESTATUS[0]}}",
+                       shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=120)
+    assert r.stderr == ""
+    r = subprocess.run(f"{sys.executable} -m gputex info | true; echo ${{PIPESTATUS[0]}}",
+                       shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=120)
+    assert (r.stdout, r.stderr) == ("0\n", "")
