@@ -163,7 +163,7 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     from .workers import codec_workers, sweep_shared, worker_count
 
     sweep_shared()  # shared-memory files of an earlier batch that was killed (any --jobs)
-    jobs = max(1, jobs)
+    jobs = max(1, min(jobs, len(items)))  # no more threads (or worker processes) than inputs
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, 0.0005))
     try:

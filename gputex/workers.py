@@ -44,11 +44,12 @@ WORKER_NICE = 10
 
 def worker_count(jobs: int, inputs: int) -> int:
     """Worker processes for a batch of ``inputs`` with ``--jobs`` (0: codecs run in threads):
-    ``jobs`` from 3 jobs and 2 inputs up; ``GPUTEX_WORKERS`` overrides (0 turns them off)."""
+    ``jobs`` from 3 jobs and 2 inputs up, at most one per input; ``GPUTEX_WORKERS`` overrides
+    (0 turns them off)."""
     env = os.environ.get("GPUTEX_WORKERS", "").strip()
     if env.isdigit():
-        return int(env) if inputs > 1 else 0
-    return jobs if jobs >= 3 and inputs > 1 else 0
+        return min(int(env), inputs) if inputs > 1 else 0
+    return min(jobs, inputs) if jobs >= 3 and inputs > 1 else 0  # never more workers than inputs
 
 
 @contextmanager

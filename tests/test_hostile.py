@@ -499,3 +499,102 @@ def test_broken_pipe_exits_0_quietly():
     r = subprocess.run(f"{sys.executable} -m gputex info | true; echo ${{PIPESTATUS[0]}}",
                        shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=120)
     assert (r.stdout, r.stderr) == ("0\n", "")
+
+
+# -- class 10: stray temporaries -----------------------------------------------------------
+
+def _dead_pid() -> int:
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+@pytest.mark.gpu
+def test_any_batch_sweeps_shared_files_of_killed_runs(gpu, tmp_path):
+    """kill -9 leaves a shared-memory file (a batch's own cleanup cannot run); the next batch
+    removes it whatever its --jobs (it used to take one with worker processes)."""
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    if shm is None:
+        pytest.skip("no /dev/shm here")
+    stale = os.path.join(shm, f".gputex-{_dead_pid()}-leftover.part")
+    with open(stale, "wb") as f:
+        f.write(b"\0" * 4096)
+    src = tmp_path / "x.png"
+    _png(src, 11)
+    r = _gputex("capture", str(src), "-o", str(tmp_path / "out"), "--jobs", "1", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert not os.path.exists(stale)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("command", ["capture", "upload"])
+def test_an_output_name_that_is_a_folder_leaves_no_temporary(gpu, tmp_path, command):
+    src = tmp_path / "x.png"
+    _png(src, 12)
+    out = tmp_path / "out"
+    taken = out / ("x.png" if command == "capture" else "x.ktx2")
+    taken.mkdir(parents=True)
+    r = _gputex(command, str(src), "-o", str(out), timeout=120)
+    assert r.returncode == 1
+    assert sorted(os.listdir(out)) == [taken.name]  # no .gputex-<pid>-*.part beside it
+    assert os.listdir(taken) == []
+    assert r.stderr.splitlines() == [f"gputex: {taken}: is a folder; cannot write the output there"]
+
+
+# -- class 14: --jobs capped by the inputs -------------------------------------------------
+
+def test_jobs_never_exceed_the_inputs():
+    from gputex.workers import worker_count
+
+    assert [worker_count(48, n) for n in (1, 2, 3, 100)] == [0, 2, 3, 48]
+    assert [worker_count(j, 10) for j in (1, 2, 3)] == [0, 0, 3]
+
+
+@pytest.mark.gpu
+def test_two_inputs_with_jobs_48_start_at_most_four_workers(gpu, tmp_path):
+    import time
+
+    paths = []
+    for i in range(2):
+        _png(tmp_path / f"{i}.png", 20 + i, (64, 64, 3))
+        paths.append(str(tmp_path / f"{i}.png"))
+    p = subprocess.Popen([sys.executable, "-m", "gputex", "capture", *paths, "-o", str(tmp_path / "out"), "--jobs", "48"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    most = 0
+    while p.poll() is None:
+        most = max(most, len(_workers_of(p.pid)))
+        time.sleep(0.01)
+    assert p.returncode == 0, p.stderr.read()
+    assert 0 < most <= 4  # 2 decode + 2 encode processes (it was 96)
+
+
+# -- class 15 and the portable fallbacks: same outputs, same file modes --------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("umask", [0o022, 0o002])
+def test_portable_fallbacks_give_the_same_outputs_and_modes(gpu, tmp_path, umask):
+    """With /dev/shm, O_TMPFILE, MAP_POPULATE and the spawn signal mask all turned off
+    (GPUTEX_PORTABLE=all, what macOS/Windows/FUSE get), a worker-process batch and a KTX2
+    write give byte-identical files with the umask's modes (the rename fallback made 0600)."""
+    import stat
+
+    srcs = []
+    for i in range(3):
+        _png(tmp_path / f"p{i}.png", 30 + i, (40, 50, 4))
+        srcs.append(str(tmp_path / f"p{i}.png"))
+    got = {}
+    for name, env in (("default", {}), ("portable", {"GPUTEX_PORTABLE": "all"})):
+        out = tmp_path / name
+        old = os.umask(umask)
+        try:
+            r = _gputex("capture", *srcs, "-o", str(out), "--jobs", "3", "--mips", "--level", "all", env=env,
+                        timeout=300)
+            assert r.returncode == 0 and r.stderr == "", r.stderr
+            r = _gputex("upload", srcs[0], "--mips", "-o", str(out / "t.ktx2"), env=env, timeout=300)
+            assert r.returncode == 0 and r.stderr == "", r.stderr
+        finally:
+            os.umask(old)
+        got[name] = {n: ((out / n).read_bytes(), stat.S_IMODE((out / n).stat().st_mode)) for n in os.listdir(out)}
+    assert len(got["default"]) == 3 * 6 + 1
+    assert got["portable"] == got["default"]
+    assert {mode for _, mode in got["portable"].values()} == {0o666 & ~umask}
