@@ -170,7 +170,9 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
         # a batch that encodes runs its codecs in worker processes (see workers.py); the
         # pool's threads then only wait on them, so there are enough for both kinds at once
         workers = worker_count(jobs, len(items)) if encode is not None else 0
-        with codec_workers(workers), \
+        from .chatter import captured
+
+        with captured(), codec_workers(workers), \
                 ThreadPoolExecutor(2 * jobs if workers else jobs, thread_name_prefix="gputex-codec") as pool:
             _overlap(items, jobs, pool, decode, gpu, encode, emit, start)
     finally:

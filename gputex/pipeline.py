@@ -208,17 +208,23 @@ def _note_texture(result: Result, tex: "Texture", format_name: str | None = None
 def _run(result: Result, fn: Callable[[], None], session: "Session | None" = None) -> Result:
     """Run one input's work; its errors go into ``result``. A lost device is recreated and
     the input retried once."""
+    from .chatter import watch
     from .errors import DeviceLostError
 
+    chatter: list[str] = []  # C libraries' stderr and wgpu's log, as one line (gputex.chatter)
     try:
         try:
-            fn()
+            with watch(result.source, chatter):
+                fn()
         except DeviceLostError as e:
             if session is None:
                 raise
             session.recreate()
             result.warnings.append(f"{result.source}: {e}; device recreated, input retried")
-            fn()
+            chatter.clear()
+            with watch(result.source, chatter):
+                fn()
+        result.warnings.extend(w for w in chatter if w not in result.warnings)  # a failure's line says it all
     except GputexError as e:
         result.ok, result.error, result.exception = False, str(e), e
     except MemoryError as e:
@@ -499,6 +505,7 @@ def decode_stage(opts: Options, names: "OutputNames | None" = None):
         _run(result, lambda: holder.append(_decode(item.path, opts, result)))
         if holder:
             got = holder[0]
+            result.warnings.extend(w for w in getattr(got, "warnings", ()) if w not in result.warnings)
             result.bytes = sum(len(lv) for lv in got.levels) if _is_texfile(got) else int(got.pixels.nbytes)
         return result, (holder if holder else None)
 

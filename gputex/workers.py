@@ -109,8 +109,16 @@ def _warm() -> None:
         from . import decode, encode  # noqa: F401
 
 
+_CAPTURE = None  # in a worker process: its gputex.chatter capture
+
+
 def _init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from .chatter import captured
+
+    global _CAPTURE
+    _CAPTURE = captured()  # kept: for the worker's life, C libraries' stderr becomes per-task warnings
+    _CAPTURE.__enter__()
     # A worker must not outlive gputex: if the parent is killed (kill -9), the pool's pipes do
     # not close (every worker holds their write ends), so a watchdog ends the worker instead.
     parent = os.getppid()
@@ -368,15 +376,20 @@ def decode_image(path: str, **kwargs) -> "Image":
                   if nbytes else np.zeros(shape, dtype))
     finally:
         os.unlink(out["file"])
-    return Image(pixels, out["color_space"], out["source"], out["mode"])
+    image = Image(pixels, out["color_space"], out["source"], out["mode"])
+    image.warnings = out.get("warnings", [])  # what the C libraries printed (gputex.chatter)
+    return image
 
 
 def _decode_in_worker(path: str, kwargs: dict) -> dict:
     from .decode import decode
     from .trace import span
 
+    from .chatter import watch
+
+    warnings: list[str] = []
     try:
-        with span("decode", path=path):
+        with span("decode", path=path), watch(path, warnings):
             image = decode(path, **kwargs)
     except GputexError as e:
         return {"error": e}
@@ -389,7 +402,7 @@ def _decode_in_worker(path: str, kwargs: dict) -> dict:
         os.unlink(name)
         raise
     return {"file": name, "dtype": image.pixels.dtype.str, "shape": image.pixels.shape,
-            "color_space": image.color_space, "source": image.source, "mode": image.mode}
+            "color_space": image.color_space, "source": image.source, "mode": image.mode, "warnings": warnings}
 
 
 # -- encode ------------------------------------------------------------------------------------
@@ -474,9 +487,12 @@ def _encode_in_worker(name: str, jobs: list, kwargs: dict):
         outputs.append((path, whole[offset: offset + nbytes].view(dtype).reshape(shape) if nbytes
                         else np.zeros(shape, dtype)))
 
+    from .chatter import watch
+
+    chatter: list[str] = []
     try:
-        with span("encode", path=jobs[0][0] if jobs else ""):
+        with span("encode", path=jobs[0][0] if jobs else ""), watch(jobs[0][0] if jobs else "", chatter):
             written, warnings, seconds = _encode_all(outputs, kwargs)
-        return written, warnings, seconds, None
+        return written, warnings + chatter, seconds, None
     except GputexError as e:
         return e.written, getattr(e, "warnings", []), 0.0, e

@@ -598,3 +598,51 @@ def test_portable_fallbacks_give_the_same_outputs_and_modes(gpu, tmp_path, umask
     assert len(got["default"]) == 3 * 6 + 1
     assert got["portable"] == got["default"]
     assert {mode for _, mode in got["portable"].values()} == {0o666 & ~umask}
+
+
+# -- class 12: C-library chatter becomes at most one line per input -------------------------
+
+def _png_with_bad_sbit(path):
+    import struct
+    import zlib
+
+    import imagecodecs
+    import numpy as np
+
+    def chunk(t, body):
+        return struct.pack(">I", len(body)) + t + body + struct.pack(">I", zlib.crc32(t + body))
+
+    a = np.random.default_rng(12).integers(0, 256, (4, 5, 3), np.uint8)
+    png = imagecodecs.png_encode(a)
+    path.write_bytes(png[:33] + chunk(b"sBIT", b"\x00\x09\x00") + png[33:])  # libpng: "sBIT: invalid"
+    return a
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("jobs", ["1", "3"], ids=["threads", "workers"])
+def test_c_library_chatter_is_one_warning_line_per_input(gpu, tmp_path, jobs):
+    import numpy as np
+    from PIL import Image
+
+    sbit = tmp_path / "sbit.png"
+    a = _png_with_bad_sbit(sbit)
+    tile = tmp_path / "tile.tiff"
+    tile.write_bytes(bombs.tiff_tile_bomb(4096))  # within the budget; libtiff complains, then fails
+    good = tmp_path / "good.png"
+    _png(good, 13)
+    out = tmp_path / "out"
+    r = _gputex("capture", str(sbit), str(tile), str(good), "-o", str(out), "--jobs", jobs, timeout=300)
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [f"gputex: warning: {sbit}: PNG warning: sBIT: invalid",
+                                     f"gputex: {tile}: corrupt image data (decoder error -2)"]
+    assert np.array_equal(np.asarray(Image.open(out / "sbit.png"))[..., :3], a)
+    assert sorted(os.listdir(out)) == ["good.png", "sbit.png"]
+
+
+def test_chatter_summary():
+    from gputex.chatter import summarize
+
+    assert summarize("f.png", []) is None
+    assert summarize("f.png", ["", "  "]) is None
+    assert summarize("f.png", ["PNG warning: a", "PNG warning: a"]) == "f.png: PNG warning: a"
+    assert summarize("f.png", ["x  y", "z", "w"]) == "f.png: x y (+2 more lines)"
