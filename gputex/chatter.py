@@ -81,9 +81,12 @@ def captured():
             saved = os.dup(2)
             tmp = tempfile.TemporaryFile()
             os.dup2(tmp.fileno(), 2)
-            real = _Router(os.fdopen(os.dup(saved), "w", buffering=1, encoding=getattr(sys.stderr, "encoding",
-                                                                                      None) or "utf-8",
-                                     errors="surrogateescape"))
+            try:
+                on_fd2 = sys.stderr.fileno() == 2
+            except (AttributeError, OSError, ValueError):  # already redirected in Python (a test runner)
+                on_fd2 = False
+            real = _Router(os.fdopen(os.dup(saved), "w", buffering=1, encoding=getattr(sys.stderr, "encoding", None)
+                                     or "utf-8", errors="surrogateescape") if on_fd2 else sys.stderr)
             handler = _Collector()
             wgpu_log = logging.getLogger("wgpu")
             _state.update(file=tmp, saved=saved, real=real, old_stderr=sys.stderr, handler=handler,
@@ -100,14 +103,16 @@ def captured():
                 wgpu_log = logging.getLogger("wgpu")
                 wgpu_log.removeHandler(_state["handler"])
                 wgpu_log.propagate = _state["propagate"]
+                real = _state["real"]
                 try:
-                    _state["real"].flush()
+                    real.flush()
                 except (OSError, ValueError):
                     pass
                 sys.stderr = _state["old_stderr"]
                 os.dup2(_state["saved"], 2)
                 os.close(_state["saved"])
-                _state["real"].close()
+                if real._real is not _state["old_stderr"]:
+                    real._real.close()
                 _state["file"].close()
                 _state.clear()
 

@@ -18,6 +18,7 @@ __all__ = [
     "DeviceLostError",
     "NoAdapterError",
     "OutputError",
+    "UnsupportedError",
 ]
 
 
@@ -55,3 +56,7 @@ class NoAdapterError(GPUError):
 
 class OutputError(GputexError, OSError):
     """An output could not be written (folder not writable, would overwrite an input, disk full)."""
+
+
+class UnsupportedError(GPUError, NotImplementedError):
+    """The adapter's backend cannot do this operation correctly (refused, never wrong data)."""

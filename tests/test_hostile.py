@@ -646,3 +646,106 @@ def test_chatter_summary():
     assert summarize("f.png", ["", "  "]) is None
     assert summarize("f.png", ["PNG warning: a", "PNG warning: a"]) == "f.png: PNG warning: a"
     assert summarize("f.png", ["x  y", "z", "w"]) == "f.png: x y (+2 more lines)"
+
+
+# -- class 3: backends refuse what they cannot do, never zeros ------------------------------
+
+def test_capability_check_without_gl():
+    """The check itself, with sessions that only say their backend (no GL needed)."""
+    from types import SimpleNamespace
+
+    from gputex.capabilities import require
+    from gputex.errors import GPUError, UnsupportedError
+
+    gl = SimpleNamespace(info=SimpleNamespace(backend="OpenGL"))
+    vk = SimpleNamespace(info=SimpleNamespace(backend="Vulkan"))
+    for op in ("mips", "bc-decode", "compressed-copy"):
+        require(vk, op, "a.png")
+        with pytest.raises(UnsupportedError) as e:
+            require(gl, op, "a.png")
+        assert isinstance(e.value, GPUError) and isinstance(e.value, NotImplementedError)
+    with pytest.raises(UnsupportedError) as e:
+        require(gl, "mips", "a.png")
+    assert str(e.value) == ("a.png: mip generation is not supported on the OpenGL backend (wgpu's GL backend "
+                            "returns zeros for some levels); use --backend vulkan, metal or dx12")
+    require(gl, "upload", "a.png")  # what works there is not refused
+
+
+@pytest.mark.gpu
+def test_generate_mips_refuses_on_a_gl_session_before_any_work(gpu, monkeypatch):
+    import numpy as np
+
+    import gputex
+    from gputex.errors import UnsupportedError
+
+    monkeypatch.setattr(gpu.info, "backend", "OpenGL")
+    with pytest.raises(UnsupportedError) as e:
+        gputex.upload(gpu, gputex.from_array(np.zeros((8, 8, 4), np.uint8), source="z.png"), mips=True)
+    assert str(e.value).startswith("z.png: mip generation is not supported on the OpenGL backend")
+
+
+@pytest.fixture(scope="module")
+def gl_backend():
+    try:
+        import gputex
+
+        s = gputex.Session(backend="gl")
+    except Exception as e:
+        pytest.skip(f"no OpenGL adapter here: {type(e).__name__}: {e}")
+    if s.info.backend != "OpenGL":
+        pytest.skip(f"--backend gl gave {s.name}")
+    return s
+
+
+@pytest.mark.gpu
+def test_gl_backend_refuses_mips_and_bc_and_matches_vulkan_elsewhere(gpu, gl_backend, tmp_path):
+    """On wgpu's OpenGL backend (Mesa llvmpipe through EGL here): mips and BC files are one
+    error line each (they were zeros / garbage with exit 0); plain captures, compare and stats
+    equal the Vulkan run."""
+    import numpy as np
+    from PIL import Image
+
+    s = tmp_path / "s.png"
+    _png(s, 40, (32, 64, 4))
+    g = tmp_path / "g.png"
+    _png(g, 41, (32, 64, 1)[:2])
+    bc = tmp_path / "bc1.dds"
+    from gputex.dds import write_dds
+    from gputex.formats import get_format
+    from gputex.texfile import TextureFile
+
+    blocks = np.random.default_rng(42).integers(0, 256, 2 * 2 * 8, np.uint8).tobytes()
+    bc.write_bytes(b"".join(bytes(p) for p in write_dds(TextureFile(get_format("bc1-rgba-unorm"), 8, 8,
+                                                                    levels=[blocks]))))
+    outs = {}
+    for backend in ("vulkan", "gl"):
+        out = tmp_path / backend
+        r = _gputex("capture", str(s), str(g), "-o", str(out), "--backend", backend, "--jobs", "1", timeout=300)
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        outs[backend] = {n: np.asarray(Image.open(out / n)) for n in sorted(os.listdir(out))}
+    assert outs["gl"].keys() == outs["vulkan"].keys() and all(
+        np.array_equal(outs["gl"][n], outs["vulkan"][n]) for n in outs["gl"])
+    r = _gputex("capture", str(s), str(g), str(bc), "--mips", "-o", str(tmp_path / "m"), "--backend", "gl",
+                "--jobs", "1", timeout=300)
+    assert r.returncode == 1
+    why = "is not supported on the OpenGL backend"
+    assert r.stderr.splitlines() == [
+        f"gputex: {s}: mip generation {why} (wgpu's GL backend returns zeros for some levels); "
+        "use --backend vulkan, metal or dx12",
+        f"gputex: {g}: mip generation {why} (wgpu's GL backend returns zeros for some levels); "
+        "use --backend vulkan, metal or dx12",
+        f"gputex: {bc}: decoding block-compressed textures {why} (wgpu's GL backend decodes them wrongly); "
+        "use --backend vulkan, metal or dx12"]
+    assert not (tmp_path / "m").exists() or os.listdir(tmp_path / "m") == []
+    r = _gputex("upload", str(bc), "--backend", "gl", timeout=300)
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[-1] == (f"gputex: {bc}: reading block-compressed textures back {why} "
+                                         "(not implemented in wgpu's GL backend); use --backend vulkan, metal or dx12")
+    import json
+
+    for cmd in (["compare", str(s), str(g), "--format", "rgba8unorm", "--json"], ["stats", str(s), "--json"]):
+        got = {b: _gputex(*cmd, "--backend", b, timeout=300) for b in ("vulkan", "gl")}
+        assert got["gl"].returncode == got["vulkan"].returncode, got["gl"].stderr
+        same = [json.loads(got[b].stdout) for b in ("vulkan", "gl")]
+        key = "stats" if cmd[0] == "stats" else "levels"
+        assert same[0][key] == same[1][key] and same[0][key]
