@@ -749,3 +749,62 @@ def test_gl_backend_refuses_mips_and_bc_and_matches_vulkan_elsewhere(gpu, gl_bac
         same = [json.loads(got[b].stdout) for b in ("vulkan", "gl")]
         key = "stats" if cmd[0] == "stats" else "levels"
         assert same[0][key] == same[1][key] and same[0][key]
+
+
+# -- the done-when batch: 1 GB memory limit, one bomb among good files ----------------------
+
+@pytest.fixture
+def memory_cgroup():
+    """A cgroup (v1 memory controller, or v2) limited to 1 GiB; skipped where none can be made."""
+    limit = 1 << 30
+    v1 = "/sys/fs/cgroup/memory"
+    if os.path.isdir(v1):
+        path, knob, peak = os.path.join(v1, f"gputex-test-{os.getpid()}"), "memory.limit_in_bytes", \
+            "memory.max_usage_in_bytes"
+    else:
+        path, knob, peak = f"/sys/fs/cgroup/gputex-test-{os.getpid()}", "memory.max", "memory.peak"
+    try:
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, knob), "w") as f:
+            f.write(str(limit))
+    except OSError as e:
+        pytest.skip(f"cannot make a memory-limited cgroup here: {e}")
+    yield path, peak
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+@pytest.mark.gpu
+def test_batch_under_1_gb_with_a_bomb_writes_every_good_output(gpu, tmp_path, memory_cgroup):
+    import numpy as np
+    from PIL import Image
+
+    group, peak_file = memory_cgroup
+    src = tmp_path / "src"
+    src.mkdir()
+    arrays = {}
+    for i in range(6):
+        a = np.random.default_rng(100 + i).integers(0, 256, (300, 400, 4), np.uint8)
+        Image.fromarray(a).save(src / f"good{i}.png")
+        arrays[f"good{i}.png"] = a
+    bomb = src / "icon.ico"
+    bomb.write_bytes(bombs.ico_png_bomb())  # 2.5 GB decoded: OOM-killed the whole run before
+    paths = [str(src / f"good{i}.png") for i in range(3)] + [str(bomb)] + [str(src / f"good{i}.png") for i in range(3, 6)]
+    out = tmp_path / "out"
+
+    def enter():
+        with open(os.path.join(group, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+    r = subprocess.run([sys.executable, "-m", "gputex", "capture", *paths, "-o", str(out), "--jobs", "3"],
+                       capture_output=True, text=True, preexec_fn=enter, timeout=600)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.splitlines() == [f"gputex: {bomb}: icon 0: embedded PNG 50000x50000 is 2500000000 pixels, over "
+                                     "the limit of 268435456 (raise it with --max-pixels)"]
+    assert sorted(os.listdir(out)) == sorted(arrays)
+    for name, a in arrays.items():
+        assert np.array_equal(np.asarray(Image.open(out / name)), a), name
+    with open(os.path.join(group, peak_file)) as f:
+        print(f"peak memory of the batch's cgroup: {int(f.read()) / 2**20:.0f} MiB")
