@@ -23,7 +23,7 @@ import struct
 
 from .errors import DecodeError, LimitError
 
-__all__ = ["RATIO_FLOOR_BYTES", "check_size", "check_ratio", "check_ico", "check_tiff"]
+__all__ = ["RATIO_FLOOR_BYTES", "check_size", "check_ratio", "check_ico", "check_tiff", "tiff_fields"]
 
 #: The ratio rule applies once something decodes to more than this many bytes (so a bomb
 #: never costs more, and small, very compressible images stay fine).
@@ -91,30 +91,61 @@ def check_ico(path: str, data: bytes, max_pixels: int, max_ratio: float) -> None
 #: TIFF tags: ImageWidth, ImageLength, BitsPerSample, SamplesPerPixel, RowsPerStrip, TileWidth,
 #: TileLength.
 _TIFF_TAGS = (256, 257, 258, 277, 278, 322, 323)
+#: TIFF field types -> (struct code, size): SHORT, LONG, LONG8 (BigTIFF), BYTE.
+_TIFF_TYPES = {3: ("H", 2), 4: ("I", 4), 16: ("Q", 8), 1: ("B", 1)}
 
 
-def check_tiff(path: str, tags, size: int, max_pixels: int, max_ratio: float) -> None:
-    """TIFF: each tile (or strip) is allocated whole by libtiff, whatever the image size, so
-    a 16x16 image may declare a 46336^2 tile: check the tile / strip like an image.
-    ``tags``: Pillow's ``im.tag_v2`` (parsed while opening, nothing decoded yet)."""
-    def first(tag: int, default: int) -> int:
-        v = tags.get(tag, default)
-        if isinstance(v, (tuple, list)):
-            v = max(v) if v else default
-        try:
-            return int(v)
-        except (TypeError, ValueError):
-            return default
-
-    width, height = first(256, 0), first(257, 0)
-    bits = max(1, first(258, 1))
-    samples = max(1, first(277, 1))
-    tw, tl = first(322, 0), first(323, 0)
-    if tw or tl:
-        w, h, what = tw, tl, "TIFF tile"
+def tiff_fields(data: bytes) -> dict[int, int]:
+    """The first IFD's size fields, read the way libtiff reads them: each tag on its own (a
+    broken neighbour does not hide it, as it does from Pillow's parser), the largest value of a
+    multi-value tag (BitsPerSample per sample). Classic and BigTIFF, either byte order."""
+    if len(data) < 16 or data[:2] not in (b"II", b"MM"):
+        return {}
+    e = "<" if data[:2] == b"II" else ">"
+    magic = struct.unpack_from(e + "H", data, 2)[0]
+    if magic == 42:
+        ifd = struct.unpack_from(e + "I", data, 4)[0]
+        count_fmt, entry, inline, head = "H", 12, 4, 2
+    elif magic == 43:
+        ifd = struct.unpack_from(e + "Q", data, 8)[0]
+        count_fmt, entry, inline, head = "Q", 20, 8, 8
     else:
-        w, h, what = width, min(first(278, height) or height, height), "TIFF strip"
-    if w <= 0 or h <= 0:
-        return  # Pillow reports it
-    check_size(path, w, h, max_pixels, f"{what} of")
-    check_ratio(path, -(-w * h * samples * bits // 8), size, max_ratio, f"one {what} would decode")
+        return {}
+    if ifd + head > len(data):
+        return {}
+    n = struct.unpack_from(e + count_fmt, data, ifd)[0]
+    out: dict[int, int] = {}
+    for k in range(min(n, 4096)):
+        pos = ifd + head + k * entry
+        if pos + entry > len(data):
+            break
+        tag, typ = struct.unpack_from(e + "HH", data, pos)
+        if tag not in _TIFF_TAGS or typ not in _TIFF_TYPES:
+            continue
+        count = struct.unpack_from(e + ("I" if magic == 42 else "Q"), data, pos + 4)[0]
+        code, size = _TIFF_TYPES[typ]
+        if count < 1:
+            continue
+        count = min(count, 64)
+        where = pos + (8 if magic == 42 else 12)
+        if count * size > inline:
+            where = struct.unpack_from(e + ("I" if magic == 42 else "Q"), data, where)[0]
+        if where + count * size > len(data):
+            continue
+        out[tag] = max(struct.unpack_from(f"{e}{count}{code}", data, where))
+    return out
+
+
+def check_tiff(path: str, data: bytes, max_pixels: int, max_ratio: float) -> None:
+    """TIFF: each tile (or strip) is allocated whole by libtiff, whatever the image size, so
+    a 16x16 image may declare a 46336^2 tile: check the tile / strip like an image, with the
+    first IFD read as libtiff reads it (:func:`tiff_fields`)."""
+    f = tiff_fields(data)
+    width, height = f.get(256, 0), f.get(257, 0)
+    bits, samples = max(1, f.get(258, 1)), max(1, f.get(277, 1))
+    tw, tl = f.get(322, 0), f.get(323, 0)
+    for w, h, what in ((width, height, "TIFF image"), (tw, tl, "TIFF tile"),
+                       (width, min(f.get(278, height) or height, height), "TIFF strip")):
+        if w > 0 and h > 0:
+            check_size(path, w, h, max_pixels, f"{what} of")
+            check_ratio(path, -(-w * h * samples * bits // 8), len(data), max_ratio, f"one {what} would decode")

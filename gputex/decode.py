@@ -236,7 +236,7 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
             _check_size(path, im.width, im.height, max_pixels)
             _check_ratio(path, _decoded_bytes(im, header), len(data), max_ratio)
             if im.format == "TIFF":  # libtiff allocates whole tiles / strips, whatever the image size
-                check_tiff(path, im.tag_v2, len(data), max_pixels, max_ratio)
+                check_tiff(path, data, max_pixels, max_ratio)
             # (Pillow's getexif() decodes a whole PNG to look for a trailing eXIf chunk)
             orientation = 1
             if exif_rotate:

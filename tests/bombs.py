@@ -116,8 +116,20 @@ def ktx2_zlib_bomb() -> bytes:
                                 bytes_per_texel=1)
 
 
+def tiff_tile_behind_a_broken_tag() -> bytes:
+    """Found by the atheris run: a Photometric tag with a count past the end stops Pillow's
+    parser before TileWidth/TileLength, which libtiff still reads (a 46336^2 tile, 2.1 GB)."""
+    import base64
+
+    return base64.b64decode(
+        "SUkqAAgAAAAKAAABAwABAAAAEAAAAAEBAwABAAAAEAAAAAIBAwABAAAACAAAAAMBAwABAAAACAAAAAYBAwARAAAAAQABFQAAAwAB"
+        "AAAAAQAAAEIBBAABAAAAALUAAEMBBAABAAAAALUAAEQBBAABAAAAhgAAAEUBBAABAAAAGgAAAAAAAAB42u3BAQ0AAADCoPdPbQ8H"
+        "FAAAAPBuEAAAAQ==")
+
+
 ALL = {"ico_png_bomb.ico": ico_png_bomb, "ico_rgba_bomb.ico": ico_rgba_bomb, "ico_bmp_bomb.ico": ico_bmp_bomb,
-       "tiff_tile_bomb.tiff": tiff_tile_bomb, "ktx2_zstd_1g.ktx2": ktx2_zstd_bomb,
+       "tiff_tile_bomb.tiff": tiff_tile_bomb, "tiff_tile_behind_a_broken_tag.tiff": tiff_tile_behind_a_broken_tag,
+       "ktx2_zstd_1g.ktx2": ktx2_zstd_bomb,
        "ktx2_zstd_4g.ktx2": lambda: ktx2_zstd_bomb(32768), "ktx2_zlib_256m.ktx2": ktx2_zlib_bomb}
 
 
@@ -141,7 +153,8 @@ def small_texture_files() -> list[bytes]:
 
 def fuzz_seeds() -> list[bytes]:
     """The bomb shapes (ICO with embedded PNG/BMP, TIFF tile, KTX2 Zstd/ZLIB) and small texture files."""
-    return [ico_png_bomb(), ico_rgba_bomb(), ico_bmp_bomb(), tiff_tile_bomb(), ktx2_zstd_bomb(),
+    return [ico_png_bomb(), ico_rgba_bomb(), ico_bmp_bomb(), tiff_tile_bomb(), tiff_tile_behind_a_broken_tag(),
+            ktx2_zstd_bomb(),
             ktx2_zstd_bomb(32768), ktx2_zlib_bomb(), *small_texture_files()]
 
 
