@@ -808,3 +808,27 @@ def test_batch_under_1_gb_with_a_bomb_writes_every_good_output(gpu, tmp_path, me
         assert np.array_equal(np.asarray(Image.open(out / name)), a), name
     with open(os.path.join(group, peak_file)) as f:
         print(f"peak memory of the batch's cgroup: {int(f.read()) / 2**20:.0f} MiB")
+
+
+def test_texture_budget_takes_the_same_overrides(tmp_path):
+    """--max-ratio / --max-pixels apply to KTX2 levels as to images: a 64 MiB + 8 KiB Zstandard
+    level of RLE blocks (~2 KB) is refused at the default ratio, read with the limit lifted."""
+    from gputex.errors import LimitError
+    from gputex.texfile import read_texture_file
+
+    w, h = 8192, 8193  # r8unorm: just over the 64 MiB floor
+    data = bombs.ktx2_supercompressed(w, h, bombs.zstd_rle(w * h), 2, vk=9, format_name="r8unorm",
+                                      bytes_per_texel=1)
+    p = tmp_path / "rle.ktx2"
+    p.write_bytes(data)
+    with pytest.raises(LimitError) as e:
+        read_texture_file(str(p))
+    stored = len(bombs.zstd_rle(w * h))
+    assert str(e.value) == (f"{p}: zstd level 0 would inflate to {w * h} bytes from a {stored}-byte stored level "
+                            f"({w * h / stored:.0f}:1, over the limit of 1000:1 for a likely decompression bomb; "
+                            "raise it with --max-ratio)")
+    with pytest.raises(LimitError) as e:
+        read_texture_file(str(p), max_ratio=0, max_pixels=w * h - 1)
+    assert "raise it with --max-pixels" in str(e.value)
+    tf = read_texture_file(str(p), max_ratio=0)
+    assert len(tf.levels[0]) == w * h and not any(tf.levels[0][:: 1 << 16])
