@@ -22,7 +22,7 @@ from contextlib import contextmanager
 __all__ = ["captured", "watch", "summarize"]
 
 _state: dict = {}  # "file": the capture file, "saved": the real stderr's descriptor
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
 _local = threading.local()
 
 
@@ -87,22 +87,19 @@ def captured():
                 on_fd2 = False
             real = _Router(os.fdopen(os.dup(saved), "w", buffering=1, encoding=getattr(sys.stderr, "encoding", None)
                                      or "utf-8", errors="surrogateescape") if on_fd2 else sys.stderr)
-            handler = _Collector()
-            wgpu_log = logging.getLogger("wgpu")
-            _state.update(file=tmp, saved=saved, real=real, old_stderr=sys.stderr, handler=handler,
-                          propagate=wgpu_log.propagate)
-            wgpu_log.addHandler(handler)
-            wgpu_log.propagate = False
+            _state.update(file=tmp, saved=saved, real=real, old_stderr=sys.stderr)
             sys.stderr = real
+            _attach_wgpu_log()
     try:
         yield
     finally:
         with _LOCK:
             _state["depth"] -= 1
             if _state["depth"] == 0:
-                wgpu_log = logging.getLogger("wgpu")
-                wgpu_log.removeHandler(_state["handler"])
-                wgpu_log.propagate = _state["propagate"]
+                if "handler" in _state:
+                    wgpu_log = logging.getLogger("wgpu")
+                    wgpu_log.removeHandler(_state["handler"])
+                    wgpu_log.propagate = _state["propagate"]
                 real = _state["real"]
                 try:
                     real.flush()
@@ -115,6 +112,27 @@ def captured():
                     real._real.close()
                 _state["file"].close()
                 _state.clear()
+
+
+def _attach_wgpu_log() -> None:
+    """Collect the ``wgpu`` logger's warnings, once wgpu-py has made that logger: creating it
+    first (``getLogger``) would break wgpu-py's import, which installs its own logger class
+    (and the device is made on another thread, importing wgpu meanwhile)."""
+    import logging
+
+    if "handler" in _state or "file" not in _state:
+        return
+    log = logging.Logger.manager.loggerDict.get("wgpu")
+    if not isinstance(log, logging.Logger):
+        return
+    with _LOCK:
+        if "handler" in _state or "file" not in _state:
+            return
+        handler = _Collector()
+        handler.setLevel(logging.WARNING)  # what Python's last-resort handler would have printed
+        _state.update(handler=handler, propagate=log.propagate)
+        log.addHandler(handler)
+        log.propagate = False
 
 
 def _size() -> int | None:
@@ -135,6 +153,7 @@ def watch(path: str, warnings: list):
     if start is None:
         yield
         return
+    _attach_wgpu_log()
     records: list = []
     outer = getattr(_local, "records", None)
     _local.records = records

@@ -832,3 +832,21 @@ def test_texture_budget_takes_the_same_overrides(tmp_path):
     assert "raise it with --max-pixels" in str(e.value)
     tf = read_texture_file(str(p), max_ratio=0)
     assert len(tf.levels[0]) == w * h and not any(tf.levels[0][:: 1 << 16])
+
+
+def test_chatter_capture_leaves_wgpus_logger_to_wgpu():
+    """wgpu-py installs its own logger class when imported: a capture made before (the device
+    is made on another thread while the batch starts) must not create the ``wgpu`` logger
+    (it made 1 run in 4-6 fail with "wgpu could not start ()")."""
+    code = ("from gputex.chatter import captured, watch\n"
+            "w = []\n"
+            "with captured():\n"
+            "    import wgpu\n"
+            "    with watch('x', w):\n"
+            "        import logging; logging.getLogger('wgpu').warning('hal says\\nsecond line')\n"
+            "        logging.getLogger('wgpu').info('quiet')\n"
+            "print(w)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "['x: hal says (+1 more line)']"
+    assert r.stderr == ""
