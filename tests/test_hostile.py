@@ -8,6 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -850,3 +852,30 @@ def test_chatter_capture_leaves_wgpus_logger_to_wgpu():
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "['x: hal says (+1 more line)']"
     assert r.stderr == ""
+
+
+# -- the budget's own header readers never fail on hostile bytes ----------------------------
+
+_HEADERS = [bombs.ico_with(bombs.png_zeros(20, 10)), bombs.ico_bmp_bomb(), bombs.tiff_tile_bomb(),
+            bombs.tiff_tile_behind_a_broken_tag(), b"MM\0+" + b"\0\x08\0\0" + b"\0" * 8 + b"\0" * 64]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(_HEADERS), st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), max_size=8),
+       st.integers(0, 400))
+def test_budget_header_readers_take_any_bytes(seed, flips, cut):
+    from gputex.budget import check_ico, check_tiff, tiff_fields
+    from gputex.errors import DecodeError, LimitError
+
+    data = bytearray(seed)
+    for i, v in flips:
+        if i < len(data):
+            data[i] = v
+    data = bytes(data[: max(cut, 1)] if cut < len(data) else data)
+    fields = tiff_fields(data)
+    assert all(isinstance(v, int) and v >= 0 for v in fields.values())
+    for check in (lambda: check_ico("f", data, 1 << 22, 1000.0), lambda: check_tiff("f", data, 1 << 22, 1000.0)):
+        try:
+            check()
+        except (LimitError, DecodeError) as e:
+            assert str(e).startswith("f: ") and "\n" not in str(e)
