@@ -38,7 +38,11 @@ class Item:
 
 
 def _lines(stream) -> list[str]:
-    return [ln.strip() for ln in stream if ln.strip() and not ln.lstrip().startswith("#")]
+    """Paths one a line. Bytes are decoded as file names are (UTF-8, other bytes kept as
+    surrogates: ``os.fsdecode``), so a list of names that are not UTF-8 still names them."""
+    data = getattr(stream, "buffer", stream).read()
+    text = os.fsdecode(data) if isinstance(data, bytes) else data
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
 
 
 def expand_inputs(args: Iterable[str], recursive: bool = False, stdin=None) -> list[Item]:
@@ -49,12 +53,12 @@ def expand_inputs(args: Iterable[str], recursive: bool = False, stdin=None) -> l
             items += expand_inputs(_lines(stdin or sys.stdin), recursive)
         elif arg.startswith("@") and len(arg) > 1:
             try:
-                with open(arg[1:], encoding="utf-8") as f:
+                with open(arg[1:], "rb") as f:
                     items += expand_inputs(_lines(f), recursive)
             except OSError as e:
                 items.append(Item(arg, error=f"{arg[1:]}: cannot read list file ({e.strerror or e})"))
         elif glob.has_magic(arg) and not os.path.exists(arg):
-            matches = sorted(glob.glob(arg, recursive=True))
+            matches = _glob(arg)
             if not matches:
                 items.append(Item(arg, error=f"{arg}: no files match"))
             items += [Item(m) for m in matches if not os.path.isdir(m)]
@@ -62,8 +66,7 @@ def expand_inputs(args: Iterable[str], recursive: bool = False, stdin=None) -> l
             if not recursive:
                 items.append(Item(arg, error=f"{arg}: is a directory (add -r to take the images in it)"))
                 continue
-            for root, dirs, files in os.walk(arg):
-                dirs.sort()
+            for root, dirs, files in _walk_once(arg):
                 rel = os.path.relpath(root, arg)
                 for name in sorted(files):
                     if name.lower().endswith(IMAGE_SUFFIXES):
@@ -71,6 +74,77 @@ def expand_inputs(args: Iterable[str], recursive: bool = False, stdin=None) -> l
         else:
             items.append(Item(arg))
     return items
+
+
+def _walk_once(top: str):
+    """``os.walk`` following links to folders, but into each real folder once (a ``link -> .``
+    inside the tree would otherwise repeat it, two such links without end); sorted."""
+    seen: set = set()
+    for root, dirs, files in os.walk(top, followlinks=True):
+        try:
+            st = os.stat(root)
+        except OSError:
+            dirs[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            dirs[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        dirs.sort()
+        yield root, dirs, files
+
+
+def _glob(pattern: str) -> list[str]:
+    """``glob.glob(pattern, recursive=True)``, sorted, except that ``**`` visits each real folder
+    once (Python's follows every link to a folder, so a ``link -> .`` loops)."""
+    if "**" not in pattern:
+        return sorted(glob.glob(pattern))
+    import re
+
+    parts = pattern.split("/")
+    i = next(k for k, part in enumerate(parts) if glob.has_magic(part))
+    base = "/".join(parts[:i]) or ("/" if pattern.startswith("/") else ".")
+    regex = re.compile(_translate("/".join(parts[i:])))
+    out = []
+    for root, dirs, files in _walk_once(base):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]  # like glob: wildcards skip hidden names
+        rel = os.path.relpath(root, base)
+        for name in files:
+            if name.startswith("."):
+                continue
+            sub = name if rel == "." else f"{rel}/{name}"
+            if regex.fullmatch(sub):
+                out.append(os.path.join(root, name) if parts[:i] else (sub if base == "." else os.path.join(base, sub)))
+    return sorted(out)
+
+
+def _translate(pattern: str) -> str:
+    """A glob pattern (``**`` any number of folders, ``*``, ``?``, ``[...]`` within one name) as a regex."""
+    import re
+
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2:]:
+            j = pattern.index("]", i + 2)
+            body = pattern[i + 1: j]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            i = j + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
 
 
 def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[Any, Any]],
@@ -90,16 +164,19 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from .workers import codec_workers, worker_count
+    from .workers import codec_workers, sweep_shared, worker_count
 
-    jobs = max(1, jobs)
+    sweep_shared()  # shared-memory files of an earlier batch that was killed (any --jobs)
+    jobs = max(1, min(jobs, len(items)))  # no more threads (or worker processes) than inputs
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, 0.0005))
     try:
         # a batch that encodes runs its codecs in worker processes (see workers.py); the
         # pool's threads then only wait on them, so there are enough for both kinds at once
         workers = worker_count(jobs, len(items)) if encode is not None else 0
-        with codec_workers(workers), \
+        from .chatter import captured
+
+        with captured(), codec_workers(workers), \
                 ThreadPoolExecutor(2 * jobs if workers else jobs, thread_name_prefix="gputex-codec") as pool:
             lane = gate.lane() if gate is not None else None
             try:

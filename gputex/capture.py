@@ -264,6 +264,10 @@ def capture_texture_file(tex: "Texture", *, budget: int = 64 << 20, levels: list
     exactly the bytes the GPU holds, tight, in block rows (for writing KTX2 / DDS)."""
     from .texfile import TextureFile
 
+    if tex.format.compressed:
+        from .capabilities import require
+
+        require(tex.session, "compressed-copy", tex.source)
     wanted = list(levels if levels is not None else range(tex.levels))
     got: dict[int, bytes] = {}
     small = {}  # levels whose layers all fit a quarter of the budget: one copy each, one map

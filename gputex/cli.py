@@ -21,7 +21,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_INTERRUPTED = 0, 1, 2, 3, 13
 
 EXIT_CODES = (
     "Exit codes: 0 every input ok; 1 one or more inputs failed (the others are still "
-    "processed); 2 usage error; 3 no usable GPU adapter or device; 130 interrupted."
+    "processed); 2 usage error; 3 no usable GPU adapter or device; 130 interrupted (Ctrl-C); "
+    "143 terminated (SIGTERM)."
 )
 
 app = typer.Typer(
@@ -195,7 +196,20 @@ MaxRatioOpt = typer.Option(None, "--max-ratio", min=0, metavar="R",
 
 
 def _err(message: str) -> None:
-    typer.echo(f"gputex: {message}", err=True)
+    typer.echo(f"gputex: {_printable(message)}", err=True)
+
+
+def _printable(text: str) -> str:
+    """One line, whatever the names in it: control characters (a newline in a file name) and
+    bytes that are not UTF-8 (kept by Python as surrogates) are shown as backslash escapes."""
+    import re
+
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "backslashreplace")
+    text = raw.decode("utf-8", "backslashreplace")
+    return re.sub(r"[\x00-\x08\x0a-\x1f\x7f]", lambda m: repr(m.group())[1:-1], text)
 
 
 def _session(adapter: Optional[str], backend: Optional[str], soon=None):
@@ -331,12 +345,14 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
 
     def on_sigint(signum, frame) -> None:
         # Only a flag: a KeyboardInterrupt raised at an arbitrary point can land in a
-        # __del__, where Python swallows it. A second Ctrl-C interrupts at once.
+        # __del__, where Python swallows it. A second Ctrl-C (or SIGTERM) interrupts at once.
         if state["stop"]:
             raise KeyboardInterrupt
-        state["stop"] = True
+        state["stop"] = signum
 
     def emit(result) -> None:
+        if state["stop"] and not result.ok:
+            raise KeyboardInterrupt  # failed while stopping (its worker got the signal too): not reported
         if as_json:
             d = result.as_dict()
             d["adapter"] = session.name
@@ -362,7 +378,9 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
             rate = state["bytes"] / max(time.perf_counter() - state["t0"], 1e-9) / 1e6
             bar.update(0, advance=1, description=os.path.basename(result.source), rate=f"{rate:.0f} MB/s")
 
-    previous = signal.signal(signal.SIGINT, on_sigint) if _main_thread() else None
+    from .signals import STOP_SIGNALS, exit_code
+
+    previous = {sig: signal.signal(sig, on_sigint) for sig in STOP_SIGNALS} if _main_thread() else {}
     try:
         if one is not None:
             for item in items:
@@ -383,14 +401,16 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
             bar.stop()
             bar = None
         ok = sum(1 for r in results if r.ok)
-        _err(f"interrupted after {len(results)} of {len(items)} inputs ({ok} ok, {state['failed']} failed); "
+        how = "terminated" if state["stop"] == getattr(signal, "SIGTERM", None) else "interrupted"
+        _state["announced"] = True
+        _err(f"{how} after {len(results)} of {len(items)} inputs ({ok} ok, {state['failed']} failed); "
              "every output written is complete")
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(exit_code(state["stop"]) if state["stop"] else EXIT_INTERRUPTED)
     finally:
         if bar:
             bar.stop()
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if manifest is not None and not manifest(results, session):  # --manifest (cli_scale.Manifest)
         state["failed"] += 1
     if not as_json and not quiet and (verbose or (sys.stderr.isatty() and len(items) > 1)):
@@ -556,6 +576,9 @@ def upload(
         except OSError as e:
             _err(f"{folder}: cannot create output folder ({e.strerror or e})")
             raise typer.Exit(EXIT_FAILED)
+        from .encode import sweep_stale
+
+        sweep_stale(folder)  # temporary files of an earlier run that was killed
     opts = _options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
@@ -1001,7 +1024,7 @@ def _info_files(files: List[str], as_json: bool) -> int:
     failed = 0
     for path in files:
         try:
-            d = read_texture_file(path).describe()
+            d = read_texture_file(path, inflate=False).describe()  # headers only: nothing inflated
         except GputexError as e:
             failed += 1
             _err(str(e))
@@ -1046,12 +1069,13 @@ def validate(
 
     failed = 0
     for path in files:
+        from .inputs import read_input
+
         try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
+            data = read_input(path)  # regular files only, size-capped
+        except GputexError as e:
             failed += 1
-            _err(f"{path}: cannot read ({e.strerror or e})")
+            _err(str(e))
             continue
         problems = check(data, path)
         errors = [p for p in problems if p.fatal or strict]
@@ -1086,14 +1110,49 @@ def _quiet_libraries(debug: bool) -> None:
     warnings.filterwarnings("ignore", module=r"PIL\..*")
 
 
+def _stdout_gone() -> bool:
+    """True when stdout is a pipe whose reader has gone (``| head``)."""
+    try:
+        import select
+
+        poll = select.poll()
+        poll.register(sys.__stdout__.fileno(), select.POLLOUT)
+        return any(ev & select.POLLERR for _, ev in poll.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _quiet_stdout() -> None:
+    """stdout's reader is gone: point it at /dev/null so the exit flush raises nothing more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def main() -> None:
     """Entry point of the ``gputex`` command."""
     debug = "--debug" in sys.argv
     _quiet_libraries(debug)
+    for stream in (sys.stdout, sys.stderr):  # names that are not UTF-8 print as their own bytes
+        try:
+            stream.reconfigure(errors="surrogateescape")
+        except (AttributeError, ValueError):
+            pass
     try:
         code = app(standalone_mode=False)
     except typer.Exit as e:
         sys.exit(e.exit_code)
+    except BrokenPipeError:  # `gputex info | head -2`: the reader has all it wanted
+        _quiet_stdout()
+        sys.exit(EXIT_OK)
+    except SystemExit as e:
+        if e.code == EXIT_FAILED and _stdout_gone():  # typer's own handling of the same (exit 1)
+            _quiet_stdout()
+            sys.exit(EXIT_OK)
+        raise
     except KeyboardInterrupt:
         _err("interrupted")
         sys.exit(EXIT_INTERRUPTED)
@@ -1110,4 +1169,6 @@ def main() -> None:
             raise
         _err(f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)")
         sys.exit(EXIT_FAILED)
+    if code == EXIT_INTERRUPTED and not _state.get("announced"):  # typer turned a Ctrl-C into 130
+        _err("interrupted")
     sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -42,7 +42,10 @@ import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .errors import DecodeError, InputError, LimitError
+from .budget import RATIO_FLOOR_BYTES  # noqa: F401  (re-exported)
+from .budget import check_ratio as _check_ratio
+from .budget import check_size as _check_size
+from .errors import DecodeError, LimitError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,10 +54,9 @@ __all__ = ["Image", "decode", "from_array", "DEFAULT_MAX_PIXELS"]
 
 #: Refuse images above this many pixels before decoding (decompression bombs).
 DEFAULT_MAX_PIXELS = 16384 * 16384
-#: Refuse images that would decode to more than this many times their file size...
+#: Refuse images that would decode to more than this many times their file size, once they
+#: decode to more than RATIO_FLOOR_BYTES (gputex.budget: one budget for every reader).
 DEFAULT_MAX_RATIO = 1000.0
-#: ...once they decode to more than this many bytes (so a bomb never costs more).
-RATIO_FLOOR_BYTES = 64 << 20
 
 
 @dataclass
@@ -117,17 +119,9 @@ def from_array(pixels: "np.ndarray", color_space: str | None = None, source: str
 
 
 def _read_bytes(path: str) -> bytes:
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise InputError(f"{path}: is a directory, not an image file")
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except PermissionError:
-        raise InputError(f"{path}: permission denied") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read ({e.strerror or e})") from None
+    from .inputs import read_input  # once, regular files only, size-capped
+
+    return read_input(path)
 
 
 def _orient(a: "np.ndarray", orientation: int) -> "np.ndarray":
@@ -258,11 +252,18 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
         except ValueError as e:
             raise DecodeError(f"{path}: {e}") from None
         _check_size(path, header.width, header.height, max_pixels)
-    PILImage.MAX_IMAGE_PIXELS = None  # gputex checks pixels (and bytes) itself, below
+    from .budget import check_ico, check_tiff
+
+    check_ico(path, data, max_pixels, max_ratio)  # Pillow decodes the embedded image while opening
+    # gputex checks pixels (and bytes) itself, below; Pillow's own check stays as a backstop for
+    # images nested in other containers (it raises above twice this)
+    PILImage.MAX_IMAGE_PIXELS = max_pixels
     try:
         with PILImage.open(io.BytesIO(data)) as im:
             _check_size(path, im.width, im.height, max_pixels)
             _check_ratio(path, _decoded_bytes(im, header), len(data), max_ratio)
+            if im.format == "TIFF":  # libtiff allocates whole tiles / strips, whatever the image size
+                check_tiff(path, data, max_pixels, max_ratio)
             # (Pillow's getexif() decodes a whole PNG to look for a trailing eXIf chunk)
             orientation = 1
             if exif_rotate:
@@ -295,8 +296,8 @@ def decode(path: str | os.PathLike, *, exif_rotate: bool = True,
                     orientation = 1 if exif_rotate else {6: 8, 8: 6}.get(applied or 1, applied or 1)
     except UnidentifiedImageError:
         raise DecodeError(f"{path}: {_unidentified(data)}") from None
-    except PILImage.DecompressionBombError as e:
-        raise LimitError(f"{path}: {e}") from None
+    except PILImage.DecompressionBombError as e:  # Pillow's backstop (an image nested in a container)
+        raise LimitError(f"{path}: {' '.join(str(e).split())} (raise it with --max-pixels)") from None
     except (DecodeError, LimitError) as e:
         if str(e).startswith(path):
             raise
@@ -381,22 +382,3 @@ def _decoded_bytes(im, header) -> int:
         return header.width * header.height * per
     per_band = 4 if im.mode in ("I", "F") else (2 if ";16" in im.mode else 1)
     return im.width * im.height * max(1, len(im.getbands())) * per_band
-
-
-def _check_ratio(path: str, decoded: int, size: int, max_ratio: float) -> None:
-    if max_ratio and decoded > RATIO_FLOOR_BYTES and decoded > max_ratio * size:
-        raise LimitError(
-            f"{path}: would decode to {decoded} bytes from a {size}-byte file "
-            f"({decoded / size:.0f}:1, over the limit of {max_ratio:g}:1 for a likely "
-            "decompression bomb; raise it with --max-ratio)"
-        )
-
-
-def _check_size(path: str, width: int, height: int, max_pixels: int) -> None:
-    if width <= 0 or height <= 0:
-        raise DecodeError(f"{path}: image has zero width or height ({width}x{height})")
-    if width * height > max_pixels:
-        raise LimitError(
-            f"{path}: {width}x{height} is {width * height} pixels, over the limit of "
-            f"{max_pixels} (raise it with --max-pixels)"
-        )

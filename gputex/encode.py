@@ -65,6 +65,8 @@ def write_atomic(path: str, data: "bytes | list[bytes]") -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise OutputError(f"{path}: output folder {folder} does not exist")
+    if os.path.isdir(path):
+        raise OutputError(f"{path}: is a folder; cannot write the output there")
     try:
         if _write_tmpfile(folder, path, data):
             return
@@ -75,6 +77,8 @@ def write_atomic(path: str, data: "bytes | list[bytes]") -> None:
         raise OutputError(f"{path}: write failed ({e.strerror or e})") from None
     try:
         with os.fdopen(fd, "wb") as f:
+            if hasattr(os, "fchmod"):  # mkstemp makes 0600; outputs follow the umask, as open() does
+                os.fchmod(f.fileno(), 0o666 & ~_umask())
             for part in _parts(data):
                 f.write(part)
             f.flush()
@@ -90,13 +94,30 @@ def write_atomic(path: str, data: "bytes | list[bytes]") -> None:
         raise
 
 
+def _umask() -> int:
+    """The process umask (read from /proc where it can be: setting it to read it back races
+    with threads creating files)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _write_tmpfile(folder: str, path: str, data: bytes) -> bool:
     """O_TMPFILE write + link; False where unsupported (the caller falls back)."""
-    flag = getattr(os, "O_TMPFILE", 0)
+    from .portable import disabled
+
+    flag = 0 if disabled("otmpfile") else getattr(os, "O_TMPFILE", 0)
     if not flag:
         return False
     try:
-        fd = os.open(folder, flag | os.O_WRONLY, 0o644)
+        fd = os.open(folder, flag | os.O_WRONLY, 0o666)  # the umask applies, as for open()
     except OSError as e:
         if e.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
             return False
@@ -117,7 +138,11 @@ def _write_tmpfile(folder: str, path: str, data: bytes) -> bool:
             except FileExistsError:
                 tmp = os.path.join(folder, f"{_TMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.part")
                 os.link(proc, tmp, src_dir_fd=dfd, follow_symlinks=True)  # complete data, temporary name
-                os.replace(tmp, path)
+                try:
+                    os.replace(tmp, path)
+                except BaseException:
+                    os.unlink(tmp)  # (e.g. the name became a folder): no stray temporary
+                    raise
         finally:
             os.close(dfd)
         return True

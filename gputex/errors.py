@@ -19,6 +19,7 @@ __all__ = [
     "NoAdapterError",
     "OutputError",
     "UsageError",
+    "UnsupportedError",
 ]
 
 
@@ -60,3 +61,7 @@ class OutputError(GputexError, OSError):
 
 class UsageError(GputexError, ValueError):
     """Options that cannot work together for this input (the CLI exits with 2)."""
+
+
+class UnsupportedError(GPUError, NotImplementedError):
+    """The adapter's backend cannot do this operation correctly (refused, never wrong data)."""

@@ -277,8 +277,11 @@ class _Stop(Exception):
     pass
 
 
-def _check(data: bytes, source: str, problems: list[Problem], decode: bool) -> TextureFile | None:
-    """Walk the file, appending every rule broken to ``problems``; return the texture if whole."""
+def _check(data: bytes, source: str, problems: list[Problem], decode: bool,
+           limits: tuple[int, float] | None = None) -> TextureFile | None:
+    """Walk the file, appending every rule broken to ``problems``; return the texture if whole.
+    ``limits``: (max_pixels, max_ratio) of :mod:`gputex.budget`, checked before inflating
+    (a LimitError); None: levels are not inflated beyond those limits either, but reported."""
 
     def bad(rule: str, message: str, fatal: bool = True, stop: bool = False) -> None:
         problems.append(Problem(rule, message, fatal))
@@ -421,9 +424,13 @@ def _check(data: bytes, source: str, problems: list[Problem], decode: bool) -> T
         last = entries[order[-1]]
         if last[0] + last[1] != size:
             bad("file-size", f"{size - last[0] - last[1]} bytes follow the last level")
+        tf.level_file_bytes = [e[1] for e in entries]
         if any(p.fatal for p in problems) or not decode:
             return tf
-        tf.level_file_bytes = [e[1] for e in entries]
+        if scheme:  # before anything is inflated: the budget (gputex.budget) of every level
+            _check_budget(tf, entries, limits, bad)
+            if any(p.fatal for p in problems):
+                return tf
         tf.levels = [_inflate(data, off, length, ulen, scheme, source, i) for i, (off, length, ulen)
                      in enumerate(entries)]
         return tf
@@ -526,6 +533,27 @@ def _check_kvd(data: bytes, off: int, length: int, depth: int, bad) -> dict:
     return out
 
 
+def _check_budget(tf: TextureFile, entries, limits: tuple[int, float] | None, bad) -> None:
+    """Supercompressed levels: pixels and inflation ratio, before inflating. With ``limits``
+    a refusal is a LimitError naming the file (reading); without, a problem (validating: the
+    level is not inflated, so it cannot be said to be valid)."""
+    from .budget import check_ratio, check_size
+    from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO
+    from .errors import LimitError
+
+    max_pixels, max_ratio = limits if limits is not None else (DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO)
+    for i, (_, length, ulen) in enumerate(entries):
+        w, h, d = tf.level_size(i)
+        try:
+            check_size(tf.source, w, h * d, max_pixels, f"level {i}:")
+            check_ratio(tf.source, ulen, length, max_ratio, f"{tf.supercompression} level {i} would inflate",
+                        "stored level")
+        except LimitError as e:
+            if limits is not None:
+                raise
+            bad("supercompression", str(e).split(": ", 1)[1] + "; not inflated", stop=True)
+
+
 def _inflate(data: bytes, off: int, length: int, ulen: int, scheme: int, source: str, level: int):
     view = memoryview(data)[off: off + length]
     if scheme == 0:
@@ -545,14 +573,27 @@ def _inflate(data: bytes, off: int, length: int, ulen: int, scheme: int, source:
     return out
 
 
-def read_ktx2(data: bytes, source: str) -> TextureFile:
-    """Parse a KTX2 file (Zstandard / ZLIB levels inflated); any broken rule is a DecodeError."""
+def read_ktx2(data: bytes, source: str, *, inflate: bool = True, max_pixels: int | None = None,
+              max_ratio: float | None = None) -> TextureFile:
+    """Parse a KTX2 file (Zstandard / ZLIB levels inflated); any broken rule is a DecodeError.
+    Supercompressed levels over ``max_pixels`` / ``max_ratio`` (:mod:`gputex.budget`, defaults
+    as for images) are a LimitError before anything is inflated. ``inflate=False``: only the
+    header and index are read (``levels`` then hold the stored bytes; ``gputex info``)."""
+    from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO
+
+    limits = (max_pixels or DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO if max_ratio is None else max_ratio)
     problems: list[Problem] = []
-    tf = _check(data, source, problems, decode=True)
+    tf = _check(data, source, problems, decode=inflate, limits=limits)
     fatal = [p for p in problems if p.fatal]
     if fatal or tf is None:
         raise DecodeError(f"{source}: invalid KTX2 file: {fatal[0] if fatal else 'unreadable'}")
+    if not inflate:
+        tf.levels = [memoryview(data)[off: off + length] for off, length, _ in _entries(data, len(tf.level_file_bytes))]
     return tf
+
+
+def _entries(data: bytes, n: int) -> list[tuple[int, int, int]]:
+    return [LEVEL.unpack_from(data, HEADER.size + LEVEL.size * i) for i in range(n)]
 
 
 def validate(data: bytes, source: str) -> list[Problem]:
@@ -560,8 +601,18 @@ def validate(data: bytes, source: str) -> list[Problem]:
     problems: list[Problem] = []
     tf = _check(data, source, problems, decode=False)
     if tf is not None and not any(p.fatal for p in problems) and tf.supercompression != "none":
-        try:  # supercompressed levels must inflate to their uncompressedByteLength
-            _check(data, source, problems, decode=True)
-        except DecodeError as e:
-            problems.append(Problem("supercompression", str(e).split(": ", 1)[1]))
+        # supercompressed levels must inflate to their uncompressedByteLength: one level at a time
+        # (each freed before the next), none beyond the budget (reported, not inflated)
+        def bad(rule: str, message: str, fatal: bool = True, stop: bool = False) -> None:
+            problems.append(Problem(rule, message, fatal))
+
+        entries = _entries(data, len(tf.level_file_bytes))
+        _check_budget(tf, entries, None, bad)
+        if not any(p.fatal for p in problems):
+            for i, (off, length, ulen) in enumerate(entries):
+                try:
+                    _inflate(data, off, length, ulen, 2 if tf.supercompression == "zstd" else 3, source, i)
+                except DecodeError as e:
+                    problems.append(Problem("supercompression", str(e).split(": ", 1)[1]))
+                    break
     return problems

@@ -259,6 +259,9 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
     report = MipReport(tex.levels)
     if tex.levels < 2:
         return report
+    from .capabilities import require
+
+    require(tex.session, "mips", tex.source)  # OpenGL: zeros in some levels
     if tex.depth > 1:
         if filter != "box" or normal_map or alpha_coverage is not None:
             raise FormatError(f"{tex.source}: 3D textures get box mips only (no kernels, normal maps or "

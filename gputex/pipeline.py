@@ -130,7 +130,7 @@ def _decode_file(path: str, opts: Options, result: Result, item=None):
                              color_space=_color_space(opts), source=item.path)
     with _timed(result, "decode"):
         if is_texture_file(path):
-            tf = read_texture_file(path)
+            tf = read_texture_file(path, max_pixels=opts.max_pixels, max_ratio=opts.max_ratio)
             if opts.format and opts.format.replace("_", "-").lower() != tf.format.name:
                 from .errors import FormatError
 
@@ -301,22 +301,40 @@ def _note_texture(result: Result, tex: "Texture", format_name: str | None = None
 def _run(result: Result, fn: Callable[[], None], session: "Session | None" = None) -> Result:
     """Run one input's work; its errors go into ``result``. A lost device is recreated and
     the input retried once."""
+    from .chatter import watch
     from .errors import DeviceLostError
 
+    chatter: list[str] = []  # C libraries' stderr and wgpu's log, as one line (gputex.chatter)
     try:
         try:
-            fn()
+            with watch(result.source, chatter):
+                fn()
         except DeviceLostError as e:
             if session is None:
                 raise
             session.recreate()
             result.warnings.append(f"{result.source}: {e}; device recreated, input retried")
-            fn()
+            chatter.clear()
+            with watch(result.source, chatter):
+                fn()
+        result.warnings.extend(w for w in chatter if w not in result.warnings)  # a failure's line says it all
     except GputexError as e:
         result.ok, result.error, result.exception = False, str(e), e
     except MemoryError as e:
         result.ok, result.error, result.exception = False, f"{result.source}: out of memory", e
+    except Exception as e:  # anything else is still this input's error, named, and the batch goes on
+        result.ok, result.error, result.exception = False, f"{result.source}: {_unexpected(e)}", e
     return result
+
+
+def _unexpected(e: BaseException) -> str:
+    """One line for an exception gputex did not raise itself: an OS error as the OS says it
+    (disk full, a name that is a folder...), anything else an internal error (a gputex bug)."""
+    if isinstance(e, OSError) and e.strerror:
+        where = e.filename if isinstance(e.filename, str) else None
+        return f"{e.strerror}" + (f" ({where})" if where else "")
+    msg = " ".join(str(e).split())
+    return f"internal error: {type(e).__name__}" + (f": {msg}" if msg else "") + " (run with --debug for the traceback)"
 
 
 def upload_gpu_stage(session: "Session", opts: Options, names: "OutputNames | None" = None):
@@ -415,10 +433,23 @@ def _stem(item) -> str:
 
 def _texture_output(opts: Options, names: "OutputNames | None", item) -> str:
     if os.path.splitext(opts.out)[1].lower() in (".ktx2", ".dds"):
+        refuse_overwriting_inputs(opts.out, [item.path])
         return opts.out
     stem = _stem(item)
     assert names is not None
     return names.take(stem, "." + opts.container, item.subdir)
+
+
+def refuse_overwriting_inputs(out: str, inputs: list[str]) -> None:
+    """OutputError if ``out`` is one of ``inputs`` (the same file, by any name or hard link):
+    inputs are never overwritten."""
+    for p in inputs:
+        try:
+            same = os.path.samefile(out, p)
+        except (OSError, ValueError):
+            same = False
+        if same:
+            raise OutputError(f"{out}: output would overwrite the input {p}; choose another output name")
 
 
 def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options,
@@ -437,6 +468,8 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
 
         from .formats import get_format
 
+        if opts.out:
+            refuse_overwriting_inputs(opts.out, paths)
         images, labels = _decode_layers(paths, opts, result)
         for p, im in zip(labels, images):
             if _is_texfile(im):
@@ -592,7 +625,11 @@ class OutputNames:
     def take(self, stem: str, suffix: str, subdir: str = "") -> str:
         folder = self.folder(subdir)
         if subdir:
-            os.makedirs(folder, exist_ok=True)
+            try:
+                os.makedirs(folder, exist_ok=True)
+            except OSError as e:  # e.g. the sub-folder's name is taken by a file
+                what = "exists and is not a folder" if os.path.lexists(folder) else (e.strerror or str(e))
+                raise OutputError(f"{folder}: cannot create output folder ({what})") from None
         n, name = 1, stem
         while True:
             path = os.path.join(folder, name + suffix)
@@ -668,6 +705,7 @@ def decode_stage(opts: Options, names: "OutputNames | None" = None):
         _run(result, lambda: holder.append(_decode(item.path, opts, result, item)))
         if holder:
             got = holder[0]
+            result.warnings.extend(w for w in getattr(got, "warnings", ()) if w not in result.warnings)
             result.bytes = sum(len(lv) for lv in got.levels) if _is_texfile(got) else int(got.pixels.nbytes)
         return result, (holder if holder else None)
 
@@ -937,6 +975,8 @@ def compare_files(session: "Session", a: str, b: str, opts: Options, limits: Thr
     """
     from .compare import compare
 
+    if diff_image:
+        refuse_overwriting_inputs(diff_image, [a, b])
     ra, rb = Result(source=a), Result(source=b)
     ta = _upload_for_reduce(session, a, opts, ra)
     try:

@@ -114,6 +114,8 @@ def read_header(data: bytes, *, verify_crc: bool = True) -> PngHeader:
         elif ctype == b"IEND":
             return header
         elif ctype == b"IDAT":
+            if not seen_idat and header.color_type == 3 and b"PLTE" not in header.chunks:
+                raise ValueError("palette image (colour type 3) without a PLTE chunk")  # as libpng
             seen_idat = True
         elif ctype in (b"tEXt", b"zTXt", b"iTXt"):  # anywhere: Pillow reads those after IDAT too
             header.texts.append((ctype, bytes(body)))

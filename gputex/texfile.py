@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .errors import DecodeError, FormatError, InputError
+from .errors import DecodeError, FormatError, LimitError
 from .formats import FORMATS, Format
 from .layout import blocks, mip_count
 
@@ -273,29 +273,28 @@ def sniff(head: bytes) -> str | None:
 
 
 def is_texture_file(path: str) -> bool:
-    """True if ``path`` starts like a KTX2, KTX or DDS file (its contents decide, not its name)."""
-    try:
-        with open(path, "rb") as f:
-            return sniff(f.read(12)) is not None
-    except OSError:
-        return False
+    """True if ``path`` starts like a KTX2, KTX or DDS file (its contents decide, not its name).
+    Only regular files are looked at (a FIFO would block an ordinary open)."""
+    from .inputs import sniff_input
+
+    return sniff(sniff_input(path, 12)) is not None
 
 
-def read_texture_file(path: str, *, data: bytes | None = None) -> TextureFile:
-    """Parse a KTX2, KTX 1 or DDS file (the magic decides)."""
+def read_texture_file(path: str, *, data: bytes | None = None, inflate: bool = True,
+                      max_pixels: int | None = None, max_ratio: float | None = None) -> TextureFile:
+    """Parse a KTX2, KTX 1 or DDS file (the magic decides). Supercompressed KTX2 levels are
+    inflated within the budget of :mod:`gputex.budget` (``max_pixels``, ``max_ratio``: as for
+    images); ``inflate=False`` reads only headers and the index (``gputex info``)."""
     if data is None:
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise InputError(f"{path}: is a folder (use -r to take its files)") from None
-        except OSError as e:
-            raise InputError(f"{path}: cannot read ({e.strerror or e})") from None
+        from .inputs import read_input  # once, regular files only, size-capped
+
+        data = read_input(path)
     kind = sniff(data[:12])
+    kwargs: dict = {}
     if kind == "ktx2":
         from .ktx2 import read_ktx2 as reader
+
+        kwargs = {"inflate": inflate, "max_pixels": max_pixels, "max_ratio": max_ratio}
     elif kind == "ktx":
         from .ktx1 import read_ktx1 as reader
     elif kind == "dds":
@@ -303,8 +302,8 @@ def read_texture_file(path: str, *, data: bytes | None = None) -> TextureFile:
     else:
         raise DecodeError(f"{path}: not a KTX2, KTX or DDS file")
     try:
-        tf = reader(data, str(path))
-    except (DecodeError, FormatError):
+        tf = reader(data, str(path), **kwargs)
+    except (DecodeError, FormatError, LimitError):
         raise
     except (ValueError, IndexError, OverflowError, MemoryError) as e:  # a reader bug must stay one line
         raise DecodeError(f"{path}: corrupt {kind.upper()} file ({type(e).__name__}: {e})") from e

@@ -46,10 +46,12 @@ def decode_blocks(tex: "Texture", *, levels: int | None = None, mode: str = "spe
     """
     import wgpu
 
+    from .capabilities import require
     from .formats import get_format
     from .mips import _pipeline, dispatch
     from .upload import create_texture
 
+    require(tex.session, "bc-decode", tex.source)
     if tex.depth > 1:
         raise FormatError(f"{tex.source}: decoding 3D {tex.format.name} textures is not supported")
     session = tex.session

@@ -143,7 +143,7 @@ def create_texture(session: "Session", fmt: Format, width: int, height: int, *, 
     tex = session.check(
         f"{source or 'texture'}: create {fmt.name} {width}x{height}",
         session.device.create_texture,
-        label=source or "gputex", size=(alloc_w, alloc_h, depth if depth > 1 else layers), format=fmt.name,
+        label=_label(source), size=(alloc_w, alloc_h, depth if depth > 1 else layers), format=fmt.name,
         mip_level_count=levels, usage=_usage() if usage is None else usage,
         dimension="3d" if depth > 1 else "2d", view_formats=view_formats or [],
     )
@@ -351,3 +351,11 @@ def upload_texture_file(session: "Session", tf: "TextureFile", *, levels: int | 
         raise
     tex.upload_path = "write_texture"
     return tex
+
+
+def _label(source: str | None) -> str:
+    """A wgpu label (UTF-8 in C) for a path that may not be: a name that is not UTF-8 keeps its
+    bytes in Python as surrogates (``caf\udce9.png``), which UTF-8 cannot encode."""
+    if not source:
+        return "gputex"
+    return source.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

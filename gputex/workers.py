@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from .decode import Image
 
-__all__ = ["codec_workers", "worker_count", "decode_image", "encode_images", "SharedBlock", "shared_block"]
+__all__ = ["codec_workers", "worker_count", "sweep_shared", "decode_image", "encode_images", "SharedBlock", "shared_block"]
 
 _POOLS: dict = {}  # "decode" and "encode": two pools, so decodes never wait behind encodes
 _PREFIX = ".gputex-"
@@ -44,11 +44,12 @@ WORKER_NICE = 10
 
 def worker_count(jobs: int, inputs: int) -> int:
     """Worker processes for a batch of ``inputs`` with ``--jobs`` (0: codecs run in threads):
-    ``jobs`` from 3 jobs and 2 inputs up; ``GPUTEX_WORKERS`` overrides (0 turns them off)."""
+    ``jobs`` from 3 jobs and 2 inputs up, at most one per input; ``GPUTEX_WORKERS`` overrides
+    (0 turns them off)."""
     env = os.environ.get("GPUTEX_WORKERS", "").strip()
     if env.isdigit():
-        return int(env) if inputs > 1 else 0
-    return jobs if jobs >= 3 and inputs > 1 else 0
+        return min(int(env), inputs) if inputs > 1 else 0
+    return min(jobs, inputs) if jobs >= 3 and inputs > 1 else 0  # never more workers than inputs
 
 
 @contextmanager
@@ -62,30 +63,41 @@ def codec_workers(n: int):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from .encode import sweep_stale
-
     global _FREE_MAX
-    sweep_stale(_shm_folder())  # files of an earlier batch that was killed
+    sweep_shared()  # files of an earlier batch that was killed
     _FREE_MAX = 2 * n + 2
+    from .signals import spawn_shielded
+
     ctx = multiprocessing.get_context("spawn")
-    # two pools, measured on the H200 host against one shared pool of n (0.52-0.57 at fast PNG
-    # against 0.67): a decode the in-order thread waits for never queues behind encodes
-    _POOLS.update(decode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init),
-                  encode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init))
-    pools = list(_POOLS.values())
     from .trace import span
 
-    with span("spawn"):
+    with spawn_shielded(), span("spawn"):  # a terminal's Ctrl-C never reaches a starting worker
+        # two pools, measured on the H200 host against one shared pool of n (0.52-0.57 at fast PNG
+        # against 0.67): a decode the in-order thread waits for never queues behind encodes
+        _POOLS.update(decode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init),
+                      encode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init))
+        pools = list(_POOLS.values())
         for pool in pools:  # start every process now, in parallel with whatever comes next
             for _ in range(n):
                 pool.submit(_warm)
     try:
         yield
     finally:
-        _POOLS.clear()
+        with _POOL_LOCK:
+            pools = list(_POOLS.values()) + _REPLACED  # the ones in use now (a dead worker's replaced)
+            _POOLS.clear()
+            _REPLACED.clear()
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
         _drop_free_blocks()
+
+
+def sweep_shared() -> int:
+    """Remove shared-memory files (``/dev/shm``, the temp folder) left by gputex processes that
+    are no longer running (a batch killed with kill -9); returns how many."""
+    from .encode import sweep_stale
+
+    return sum(sweep_stale(folder) for folder in _folders())
 
 
 def _warm() -> None:
@@ -97,9 +109,17 @@ def _warm() -> None:
         from . import decode, encode  # noqa: F401
 
 
+_CAPTURE = None  # in a worker process: its gputex.chatter capture
+
+
 def _init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("GPUTEX_DECODE_THREADS", "1")  # the pool already fills the cores: one PNG, one thread
+    from .chatter import captured
+
+    global _CAPTURE
+    _CAPTURE = captured()  # kept: for the worker's life, C libraries' stderr becomes per-task warnings
+    _CAPTURE.__enter__()
     # A worker must not outlive gputex: if the parent is killed (kill -9), the pool's pipes do
     # not close (every worker holds their write ends), so a watchdog ends the worker instead.
     parent = os.getppid()
@@ -117,11 +137,58 @@ def _init() -> None:
 
 
 def _shm_folder() -> str:
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    """Where pixels travel between processes: ``/dev/shm`` (memory), else the temp folder.
+    ``GPUTEX_SHM_DIR`` (developer override, read here only) names another folder."""
+    from .portable import disabled
+
+    folder = os.environ.get("GPUTEX_SHM_DIR") or "/dev/shm"
+    usable = not disabled("shm") and os.path.isdir(folder) and os.access(folder, os.W_OK)
+    return folder if usable else tempfile.gettempdir()
 
 
-def _shm_file() -> tuple[int, str]:
-    return tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", suffix=".part", dir=_shm_folder())
+def _folders() -> list[str]:
+    """Shared memory first, then the temp folder (a small /dev/shm, Docker's 64 MB, fills up)."""
+    first, fallback = _shm_folder(), tempfile.gettempdir()
+    return [first] if os.path.realpath(first) == os.path.realpath(fallback) else [first, fallback]
+
+
+def _shm_file(nbytes: int = 0) -> tuple[int, str]:
+    """A new file of ``nbytes`` reserved (``posix_fallocate``: a full tmpfs says ENOSPC now,
+    not SIGBUS when a mapped page is first written) in the first folder with room for it.
+    Shared memory is an optimisation, never a requirement."""
+    import errno
+
+    folders = _folders()
+    for i, folder in enumerate(folders):
+        last = i == len(folders) - 1
+        if not last and not _has_room(folder, nbytes):
+            continue
+        fd, name = tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", suffix=".part", dir=folder)
+        if nbytes <= 0 or not hasattr(os, "posix_fallocate"):
+            return fd, name
+        try:
+            os.posix_fallocate(fd, 0, nbytes)
+            return fd, name
+        except OSError as e:
+            os.close(fd)
+            _unlink_quietly(name)
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or last:
+                if e.errno in (errno.EOPNOTSUPP, errno.EINVAL):  # no fallocate here: plain file
+                    return tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", suffix=".part", dir=folder)
+                raise
+    raise AssertionError("unreachable")
+
+
+#: Free space kept in shared memory for everyone else (other blocks in flight, other programs).
+SHM_HEADROOM = 16 << 20
+
+
+def _has_room(folder: str, nbytes: int) -> bool:
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):  # no statvfs (Windows): try, fallocate decides
+        return True
+    return st.f_bavail * st.f_frsize >= nbytes + SHM_HEADROOM
 
 
 def _map_file(name: str, nbytes: int, write: bool):
@@ -129,7 +196,9 @@ def _map_file(name: str, nbytes: int, write: bool):
     instead of a fault per 4 KiB on first touch)."""
     import mmap
 
-    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+    from .portable import disabled
+
+    flags = mmap.MAP_SHARED | (0 if disabled("populate") else getattr(mmap, "MAP_POPULATE", 0))
     fd = os.open(name, os.O_RDWR if write else os.O_RDONLY)
     try:
         if write:
@@ -152,9 +221,9 @@ class SharedBlock:
 
         import numpy as np
 
-        fd, self.name = _shm_file()
-        os.close(fd)
         self.size = max(64, nbytes)
+        fd, self.name = _shm_file(self.size)
+        os.close(fd)
         try:
             self._mm = _map_file(self.name, self.size, write=True)
         except BaseException:
@@ -231,13 +300,58 @@ def _drop_free_blocks() -> None:
         block.unlink()
 
 
-def _call(kind: str, fn, *args):
+_RETRY_LOCK = threading.Lock()  # retries after a worker died run one at a time
+_POOL_LOCK = threading.Lock()
+
+
+def _call(kind: str, fn, *args, path: str = ""):
+    """``fn(*args)`` in the ``kind`` pool. A worker that dies (killed, out of memory, a decoder
+    crash on a hostile file) breaks the whole pool: the pool is replaced and the work retried
+    once, alone, so an input is blamed only if it kills a fresh worker by itself; the error
+    names it and the batch goes on."""
     from concurrent.futures.process import BrokenProcessPool
 
+    from .signals import spawn_shielded
+
+    pool = _POOLS[kind]
     try:
-        return _POOLS[kind].submit(fn, *args).result()
-    except BrokenProcessPool as e:
-        raise GputexError(f"a codec worker process died ({e})") from None
+        with spawn_shielded():  # submit may start a worker process
+            fut = pool.submit(fn, *args)
+        return fut.result()
+    except BrokenProcessPool:
+        pass
+    with _RETRY_LOCK:
+        pool = _replace_pool(kind, pool)
+        try:
+            with spawn_shielded():
+                fut = pool.submit(fn, *args)
+            return fut.result()
+        except BrokenProcessPool:
+            _replace_pool(kind, pool)
+    what = "decoding" if kind == "decode" else "encoding"
+    raise GputexError(f"{path}: a codec worker process died while {what} it, twice (killed, out of memory, "
+                      "or a decoder crash on this file)")
+
+
+def _replace_pool(kind: str, broken):
+    """A fresh pool in place of ``broken`` (once, whoever notices first); the pool now in use."""
+    with _POOL_LOCK:
+        pool = _POOLS.get(kind)
+        if pool is None:
+            raise GputexError("the codec worker pool has ended")
+        if pool is broken:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            pool = ProcessPoolExecutor(broken._max_workers, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_init)
+            _POOLS[kind] = pool
+            _REPLACED.append(broken)
+            broken.shutdown(wait=False, cancel_futures=True)
+        return pool
+
+
+_REPLACED: list = []  # broken pools, shut down with the others when the batch ends
 
 
 # -- decode ------------------------------------------------------------------------------------
@@ -251,7 +365,7 @@ def decode_image(path: str, **kwargs) -> "Image":
 
         with span("decode", path=path):
             return decode(path, **kwargs)
-    out = _call("decode", _decode_in_worker, path, kwargs)
+    out = _call("decode", _decode_in_worker, path, kwargs, path=path)
     if "error" in out:
         raise out["error"]
     import numpy as np
@@ -270,12 +384,15 @@ def _decode_in_worker(path: str, kwargs: dict) -> dict:
     from .decode import decode
     from .trace import span
 
+    from .chatter import watch
+
+    warnings: list[str] = []
     try:
-        with span("decode", path=path):
+        with span("decode", path=path), watch(path, warnings):
             image = decode(path, **kwargs)
     except GputexError as e:
         return {"error": e}
-    fd, name = _shm_file()
+    fd, name = _shm_file(image.pixels.nbytes)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(memoryview(image.pixels.reshape(-1)).cast("B") if image.pixels.flags.c_contiguous
@@ -285,7 +402,7 @@ def _decode_in_worker(path: str, kwargs: dict) -> dict:
         raise
     return {"file": name, "dtype": image.pixels.dtype.str, "shape": image.pixels.shape,
             "color_space": image.color_space, "source": image.source, "mode": image.mode,
-            "pages": image.pages, "warnings": image.warnings}
+            "pages": image.pages, "warnings": image.warnings + warnings}
 
 
 # -- encode ------------------------------------------------------------------------------------
@@ -309,7 +426,7 @@ def encode_images(outputs: list[tuple[str, "np.ndarray"]], block: SharedBlock | 
             if block is not None:
                 block.close()
     if block is None:
-        fd, name = _shm_file()
+        fd, name = _shm_file(sum(-(-np.asarray(p).nbytes // 64) * 64 for _, p in outputs))
         os.close(fd)
         end = 0
     else:
@@ -326,7 +443,8 @@ def encode_images(outputs: list[tuple[str, "np.ndarray"]], block: SharedBlock | 
                     f.write(memoryview(a.reshape(-1)).cast("B"))
                     offset, end = end, end + a.nbytes
                 jobs.append((path, offset, pixels.shape, pixels.dtype.str))
-        written, warnings, seconds, error = _call("encode", _encode_in_worker, name, jobs, kwargs)
+        written, warnings, seconds, error = _call("encode", _encode_in_worker, name, jobs, kwargs,
+                                                  path=outputs[0][0] if outputs else "")
     finally:
         if block is not None:
             block.close()
@@ -369,9 +487,12 @@ def _encode_in_worker(name: str, jobs: list, kwargs: dict):
         outputs.append((path, whole[offset: offset + nbytes].view(dtype).reshape(shape) if nbytes
                         else np.zeros(shape, dtype)))
 
+    from .chatter import watch
+
+    chatter: list[str] = []
     try:
-        with span("encode", path=jobs[0][0] if jobs else ""):
+        with span("encode", path=jobs[0][0] if jobs else ""), watch(jobs[0][0] if jobs else "", chatter):
             written, warnings, seconds = _encode_all(outputs, kwargs)
-        return written, warnings, seconds, None
+        return written, warnings + chatter, seconds, None
     except GputexError as e:
         return e.written, getattr(e, "warnings", []), 0.0, e

@@ -2,10 +2,12 @@
 
     python tests/fuzz_long.py SECONDS [SEED]
 
-Mutates the same seed files as tests/test_fuzz.py (flips, truncations, insertions,
-deletions, splices, huge header values) and random bytes; every case must decode or raise
-a one-line GputexError naming the file. Prints the number of cases, the outcomes, peak RSS,
-and saves any other exception's input under /tmp/gputex-fuzz/.
+Mutates the same seed files as tests/test_fuzz.py plus the bomb shapes and small texture
+files of tests/bombs.py (flips, truncations, insertions, deletions, splices, huge header
+values) and random bytes; every case must decode (images, or KTX2/KTX/DDS by their magic, as
+a batch reads them) or raise a one-line GputexError naming the file. Prints the number of
+cases, the outcomes, peak RSS, and saves any other exception's input (and any case that
+raised the peak RSS past 300 MB) under /tmp/gputex-fuzz/.
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import gputex  # noqa: E402
 from gputex.errors import GputexError  # noqa: E402
-from test_fuzz import MAX_PIXELS, SEEDS  # noqa: E402
+from bombs import fuzz_seeds, read_any  # noqa: E402
+from test_fuzz import MAX_PIXELS  # noqa: E402
+from test_fuzz import SEEDS as IMAGE_SEEDS  # noqa: E402
+
+SEEDS = IMAGE_SEEDS + fuzz_seeds()
 
 
 def mutate(rng: random.Random) -> bytes:
@@ -60,6 +65,7 @@ def main() -> None:
     outcomes: collections.Counter = collections.Counter()
     bad = 0
     slowest = 0.0
+    over = False
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "case.img")
         end = time.time() + seconds
@@ -69,7 +75,7 @@ def main() -> None:
                 f.write(data)
             t0 = time.perf_counter()
             try:
-                gputex.decode(path, max_pixels=MAX_PIXELS)
+                read_any(path, MAX_PIXELS)
                 outcomes["decoded"] += 1
             except GputexError as e:
                 msg = str(e)
@@ -82,6 +88,12 @@ def main() -> None:
                 open(f"{out}/crash-{bad}.bin", "wb").write(data)
                 outcomes["UNEXPECTED " + traceback.format_exc().strip().splitlines()[-1][:100]] += 1
             slowest = max(slowest, time.perf_counter() - t0)
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            if peak > 300 and not over:
+                over = True
+                bad += 1
+                open(f"{out}/memory-{bad}.bin", "wb").write(data)
+                outcomes[f"PEAK RSS {peak:.0f} MB"] += 1
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"cases {sum(outcomes.values())} in {seconds:.0f} s; problems {bad}; slowest case {slowest * 1e3:.0f} ms; "
           f"peak RSS {rss:.0f} MB")

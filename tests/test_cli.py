@@ -206,7 +206,7 @@ def test_help_documents_exit_codes():
     assert r.exit_code == 0
     text = " ".join(r.stdout.split())
     assert ("Exit codes: 0 every input ok; 1 one or more inputs failed (the others are still processed); "
-            "2 usage error; 3 no usable GPU adapter or device; 130 interrupted.") in text
+            "2 usage error; 3 no usable GPU adapter or device; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).") in text
 
 
 def test_help_imports_nothing_heavy():

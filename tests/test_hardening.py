@@ -129,14 +129,16 @@ def test_disk_full_leaves_nothing(gpu, tmp_path, monkeypatch):
 
 
 def test_unreadable_file(gpu, tmp_path, monkeypatch):
-    dec = sys.modules["gputex.decode"]
     img = tmp_path / "secret.png"
     Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(img)
+    real_open = os.open
 
-    def deny(*args, **kwargs):
-        raise PermissionError(13, "Permission denied")
+    def deny(path, *args, **kwargs):  # root reads anything: deny this one path (inputs are os.open'ed)
+        if os.fspath(path) == str(img):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(dec, "open", deny, raising=False)
+    monkeypatch.setattr(os, "open", deny)
     r = runner.invoke(app, ["upload", str(img)])
     assert r.exit_code == 1
     assert r.stderr.strip() == f"gputex: {img}: permission denied"
