@@ -360,8 +360,8 @@ def encode_blocks(tex: "Texture", format: str, quality: str = "normal") -> "Text
         An uncompressed unorm or float texture (2D, array or cube), e.g. from
         :func:`gputex.upload` with ``mips=True``.
     format
-        ``bc1-rgba-unorm[-srgb]``, ``bc3-rgba-unorm[-srgb]``, ``bc4-r-unorm|snorm`` or
-        ``bc5-rg-unorm|snorm``.
+        ``bc1-rgba-unorm[-srgb]``, ``bc3-rgba-unorm[-srgb]``, ``bc4-r-unorm|snorm``,
+        ``bc5-rg-unorm|snorm``, ``bc7-rgba-unorm[-srgb]`` or ``bc6h-rgb-ufloat|float``.
     quality
         ``fast``, ``normal`` (default) or ``best`` (or 0, 1, 2); see the module docstring.
 
