@@ -616,7 +616,9 @@ def _png_with_bad_sbit(path):
 
     a = np.random.default_rng(12).integers(0, 256, (4, 5, 3), np.uint8)
     png = imagecodecs.png_encode(a)
-    path.write_bytes(png[:33] + chunk(b"sBIT", b"\x00\x09\x00") + png[33:])  # libpng: "sBIT: invalid"
+    # libpng: "sBIT: invalid". The suggested palette (PLTE, allowed in RGB images) keeps the file
+    # on libpng's path: gputex's own PNG decoder (gputex.pngdec) ignores sBIT and says nothing.
+    path.write_bytes(png[:33] + chunk(b"sBIT", b"\x00\x09\x00") + chunk(b"PLTE", b"\x10\x20\x30") + png[33:])
     return a
 
 
