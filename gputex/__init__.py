@@ -85,7 +85,7 @@ def upload(session: "Session", image: "Image", format: str | None = None, *, mip
     from .upload import upload as _upload
     from .layout import mip_count
 
-    mip_keys = {"filter", "alpha", "alpha_coverage", "normal_map", "wrap"}
+    mip_keys = {"filter", "alpha", "alpha_coverage", "normal_map", "wrap", "precision"}
     mip_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in mip_keys}
     levels = 1
     if mips:
