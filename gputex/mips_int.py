@@ -144,7 +144,7 @@ def int_chain(tex: "Texture", alpha: str, layer: int = 0, measure: bool = False)
             src_size = tex.size(p.source)
             for r0 in range(0, dh, rows):
                 n = min(rows, dh - r0)
-                prm = struct.pack("<10I", *src_size, dw, dh, r0, n, pitch // 4, p.chunks, p.chunk_rows, total)
+                prm = struct.pack("<11I", *src_size, dw, dh, r0, n, pitch // 4, p.chunks, p.chunk_rows, total, slots)
                 res = [base, whole(out), {"buffer": session.uniform(prm)},
                        whole(sums[p.source]) if p.source else whole(stand_in),
                        whole(sums[p.level]) if p.store else whole(stand_in_w), whole(partial), whole(tables)]

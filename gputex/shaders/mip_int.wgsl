@@ -32,6 +32,8 @@ struct Params {
     chunks: u32,          // footprint rows split over this many invocations (from_base)
     chunk_rows: u32,
     total: u32,           // base texels: every texel's weights add up to this
+    channels: u32,        // = SLOTS, as a uniform: finalize's loop is then not unrolled (one
+                          // inlined copy of round_code instead of four: lavapipe compile time)
 }
 
 @group(0) @binding(0) var src: texture_2d<f32>;
@@ -139,24 +141,28 @@ fn encode(x: f32) -> f32 {
     return 1.055 * pow(x, 1.0 / 2.4) - 0.055;
 }
 
-// The code k with Q[k] <= num / den < Q[k + 1]: a float estimate, then exact steps.
+// The code k with Q[k] <= num / den < Q[k + 1]: probes next to a float estimate, then bisection
+// (one call site of reaches(): every inlined copy costs lavapipe compile time).
 fn round_code(num: Big, den: Big, srgb: bool) -> u32 {
     let m = f32(top());
     var v = approx(num) / approx(den);
     if (srgb) {
         v = encode(v / 1099511627776.0) * m;
     }
-    var k = u32(clamp(floor(v + 0.5), 0.0, m));
-    for (var i = 0u; i < 256u; i++) {
-        if (k < top() && reaches(num, den, k + 1u, srgb)) {
-            k += 1u;
-        } else if (k > 0u && !reaches(num, den, k, srgb)) {
-            k -= 1u;
+    var lo = 0u;     // the code is in [lo, hi]
+    var hi = top();
+    var probe = max(1u, u32(clamp(floor(v + 0.5), 0.0, m)));
+    for (var i = 0u; i < 64u && lo < hi; i++) {
+        if (reaches(num, den, probe, srgb)) {
+            lo = probe;
+            probe = select((lo + hi + 1u) / 2u, lo + 1u, i < 2u);
         } else {
-            break;
+            hi = probe - 1u;
+            probe = select((lo + hi + 1u) / 2u, hi, i < 2u);
         }
+        probe = clamp(probe, lo + 1u, max(hi, lo + 1u));
     }
-    return k;
+    return lo;
 }
 
 fn srgb_encode3(c: vec3<f32>) -> vec3<f32> {
@@ -209,18 +215,18 @@ fn finalize(x: u32, y: u32, acc: Acc) {
     let a = acc[3];
     let w = Big(prm.total, 0u, 0u, 0u);
     let covered = WA && nonzero(a);
-    var col = array<u32, 3>(0u, 0u, 0u);
-    for (var c = 0u; c < NC; c++) {
-        if (covered) {
-            col[c] = round_code(acc[c], a, SRGB);
-        } else {
-            col[c] = round_code(acc[select(c, c + 4u, WA)], w, SRGB);
+    var code = array<u32, 4>(0u, 0u, 0u, 0u);
+    for (var c = 0u; c < prm.channels; c++) {
+        var num = acc[select(c, c + 4u, WA && !covered)];
+        var den = select(w, a, covered);
+        if (c == NC) {
+            num = a;
+            den = w;
         }
+        code[c] = round_code(num, den, SRGB && c < NC);
     }
-    var alpha = 0u;
-    if (HAS_ALPHA) {
-        alpha = round_code(a, w, false);
-    }
+    let col = array<u32, 3>(code[0], code[1], code[2]);
+    let alpha = code[NC];
     write_texel(x, y - prm.row0, col, alpha);
     if (STORE) {
         let i = (y * prm.dst_size.x + x) * SLOTS * 3u;
