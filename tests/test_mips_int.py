@@ -219,3 +219,33 @@ def test_unknown_precision_is_refused(gpu):
     a = np.zeros((4, 4, 4), np.uint8)
     with pytest.raises(gputex.FormatError, match="^unknown mip precision 'double'; use exact or fast$"):
         gputex.upload(gpu, gputex.from_array(a), "rgba8unorm", mips=True, precision="double")
+
+
+@pytest.mark.gpu
+def test_chunked_footprints_and_unstored_levels_give_the_same_bytes(gpu, monkeypatch):
+    """Footprints summed in chunks of rows (a small loop limit) and levels computed from the base
+    instead of stored sums (a small binding limit) give the bytes of the plain plan."""
+    import gputex.intbox as intbox
+    import gputex.mips_int as mips_int
+
+    rng = np.random.default_rng(1680)
+    a = _image(rng, 257, 131, 4, 8, "holes")
+    plain = _run(gpu, a, "rgba8unorm", "srgb")
+    monkeypatch.setattr(intbox, "LOOP_LIMIT", 24)
+    real_plan = mips_int.plan_chain
+    plans = []
+
+    def small(*args):
+        p = real_plan(*args[:-1], 64 * 48)  # only levels of <= 64 texels may be stored
+        plans.append(p)
+        return p
+
+    monkeypatch.setattr(mips_int, "plan_chain", small)
+    chunked = _run(gpu, a, "rgba8unorm", "srgb")
+    assert any(p.chunks > 1 for p in plans[-1]) and any(p.source for p in plans[-1])
+    assert not plans[-1][2].store  # level 3 (32x16) would have been stored
+    for lv, (p, c) in enumerate(zip(plain, chunked), start=1):
+        assert np.array_equal(p, c), f"level {lv}"
+    ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted")
+    for lv, (g, r) in enumerate(zip(chunked, ref), start=1):
+        assert_correctly_rounded(g, r, 255, f"level {lv}")
