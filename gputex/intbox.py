@@ -9,7 +9,8 @@ level add up to ``W = base width * base height``; with weighted alpha the colour
 ``sum(w * a * L)`` over ``A = sum(w * a)`` (``a``: the alpha code).
 
 * ``L(code)`` is the code itself for linear data and ``round(decode(code / max) * 2**F)``
-  for sRGB data (``F = 40``), computed here with integers only (sRGB's ``x ** 2.4`` is the
+  for sRGB data (``F = frac_bits(bits)``: 31 at 8 bits, so L fits one 32-bit word and a
+  texel's product one 32x32-bit multiply; 40 at 16 bits), computed here with integers only (sRGB's ``x ** 2.4`` is the
   integer fifth root of ``x ** 12``), so no float library decides a bit.
 * The output code is found by comparing ``S`` against the thresholds between codes,
   cross-multiplied: ``code >= k`` iff ``S * 2**32 >= Q[k] * den`` where ``Q[k]`` is the
@@ -22,7 +23,8 @@ So every adapter computes the same integers and writes the same bytes. Against t
 (real-number) area average, the only error is ``L``'s rounding (at most half a unit of
 ``2**-F``) and ``Q``'s (``2**-(F+32)``): a result differs from the correctly rounded one only
 where the exact value lies within ``EPSILON_LSB`` of a tie between two codes (the largest
-slope of the sRGB encoding is 12.92; ``2**-41 * 12.92 * 65535 < 4e-7``). Exact ties of
+slope of the sRGB encoding is 12.92; ``2**-32 * 12.92 * 255 < 7.7e-7``,
+``2**-41 * 12.92 * 65535 < 3.9e-7``). Exact ties of
 linear data (an average of exactly k + 1/2) round up.
 """
 
@@ -32,9 +34,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-__all__ = ["F", "EPSILON_LSB", "lin_table", "threshold_table", "LevelPlan", "plan_chain", "model_chain"]
+__all__ = ["frac_bits", "EPSILON_LSB", "lin_table", "threshold_table", "LevelPlan", "plan_chain", "model_chain"]
 
-F = 40
+
+
+def frac_bits(bits: int) -> int:
+    """F: fractional bits of the sRGB table L for ``bits``-bit channels."""
+    return 31 if bits == 8 else 40
+
+
 #: Largest distance (in output LSB) from a tie at which a result may differ from the
 #: correctly rounded one (see the module docstring).
 EPSILON_LSB = 1e-6
@@ -73,11 +81,11 @@ def _decode_floor(x: Fraction, bits: int) -> int:
 @lru_cache(maxsize=None)
 def lin_table(bits: int, srgb: bool) -> tuple[int, ...]:
     """L(code) for every code of a ``bits``-bit channel: the code (linear data) or the sRGB
-    decode in units of 2**-F, rounded to nearest (half up)."""
+    decode in units of 2**-F (``frac_bits``), rounded to nearest (half up)."""
     top = (1 << bits) - 1
     if not srgb:
         return tuple(range(top + 1))
-    return tuple((_decode_floor(Fraction(c, top), F + 1) + 1) >> 1 for c in range(top + 1))
+    return tuple((_decode_floor(Fraction(c, top), frac_bits(bits) + 1) + 1) >> 1 for c in range(top + 1))
 
 
 @lru_cache(maxsize=None)
@@ -87,7 +95,7 @@ def threshold_table(bits: int, srgb: bool) -> tuple[int, ...]:
     top = (1 << bits) - 1
     if not srgb:
         return (0,) + tuple(((2 * k - 1) << 32) // 2 for k in range(1, top + 1))
-    return (0,) + tuple(_decode_floor(Fraction(2 * k - 1, 2 * top), F + 32) for k in range(1, top + 1))
+    return (0,) + tuple(_decode_floor(Fraction(2 * k - 1, 2 * top), frac_bits(bits) + 32) for k in range(1, top + 1))
 
 
 def round_code(num: int, den: int, bits: int, srgb: bool) -> int:

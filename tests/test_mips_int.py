@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gputex
-from gputex.intbox import EPSILON_LSB, LOOP_LIMIT, lin_table, model_chain, plan_chain, round_code, threshold_table
+from gputex.intbox import EPSILON_LSB, LOOP_LIMIT, frac_bits, lin_table, model_chain, plan_chain, round_code, threshold_table
 from gputex.layout import mip_count
 from reference import filter_levels, srgb_to_linear
 
@@ -57,19 +57,19 @@ def _run(gpu, a, fmt, space, **mip):
 def test_lin_table_is_the_rounded_decode(bits):
     top = (1 << bits) - 1
     c = np.arange(top + 1)
-    exact = srgb_to_linear(c / top) * 2.0 ** 40
+    exact = srgb_to_linear(c / top) * 2.0 ** frac_bits(bits)
     lin = np.array(lin_table(bits, True), np.float64)
-    # half a unit, + float64's own error at 2^40 (~1e-4 units)
+    # half a unit, + float64's own error at 2^F (~1e-4 units)
     assert np.abs(lin - exact).max() <= 0.5 + 1e-3
     assert lin_table(bits, False) == tuple(range(top + 1))
-    assert lin[0] == 0 and lin[-1] == 2 ** 40
+    assert lin[0] == 0 and lin[-1] == 2 ** frac_bits(bits) and max(lin_table(8, True)) < 2 ** 32
 
 
 @pytest.mark.parametrize("bits", [8, 16])
 def test_thresholds_are_the_midpoints_between_codes(bits):
     top = (1 << bits) - 1
     k = np.arange(1, top + 1)
-    q = np.array(threshold_table(bits, True)[1:], np.float64) / 2.0 ** 72
+    q = np.array(threshold_table(bits, True)[1:], np.float64) / 2.0 ** (frac_bits(bits) + 32)
     assert np.abs(q - srgb_to_linear((k - 0.5) / top)).max() <= 1e-15
     assert all(a < b for a, b in zip(threshold_table(bits, True), threshold_table(bits, True)[1:]))
     lin = threshold_table(bits, False)

@@ -66,6 +66,17 @@ fn add(a: Big, b: Big) -> Big {
     return r;
 }
 
+// L * b: L < 2^32 at 8 bits (one multiply), < 2^41 at 16; b < 2^31
+fn mul_lin(l: Big, b: u32) -> Big {
+    let lo = mul32(l.x, b);
+    if (BITS == 8u) {
+        return Big(lo.x, lo.y, 0u, 0u);
+    }
+    let hi = mul32(l.y, b);
+    let mid = lo.y + hi.x;
+    return Big(lo.x, mid, hi.y + select(0u, 1u, mid < lo.y), 0u);
+}
+
 fn mul(a: Big, b: u32) -> Big {
     var r: Big;
     var carry = 0u;
@@ -115,7 +126,7 @@ fn top() -> u32 {
     return (1u << BITS) - 1u;
 }
 
-// L(code): the code (linear data) or its sRGB decode in units of 2^-40
+// L(code): the code (linear data) or its sRGB decode in units of 2^-F (F = 31 at 8 bits, 40 at 16)
 fn lin(c: u32, srgb: bool) -> Big {
     if (!srgb) {
         return Big(c, 0u, 0u, 0u);
@@ -147,7 +158,7 @@ fn round_code(num: Big, den: Big, srgb: bool) -> u32 {
     let m = f32(top());
     var v = approx(num) / approx(den);
     if (srgb) {
-        v = encode(v / 1099511627776.0) * m;
+        v = encode(v / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
     }
     var lo = 0u;     // the code is in [lo, hi]
     var hi = top();
@@ -276,10 +287,10 @@ fn from_base(@builtin(global_invocation_id) gid: vec3<u32>) {
             for (var k = 0u; k < NC; k++) {
                 let l = lin(c[k], SRGB);
                 if (WA) {
-                    row[k] = add(row[k], mul(l, wa));
-                    row[k + 4u] = add(row[k + 4u], mul(l, wx));
+                    row[k] = add(row[k], mul_lin(l, wa));
+                    row[k + 4u] = add(row[k + 4u], mul_lin(l, wx));
                 } else {
-                    row[k] = add(row[k], mul(l, wx));
+                    row[k] = add(row[k], mul_lin(l, wx));
                 }
             }
             row[3] = add(row[3], Big(wa, 0u, 0u, 0u));
