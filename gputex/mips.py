@@ -252,7 +252,8 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
         ``exact`` (default): box chains of 8- and 16-bit unorm formats are correctly rounded
         and the same bytes on every adapter that passes the self-check (integer arithmetic,
         ``mips_int.py``); float32 formats use float64 where the device has ``shader-f64``.
-        ``fast``: the float32 chain (within 1 LSB at 8 bits).
+        ``fast``: the float chains (float32, within 1 LSB at 8 bits; float64 for 16-bit and
+        float32 formats where the device has ``shader-f64``).
     """
     if filter not in FILTERS:
         raise FormatError(f"unknown filter {filter!r}; use box, kaiser or lanczos")
