@@ -3,7 +3,7 @@
     python benchmarks/mips.py [--sizes 4096 8192 8191 4095x4097] [--repeat 3] [--json OUT.json] [--record]
     python benchmarks/mips.py --paths [--formats r8unorm rg8unorm rgb10a2unorm r16float rg16float]
     python benchmarks/mips.py --quality [--ktx PATH]
-    python benchmarks/mips.py --hashes OUT.json
+    python benchmarks/mips.py --hashes OUT.json [--against benchmarks/results/mip-hashes-lavapipe.json]
 
 Every size prints, for each ``--precisions`` (``exact``: the integer chain, correctly rounded,
 the default; ``fast``: the float32 chain), the chain's GPU time (timestamp queries, best of
@@ -19,7 +19,8 @@ LSB, and the texels that are not the exact value rounded to nearest.
 
 ``--hashes`` writes the SHA-256 of every level of the mip test matrix (sizes of
 ``tests/test_mips_int.py``, 8- and 16-bit formats, colour spaces, alpha modes, the default
-precision) to a JSON file: run it on two adapters and compare the files.
+precision) to a JSON file; ``--against`` compares them with another adapter's file (lavapipe's is
+``benchmarks/results/mip-hashes-lavapipe.json``).
 
 gputex: box filter, sRGB data filtered in linear light, weighted alpha (the defaults),
 GPU time from timestamp queries where the adapter has them, and wall time to the
@@ -326,7 +327,7 @@ HASH_FORMATS = [("rgba8unorm", 4, 8), ("rgba8unorm-srgb", 4, 8), ("bgra8unorm-sr
                 ("rg8unorm", 2, 8), ("rgba16unorm", 4, 16), ("rg16unorm", 2, 16), ("r16unorm", 1, 16)]
 
 
-def hashes(gpu, path: str) -> None:
+def hashes(gpu, path: str, against: str | None = None) -> None:
     """SHA-256 of every level of the mip test matrix (default precision), written to ``path``."""
     import hashlib
     import json
@@ -353,6 +354,16 @@ def hashes(gpu, path: str) -> None:
     with open(path, "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
     print(f"{len(out['cases'])} cases -> {path}")
+    if against:
+        with open(against) as f:
+            other = json.load(f)
+        theirs = other["cases"]
+        same = [k for k in out["cases"] if theirs.get(k) == out["cases"][k]]
+        differ = [k for k in out["cases"] if k in theirs and theirs[k] != out["cases"][k]]
+        print(f"against {against} ({other.get('adapter')}, commit {other.get('commit')}): {len(same)} identical, "
+              f"{len(differ)} differ, {len(set(out['cases']) ^ set(theirs))} in one file only")
+        for k in differ:
+            print(f"  differs: {k}")
 
 
 def record(gpu, rows: list[dict]) -> None:
@@ -383,6 +394,7 @@ def main() -> None:
     ap.add_argument("--quality", action="store_true", help="gputex and ktx against the float64 reference")
     ap.add_argument("--ktx", help="the ktx tool (default: ../shared/peers/ktx, then PATH)")
     ap.add_argument("--hashes", metavar="OUT.json", help="hash every level of the mip test matrix")
+    ap.add_argument("--against", metavar="HASHES.json", help="with --hashes: compare with another adapter's file")
     ap.add_argument("--paths", action="store_true", help="compute against render path (see above)")
     ap.add_argument("--formats", nargs="+",
                     default=["r8unorm", "rg8unorm", "rgb10a2unorm", "r16float", "rg16float"])
@@ -393,7 +405,7 @@ def main() -> None:
         compare_paths(gpu, args.formats, [parse_size(s)[0] for s in args.sizes], args.repeat)
         return
     if args.hashes:
-        hashes(gpu, args.hashes)
+        hashes(gpu, args.hashes, args.against)
         return
     result = {"adapter": gpu.name, "commit": commit()}
     if args.quality:
