@@ -77,7 +77,7 @@ def upload(session: "Session", image: "Image", format: str | None = None, *, mip
     """Upload ``image`` to a new texture; ``mips=True`` (or a level count) also makes the mip chain.
 
     Other keyword arguments are those of :func:`gputex.upload.upload` and, for the mip
-    options (``filter``, ``alpha``, ``alpha_coverage``, ``normal_map``, ``wrap``),
+    options (``filter``, ``alpha``, ``alpha_coverage``, ``normal_map``, ``wrap``, ``precision``),
     :func:`gputex.generate_mips`.
     """
     import wgpu

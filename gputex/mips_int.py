@@ -207,9 +207,9 @@ def self_check(session, fmt, color_space: str, alpha: str) -> tuple[bool, str]:
                 got = capture(tex, lv)
                 exp = np.array(want[lv - 1], got.dtype).reshape(got.shape)
                 if not np.array_equal(got, exp):
-                    bad = np.argwhere(got != exp)[0]
-                    return False, (f"level {lv} texel {tuple(int(b) for b in bad[:2])}: got {got[tuple(bad[:2])].tolist()}, "
-                                   f"expected {exp[tuple(bad[:2])].tolist()}")
+                    y, x = (int(b) for b in np.argwhere(got != exp)[0][:2])
+                    return False, (f"level {lv} texel ({y}, {x}): got {got[y, x].tolist()}, "
+                                   f"expected {exp[y, x].tolist()}")
         finally:
             tex.destroy()
         return True, ""

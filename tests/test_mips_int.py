@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import gputex
-from gputex.intbox import EPSILON_LSB, LOOP_LIMIT, frac_bits, lin_table, model_chain, plan_chain, round_code, threshold_table
+from gputex.intbox import (EPSILON_LSB, LOOP_LIMIT, frac_bits, lin_table, model_chain, plan_chain, round_code,
+                           threshold_table)
 from gputex.layout import mip_count
 from reference import filter_levels, srgb_to_linear
 
@@ -154,9 +155,9 @@ def test_rgba16_box_is_correctly_rounded(gpu, w, h, space, alpha):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("fmt,channels,bits", [("rgba8unorm-srgb", 4, 8), ("bgra8unorm-srgb", 4, 8), ("bgra8unorm", 4, 8),
-                                               ("r8unorm", 1, 8), ("rg8unorm", 2, 8), ("r16unorm", 1, 16),
-                                               ("rg16unorm", 2, 16)])
+@pytest.mark.parametrize("fmt,channels,bits", [("rgba8unorm-srgb", 4, 8), ("bgra8unorm-srgb", 4, 8),
+                                               ("bgra8unorm", 4, 8), ("r8unorm", 1, 8), ("rg8unorm", 2, 8),
+                                               ("r16unorm", 1, 16), ("rg16unorm", 2, 16)])
 @pytest.mark.parametrize("w,h", [(7, 13), (257, 131), (64, 64)])
 def test_other_unorm_formats_are_correctly_rounded(gpu, fmt, channels, bits, w, h):
     if not gpu.has_feature(gputex.get_format(fmt).feature):
@@ -208,7 +209,8 @@ def test_failed_self_check_falls_back_and_says_so(gpu, monkeypatch):
         report = gputex.generate_mips(tex)
         tex.destroy()
         assert report.precision == "float"
-        assert report.note.startswith(f"{gpu.name}: the integer mip chain failed its self-check (level 1 texel (0, 0): got [")
+        assert report.note.startswith(f"{gpu.name}: the integer mip chain failed its self-check "
+                                      "(level 1 texel (0, 0): got [")
         assert report.note.endswith("); the float path was used")
     finally:
         gpu._cache.pop(key, None)
