@@ -1,7 +1,26 @@
 """GPU mip chain against CPU implementations, measured in the same run.
 
-    python benchmarks/mips.py [--sizes 4096 8192] [--repeat 3]
+    python benchmarks/mips.py [--sizes 4096 8192 8191 4095x4097] [--repeat 3] [--json OUT.json] [--record]
     python benchmarks/mips.py --paths [--formats r8unorm rg8unorm rgb10a2unorm r16float rg16float]
+    python benchmarks/mips.py --quality [--ktx PATH]
+    python benchmarks/mips.py --hashes OUT.json [--against benchmarks/results/mip-hashes-lavapipe.json]
+
+Every size prints, for each ``--precisions`` (``exact``: the integer chain, correctly rounded,
+the default; ``fast``: the float32 chain), the chain's GPU time (timestamp queries, best of
+``--repeat``) and its ratio to the **speed of light**: ``mip_sol.wgsl`` reads every base texel
+once and writes every texel of every level once, nothing else (the memory floor of any chain).
+``--json`` writes those figures; ``--record`` appends one line per size and precision to
+``benchmarks/results/mips.jsonl`` (format: ``benchmarks/results/README.md``).
+
+``--quality`` builds noise images (opaque, sRGB) and reports, per level, how far gputex (both
+precisions) and ``ktx create --mipmap-filter box`` (KTX-Software, ``../shared/peers/ktx`` or on
+PATH) are from the float64 reference (``tests/reference.py``): max and mean |code - exact| in
+LSB, and the texels that are not the exact value rounded to nearest.
+
+``--hashes`` writes the SHA-256 of every level of the mip test matrix (sizes of
+``tests/test_mips_int.py``, 8- and 16-bit formats, colour spaces, alpha modes, the default
+precision) to a JSON file; ``--against`` compares them with another adapter's file (lavapipe's is
+``benchmarks/results/mip-hashes-lavapipe.json``).
 
 gputex: box filter, sRGB data filtered in linear light, weighted alpha (the defaults),
 GPU time from timestamp queries where the adapter has them, and wall time to the
@@ -113,62 +132,292 @@ def compare_paths(gpu, formats: list[str], sizes: list[int], repeat: int) -> Non
     os.environ.pop("GPUTEX_MIPS_PATH", None)
 
 
+def parse_size(text: str) -> tuple[int, int]:
+    w, _, h = text.lower().partition("x")
+    return int(w), int(h or w)
+
+
+def commit() -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=ROOT, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def speed_of_light(gpu, tex, repeat: int) -> int | None:
+    """GPU ns of mip_sol.wgsl over ``tex`` (best of ``repeat``): read level 0, write every level."""
+    import struct
+
+    import wgpu
+
+    from gputex.mips import _pipeline, _timestamps
+
+    if not gpu.has_feature("timestamp-query"):
+        return None
+    s = wgpu.ShaderStage.COMPUTE
+    entries = [{"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
+                                                          "view_dimension": "2d", "multisampled": False}},
+               {"binding": 1, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.storage}},
+               {"binding": 2, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.uniform}}]
+    pipe, bgl = _pipeline(gpu, "mip_sol.wgsl", {}, entries)
+    offsets, total = [0] * 16, 0
+    for lv in range(1, tex.levels):
+        offsets[lv] = total
+        total += max(1, tex.width >> lv) * max(1, tex.height >> lv)
+    dst = gpu.device.create_buffer(size=4 * total, usage=wgpu.BufferUsage.STORAGE)
+    prm = gpu.uniform(struct.pack("<4I16I", tex.width, tex.height, tex.levels, 0, *offsets))
+    view = tex.texture.create_view(base_mip_level=0, mip_level_count=1)
+    bind = gpu.device.create_bind_group(layout=bgl, entries=[
+        {"binding": 0, "resource": view}, {"binding": 1, "resource": {"buffer": dst, "offset": 0, "size": dst.size}},
+        {"binding": 2, "resource": {"buffer": prm}}])
+    best_ns = None
+    for _ in range(repeat + 1):  # the first run warms up
+        q = _timestamps(gpu, 1)
+        enc = gpu.device.create_command_encoder()
+        cpass = enc.begin_compute_pass(timestamp_writes=q.next())
+        cpass.set_pipeline(pipe)
+        cpass.set_bind_group(0, bind)
+        cpass.dispatch_workgroups(-(-tex.width // 8), -(-tex.height // 8), 1)
+        cpass.end()
+        q.resolve(enc)
+        gpu.device.queue.submit([enc.finish()])
+        ns = q.read()[0]
+        best_ns = ns if best_ns is None else min(best_ns, ns)
+    dst.destroy()
+    return best_ns
+
+
+def time_chain(gpu, tex, precision: str, repeat: int):
+    """(best wall seconds, best GPU ns or None, report) of ``repeat`` chains after one warm-up."""
+    def chain():
+        r = generate_mips(tex, measure=True, precision=precision)
+        gpu.wait()
+        return r
+
+    chain()  # pipelines, tables, self-check
+    wall, report = best(chain, repeat)
+    reports = [chain() for _ in range(repeat)] if report.gpu_ns is not None else []
+    return wall, (min(r.gpu_ns for r in reports) if reports else None), report
+
+
+def timings(gpu, args) -> list[dict]:
+    rows = []
+    eight = args.format.startswith(("rgba8", "bgra8"))
+    for text in args.sizes:
+        w, h = parse_size(text)
+        rng = np.random.default_rng(1)
+        a = rng.integers(0, 256 if eight else 65536, (h, w, 4), np.uint8 if eight else np.uint16)
+        tex = gputex.upload(gpu, gputex.from_array(a), args.format, mips=True, precision="fast")
+        sol = speed_of_light(gpu, tex, args.repeat)
+        print(f"\n{w}x{h} {args.format}, {tex.levels} levels; speed of light (read level 0, write every level): "
+              + (f"{sol / 1e6:.3f} ms GPU" if sol else "no timestamp queries"))
+        for precision in args.precisions:
+            wall, gpu_ns, report = time_chain(gpu, tex, precision, args.repeat)
+            ratio = gpu_ns / sol if gpu_ns and sol else None
+            print(f"  {precision:>5} ({report.precision}) wall {wall * 1e3:9.2f} ms" +
+                  (f"   GPU {gpu_ns / 1e6:.3f} ms" if gpu_ns else "") +
+                  (f"   {ratio:.2f}x speed of light" if ratio else "") +
+                  (f"   [{report.note}]" if report.note else ""), flush=True)
+            rows.append({"size": [w, h], "format": args.format, "levels": tex.levels, "precision": precision,
+                         "path": report.precision, "wall_ms": wall * 1e3, "gpu_ms": gpu_ns / 1e6 if gpu_ns else None,
+                         "sol_ms": sol / 1e6 if sol else None, "ratio_to_sol": ratio})
+        if eight and not args.skip_cpu and w == h and w & (w - 1) == 0:
+            cpu_baselines(gpu, tex, a)
+        tex.destroy()
+    by = {(tuple(r["size"]), r["precision"]): r["gpu_ms"] for r in rows}
+    for r in rows:  # odd sizes against the power-of-two size of about the same area
+        w, h = r["size"]
+        n = 1 << round(np.log2(np.sqrt(w * h)))
+        pot = by.get(((n, n), r["precision"]))
+        if (w, h) != (n, n) and pot and r["gpu_ms"]:
+            r["ratio_to_pot"] = r["gpu_ms"] / pot
+            print(f"  {w}x{h} {r['precision']}: {r['ratio_to_pot']:.2f}x the GPU time of {n}x{n}")
+    return rows
+
+
+def cpu_baselines(gpu, tex, a) -> None:
+    wall, _ = best(lambda: (generate_mips(tex), gpu.wait()), 1)
+    t_np, levels = best(lambda: numpy_chain(a), 1)
+    got = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+    worst = max(int(np.abs(g.astype(int) - r.astype(int)).max()) for g, r in zip(got, levels))
+    print(f"  numpy, same filter     wall {t_np * 1e3:9.2f} ms   -> gputex is {t_np / wall:7.1f}x faster "
+          f"(max difference {worst} LSB; numpy's float32 chain is not correctly rounded)")
+    t_pil, _ = best(lambda: pillow_chain(a), 1)
+    print(f"  Pillow reduce(2) chain wall {t_pil * 1e3:9.2f} ms   (NOT equivalent: gamma space, no alpha weighting)")
+    try:
+        t_cv, _ = best(lambda: opencv_chain(a), 1)
+        print(f"  OpenCV INTER_AREA      wall {t_cv * 1e3:9.2f} ms   (NOT equivalent: gamma space, no alpha weighting)")
+    except ImportError:
+        print("  OpenCV: not installed")
+
+
+def find_ktx(path: str | None) -> str | None:
+    import shutil
+
+    for cand in (path, os.path.join(ROOT, "..", "shared", "peers", "ktx"), shutil.which("ktx")):
+        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def ktx_levels(ktx: str, a: np.ndarray, tmp: str) -> list[np.ndarray]:
+    import subprocess
+
+    from gputex.encode import encode
+    from gputex.texfile import read_texture_file
+
+    png, out = os.path.join(tmp, "in.png"), os.path.join(tmp, "out.ktx2")
+    encode(a, png, color_space="srgb")
+    subprocess.run([ktx, "create", "--format", "R8G8B8A8_SRGB", "--assign-tf", "srgb", "--generate-mipmap",
+                    "--mipmap-filter", "box", "--mipmap-wrap", "clamp", png, out], check=True, capture_output=True)
+    tf = read_texture_file(out)
+    return [np.frombuffer(bytes(tf.levels[lv]), np.uint8).reshape(*tf.level_size(lv)[1::-1], 4)
+            for lv in range(1, len(tf.levels))]
+
+
+def quality(gpu, args) -> dict:
+    """Per image and level: max / mean |code - exact| (LSB) and texels not correctly rounded."""
+    import tempfile
+
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from reference import filter_levels
+
+    ktx = find_ktx(args.ktx)
+    print(f"ktx: {ktx or 'not found (its column is left out)'}")
+    print("per level: max / mean |code - exact float64 area average| in LSB, and texels that are not the "
+          "exact value rounded to nearest (opaque noise, sRGB, box)")
+    out = {}
+    for w, h in [(16, 16), (7, 13), (61, 37), (257, 131), (256, 256), (1000, 999)]:
+        a = np.random.default_rng(w * 1000 + h).integers(0, 256, (h, w, 4), np.uint8)
+        a[..., 3] = 255
+        ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="straight")
+        tools = {}
+        for precision in ("exact", "fast"):
+            tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True, precision=precision)
+            tools[f"gputex {precision}"] = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+            tex.destroy()
+        if ktx:
+            with tempfile.TemporaryDirectory() as tmp:
+                tools["ktx box"] = ktx_levels(ktx, a, tmp)
+        print(f"\n{w}x{h}: level " + "".join(f"{name:>26}" for name in tools))
+        rows = []
+        for lv, r in enumerate(ref, start=1):
+            x = r * 255
+            cells, row = [], {"level": lv}
+            for name, levels in tools.items():
+                d = np.abs(levels[lv - 1].astype(np.float64) - x)
+                wrong = int((levels[lv - 1] != np.floor(x + 0.5)).sum())
+                row[name] = {"max_lsb": float(d.max()), "mean_lsb": float(d.mean()), "not_rounded": wrong}
+                cells.append(f"{d.max():7.3f} {d.mean():6.3f} {wrong:7d}")
+            rows.append(row)
+            print(f"{'':>{len(f'{w}x{h}: ')}}{lv:5d} " + "".join(f"{c:>26}" for c in cells))
+        out[f"{w}x{h}"] = rows
+    return out
+
+
+HASH_SIZES = [(1, 1), (1, 9), (9, 1), (2, 3), (5, 5), (7, 13), (255, 2), (257, 131), (1000, 999), (64, 64),
+              (256, 128)]
+HASH_FORMATS = [("rgba8unorm", 4, 8), ("rgba8unorm-srgb", 4, 8), ("bgra8unorm-srgb", 4, 8), ("r8unorm", 1, 8),
+                ("rg8unorm", 2, 8), ("rgba16unorm", 4, 16), ("rg16unorm", 2, 16), ("r16unorm", 1, 16)]
+
+
+def hashes(gpu, path: str, against: str | None = None) -> None:
+    """SHA-256 of every level of the mip test matrix (default precision), written to ``path``."""
+    import hashlib
+    import json
+
+    out = {"adapter": gpu.name, "commit": commit(), "cases": {}}
+    for fmt, channels, bits in HASH_FORMATS:
+        if not gpu.has_feature(gputex.get_format(fmt).feature):
+            continue
+        for w, h in HASH_SIZES:
+            for space in ("srgb",) if fmt.endswith("-srgb") else ("srgb", "linear"):
+                for alpha in ("weighted", "straight"):
+                    seed = int(hashlib.sha256(f"{fmt} {w}x{h} {space} {alpha}".encode()).hexdigest()[:8], 16)
+                    rng = np.random.default_rng(seed)
+                    a = rng.integers(0, 1 << bits, (h, w, channels), np.uint8 if bits == 8 else np.uint16)
+                    if channels > 1:
+                        a[..., -1] = np.where(rng.random((h, w)) < 0.4, 0, a[..., -1])
+                    tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, alpha=alpha)
+                    digest = hashlib.sha256()
+                    for lv in range(1, tex.levels):
+                        digest.update(gputex.capture_bytes(tex, lv).tobytes())
+                    tex.destroy()
+                    out["cases"][f"{fmt} {w}x{h} {space} {alpha}"] = digest.hexdigest()
+        print(f"{fmt}: done", flush=True)
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+    print(f"{len(out['cases'])} cases -> {path}")
+    if against:
+        with open(against) as f:
+            other = json.load(f)
+        theirs = other["cases"]
+        same = [k for k in out["cases"] if theirs.get(k) == out["cases"][k]]
+        differ = [k for k in out["cases"] if k in theirs and theirs[k] != out["cases"][k]]
+        print(f"against {against} ({other.get('adapter')}, commit {other.get('commit')}): {len(same)} identical, "
+              f"{len(differ)} differ, {len(set(out['cases']) ^ set(theirs))} in one file only")
+        for k in differ:
+            print(f"  differs: {k}")
+
+
+def record(gpu, rows: list[dict]) -> None:
+    """Append one line per size and precision to benchmarks/results/mips.jsonl."""
+    import datetime
+    import json
+
+    path = os.path.join(ROOT, "benchmarks", "results", "mips.jsonl")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with open(path, "a") as f:
+        for r in rows:
+            f.write(json.dumps({"date": stamp, "commit": commit(), "adapter": gpu.name, **r}) + "\n")
+    print(f"{len(rows)} lines appended to {path}")
+
+
 def main() -> None:
+    import json
+
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
+    ap.add_argument("--sizes", nargs="+", default=["4096", "8192", "8191", "4095x4097"], help="N or WxH")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--skip-numpy", action="store_true")
+    ap.add_argument("--precisions", nargs="+", default=["exact", "fast"], choices=["exact", "fast"])
+    ap.add_argument("--skip-cpu", "--skip-numpy", action="store_true", help="no numpy/Pillow/OpenCV baselines")
     ap.add_argument("--format", default="rgba8unorm-srgb",
-                    help="rgba16unorm times the float64 path (no CPU baselines then)")
+                    help="rgba16unorm times the 16-bit chains (no CPU baselines then)")
+    ap.add_argument("--json", metavar="OUT.json", help="write the figures to this file")
+    ap.add_argument("--record", action="store_true", help="append them to benchmarks/results/mips.jsonl")
+    ap.add_argument("--quality", action="store_true", help="gputex and ktx against the float64 reference")
+    ap.add_argument("--ktx", help="the ktx tool (default: ../shared/peers/ktx, then PATH)")
+    ap.add_argument("--hashes", metavar="OUT.json", help="hash every level of the mip test matrix")
+    ap.add_argument("--against", metavar="HASHES.json", help="with --hashes: compare with another adapter's file")
     ap.add_argument("--paths", action="store_true", help="compute against render path (see above)")
     ap.add_argument("--formats", nargs="+",
                     default=["r8unorm", "rg8unorm", "rgb10a2unorm", "r16float", "rg16float"])
     args = ap.parse_args()
-    eight = args.format.startswith(("rgba8", "bgra8"))
     gpu = gputex.Session()
-    print(f"adapter: {gpu.name}; timestamp queries: {gpu.has_feature('timestamp-query')}")
+    print(f"adapter: {gpu.name}; timestamp queries: {gpu.has_feature('timestamp-query')}; commit {commit()}")
     if args.paths:
-        compare_paths(gpu, args.formats, args.sizes, args.repeat)
+        compare_paths(gpu, args.formats, [parse_size(s)[0] for s in args.sizes], args.repeat)
         return
-    for n in args.sizes:
-        rng = np.random.default_rng(1)
-        a = rng.integers(0, 256 if eight else 65536, (n, n, 4), np.uint8 if eight else np.uint16)
-        tex = gputex.upload(gpu, gputex.from_array(a), args.format, mips=True)  # warms pipelines
-
-        def chain():
-            r = generate_mips(tex, measure=True)
-            gpu.wait()
-            return r
-
-        wall, report = best(chain, args.repeat)
-        reports = [chain() for _ in range(args.repeat)] if report.gpu_ns is not None else []
-        print(f"\n{n}x{n} {args.format}, {tex.levels} levels" + (" (float64 path)" if report.exact else ""))
-        print(f"  gputex GPU chain       wall {wall * 1e3:9.2f} ms" +
-              (f"   GPU time {min(r.gpu_ns for r in reports) / 1e6:.3f} ms (timestamps, best of {len(reports)})"
-               if reports else ""))
-        if reports:
-            r = min(reports, key=lambda r: r.gpu_ns)
-            inside = sum(r.pass_ns)
-            print(f"    inside compute passes {inside / 1e6:.3f} ms (per pass, ms: "
-                  + " ".join(f"{p / 1e6:.3f}" for p in r.pass_ns[:6]) + " ...); "
-                  f"copies and barriers between passes {(r.gpu_ns - inside) / 1e6:.3f} ms")
-        if not eight:
-            tex.destroy()
-            continue
-        if not args.skip_numpy:
-            t_np, levels = best(lambda: numpy_chain(a), 1)
-            got = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
-            worst = max(int(np.abs(g.astype(int) - r.astype(int)).max()) for g, r in zip(got, levels))
-            print(f"  numpy, same filter     wall {t_np * 1e3:9.2f} ms   -> gputex is {t_np / wall:7.1f}x faster "
-                  f"(max difference {worst} LSB)")
-        t_pil, _ = best(lambda: pillow_chain(a), 1)
-        print(f"  Pillow reduce(2) chain wall {t_pil * 1e3:9.2f} ms   (NOT equivalent: gamma space, no alpha weighting)")
-        try:
-            t_cv, _ = best(lambda: opencv_chain(a), 1)
-            print(f"  OpenCV INTER_AREA      wall {t_cv * 1e3:9.2f} ms   (NOT equivalent: gamma space, no alpha weighting)")
-        except ImportError:
-            print("  OpenCV: not installed")
-        tex.destroy()
+    if args.hashes:
+        hashes(gpu, args.hashes, args.against)
+        return
+    result = {"adapter": gpu.name, "commit": commit()}
+    if args.quality:
+        result["quality"] = quality(gpu, args)
+    else:
+        result["timings"] = timings(gpu, args)
+        if args.record:
+            record(gpu, result["timings"])
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+        print(f"figures -> {args.json}")
 
 
 if __name__ == "__main__":

@@ -142,7 +142,7 @@ def upload(session: "Session", image: "Image | TextureFile", format: str | None 
     computes ``--max-size``/``--pot`` sizes); the chain then starts from the resized image.
 
     Other keyword arguments are those of :func:`gputex.upload.upload` and, for the mip
-    options (``filter``, ``alpha``, ``alpha_coverage``, ``normal_map``, ``wrap``),
+    options (``filter``, ``alpha``, ``alpha_coverage``, ``normal_map``, ``wrap``, ``precision``),
     :func:`gputex.generate_mips`.
     """
     import wgpu
@@ -162,7 +162,7 @@ def upload(session: "Session", image: "Image | TextureFile", format: str | None 
         kwargs["usage"] = kwargs.get("usage", 0) | wgpu.TextureUsage.TEXTURE_BINDING
         return upload_texture_file(session, image, **kwargs)
 
-    mip_keys = {"filter", "alpha", "alpha_coverage", "normal_map", "wrap"}
+    mip_keys = {"filter", "alpha", "alpha_coverage", "normal_map", "wrap", "precision"}
     mip_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in mip_keys}
     if mip_kw.get("normal_map") and kwargs.get("color_space") is None:
         kwargs["color_space"] = "linear"  # normals are data: never sRGB

@@ -46,6 +46,7 @@ __all__ = ["generate_mips", "MipReport", "FILTERS", "ALPHA_MODES", "WRAPS", "box
 FILTERS = {"box": 0, "kaiser": 1, "lanczos": 2}
 ALPHA_MODES = ("weighted", "straight", "premultiplied")
 WRAPS = {"clamp": 0, "repeat": 1, "mirror": 2}
+PRECISIONS = ("exact", "fast")
 _PACK_FMT = {"unorm8": 0, "unorm16": 1, "float16": 2, "float32": 3, "rgb10a2": 4}
 
 
@@ -56,7 +57,9 @@ class MipReport:
     alpha_scales: list[float] = field(default_factory=list)
     gpu_ns: int | None = None  # GPU time of the chain (timestamp queries), when measured
     pass_ns: list[int] = field(default_factory=list)  # time inside each compute pass
-    exact: bool = False  # made by the float64 path (mip_exact.wgsl)
+    exact: bool = False  # made by the float64 path (mip_exact.wgsl) or the integer chain
+    precision: str = "float"  # "integer" (mips_int.py), "float64" or "float"
+    note: str = ""  # why the integer chain was not used where it was asked for (self-check)
 
 
 def shader_source(name: str, out_format: str = "rgba8unorm") -> str:
@@ -223,7 +226,7 @@ def _stand_in(session, kind: str):
 
 def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted",
                   alpha_coverage: float | None = None, normal_map: bool = False, wrap: str = "clamp",
-                  layer: int = 0, measure: bool = False) -> MipReport:
+                  layer: int = 0, measure: bool = False, precision: str = "exact") -> MipReport:
     """Fill levels 1.. of ``tex`` from level 0 on the GPU.
 
     Parameters
@@ -245,6 +248,12 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
         ``clamp``, ``repeat`` or ``mirror`` for kernel taps beyond the edge.
     measure
         Time the chain with timestamp queries (when the device has them).
+    precision
+        ``exact`` (default): box chains of 8- and 16-bit unorm formats are correctly rounded
+        and the same bytes on every adapter that passes the self-check (integer arithmetic,
+        ``mips_int.py``); float32 formats use float64 where the device has ``shader-f64``.
+        ``fast``: the float chains (float32, within 1 LSB at 8 bits; float64 for 16-bit and
+        float32 formats where the device has ``shader-f64``).
     """
     if filter not in FILTERS:
         raise FormatError(f"unknown filter {filter!r}; use box, kaiser or lanczos")
@@ -252,6 +261,8 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
         raise FormatError(f"unknown alpha mode {alpha!r}; use weighted, straight or premultiplied")
     if wrap not in WRAPS:
         raise FormatError(f"unknown wrap mode {wrap!r}; use clamp, repeat or mirror")
+    if precision not in PRECISIONS:
+        raise FormatError(f"unknown mip precision {precision!r}; use exact or fast")
     kind = _pack_kind(tex)
     if normal_map and tex.format.srgb:
         raise FormatError(f"{tex.source}: a normal map must not be stored in {tex.format.name}; "
@@ -268,14 +279,16 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
                               "alpha coverage)")
         report.sources = _chain3d(tex, kind, alpha)
         return report
+    if precision == "exact" and _int_chain(tex, report, filter, alpha, normal_map, alpha_coverage, layer, measure):
+        return report
     if _exact_kernel_ok(tex, filter, normal_map, alpha_coverage):
         report.sources = list(range(tex.levels - 1))
-        report.exact = True
+        report.exact, report.precision = True, "float64"
         _exact_kernel_chain(tex, filter, wrap, alpha, layer)
         return report
     if _exact_ok(tex, filter, normal_map, alpha_coverage):
         report.sources = [0] * (tex.levels - 1)
-        report.exact = True
+        report.exact, report.precision = True, "float64"
         _exact_chain(tex, alpha, layer)
         return report
     chain = _Chain(tex, kind, filter, alpha, normal_map, wrap, layer, measure, alpha_coverage is not None)
@@ -293,6 +306,22 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
     finally:
         chain.release()
     return report
+
+
+def _int_chain(tex, report, filter, alpha, normal_map, coverage, layer, measure) -> bool:
+    """The integer chain, where it applies and this adapter passes its self-check."""
+    from .mips_int import int_chain, int_ok, self_check
+
+    if not int_ok(tex, filter, normal_map, coverage):
+        return False
+    passed, why = self_check(tex.session, tex.format, tex.color_space, alpha)
+    if not passed:
+        report.note = (f"{tex.session.name}: the integer mip chain failed its self-check ({why}); "
+                       "the float path was used")
+        return False
+    report.sources, report.gpu_ns, report.pass_ns = int_chain(tex, alpha, layer, measure)
+    report.exact, report.precision = True, "integer"
+    return True
 
 
 def _size3(tex: "Texture", level: int) -> tuple[int, int, int]:

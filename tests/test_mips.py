@@ -39,7 +39,9 @@ def _check(gpu_levels, ref_levels, scale, max_lsb=1.0, mean_lsb=0.5, mean_min_te
 
 
 def _run(gpu, a, fmt, space, **mip):
-    tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, **mip)
+    # precision="fast": these tests hold the float chains (the reference path) to the float64
+    # reference; tests/test_mips_int.py does the same for the integer chain (the default)
+    tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, precision="fast", **mip)
     try:
         return [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
     finally:
@@ -356,7 +358,7 @@ def test_render_path_equals_compute_path(gpu, fmt, channels, dtype, w, h, space,
     for path in ("compute", "render"):
         monkeypatch.setenv("GPUTEX_MIPS_PATH", path)
         assert render_target(gpu, get_format(fmt)) == (path == "render")
-        tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, filter=filt)
+        tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, filter=filt, precision="fast")
         assert bool(tex.texture.usage & wgpu.TextureUsage.RENDER_ATTACHMENT) == (path == "render")
         levels[path] = [gputex.capture(tex, lv).tobytes() for lv in range(tex.levels)]
         tex.destroy()

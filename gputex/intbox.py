@@ -1,0 +1,197 @@
+"""Pure arithmetic of the integer box chain (``mips_int.py``, ``mip_int.wgsl``): no GPU import.
+
+A level's texel is the exact area average of its footprint in the base image. The integer
+chain keeps, per texel and channel, the exact integer sum ``S = sum(w * L(code))`` over the
+base footprint, where ``w`` is the overlap of a base texel with the footprint in units of
+``1 / (level size)`` per axis (an integer: the footprint's edges are multiples of that) and
+``L`` a table of fixed-point linear-light values. The weights of every texel of every
+level add up to ``W = base width * base height``; with weighted alpha the colour sum is
+``sum(w * a * L)`` over ``A = sum(w * a)`` (``a``: the alpha code).
+
+* ``L(code)`` is the code itself for linear data and ``round(decode(code / max) * 2**F)``
+  for sRGB data (``F = frac_bits(bits)``: 31 at 8 bits, so L fits one 32-bit word and a
+  texel's product one 32x32-bit multiply; 40 at 16 bits), computed here with integers only (sRGB's ``x ** 2.4`` is the
+  integer fifth root of ``x ** 12``), so no float library decides a bit.
+* The output code is found by comparing ``S`` against the thresholds between codes,
+  cross-multiplied: ``code >= k`` iff ``S * 2**32 >= Q[k] * den`` where ``Q[k]`` is the
+  threshold ``decode((k - 0.5) / max)`` in the units of ``L`` with 32 more bits
+  (``(k - 0.5) * 2**32`` for linear data).
+* A level whose footprints are tiled exactly by an earlier stored level's texels is the sum
+  of those texels' sums, divided exactly by the tiling ratio on each axis.
+
+So every adapter computes the same integers and writes the same bytes. Against the exact
+(real-number) area average, the only error is ``L``'s rounding (at most half a unit of
+``2**-F``) and ``Q``'s (``2**-(F+32)``): a result differs from the correctly rounded one only
+where the exact value lies within ``EPSILON_LSB`` of a tie between two codes (the largest
+slope of the sRGB encoding is 12.92; ``2**-32 * 12.92 * 255 < 7.7e-7``,
+``2**-41 * 12.92 * 65535 < 3.9e-7``). Exact ties of
+linear data (an average of exactly k + 1/2) round up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+__all__ = ["frac_bits", "EPSILON_LSB", "lin_table", "threshold_table", "LevelPlan", "plan_chain", "model_chain"]
+
+
+
+def frac_bits(bits: int) -> int:
+    """F: fractional bits of the sRGB table L for ``bits``-bit channels."""
+    return 31 if bits == 8 else 40
+
+
+#: Largest distance (in output LSB) from a tie at which a result may differ from the
+#: correctly rounded one (see the module docstring).
+EPSILON_LSB = 1e-6
+#: Base texels the chain accepts (the sums then fit 3 x 32 bits, their products 4 x 32).
+MAX_BASE_TEXELS = 1 << 30
+#: Loop iterations one invocation may run (lavapipe ends an invocation's loops after 65535).
+LOOP_LIMIT = 16384
+
+
+def _iroot(z: int, n: int) -> int:
+    """floor(z ** (1/n)) for a non-negative integer z (Newton's method on integers)."""
+    if z < 2:
+        return z
+    r = 1 << -(-z.bit_length() // n)  # >= the root
+    while True:
+        s = ((n - 1) * r + z // r ** (n - 1)) // n
+        if s >= r:
+            break
+        r = s
+    while r ** n > z:
+        r -= 1
+    while (r + 1) ** n <= z:
+        r += 1
+    return r
+
+
+def _decode_floor(x: Fraction, bits: int) -> int:
+    """floor(srgb_decode(x) * 2**bits) for a rational x in [0, 1], exactly."""
+    if x <= Fraction(4045, 100000):
+        return (x.numerator * 100 << bits) // (x.denominator * 1292)  # x / 12.92
+    u = (x + Fraction(55, 1000)) / Fraction(1055, 1000)  # decode = u ** (12 / 5)
+    z = (u.numerator ** 12 << (5 * bits)) // u.denominator ** 12
+    return _iroot(z, 5)
+
+
+@lru_cache(maxsize=None)
+def lin_table(bits: int, srgb: bool) -> tuple[int, ...]:
+    """L(code) for every code of a ``bits``-bit channel: the code (linear data) or the sRGB
+    decode in units of 2**-F (``frac_bits``), rounded to nearest (half up)."""
+    top = (1 << bits) - 1
+    if not srgb:
+        return tuple(range(top + 1))
+    return tuple((_decode_floor(Fraction(c, top), frac_bits(bits) + 1) + 1) >> 1 for c in range(top + 1))
+
+
+@lru_cache(maxsize=None)
+def threshold_table(bits: int, srgb: bool) -> tuple[int, ...]:
+    """Q[k], k = 0..max: the value (in L's units, times 2**32, floored) from which a texel
+    rounds to code k or above; Q[0] = 0."""
+    top = (1 << bits) - 1
+    if not srgb:
+        return (0,) + tuple(((2 * k - 1) << 32) // 2 for k in range(1, top + 1))
+    return (0,) + tuple(_decode_floor(Fraction(2 * k - 1, 2 * top), frac_bits(bits) + 32) for k in range(1, top + 1))
+
+
+def round_code(num: int, den: int, bits: int, srgb: bool) -> int:
+    """The code k with Q[k] <= num / den * 2**32 < Q[k + 1] (what the shader's search finds)."""
+    q = threshold_table(bits, srgb)
+    lo, hi = 0, len(q) - 1
+    while lo < hi:  # largest k with num * 2**32 >= q[k] * den
+        mid = (lo + hi + 1) // 2
+        if (num << 32) >= q[mid] * den:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@dataclass(frozen=True)
+class LevelPlan:
+    level: int
+    source: int      # 0: the base; k: the stored sums of level k (which tile this level exactly)
+    chunks: int      # base footprint rows split over this many invocations (1: none)
+    chunk_rows: int  # footprint rows per chunk
+    store: bool      # keep this level's sums (a later level reads them)
+
+
+def _size(w: int, h: int, level: int) -> tuple[int, int]:
+    return max(1, w >> level), max(1, h >> level)
+
+
+def plan_chain(width: int, height: int, levels: int, sums_bytes_per_texel: int,
+               max_binding: int) -> list[LevelPlan]:
+    """Where each level 1.. gets its sums from. A level reads the deepest earlier level from 2
+    on whose sizes are multiples of its own on both axes (its texels then tile the footprint),
+    whose sums fit one storage binding and which has at most LOOP_LIMIT texels per footprint;
+    else the base (footprint rows in chunks of at most LOOP_LIMIT texels per invocation).
+    Level 1 reads the base: reading the base again costs less than storing level 1's sums."""
+    sizes = [_size(width, height, lv) for lv in range(levels)]
+    fits = [lv >= 2 and sizes[lv][0] * sizes[lv][1] * sums_bytes_per_texel <= max_binding
+            for lv in range(levels)]
+    sources = [0] * levels
+    for lv in range(1, levels):
+        w, h = sizes[lv]
+        for k in range(lv - 1, 1, -1):
+            kw, kh = sizes[k]
+            if fits[k] and kw % w == 0 and kh % h == 0 and (kw // w) * (kh // h) <= LOOP_LIMIT:
+                sources[lv] = k
+                break
+    read = set(sources[1:])
+    out = []
+    for lv in range(1, levels):
+        (w, h), src = sizes[lv], sources[lv]
+        chunks, rows = 1, 0
+        if src == 0:
+            fw, fh = -(-width // w) + 1, -(-height // h) + 1  # widest footprint, in texels
+            rows = fh if fw * fh <= LOOP_LIMIT else max(1, LOOP_LIMIT // fw)
+            chunks = -(-fh // rows)
+        out.append(LevelPlan(lv, src, chunks, rows, lv in read))
+    return out
+
+
+def _weights(n: int, m: int, j: int) -> list[tuple[int, int]]:
+    """(base index, integer weight) of destination texel j of an axis going from n to m texels."""
+    lo, hi = j * n, (j + 1) * n
+    return [(t, min((t + 1) * m, hi) - max(t * m, lo)) for t in range(lo // m, -(-hi // m))]
+
+
+def model_chain(codes, channels: int, bits: int, srgb: bool, weighted: bool, levels: int) -> list:
+    """The integer chain in plain Python (every level from the base): the bytes the GPU must
+    give, for the self-check's image and the tests. ``codes``: nested lists [y][x][channel].
+    Returns per level a list of rows of per-texel code tuples."""
+    h, w = len(codes), len(codes[0])
+    lin = lin_table(bits, srgb)
+    nc = 3 if channels == 4 else 1
+    has_alpha = channels in (2, 4)
+    weighted = weighted and has_alpha
+    total = w * h
+    out = []
+    for lv in range(1, levels):
+        dw, dh = _size(w, h, lv)
+        rows = []
+        for y in range(dh):
+            row = []
+            for x in range(dw):
+                s, n, a = [0] * nc, [0] * nc, 0
+                for ty, wy in _weights(h, dh, y):
+                    for tx, wx in _weights(w, dw, x):
+                        px, wt = codes[ty][tx], wx * wy
+                        al = px[-1] if has_alpha else 0
+                        for c in range(nc):
+                            s[c] += wt * lin[px[c]]
+                            n[c] += wt * al * lin[px[c]]
+                        a += wt * al
+                if weighted and a > 0:
+                    col = [round_code(n[c], a, bits, srgb) for c in range(nc)]
+                else:
+                    col = [round_code(s[c], total, bits, srgb) for c in range(nc)]
+                row.append(tuple(col + ([round_code(a, total, bits, False)] if has_alpha else [])))
+            rows.append(row)
+        out.append(rows)
+    return out

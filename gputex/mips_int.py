@@ -1,0 +1,224 @@
+"""The integer box chain on the GPU: correctly rounded 8- and 16-bit unorm mips, the same bytes on
+every adapter (``mip_int.wgsl``; the arithmetic and its error bound are in ``intbox.py``).
+
+Each level's exact integer sums come from the base (footprint rows in chunks, so no invocation
+loops more than ``intbox.LOOP_LIMIT`` times) or from an earlier level whose stored sums tile its
+footprints exactly; the same pass turns the sums into codes (exact threshold comparisons) and
+writes the level's bytes into a padded buffer, copied into the texture.
+
+The self-check (:func:`self_check`) runs once per session and kind of chain (format, colour
+space, alpha mode) before the first such chain: a 13x7 chain whose bytes must equal those of
+``intbox.model_chain`` (the same integer arithmetic in Python; the tests hold both against the
+float64 reference). An adapter that disagrees gets the float path instead, and the chain's
+report says so (``MipReport.note``).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING
+
+from .intbox import MAX_BASE_TEXELS, lin_table, plan_chain, threshold_table
+from .layout import align_up
+
+if TYPE_CHECKING:
+    from .upload import Texture
+
+__all__ = ["INT_FORMATS", "int_ok", "int_chain", "self_check"]
+
+#: Formats the integer chain serves (unorm, 8 or 16 bits a channel).
+INT_FORMATS = ("r8unorm", "rg8unorm", "rgba8unorm", "rgba8unorm-srgb", "bgra8unorm", "bgra8unorm-srgb",
+               "r16unorm", "rg16unorm", "rgba16unorm")
+
+
+def int_ok(tex: "Texture", filter: str, normal_map: bool, coverage) -> bool:
+    """Whether the integer chain can make ``tex``'s box mips."""
+    return (filter == "box" and not normal_map and coverage is None and tex.depth == 1
+            and tex.format.name in INT_FORMATS and tex.width * tex.height <= MAX_BASE_TEXELS)
+
+
+def _slots(channels: int) -> int:
+    return (3 if channels == 4 else 1) + (channels != 1)
+
+
+def _tables(session, bits: int, srgb: bool):
+    """L (2 words a code) then Q (3 words a code) for sRGB data; a stand-in for linear data."""
+    import numpy as np
+    import wgpu
+
+    def make():
+        if not srgb:
+            data = np.zeros(4, np.uint32)
+        else:
+            lin = np.array(lin_table(bits, True), dtype=object)
+            thr = np.array(threshold_table(bits, True), dtype=object)
+            mask = 0xFFFFFFFF
+            lw = np.stack([lin & mask, lin >> 32], -1).astype(np.uint64).astype(np.uint32).ravel()
+            tw = np.stack([thr & mask, (thr >> 32) & mask, thr >> 64], -1).astype(np.uint64).astype(np.uint32).ravel()
+            data = np.concatenate([lw, tw])
+        return session.device.create_buffer_with_data(data=data.tobytes(), usage=wgpu.BufferUsage.STORAGE)
+
+    return session.cached(("mip-int-tables", bits, srgb), make)
+
+
+def _entries() -> list[dict]:
+    import wgpu
+
+    s = wgpu.ShaderStage.COMPUTE
+
+    def buf(b, kind):
+        return {"binding": b, "visibility": s, "buffer": {"type": kind}}
+
+    st, ro = wgpu.BufferBindingType.storage, wgpu.BufferBindingType.read_only_storage
+    return [{"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
+                                                        "view_dimension": "2d", "multisampled": False}},
+            buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, st), buf(6, ro)]
+
+
+def int_chain(tex: "Texture", alpha: str, layer: int = 0, measure: bool = False):
+    """Fill levels 1.. of ``tex`` with the integer box chain. Returns (sources, gpu_ns, pass_ns)."""
+    import wgpu
+
+    from .mips import _pipeline, _timestamps
+
+    session, device, fmt = tex.session, tex.session.device, tex.format
+    channels, bits = fmt.channels, fmt.bits
+    srgb = tex.color_space == "srgb"
+    slots = _slots(channels)
+    bpt = fmt.block_bytes
+    limit = min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 1 << 30)
+    plan = plan_chain(tex.width, tex.height, tex.levels, slots * 12, limit)
+    consts = {"CHANNELS": channels, "BITS": bits, "SRGB": srgb, "SRGB_VIEW": fmt.srgb,
+              "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra}
+    entries = _entries()
+    tables = _tables(session, bits, srgb)
+    total = tex.width * tex.height
+
+    # bands of destination rows: the output band and the partial sums each fit a binding
+    work = []
+    for p in plan:
+        dw, dh = tex.size(p.level)
+        pitch = align_up(dw * bpt, 256)
+        per_row = max(pitch, dw * p.chunks * 84 if p.chunks > 1 else 0)
+        rows = max(1, min(dh, min(limit, 64 << 20) // per_row))
+        work.append((p, dw, dh, pitch, rows))
+    out_size = max(pitch * rows for _, _, _, pitch, rows in work)
+    part_size = max([dw * rows * p.chunks * 84 for p, dw, _, _, rows in work if p.chunks > 1] + [16])
+    owned = []
+
+    def buffer(size, usage, what):
+        b = session.check(f"{tex.source}: {what}", device.create_buffer, size=size, usage=usage)
+        owned.append(b)
+        return b
+
+    try:
+        out = buffer(out_size, wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
+                     "mip output buffer")
+        partial = buffer(part_size, wgpu.BufferUsage.STORAGE, "mip partial sums")
+        stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")  # (read-only and writable
+        stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")  # bindings need one each)
+        sums = {}
+        for p, dw, dh, _, _ in work:
+            if p.store:
+                sums[p.level] = buffer(dw * dh * slots * 12, wgpu.BufferUsage.STORAGE, "mip level sums")
+        base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                                       array_layer_count=1, dimension="2d")
+        query = _timestamps(session, 2 * len(plan) + 8) if measure else None
+        enc = device.create_command_encoder()
+
+        def run(pipe, bgl, res, groups):
+            bind = device.create_bind_group(layout=bgl, entries=[{"binding": i, "resource": r}
+                                                                 for i, r in enumerate(res)])
+            ts = query.next() if query else None
+            cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
+            cpass.set_pipeline(pipe)
+            cpass.set_bind_group(0, bind)
+            cpass.dispatch_workgroups(*groups)
+            cpass.end()
+
+        def whole(b):
+            return {"buffer": b, "offset": 0, "size": b.size}
+
+        for p, dw, dh, pitch, rows in work:
+            c = dict(consts, STORE=p.store)
+            src_size = tex.size(p.source)
+            for r0 in range(0, dh, rows):
+                n = min(rows, dh - r0)
+                prm = struct.pack("<11I", *src_size, dw, dh, r0, n, pitch // 4, p.chunks, p.chunk_rows, total, slots)
+                res = [base, whole(out), {"buffer": session.uniform(prm)},
+                       whole(sums[p.source]) if p.source else whole(stand_in),
+                       whole(sums[p.level]) if p.store else whole(stand_in_w), whole(partial), whole(tables)]
+                if bpt < 4:
+                    enc.clear_buffer(out, 0, pitch * n)
+                groups = (-(-dw // 8), -(-n // 8), 1)
+                if p.source:
+                    run(*_pipeline(session, "mip_int.wgsl", c, entries, "from_sums"), res, groups)
+                else:
+                    run(*_pipeline(session, "mip_int.wgsl", c, entries, "from_base"), res, groups[:2] + (p.chunks,))
+                    if p.chunks > 1:
+                        run(*_pipeline(session, "mip_int.wgsl", c, entries, "finish"), res, groups)
+                enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
+                                           {"texture": tex.texture, "mip_level": p.level, "origin": (0, r0, layer)},
+                                           (dw, n, 1))
+        if query:
+            query.resolve(enc)
+        session.check(f"{tex.source}: mip chain (integer)", device.queue.submit, [enc.finish()])
+        gpu_ns, pass_ns = query.read() if query else (None, [])
+    finally:
+        for b in owned:
+            b.destroy()
+    return [p.source for p in plan], gpu_ns, pass_ns
+
+
+def self_check_image(channels: int, bits: int):
+    """The self-check's 13x7 image: values from an integer hash (no random generator whose
+    stream could change), some texels and one whole footprint column transparent."""
+    import numpy as np
+
+    w, h = 13, 7
+    i = np.arange(w * h * channels, dtype=np.uint64).reshape(h, w, channels)
+    mix = (i * np.uint64(2654435761) + np.uint64(12345)) % np.uint64(1 << 32)
+    v = (mix >> np.uint64(7)) & np.uint64((1 << bits) - 1)
+    if channels in (2, 4):
+        v[::3, ::2, -1] = 0
+        v[:, 10:, -1] = 0
+    return v.astype(np.uint8 if bits == 8 else np.uint16)
+
+
+def self_check(session, fmt, color_space: str, alpha: str) -> tuple[bool, str]:
+    """Once per session and kind of chain: the integer chain of :func:`self_check_image` must give
+    the bytes of ``intbox.model_chain`` (the same integers computed in Python). Returns (passed,
+    what differed)."""
+    def run():
+        import numpy as np
+
+        from .capture import capture
+        from .decode import from_array
+        from .intbox import model_chain
+        from .upload import upload
+
+        codes = self_check_image(fmt.channels, fmt.bits)
+        want = model_chain(codes.tolist(), fmt.channels, fmt.bits, color_space == "srgb", alpha == "weighted", 4)
+        tex = upload(session, from_array(codes, color_space), fmt.name, levels=4, color_space=color_space,
+                     usage=_binding_usage())
+        try:
+            int_chain(tex, alpha)
+            for lv in range(1, tex.levels):
+                got = capture(tex, lv)
+                exp = np.array(want[lv - 1], got.dtype).reshape(got.shape)
+                if not np.array_equal(got, exp):
+                    y, x = (int(b) for b in np.argwhere(got != exp)[0][:2])
+                    return False, (f"level {lv} texel ({y}, {x}): got {got[y, x].tolist()}, "
+                                   f"expected {exp[y, x].tolist()}")
+        finally:
+            tex.destroy()
+        return True, ""
+
+    key = ("mip-int-self-check", fmt.name, color_space, alpha == "weighted" and fmt.channels != 1)
+    return session.cached(key, run)
+
+
+def _binding_usage() -> int:
+    import wgpu
+
+    return wgpu.TextureUsage.TEXTURE_BINDING
