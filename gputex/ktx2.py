@@ -253,12 +253,11 @@ def default_swizzle(fmt: Format) -> str | None:
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    """gputex's version as ``gputex.__version__`` says (installed or not: outputs depend on the
+    code's version only, never on how it was installed)."""
+    from . import __version__
 
-        return version("gputex")
-    except Exception:
-        return "0"
+    return __version__
 
 
 # -- reading and validating --------------------------------------------------------------------

@@ -456,7 +456,7 @@ def test_ctrl_c_to_the_process_group_in_the_first_second(gpu, tmp_path, delay):
     import signal
     import time
 
-    p, out, arrays = _start_batch(tmp_path)
+    p, out, arrays = _start_batch(tmp_path, n=48)  # enough work to outlast the 1 s delay on an idle machine
     deadline = time.time() + 60
     while time.time() < deadline and not _workers_of(p.pid):
         time.sleep(0.005)

@@ -226,7 +226,7 @@ def _ref_decoder(name):
 #: linear value the hardware returns), 5 (BC3 alpha), 2 (BC4/BC5).
 _MEASURED = {
     "llvmpipe": {"bc3": (1, 1, 1, 2)},
-    "nvidia": {"bc1": (2, 5, 2, 1), "bc2": (2, 5, 2, 1), "bc3": (2, 5, 2, 5), "bc4": (2, 2, 2, 2),
+    "nvidia": {"bc1": (2, 5, 2, 1), "bc2": (2, 5, 2, 1), "bc3": (2, 5, 2, 6), "bc4": (2, 2, 2, 2),
                "bc5": (2, 2, 2, 2)},
 }
 
