@@ -1144,6 +1144,8 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except typer.Exit as e:
+        if e.exit_code in (EXIT_INTERRUPTED, 143):
+            _settle()
         sys.exit(e.exit_code)
     except BrokenPipeError:  # `gputex info | head -2`: the reader has all it wanted
         _quiet_stdout()
@@ -1155,6 +1157,7 @@ def main() -> None:
         raise
     except KeyboardInterrupt:
         _err("interrupted")
+        _settle()
         sys.exit(EXIT_INTERRUPTED)
     except SystemExit:
         raise
@@ -1171,4 +1174,16 @@ def main() -> None:
         sys.exit(EXIT_FAILED)
     if code == EXIT_INTERRUPTED and not _state.get("announced"):  # typer turned a Ctrl-C into 130
         _err("interrupted")
+    if code in (EXIT_INTERRUPTED, 143):
+        _settle()
     sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+def _settle() -> None:
+    """A stopped run waits for a device still being made (gputex.device.settle) before exiting."""
+    device = sys.modules.get("gputex.device")
+    if device is not None:
+        try:
+            device.settle()
+        except BaseException:  # a second Ctrl-C while waiting: exit all the same
+            pass

@@ -179,7 +179,24 @@ def session_soon(adapter: str | None = None, backend: str | None = None):
             future.set_exception(e)
 
     threading.Thread(target=run, name="gputex-device", daemon=True).start()
+    _PENDING.append(future)
     return future
+
+
+#: Sessions being made on their own threads (:func:`session_soon`).
+_PENDING: list = []
+
+
+def settle(timeout: float = 10.0) -> None:
+    """Wait (up to ``timeout`` s) for sessions still being made on their own threads. A run
+    stopped early (Ctrl-C, SIGTERM) calls this before the interpreter exits: finalizing it while
+    a daemon thread is inside wgpu-native's device creation crashed the process (SIGSEGV, seen
+    once on the H200 with Ctrl-C sent as the first worker process started)."""
+    from concurrent.futures import wait
+
+    pending = [f for f in _PENDING if not f.done()]
+    if pending:
+        wait(pending, timeout=timeout)
 
 
 def _setup_instance(backend: str | None) -> None:
