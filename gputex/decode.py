@@ -370,7 +370,7 @@ def _corrupt_message(e: BaseException) -> str:
     if isinstance(e, EOFError) or any(k in low for k in ("truncated", "broken data stream", "premature end",
                                                          "unrecognized data stream")):
         return "truncated or corrupt image data"
-    if "max_text_chunk" in low:
+    if "max_text_chunk" in low or low == "decompressed data too large":  # Pillow >= 10.1, and 10.0
         return "oversized text chunk (over Pillow's MAX_TEXT_CHUNK; a decompression bomb?)"
     return f"corrupt image data ({msg})"
 
