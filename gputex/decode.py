@@ -372,6 +372,8 @@ def _corrupt_message(e: BaseException) -> str:
         return "truncated or corrupt image data"
     if "max_text_chunk" in low or low == "decompressed data too large":  # Pillow >= 10.1, and 10.0
         return "oversized text chunk (over Pillow's MAX_TEXT_CHUNK; a decompression bomb?)"
+    if msg.lstrip("-").isdigit():  # Pillow 10.0 says "-2" where later versions say "decoder error -2"
+        msg = f"decoder error {msg}"
     return f"corrupt image data ({msg})"
 
 
