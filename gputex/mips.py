@@ -453,19 +453,8 @@ def _exact_chain(tex: "Texture", alpha: str, layer: int) -> None:
     try:
         enc = device.create_command_encoder()
         for level, dw, dh, pitch, parts, rows, chunks in plan:
-            for r0, r1 in parts:
-                prm = struct.pack("<9I", w0, h0, dw, dh, pitch // 4, r0, r1 - r0, chunks, rows)
-                bind = device.create_bind_group(layout=bgl, entries=[
-                    {"binding": 0, "resource": base},
-                    {"binding": 1, "resource": {"buffer": scratch, "offset": 0, "size": scratch.size}},
-                    {"binding": 2, "resource": {"buffer": session.uniform(prm)}},
-                    {"binding": 3, "resource": {"buffer": partial, "offset": 0, "size": partial.size}}])
-                dispatch(enc, pipe, bind, (-(-dw // 8), -(-(r1 - r0) // 8), chunks))
-                if chunks > 1:  # its own pass: the partial sums are complete before they are added
-                    dispatch(enc, finish, bind, (-(-dw // 8), -(-(r1 - r0) // 8), 1))
-                enc.copy_buffer_to_texture(
-                    {"buffer": scratch, "offset": 0, "bytes_per_row": pitch, "rows_per_image": r1 - r0},
-                    {"texture": tex.texture, "mip_level": level, "origin": (0, r0, layer)}, (dw, r1 - r0, 1))
+            record_exact_bands(enc, session, (pipe, finish, bgl), base, scratch, partial, (w0, h0),
+                               (dw, dh, pitch, parts, rows, chunks), tex.texture, level, layer)
         session.check(f"{tex.source}: mip chain (float64)", device.queue.submit, [enc.finish()])
     finally:
         scratch.destroy()
@@ -882,3 +871,27 @@ def _coverage_scales(tex: "Texture", work, cutoff: float, layer: int) -> list[fl
         else:
             scales.append(float(threshold / a[k - 1] * (1 + 1e-6)))
     return scales
+
+
+def record_exact_bands(enc, session, pipes, base, scratch, partial, src_size, plan, target, level: int,
+                       layer: int) -> None:
+    """Record one float64 box level (``mip_exact.wgsl``) into ``enc``: each row band of the
+    ``(dw, dh, pitch, parts, rows, chunks)`` plan summed from ``base`` into ``scratch`` (in
+    ``chunks`` partial sums when the footprints are long), then copied into ``target``'s
+    ``level``. Shared by the mip chain and the resize (:mod:`gputex.transform`)."""
+    pipe, finish, bgl = pipes
+    w0, h0 = src_size
+    dw, dh, pitch, parts, rows, chunks = plan
+    for r0, r1 in parts:
+        prm = struct.pack("<9I", w0, h0, dw, dh, pitch // 4, r0, r1 - r0, chunks, rows)
+        bind = session.device.create_bind_group(layout=bgl, entries=[
+            {"binding": 0, "resource": base},
+            {"binding": 1, "resource": {"buffer": scratch, "offset": 0, "size": scratch.size}},
+            {"binding": 2, "resource": {"buffer": session.uniform(prm)}},
+            {"binding": 3, "resource": {"buffer": partial, "offset": 0, "size": partial.size}}])
+        dispatch(enc, pipe, bind, (-(-dw // 8), -(-(r1 - r0) // 8), chunks))
+        if chunks > 1:  # its own pass: the partial sums are complete before they are added
+            dispatch(enc, finish, bind, (-(-dw // 8), -(-(r1 - r0) // 8), 1))
+        enc.copy_buffer_to_texture(
+            {"buffer": scratch, "offset": 0, "bytes_per_row": pitch, "rows_per_image": r1 - r0},
+            {"texture": target, "mip_level": level, "origin": (0, r0, layer)}, (dw, r1 - r0, 1))

@@ -304,7 +304,7 @@ def _exact_box_layer(tex: "Texture", out: "Texture", layer: int, alpha: str) -> 
     import wgpu
 
     from .layout import align_up, bands
-    from .mips import EXACT_FORMATS, EXACT_LOOP_LIMIT, _entries, _pipeline, dispatch
+    from .mips import EXACT_FORMATS, EXACT_LOOP_LIMIT, _entries, _pipeline, record_exact_bands
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     code, channels = EXACT_FORMATS[fmt.name]
@@ -335,19 +335,8 @@ def _exact_box_layer(tex: "Texture", out: "Texture", layer: int, alpha: str) -> 
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
         enc = device.create_command_encoder()
-        for r0, r1 in parts:
-            prm = struct.pack("<9I", w0, h0, dw, dh, pitch // 4, r0, r1 - r0, chunks, rows)
-            bind = device.create_bind_group(layout=bgl, entries=[
-                {"binding": 0, "resource": base},
-                {"binding": 1, "resource": {"buffer": scratch, "offset": 0, "size": scratch.size}},
-                {"binding": 2, "resource": {"buffer": session.uniform(prm)}},
-                {"binding": 3, "resource": {"buffer": partial, "offset": 0, "size": partial.size}}])
-            dispatch(enc, pipe, bind, (-(-dw // 8), -(-(r1 - r0) // 8), chunks))
-            if chunks > 1:
-                dispatch(enc, finish, bind, (-(-dw // 8), -(-(r1 - r0) // 8), 1))
-            enc.copy_buffer_to_texture(
-                {"buffer": scratch, "offset": 0, "bytes_per_row": pitch, "rows_per_image": r1 - r0},
-                {"texture": out.texture, "mip_level": 0, "origin": (0, r0, layer)}, (dw, r1 - r0, 1))
+        record_exact_bands(enc, session, (pipe, finish, bgl), base, scratch, partial, (w0, h0),
+                           (dw, dh, pitch, parts, rows, chunks), out.texture, 0, layer)
         session.check(f"{tex.source}: resize (float64)", device.queue.submit, [enc.finish()])
     finally:
         for obj in made:
