@@ -34,7 +34,7 @@ chain being done. Baselines:
 ``--paths`` times, for formats that are renderable but not storage-capable, the compute path
 (reduce pass + pack into a buffer + ``copy_buffer_to_texture``) against the render path
 (fragment shader drawing each level into the texture), same chain, same run
-(``GPUTEX_MIPS_PATH`` picks the path; the default is set from these numbers).
+(``generate_mips(path=...)``; the default is set from these numbers).
 """
 
 from __future__ import annotations
@@ -112,11 +112,10 @@ def compare_paths(gpu, formats: list[str], sizes: list[int], repeat: int) -> Non
             line = f"{name:>14} {n}x{n}:"
             first = None
             for path in ("compute", "render"):
-                os.environ["GPUTEX_MIPS_PATH"] = path
-                tex = gputex.upload(gpu, gputex.from_array(a), name, mips=True)  # warms pipelines
+                tex = gputex.upload(gpu, gputex.from_array(a), name, mips=True, mip_path=path)  # warms pipelines
 
                 def chain():
-                    r = generate_mips(tex, measure=True)
+                    r = generate_mips(tex, measure=True, path=path)
                     gpu.wait()
                     return r
 
@@ -129,7 +128,6 @@ def compare_paths(gpu, formats: list[str], sizes: list[int], repeat: int) -> Non
                          ("" if got == first else " (LEVELS DIFFER)"))
                 tex.destroy()
             print(line, flush=True)
-    os.environ.pop("GPUTEX_MIPS_PATH", None)
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -156,7 +154,8 @@ def speed_of_light(gpu, tex, repeat: int) -> int | None:
 
     import wgpu
 
-    from gputex.mips import _pipeline, _timestamps
+    from gputex.kernels import timestamps as _timestamps
+    from gputex.mips.common import pipeline as _pipeline
 
     if not gpu.has_feature("timestamp-query"):
         return None

@@ -142,8 +142,8 @@ def upload(session: "Session", image: "Image | TextureFile", format: str | None 
     computes ``--max-size``/``--pot`` sizes); the chain then starts from the resized image.
 
     Other keyword arguments are those of :func:`gputex.upload.upload` and, for the mip
-    options (``filter``, ``alpha``, ``alpha_coverage``, ``normal_map``, ``wrap``, ``precision``),
-    :func:`gputex.generate_mips`.
+    options (``filter``, ``alpha``, ``alpha_coverage``, ``normal_map``, ``wrap``, ``precision``;
+    ``mip_path`` is its ``path``), :func:`gputex.generate_mips`.
     """
     import wgpu
 
@@ -164,6 +164,8 @@ def upload(session: "Session", image: "Image | TextureFile", format: str | None 
 
     mip_keys = {"filter", "alpha", "alpha_coverage", "normal_map", "wrap", "precision"}
     mip_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in mip_keys}
+    if "mip_path" in kwargs:
+        mip_kw["path"] = kwargs.pop("mip_path")
     if mip_kw.get("normal_map") and kwargs.get("color_space") is None:
         kwargs["color_space"] = "linear"  # normals are data: never sRGB
     levels = 1
@@ -171,20 +173,26 @@ def upload(session: "Session", image: "Image | TextureFile", format: str | None 
     if mips:
         full = mip_count(width, height)
         levels = full if mips is True else min(int(mips), full)
+    render_target = False
     if levels > 1:
+        from .mips import needs_render_target
+        from .upload import default_format
+
         kwargs["usage"] = kwargs.get("usage", 0) | wgpu.TextureUsage.TEXTURE_BINDING
+        fmt = format or default_format(image, session, kwargs.get("color_space"))
+        render_target = needs_render_target(session, fmt, mip_kw.get("path"))
     if size is not None and tuple(size) != (image.width, image.height):
         usage = kwargs.pop("usage", 0)
         src = _upload(session, image, format, levels=1, usage=usage | wgpu.TextureUsage.TEXTURE_BINDING, **kwargs)
         from .transform import resize_texture
 
         try:
-            tex = resize_texture(src, width, height, levels=levels, usage=usage,
-                                 **{k: v for k, v in mip_kw.items() if k != "alpha_coverage"})
+            tex = resize_texture(src, width, height, levels=levels, usage=usage, render_target=render_target,
+                                 **{k: v for k, v in mip_kw.items() if k not in ("alpha_coverage", "path")})
         finally:
             src.destroy()
     else:
-        tex = _upload(session, image, format, levels=levels, **kwargs)
+        tex = _upload(session, image, format, levels=levels, render_target=render_target, **kwargs)
     if levels > 1:
         from .mips import generate_mips
 

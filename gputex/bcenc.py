@@ -85,7 +85,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import TYPE_CHECKING
 
 from .errors import FormatError, LimitError
@@ -198,7 +197,8 @@ def check_options(fmt_name: str, *, normal_map: bool = False, alpha: str = "weig
 
 def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool) -> str:
     """The specialised WGSL of one encoder pipeline."""
-    folder = resources.files("gputex").joinpath("shaders")
+    from .kernels import load_wgsl
+
     consts = dict(_SETTINGS[quality], KIND=f"{kind}u", SIGNED=str(signed).lower(),
                   SRC_SRGB=str(src_srgb).lower(), SRC_ROUND=str(src_round).lower(),
                   FOUR_ALWAYS=str(kind == 3).lower(), BLOCK_WORDS="2u" if kind in (1, 4) else "4u",
@@ -206,15 +206,15 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
     types = {"true": "bool", "false": "bool"}
     head = "".join(f"const {k}: {types.get(v, 'u32' if v.endswith('u') else 'i32')} = {v};\n"
                    for k, v in sorted(consts.items()))
-    code = head + folder.joinpath("bc_encode.wgsl").read_text().replace("ENCODE_BLOCK", _BODY[kind])
+    code = head + load_wgsl("bc_encode.wgsl", ENCODE_BLOCK=_BODY[kind])
     if kind in (1, 3):
-        code += folder.joinpath("bc_color.wgsl").read_text()
+        code += load_wgsl("bc_color.wgsl")
     if kind in (3, 4, 5):
-        code += folder.joinpath("bc_ramp.wgsl").read_text()
+        code += load_wgsl("bc_ramp.wgsl")
     if kind == 7:
-        code += folder.joinpath("bc7_mode6.wgsl").read_text() + folder.joinpath("bc7_mode1.wgsl").read_text()
+        code += load_wgsl("bc7_mode6.wgsl") + load_wgsl("bc7_mode1.wgsl")
     if kind == 6:
-        code += folder.joinpath("bc6h_mode11.wgsl").read_text()
+        code += load_wgsl("bc6h_mode11.wgsl")
     return code
 
 
@@ -223,6 +223,8 @@ def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, sr
     import time
 
     import wgpu
+
+    from .kernels import PIPELINES
 
     key = ("bc-encode", kind, signed, quality, src_srgb, src_round)
     spent = 0.0
@@ -248,7 +250,7 @@ def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, sr
         spent = time.perf_counter() - t0
         return pipe, bgl
 
-    pipe, bgl = session.cached(key, make)
+    pipe, bgl = session.cache(PIPELINES).get(key, make)
     return pipe, bgl, spent
 
 
@@ -275,7 +277,7 @@ def encode_levels(tex: "Texture", format: str, quality: str = "normal", *,
 
     from .formats import get_format
     from .layout import copy_layout
-    from .mips import _timestamps
+    from .kernels import timestamps as _timestamps
     from .upload import create_texture
 
     fmt = get_format(format)

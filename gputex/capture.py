@@ -31,14 +31,14 @@ def _readback_ring(session, size: int, count: int = 2) -> list:
     import wgpu
 
     key = ("readback-ring",)
-    ring = session._cache.get(key)
+    ring = session.cache("transfer").peek(key)
     if ring is None or ring[0].size < size or len(ring) != count:
         for b in ring or []:
             b.destroy()
         ring = [session.check("readback buffer", session.device.create_buffer, size=size,
                               usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
                 for _ in range(count)]
-        session._cache[key] = ring
+        session.cache("transfer").put(key, ring)
     return ring
 
 
@@ -207,16 +207,16 @@ def _readback_buffer(session, size: int):
     import wgpu
 
     key = ("levels-readback",)
-    buf = session._cache.get(key)
+    buf = session.cache("transfer").peek(key)
     if buf is not None and buf.size >= size:
         return buf
     if buf is not None:
         buf.destroy()
-        del session._cache[key]
+        session.cache("transfer").pop(key)
     buf = session.check("readback buffer", session.device.create_buffer, size=size,
                         usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
     if size <= KEEP_READBACK:
-        session._cache[key] = buf
+        session.cache("transfer").put(key, buf)
     return buf
 
 
@@ -255,7 +255,7 @@ def _read_in_one_map(tex: "Texture", parts: dict, take: Callable) -> None:
         del mapped  # no view of the mapped memory may outlive the unmap
     finally:
         buf.unmap()
-        if session._cache.get(("levels-readback",)) is not buf:
+        if session.cache("transfer").peek(("levels-readback",)) is not buf:
             buf.destroy()
 
 

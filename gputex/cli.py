@@ -16,6 +16,7 @@ from typing import List, Optional
 import typer
 
 from .errors import GputexError, NoAdapterError
+from .mips.filters import FILTER_NAMES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -111,10 +112,8 @@ class FloatAs(str, Enum):
     hdr = "hdr"
 
 
-class Filter(str, Enum):
-    box = "box"
-    kaiser = "kaiser"
-    lanczos = "lanczos"
+#: --filter choices: the filter registry (gputex/mips/filters.py; no numpy or wgpu import)
+Filter = Enum("Filter", {name: name for name in FILTER_NAMES}, type=str)  # type: ignore[misc]
 
 
 class Alpha(str, Enum):

@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import asdict, dataclass, field
-from importlib import resources
 from typing import TYPE_CHECKING
 
 from .errors import FormatError, LimitError
@@ -97,43 +96,29 @@ def _kind(fmt) -> tuple[str, bool, list[float], float]:
     return ("u32" if fmt.kind == "uint" else "i32"), exact, [0.0] * 4, offset
 
 
-def _shader(session, sampled: str):
-    def make():
-        code = resources.files("gputex").joinpath("shaders", "reduce.wgsl").read_text()
-        code = code.replace("alias Sampled = f32;", f"alias Sampled = {sampled};", 1)
-        return session.device.create_shader_module(code=code, label=f"reduce.wgsl<{sampled}>")
-
-    return session.cached(("reduce-module", sampled), make)
-
-
 _BINDINGS = {"metrics": (0, 1, 3, 4), "combine": (2, 3, 4), "ssim": (0, 1, 3, 4), "histogram": (0, 4, 5)}
 
 
 def _pipeline(session, sampled: str, entry: str, constants: dict):
+    """(pipeline, layout) of ``reduce.wgsl``'s ``entry`` for textures loading ``sampled`` values."""
     import wgpu
 
-    key = ("reduce", sampled, entry, tuple(sorted(constants.items())))
+    from .kernels import compute_pipeline
 
-    def make():
-        stype = {"f32": wgpu.TextureSampleType.unfilterable_float, "u32": wgpu.TextureSampleType.uint,
-                 "i32": wgpu.TextureSampleType.sint}[sampled]
-        vis = wgpu.ShaderStage.COMPUTE
-        entries = []
-        for b in _BINDINGS[entry]:
-            if b in (0, 1):
-                entries.append({"binding": b, "visibility": vis,
-                                "texture": {"sample_type": stype, "view_dimension": "2d", "multisampled": False}})
-            elif b == 4:
-                entries.append({"binding": b, "visibility": vis, "buffer": {"type": wgpu.BufferBindingType.uniform}})
-            else:
-                entries.append({"binding": b, "visibility": vis, "buffer": {"type": wgpu.BufferBindingType.storage}})
-        bgl = session.device.create_bind_group_layout(entries=entries)
-        pipe = session.device.create_compute_pipeline(
-            layout=session.device.create_pipeline_layout(bind_group_layouts=[bgl]),
-            compute={"module": _shader(session, sampled), "entry_point": entry, "constants": constants})
-        return pipe, bgl
-
-    return session.cached(key, make)
+    stype = {"f32": wgpu.TextureSampleType.unfilterable_float, "u32": wgpu.TextureSampleType.uint,
+             "i32": wgpu.TextureSampleType.sint}[sampled]
+    vis = wgpu.ShaderStage.COMPUTE
+    entries = []
+    for b in _BINDINGS[entry]:
+        if b in (0, 1):
+            entries.append({"binding": b, "visibility": vis,
+                            "texture": {"sample_type": stype, "view_dimension": "2d", "multisampled": False}})
+        elif b == 4:
+            entries.append({"binding": b, "visibility": vis, "buffer": {"type": wgpu.BufferBindingType.uniform}})
+        else:
+            entries.append({"binding": b, "visibility": vis, "buffer": {"type": wgpu.BufferBindingType.storage}})
+    return compute_pipeline(session, "reduce.wgsl", entries, entry=entry, constants=constants,
+                            subs={"SAMPLED": sampled}, label=f"reduce.wgsl<{sampled}>")
 
 
 def _view(tex: "Texture", level: int, layer: int):

@@ -311,6 +311,17 @@ class Session:
             value = self._cache[key] = make()
         return value
 
+    def cache(self, name: str):
+        """The session's named cache ``name`` (:class:`gputex.kernels.Cache`: pipelines, reused
+        GPU resources, with hit/miss counts); dropped with the device on :meth:`recreate`."""
+        from .kernels import Cache
+
+        return self.cached(("named-cache", name), lambda: Cache(name))
+
+    def caches(self) -> dict:
+        """Every named cache made so far, by name."""
+        return {k[1]: v for k, v in self._cache.items() if isinstance(k, tuple) and k[:1] == ("named-cache",)}
+
     def check(self, what: str, fn, *args, **kwargs):
         """Call a wgpu function; turn its errors into :class:`GPUError` naming ``what``."""
         try:

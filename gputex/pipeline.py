@@ -224,8 +224,14 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
         size = None
     levels = _mip_levels(opts, *(size or (image.width, image.height)))
     fmt, space, bc = _upload_format(opts)
+    from .mips import needs_render_target
+    from .upload import default_format
+
+    render_target = levels > 1 and needs_render_target(session, fmt or default_format(image, session, space),
+                                                       opts.mip_options.get("path"))
     with _timed(result, "upload"):
         tex = upload(session, image, fmt, color_space=space, levels=1 if size else levels,
+                     render_target=render_target and not size,
                      premultiply=opts.premultiply, flip_y=opts.flip_y, budget=opts.budget,
                      path=opts.upload_path,
                      usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or size or bc else 0))
@@ -234,7 +240,7 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
 
         with _timed(result, "resize"):
             try:
-                resized = resize_texture(tex, *size, levels=levels, usage=usage | (
+                resized = resize_texture(tex, *size, levels=levels, render_target=render_target, usage=usage | (
                     wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or bc else 0), **opts.mip_options)
             finally:
                 tex.destroy()

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import GputexError
+from .mips.filters import FILTER_NAMES
 
 __all__ = ["SettingsError", "COMMANDS", "RUN_KEYS", "make_options", "normalised", "adapter_dependent"]
 
@@ -115,7 +116,7 @@ def _quality(name: str, v: Any) -> str:
 _COMMON = {
     "format": (_str, None), "color_space": (_choice("srgb", "linear"), None),
     "flip_y": (_bool, False), "premultiply": (_bool, False), "no_exif_rotate": (_bool, False),
-    "mips": (_bool, False), "levels": (_int(1), None), "filter": (_choice("box", "kaiser", "lanczos"), "box"),
+    "mips": (_bool, False), "levels": (_int(1), None), "filter": (_choice(*FILTER_NAMES), "box"),
     "alpha": (_choice("weighted", "straight", "premultiplied"), "weighted"),
     "alpha_coverage": (_float(0.0, 1.0), None), "normal_map": (_bool, False),
     "wrap": (_choice("clamp", "repeat", "mirror"), "clamp"),

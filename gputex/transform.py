@@ -243,33 +243,33 @@ def _widen(plane, dtype):
 
 def resize_texture(tex: "Texture", width: int, height: int, *, levels: int = 1, filter: str = "box",
                    alpha: str = "weighted", normal_map: bool = False, wrap: str = "clamp",
-                   alpha_coverage: float | None = None, usage: int = 0) -> "Texture":
+                   alpha_coverage: float | None = None, usage: int = 0, precision: str = "exact",
+                   render_target: bool = False) -> "Texture":
     """A new texture of ``width`` x ``height`` (``levels`` mip levels allocated, not filled)
     whose level 0 is ``tex``'s level 0 (every layer) filtered on the GPU (see the module
     docstring); ``tex`` is left as it is. ``alpha_coverage`` is accepted for the mip options'
-    sake and does not apply to the resize itself."""
+    sake and does not apply to the resize itself. ``precision``: as :func:`gputex.generate_mips`'s
+    (``float32``: never the float64 path); ``render_target``: the new texture's mips will be drawn
+    (:func:`gputex.mips.needs_render_target`)."""
     import wgpu
 
-    from .mips import ALPHA_MODES, FILTERS, WRAPS, _pack_kind
+    from .mips import check_options, use_float64
+    from .mips.common import pack_kind
     from .upload import create_texture
 
-    if filter not in FILTERS:
-        raise FormatError(f"unknown filter {filter!r}; use box, kaiser or lanczos")
-    if alpha not in ALPHA_MODES:
-        raise FormatError(f"unknown alpha mode {alpha!r}; use weighted, straight or premultiplied")
-    if wrap not in WRAPS:
-        raise FormatError(f"unknown wrap mode {wrap!r}; use clamp, repeat or mirror")
+    check_options(filter, alpha, wrap)
+    float64 = use_float64(tex.session, precision)
     if tex.depth > 1 or tex.format.compressed:
         raise FormatError(f"{tex.source}: resizing needs an uncompressed 2D texture")
-    _pack_kind(tex)  # integer formats cannot be filtered: one clear error
+    pack_kind(tex)  # integer formats cannot be filtered: one clear error
     if normal_map and tex.format.srgb:
         raise FormatError(f"{tex.source}: a normal map must not be stored in {tex.format.name}; "
                           "use --color-space linear or a non-sRGB format")
     out = create_texture(tex.session, tex.format, width, height, layers=tex.layers, levels=levels,
                          usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC | usage,
-                         color_space=tex.color_space, source=tex.source)
+                         color_space=tex.color_space, source=tex.source, render_target=render_target)
     out.faces, out.array = tex.faces, tex.array
-    exact = _exact_path(tex, width, height, filter, normal_map)
+    exact = _exact_path(tex, width, height, filter, normal_map) if float64 else None
     try:
         for layer in range(tex.layers):
             if exact == "box":
@@ -287,10 +287,11 @@ def resize_texture(tex: "Texture", width: int, height: int, *, levels: int = 1, 
 def _exact_path(tex: "Texture", width: int, height: int, filter: str, normal_map: bool) -> str | None:
     """``"box"`` / ``"kernel"`` where the mips would take their float64 path for this format and
     filter (``mip_exact.wgsl`` / ``mip_exact_kernel.wgsl``: correctly rounded box averages of 16-bit
-    and float32 data; kernels of those and of the 4-byte 8-bit formats), else None (float32)."""
-    from .mips import EXACT_FORMATS, EXACT_KERNEL_FORMATS
+    and float32 data; kernels of those and of the 4-byte 8-bit formats), else None (float32).
+    The caller has checked that float64 is allowed (:func:`gputex.mips.use_float64`)."""
+    from .mips.exact import EXACT_FORMATS, EXACT_KERNEL_FORMATS
 
-    if normal_map or not tex.session.has_feature("shader-f64") or os.environ.get("GPUTEX_MIPS_F64", "1") == "0":
+    if normal_map:
         return None
     if filter == "box":
         return "box" if tex.format.name in EXACT_FORMATS else None
@@ -304,7 +305,9 @@ def _exact_box_layer(tex: "Texture", out: "Texture", layer: int, alpha: str) -> 
     import wgpu
 
     from .layout import align_up, bands
-    from .mips import EXACT_FORMATS, EXACT_LOOP_LIMIT, _entries, _pipeline, record_exact_bands
+    from .mips.common import entries as _entries
+    from .mips.common import pipeline as _pipeline
+    from .mips.exact import EXACT_FORMATS, EXACT_LOOP_LIMIT, record_exact_bands
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     code, channels = EXACT_FORMATS[fmt.name]
@@ -345,12 +348,16 @@ def _exact_box_layer(tex: "Texture", out: "Texture", layer: int, alpha: str) -> 
 
 def _exact_kernel_layer(tex: "Texture", out: "Texture", layer: int, filter: str, wrap: str, alpha: str) -> None:
     """``mip_exact_kernel.wgsl`` from ``tex``'s level 0 to ``out``'s: the kernel taps and weights
-    computed on the CPU in float64 (:func:`gputex.mips.kernel_taps`), float64 sums on the GPU."""
+    computed on the CPU in float64 (:func:`gputex.mips.filters.kernel_taps`), float64 sums on the GPU."""
     import numpy as np
     import wgpu
 
     from .layout import align_up
-    from .mips import EXACT_KERNEL_FORMATS, _entries, _pipeline, dispatch, kernel_taps
+    from .kernels import dispatch
+    from .mips.common import entries as _entries
+    from .mips.common import pipeline as _pipeline
+    from .mips.exact import EXACT_KERNEL_FORMATS
+    from .mips.filters import kernel_taps
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     code, channels = EXACT_KERNEL_FORMATS[fmt.name]
@@ -415,8 +422,16 @@ def _resize_layer(tex: "Texture", out: "Texture", layer: int, filter: str, alpha
     import wgpu
 
     from .layout import align_up, bands
-    from .mips import (_PACK_FMT, FILTERS, REUSE_MAX_BYTES, WRAPS, _entries, _pack_kind, _pipeline, _plain_entries,
-                       _reused, _stand_in, dispatch)
+    from .kernels import dispatch
+    from .mips.common import PACK_FMT as _PACK_FMT
+    from .mips.common import REUSE_MAX_BYTES
+    from .mips.common import entries as _entries
+    from .mips.common import pack_kind as _pack_kind
+    from .mips.common import pipeline as _pipeline
+    from .mips.common import plain_entries as _plain_entries
+    from .mips.common import reused as _reused
+    from .mips.common import stand_in as _stand_in
+    from .mips.filters import FILTERS, WRAPS
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     kind = _pack_kind(tex)
@@ -425,7 +440,7 @@ def _resize_layer(tex: "Texture", out: "Texture", layer: int, filter: str, alpha
     split = weighted and filter != "box"
     common = {"FMT": _PACK_FMT[kind], "CHANNELS": fmt.channels, "BPT": fmt.block_bytes, "BGRA": fmt.bgra,
               "ENCODE_SRGB": space_srgb, "WEIGHTED": weighted, "NORMAL": normal_map, "SPLIT_PLAIN": split}
-    consts = dict(common, SRC_IS_BASE=True, FILTER=FILTERS[filter], WRAP=WRAPS[wrap],
+    consts = dict(common, SRC_IS_BASE=True, FILTER=FILTERS[filter].code, WRAP=WRAPS[wrap],
                   DECODE_SRGB=space_srgb and not fmt.srgb, FUSED=False, STORE_WORK=True)
     (sw, sh), (dw, dh) = tex.size(0), out.size(0)
     pitch = align_up(dw * fmt.block_bytes, 256)

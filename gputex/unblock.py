@@ -48,7 +48,8 @@ def decode_blocks(tex: "Texture", *, levels: int | None = None, mode: str = "spe
 
     from .capabilities import require
     from .formats import get_format
-    from .mips import _pipeline, dispatch
+    from .kernels import dispatch
+    from .mips.common import pipeline
     from .upload import create_texture
 
     require(tex.session, "bc-decode", tex.source)
@@ -82,7 +83,7 @@ def decode_blocks(tex: "Texture", *, levels: int | None = None, mode: str = "spe
         return out
     consts = {"ENCODE_SRGB": tex.format.srgb, "QUANTIZE_8": target == "rgba8unorm"}
     try:
-        pipe, bgl = _pipeline(session, "unblock.wgsl", consts, entries, "main", target)
+        pipe, bgl = pipeline(session, "unblock.wgsl", consts, entries, "main", target)
         enc = session.device.create_command_encoder()
         for level in range(tex.levels):
             w, h = tex.size(level)
@@ -104,7 +105,8 @@ def _spec_decode(tex: "Texture", out: "Texture", kind: int, target: str) -> None
     import wgpu
 
     from .layout import copy_layout
-    from .mips import _pipeline, dispatch
+    from .kernels import dispatch
+    from .mips.common import pipeline
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     s = wgpu.ShaderStage.COMPUTE
@@ -114,7 +116,7 @@ def _spec_decode(tex: "Texture", out: "Texture", kind: int, target: str) -> None
                                                             "format": target, "view_dimension": "2d-array"}},
         {"binding": 2, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.uniform}},
     ]
-    pipe, bgl = _pipeline(session, "bc_decode.wgsl", {"KIND": kind, "SIGNED": fmt.kind == "snorm"}, entries,
+    pipe, bgl = pipeline(session, "bc_decode.wgsl", {"KIND": kind, "SIGNED": fmt.kind == "snorm"}, entries,
                           "main", target)
     buffers = []
     try:

@@ -110,9 +110,11 @@ def _usage(extra: int = 0) -> int:
 
 def create_texture(session: "Session", fmt: Format, width: int, height: int, *, layers: int = 1,
                    levels: int = 1, usage: int | None = None, color_space: str = "srgb",
-                   source: str = "", view_formats: list[str] | None = None, depth: int = 1) -> Texture:
+                   source: str = "", view_formats: list[str] | None = None, depth: int = 1,
+                   render_target: bool = False) -> Texture:
     """Create a 2D (array) texture, or a 3D one when ``depth > 1``, after checking size, feature
-    and level count.
+    and level count. ``render_target``: its mip levels will be drawn into (the mips' render path:
+    pass :func:`gputex.mips.needs_render_target`), so it gets ``RENDER_ATTACHMENT``.
 
     Block-compressed textures of a size that is not a whole number of blocks are allocated
     rounded up to whole blocks (WebGPU requires it); ``Texture.width/height`` stay the logical
@@ -133,13 +135,10 @@ def create_texture(session: "Session", fmt: Format, width: int, height: int, *, 
         raise LimitError(f"{levels} mip levels is more than {mip_count(width, height, depth)}, "
                          f"the most a {width}x{height} texture has")
     alloc_w, alloc_h = physical_size(fmt, width, height)
-    if levels > 1 and depth == 1:
-        from .mips import render_target
+    if render_target and levels > 1 and depth == 1:  # its mips are drawn into its levels
+        import wgpu
 
-        if render_target(session, fmt):  # its mips are drawn into its levels
-            import wgpu
-
-            usage = (_usage() if usage is None else usage) | wgpu.TextureUsage.RENDER_ATTACHMENT
+        usage = (_usage() if usage is None else usage) | wgpu.TextureUsage.RENDER_ATTACHMENT
     tex = session.check(
         f"{source or 'texture'}: create {fmt.name} {width}x{height}",
         session.device.create_texture,
@@ -154,7 +153,7 @@ def create_texture(session: "Session", fmt: Format, width: int, height: int, *, 
 def upload(session: "Session", image: "Image", format: str | Format | None = None, *,
            color_space: str | None = None, levels: int = 1, premultiply: bool = False,
            flip_y: bool = False, budget: int = DEFAULT_BUDGET, path: str = "auto",
-           usage: int = 0, progress: Progress | None = None) -> Texture:
+           usage: int = 0, progress: Progress | None = None, render_target: bool = False) -> Texture:
     """Upload ``image`` as level 0 of a new texture.
 
     Parameters
@@ -172,6 +171,8 @@ def upload(session: "Session", image: "Image", format: str | Format | None = Non
         ``"auto"``, ``"write_texture"`` or ``"staging"`` (see the module docstring).
     usage
         Extra ``wgpu.TextureUsage`` bits a later step needs (mips add TEXTURE_BINDING).
+    render_target
+        The mips will draw its levels (see :func:`create_texture`).
     """
     from .convert import check_convertible
 
@@ -184,7 +185,7 @@ def upload(session: "Session", image: "Image", format: str | Format | None = Non
     if fmt.compressed:
         raise FormatError(f"{fmt.name} is block-compressed; gputex uploads images to uncompressed formats")
     tex = create_texture(session, fmt, image.width, image.height, levels=levels,
-                         usage=_usage(usage), color_space=space, source=image.source)
+                         usage=_usage(usage), color_space=space, source=image.source, render_target=render_target)
     try:
         write_image(tex, image, premultiply=premultiply, flip_y=flip_y, budget=budget,
                     path=path, progress=progress)
@@ -251,7 +252,7 @@ def _staging_ring(session: "Session", size: int) -> list:
     import wgpu
 
     key = ("upload-ring",)
-    ring = session._cache.get(key)
+    ring = session.cache("transfer").peek(key)
     if ring is None or ring[0][0].size < size:
         for buf, pending in ring or []:
             if pending is not None:
@@ -260,7 +261,7 @@ def _staging_ring(session: "Session", size: int) -> list:
         ring = [[session.check("staging buffer", session.device.create_buffer, size=size,
                                usage=wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC,
                                mapped_at_creation=True), None] for _ in range(2)]
-        session._cache[key] = ring
+        session.cache("transfer").put(key, ring)
     return ring
 
 

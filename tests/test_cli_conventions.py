@@ -142,7 +142,7 @@ def test_shell_completion_is_enabled():
     env = dict(os.environ, _GPUTEX_COMPLETE="complete_bash", COMP_WORDS="gputex capture --filter ", COMP_CWORD="3")
     code = "import sys; sys.argv = ['gputex']; from gputex.cli import main; main()"
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert p.returncode == 0 and p.stdout.split() == ["box", "kaiser", "lanczos"]
+    assert p.returncode == 0 and p.stdout.split() == ["box", "kaiser", "lanczos", "triangle"]
     assert "--install-completion" in run("--help").stdout
 
 

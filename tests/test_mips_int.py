@@ -1,4 +1,4 @@
-"""The integer box chain (mips_int.py, intbox.py): every 8- and 16-bit level equals the float64
+"""The integer box chain (gputex/mips/integer.py, gputex/mips/intbox.py): every 8- and 16-bit level equals the float64
 reference's rounding (tests/reference.py), tolerance 0, except within intbox.EPSILON_LSB of a tie;
 its tables against float64; the self-check and its fallback."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gputex
-from gputex.intbox import (EPSILON_LSB, LOOP_LIMIT, frac_bits, lin_table, model_chain, plan_chain, round_code,
+from gputex.mips.intbox import (EPSILON_LSB, LOOP_LIMIT, frac_bits, lin_table, model_chain, plan_chain, round_code,
                            threshold_table)
 from gputex.layout import mip_count
 from reference import filter_levels, srgb_to_linear
@@ -113,7 +113,7 @@ def test_plan_sources_tile_and_respect_the_limits():
                                                       (4, 16, "srgb", "weighted"), (4, 16, "linear", "weighted")])
 def test_model_chain_is_the_float64_reference_rounded(channels, bits, space, alpha):
     """The Python model (the self-check's expected bytes) against the float64 reference."""
-    from gputex.mips_int import self_check_image
+    from gputex.mips.integer import self_check_image
 
     a = self_check_image(channels, bits)
     top = (1 << bits) - 1
@@ -191,7 +191,7 @@ def test_integer_chain_is_used_and_equals_the_model(gpu):
 
 @pytest.mark.gpu
 def test_failed_self_check_falls_back_and_says_so(gpu, monkeypatch):
-    import gputex.intbox as intbox
+    import gputex.mips.intbox as intbox
 
     key = ("mip-int-self-check", "rg8unorm", "linear", True)
     gpu._cache.pop(key, None)
@@ -219,7 +219,7 @@ def test_failed_self_check_falls_back_and_says_so(gpu, monkeypatch):
 @pytest.mark.gpu
 def test_unknown_precision_is_refused(gpu):
     a = np.zeros((4, 4, 4), np.uint8)
-    with pytest.raises(gputex.FormatError, match="^unknown mip precision 'double'; use exact or fast$"):
+    with pytest.raises(gputex.FormatError, match="^unknown mip precision 'double'; use exact, fast or float32$"):
         gputex.upload(gpu, gputex.from_array(a), "rgba8unorm", mips=True, precision="double")
 
 
@@ -227,8 +227,8 @@ def test_unknown_precision_is_refused(gpu):
 def test_chunked_footprints_and_unstored_levels_give_the_same_bytes(gpu, monkeypatch):
     """Footprints summed in chunks of rows (a small loop limit) and levels computed from the base
     instead of stored sums (a small binding limit) give the bytes of the plain plan."""
-    import gputex.intbox as intbox
-    import gputex.mips_int as mips_int
+    import gputex.mips.integer as mips_int
+    import gputex.mips.intbox as intbox
 
     rng = np.random.default_rng(1680)
     a = _image(rng, 257, 131, 4, 8, "holes")

@@ -17,15 +17,30 @@ def test_there_are_shaders():
 
 
 def test_shared_mip_code_is_prepended():
-    from gputex.mips import shader_source
+    from gputex.kernels import load_wgsl
 
-    for name in ("mip_reduce.wgsl", "mip_pack.wgsl"):
-        assert shader_source(name).startswith(FILES["mip_common.wgsl"])
+    for name in ("mip_reduce.wgsl", "mip_pack.wgsl", "mip3d.wgsl"):
+        assert load_wgsl(name).startswith(FILES["mip_common.wgsl"])
+    for name in ("mip_exact.wgsl", "mip_exact_kernel.wgsl"):
+        assert load_wgsl(name).startswith(FILES["mip_f64.wgsl"])
+
+
+def test_one_substitution_scheme():
+    """Placeholders are whole words, replaced by the caller's value or the file's //! default;
+    a name the shader does not hold is an error, not a silent no-op."""
+    from gputex.kernels import load_wgsl
+
+    assert "texture_storage_2d<rgba8unorm, write>" in load_wgsl("mip_reduce.wgsl")
+    assert "texture_storage_2d<rgba16float, write>" in load_wgsl("mip_reduce.wgsl", OUT_FORMAT="rgba16float")
+    assert "alias Sampled = u32;" in load_wgsl("reduce.wgsl", SAMPLED="u32")
+    assert "alias Sampled = f32;" in load_wgsl("reduce.wgsl")
+    with pytest.raises(ValueError, match=r"^mip_pack.wgsl: no placeholder OUT_FORMT in the shader$"):
+        load_wgsl("mip_pack.wgsl", OUT_FORMT="r8unorm")
 
 
 @pytest.mark.parametrize("name", SHADERS)
 def test_shader_compiles(gpu, name):
-    from gputex.mips import shader_source
+    from gputex.kernels import load_wgsl as shader_source
 
     # wgpu raises GPUValidationError on any parse or validation error; building a pipeline
     # also checks the entry point and the default override constants.

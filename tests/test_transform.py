@@ -163,16 +163,15 @@ def test_kernel_resize_matches_float64(gpu, filt, wrap, src, dst):
 @pytest.mark.parametrize("fmt,channels,bits,bar", [("r8unorm", 1, 8, 1.0), ("rg8unorm", 2, 8, 1.0),
                                                    ("rgba16unorm", 4, 16, 0.55), ("rgba16float", 4, 16, None),
                                                    ("rgba32float", 4, 16, None)])
-@pytest.mark.parametrize("f64", ["1", "0"])
-def test_resize_other_formats(gpu, fmt, channels, bits, bar, f64, monkeypatch):
-    """The float32 path (GPUTEX_MIPS_F64=0, or no shader-f64) and the default."""
-    monkeypatch.setenv("GPUTEX_MIPS_F64", f64)
+@pytest.mark.parametrize("precision", ["exact", "float32"])
+def test_resize_other_formats(gpu, fmt, channels, bits, bar, precision):
+    """The float32 path (precision="float32", or no shader-f64) and the default."""
     rng = np.random.default_rng(103)
     a = _image(rng, 61, 37, channels, True, bits)
     top = (1 << bits) - 1
     if fmt.endswith("float"):
         a = (a / top).astype(np.float32)
-    got = _resized(gpu, a, fmt, "linear", 29, 13, alpha="weighted")
+    got = _resized(gpu, a, fmt, "linear", 29, 13, alpha="weighted", precision=precision)
     ref = _reference(a / (1 if fmt.endswith("float") else top), 29, 13, srgb=False, alpha="weighted")
     if bar is None:  # float formats: float32 sums; rgba16float also rounds to half precision
         tol = 2e-3 if fmt == "rgba16float" else 2e-6
@@ -363,7 +362,7 @@ def test_float64_formats_resize_correctly_rounded(gpu, fmt, filt):
     """Where the mips take their float64 path (shader-f64: box for 16-bit unorm and float32,
     kernels also for the 4-byte 8-bit formats), the resize does too: within half a unit in the
     last place of the float64 reference (1000x999 -> 3x2 sums its footprints in chunks)."""
-    from gputex.mips import EXACT_FORMATS
+    from gputex.mips.exact import EXACT_FORMATS
 
     if not gpu.has_feature("shader-f64"):
         pytest.skip(f"{gpu.name} lacks shader-f64")

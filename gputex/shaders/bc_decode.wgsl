@@ -1,3 +1,4 @@
+//! default OUT_FORMAT rgba8unorm
 // BC1-BC5 decoded by a compute shader from the blocks the texture holds (copied into a
 // buffer), with the arithmetic of the specification (Khronos Data Format Specification,
 // "S3TC" and "RGTC"): 5:6:5 endpoints widened by bit replication, interpolants

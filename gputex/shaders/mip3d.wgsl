@@ -1,3 +1,4 @@
+//! include mip_common.wgsl
 // One mip level of a 3D texture: box filter over the exact footprint along x, y and z
 // (destination texel j of an axis going from s to d texels covers the source interval
 // [j*s/d, (j+1)*s/d); weights are overlaps, in integers scaled by d), linear light for sRGB

@@ -1,3 +1,4 @@
+//! include mip_f64.wgsl
 // One mip level of a 16-bit unorm or 32-bit float texture, box filter, in float64: the result
 // is the exactly rounded area average (what a float64 reference computes), not float32's
 // approximation of it. Every level reads the base (no float32 work levels in between).

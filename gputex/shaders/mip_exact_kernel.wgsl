@@ -1,3 +1,4 @@
+//! include mip_f64.wgsl
 // One level of a Kaiser or Lanczos chain in float64 for 16-bit unorm and 32-bit float formats.
 // The kernels' weights come from the CPU in float64 (per axis, per destination texel: source
 // indices after --wrap, normalized weights), so every level is the float64 result of the

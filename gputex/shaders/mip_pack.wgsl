@@ -1,3 +1,4 @@
+//! include mip_common.wgsl
 // Encode one linear-light work level into the texture format's bytes, in a storage buffer
 // whose rows are padded for copy_buffer_to_texture. One invocation writes one u32 word,
 // so formats of 1 and 2 bytes per texel pack several texels per word without atomics.

@@ -1,3 +1,5 @@
+//! include mip_common.wgsl
+//! default OUT_FORMAT rgba8unorm
 // One mip level: filter a source level into a linear-light rgba32float work level.
 //
 // The source is either the base texture (level 0, any float/unorm format: decoded here
@@ -20,7 +22,7 @@
 // (mip_common.wgsl, prepended by the loader, has CHANNELS, WEIGHTED, NORMAL and the encoding.)
 
 override SRC_IS_BASE: bool = true;
-override FILTER: u32 = 0u;           // 0 box, 1 kaiser, 2 lanczos
+override FILTER: u32 = 0u;           // the code of gputex/mips/filters.py: 0 box, 1 kaiser, 2 lanczos, 3 triangle
 override WRAP: u32 = 0u;             // 0 clamp, 1 repeat, 2 mirror
 override FUSED: bool = false;
 override STORE_WORK: bool = true;
@@ -78,10 +80,22 @@ fn bessel_i0(x: f32) -> f32 {
     return sum;
 }
 
+// Half-width of the kernel at ratio 1 (the radius registered in gputex/mips/filters.py).
+fn filter_radius() -> f32 {
+    if (FILTER == 3u) {
+        return 1.0;
+    }
+    return RADIUS;
+}
+
+// A registered filter's weight at offset t: one branch per FILTER code.
 fn kernel(t: f32) -> f32 {
     let a = abs(t);
-    if (a >= RADIUS) {
+    if (a >= filter_radius()) {
         return 0.0;
+    }
+    if (FILTER == 3u) {
+        return 1.0 - a;
     }
     if (FILTER == 2u) {
         return sinc(t) * sinc(t / RADIUS);
@@ -117,7 +131,7 @@ fn taps(x: u32, s: u32, d: u32) -> vec2<i32> {
     }
     let r = f32(s) / f32(d);
     let c = (f32(x) + 0.5) * r;
-    let reach = RADIUS * max(r, 1.0);
+    let reach = filter_radius() * max(r, 1.0);
     return vec2<i32>(i32(floor(c - reach)), i32(ceil(c + reach)) + 1);
 }
 

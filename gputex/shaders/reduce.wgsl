@@ -1,3 +1,4 @@
+//! default SAMPLED f32
 // Reductions for compare and stats: only a few hundred bytes come back to the CPU.
 //
 // Entry points
@@ -16,7 +17,7 @@
 // integers (two u32 words); otherwise they are float32 with Kahan compensation.
 // The loader replaces the `alias Sampled` line for integer formats (u32 / i32).
 
-alias Sampled = f32;
+alias Sampled = SAMPLED;
 
 override MODE: u32 = 0u;         // 0 compare, 1 stats
 override EXACT: bool = true;

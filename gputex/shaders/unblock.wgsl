@@ -1,3 +1,4 @@
+//! default OUT_FORMAT rgba8unorm
 // Decode any sampled texture (block-compressed ones above all) into a storage texture:
 // the GPU's own texture units are the decoder. One invocation per texel of one mip level,
 // z = array layer (cube faces are layers). textureLoad reads the exact texel, no filtering.

@@ -1,4 +1,4 @@
-"""Pure arithmetic of the integer box chain (``mips_int.py``, ``mip_int.wgsl``): no GPU import.
+"""Pure arithmetic of the integer box chain (:mod:`.integer`, ``mip_int.wgsl``): no GPU import.
 
 A level's texel is the exact area average of its footprint in the base image. The integer
 chain keeps, per texel and channel, the exact integer sum ``S = sum(w * L(code))`` over the

@@ -1,5 +1,5 @@
 """The integer box chain on the GPU: correctly rounded 8- and 16-bit unorm mips, the same bytes on
-every adapter (``mip_int.wgsl``; the arithmetic and its error bound are in ``intbox.py``).
+every adapter (``mip_int.wgsl``; the arithmetic and its error bound are in :mod:`.intbox`).
 
 Each level's exact integer sums come from the base (footprint rows in chunks, so no invocation
 loops more than ``intbox.LOOP_LIMIT`` times) or from an earlier level whose stored sums tile its
@@ -18,11 +18,13 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING
 
+from ..kernels import timestamps
+from ..layout import align_up
+from .common import pipeline
 from .intbox import MAX_BASE_TEXELS, lin_table, plan_chain, threshold_table
-from .layout import align_up
 
 if TYPE_CHECKING:
-    from .upload import Texture
+    from ..upload import Texture
 
 __all__ = ["INT_FORMATS", "int_ok", "int_chain", "self_check"]
 
@@ -58,7 +60,7 @@ def _tables(session, bits: int, srgb: bool):
             data = np.concatenate([lw, tw])
         return session.device.create_buffer_with_data(data=data.tobytes(), usage=wgpu.BufferUsage.STORAGE)
 
-    return session.cached(("mip-int-tables", bits, srgb), make)
+    return session.cache("mip-int").get(("tables", bits, srgb), make)
 
 
 def _entries() -> list[dict]:
@@ -78,8 +80,6 @@ def _entries() -> list[dict]:
 def int_chain(tex: "Texture", alpha: str, layer: int = 0, measure: bool = False):
     """Fill levels 1.. of ``tex`` with the integer box chain. Returns (sources, gpu_ns, pass_ns)."""
     import wgpu
-
-    from .mips import _pipeline, _timestamps
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     channels, bits = fmt.channels, fmt.bits
@@ -123,7 +123,7 @@ def int_chain(tex: "Texture", alpha: str, layer: int = 0, measure: bool = False)
                 sums[p.level] = buffer(dw * dh * slots * 12, wgpu.BufferUsage.STORAGE, "mip level sums")
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
-        query = _timestamps(session, 2 * len(plan) + 8) if measure else None
+        query = timestamps(session, 2 * len(plan) + 8) if measure else None
         enc = device.create_command_encoder()
 
         def run(pipe, bgl, res, groups):
@@ -152,11 +152,11 @@ def int_chain(tex: "Texture", alpha: str, layer: int = 0, measure: bool = False)
                     enc.clear_buffer(out, 0, pitch * n)
                 groups = (-(-dw // 8), -(-n // 8), 1)
                 if p.source:
-                    run(*_pipeline(session, "mip_int.wgsl", c, entries, "from_sums"), res, groups)
+                    run(*pipeline(session, "mip_int.wgsl", c, entries, "from_sums"), res, groups)
                 else:
-                    run(*_pipeline(session, "mip_int.wgsl", c, entries, "from_base"), res, groups[:2] + (p.chunks,))
+                    run(*pipeline(session, "mip_int.wgsl", c, entries, "from_base"), res, groups[:2] + (p.chunks,))
                     if p.chunks > 1:
-                        run(*_pipeline(session, "mip_int.wgsl", c, entries, "finish"), res, groups)
+                        run(*pipeline(session, "mip_int.wgsl", c, entries, "finish"), res, groups)
                 enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
                                            {"texture": tex.texture, "mip_level": p.level, "origin": (0, r0, layer)},
                                            (dw, n, 1))
@@ -192,10 +192,10 @@ def self_check(session, fmt, color_space: str, alpha: str) -> tuple[bool, str]:
     def run():
         import numpy as np
 
-        from .capture import capture
-        from .decode import from_array
+        from ..capture import capture
+        from ..decode import from_array
+        from ..upload import upload
         from .intbox import model_chain
-        from .upload import upload
 
         codes = self_check_image(fmt.channels, fmt.bits)
         want = model_chain(codes.tolist(), fmt.channels, fmt.bits, color_space == "srgb", alpha == "weighted", 4)
@@ -214,8 +214,8 @@ def self_check(session, fmt, color_space: str, alpha: str) -> tuple[bool, str]:
             tex.destroy()
         return True, ""
 
-    key = ("mip-int-self-check", fmt.name, color_space, alpha == "weighted" and fmt.channels != 1)
-    return session.cached(key, run)
+    key = ("self-check", fmt.name, color_space, alpha == "weighted" and fmt.channels != 1)
+    return session.cache("mip-int").get(key, run)
 
 
 def _binding_usage() -> int:

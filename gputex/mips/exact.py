@@ -1,0 +1,191 @@
+"""The float64 paths (``shader-f64``): box levels of 16-bit and float32 formats summed from the
+base and rounded once (``mip_exact.wgsl``), and Kaiser/Lanczos/... chains whose taps and
+weights come from the CPU in float64 (``mip_exact_kernel.wgsl``, :func:`.filters.kernel_taps`).
+:func:`record_exact_bands` is shared with the resize (:mod:`gputex.transform`)."""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING
+
+from ..kernels import dispatch
+from ..layout import align_up, bands
+from .common import entries as layout_entries
+from .common import pipeline
+from .filters import kernel_taps
+
+if TYPE_CHECKING:
+    from ..upload import Texture
+
+__all__ = ["EXACT_FORMATS", "EXACT_KERNEL_FORMATS", "EXACT_LOOP_LIMIT", "exact_ok", "exact_chain",
+           "exact_kernel_ok", "exact_kernel_chain", "record_exact_bands"]
+
+
+#: Formats whose box mips are computed in float64 (mip_exact.wgsl) where the device has
+#: shader-f64: float32 arithmetic cannot round 16-bit and float32 results correctly.
+EXACT_FORMATS = {"rg16unorm": (1, 2), "rgba16unorm": (1, 4), "r32float": (3, 1), "rg32float": (3, 2),
+                 "rgba32float": (3, 4)}
+
+
+#: Source texels one invocation of the float64 path sums per dispatch (lavapipe stops loops
+#: after 65535 iterations; larger footprints go in chunks of rows).
+EXACT_LOOP_LIMIT = 32768
+
+
+def exact_ok(tex: "Texture", filter: str, normal_map: bool, coverage, float64: bool) -> bool:
+    """Whether the float64 box path makes ``tex``'s mips (``float64``: the policy allows it,
+    :func:`gputex.mips.use_float64`)."""
+    return (float64 and filter == "box" and not normal_map and coverage is None
+            and tex.format.name in EXACT_FORMATS)
+
+
+def exact_chain(tex: "Texture", alpha: str, layer: int) -> None:
+    """Every level from the base, box filter, float64 sums and final rounding."""
+    import wgpu
+
+    session, device, fmt = tex.session, tex.session.device, tex.format
+    code, channels = EXACT_FORMATS[fmt.name]
+    srgb = tex.color_space == "srgb"
+    consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": alpha == "weighted" and channels in (2, 4),
+              "DECODE_SRGB": srgb, "ENCODE_SRGB": srgb}
+    s = wgpu.ShaderStage.COMPUTE
+    entries = layout_entries("pack") + [{"binding": 3, "visibility": s,
+                                   "buffer": {"type": wgpu.BufferBindingType.storage}}]
+    pipe, bgl = pipeline(session, "mip_exact.wgsl", consts, entries)
+    finish, _ = pipeline(session, "mip_exact.wgsl", consts, entries, "finish")
+    base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                                   array_layer_count=1, dimension="2d")
+    limit = min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 256 << 20)
+    w0, h0 = tex.size(0)
+    plan = []
+    for level in range(1, tex.levels):
+        dw, dh = tex.size(level)
+        pitch = align_up(dw * fmt.block_bytes, 256)
+        fw, fh = -(-w0 // dw) + 1, -(-h0 // dh) + 1  # widest footprint, in texels
+        rows = fh if fw * fh <= EXACT_LOOP_LIMIT else max(1, EXACT_LOOP_LIMIT // fw)
+        chunks = -(-fh // rows)
+        parts = bands(dh, pitch, limit) if chunks == 1 else bands(dh, pitch, min(limit, (64 << 20) // chunks))
+        plan.append((level, dw, dh, pitch, parts, rows, chunks))
+    size = max(pitch * (r1 - r0) for _, _, _, pitch, parts, _, _ in plan for r0, r1 in parts)
+    partial_size = max([64 * dw * (r1 - r0) * chunks for _, dw, _, _, parts, _, chunks in plan if chunks > 1
+                        for r0, r1 in parts] + [64])
+    scratch = session.check(f"{tex.source}: mip buffer", device.create_buffer, size=size,
+                            usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+    partial = session.check(f"{tex.source}: mip partial sums", device.create_buffer, size=partial_size,
+                            usage=wgpu.BufferUsage.STORAGE)
+    try:
+        enc = device.create_command_encoder()
+        for level, dw, dh, pitch, parts, rows, chunks in plan:
+            record_exact_bands(enc, session, (pipe, finish, bgl), base, scratch, partial, (w0, h0),
+                               (dw, dh, pitch, parts, rows, chunks), tex.texture, level, layer)
+        session.check(f"{tex.source}: mip chain (float64)", device.queue.submit, [enc.finish()])
+    finally:
+        scratch.destroy()
+        partial.destroy()
+
+
+#: Kernel chains in float64: the exact formats, and the 4-byte 8-bit ones (a kernel with weighted
+#: alpha divides by a filtered alpha that negative lobes can bring near 0: float32 was off by
+#: up to 160 LSB there at 8 bits).
+EXACT_KERNEL_FORMATS = {**EXACT_FORMATS, "rgba8unorm": (0, 4), "rgba8unorm-srgb": (0, 4), "bgra8unorm": (0, 4),
+                        "bgra8unorm-srgb": (0, 4)}
+
+
+def exact_kernel_ok(tex: "Texture", filter: str, normal_map: bool, coverage, float64: bool) -> bool:
+    """Kernels in float64 where the policy allows it (``float64``) and the first level's float64
+    values fit one storage binding."""
+    if not float64 or filter == "box" or normal_map or coverage is not None \
+            or tex.format.name not in EXACT_KERNEL_FORMATS:
+        return False
+    w1, h1 = tex.size(1)
+    limit = tex.session.limits.get("max-storage-buffer-binding-size", 128 << 20)
+    return w1 * h1 * 64 <= limit
+
+
+def exact_kernel_chain(tex: "Texture", filter: str, wrap: str, alpha: str, layer: int) -> None:
+    import numpy as np
+    import wgpu
+
+    session, device, fmt = tex.session, tex.session.device, tex.format
+    code, channels = EXACT_KERNEL_FORMATS[fmt.name]
+    srgb = tex.color_space == "srgb"
+    weighted = alpha == "weighted" and channels in (2, 4)
+    s = wgpu.ShaderStage.COMPUTE
+
+    def ro(b):
+        return {"binding": b, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.read_only_storage}}
+
+    entries = layout_entries("pack") + [ro(3), {"binding": 4, "visibility": s,
+                                          "buffer": {"type": wgpu.BufferBindingType.storage}}, ro(5), ro(6)]
+    base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                                   array_layer_count=1, dimension="2d")
+    keep = []
+    try:
+        enc = device.create_command_encoder()
+        prev = device.create_buffer(size=64, usage=wgpu.BufferUsage.STORAGE)  # level 1 reads the base
+        keep.append(prev)
+        for level in range(1, tex.levels):
+            (pw, ph), (dw, dh) = tex.size(level - 1), tex.size(level)
+            xt, yt = kernel_taps(pw, dw, filter, wrap), kernel_taps(ph, dh, filter, wrap)
+            pairs, idx, wts = [], [], []
+            start = 2 * (dw + dh)
+            for taps_ in (xt, yt):
+                for ids, w in taps_:
+                    pairs += [start + len(idx), len(ids)]
+                    idx += ids
+                    wts.append(w)
+            tap_data = np.array(pairs + idx, np.uint32).tobytes()
+            weight_data = np.concatenate(wts).astype(np.float64).tobytes()
+            taps_buf = device.create_buffer_with_data(data=tap_data, usage=wgpu.BufferUsage.STORAGE)
+            w_buf = device.create_buffer_with_data(data=weight_data, usage=wgpu.BufferUsage.STORAGE)
+            nxt = session.check(f"{tex.source}: mip level values", device.create_buffer, size=dw * dh * 64,
+                                usage=wgpu.BufferUsage.STORAGE)
+            pitch = align_up(dw * fmt.block_bytes, 256)
+            out = session.check(f"{tex.source}: mip buffer", device.create_buffer, size=pitch * dh,
+                                usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+            keep += [taps_buf, w_buf, nxt, out]
+            consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": weighted, "DECODE_SRGB": srgb,
+                      "ENCODE_SRGB": srgb, "SRC_IS_BASE": level == 1, "SRGB_FORMAT": fmt.srgb, "BGRA": fmt.bgra}
+            pipe, bgl = pipeline(session, "mip_exact_kernel.wgsl", consts, entries)
+            prm = struct.pack("<5I", dw, dh, pitch // 4, pw, start)
+            bind = device.create_bind_group(layout=bgl, entries=[
+                {"binding": 0, "resource": base},
+                {"binding": 1, "resource": {"buffer": out, "offset": 0, "size": out.size}},
+                {"binding": 2, "resource": {"buffer": session.uniform(prm)}},
+                {"binding": 3, "resource": {"buffer": prev, "offset": 0, "size": prev.size}},
+                {"binding": 4, "resource": {"buffer": nxt, "offset": 0, "size": nxt.size}},
+                {"binding": 5, "resource": {"buffer": taps_buf, "offset": 0, "size": taps_buf.size}},
+                {"binding": 6, "resource": {"buffer": w_buf, "offset": 0, "size": w_buf.size}}])
+            dispatch(enc, pipe, bind, (-(-dw // 8), -(-dh // 8), 1))
+            enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": dh},
+                                       {"texture": tex.texture, "mip_level": level, "origin": (0, 0, layer)},
+                                       (dw, dh, 1))
+            prev = nxt
+        session.check(f"{tex.source}: mip chain (float64 kernels)", device.queue.submit, [enc.finish()])
+    finally:
+        for b in keep:
+            b.destroy()
+
+
+def record_exact_bands(enc, session, pipes, base, scratch, partial, src_size, plan, target, level: int,
+                       layer: int) -> None:
+    """Record one float64 box level (``mip_exact.wgsl``) into ``enc``: each row band of the
+    ``(dw, dh, pitch, parts, rows, chunks)`` plan summed from ``base`` into ``scratch`` (in
+    ``chunks`` partial sums when the footprints are long), then copied into ``target``'s
+    ``level``. Shared by the mip chain and the resize (:mod:`gputex.transform`)."""
+    pipe, finish, bgl = pipes
+    w0, h0 = src_size
+    dw, dh, pitch, parts, rows, chunks = plan
+    for r0, r1 in parts:
+        prm = struct.pack("<9I", w0, h0, dw, dh, pitch // 4, r0, r1 - r0, chunks, rows)
+        bind = session.device.create_bind_group(layout=bgl, entries=[
+            {"binding": 0, "resource": base},
+            {"binding": 1, "resource": {"buffer": scratch, "offset": 0, "size": scratch.size}},
+            {"binding": 2, "resource": {"buffer": session.uniform(prm)}},
+            {"binding": 3, "resource": {"buffer": partial, "offset": 0, "size": partial.size}}])
+        dispatch(enc, pipe, bind, (-(-dw // 8), -(-(r1 - r0) // 8), chunks))
+        if chunks > 1:  # its own pass: the partial sums are complete before they are added
+            dispatch(enc, finish, bind, (-(-dw // 8), -(-(r1 - r0) // 8), 1))
+        enc.copy_buffer_to_texture(
+            {"buffer": scratch, "offset": 0, "bytes_per_row": pitch, "rows_per_image": r1 - r0},
+            {"texture": target, "mip_level": level, "origin": (0, r0, layer)}, (dw, r1 - r0, 1))
