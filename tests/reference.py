@@ -47,9 +47,13 @@ def kernel(name, t):
     inside = np.abs(t) < 3
     if name == "lanczos":
         k = _sinc(t) * _sinc(t / 3)
-    else:
+    elif name == "kaiser":
         r = t / 3
         k = _sinc(t) * np.i0(4 * np.sqrt(np.clip(1 - r * r, 0, None))) / np.i0(4)
+    elif name == "triangle":  # the tent: 1 at the centre, falling linearly to 0 one texel away
+        k = np.clip(1 - np.abs(t), 0, None)
+    else:
+        raise ValueError(f"no reference for filter {name!r}")
     return np.where(inside, k, 0.0)
 
 

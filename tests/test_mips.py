@@ -133,7 +133,7 @@ def test_box_float_formats(gpu, fmt, w, h, mode):
             assert np.abs(g - r).max() <= 2e-6, f"level {i}"
 
 
-@pytest.mark.parametrize("filt", ["kaiser", "lanczos"])
+@pytest.mark.parametrize("filt", ["kaiser", "lanczos", "triangle"])
 @pytest.mark.parametrize("wrap", ["clamp", "repeat", "mirror"])
 @pytest.mark.parametrize("w,h", SIZES)
 def test_kernels_match_reference(gpu, filt, wrap, w, h):
@@ -145,13 +145,49 @@ def test_kernels_match_reference(gpu, filt, wrap, w, h):
         _check(got, [np.clip(r, 0, 1) for r in ref], 255)
 
 
-@pytest.mark.parametrize("filt", ["kaiser", "lanczos"])
+@pytest.mark.parametrize("filt", ["kaiser", "lanczos", "triangle"])
+@pytest.mark.parametrize("w,h", [(7, 13), (61, 37), (64, 64)])
+def test_kernels_float32_path_match_reference(gpu, filt, w, h):
+    """precision="float32": the WGSL kernels of mip_reduce.wgsl (not the float64 taps), held to the
+    same bar as the float64 path."""
+    for alpha_kind, mode, space in (("opaque", "straight", "srgb"), ("holes", "weighted", "srgb")):
+        a = _image(w, h, 4, alpha_kind)
+        got = _run(gpu, a, "rgba8unorm", space, filter=filt, alpha=mode, precision="float32")
+        ref = filter_levels(a / 255, 4, srgb=space == "srgb", alpha_mode=mode, filter=filt)
+        _check(got, [np.clip(r, 0, 1) for r in ref], 255)
+
+
+@pytest.mark.parametrize("filt", ["kaiser", "lanczos", "triangle"])
 def test_kernels_weighted_grey_alpha(gpu, filt):
     """rg8 (grey + alpha) goes through the pack pass: the plain colour is chained there too."""
     a = _image(61, 37, 2, "holes")
     got = _run(gpu, a, "rg8unorm", "srgb", filter=filt, alpha="weighted")
     ref = filter_levels(a / 255, 2, srgb=True, alpha_mode="weighted", filter=filt)
     _check(got, [np.clip(r, 0, 1) for r in ref], 255)
+
+
+def test_triangle_taps_are_the_tent():
+    """The float64 path's taps come from the filter's own weight function (they were Kaiser for
+    every filter but lanczos): a 2:1 tent weighs 1 3 3 1 / 8; 3 -> 1 (ratio 3: half-width 3
+    texels, centre 1.5) weighs texels -1..3 by 1/3 2/3 1 2/3 1/3, and clamping folds the
+    outer two onto texels 0 and 2: 1 1 1 / 3."""
+    from gputex.mips import kernel_taps
+
+    taps = kernel_taps(8, 4, "triangle", "repeat")
+    assert [i for i, _ in taps] == [[0, 1, 2, 7], [1, 2, 3, 4], [3, 4, 5, 6], [0, 5, 6, 7]]
+    assert [list(w) for _, w in taps[1:3]] == [[1 / 8, 3 / 8, 3 / 8, 1 / 8]] * 2
+    (idx, w), = kernel_taps(3, 1, "triangle", "clamp")
+    assert idx == [0, 1, 2] and np.allclose(w, [1 / 3] * 3, rtol=0, atol=1e-15)
+
+
+def test_filter_registry_reaches_the_cli_and_errors():
+    from gputex.cli import Filter
+    from gputex.errors import FormatError
+    from gputex.mips import FILTER_NAMES, generate_mips
+
+    assert [f.value for f in Filter] == FILTER_NAMES == ["box", "kaiser", "lanczos", "triangle"]
+    with pytest.raises(FormatError, match="^unknown filter 'cubic'; use box, kaiser, lanczos or triangle$"):
+        generate_mips(None, filter="cubic")
 
 
 def test_gamma_test_image_level1_matches_solid_block(gpu):
@@ -292,7 +328,7 @@ def test_3d_box_mips_match_reference(gpu, w, h, d, fmt, space, alpha):
         tex.destroy()
 
 
-@pytest.mark.parametrize("filt", ["kaiser", "lanczos"])
+@pytest.mark.parametrize("filt", ["kaiser", "lanczos", "triangle"])
 @pytest.mark.parametrize("wrap", ["clamp", "repeat", "mirror"])
 @pytest.mark.parametrize("fmt", ["rgba16unorm", "rg16unorm", "rgba32float"])
 def test_kernels_16bit_and_float_within_half_ulp(gpu, filt, wrap, fmt):

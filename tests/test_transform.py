@@ -146,7 +146,7 @@ def test_box_resize_rgba8_matches_float64(gpu, src, dst, space, alpha):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("filt", ["kaiser", "lanczos"])
+@pytest.mark.parametrize("filt", ["kaiser", "lanczos", "triangle"])
 @pytest.mark.parametrize("wrap", ["clamp", "repeat", "mirror"])
 @pytest.mark.parametrize("src,dst", [((61, 37), (23, 11)), ((19, 9), (40, 21)), ((64, 64), (17, 64))])
 def test_kernel_resize_matches_float64(gpu, filt, wrap, src, dst):
@@ -356,7 +356,7 @@ def test_array_and_cube_layers_are_resized_like_single_images(gpu, tmp_path):
 @pytest.mark.gpu
 @pytest.mark.parametrize("fmt,filt", [(f, k) for f in ["rgba16unorm", "rg16unorm", "rgba32float", "rgba8unorm",
                                                         "rgba8unorm-srgb"]
-                                       for k in ["box", "lanczos", "kaiser"]
+                                       for k in ["box", "lanczos", "kaiser", "triangle"]
                                        if not (k == "box" and f.startswith("rgba8"))])  # 8-bit box: float32 path
 def test_float64_formats_resize_correctly_rounded(gpu, fmt, filt):
     """Where the mips take their float64 path (shader-f64: box for 16-bit unorm and float32,
