@@ -312,9 +312,9 @@ class Session:
         return value
 
     def cache(self, name: str):
-        """The session's named cache ``name`` (:class:`gputex.kernels.Cache`: pipelines, reused
+        """The session's named cache ``name`` (:class:`gputex.caches.Cache`: pipelines, reused
         GPU resources, with hit/miss counts); dropped with the device on :meth:`recreate`."""
-        from .kernels import Cache
+        from .caches import Cache
 
         return self.cached(("named-cache", name), lambda: Cache(name))
 

@@ -15,7 +15,7 @@ placeholders by convention) with ``value``; a name the shader does not contain i
 the shader's types, stay WGSL ``override`` constants passed to :func:`compute_pipeline`
 (no recompiling of the module).
 
-**Named caches** (:class:`Cache`, ``session.cache(name)``): pipelines and reusable GPU
+**Named caches** (:class:`gputex.caches.Cache`, ``session.cache(name)``): pipelines and reusable GPU
 resources live in caches with a name and hit/miss counts (``cache_stats(session)``), never
 under private tuple keys in the session. A device loss (``Session.recreate``) drops them.
 """
@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+
+from .caches import Cache
 
 if TYPE_CHECKING:
     from .device import Session
@@ -75,39 +76,6 @@ def load_wgsl(name: str, **substitutions: Any) -> str:
     return pattern.sub(lambda m: values[m.group(1)], code)
 
 
-@dataclass
-class Cache:
-    """A named cache of GPU objects (pipelines, reusable buffers) with hit/miss counts."""
-
-    name: str
-    items: dict[Any, Any] = field(default_factory=dict)
-    hits: int = 0
-    misses: int = 0
-
-    def get(self, key: Any, make: Callable[[], Any]) -> Any:
-        """``items[key]``, made by ``make()`` the first time."""
-        value = self.items.get(key)
-        if value is None:
-            self.misses += 1
-            value = self.items[key] = make()
-        else:
-            self.hits += 1
-        return value
-
-    def peek(self, key: Any) -> Any:
-        """``items[key]`` or None, without making it (not counted)."""
-        return self.items.get(key)
-
-    def put(self, key: Any, value: Any) -> None:
-        self.items[key] = value
-
-    def pop(self, key: Any) -> Any:
-        return self.items.pop(key, None)
-
-    def stats(self) -> dict[str, int]:
-        return {"entries": len(self.items), "hits": self.hits, "misses": self.misses}
-
-
 def cache_stats(session: "Session") -> dict[str, dict[str, int]]:
     """Entries, hits and misses of each of the session's named caches."""
     return {name: c.stats() for name, c in session.caches().items()}
@@ -126,8 +94,9 @@ def compute_pipeline(session: "Session", shader: str, entries: list[dict], *, en
     """(pipeline, bind group layout) of ``shader``'s ``entry`` with ``constants`` (WGSL
     ``override``s) and placeholder ``subs``, cached in the named ``cache``.
 
-    ``entries`` is the bind group layout; it is part of the key unless ``key`` is given
-    (a caller whose layout follows from its other arguments may pass a cheaper key)."""
+    ``entries`` is the bind group layout. It is not part of the cache key: the layout must
+    follow from the shader, entry point, substitutions and constants (or from ``key``, where the
+    caller gives its own)."""
     constants = constants or {}
     subs = subs or {}
     if key is None:
