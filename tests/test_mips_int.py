@@ -193,8 +193,8 @@ def test_integer_chain_is_used_and_equals_the_model(gpu):
 def test_failed_self_check_falls_back_and_says_so(gpu, monkeypatch):
     import gputex.mips.intbox as intbox
 
-    key = ("mip-int-self-check", "rg8unorm", "linear", True)
-    gpu._cache.pop(key, None)
+    key = ("self-check", "rg8unorm", "linear", True)
+    gpu.cache("mip-int").pop(key)
     real = intbox.model_chain
 
     def wrong(*args):  # an adapter that disagrees: the expected bytes differ from what it gives
@@ -213,7 +213,7 @@ def test_failed_self_check_falls_back_and_says_so(gpu, monkeypatch):
                                       "(level 1 texel (0, 0): got [")
         assert report.note.endswith("); the float path was used")
     finally:
-        gpu._cache.pop(key, None)
+        gpu.cache("mip-int").pop(key)
 
 
 @pytest.mark.gpu

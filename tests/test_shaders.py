@@ -59,3 +59,33 @@ def test_shader_compiles(gpu, name):
         assert entries
         for entry in entries:
             gpu.device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": entry})
+
+
+def test_pipelines_are_cached_by_name(gpu):
+    """A second identical chain compiles nothing: every pipeline comes from the session's named
+    ``pipelines`` cache (gputex/kernels.py), whose hits grow while its misses stay."""
+    import numpy as np
+
+    import gputex
+    from gputex.kernels import cache_stats
+
+    a = np.arange(9 * 7 * 4, dtype=np.uint8).reshape(7, 9, 4)
+    for _ in range(2):  # the first chain fills the cache (this test may run first)
+        gputex.upload(gpu, gputex.from_array(a), "rgba16float", mips=True, filter="triangle").destroy()
+    before = cache_stats(gpu)["pipelines"]
+    gputex.upload(gpu, gputex.from_array(a), "rgba16float", mips=True, filter="triangle").destroy()
+    after = cache_stats(gpu)["pipelines"]
+    assert after["misses"] == before["misses"] and after["hits"] > before["hits"]
+    assert after["entries"] == before["entries"] > 0
+
+
+def test_no_module_reaches_into_the_session_cache():
+    """Caches are reached through ``session.cache(name)``; only device.py holds ``_cache``."""
+    import re
+
+    root = resources.files("gputex")
+    offenders = [p.name for p in root.iterdir() if p.name.endswith(".py") and p.name != "device.py"
+                 and re.search(r"\._cache\b", p.read_text())]
+    offenders += ["mips/" + p.name for p in root.joinpath("mips").iterdir() if p.name.endswith(".py")
+                  and re.search(r"\._cache\b", p.read_text())]
+    assert offenders == []
