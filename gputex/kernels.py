@@ -38,6 +38,8 @@ __all__ = ["load_wgsl", "Cache", "cache_stats", "compute_pipeline", "render_pipe
 
 #: The cache every compiled pipeline (and shader module) lives in.
 PIPELINES = "pipelines"
+#: One bind group layout entry (wgpu's dict form).
+Entry = dict[str, Any]
 
 _DIRECTIVE = re.compile(r"^//! (include|default) (\S+)(?: (.*))?$")
 
@@ -81,16 +83,16 @@ def cache_stats(session: "Session") -> dict[str, dict[str, int]]:
     return {name: c.stats() for name, c in session.caches().items()}
 
 
-def _module(session: "Session", shader: str, subs: dict[str, Any], label: str = ""):
+def _module(session: "Session", shader: str, subs: dict[str, Any], label: str = "") -> Any:
     key = ("module", shader, tuple(sorted(subs.items())))
     return session.cache(PIPELINES).get(key, lambda: session.check(
         f"compile {label or shader}", session.device.create_shader_module,
         code=load_wgsl(shader, **subs), label=label or shader))
 
 
-def compute_pipeline(session: "Session", shader: str, entries: list[dict], *, entry: str = "main",
-                     constants: dict | None = None, subs: dict[str, Any] | None = None, cache: str = PIPELINES,
-                     key: Any = None, label: str = ""):
+def compute_pipeline(session: "Session", shader: str, entries: list[Entry], *, entry: str = "main",
+                     constants: dict[str, Any] | None = None, subs: dict[str, Any] | None = None,
+                     cache: str = PIPELINES, key: Any = None, label: str = "") -> tuple[Any, Any]:
     """(pipeline, bind group layout) of ``shader``'s ``entry`` with ``constants`` (WGSL
     ``override``s) and placeholder ``subs``, cached in the named ``cache``.
 
@@ -102,7 +104,7 @@ def compute_pipeline(session: "Session", shader: str, entries: list[dict], *, en
     if key is None:
         key = (shader, entry, tuple(sorted(subs.items())), tuple(sorted(constants.items())))
 
-    def make():
+    def make() -> tuple[Any, Any]:
         module = _module(session, shader, subs, label)
         bgl = session.device.create_bind_group_layout(entries=entries)
         layout = session.device.create_pipeline_layout(bind_group_layouts=[bgl])
@@ -110,17 +112,19 @@ def compute_pipeline(session: "Session", shader: str, entries: list[dict], *, en
                              compute={"module": module, "entry_point": entry, "constants": constants})
         return pipe, bgl
 
-    return session.cache(cache).get(("compute",) + tuple(key if isinstance(key, tuple) else (key,)), make)
+    made: tuple[Any, Any] = session.cache(cache).get(("compute",) + (key if isinstance(key, tuple) else (key,)), make)
+    return made
 
 
-def render_pipeline(session: "Session", shader: str, entries: list[dict], target: str, *, vertex: str, fragment: str,
-                    constants: dict | None = None, subs: dict[str, Any] | None = None):
+def render_pipeline(session: "Session", shader: str, entries: list[Entry], target: str, *, vertex: str,
+                    fragment: str, constants: dict[str, Any] | None = None,
+                    subs: dict[str, Any] | None = None) -> tuple[Any, Any]:
     """(pipeline, bind group layout) drawing a triangle list into a ``target``-format attachment."""
     constants = constants or {}
     subs = subs or {}
     key = ("render", shader, vertex, fragment, target, tuple(sorted(subs.items())), tuple(sorted(constants.items())))
 
-    def make():
+    def make() -> tuple[Any, Any]:
         module = _module(session, shader, subs)
         bgl = session.device.create_bind_group_layout(entries=entries)
         layout = session.device.create_pipeline_layout(bind_group_layouts=[bgl])
@@ -131,10 +135,12 @@ def render_pipeline(session: "Session", shader: str, entries: list[dict], target
                       "targets": [{"format": target}]})
         return pipe, bgl
 
-    return session.cache(PIPELINES).get(key, make)
+    made: tuple[Any, Any] = session.cache(PIPELINES).get(key, make)
+    return made
 
 
-def dispatch(enc, pipe, bind, groups: tuple[int, int, int], timestamp_writes: dict | None = None) -> None:
+def dispatch(enc: Any, pipe: Any, bind: Any, groups: tuple[int, int, int],
+             timestamp_writes: dict[str, Any] | None = None) -> None:
     """One compute pass of ``pipe`` with bind group 0 over ``groups`` workgroups (timed where
     ``timestamp_writes`` is given: :meth:`Timestamps.next`)."""
     cpass = enc.begin_compute_pass(timestamp_writes=timestamp_writes) if timestamp_writes else enc.begin_compute_pass()
@@ -159,7 +165,7 @@ class Timestamps:
         self.read_buf = session.device.create_buffer(
             size=8 * self.count, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
 
-    def next(self) -> dict | None:
+    def next(self) -> dict[str, Any] | None:
         """The ``timestamp_writes`` of the next pass, or None when all slots are used."""
         if self.used + 2 > self.count:
             return None
@@ -167,7 +173,7 @@ class Timestamps:
         self.used += 2
         return {"query_set": self.qs, "beginning_of_pass_write_index": i, "end_of_pass_write_index": i + 1}
 
-    def resolve(self, enc) -> None:
+    def resolve(self, enc: Any) -> None:
         if self.used > self.resolved:
             a, n = self.resolved, self.used - self.resolved
             enc.resolve_query_set(self.qs, a, n, self.resolve_buf, 8 * a)

@@ -176,7 +176,8 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
     return report
 
 
-def _float_chain(tex, report, kind, filter, alpha, alpha_coverage, normal_map, wrap, layer, measure, render) -> None:
+def _float_chain(tex: "Texture", report: MipReport, kind: str, filter: str, alpha: str, alpha_coverage: float | None,
+                 normal_map: bool, wrap: str, layer: int, measure: bool, render: bool) -> None:
     from .chain import Chain, coverage_scales
 
     chain = Chain(tex, kind, filter, alpha, normal_map, wrap, layer, measure, alpha_coverage is not None, render)
@@ -195,7 +196,8 @@ def _float_chain(tex, report, kind, filter, alpha, alpha_coverage, normal_map, w
         chain.release()
 
 
-def _int_chain(tex, report, filter, alpha, normal_map, coverage, layer, measure) -> bool:
+def _int_chain(tex: "Texture", report: MipReport, filter: str, alpha: str, normal_map: bool, coverage: float | None,
+               layer: int, measure: bool) -> bool:
     """The integer chain, where it applies and this adapter passes its self-check."""
     from .integer import int_chain, int_ok, self_check
 

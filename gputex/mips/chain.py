@@ -32,7 +32,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING
 
-from ..kernels import timestamps
+from ..kernels import dispatch, timestamps
 from ..layout import align_up, bands, mip_size
 from .common import (PACK_FMT, REUSE_MAX_BYTES, box_source_level, pipeline, plain_entries,
                      reduce_render_pipeline, reused, stand_in, storage_twin)
@@ -117,12 +117,7 @@ class Chain:
         self.enc = self.device.create_command_encoder()
 
     def _pass(self, pipe, bind, groups) -> None:
-        ts = self.query.next() if self.query else None
-        cpass = self.enc.begin_compute_pass(timestamp_writes=ts) if ts else self.enc.begin_compute_pass()
-        cpass.set_pipeline(pipe)
-        cpass.set_bind_group(0, bind)
-        cpass.dispatch_workgroups(*groups)
-        cpass.end()
+        dispatch(self.enc, pipe, bind, groups, self.query.next() if self.query else None)
 
     def _copy(self, level: int, pitch: int, y0: int, y1: int) -> None:
         self.enc.copy_buffer_to_texture(

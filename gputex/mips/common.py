@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import FormatError
-from ..kernels import compute_pipeline, render_pipeline
+from ..kernels import Entry, compute_pipeline, render_pipeline
 from ..layout import mip_size
 
 if TYPE_CHECKING:
@@ -58,21 +58,22 @@ def box_source_level(width: int, height: int, level: int) -> int:
     return 0
 
 
-def pipeline(session: "Session", shader: str, constants: dict, entries: list[dict], entry: str = "main",
-             out_format: str | None = None):
+def pipeline(session: "Session", shader: str, constants: dict[str, Any], entries: list[Entry], entry: str = "main",
+             out_format: str | None = None) -> tuple[Any, Any]:
     """(pipeline, bind group layout) of a mip shader (``out_format``: the storage format
     ``OUT_FORMAT`` of ``mip_reduce.wgsl``'s ``main_direct``, ``unblock.wgsl``, ...)."""
     subs = {"OUT_FORMAT": out_format} if out_format else {}
     return compute_pipeline(session, shader, entries, entry=entry, constants=constants, subs=subs)
 
 
-def reduce_render_pipeline(session: "Session", constants: dict, entries: list[dict], target: str):
+def reduce_render_pipeline(session: "Session", constants: dict[str, Any], entries: list[Entry],
+                           target: str) -> tuple[Any, Any]:
     """The render path's pipeline: ``mip_reduce.wgsl``'s full-screen triangle writing ``target``."""
     return render_pipeline(session, "mip_reduce.wgsl", entries, target, vertex="vs_level", fragment="fs_level",
                            constants=constants)
 
 
-def entries(kind: str, out_format: str = "", stage: int = 0) -> list[dict]:
+def entries(kind: str, out_format: str = "", stage: int = 0) -> list[Entry]:
     """Bind group layout of the ``reduce`` or ``pack`` pass (``out_format``: main_direct's target;
     ``stage``: the shader stage that binds them, compute unless given)."""
     import wgpu
@@ -87,7 +88,7 @@ def entries(kind: str, out_format: str = "", stage: int = 0) -> list[dict]:
     dst = {"binding": 1, "visibility": s,
            "storage_texture": {"access": wgpu.StorageTextureAccess.write_only,
                                "format": "rgba32float", "view_dimension": "2d"}}
-    out = [src, dst, uni, {"binding": 3, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.storage}}]
+    out: list[Entry] = [src, dst, uni, {"binding": 3, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.storage}}]
     if out_format:
         out.append({"binding": 4, "visibility": s,
                     "storage_texture": {"access": wgpu.StorageTextureAccess.write_only,
@@ -95,12 +96,12 @@ def entries(kind: str, out_format: str = "", stage: int = 0) -> list[dict]:
     return out + plain_entries(True, s)
 
 
-def plain_entries(storage: bool, stage: int = 0) -> list[dict]:
+def plain_entries(storage: bool, stage: int = 0) -> list[Entry]:
     """Bindings 5 (source plain colour) and, for the reduce pass, 6 (this level's plain colour)."""
     import wgpu
 
     s = stage or wgpu.ShaderStage.COMPUTE
-    out = [{"binding": 5, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
+    out: list[Entry] = [{"binding": 5, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
                                                        "view_dimension": "2d", "multisampled": False}}]
     if storage:
         out.append({"binding": 6, "visibility": s,
@@ -109,18 +110,18 @@ def plain_entries(storage: bool, stage: int = 0) -> list[dict]:
     return out
 
 
-def stand_in(session: "Session", kind: str):
+def stand_in(session: "Session", kind: str) -> Any:
     """A 1x1 rgba32float view bound where a shader declares a binding it does not use here."""
     import wgpu
 
-    def make():
+    def make() -> Any:
         usage = wgpu.TextureUsage.TEXTURE_BINDING if kind == "sampled" else wgpu.TextureUsage.STORAGE_BINDING
         return session.device.create_texture(size=(1, 1, 1), format="rgba32float", usage=usage).create_view()
 
     return session.cache(REUSE_CACHE).get(("stand-in", kind), make)
 
 
-def reused(session: "Session", kind: str, key: Any, make: Callable[[], Any]):
+def reused(session: "Session", kind: str, key: Any, make: Callable[[], Any]) -> Any:
     """One GPU resource per ``kind``, kept in the session and reused while ``key`` (its shape)
     matches; a different key destroys the old one first, so at most one of each is held."""
     cache = session.cache(REUSE_CACHE)

@@ -55,8 +55,7 @@ def register(f: Filter) -> Filter:
     return f
 
 
-def _choices(names) -> str:
-    names = list(names)
+def _choices(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING
 
-from ..kernels import timestamps
+from ..kernels import dispatch, timestamps
 from ..layout import align_up
 from .common import pipeline
 from .intbox import MAX_BASE_TEXELS, lin_table, plan_chain, threshold_table
@@ -129,12 +129,7 @@ def int_chain(tex: "Texture", alpha: str, layer: int = 0, measure: bool = False)
         def run(pipe, bgl, res, groups):
             bind = device.create_bind_group(layout=bgl, entries=[{"binding": i, "resource": r}
                                                                  for i, r in enumerate(res)])
-            ts = query.next() if query else None
-            cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
-            cpass.set_pipeline(pipe)
-            cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(*groups)
-            cpass.end()
+            dispatch(enc, pipe, bind, groups, query.next() if query else None)
 
         def whole(b):
             return {"buffer": b, "offset": 0, "size": b.size}
