@@ -305,8 +305,7 @@ def _exact_box_layer(tex: "Texture", out: "Texture", layer: int, alpha: str) -> 
     import wgpu
 
     from .layout import align_up, bands
-    from .mips.common import entries as _entries
-    from .mips.common import pipeline as _pipeline
+    from .mips import common
     from .mips.exact import EXACT_FORMATS, EXACT_LOOP_LIMIT, record_exact_bands
 
     session, device, fmt = tex.session, tex.session.device, tex.format
@@ -314,10 +313,10 @@ def _exact_box_layer(tex: "Texture", out: "Texture", layer: int, alpha: str) -> 
     srgb = tex.color_space == "srgb"
     consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": alpha == "weighted" and channels in (2, 4),
               "DECODE_SRGB": srgb, "ENCODE_SRGB": srgb}
-    entries = _entries("pack") + [{"binding": 3, "visibility": wgpu.ShaderStage.COMPUTE,
+    entries = common.entries("pack") + [{"binding": 3, "visibility": wgpu.ShaderStage.COMPUTE,
                                    "buffer": {"type": wgpu.BufferBindingType.storage}}]
-    pipe, bgl = _pipeline(session, "mip_exact.wgsl", consts, entries)
-    finish, _ = _pipeline(session, "mip_exact.wgsl", consts, entries, "finish")
+    pipe, bgl = common.pipeline(session, "mip_exact.wgsl", consts, entries)
+    finish, _ = common.pipeline(session, "mip_exact.wgsl", consts, entries, "finish")
     (w0, h0), (dw, dh) = tex.size(0), out.size(0)
     limit = min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 256 << 20)
     pitch = align_up(dw * fmt.block_bytes, 256)
@@ -354,8 +353,7 @@ def _exact_kernel_layer(tex: "Texture", out: "Texture", layer: int, filter: str,
 
     from .layout import align_up
     from .kernels import dispatch
-    from .mips.common import entries as _entries
-    from .mips.common import pipeline as _pipeline
+    from .mips import common
     from .mips.exact import EXACT_KERNEL_FORMATS
     from .mips.filters import kernel_taps
 
@@ -367,7 +365,7 @@ def _exact_kernel_layer(tex: "Texture", out: "Texture", layer: int, filter: str,
     def ro(b):
         return {"binding": b, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.read_only_storage}}
 
-    entries = _entries("pack") + [ro(3), {"binding": 4, "visibility": s,
+    entries = common.entries("pack") + [ro(3), {"binding": 4, "visibility": s,
                                           "buffer": {"type": wgpu.BufferBindingType.storage}}, ro(5), ro(6)]
     (pw, ph), (dw, dh) = tex.size(0), out.size(0)
     pairs, idx, wts = [], [], []
@@ -394,7 +392,7 @@ def _exact_kernel_layer(tex: "Texture", out: "Texture", layer: int, filter: str,
         consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": alpha == "weighted" and channels in (2, 4),
                   "DECODE_SRGB": srgb, "ENCODE_SRGB": srgb, "SRC_IS_BASE": True, "SRGB_FORMAT": fmt.srgb,
                   "BGRA": fmt.bgra}
-        pipe, bgl = _pipeline(session, "mip_exact_kernel.wgsl", consts, entries)
+        pipe, bgl = common.pipeline(session, "mip_exact_kernel.wgsl", consts, entries)
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
         bind = device.create_bind_group(layout=bgl, entries=[
@@ -423,24 +421,18 @@ def _resize_layer(tex: "Texture", out: "Texture", layer: int, filter: str, alpha
 
     from .layout import align_up, bands
     from .kernels import dispatch
-    from .mips.common import PACK_FMT as _PACK_FMT
+    from .mips import common
     from .mips.common import REUSE_MAX_BYTES
-    from .mips.common import entries as _entries
-    from .mips.common import pack_kind as _pack_kind
-    from .mips.common import pipeline as _pipeline
-    from .mips.common import plain_entries as _plain_entries
-    from .mips.common import reused as _reused
-    from .mips.common import stand_in as _stand_in
     from .mips.filters import FILTERS, WRAPS
 
     session, device, fmt = tex.session, tex.session.device, tex.format
-    kind = _pack_kind(tex)
+    kind = common.pack_kind(tex)
     weighted = alpha == "weighted" and fmt.channels in (2, 4) and not normal_map
     space_srgb = tex.color_space == "srgb" and not normal_map
     split = weighted and filter != "box"
-    common = {"FMT": _PACK_FMT[kind], "CHANNELS": fmt.channels, "BPT": fmt.block_bytes, "BGRA": fmt.bgra,
+    pack_consts = {"FMT": common.PACK_FMT[kind], "CHANNELS": fmt.channels, "BPT": fmt.block_bytes, "BGRA": fmt.bgra,
               "ENCODE_SRGB": space_srgb, "WEIGHTED": weighted, "NORMAL": normal_map, "SPLIT_PLAIN": split}
-    consts = dict(common, SRC_IS_BASE=True, FILTER=FILTERS[filter].code, WRAP=WRAPS[wrap],
+    consts = dict(pack_consts, SRC_IS_BASE=True, FILTER=FILTERS[filter].code, WRAP=WRAPS[wrap],
                   DECODE_SRGB=space_srgb and not fmt.srgb, FUSED=False, STORE_WORK=True)
     (sw, sh), (dw, dh) = tex.size(0), out.size(0)
     pitch = align_up(dw * fmt.block_bytes, 256)
@@ -456,7 +448,7 @@ def _resize_layer(tex: "Texture", out: "Texture", layer: int, filter: str, alpha
         if nbytes > REUSE_MAX_BYTES:
             made.append(make())
             return made[-1]
-        return _reused(session, kind, key, make)
+        return common.reused(session, kind, key, make)
 
     def texture(what: str):
         return lambda: session.check(f"{tex.source}: resize {what}", device.create_texture, size=(dw, dh, 1),
@@ -471,23 +463,24 @@ def _resize_layer(tex: "Texture", out: "Texture", layer: int, filter: str, alpha
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
         enc = device.create_command_encoder()
-        pipe, bgl = _pipeline(session, "mip_reduce.wgsl", consts, _entries("reduce"))
+        pipe, bgl = common.pipeline(session, "mip_reduce.wgsl", consts, common.entries("reduce"))
         bind = device.create_bind_group(layout=bgl, entries=[
             {"binding": 0, "resource": base},
             {"binding": 1, "resource": work.create_view()},
             {"binding": 2, "resource": {"buffer": session.uniform(struct.pack("<5I", sw, sh, dw, dh, pitch // 4))}},
             {"binding": 3, "resource": {"buffer": scratch, "offset": 0, "size": scratch.size}},
-            {"binding": 5, "resource": _stand_in(session, "sampled")},
-            {"binding": 6, "resource": plain.create_view() if split else _stand_in(session, "storage")}])
+            {"binding": 5, "resource": common.stand_in(session, "sampled")},
+            {"binding": 6, "resource": plain.create_view() if split else common.stand_in(session, "storage")}])
         dispatch(enc, pipe, bind, (-(-dw // 8), -(-dh // 8), 1))
-        pack, pbgl = _pipeline(session, "mip_pack.wgsl", common, _entries("pack") + _plain_entries(False))
+        pack, pbgl = common.pipeline(session, "mip_pack.wgsl", pack_consts,
+                                      common.entries("pack") + common.plain_entries(False))
         for y0, y1 in parts:
             prm = struct.pack("<4If", dw, y1 - y0, y0, pitch // 4, 1.0)
             pbind = device.create_bind_group(layout=pbgl, entries=[
                 {"binding": 0, "resource": work.create_view()},
                 {"binding": 1, "resource": {"buffer": scratch, "offset": 0, "size": scratch.size}},
                 {"binding": 2, "resource": {"buffer": session.uniform(prm)}},
-                {"binding": 5, "resource": plain.create_view() if split else _stand_in(session, "sampled")}])
+                {"binding": 5, "resource": plain.create_view() if split else common.stand_in(session, "sampled")}])
             dispatch(enc, pack, pbind, (-(-((dw * fmt.block_bytes + 3) // 4) // 64), y1 - y0, 1))
             enc.copy_buffer_to_texture(
                 {"buffer": scratch, "offset": 0, "bytes_per_row": pitch, "rows_per_image": y1 - y0},
