@@ -46,7 +46,7 @@ __all__ = ["generate_mips", "MipReport", "FILTERS", "ALPHA_MODES", "WRAPS", "box
 FILTERS = {"box": 0, "kaiser": 1, "lanczos": 2}
 ALPHA_MODES = ("weighted", "straight", "premultiplied")
 WRAPS = {"clamp": 0, "repeat": 1, "mirror": 2}
-PRECISIONS = ("exact", "fast")
+PRECISIONS = ("exact", "fast", "int")
 _PACK_FMT = {"unorm8": 0, "unorm16": 1, "float16": 2, "float32": 3, "rgb10a2": 4}
 
 
@@ -279,7 +279,8 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
                               "alpha coverage)")
         report.sources = _chain3d(tex, kind, alpha)
         return report
-    if precision == "exact" and _int_chain(tex, report, filter, alpha, normal_map, alpha_coverage, layer, measure):
+    if precision in ("exact", "int") and _int_chain(tex, report, filter, alpha, normal_map, alpha_coverage, layer,
+                                                   measure, single_pass=precision == "exact"):
         return report
     if _exact_kernel_ok(tex, filter, normal_map, alpha_coverage):
         report.sources = list(range(tex.levels - 1))
@@ -308,12 +309,23 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
     return report
 
 
-def _int_chain(tex, report, filter, alpha, normal_map, coverage, layer, measure) -> bool:
-    """The integer chain, where it applies and this adapter passes its self-check."""
+def _int_chain(tex, report, filter, alpha, normal_map, coverage, layer, measure, single_pass=True) -> bool:
+    """The integer chain, where it applies and this adapter passes its self-check; its
+    single-pass form (mips_spd.py, the same bytes) where that serves the sizes."""
     from .mips_int import int_chain, int_ok, self_check
+    from .mips_spd import spd_chain, spd_ok
+    from .mips_spd import self_check as spd_self_check
 
     if not int_ok(tex, filter, normal_map, coverage):
         return False
+    if single_pass and spd_ok(tex, filter, normal_map, coverage):
+        passed, why = spd_self_check(tex.session, tex.format, tex.color_space, alpha)
+        if passed:
+            report.sources, report.gpu_ns, report.pass_ns = spd_chain(tex, alpha, layer, measure)
+            report.exact, report.precision = True, "integer"
+            return True
+        report.note = (f"{tex.session.name}: the single-pass integer mip chain failed its self-check ({why}); "
+                       "the integer chain was used")
     passed, why = self_check(tex.session, tex.format, tex.color_space, alpha)
     if not passed:
         report.note = (f"{tex.session.name}: the integer mip chain failed its self-check ({why}); "
