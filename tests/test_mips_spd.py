@@ -55,7 +55,8 @@ def test_rgba8_equals_the_integer_chain_and_the_reference(gpu, w, h, space, alph
         a = _image(rng, w, h, 4, 8, alpha_kind)
         report, got = _levels(gpu, a, "rgba8unorm", space, alpha, "exact")
         ref_report, want = _levels(gpu, a, "rgba8unorm", space, alpha, "int")
-        assert report.precision == ref_report.precision == "integer" and report.note == ""
+        if w * h > 1:  # (a 1x1 image has no levels to make)
+            assert report.precision == ref_report.precision == "integer" and report.note == ""
         plan = spd_plan(w, h, mip_count(w, h))
         if plan is not None:  # the single-pass chain made it: each level from its pass's source
             assert report.sources == [s for s, n in plan for _ in range(n)]
