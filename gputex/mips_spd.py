@@ -37,6 +37,9 @@ __all__ = ["LEVELS_PER_PASS", "spd_plan", "spd_ok", "spd_chain", "self_check"]
 
 #: Levels one dispatch makes (two in registers, four in a 16x16 tile of workgroup memory).
 LEVELS_PER_PASS = 6
+#: Accept the float estimate of a code where it is clearly inside the code's interval (False:
+#: every code from the exact search; the tests compare both).
+SCREEN = True
 #: Words of sums a texel keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
 
@@ -89,6 +92,31 @@ def _slots(channels: int) -> int:
     return (3 if channels == 4 else 1) + (channels != 1)
 
 
+def _tables(session, bits: int, srgb: bool):
+    """L (2 words a code), Q (3 words a code) and Q / 2**32 as float32 for sRGB data (the
+    integer chain's tables and the float thresholds round_fast screens with); a stand-in for
+    linear data."""
+    import numpy as np
+    import wgpu
+
+    from .intbox import lin_table, threshold_table
+
+    def make():
+        if not srgb:
+            data = np.zeros(4, np.uint32)
+        else:
+            lin = np.array(lin_table(bits, True), dtype=object)
+            thr = np.array(threshold_table(bits, True), dtype=object)
+            mask = 0xFFFFFFFF
+            lw = np.stack([lin & mask, lin >> 32], -1).astype(np.uint64).astype(np.uint32).ravel()
+            tw = np.stack([thr & mask, (thr >> 32) & mask, thr >> 64], -1).astype(np.uint64).astype(np.uint32).ravel()
+            qf = np.array([float(q) / 2.0 ** 32 for q in thr], np.float64).astype(np.float32).view(np.uint32)
+            data = np.concatenate([lw, tw, qf])
+        return session.device.create_buffer_with_data(data=data.tobytes(), usage=wgpu.BufferUsage.STORAGE)
+
+    return session.cached(("mip-spd-tables", bits, srgb), make)
+
+
 def _entries() -> list[dict]:
     import wgpu
 
@@ -123,13 +151,12 @@ def spd_chain(tex: "Texture", alpha: str, layer: int = 0, measure: bool = False)
     import wgpu
 
     from .mips import _pipeline, _timestamps
-    from .mips_int import _tables
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     plan = spd_plan(tex.width, tex.height, tex.levels)
     slots = _slots(fmt.channels)
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
-              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra}
+              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
     entries = _entries()
     tables = _tables(session, fmt.bits, tex.color_space == "srgb")
     layouts = [_out_bytes(tex, s, n) for s, n in plan]

@@ -96,6 +96,22 @@ def test_large_chain_equals_the_integer_chain(gpu):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("fmt,space", [("rgba8unorm-srgb", "srgb"), ("rgba16unorm", "srgb"), ("rg8unorm", "linear")])
+def test_float_screen_gives_the_exact_search_bytes(gpu, monkeypatch, fmt, space):
+    """Codes the float estimate decides (clearly inside a code's interval) equal the exact search's."""
+    import gputex.mips_spd as spd
+
+    channels, bits = {"rgba8unorm-srgb": (4, 8), "rgba16unorm": (4, 16), "rg8unorm": (2, 8)}[fmt]
+    a = _image(np.random.default_rng(1950), 256, 64, channels, bits, "holes")
+    _, screened = _levels(gpu, a, fmt, space, "weighted", "exact")
+    monkeypatch.setattr(spd, "SCREEN", False)
+    report, searched = _levels(gpu, a, fmt, space, "weighted", "exact")
+    assert report.precision == "integer" and report.note == ""
+    for lv, (g, e) in enumerate(zip(screened, searched), start=1):
+        assert np.array_equal(g, e), f"level {lv}"
+
+
+@pytest.mark.gpu
 def test_failed_self_check_falls_back_to_the_integer_chain(gpu, monkeypatch):
     import gputex.intbox as intbox
 

@@ -19,6 +19,7 @@ override WEIGHTED: bool = true;
 override BGRA: bool = false;
 override FROM_SUMS: bool = false;  // the source is stored sums (else the base texture)
 override STORE: bool = false;      // keep the pass's last level's sums for the next pass
+override SCREEN: bool = true;      // the float estimate decides where it is clearly inside a code
 
 override NC: u32 = select(1u, 3u, CHANNELS == 4u);
 override HAS_ALPHA: bool = CHANNELS != 1u;
@@ -50,7 +51,7 @@ struct Params {
 @group(0) @binding(2) var<uniform> prm: Params;
 @group(0) @binding(3) var<storage, read> src_sums: array<u32>;
 @group(0) @binding(4) var<storage, read_write> dst_sums: array<u32>;
-@group(0) @binding(5) var<storage, read> tables: array<u32>;  // L (2 words), then Q (3 words)
+@group(0) @binding(5) var<storage, read> tables: array<u32>;  // L (2 words), Q (3 words), Q / 2^32 (f32)
 
 alias Big = vec4<u32>;
 alias Acc = array<Big, 7>;
@@ -169,6 +170,37 @@ fn round_code(num: Big, den: Big, srgb: bool) -> u32 {
     return lo;
 }
 
+// Q[k] / 2^32 as a float (k = top + 1: never reached)
+fn threshold_f(k: u32, srgb: bool) -> f32 {
+    if (!srgb) {
+        return f32(k) - 0.5;
+    }
+    return bitcast<f32>(tables[5u * (top() + 1u) + k]);
+}
+
+// Relative distance from a threshold beyond which the float estimate decides: its own error
+// (a few 2^-24: three roundings in each approx(), the division, the table's float) is under
+// 2^-20, so where the estimate is farther than 2^-18 the exact comparisons give the same code.
+const MARGIN: f32 = 3.814697265625e-6;
+
+// The code k with Q[k] <= num / den < Q[k + 1]: the float estimate's code where it lies clearly
+// inside that code's interval, else the exact search (round_code).
+fn round_fast(num: Big, den: Big, srgb: bool) -> u32 {
+    let m = f32(top());
+    let x = approx(num) / approx(den);
+    var v = x;
+    if (srgb) {
+        v = encode(x / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
+    }
+    let k = u32(clamp(floor(v + 0.5), 0.0, m));
+    let above = k == 0u || x >= threshold_f(k, srgb) * (1.0 + MARGIN);
+    let below = k == top() || x < threshold_f(k + 1u, srgb) * (1.0 - MARGIN);
+    if (SCREEN && above && below) {
+        return k;
+    }
+    return round_code(num, den, srgb);
+}
+
 fn srgb_encode3(c: vec3<f32>) -> vec3<f32> {
     return vec3<f32>(encode(c.x), encode(c.y), encode(c.z));
 }
@@ -252,6 +284,60 @@ fn add_source(acc: ptr<function, Acc>, p: vec2<u32>) {
     (*acc)[3] = add((*acc)[3], Big(c.w, 0u, 0u, 0u));
 }
 
+// 8-bit sums from the base in 32-bit words: L < 2^32 split into 16-bit halves, so a texel
+// adds a * half < 2^24 to a word and 16 texels (the most one thread sums) stay below 2^28.
+struct Narrow {
+    nh: vec4<u32>,  // premultiplied colour (weighted alpha): high halves
+    nl: vec4<u32>,  // ... low halves
+    sh: vec4<u32>,  // plain colour
+    sl: vec4<u32>,
+    a: u32,
+}
+
+fn zero_narrow() -> Narrow {
+    return Narrow(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), 0u);
+}
+
+fn add_narrow(n: ptr<function, Narrow>, p: vec2<u32>) {
+    let c = codes_at(p);
+    var l = c;
+    if (SRGB) {
+        l = vec4<u32>(tables[2u * c.x], tables[2u * c.y], tables[2u * c.z], 0u);
+    }
+    let lh = l >> vec4<u32>(16u);
+    let ll = l & vec4<u32>(0xffffu);
+    if (WA) {
+        (*n).nh += lh * c.w;
+        (*n).nl += ll * c.w;
+    }
+    (*n).sh += lh;
+    (*n).sl += ll;
+    (*n).a += c.w;
+}
+
+fn sum_narrow(a: Narrow, b: Narrow) -> Narrow {
+    return Narrow(a.nh + b.nh, a.nl + b.nl, a.sh + b.sh, a.sl + b.sl, a.a + b.a);
+}
+
+fn widen(h: u32, l: u32) -> Big {
+    let lo = (h << 16u) + l;
+    return Big(lo, (h >> 16u) + select(0u, 1u, lo < l), 0u, 0u);
+}
+
+fn wide(n: Narrow) -> Acc {
+    var acc = zero_acc();
+    for (var k = 0u; k < NC; k++) {
+        if (WA) {
+            acc[k] = widen(n.nh[k], n.nl[k]);
+            acc[k + 4u] = widen(n.sh[k], n.sl[k]);
+        } else {
+            acc[k] = widen(n.sh[k], n.sl[k]);
+        }
+    }
+    acc[3] = Big(n.a, 0u, 0u, 0u);
+    return acc;
+}
+
 fn write_texel(i: u32, x: u32, y: u32, col: array<u32, 3>, alpha: u32) {
     var ch = array<u32, 4>(col[0], alpha, 0u, 0u);
     if (CHANNELS == 4u) {
@@ -295,7 +381,7 @@ fn finalize(i: u32, x: u32, y: u32, acc: Acc) {
             num = a;
             den = w;
         }
-        code[c] = round_code(num, den, SRGB && c < NC);
+        code[c] = round_fast(num, den, SRGB && c < NC);
     }
     write_texel(i, x, y, array<u32, 3>(code[0], code[1], code[2]), code[NC]);
     if (STORE && i + 1u == prm.levels) {
@@ -341,7 +427,27 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let f0 = prm.lv[0].f;
     let rc = vec2<u32>(1u) << (anchor.f - f0);  // children of the anchor texel on each axis
     var acc = zero_acc();
-    if (inside) {
+    if (inside && BITS == 8u && !FROM_SUMS) {
+        var an = zero_narrow();
+        for (var cy = 0u; cy < rc.y; cy++) {
+            for (var cx = 0u; cx < rc.x; cx++) {
+                let c = p * rc + vec2<u32>(cx, cy);
+                var child = zero_narrow();
+                let fs = vec2<u32>(1u) << f0;
+                for (var sy = 0u; sy < fs.y; sy++) {
+                    for (var sx = 0u; sx < fs.x; sx++) {
+                        add_narrow(&child, c * fs + vec2<u32>(sx, sy));
+                    }
+                }
+                if (r == 1u) {
+                    finalize(0u, c.x, c.y, wide(child));
+                }
+                an = sum_narrow(an, child);
+            }
+        }
+        acc = wide(an);
+        finalize(r, p.x, p.y, acc);
+    } else if (inside) {
         for (var cy = 0u; cy < rc.y; cy++) {
             for (var cx = 0u; cx < rc.x; cx++) {
                 let c = p * rc + vec2<u32>(cx, cy);
