@@ -229,7 +229,7 @@ def timings(gpu, args) -> list[dict]:
             rows.append({"size": [w, h], "format": args.format, "levels": tex.levels, "precision": precision,
                          "path": report.precision, "wall_ms": wall * 1e3, "gpu_ms": gpu_ns / 1e6 if gpu_ns else None,
                          "sol_ms": sol / 1e6 if sol else None, "ratio_to_sol": ratio,
-                         "passes": len(report.pass_ns)})
+                         "passes": len(report.pass_ns), "pass_ms": [round(t / 1e6, 4) for t in report.pass_ns]})
         if eight and not args.skip_cpu and w == h and w & (w - 1) == 0:
             cpu_baselines(gpu, tex, a)
         tex.destroy()
