@@ -139,8 +139,11 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def commit() -> str:
+    """The tree's commit; ``GPUTEX_COMMIT`` where it has no git (a copy sent to the GPU machine)."""
     import subprocess
 
+    if os.environ.get("GPUTEX_COMMIT"):
+        return os.environ["GPUTEX_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               cwd=ROOT, check=True).stdout.strip()
