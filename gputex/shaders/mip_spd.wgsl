@@ -184,7 +184,8 @@ fn threshold_f(k: u32, srgb: bool) -> f32 {
 const MARGIN: f32 = 3.814697265625e-6;
 
 // The code k with Q[k] <= num / den < Q[k + 1]: the float estimate's code where it lies clearly
-// inside that code's interval, else the exact search (round_code).
+// inside that code's interval; next to one threshold (within MARGIN of it, clearly inside the two
+// intervals beside it) one exact comparison with it; else the exact search (round_code).
 fn round_fast(num: Big, den: Big, srgb: bool) -> u32 {
     let m = f32(top());
     let x = approx(num) / approx(den);
@@ -193,12 +194,31 @@ fn round_fast(num: Big, den: Big, srgb: bool) -> u32 {
         v = encode(x / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
     }
     let k = u32(clamp(floor(v + 0.5), 0.0, m));
-    let above = k == 0u || x >= threshold_f(k, srgb) * (1.0 + MARGIN);
-    let below = k == top() || x < threshold_f(k + 1u, srgb) * (1.0 - MARGIN);
+    let tl = threshold_f(k, srgb);
+    let th = threshold_f(k + 1u, srgb);
+    let above = k == 0u || x >= tl * (1.0 + MARGIN);
+    let below = k == top() || x < th * (1.0 - MARGIN);
     if (SCREEN && above && below) {
         return k;
     }
+    var j = 0u;  // the one threshold to compare with (0: none)
+    if (below && k > 0u && x >= tl * (1.0 - MARGIN) && (k == 1u || x >= threshold_f(k - 1u, srgb) * (1.0 + MARGIN))) {
+        j = k;
+    } else if (above && k < top() && x < th * (1.0 + MARGIN)
+               && (k + 1u == top() || x < threshold_f(k + 2u, srgb) * (1.0 - MARGIN))) {
+        j = k + 1u;
+    }
+    if (SCREEN && j > 0u) {
+        return select(j - 1u, j, reaches(num, den, j, srgb));
+    }
     return round_code(num, den, srgb);
+}
+
+// The code of a linear value num / 2^s (1 <= s <= 30): exact, round half up (= round_code's
+// answer with the linear thresholds (2k - 1) / 2: num + 2^(s-1) >= k 2^s).
+fn round_pow2(num: Big, s: u32) -> u32 {
+    let t = add(num, Big(1u << (s - 1u), 0u, 0u, 0u));
+    return (t.x >> s) | (t.y << (32u - s));
 }
 
 fn srgb_encode3(c: vec3<f32>) -> vec3<f32> {
@@ -381,7 +401,12 @@ fn finalize(i: u32, x: u32, y: u32, acc: Acc) {
             num = a;
             den = w;
         }
-        code[c] = round_fast(num, den, SRGB && c < NC);
+        let srgb = SRGB && c < NC;
+        if (SCREEN && !srgb && !(covered && c < NC)) {  // a linear value over 2^s
+            code[c] = round_pow2(num, prm.mt[i].s);
+        } else {
+            code[c] = round_fast(num, den, srgb);
+        }
     }
     write_texel(i, x, y, array<u32, 3>(code[0], code[1], code[2]), code[NC]);
     if (STORE && i + 1u == prm.levels) {
