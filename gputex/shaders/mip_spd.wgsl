@@ -54,9 +54,13 @@ struct Params {
 @group(0) @binding(5) var<storage, read> tables: array<u32>;  // L (2 words), Q (3 words), Q / 2^32 (f32)
 
 alias Big = vec4<u32>;
-alias Acc = array<Big, 7>;
+
 
 var<workgroup> tile: array<u32, 3072>;  // 16 x 16 texels x 4 slots x 3 words
+
+// (No loops over words or channels below: an array or vector indexed by a loop variable lives in
+// local memory on some compilers, which made the first version of this shader 10x slower on the
+// H200 than its arithmetic.)
 
 fn mul32(a: u32, b: u32) -> vec2<u32> {
     let p00 = (a & 0xffffu) * (b & 0xffffu);
@@ -65,18 +69,23 @@ fn mul32(a: u32, b: u32) -> vec2<u32> {
     return vec2<u32>((mid2 << 16u) | (p00 & 0xffffu), (a >> 16u) * (b >> 16u) + (mid >> 16u) + (mid2 >> 16u));
 }
 
-fn add(a: Big, b: Big) -> Big {
-    var r: Big;
-    var carry = 0u;
-    for (var i = 0u; i < 4u; i++) {
-        let s = a[i] + b[i];
-        let s2 = s + carry;
-        carry = select(0u, 1u, s < a[i]) + select(0u, 1u, s2 < s);
-        r[i] = s2;
-    }
-    return r;
+fn carry(s: u32, a: u32) -> u32 {
+    return select(0u, 1u, s < a);
 }
 
+fn add(a: Big, b: Big) -> Big {
+    let x = a.x + b.x;
+    let c0 = carry(x, a.x);
+    let y0 = a.y + b.y;
+    let y = y0 + c0;
+    let c1 = carry(y0, a.y) + carry(y, y0);
+    let z0 = a.z + b.z;
+    let z = z0 + c1;
+    let c2 = carry(z0, a.z) + carry(z, z0);
+    return Big(x, y, z, a.w + b.w + c2);
+}
+
+// L * b: L < 2^32 at 8 bits (one multiply), < 2^41 at 16; b < 2^31
 fn mul_lin(l: Big, b: u32) -> Big {
     let lo = mul32(l.x, b);
     if (BITS == 8u) {
@@ -84,29 +93,32 @@ fn mul_lin(l: Big, b: u32) -> Big {
     }
     let hi = mul32(l.y, b);
     let mid = lo.y + hi.x;
-    return Big(lo.x, mid, hi.y + select(0u, 1u, mid < lo.y), 0u);
+    return Big(lo.x, mid, hi.y + carry(mid, lo.y), 0u);
 }
 
 fn mul(a: Big, b: u32) -> Big {
-    var r: Big;
-    var carry = 0u;
-    for (var i = 0u; i < 4u; i++) {
-        let p = mul32(a[i], b);
-        let s = p.x + carry;
-        r[i] = s;
-        carry = p.y + select(0u, 1u, s < p.x);
-    }
-    return r;
+    let p0 = mul32(a.x, b);
+    let p1 = mul32(a.y, b);
+    let p2 = mul32(a.z, b);
+    let p3 = mul32(a.w, b);
+    let y = p1.x + p0.y;
+    let c1 = p1.y + carry(y, p1.x);
+    let z = p2.x + c1;
+    let c2 = p2.y + carry(z, p2.x);
+    return Big(p0.x, y, z, p3.x + c2);
 }
 
 fn ge(a: Big, b: Big) -> bool {
-    for (var j = 0u; j < 4u; j++) {
-        let i = 3u - j;
-        if (a[i] != b[i]) {
-            return a[i] > b[i];
-        }
+    if (a.w != b.w) {
+        return a.w > b.w;
     }
-    return true;
+    if (a.z != b.z) {
+        return a.z > b.z;
+    }
+    if (a.y != b.y) {
+        return a.y > b.y;
+    }
+    return a.x >= b.x;
 }
 
 fn nonzero(a: Big) -> bool {
@@ -236,72 +248,122 @@ fn codes_at(p: vec2<u32>) -> vec4<u32> {
     return vec4<u32>(floor(clamp(v, vec4<f32>(0.0), vec4<f32>(1.0)) * f32(top()) + vec4<f32>(0.5)));
 }
 
+// Sums of a texel: colour c0-c2 (grey in c0), alpha a, plain colour p0-p2 (weighted alpha,
+// used where the alpha sum is 0).
+struct Acc {
+    c0: Big, c1: Big, c2: Big, a: Big, p0: Big, p1: Big, p2: Big,
+}
+
+// Collapsed sums (workgroup memory, stored sums): colour (premultiplied, or plain where the
+// alpha sum is 0) and alpha.
+struct Sums {
+    c0: Big, c1: Big, c2: Big, a: Big,
+}
+
 fn zero_acc() -> Acc {
-    return Acc(Big(0u), Big(0u), Big(0u), Big(0u), Big(0u), Big(0u), Big(0u));
+    let z = Big(0u);
+    return Acc(z, z, z, z, z, z, z);
 }
 
 fn add_acc(a: Acc, b: Acc) -> Acc {
-    var r = a;
-    for (var k = 0u; k < 7u; k++) {
-        r[k] = add(a[k], b[k]);
+    return Acc(add(a.c0, b.c0), add(a.c1, b.c1), add(a.c2, b.c2), add(a.a, b.a),
+               add(a.p0, b.p0), add(a.p1, b.p1), add(a.p2, b.p2));
+}
+
+// Collapsed sums added to acc: texels without alpha hold plain sums, they go to the plain slots.
+fn add_collapsed(acc: Acc, s: Sums) -> Acc {
+    let z = Big(0u);
+    let plain = WA && !nonzero(s.a);
+    var r = acc;
+    r.a = add(acc.a, s.a);
+    r.c0 = add(acc.c0, select(s.c0, z, plain));
+    r.p0 = add(acc.p0, select(z, s.c0, plain));
+    if (NC == 3u) {
+        r.c1 = add(acc.c1, select(s.c1, z, plain));
+        r.p1 = add(acc.p1, select(z, s.c1, plain));
+        r.c2 = add(acc.c2, select(s.c2, z, plain));
+        r.p2 = add(acc.p2, select(z, s.c2, plain));
     }
     return r;
 }
 
-// A collapsed texel (3 words a slot, from workgroup memory or stored sums) added to acc:
-// texels without alpha hold plain sums, they go to the plain slots (weighted alpha).
-fn add_collapsed(acc: ptr<function, Acc>, s: array<Big, 4>) {
-    var a = Big(0u);
-    if (HAS_ALPHA) {
-        a = s[NC];
-        (*acc)[3] = add((*acc)[3], a);
+fn collapse(acc: Acc) -> Sums {
+    if (WA && !nonzero(acc.a)) {
+        return Sums(acc.p0, acc.p1, acc.p2, acc.a);
     }
-    let off = select(0u, 4u, WA && !nonzero(a));
-    for (var k = 0u; k < NC; k++) {
-        (*acc)[k + off] = add((*acc)[k + off], s[k]);
-    }
+    return Sums(acc.c0, acc.c1, acc.c2, acc.a);
 }
 
-fn collapse(acc: Acc) -> array<Big, 4> {
-    var s = array<Big, 4>(acc[0], acc[1], acc[2], acc[3]);
-    let a = acc[3];
-    if (WA && !nonzero(a)) {
-        s = array<Big, 4>(acc[4], acc[5], acc[6], a);
-    }
-    if (!HAS_ALPHA) {
-        s[NC] = Big(0u);
-    } else if (NC == 1u) {
-        s[1] = a;
-    }
-    return s;
+fn big3(b: array<u32, 3>) -> Big {
+    return Big(b[0], b[1], b[2], 0u);
 }
 
-fn load_sums(p: vec2<u32>) -> array<Big, 4> {
+// Stored sums: SLOTS x 3 words a texel (grey, alpha; or r, g, b, alpha)
+fn load_sums(p: vec2<u32>) -> Sums {
     let i = (p.y * prm.src_size.x + p.x) * SLOTS * 3u;
-    var s = array<Big, 4>(Big(0u), Big(0u), Big(0u), Big(0u));
-    for (var c = 0u; c < SLOTS; c++) {
-        s[c] = Big(src_sums[i + 3u * c], src_sums[i + 3u * c + 1u], src_sums[i + 3u * c + 2u], 0u);
+    let z = Big(0u);
+    let s0 = Big(src_sums[i], src_sums[i + 1u], src_sums[i + 2u], 0u);
+    if (NC == 1u) {
+        if (HAS_ALPHA) {
+            return Sums(s0, z, z, Big(src_sums[i + 3u], src_sums[i + 4u], src_sums[i + 5u], 0u));
+        }
+        return Sums(s0, z, z, z);
     }
-    return s;
+    return Sums(s0, Big(src_sums[i + 3u], src_sums[i + 4u], src_sums[i + 5u], 0u),
+                Big(src_sums[i + 6u], src_sums[i + 7u], src_sums[i + 8u], 0u),
+                Big(src_sums[i + 9u], src_sums[i + 10u], src_sums[i + 11u], 0u));
 }
 
-// A source texel added to acc: a base texel's codes through the tables, or stored sums.
-fn add_source(acc: ptr<function, Acc>, p: vec2<u32>) {
+fn store_sums(j: u32, s: Sums) {
+    dst_sums[j] = s.c0.x;
+    dst_sums[j + 1u] = s.c0.y;
+    dst_sums[j + 2u] = s.c0.z;
+    var k = j + 3u;
+    if (NC == 3u) {
+        dst_sums[j + 3u] = s.c1.x;
+        dst_sums[j + 4u] = s.c1.y;
+        dst_sums[j + 5u] = s.c1.z;
+        dst_sums[j + 6u] = s.c2.x;
+        dst_sums[j + 7u] = s.c2.y;
+        dst_sums[j + 8u] = s.c2.z;
+        k = j + 9u;
+    }
+    if (HAS_ALPHA) {
+        dst_sums[k] = s.a.x;
+        dst_sums[k + 1u] = s.a.y;
+        dst_sums[k + 2u] = s.a.z;
+    }
+}
+
+// A source texel added to acc (16-bit base texels, or stored sums).
+fn add_source(acc: Acc, p: vec2<u32>) -> Acc {
     if (FROM_SUMS) {
-        add_collapsed(acc, load_sums(p));
-        return;
+        return add_collapsed(acc, load_sums(p));
     }
     let c = codes_at(p);
-    for (var k = 0u; k < NC; k++) {
-        let l = lin(c[k], SRGB);
+    var r = acc;
+    r.a = add(acc.a, Big(c.w, 0u, 0u, 0u));
+    let l0 = lin(c.x, SRGB);
+    if (WA) {
+        r.c0 = add(acc.c0, mul_lin(l0, c.w));
+        r.p0 = add(acc.p0, l0);
+    } else {
+        r.c0 = add(acc.c0, l0);
+    }
+    if (NC == 3u) {
+        let l1 = lin(c.y, SRGB);
+        let l2 = lin(c.z, SRGB);
         if (WA) {
-            (*acc)[k] = add((*acc)[k], mul_lin(l, c.w));
-            (*acc)[k + 4u] = add((*acc)[k + 4u], l);
+            r.c1 = add(acc.c1, mul_lin(l1, c.w));
+            r.p1 = add(acc.p1, l1);
+            r.c2 = add(acc.c2, mul_lin(l2, c.w));
+            r.p2 = add(acc.p2, l2);
         } else {
-            (*acc)[k] = add((*acc)[k], l);
+            r.c1 = add(acc.c1, l1);
+            r.c2 = add(acc.c2, l2);
         }
     }
-    (*acc)[3] = add((*acc)[3], Big(c.w, 0u, 0u, 0u));
+    return r;
 }
 
 // 8-bit sums from the base in 32-bit words: L < 2^32 split into 16-bit halves, so a texel
@@ -318,7 +380,7 @@ fn zero_narrow() -> Narrow {
     return Narrow(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), 0u);
 }
 
-fn add_narrow(n: ptr<function, Narrow>, p: vec2<u32>) {
+fn add_narrow(n: Narrow, p: vec2<u32>) -> Narrow {
     let c = codes_at(p);
     var l = c;
     if (SRGB) {
@@ -326,116 +388,126 @@ fn add_narrow(n: ptr<function, Narrow>, p: vec2<u32>) {
     }
     let lh = l >> vec4<u32>(16u);
     let ll = l & vec4<u32>(0xffffu);
+    var r = n;
     if (WA) {
-        (*n).nh += lh * c.w;
-        (*n).nl += ll * c.w;
+        r.nh = n.nh + lh * c.w;
+        r.nl = n.nl + ll * c.w;
     }
-    (*n).sh += lh;
-    (*n).sl += ll;
-    (*n).a += c.w;
+    r.sh = n.sh + lh;
+    r.sl = n.sl + ll;
+    r.a = n.a + c.w;
+    return r;
 }
 
 fn sum_narrow(a: Narrow, b: Narrow) -> Narrow {
     return Narrow(a.nh + b.nh, a.nl + b.nl, a.sh + b.sh, a.sl + b.sl, a.a + b.a);
 }
 
-fn widen(h: u32, l: u32) -> Big {
-    let lo = (h << 16u) + l;
-    return Big(lo, (h >> 16u) + select(0u, 1u, lo < l), 0u, 0u);
+// (h * 2^16 + l) of each channel: low words, high words
+fn widen(h: vec4<u32>, l: vec4<u32>) -> array<vec4<u32>, 2> {
+    let lo = (h << vec4<u32>(16u)) + l;
+    return array<vec4<u32>, 2>(lo, (h >> vec4<u32>(16u)) + select(vec4<u32>(0u), vec4<u32>(1u), lo < l));
 }
 
 fn wide(n: Narrow) -> Acc {
-    var acc = zero_acc();
-    for (var k = 0u; k < NC; k++) {
-        if (WA) {
-            acc[k] = widen(n.nh[k], n.nl[k]);
-            acc[k + 4u] = widen(n.sh[k], n.sl[k]);
-        } else {
-            acc[k] = widen(n.sh[k], n.sl[k]);
-        }
+    let s = widen(n.sh, n.sl);
+    let ps = array<Big, 3>(Big(s[0].x, s[1].x, 0u, 0u), Big(s[0].y, s[1].y, 0u, 0u), Big(s[0].z, s[1].z, 0u, 0u));
+    let a = Big(n.a, 0u, 0u, 0u);
+    if (WA) {
+        let w = widen(n.nh, n.nl);
+        return Acc(Big(w[0].x, w[1].x, 0u, 0u), Big(w[0].y, w[1].y, 0u, 0u), Big(w[0].z, w[1].z, 0u, 0u), a,
+                   ps[0], ps[1], ps[2]);
     }
-    acc[3] = Big(n.a, 0u, 0u, 0u);
-    return acc;
+    let z = Big(0u);
+    return Acc(ps[0], ps[1], ps[2], a, z, z, z);
 }
 
-fn write_texel(i: u32, x: u32, y: u32, col: array<u32, 3>, alpha: u32) {
-    var ch = array<u32, 4>(col[0], alpha, 0u, 0u);
+// Level i's texel (x, y): codes (r, g, b, a; grey in r, its alpha in g) into the output words
+fn write_texel(i: u32, x: u32, y: u32, codes: vec4<u32>) {
+    var ch = vec4<u32>(codes.x, codes.w, 0u, 0u);
     if (CHANNELS == 4u) {
-        ch = array<u32, 4>(col[0], col[1], col[2], alpha);
+        ch = codes;
         if (BGRA) {
-            ch = array<u32, 4>(col[2], col[1], col[0], alpha);
+            ch = codes.zyxw;
         }
+    } else if (CHANNELS == 1u) {
+        ch = vec4<u32>(codes.x, 0u, 0u, 0u);
     }
     let bpt = CHANNELS * BITS / 8u;
     let base = prm.mt[i].off + y * prm.mt[i].pitch;
-    if (bpt >= 4u) {
-        let per = 32u / BITS;
-        for (var j = 0u; j < bpt / 4u; j++) {
-            var word = 0u;
-            for (var k = 0u; k < per; k++) {
-                word |= ch[j * per + k] << (k * BITS);
-            }
-            atomicStore(&out[base + x * (bpt / 4u) + j], word);
-        }
-    } else {
-        var bits = 0u;
-        for (var k = 0u; k < CHANNELS; k++) {
-            bits |= ch[k] << (k * BITS);
-        }
-        let byte = x * bpt;
-        atomicOr(&out[base + byte / 4u], bits << ((byte % 4u) * 8u));
+    var w0 = ch.x | (ch.y << 8u) | (ch.z << 16u) | (ch.w << 24u);
+    var w1 = 0u;
+    if (BITS == 16u) {
+        w0 = ch.x | (ch.y << 16u);
+        w1 = ch.z | (ch.w << 16u);
     }
+    if (bpt == 8u) {
+        atomicStore(&out[base + 2u * x], w0);
+        atomicStore(&out[base + 2u * x + 1u], w1);
+    } else if (bpt == 4u) {
+        atomicStore(&out[base + x], w0);
+    } else {
+        let byte = x * bpt;
+        atomicOr(&out[base + byte / 4u], w0 << ((byte % 4u) * 8u));
+    }
+}
+
+fn pick(acc: Acc, c: u32, plain: bool) -> Big {
+    if (plain) {
+        return select(select(acc.p0, acc.p1, c == 1u), acc.p2, c == 2u);
+    }
+    return select(select(acc.c0, acc.c1, c == 1u), acc.c2, c == 2u);
 }
 
 // Codes of level i's texel (x, y) from its sums (value = sum / 2^s, or colour / alpha sum);
 // the pass's last level's sums stored for the next pass.
 fn finalize(i: u32, x: u32, y: u32, acc: Acc) {
-    let a = acc[3];
-    let w = Big(1u << prm.mt[i].s, 0u, 0u, 0u);
+    let a = acc.a;
+    let s = prm.mt[i].s;
+    let w = Big(1u << s, 0u, 0u, 0u);
     let covered = WA && nonzero(a);
-    var code = array<u32, 4>(0u, 0u, 0u, 0u);
-    for (var c = 0u; c < prm.channels; c++) {
-        var num = acc[select(c, c + 4u, WA && !covered)];
-        var den = select(w, a, covered);
-        if (c == NC) {
-            num = a;
-            den = w;
-        }
-        let srgb = SRGB && c < NC;
-        if (SCREEN && !srgb && !(covered && c < NC)) {  // a linear value over 2^s
-            code[c] = round_pow2(num, prm.mt[i].s);
+    var codes = vec4<u32>(0u);
+    for (var c = 0u; c < prm.channels; c++) {  // (not unrolled: one copy of the rounding)
+        let alpha = c == NC;
+        var num = select(pick(acc, c, WA && !covered), a, alpha);
+        let srgb = SRGB && !alpha;
+        var code = 0u;
+        if (SCREEN && !srgb && !(covered && !alpha)) {  // a linear value over 2^s
+            code = round_pow2(num, s);
         } else {
-            code[c] = round_fast(num, den, srgb);
+            code = round_fast(num, select(w, a, covered && !alpha), srgb);
         }
+        codes = select(codes, vec4<u32>(code), vec4<u32>(c) == vec4<u32>(0u, 1u, 2u, 3u));
     }
-    write_texel(i, x, y, array<u32, 3>(code[0], code[1], code[2]), code[NC]);
+    if (NC == 1u) {
+        codes = vec4<u32>(codes.x, 0u, 0u, codes.y);
+    }
+    write_texel(i, x, y, codes);
     if (STORE && i + 1u == prm.levels) {
-        let s = collapse(acc);
-        let j = (y * prm.lv[i].size.x + x) * SLOTS * 3u;
-        for (var c = 0u; c < SLOTS; c++) {
-            dst_sums[j + 3u * c] = s[c].x;
-            dst_sums[j + 3u * c + 1u] = s[c].y;
-            dst_sums[j + 3u * c + 2u] = s[c].z;
-        }
+        store_sums((y * prm.lv[i].size.x + x) * SLOTS * 3u, collapse(acc));
     }
 }
 
-fn tile_put(p: vec2<u32>, s: array<Big, 4>) {
+fn tile_put(p: vec2<u32>, s: Sums) {
     let j = (p.y * 16u + p.x) * 12u;
-    for (var c = 0u; c < 4u; c++) {
-        tile[j + 3u * c] = s[c].x;
-        tile[j + 3u * c + 1u] = s[c].y;
-        tile[j + 3u * c + 2u] = s[c].z;
-    }
+    tile[j] = s.c0.x;
+    tile[j + 1u] = s.c0.y;
+    tile[j + 2u] = s.c0.z;
+    tile[j + 3u] = s.c1.x;
+    tile[j + 4u] = s.c1.y;
+    tile[j + 5u] = s.c1.z;
+    tile[j + 6u] = s.c2.x;
+    tile[j + 7u] = s.c2.y;
+    tile[j + 8u] = s.c2.z;
+    tile[j + 9u] = s.a.x;
+    tile[j + 10u] = s.a.y;
+    tile[j + 11u] = s.a.z;
 }
 
-fn tile_get(p: vec2<u32>) -> array<Big, 4> {
+fn tile_get(p: vec2<u32>) -> Sums {
     let j = (p.y * 16u + p.x) * 12u;
-    var s: array<Big, 4>;
-    for (var c = 0u; c < 4u; c++) {
-        s[c] = Big(tile[j + 3u * c], tile[j + 3u * c + 1u], tile[j + 3u * c + 2u], 0u);
-    }
-    return s;
+    return Sums(Big(tile[j], tile[j + 1u], tile[j + 2u], 0u), Big(tile[j + 3u], tile[j + 4u], tile[j + 5u], 0u),
+                Big(tile[j + 6u], tile[j + 7u], tile[j + 8u], 0u), Big(tile[j + 9u], tile[j + 10u], tile[j + 11u], 0u));
 }
 
 // Thread (tx, ty) of workgroup (gx, gy) owns texel (16 gx + tx, 16 gy + ty) of the pass's
@@ -450,7 +522,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let p = wg.xy * 16u + lid.xy;
     let inside = all(p < anchor.size);
     let f0 = prm.lv[0].f;
-    let rc = vec2<u32>(1u) << (anchor.f - f0);  // children of the anchor texel on each axis
+    let fs = vec2<u32>(1u) << f0;               // source texels of a first-level texel
+    let rc = vec2<u32>(1u) << (anchor.f - f0);  // first-level texels of an anchor texel
     var acc = zero_acc();
     if (inside && BITS == 8u && !FROM_SUMS) {
         var an = zero_narrow();
@@ -458,10 +531,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             for (var cx = 0u; cx < rc.x; cx++) {
                 let c = p * rc + vec2<u32>(cx, cy);
                 var child = zero_narrow();
-                let fs = vec2<u32>(1u) << f0;
                 for (var sy = 0u; sy < fs.y; sy++) {
                     for (var sx = 0u; sx < fs.x; sx++) {
-                        add_narrow(&child, c * fs + vec2<u32>(sx, sy));
+                        child = add_narrow(child, c * fs + vec2<u32>(sx, sy));
                     }
                 }
                 if (r == 1u) {
@@ -477,18 +549,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             for (var cx = 0u; cx < rc.x; cx++) {
                 let c = p * rc + vec2<u32>(cx, cy);
                 var child = zero_acc();
-                let fs = vec2<u32>(1u) << f0;
                 for (var sy = 0u; sy < fs.y; sy++) {
                     for (var sx = 0u; sx < fs.x; sx++) {
-                        add_source(&child, c * fs + vec2<u32>(sx, sy));
+                        child = add_source(child, c * fs + vec2<u32>(sx, sy));
                     }
                 }
                 if (r == 1u) {
                     finalize(0u, c.x, c.y, child);
-                    acc = add_acc(acc, child);
-                } else {
-                    acc = child;
                 }
+                acc = add_acc(acc, child);
             }
         }
         finalize(r, p.x, p.y, acc);
@@ -509,7 +578,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         if (mine) {
             for (var cy = 0u; cy < rr.y; cy++) {
                 for (var cx = 0u; cx < rr.x; cx++) {
-                    add_collapsed(&sum, tile_get((lid.xy * rr + vec2<u32>(cx, cy)) << gp));
+                    sum = add_collapsed(sum, tile_get((lid.xy * rr + vec2<u32>(cx, cy)) << gp));
                 }
             }
         }
