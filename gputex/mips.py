@@ -251,9 +251,12 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
     precision
         ``exact`` (default): box chains of 8- and 16-bit unorm formats are correctly rounded
         and the same bytes on every adapter that passes the self-check (integer arithmetic,
-        ``mips_int.py``); float32 formats use float64 where the device has ``shader-f64``.
+        ``mips_int.py``; six levels a dispatch, ``mips_spd.py``, where every level halves);
+        float32 formats use float64 where the device has ``shader-f64``.
         ``fast``: the float chains (float32, within 1 LSB at 8 bits; float64 for 16-bit and
         float32 formats where the device has ``shader-f64``).
+        ``int``: ``exact`` without the single-pass form of the integer chain (``mips_spd.py``,
+        the same bytes): the multi-pass chain it is checked and timed against.
     """
     if filter not in FILTERS:
         raise FormatError(f"unknown filter {filter!r}; use box, kaiser or lanczos")
