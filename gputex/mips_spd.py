@@ -11,12 +11,13 @@ number as the integer chain's weighted sum over the weight total, decided by the
 comparisons with the same tables, hence the same bytes. Other sizes (odd footprints) keep the
 integer chain.
 
-Why not a cheaper fix of the integer chain: it reads the base twice (levels 1 and 2), keeps
-48 bytes of sums per level-2 texel in memory, and runs one to three dispatches plus a
-buffer-to-texture copy per level (13 levels at 8192^2), each level's texels through a
-non-unrolled loop over seven 128-bit accumulators; its 17 ms at 8192^2 on the H200 (0.66 ms
-for the float chain) is spread over all of these, so no single change brings it near the
-memory floor.
+Measured on the H200 (``benchmarks/mips.py``, GPU time, rgba8unorm-srgb, weighted alpha; the
+integer chain in the same run): 4096^2 1.89 ms against 4.76 ms, 8192^2 12.6 ms against 18.9 ms
+(commit 4c1d476; first pass 1.49 and 10.8 ms). The float chain takes 0.28 and 0.65 ms, so that
+version was still bound by its integer arithmetic, not by memory: the passes over a few
+thousand texels took 0.1-0.5 ms, a sign of accumulators in local memory (arrays indexed by loop
+variables), which the shader no longer has (not yet measured on the H200). Alpha's exact ties
+(a quarter of level 1's texels) are rounded by a shift, not the search.
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x16 chain
 (seven levels: two passes, both kinds of tile) whose bytes must equal ``intbox.model_chain``'s.
