@@ -58,6 +58,12 @@ alias Big = vec4<u32>;
 
 var<workgroup> tile: array<u32, 3072>;  // 16 x 16 texels x 4 slots x 3 words
 
+// 8-bit sRGB: L and the float thresholds in workgroup memory (a warp's 32 lookups of random
+// codes in a storage buffer touch up to 16 cache lines each)
+override SMEM_TABLES: bool = BITS == 8u && SRGB;
+var<workgroup> ltab: array<u32, 256>;
+var<workgroup> qtab: array<f32, 257>;
+
 // (No loops over words or channels below: an array or vector indexed by a loop variable lives in
 // local memory on some compilers, which made the first version of this shader 10x slower on the
 // H200 than its arithmetic.)
@@ -186,6 +192,9 @@ fn round_code(num: Big, den: Big, srgb: bool) -> u32 {
 fn threshold_f(k: u32, srgb: bool) -> f32 {
     if (!srgb) {
         return f32(k) - 0.5;
+    }
+    if (SMEM_TABLES) {
+        return qtab[min(k, 256u)];
     }
     return bitcast<f32>(tables[5u * (top() + 1u) + k]);
 }
@@ -383,7 +392,9 @@ fn zero_narrow() -> Narrow {
 fn add_narrow(n: Narrow, p: vec2<u32>) -> Narrow {
     let c = codes_at(p);
     var l = c;
-    if (SRGB) {
+    if (SMEM_TABLES) {
+        l = vec4<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u], 0u);
+    } else if (SRGB) {
         l = vec4<u32>(tables[2u * c.x], tables[2u * c.y], tables[2u * c.z], 0u);
     }
     let lh = l >> vec4<u32>(16u);
@@ -516,6 +527,15 @@ fn tile_get(p: vec2<u32>) -> Sums {
 // 16 x 16 anchor texels a tile, each level texel kept at its first anchor texel's place.
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    if (SMEM_TABLES) {
+        let t = lid.y * 16u + lid.x;
+        ltab[t] = tables[2u * t];
+        qtab[t] = bitcast<f32>(tables[5u * 256u + t]);
+        if (t == 0u) {
+            qtab[256] = 3.4e38;  // above every value (k + 1 = 256 is never compared)
+        }
+        workgroupBarrier();
+    }
     let n = prm.levels;
     let r = min(1u, n - 1u);
     let anchor = prm.lv[r];
