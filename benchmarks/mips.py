@@ -6,7 +6,8 @@
     python benchmarks/mips.py --hashes OUT.json [--against benchmarks/results/mip-hashes-lavapipe.json]
 
 Every size prints, for each ``--precisions`` (``exact``: the integer chain, correctly rounded,
-the default; ``fast``: the float32 chain), the chain's GPU time (timestamp queries, best of
+the default, in its single-pass form where the sizes halve (``gputex/mips/spd.py``); ``int``: the
+multi-pass integer chain, the same bytes; ``fast``: the float32 chain), the chain's GPU time (timestamp queries, best of
 ``--repeat``) and its ratio to the **speed of light**: ``mip_sol.wgsl`` reads every base texel
 once and writes every texel of every level once, nothing else (the memory floor of any chain).
 ``--json`` writes those figures; ``--record`` appends one line per size and precision to
@@ -136,8 +137,11 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def commit() -> str:
+    """The tree's commit; ``GPUTEX_COMMIT`` where it has no git (a copy sent to the GPU machine)."""
     import subprocess
 
+    if os.environ.get("GPUTEX_COMMIT"):
+        return os.environ["GPUTEX_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               cwd=ROOT, check=True).stdout.strip()
@@ -222,14 +226,21 @@ def timings(gpu, args) -> list[dict]:
             print(f"  {precision:>5} ({report.precision}) wall {wall * 1e3:9.2f} ms" +
                   (f"   GPU {gpu_ns / 1e6:.3f} ms" if gpu_ns else "") +
                   (f"   {ratio:.2f}x speed of light" if ratio else "") +
+                  (f"   {len(report.pass_ns)} passes" if report.pass_ns else "") +
                   (f"   [{report.note}]" if report.note else ""), flush=True)
             rows.append({"size": [w, h], "format": args.format, "levels": tex.levels, "precision": precision,
                          "path": report.precision, "wall_ms": wall * 1e3, "gpu_ms": gpu_ns / 1e6 if gpu_ns else None,
-                         "sol_ms": sol / 1e6 if sol else None, "ratio_to_sol": ratio})
+                         "sol_ms": sol / 1e6 if sol else None, "ratio_to_sol": ratio,
+                         "passes": len(report.pass_ns), "pass_ms": [round(t / 1e6, 4) for t in report.pass_ns]})
         if eight and not args.skip_cpu and w == h and w & (w - 1) == 0:
             cpu_baselines(gpu, tex, a)
         tex.destroy()
     by = {(tuple(r["size"]), r["precision"]): r["gpu_ms"] for r in rows}
+    for r in rows:  # the exact chain against the multi-pass integer chain (the same bytes)
+        old = by.get((tuple(r["size"]), "int"))
+        if r["precision"] == "exact" and old and r["gpu_ms"]:
+            r["ratio_to_int"] = r["gpu_ms"] / old
+            print(f"  {r['size'][0]}x{r['size'][1]} exact: {old / r['gpu_ms']:.1f}x faster than the int chain")
     for r in rows:  # odd sizes against the power-of-two size of about the same area
         w, h = r["size"]
         n = 1 << round(np.log2(np.sqrt(w * h)))
@@ -384,7 +395,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="+", default=["4096", "8192", "8191", "4095x4097"], help="N or WxH")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--precisions", nargs="+", default=["exact", "fast"], choices=["exact", "fast"])
+    ap.add_argument("--precisions", nargs="+", default=["exact", "int", "fast"], choices=["exact", "int", "fast"],
+                    help="int: the multi-pass integer chain (the reference the single-pass exact chain equals)")
     ap.add_argument("--skip-cpu", "--skip-numpy", action="store_true", help="no numpy/Pillow/OpenCV baselines")
     ap.add_argument("--format", default="rgba8unorm-srgb",
                     help="rgba16unorm times the 16-bit chains (no CPU baselines then)")

@@ -219,7 +219,7 @@ def test_failed_self_check_falls_back_and_says_so(gpu, monkeypatch):
 @pytest.mark.gpu
 def test_unknown_precision_is_refused(gpu):
     a = np.zeros((4, 4, 4), np.uint8)
-    with pytest.raises(gputex.FormatError, match="^unknown mip precision 'double'; use exact, fast or float32$"):
+    with pytest.raises(gputex.FormatError, match="^unknown mip precision 'double'; use exact, fast, float32 or int$"):
         gputex.upload(gpu, gputex.from_array(a), "rgba8unorm", mips=True, precision="double")
 
 

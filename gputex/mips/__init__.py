@@ -6,7 +6,8 @@
 1. 3D textures: box mips in float32 (:mod:`.volume`).
 2. ``precision="exact"`` (default), box filter, 8- and 16-bit unorm formats: the integer
    chain, correctly rounded and the same bytes on every adapter that passes its self-check
-   (:mod:`.integer`, arithmetic in :mod:`.intbox`).
+   (:mod:`.integer`, arithmetic in :mod:`.intbox`); six levels a dispatch (:mod:`.spd`, the
+   same bytes) where every level halves each axis.
 3. Where float64 is allowed (:func:`use_float64`): box mips of 16-bit and float32 formats
    and kernel chains of those and the 4-byte 8-bit formats in float64 (:mod:`.exact`).
 4. Everything else: the float32 chain (:mod:`.chain`), drawn by a fragment shader instead
@@ -36,8 +37,10 @@ __all__ = ["generate_mips", "MipReport", "FILTERS", "FILTER_NAMES", "ALPHA_MODES
            "box_source_level", "kernel_taps", "mips_path", "needs_render_target", "use_float64", "check_precision"]
 
 #: ``exact``: integer chain where it applies, float64 where the device has it, else float32;
-#: ``fast``: no integer chain; ``float32``: float32 only (what an adapter without shader-f64 runs).
-PRECISIONS = ("exact", "fast", "float32")
+#: ``fast``: no integer chain; ``float32``: float32 only (what an adapter without shader-f64 runs);
+#: ``int``: ``exact`` with the multi-pass integer chain only (the reference the single-pass form,
+#: :mod:`.spd`, is checked and timed against: the same bytes).
+PRECISIONS = ("exact", "fast", "float32", "int")
 #: How renderable formats without a storage-capable twin get their levels (the default is
 #: chosen by measurement: ``benchmarks/mips.py --paths``; see README).
 PATHS = ("compute", "render")
@@ -72,7 +75,7 @@ def mips_path(path: str | None = None) -> str:
 
 def check_precision(precision: str) -> str:
     if precision not in PRECISIONS:
-        raise FormatError(f"unknown mip precision {precision!r}; use exact, fast or float32")
+        raise FormatError(f"unknown mip precision {precision!r}; use exact, fast, float32 or int")
     return precision
 
 
@@ -128,7 +131,9 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
         :mod:`gputex.mips.integer`); float32 formats use float64 where the device has
         ``shader-f64``. ``fast``: the float chains (float32, within 1 LSB at 8 bits; float64
         for 16-bit and float32 formats where the device has ``shader-f64``). ``float32``:
-        float32 only, as on an adapter without ``shader-f64``.
+        float32 only, as on an adapter without ``shader-f64``. ``int``: ``exact`` without the
+        single-pass form of the integer chain (:mod:`.spd`, the same bytes): the multi-pass
+        chain it is checked and timed against.
     path
         ``compute`` or ``render``: how renderable formats without a storage-capable twin
         (r8unorm, rg8unorm, rgb10a2unorm, r16float, rg16float) get their levels; the render
@@ -156,7 +161,8 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
 
         report.sources = chain3d(tex, kind, alpha)
         return report
-    if precision == "exact" and _int_chain(tex, report, filter, alpha, normal_map, alpha_coverage, layer, measure):
+    if precision in ("exact", "int") and _int_chain(tex, report, filter, alpha, normal_map, alpha_coverage, layer,
+                                                   measure, single_pass=precision == "exact"):
         return report
     from .exact import exact_chain, exact_kernel_chain, exact_kernel_ok, exact_ok
 
@@ -197,12 +203,23 @@ def _float_chain(tex: "Texture", report: MipReport, kind: str, filter: str, alph
 
 
 def _int_chain(tex: "Texture", report: MipReport, filter: str, alpha: str, normal_map: bool, coverage: float | None,
-               layer: int, measure: bool) -> bool:
-    """The integer chain, where it applies and this adapter passes its self-check."""
+               layer: int, measure: bool, single_pass: bool = True) -> bool:
+    """The integer chain, where it applies and this adapter passes its self-check; its
+    single-pass form (:mod:`.spd`, the same bytes) where that serves the sizes."""
     from .integer import int_chain, int_ok, self_check
+    from .spd import spd_chain, spd_ok
+    from .spd import self_check as spd_self_check
 
     if not int_ok(tex, filter, normal_map, coverage):
         return False
+    if single_pass and spd_ok(tex, filter, normal_map, coverage):
+        ok, why = spd_self_check(tex.session, tex.format, tex.color_space, alpha)
+        if ok:
+            report.sources, report.gpu_ns, report.pass_ns = spd_chain(tex, alpha, layer, measure)
+            report.exact, report.precision = True, "integer"
+            return True
+        report.note = (f"{tex.session.name}: the single-pass integer mip chain failed its self-check ({why}); "
+                       "the integer chain was used")
     passed, why = self_check(tex.session, tex.format, tex.color_space, alpha)
     if not passed:
         report.note = (f"{tex.session.name}: the integer mip chain failed its self-check ({why}); "

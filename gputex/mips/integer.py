@@ -195,7 +195,7 @@ def self_check(session, fmt, color_space: str, alpha: str) -> tuple[bool, str]:
         codes = self_check_image(fmt.channels, fmt.bits)
         want = model_chain(codes.tolist(), fmt.channels, fmt.bits, color_space == "srgb", alpha == "weighted", 4)
         tex = upload(session, from_array(codes, color_space), fmt.name, levels=4, color_space=color_space,
-                     usage=_binding_usage())
+                     usage=binding_usage())
         try:
             int_chain(tex, alpha)
             for lv in range(1, tex.levels):
@@ -213,7 +213,7 @@ def self_check(session, fmt, color_space: str, alpha: str) -> tuple[bool, str]:
     return session.cache("mip-int").get(key, run)
 
 
-def _binding_usage() -> int:
+def binding_usage() -> int:
     import wgpu
 
     return wgpu.TextureUsage.TEXTURE_BINDING

@@ -54,16 +54,22 @@ fn mul32(a: u32, b: u32) -> vec2<u32> {
     return vec2<u32>((mid2 << 16u) | (p00 & 0xffffu), (a >> 16u) * (b >> 16u) + (mid >> 16u) + (mid2 >> 16u));
 }
 
+fn carry(s: u32, a: u32) -> u32 {
+    return select(0u, 1u, s < a);
+}
+
+// (Big-integer helpers written out word by word: a vector indexed by a loop variable can live in
+// local memory on some compilers.)
 fn add(a: Big, b: Big) -> Big {
-    var r: Big;
-    var carry = 0u;
-    for (var i = 0u; i < 4u; i++) {
-        let s = a[i] + b[i];
-        let s2 = s + carry;
-        carry = select(0u, 1u, s < a[i]) + select(0u, 1u, s2 < s);
-        r[i] = s2;
-    }
-    return r;
+    let x = a.x + b.x;
+    let c0 = carry(x, a.x);
+    let y0 = a.y + b.y;
+    let y = y0 + c0;
+    let c1 = carry(y0, a.y) + carry(y, y0);
+    let z0 = a.z + b.z;
+    let z = z0 + c1;
+    let c2 = carry(z0, a.z) + carry(z, z0);
+    return Big(x, y, z, a.w + b.w + c2);
 }
 
 // L * b: L < 2^32 at 8 bits (one multiply), < 2^41 at 16; b < 2^31
@@ -74,44 +80,48 @@ fn mul_lin(l: Big, b: u32) -> Big {
     }
     let hi = mul32(l.y, b);
     let mid = lo.y + hi.x;
-    return Big(lo.x, mid, hi.y + select(0u, 1u, mid < lo.y), 0u);
+    return Big(lo.x, mid, hi.y + carry(mid, lo.y), 0u);
 }
 
 fn mul(a: Big, b: u32) -> Big {
-    var r: Big;
-    var carry = 0u;
-    for (var i = 0u; i < 4u; i++) {
-        let p = mul32(a[i], b);
-        let s = p.x + carry;
-        r[i] = s;
-        carry = p.y + select(0u, 1u, s < p.x);
-    }
-    return r;
+    let p0 = mul32(a.x, b);
+    let p1 = mul32(a.y, b);
+    let p2 = mul32(a.z, b);
+    let p3 = mul32(a.w, b);
+    let y = p1.x + p0.y;
+    let c1 = p1.y + carry(y, p1.x);
+    let z = p2.x + c1;
+    let c2 = p2.y + carry(z, p2.x);
+    return Big(p0.x, y, z, p3.x + c2);
 }
 
 // a / r for r < 2^16 where r divides a (16-bit digits, so no 64-bit division is needed)
+fn div_word(rem: u32, w: u32, r: u32) -> vec2<u32> {  // (quotient word, remainder)
+    let hi = (rem << 16u) | (w >> 16u);
+    let r1 = hi % r;
+    let lo = (r1 << 16u) | (w & 0xffffu);
+    return vec2<u32>(((hi / r) << 16u) | (lo / r), lo % r);
+}
+
 fn div_exact(a: Big, r: u32) -> Big {
-    var q: Big;
-    var rem = 0u;
-    for (var j = 0u; j < 4u; j++) {
-        let i = 3u - j;
-        let hi = (rem << 16u) | (a[i] >> 16u);
-        rem = hi % r;
-        let lo = (rem << 16u) | (a[i] & 0xffffu);
-        rem = lo % r;
-        q[i] = ((hi / r) << 16u) | (lo / r);
-    }
-    return q;
+    let w = div_word(0u, a.w, r);
+    let z = div_word(w.y, a.z, r);
+    let y = div_word(z.y, a.y, r);
+    let x = div_word(y.y, a.x, r);
+    return Big(x.x, y.x, z.x, w.x);
 }
 
 fn ge(a: Big, b: Big) -> bool {
-    for (var j = 0u; j < 4u; j++) {
-        let i = 3u - j;
-        if (a[i] != b[i]) {
-            return a[i] > b[i];
-        }
+    if (a.w != b.w) {
+        return a.w > b.w;
     }
-    return true;
+    if (a.z != b.z) {
+        return a.z > b.z;
+    }
+    if (a.y != b.y) {
+        return a.y > b.y;
+    }
+    return a.x >= b.x;
 }
 
 fn nonzero(a: Big) -> bool {

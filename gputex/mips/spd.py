@@ -1,0 +1,261 @@
+"""The single-pass integer box chain (``mip_spd.wgsl``): the bytes of the integer chain
+(``mips/integer.py``), in one dispatch per six levels instead of one or more per level.
+
+Each workgroup reduces a tile of the source through up to six levels (the first two in
+registers, the rest in workgroup memory), so the base is read once and every level written
+once; the sums of the pass's last level are kept for the next pass (a 8192^2 chain is three
+dispatches). It serves the chains whose every level halves each axis of the one before (or
+keeps it at 1): power-of-two sizes and their multiples down to the levels asked for. A texel's
+sums are then plain sums over its 2^s base texels, its value sum / 2^s: the same rational
+number as the integer chain's weighted sum over the weight total, decided by the same exact
+comparisons with the same tables, hence the same bytes. Other sizes (odd footprints) keep the
+integer chain.
+
+Measured on the H200 (``benchmarks/mips.py``, GPU time, rgba8unorm-srgb, weighted alpha; the
+integer chain in the same run): 4096^2 1.89 ms against 4.76 ms, 8192^2 12.6 ms against 18.9 ms
+(commit 4c1d476; first pass 1.49 and 10.8 ms). The float chain takes 0.28 and 0.65 ms, so that
+version was still bound by its integer arithmetic, not by memory: the passes over a few
+thousand texels took 0.1-0.5 ms, a sign of accumulators in local memory (arrays indexed by loop
+variables), which the shader no longer has (not yet measured on the H200). Alpha's exact ties
+(a quarter of level 1's texels) are rounded by a shift, not the search.
+
+The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x16 chain
+(seven levels: two passes, both kinds of tile) whose bytes must equal ``intbox.model_chain``'s.
+An adapter that disagrees gets the integer chain instead, and the report says so.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING
+
+from ..layout import align_up
+
+if TYPE_CHECKING:
+    from ..upload import Texture
+
+__all__ = ["LEVELS_PER_PASS", "spd_plan", "spd_ok", "spd_chain", "self_check"]
+
+#: Levels one dispatch makes (two in registers, four in a 16x16 tile of workgroup memory).
+LEVELS_PER_PASS = 6
+#: Accept the float estimate of a code where it is clearly inside the code's interval (False:
+#: every code from the exact search; the tests compare both).
+SCREEN = True
+#: Words of sums a texel keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
+_WORDS = 3
+
+
+def _size(w: int, h: int, level: int) -> tuple[int, int]:
+    return max(1, w >> level), max(1, h >> level)
+
+
+def spd_plan(width: int, height: int, levels: int) -> list[tuple[int, int]] | None:
+    """The passes ``(source level, levels made)`` of the chain, or None where some level does
+    not halve (or keep at 1) an axis of the level before it."""
+    for lv in range(1, levels):
+        for a, b in zip(_size(width, height, lv - 1), _size(width, height, lv)):
+            if a != 2 * b and not a == b == 1:
+                return None
+    return [(s, min(LEVELS_PER_PASS, levels - 1 - s)) for s in range(0, levels - 1, LEVELS_PER_PASS)]
+
+
+def _out_bytes(tex: "Texture", src: int, n: int) -> list[tuple[int, int]]:
+    """(byte offset, row pitch) of each level of a pass in its output buffer."""
+    out, off = [], 0
+    for lv in range(src + 1, src + n + 1):
+        w, h = tex.size(lv)
+        pitch = align_up(w * tex.format.block_bytes, 256)
+        out.append((off, pitch))
+        off += pitch * h
+    return out + [(off, 0)]
+
+
+def _limit(session) -> int:
+    return min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 1 << 30)
+
+
+def spd_ok(tex: "Texture", filter: str, normal_map: bool, coverage) -> bool:
+    """Whether this chain can make ``tex``'s box mips (the integer chain's cases that tile)."""
+    from .integer import int_ok
+
+    if not int_ok(tex, filter, normal_map, coverage):
+        return False
+    plan = spd_plan(tex.width, tex.height, tex.levels)
+    if plan is None:
+        return False
+    limit = _limit(tex.session)
+    slots = _slots(tex.format.channels)
+    return all(_out_bytes(tex, s, n)[-1][0] <= limit
+               and tex.size(s + n)[0] * tex.size(s + n)[1] * slots * _WORDS * 4 <= limit for s, n in plan)
+
+
+def _slots(channels: int) -> int:
+    return (3 if channels == 4 else 1) + (channels != 1)
+
+
+def _tables(session, bits: int, srgb: bool):
+    """L (2 words a code), Q (3 words a code) and Q / 2**32 as float32 for sRGB data (the
+    integer chain's tables and the float thresholds round_fast screens with); a stand-in for
+    linear data."""
+    import numpy as np
+    import wgpu
+
+    from .intbox import lin_table, threshold_table
+
+    def make():
+        if not srgb:
+            data = np.zeros(4, np.uint32)
+        else:
+            lin = np.array(lin_table(bits, True), dtype=object)
+            thr = np.array(threshold_table(bits, True), dtype=object)
+            mask = 0xFFFFFFFF
+            lw = np.stack([lin & mask, lin >> 32], -1).astype(np.uint64).astype(np.uint32).ravel()
+            tw = np.stack([thr & mask, (thr >> 32) & mask, thr >> 64], -1).astype(np.uint64).astype(np.uint32).ravel()
+            qf = np.array([float(q) / 2.0 ** 32 for q in thr], np.float64).astype(np.float32).view(np.uint32)
+            data = np.concatenate([lw, tw, qf])
+        return session.device.create_buffer_with_data(data=data.tobytes(), usage=wgpu.BufferUsage.STORAGE)
+
+    return session.cache("mip-spd").get(("tables", bits, srgb), make)
+
+
+def _entries() -> list[dict]:
+    import wgpu
+
+    s = wgpu.ShaderStage.COMPUTE
+
+    def buf(b, kind):
+        return {"binding": b, "visibility": s, "buffer": {"type": kind}}
+
+    st, ro = wgpu.BufferBindingType.storage, wgpu.BufferBindingType.read_only_storage
+    return [{"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
+                                                        "view_dimension": "2d", "multisampled": False}},
+            buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, ro)]
+
+
+def _params(tex: "Texture", src: int, n: int, layout: list[tuple[int, int]]) -> bytes:
+    """Params of mip_spd.wgsl: the source size, then per level its size and log2 texel ratio
+    to the source, and its output offset, pitch (words) and log2 of base texels per texel."""
+    sw, sh = tex.size(src)
+    total = tex.width * tex.height
+    lv = b"".join(struct.pack("<4I", *tex.size(src + 1 + i), (sw // tex.size(src + 1 + i)[0]).bit_length() - 1,
+                              (sh // tex.size(src + 1 + i)[1]).bit_length() - 1) for i in range(n))
+    mt = b"".join(struct.pack("<4I", layout[i][0] // 4, layout[i][1] // 4,
+                              (total // (tex.size(src + 1 + i)[0] * tex.size(src + 1 + i)[1])).bit_length() - 1, 0)
+                  for i in range(n))
+    pad = b"\0" * 16 * (6 - n)
+    return struct.pack("<4I", sw, sh, n, _slots(tex.format.channels)) + lv + pad + mt + pad
+
+
+def spd_chain(tex: "Texture", alpha: str, layer: int = 0, measure: bool = False):
+    """Fill levels 1.. of ``tex`` with the single-pass integer chain. Returns (sources, gpu_ns,
+    pass_ns): the source of each level is its pass's source (the base or the stored sums)."""
+    import wgpu
+
+    from ..kernels import timestamps
+    from .common import pipeline
+
+    session, device, fmt = tex.session, tex.session.device, tex.format
+    plan = spd_plan(tex.width, tex.height, tex.levels)
+    slots = _slots(fmt.channels)
+    consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
+              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
+    entries = _entries()
+    tables = _tables(session, fmt.bits, tex.color_space == "srgb")
+    layouts = [_out_bytes(tex, s, n) for s, n in plan]
+    owned = []
+
+    def buffer(size, usage, what):
+        b = session.check(f"{tex.source}: {what}", device.create_buffer, size=max(16, size), usage=usage)
+        owned.append(b)
+        return b
+
+    def whole(b):
+        return {"buffer": b, "offset": 0, "size": b.size}
+
+    try:
+        out = buffer(max(lay[-1][0] for lay in layouts),
+                     wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
+                     "mip output buffer")
+        stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+        stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+        base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                                       array_layer_count=1, dimension="2d")
+        query = timestamps(session, len(plan) + 4) if measure else None
+        enc = device.create_command_encoder()
+        sums = None
+        sources = []
+        for (src, n), lay in zip(plan, layouts):
+            store = src + n < tex.levels - 1
+            last = tex.size(src + n)
+            new_sums = (buffer(last[0] * last[1] * slots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
+                        if store else None)
+            pipe, bgl = pipeline(session, "mip_spd.wgsl", dict(consts, FROM_SUMS=src > 0, STORE=store), entries)
+            prm = _params(tex, src, n, lay)
+            bind = device.create_bind_group(layout=bgl, entries=[
+                {"binding": i, "resource": r} for i, r in enumerate(
+                    [base, whole(out), {"buffer": session.uniform(prm)}, whole(sums) if sums else whole(stand_in),
+                     whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)])])
+            if fmt.block_bytes < 4:
+                enc.clear_buffer(out, 0, lay[-1][0])
+            aw, ah = tex.size(src + min(2, n))
+            ts = query.next() if query else None
+            cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
+            cpass.set_pipeline(pipe)
+            cpass.set_bind_group(0, bind)
+            cpass.dispatch_workgroups(-(-aw // 16), -(-ah // 16), 1)
+            cpass.end()
+            for i in range(n):
+                w, h = tex.size(src + 1 + i)
+                enc.copy_buffer_to_texture(
+                    {"buffer": out, "offset": lay[i][0], "bytes_per_row": lay[i][1], "rows_per_image": h},
+                    {"texture": tex.texture, "mip_level": src + 1 + i, "origin": (0, 0, layer)}, (w, h, 1))
+            sources += [src] * n
+            sums = new_sums
+        if query:
+            query.resolve(enc)
+        session.check(f"{tex.source}: mip chain (integer, single pass)", device.queue.submit, [enc.finish()])
+        gpu_ns, pass_ns = query.read() if query else (None, [])
+    finally:
+        for b in owned:
+            b.destroy()
+    return sources, gpu_ns, pass_ns
+
+
+#: The self-check's image: seven levels (two passes), 2D tiles and 1-texel-high levels.
+CHECK_SIZE = (128, 16)
+
+
+def self_check(session, fmt, color_space: str, alpha: str) -> tuple[bool, str]:
+    """Once per session and kind of chain: this chain's bytes for a 128x16 image must be those of
+    ``intbox.model_chain``. Returns (passed, what differed)."""
+    def run():
+        import numpy as np
+
+        from . import intbox
+        from ..capture import capture
+        from ..decode import from_array
+        from .integer import binding_usage, self_check_image
+        from ..upload import upload
+
+        w, h = CHECK_SIZE
+        codes = np.ascontiguousarray(np.tile(self_check_image(fmt.channels, fmt.bits), (-(-h // 7), -(-w // 13), 1))[:h, :w])
+        levels = 8
+        want = intbox.model_chain(codes.tolist(), fmt.channels, fmt.bits, color_space == "srgb",
+                                  alpha == "weighted", levels)
+        tex = upload(session, from_array(codes, color_space), fmt.name, levels=levels, color_space=color_space,
+                     usage=binding_usage())
+        try:
+            spd_chain(tex, alpha)
+            for lv in range(1, tex.levels):
+                got = capture(tex, lv)
+                exp = np.array(want[lv - 1], got.dtype).reshape(got.shape)
+                if not np.array_equal(got, exp):
+                    y, x = (int(b) for b in np.argwhere(got != exp)[0][:2])
+                    return False, (f"level {lv} texel ({y}, {x}): got {got[y, x].tolist()}, "
+                                   f"expected {exp[y, x].tolist()}")
+        finally:
+            tex.destroy()
+        return True, ""
+
+    key = ("mip-spd-self-check", fmt.name, color_space, alpha == "weighted" and fmt.channels != 1)
+    return session.cache("mip-spd").get(key, run)

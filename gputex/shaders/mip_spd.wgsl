@@ -1,0 +1,611 @@
+// Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
+// reducing its tile through them in registers and workgroup memory: the source (the base, or
+// the stored sums of the previous pass's last level) read once, every level written once.
+// Only chains whose every level halves (or keeps at 1) each axis of the one before: a texel's
+// sums are then plain (unit weight) sums over its 2^sx x 2^sy base texels, and its value
+// sum / 2^s, s = sx + sy. The output code is decided exactly as in mip_int.wgsl (the same
+// tables and thresholds, the same comparisons num * 2^32 >= Q[k] * den), on the same rational
+// value, so the bytes equal the integer chain's (intbox.py explains the arithmetic).
+//
+// Sums: slots 0-2 colour (grey in 0), slot 3 alpha, slots 4-6 plain colour (weighted alpha,
+// where the footprint's alpha is 0). Collapsed (workgroup memory, the stored sums): 3 words a
+// slot, colour slots hold the premultiplied sums, or the plain ones where the alpha sum is 0.
+
+override CHANNELS: u32 = 4u;
+override BITS: u32 = 8u;
+override SRGB: bool = false;
+override SRGB_VIEW: bool = false;
+override WEIGHTED: bool = true;
+override BGRA: bool = false;
+override FROM_SUMS: bool = false;  // the source is stored sums (else the base texture)
+override STORE: bool = false;      // keep the pass's last level's sums for the next pass
+override SCREEN: bool = true;      // the float estimate decides where it is clearly inside a code
+
+override NC: u32 = select(1u, 3u, CHANNELS == 4u);
+override HAS_ALPHA: bool = CHANNELS != 1u;
+override WA: bool = WEIGHTED && HAS_ALPHA;
+override SLOTS: u32 = NC + select(0u, 1u, HAS_ALPHA);
+
+struct Level {
+    size: vec2<u32>,  // texels
+    f: vec2<u32>,     // log2 of the source's texels per texel on each axis
+}
+
+struct Meta {
+    off: u32,    // first output word of the level
+    pitch: u32,  // output words per row
+    s: u32,      // log2(base texels per texel)
+    pad: u32,
+}
+
+struct Params {
+    src_size: vec2<u32>,
+    levels: u32,
+    channels: u32,  // = SLOTS as a uniform (finalize's loop not unrolled: lavapipe compile time)
+    lv: array<Level, 6>,
+    mt: array<Meta, 6>,
+}
+
+@group(0) @binding(0) var src: texture_2d<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
+@group(0) @binding(2) var<uniform> prm: Params;
+@group(0) @binding(3) var<storage, read> src_sums: array<u32>;
+@group(0) @binding(4) var<storage, read_write> dst_sums: array<u32>;
+@group(0) @binding(5) var<storage, read> tables: array<u32>;  // L (2 words), Q (3 words), Q / 2^32 (f32)
+
+alias Big = vec4<u32>;
+
+
+var<workgroup> tile: array<u32, 3072>;  // 16 x 16 texels x 4 slots x 3 words
+
+// 8-bit sRGB: L and the float thresholds in workgroup memory (a warp's 32 lookups of random
+// codes in a storage buffer touch up to 16 cache lines each)
+override SMEM_TABLES: bool = BITS == 8u && SRGB;
+var<workgroup> ltab: array<u32, 256>;
+var<workgroup> qtab: array<f32, 257>;
+
+// (No loops over words or channels below: an array or vector indexed by a loop variable lives in
+// local memory on some compilers, which made the first version of this shader 10x slower on the
+// H200 than its arithmetic.)
+
+fn mul32(a: u32, b: u32) -> vec2<u32> {
+    let p00 = (a & 0xffffu) * (b & 0xffffu);
+    let mid = (a & 0xffffu) * (b >> 16u) + (p00 >> 16u);
+    let mid2 = (a >> 16u) * (b & 0xffffu) + (mid & 0xffffu);
+    return vec2<u32>((mid2 << 16u) | (p00 & 0xffffu), (a >> 16u) * (b >> 16u) + (mid >> 16u) + (mid2 >> 16u));
+}
+
+fn carry(s: u32, a: u32) -> u32 {
+    return select(0u, 1u, s < a);
+}
+
+fn add(a: Big, b: Big) -> Big {
+    let x = a.x + b.x;
+    let c0 = carry(x, a.x);
+    let y0 = a.y + b.y;
+    let y = y0 + c0;
+    let c1 = carry(y0, a.y) + carry(y, y0);
+    let z0 = a.z + b.z;
+    let z = z0 + c1;
+    let c2 = carry(z0, a.z) + carry(z, z0);
+    return Big(x, y, z, a.w + b.w + c2);
+}
+
+// L * b: L < 2^32 at 8 bits (one multiply), < 2^41 at 16; b < 2^31
+fn mul_lin(l: Big, b: u32) -> Big {
+    let lo = mul32(l.x, b);
+    if (BITS == 8u) {
+        return Big(lo.x, lo.y, 0u, 0u);
+    }
+    let hi = mul32(l.y, b);
+    let mid = lo.y + hi.x;
+    return Big(lo.x, mid, hi.y + carry(mid, lo.y), 0u);
+}
+
+fn mul(a: Big, b: u32) -> Big {
+    let p0 = mul32(a.x, b);
+    let p1 = mul32(a.y, b);
+    let p2 = mul32(a.z, b);
+    let p3 = mul32(a.w, b);
+    let y = p1.x + p0.y;
+    let c1 = p1.y + carry(y, p1.x);
+    let z = p2.x + c1;
+    let c2 = p2.y + carry(z, p2.x);
+    return Big(p0.x, y, z, p3.x + c2);
+}
+
+fn ge(a: Big, b: Big) -> bool {
+    if (a.w != b.w) {
+        return a.w > b.w;
+    }
+    if (a.z != b.z) {
+        return a.z > b.z;
+    }
+    if (a.y != b.y) {
+        return a.y > b.y;
+    }
+    return a.x >= b.x;
+}
+
+fn nonzero(a: Big) -> bool {
+    return any(a != Big(0u));
+}
+
+fn approx(a: Big) -> f32 {
+    return ((f32(a.w) * 4294967296.0 + f32(a.z)) * 4294967296.0 + f32(a.y)) * 4294967296.0 + f32(a.x);
+}
+
+fn top() -> u32 {
+    return (1u << BITS) - 1u;
+}
+
+fn lin(c: u32, srgb: bool) -> Big {
+    if (!srgb) {
+        return Big(c, 0u, 0u, 0u);
+    }
+    return Big(tables[2u * c], tables[2u * c + 1u], 0u, 0u);
+}
+
+// num / den >= Q[k] (num * 2^32 >= Q[k] * den; num < 2^96, den < 2^64): as mip_int.wgsl
+fn reaches(num: Big, den: Big, k: u32, srgb: bool) -> bool {
+    var q = Big((1u << 31u), k - 1u, 0u, 0u);
+    if (srgb) {
+        let i = 2u * (top() + 1u) + 3u * k;
+        q = Big(tables[i], tables[i + 1u], tables[i + 2u], 0u);
+    }
+    let rhs = add(mul(q, den.x), mul(Big(0u, q.x, q.y, q.z), den.y));
+    return ge(Big(0u, num.x, num.y, num.z), rhs);
+}
+
+fn encode(x: f32) -> f32 {
+    if (x <= 0.0031308) {
+        return x * 12.92;
+    }
+    return 1.055 * pow(x, 1.0 / 2.4) - 0.055;
+}
+
+// The code k with Q[k] <= num / den < Q[k + 1] (mip_int.wgsl's search: a float estimate, probes
+// next to it, then bisection; the estimate only decides how fast the search ends).
+fn round_code(num: Big, den: Big, srgb: bool) -> u32 {
+    let m = f32(top());
+    var v = approx(num) / approx(den);
+    if (srgb) {
+        v = encode(v / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
+    }
+    var lo = 0u;
+    var hi = top();
+    var probe = max(1u, u32(clamp(floor(v + 0.5), 0.0, m)));
+    for (var i = 0u; i < 64u && lo < hi; i++) {
+        if (reaches(num, den, probe, srgb)) {
+            lo = probe;
+            probe = select((lo + hi + 1u) / 2u, lo + 1u, i < 2u);
+        } else {
+            hi = probe - 1u;
+            probe = select((lo + hi + 1u) / 2u, hi, i < 2u);
+        }
+        probe = clamp(probe, lo + 1u, max(hi, lo + 1u));
+    }
+    return lo;
+}
+
+// Q[k] / 2^32 as a float (k = top + 1: never reached)
+fn threshold_f(k: u32, srgb: bool) -> f32 {
+    if (!srgb) {
+        return f32(k) - 0.5;
+    }
+    if (SMEM_TABLES) {
+        return qtab[min(k, 256u)];
+    }
+    return bitcast<f32>(tables[5u * (top() + 1u) + k]);
+}
+
+// Relative distance from a threshold beyond which the float estimate decides: its own error
+// (a few 2^-24: three roundings in each approx(), the division, the table's float) is under
+// 2^-20, so where the estimate is farther than 2^-18 the exact comparisons give the same code.
+const MARGIN: f32 = 3.814697265625e-6;
+
+// The code k with Q[k] <= num / den < Q[k + 1]: the float estimate's code where it lies clearly
+// inside that code's interval; next to one threshold (within MARGIN of it, clearly inside the two
+// intervals beside it) one exact comparison with it; else the exact search (round_code).
+fn round_fast(num: Big, den: Big, srgb: bool) -> u32 {
+    let m = f32(top());
+    let x = approx(num) / approx(den);
+    var v = x;
+    if (srgb) {
+        v = encode(x / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
+    }
+    let k = u32(clamp(floor(v + 0.5), 0.0, m));
+    let tl = threshold_f(k, srgb);
+    let th = threshold_f(k + 1u, srgb);
+    let above = k == 0u || x >= tl * (1.0 + MARGIN);
+    let below = k == top() || x < th * (1.0 - MARGIN);
+    if (SCREEN && above && below) {
+        return k;
+    }
+    var j = 0u;  // the one threshold to compare with (0: none)
+    if (below && k > 0u && x >= tl * (1.0 - MARGIN) && (k == 1u || x >= threshold_f(k - 1u, srgb) * (1.0 + MARGIN))) {
+        j = k;
+    } else if (above && k < top() && x < th * (1.0 + MARGIN)
+               && (k + 1u == top() || x < threshold_f(k + 2u, srgb) * (1.0 - MARGIN))) {
+        j = k + 1u;
+    }
+    if (SCREEN && j > 0u) {
+        return select(j - 1u, j, reaches(num, den, j, srgb));
+    }
+    return round_code(num, den, srgb);
+}
+
+// The code of a linear value num / 2^s (1 <= s <= 30): exact, round half up (= round_code's
+// answer with the linear thresholds (2k - 1) / 2: num + 2^(s-1) >= k 2^s).
+fn round_pow2(num: Big, s: u32) -> u32 {
+    let t = add(num, Big(1u << (s - 1u), 0u, 0u, 0u));
+    return (t.x >> s) | (t.y << (32u - s));
+}
+
+fn srgb_encode3(c: vec3<f32>) -> vec3<f32> {
+    return vec3<f32>(encode(c.x), encode(c.y), encode(c.z));
+}
+
+fn codes_at(p: vec2<u32>) -> vec4<u32> {
+    var v = textureLoad(src, vec2<i32>(p), 0);
+    if (SRGB_VIEW) {
+        v = vec4<f32>(srgb_encode3(clamp(v.rgb, vec3<f32>(0.0), vec3<f32>(1.0))), v.a);
+    }
+    if (CHANNELS == 2u) {
+        v = vec4<f32>(v.r, 0.0, 0.0, v.g);
+    }
+    return vec4<u32>(floor(clamp(v, vec4<f32>(0.0), vec4<f32>(1.0)) * f32(top()) + vec4<f32>(0.5)));
+}
+
+// Sums of a texel: colour c0-c2 (grey in c0), alpha a, plain colour p0-p2 (weighted alpha,
+// used where the alpha sum is 0).
+struct Acc {
+    c0: Big, c1: Big, c2: Big, a: Big, p0: Big, p1: Big, p2: Big,
+}
+
+// Collapsed sums (workgroup memory, stored sums): colour (premultiplied, or plain where the
+// alpha sum is 0) and alpha.
+struct Sums {
+    c0: Big, c1: Big, c2: Big, a: Big,
+}
+
+fn zero_acc() -> Acc {
+    let z = Big(0u);
+    return Acc(z, z, z, z, z, z, z);
+}
+
+fn add_acc(a: Acc, b: Acc) -> Acc {
+    return Acc(add(a.c0, b.c0), add(a.c1, b.c1), add(a.c2, b.c2), add(a.a, b.a),
+               add(a.p0, b.p0), add(a.p1, b.p1), add(a.p2, b.p2));
+}
+
+// Collapsed sums added to acc: texels without alpha hold plain sums, they go to the plain slots.
+fn add_collapsed(acc: Acc, s: Sums) -> Acc {
+    let z = Big(0u);
+    let plain = WA && !nonzero(s.a);
+    var r = acc;
+    r.a = add(acc.a, s.a);
+    r.c0 = add(acc.c0, select(s.c0, z, plain));
+    r.p0 = add(acc.p0, select(z, s.c0, plain));
+    if (NC == 3u) {
+        r.c1 = add(acc.c1, select(s.c1, z, plain));
+        r.p1 = add(acc.p1, select(z, s.c1, plain));
+        r.c2 = add(acc.c2, select(s.c2, z, plain));
+        r.p2 = add(acc.p2, select(z, s.c2, plain));
+    }
+    return r;
+}
+
+fn collapse(acc: Acc) -> Sums {
+    if (WA && !nonzero(acc.a)) {
+        return Sums(acc.p0, acc.p1, acc.p2, acc.a);
+    }
+    return Sums(acc.c0, acc.c1, acc.c2, acc.a);
+}
+
+fn big3(b: array<u32, 3>) -> Big {
+    return Big(b[0], b[1], b[2], 0u);
+}
+
+// Stored sums: SLOTS x 3 words a texel (grey, alpha; or r, g, b, alpha)
+fn load_sums(p: vec2<u32>) -> Sums {
+    let i = (p.y * prm.src_size.x + p.x) * SLOTS * 3u;
+    let z = Big(0u);
+    let s0 = Big(src_sums[i], src_sums[i + 1u], src_sums[i + 2u], 0u);
+    if (NC == 1u) {
+        if (HAS_ALPHA) {
+            return Sums(s0, z, z, Big(src_sums[i + 3u], src_sums[i + 4u], src_sums[i + 5u], 0u));
+        }
+        return Sums(s0, z, z, z);
+    }
+    return Sums(s0, Big(src_sums[i + 3u], src_sums[i + 4u], src_sums[i + 5u], 0u),
+                Big(src_sums[i + 6u], src_sums[i + 7u], src_sums[i + 8u], 0u),
+                Big(src_sums[i + 9u], src_sums[i + 10u], src_sums[i + 11u], 0u));
+}
+
+fn store_sums(j: u32, s: Sums) {
+    dst_sums[j] = s.c0.x;
+    dst_sums[j + 1u] = s.c0.y;
+    dst_sums[j + 2u] = s.c0.z;
+    var k = j + 3u;
+    if (NC == 3u) {
+        dst_sums[j + 3u] = s.c1.x;
+        dst_sums[j + 4u] = s.c1.y;
+        dst_sums[j + 5u] = s.c1.z;
+        dst_sums[j + 6u] = s.c2.x;
+        dst_sums[j + 7u] = s.c2.y;
+        dst_sums[j + 8u] = s.c2.z;
+        k = j + 9u;
+    }
+    if (HAS_ALPHA) {
+        dst_sums[k] = s.a.x;
+        dst_sums[k + 1u] = s.a.y;
+        dst_sums[k + 2u] = s.a.z;
+    }
+}
+
+// A source texel added to acc (16-bit base texels, or stored sums).
+fn add_source(acc: Acc, p: vec2<u32>) -> Acc {
+    if (FROM_SUMS) {
+        return add_collapsed(acc, load_sums(p));
+    }
+    let c = codes_at(p);
+    var r = acc;
+    r.a = add(acc.a, Big(c.w, 0u, 0u, 0u));
+    let l0 = lin(c.x, SRGB);
+    if (WA) {
+        r.c0 = add(acc.c0, mul_lin(l0, c.w));
+        r.p0 = add(acc.p0, l0);
+    } else {
+        r.c0 = add(acc.c0, l0);
+    }
+    if (NC == 3u) {
+        let l1 = lin(c.y, SRGB);
+        let l2 = lin(c.z, SRGB);
+        if (WA) {
+            r.c1 = add(acc.c1, mul_lin(l1, c.w));
+            r.p1 = add(acc.p1, l1);
+            r.c2 = add(acc.c2, mul_lin(l2, c.w));
+            r.p2 = add(acc.p2, l2);
+        } else {
+            r.c1 = add(acc.c1, l1);
+            r.c2 = add(acc.c2, l2);
+        }
+    }
+    return r;
+}
+
+// 8-bit sums from the base in 32-bit words: L < 2^32 split into 16-bit halves, so a texel
+// adds a * half < 2^24 to a word and 16 texels (the most one thread sums) stay below 2^28.
+struct Narrow {
+    nh: vec4<u32>,  // premultiplied colour (weighted alpha): high halves
+    nl: vec4<u32>,  // ... low halves
+    sh: vec4<u32>,  // plain colour
+    sl: vec4<u32>,
+    a: u32,
+}
+
+fn zero_narrow() -> Narrow {
+    return Narrow(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), 0u);
+}
+
+fn add_narrow(n: Narrow, p: vec2<u32>) -> Narrow {
+    let c = codes_at(p);
+    var l = c;
+    if (SMEM_TABLES) {
+        l = vec4<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u], 0u);
+    } else if (SRGB) {
+        l = vec4<u32>(tables[2u * c.x], tables[2u * c.y], tables[2u * c.z], 0u);
+    }
+    let lh = l >> vec4<u32>(16u);
+    let ll = l & vec4<u32>(0xffffu);
+    var r = n;
+    if (WA) {
+        r.nh = n.nh + lh * c.w;
+        r.nl = n.nl + ll * c.w;
+    }
+    r.sh = n.sh + lh;
+    r.sl = n.sl + ll;
+    r.a = n.a + c.w;
+    return r;
+}
+
+fn sum_narrow(a: Narrow, b: Narrow) -> Narrow {
+    return Narrow(a.nh + b.nh, a.nl + b.nl, a.sh + b.sh, a.sl + b.sl, a.a + b.a);
+}
+
+// (h * 2^16 + l) of each channel: low words, high words
+fn widen(h: vec4<u32>, l: vec4<u32>) -> array<vec4<u32>, 2> {
+    let lo = (h << vec4<u32>(16u)) + l;
+    return array<vec4<u32>, 2>(lo, (h >> vec4<u32>(16u)) + select(vec4<u32>(0u), vec4<u32>(1u), lo < l));
+}
+
+fn wide(n: Narrow) -> Acc {
+    let s = widen(n.sh, n.sl);
+    let ps = array<Big, 3>(Big(s[0].x, s[1].x, 0u, 0u), Big(s[0].y, s[1].y, 0u, 0u), Big(s[0].z, s[1].z, 0u, 0u));
+    let a = Big(n.a, 0u, 0u, 0u);
+    if (WA) {
+        let w = widen(n.nh, n.nl);
+        return Acc(Big(w[0].x, w[1].x, 0u, 0u), Big(w[0].y, w[1].y, 0u, 0u), Big(w[0].z, w[1].z, 0u, 0u), a,
+                   ps[0], ps[1], ps[2]);
+    }
+    let z = Big(0u);
+    return Acc(ps[0], ps[1], ps[2], a, z, z, z);
+}
+
+// Level i's texel (x, y): codes (r, g, b, a; grey in r, its alpha in g) into the output words
+fn write_texel(i: u32, x: u32, y: u32, codes: vec4<u32>) {
+    var ch = vec4<u32>(codes.x, codes.w, 0u, 0u);
+    if (CHANNELS == 4u) {
+        ch = codes;
+        if (BGRA) {
+            ch = codes.zyxw;
+        }
+    } else if (CHANNELS == 1u) {
+        ch = vec4<u32>(codes.x, 0u, 0u, 0u);
+    }
+    let bpt = CHANNELS * BITS / 8u;
+    let base = prm.mt[i].off + y * prm.mt[i].pitch;
+    var w0 = ch.x | (ch.y << 8u) | (ch.z << 16u) | (ch.w << 24u);
+    var w1 = 0u;
+    if (BITS == 16u) {
+        w0 = ch.x | (ch.y << 16u);
+        w1 = ch.z | (ch.w << 16u);
+    }
+    if (bpt == 8u) {
+        atomicStore(&out[base + 2u * x], w0);
+        atomicStore(&out[base + 2u * x + 1u], w1);
+    } else if (bpt == 4u) {
+        atomicStore(&out[base + x], w0);
+    } else {
+        let byte = x * bpt;
+        atomicOr(&out[base + byte / 4u], w0 << ((byte % 4u) * 8u));
+    }
+}
+
+fn pick(acc: Acc, c: u32, plain: bool) -> Big {
+    if (plain) {
+        return select(select(acc.p0, acc.p1, c == 1u), acc.p2, c == 2u);
+    }
+    return select(select(acc.c0, acc.c1, c == 1u), acc.c2, c == 2u);
+}
+
+// Codes of level i's texel (x, y) from its sums (value = sum / 2^s, or colour / alpha sum);
+// the pass's last level's sums stored for the next pass.
+fn finalize(i: u32, x: u32, y: u32, acc: Acc) {
+    let a = acc.a;
+    let s = prm.mt[i].s;
+    let w = Big(1u << s, 0u, 0u, 0u);
+    let covered = WA && nonzero(a);
+    var codes = vec4<u32>(0u);
+    for (var c = 0u; c < prm.channels; c++) {  // (not unrolled: one copy of the rounding)
+        let alpha = c == NC;
+        var num = select(pick(acc, c, WA && !covered), a, alpha);
+        let srgb = SRGB && !alpha;
+        var code = 0u;
+        if (SCREEN && !srgb && !(covered && !alpha)) {  // a linear value over 2^s
+            code = round_pow2(num, s);
+        } else {
+            code = round_fast(num, select(w, a, covered && !alpha), srgb);
+        }
+        codes = select(codes, vec4<u32>(code), vec4<u32>(c) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    if (NC == 1u) {
+        codes = vec4<u32>(codes.x, 0u, 0u, codes.y);
+    }
+    write_texel(i, x, y, codes);
+    if (STORE && i + 1u == prm.levels) {
+        store_sums((y * prm.lv[i].size.x + x) * SLOTS * 3u, collapse(acc));
+    }
+}
+
+fn tile_put(p: vec2<u32>, s: Sums) {
+    let j = (p.y * 16u + p.x) * 12u;
+    tile[j] = s.c0.x;
+    tile[j + 1u] = s.c0.y;
+    tile[j + 2u] = s.c0.z;
+    tile[j + 3u] = s.c1.x;
+    tile[j + 4u] = s.c1.y;
+    tile[j + 5u] = s.c1.z;
+    tile[j + 6u] = s.c2.x;
+    tile[j + 7u] = s.c2.y;
+    tile[j + 8u] = s.c2.z;
+    tile[j + 9u] = s.a.x;
+    tile[j + 10u] = s.a.y;
+    tile[j + 11u] = s.a.z;
+}
+
+fn tile_get(p: vec2<u32>) -> Sums {
+    let j = (p.y * 16u + p.x) * 12u;
+    return Sums(Big(tile[j], tile[j + 1u], tile[j + 2u], 0u), Big(tile[j + 3u], tile[j + 4u], tile[j + 5u], 0u),
+                Big(tile[j + 6u], tile[j + 7u], tile[j + 8u], 0u), Big(tile[j + 9u], tile[j + 10u], tile[j + 11u], 0u));
+}
+
+// Thread (tx, ty) of workgroup (gx, gy) owns texel (16 gx + tx, 16 gy + ty) of the pass's
+// anchor level (its second, or its only one) and sums it in registers from its children
+// (first level) and their source texels; levels 3.. of the pass come from workgroup memory,
+// 16 x 16 anchor texels a tile, each level texel kept at its first anchor texel's place.
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    if (SMEM_TABLES) {
+        let t = lid.y * 16u + lid.x;
+        ltab[t] = tables[2u * t];
+        qtab[t] = bitcast<f32>(tables[5u * 256u + t]);
+        if (t == 0u) {
+            qtab[256] = 3.4e38;  // above every value (k + 1 = 256 is never compared)
+        }
+        workgroupBarrier();
+    }
+    let n = prm.levels;
+    let r = min(1u, n - 1u);
+    let anchor = prm.lv[r];
+    let p = wg.xy * 16u + lid.xy;
+    let inside = all(p < anchor.size);
+    let f0 = prm.lv[0].f;
+    let fs = vec2<u32>(1u) << f0;               // source texels of a first-level texel
+    let rc = vec2<u32>(1u) << (anchor.f - f0);  // first-level texels of an anchor texel
+    var acc = zero_acc();
+    if (inside && BITS == 8u && !FROM_SUMS) {
+        var an = zero_narrow();
+        for (var cy = 0u; cy < rc.y; cy++) {
+            for (var cx = 0u; cx < rc.x; cx++) {
+                let c = p * rc + vec2<u32>(cx, cy);
+                var child = zero_narrow();
+                for (var sy = 0u; sy < fs.y; sy++) {
+                    for (var sx = 0u; sx < fs.x; sx++) {
+                        child = add_narrow(child, c * fs + vec2<u32>(sx, sy));
+                    }
+                }
+                if (r == 1u) {
+                    finalize(0u, c.x, c.y, wide(child));
+                }
+                an = sum_narrow(an, child);
+            }
+        }
+        acc = wide(an);
+        finalize(r, p.x, p.y, acc);
+    } else if (inside) {
+        for (var cy = 0u; cy < rc.y; cy++) {
+            for (var cx = 0u; cx < rc.x; cx++) {
+                let c = p * rc + vec2<u32>(cx, cy);
+                var child = zero_acc();
+                for (var sy = 0u; sy < fs.y; sy++) {
+                    for (var sx = 0u; sx < fs.x; sx++) {
+                        child = add_source(child, c * fs + vec2<u32>(sx, sy));
+                    }
+                }
+                if (r == 1u) {
+                    finalize(0u, c.x, c.y, child);
+                }
+                acc = add_acc(acc, child);
+            }
+        }
+        finalize(r, p.x, p.y, acc);
+    }
+    if (n <= 2u) {
+        return;
+    }
+    tile_put(lid.xy, collapse(acc));
+    for (var i = 2u; i < n; i++) {
+        workgroupBarrier();
+        let g = prm.lv[i].f - anchor.f;        // anchor texels per texel of level i
+        let gp = prm.lv[i - 1u].f - anchor.f;  // ... of level i - 1
+        let rr = vec2<u32>(1u) << (g - gp);
+        let t = vec2<u32>(16u) >> g;           // level i texels in the tile
+        let q = wg.xy * t + lid.xy;
+        let mine = all(lid.xy < t) && all(q < prm.lv[i].size);
+        var sum = zero_acc();
+        if (mine) {
+            for (var cy = 0u; cy < rr.y; cy++) {
+                for (var cx = 0u; cx < rr.x; cx++) {
+                    sum = add_collapsed(sum, tile_get((lid.xy * rr + vec2<u32>(cx, cy)) << gp));
+                }
+            }
+        }
+        workgroupBarrier();
+        if (mine) {
+            tile_put(lid.xy << g, collapse(sum));
+            finalize(i, q.x, q.y, sum);
+        }
+    }
+}
