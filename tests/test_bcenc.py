@@ -45,15 +45,17 @@ def _color_palette(c0: int, c1: int, four: bool) -> np.ndarray:
     return np.column_stack([np.array(pal), [255, 255, 255, 0]])
 
 
-def _ramp_palette(a0: int, a1: int, signed: bool) -> np.ndarray:
-    """BC4 palette (spec, RGTC), in codes (signed: -127..127)."""
+def _ramp_palette(a0: int, a1: int, signed: bool, exact: bool = False) -> np.ndarray:
+    """BC4 palette (spec, RGTC), in codes (signed: -127..127): rounded to whole codes (as
+    gputex's decoder writes them) or, ``exact``, the specification's float values."""
     if signed:
         a0, a1 = max(a0 - 256 if a0 > 127 else a0, -127), max(a1 - 256 if a1 > 127 else a1, -127)
     k = np.arange(8, dtype=np.float64)
+    r = (lambda x: x) if exact else (lambda x: np.floor(x + 0.5))
     if a0 > a1:
-        pal = np.floor(((8 - k) * a0 + (k - 1) * a1) / 7 + 0.5)
+        pal = r(((8 - k) * a0 + (k - 1) * a1) / 7)
     else:
-        pal = np.floor(((6 - k) * a0 + (k - 1) * a1) / 5 + 0.5)
+        pal = r(((6 - k) * a0 + (k - 1) * a1) / 5)
         pal[6], pal[7] = (-127, 127) if signed else (0, 255)
     pal[0], pal[1] = a0, a1
     return pal
@@ -124,7 +126,8 @@ def _channels(fmt: str) -> int:
 @pytest.mark.parametrize("quality", ["fast", "best"])
 def test_ramp_indices_are_the_nearest_of_all_eight(gpu, fmt, quality):
     """Exhaustive palette selection: given the endpoints written, every texel's index is one of
-    the palette entries nearest to its value (spec palette computed here)."""
+    the palette entries nearest to its value (the specification's float palette, computed
+    here: what the encoder fits)."""
     rng = np.random.default_rng(41)
     img = rng.integers(0, 256, (16, 32, 4), dtype=np.uint8)
     img[:4, :4] = 255  # a block touching the top extreme (6-value mode territory)
@@ -137,13 +140,13 @@ def test_ramp_indices_are_the_nearest_of_all_eight(gpu, fmt, quality):
         by, bx = divmod(bi, 8)
         for off, ch in halves:
             part = block[off: off + 8]
-            pal = _ramp_palette(part[0], part[1], signed)
+            pal = _ramp_palette(part[0], part[1], signed, exact=True)
             values = img[by * 4: by * 4 + 4, bx * 4: bx * 4 + 4, ch].reshape(16).astype(np.float64)
             if signed:
                 values = values * (254 / 255) - 127
             err = (values[:, None] - pal[None, :]) ** 2
             chosen = err[np.arange(16), _ramp_indices(part)]
-            assert np.array_equal(chosen, err.min(axis=1)), (fmt, bi, ch)
+            assert np.allclose(chosen, err.min(axis=1), rtol=0, atol=1e-3), (fmt, bi, ch)
 
 
 @pytest.mark.parametrize("fmt", ["bc1-rgba-unorm", "bc3-rgba-unorm"])
@@ -557,6 +560,59 @@ def test_psnr_floors_on_photos(gpu, fmt):
         dec = _t2d_decode(fmt, levels[0], 256, 256)
         k = min(_channels(fmt), 3)
         assert _psnr(dec[:, :, :k], img[:, :, :k]) >= floor, (fmt, name)
+
+
+def _spec_ramp_decode(blocks: bytes, w: int, h: int) -> np.ndarray:
+    """BC4 blocks decoded with the specification's float palette (texture2ddecoder truncates
+    the interpolated values to whole codes; hardware does not): (h, w) float64 codes."""
+    out = np.empty((h, w))
+    for bi, block in enumerate(_blocks(blocks, 8)):
+        by, bx = divmod(bi, w // 4)
+        out[by * 4: by * 4 + 4, bx * 4: bx * 4 + 4] = _ramp_palette(block[0], block[1], False, exact=True)[
+            _ramp_indices(block)].reshape(4, 4)
+    return out
+
+
+def test_bc4_beats_quicktex_and_nears_the_optimum(gpu):
+    """BC4 ``normal`` and ``best`` on the R channel of two photo crops: above quicktex's BC4
+    (texture2ddecoder decodes both), and with the specification's float decode within 0.1 dB
+    (``best``) / 0.2 dB (``normal``) of the per-block optimum, found here by a search over every
+    endpoint pair within 8 codes of the block's range ends in both modes (numpy, float64).
+    Measured here: astronaut crop normal 43.92 / best 44.02 against optimum 44.06 (spec decode);
+    quicktex 42.5 by texture2ddecoder."""
+    quicktex = pytest.importorskip("quicktex", reason="quicktex is not installed")
+    from quicktex.s3tc.bc4 import BC4Encoder
+
+    img = _photo("astronaut", 64, 256)
+    r = img[:, :, 0].astype(np.float64)
+    rgba = np.concatenate([img, np.full((64, 256, 1), 255, np.uint8)], 2)
+    theirs = BC4Encoder(0).encode(quicktex.RawTexture.frombytes(rgba.tobytes(), 256, 64)).tobytes()
+    their_psnr = _psnr(_t2d_decode("bc4-r-unorm", theirs, 256, 64)[:, :, 0], img[:, :, 0])
+    # the optimum, block by block
+    blocks = r.reshape(16, 4, 64, 4).transpose(0, 2, 1, 3).reshape(-1, 16)
+    best_err = np.zeros(len(blocks))
+    k = np.arange(8.0)
+    for i, v in enumerate(blocks):
+        lo, hi = int(v.min()), int(v.max())
+        e0, e1 = np.meshgrid(np.arange(max(hi - 8, 0), min(hi + 8, 255) + 1),
+                             np.arange(max(lo - 8, 0), min(lo + 8, 255) + 1), indexing="ij")
+        e0, e1 = e0.reshape(-1, 1).astype(np.float64), e1.reshape(-1, 1).astype(np.float64)
+        pal8 = ((8 - k) * e0 + (k - 1) * e1) / 7
+        pal6 = ((6 - k) * e1 + (k - 1) * e0) / 5  # e0 <= e1 order: the 6-value mode
+        pal6[:, 6], pal6[:, 7] = 0, 255
+        pal8[:, 0], pal8[:, 1], pal6[:, 0], pal6[:, 1] = e0[:, 0], e1[:, 0], e1[:, 0], e0[:, 0]
+        ok8 = (e0 > e1)[:, 0]
+        err8 = ((v[None, :, None] - pal8[:, None, :]) ** 2).min(2).sum(1)[ok8]
+        err6 = ((v[None, :, None] - pal6[:, None, :]) ** 2).min(2).sum(1)
+        best_err[i] = min(err8.min() if ok8.any() else np.inf, err6.min())
+    optimum = 10 * np.log10(255.0 ** 2 / (best_err.sum() / r.size))
+    for quality, margin in (("best", 0.1), ("normal", 0.2)):
+        levels, _ = _encode(gpu, img, "bc4-r-unorm", quality)
+        spec = 10 * np.log10(255.0 ** 2 / np.mean((_spec_ramp_decode(levels[0], 256, 64) - r) ** 2))
+        assert spec >= optimum - margin, (quality, spec, optimum)
+        assert spec <= optimum + 1e-9, (quality, spec, optimum)  # nothing beats the optimum
+        ours = _psnr(_t2d_decode("bc4-r-unorm", levels[0], 256, 64)[:, :, 0], img[:, :, 0])
+        assert ours > their_psnr, (quality, ours, their_psnr)
 
 
 def test_bc1_bc3_at_least_bc7enc_default(gpu):
