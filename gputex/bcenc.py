@@ -98,13 +98,19 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from .errors import FormatError, LimitError
+from .errors import FormatError, LimitError, UsageError
 
 if TYPE_CHECKING:
     from .upload import Texture
 
-__all__ = ["encode_blocks", "encode_levels", "psnr_report", "kind_of", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
+__all__ = ["EncodeUsageError", "encode_blocks", "encode_levels", "psnr_report", "kind_of", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
            "source_format", "check_options", "encodable"]
+
+class EncodeUsageError(FormatError, UsageError):
+    """A texture or adapter that cannot be encoded into the format asked for (an sRGB texture
+    into BC6H, an adapter without ``texture-compression-bc``): a :class:`FormatError` for the
+    library, a :class:`UsageError` for the CLI (exit 2, nothing written)."""
+
 
 #: Formats gputex encodes -> (KIND of bc_encode.wgsl, u32 words per block)
 ENCODERS = {
@@ -293,10 +299,13 @@ def encode_levels(tex: "Texture", format: str, quality: str = "normal", *,
         raise FormatError(f"{tex.source}: gputex does not encode {fmt.name}; it encodes "
                           f"{', '.join(ENCODERS)}")
     quality = parse_quality(quality)
+    if not tex.session.has_feature(fmt.feature):
+        raise EncodeUsageError(f"{tex.source}: {fmt.name} needs the device feature {fmt.feature!r}, which "
+                               f"{tex.session.info.name} does not have; use an uncompressed --format")
     _check_source(tex, fmt)
     if kind_of(fmt) == 6 and tex.color_space == "srgb":
-        raise FormatError(f"{tex.source}: {fmt.name} holds linear HDR values but this texture is sRGB; "
-                          "give linear data (float images are; --color-space linear for others)")
+        raise EncodeUsageError(f"{tex.source}: {fmt.name} holds linear HDR values but this texture is sRGB; "
+                               "give linear data (float images are; --color-space linear for others)")
     session, device = tex.session, tex.session.device
     kind, words = ENCODERS[fmt.name]
     src_round = tex.format.kind == "unorm" and tex.format.bits == 8

@@ -770,6 +770,54 @@ def test_cli_bad_combinations_exit_2_and_write_nothing(tmp_png, tmp_path, args, 
     assert not out.exists()
 
 
+def test_cli_bc6h_from_8bit_needs_linear(tmp_png, tmp_path):
+    """BC6H from an 8-bit PNG (sRGB unless told otherwise): exit 2, one line naming the file
+    and the fix, nothing written; with --color-space linear the same input encodes."""
+    from typer.testing import CliRunner
+
+    from gputex.cli import app
+
+    src = tmp_png(np.full((8, 8, 3), 128, np.uint8))
+    out = tmp_path / "o.ktx2"
+    r = CliRunner().invoke(app, ["upload", src, "-o", str(out), "--format", "bc6h-rgb-ufloat"])
+    assert r.exit_code == 2, r.output
+    assert (f"{src}: bc6h-rgb-ufloat holds linear HDR values but this texture is sRGB; give linear data "
+            "(float images are; --color-space linear for others)") in " ".join(r.output.split())
+    assert not out.exists()
+    r = CliRunner().invoke(app, ["upload", src, "-o", str(out), "--format", "bc6h-rgb-ufloat", "--color-space",
+                                 "linear"])
+    assert r.exit_code == 0, r.output
+    assert out.exists()
+
+
+def test_adapter_without_bc_exit_2(gpu, tmp_png, tmp_path, monkeypatch):
+    """An adapter without texture-compression-bc: the library raises EncodeUsageError (a
+    FormatError and a UsageError) naming the feature; the CLI exits 2 and writes nothing."""
+    import wgpu
+    from typer.testing import CliRunner
+
+    from gputex.bcenc import EncodeUsageError
+    from gputex.cli import app
+
+    tex = gputex.upload(gpu, gputex.from_array(np.zeros((4, 4, 4), np.uint8)), "rgba8unorm",
+                        usage=wgpu.TextureUsage.TEXTURE_BINDING)
+    real = type(gpu).has_feature
+    monkeypatch.setattr(type(gpu), "has_feature", lambda self, f: f != "texture-compression-bc" and real(self, f))
+    try:
+        with pytest.raises(EncodeUsageError, match=r"bc7-rgba-unorm needs the device feature "
+                                                   r"'texture-compression-bc', which .* does not have"):
+            gputex.encode_blocks(tex, "bc7-rgba-unorm")
+    finally:
+        tex.destroy()
+    assert issubclass(EncodeUsageError, gputex.FormatError) and issubclass(EncodeUsageError, gputex.UsageError)
+    src = tmp_png(np.zeros((8, 8, 3), np.uint8))
+    out = tmp_path / "o.dds"
+    r = CliRunner().invoke(app, ["upload", src, "-o", str(out), "--format", "bc1-rgba-unorm"])
+    assert r.exit_code == 2, r.output
+    assert "bc1-rgba-unorm needs the device feature 'texture-compression-bc'" in " ".join(r.output.split())
+    assert not out.exists()
+
+
 def test_cli_array_and_cube(tmp_png, tmp_path):
     """--array / --cube with a BC format: every layer/face encoded, file valid."""
     from typer.testing import CliRunner
