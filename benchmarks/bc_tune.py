@@ -27,8 +27,11 @@ def main() -> None:
     ap.add_argument("--photos", nargs="+", default=PHOTOS)
     ap.add_argument("--composite", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--crop", type=int, default=0, help="top-left CROP x CROP of each photo (0: whole)")
     args = ap.parse_args()
     images = photos(args.photos)
+    if args.crop:
+        images = {k: np.ascontiguousarray(v[:args.crop, :args.crop]) for k, v in images.items()}
     if args.composite:
         images = {"composite": composite(images, args.composite)}
     session = gputex.Session()
@@ -47,7 +50,8 @@ def main() -> None:
                 pe.append(psnr_exact(f, blocks, a))
             mp += a.shape[0] * a.shape[1] / 1e6
         extra = f" spec {np.mean(pe):.3f}" if pe else ""
-        print(f"{spec:60s} {mp / gsecs:9.1f} MP/s  PSNR {np.mean(ps):.3f}{extra}", flush=True)
+        print(f"{spec:60s} {mp / gsecs:9.1f} MP/s  PSNR {np.mean(ps):.3f}{extra}  [{' '.join(f'{p:.2f}' for p in ps)}]",
+              flush=True)
 
 
 if __name__ == "__main__":
