@@ -30,13 +30,13 @@ Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.w
   from each subset's principal line, the best-ranked fitted in full the same way. The other
   modes (0, 2, 3, 4, 5, 7: three subsets, separate alpha, 2-bit indices) are not tried.
 * BC6H: mode 11 alone (one region, 10-bit endpoints, 4-bit indices), fitted on the
-  half-float bit patterns (``bc6h_mode11.wgsl``); the two-region and delta-coded modes are not
-  tried. The bit-pattern metric is relative, so one line through a block whose channels span
-  very different magnitudes (above all ``bc6h-rgb-float`` blocks crossing zero, where the bit
-  patterns jump) can trade a large linear error in a bright channel for dim ones: on the
-  astronaut photo in linear light x 8 - 2 one texel of 1.56 decoded as 18896 (the decoder and
-  the palette written out in the tests agree; the format's one-region mode cannot follow
-  that block). Data that stays on one side of zero decodes within a few percent.
+  half-float bit patterns read as sign and magnitude (where the decoder interpolates;
+  ``bc6h_mode11.wgsl``); the two-region and delta-coded modes are not tried. The endpoints are
+  held inside the block's per-channel range: in ``bc6h-rgb-float`` blocks whose values cross
+  zero the bit patterns form two clusters far apart, and a line fitted through them
+  extrapolated (astronaut in linear light x 8 - 2: RMS error 36, a texel of 1.32 decoded as
+  7460; held inside: RMS 0.137). Such blocks stay coarse (one line through two clusters);
+  data on one side of zero decodes within a few percent.
 
 Quality levels (``quality=``; the CLI's ``--quality``; also 0, 1, 2):
 
