@@ -9,7 +9,8 @@ column repeat: edge replication), the block's words go into one storage buffer l
 texture, so ``capture`` (which decodes it), ``compare`` and the texture-file writers take it
 as they take any texture.
 
-Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.wgsl``):
+Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.wgsl``,
+``bc6h_mode11.wgsl``, ``bc6h_mode10.wgsl``):
 
 * colour (BC1, BC3's colour half): endpoints from the principal axis of the block's colours
   (power iteration on the covariance), least-squares refits of the endpoints against the
@@ -29,14 +30,15 @@ Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.w
   subsets, RGB, 3-bit indices): the 64 partitions ranked by how far their subsets' texels lie
   from each subset's principal line, the best-ranked fitted in full the same way. The other
   modes (0, 2, 3, 4, 5, 7: three subsets, separate alpha, 2-bit indices) are not tried.
-* BC6H: mode 11 alone (one region, 10-bit endpoints, 4-bit indices), fitted on the
-  half-float bit patterns read as sign and magnitude (where the decoder interpolates;
-  ``bc6h_mode11.wgsl``); the two-region and delta-coded modes are not tried. The endpoints are
-  held inside the block's per-channel range: in ``bc6h-rgb-float`` blocks whose values cross
-  zero the bit patterns form two clusters far apart, and a line fitted through them
-  extrapolated (astronaut in linear light x 8 - 2: RMS error 36, a texel of 1.32 decoded as
-  7460; held inside: RMS 0.137). Such blocks stay coarse (one line through two clusters);
-  data on one side of zero decodes within a few percent.
+* BC6H: mode 11 (one region, 10-bit endpoints, 4-bit indices), fitted on the half-float bit
+  patterns read as sign and magnitude (where the decoder interpolates; ``bc6h_mode11.wgsl``);
+  at ``best`` also mode 10 (two regions from the 32 partitions, all fitted, 6-bit endpoints,
+  3-bit indices; ``bc6h_mode10.wgsl``), the lower error wins. The delta-coded modes (1-9,
+  12-14) are not tried. The endpoints are held inside the block's (region's) per-channel
+  range: in ``bc6h-rgb-float`` blocks whose values cross zero the bit patterns form two
+  clusters far apart, and a line fitted through them extrapolated (astronaut in linear light
+  x 8 - 2: RMS error 36, a texel of 1.32 decoded as 7460; held inside: RMS 0.137 at ``fast``
+  and ``normal``, 0.111 at ``best`` with mode 10; unsigned x 8: 0.0567 and 0.0544).
 
 Quality levels (``quality=``; the CLI's ``--quality``; also 0, 1, 2):
 
@@ -52,6 +54,8 @@ best      colour: as normal, cluster fit repeated along the found endpoints' axi
           blocks too; ramp: insets 0..3, 4 refits, pattern search from stride 8 (up to 24
           steps), the 6-value mode for every block
 ========  ===============================================================================
+
+BC6H ``best``: mode 10 as well (above).
 
 BC7: ``fast`` fits mode 1 on the best-ranked partition with 1 refit, ``normal`` on the best
 4 with 2 refits, ``best`` on all 64 with 4 refits (mode 6 with the same refits). Fitting all 64
@@ -131,13 +135,13 @@ QUALITIES = ("fast", "normal", "best")
 _SETTINGS = {
     "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "CLUSTER_SKIP": "0.0", "PERTURB": "0u", "TRY_THREE": "false",
              "RAMP_IN": "0", "RAMP_LS": "0u", "RAMP_DESC": "2u", "RAMP_STRIDE": "1", "RAMP_SIX_ALWAYS": "false",
-             "BC7_REFINE": "1u", "BC7_P1_TOP": "1u"},
+             "BC7_REFINE": "1u", "BC7_P1_TOP": "1u", "BC6_MODE10": "false"},
     "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "CLUSTER_SKIP": "0.0", "PERTURB": "2u", "TRY_THREE": "false",
                "RAMP_IN": "1", "RAMP_LS": "2u", "RAMP_DESC": "12u", "RAMP_STRIDE": "4", "RAMP_SIX_ALWAYS": "false",
-               "BC7_REFINE": "2u", "BC7_P1_TOP": "4u"},
+               "BC7_REFINE": "2u", "BC7_P1_TOP": "4u", "BC6_MODE10": "false"},
     "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "CLUSTER_SKIP": "0.0", "PERTURB": "8u", "TRY_THREE": "true",
              "RAMP_IN": "3", "RAMP_LS": "4u", "RAMP_DESC": "24u", "RAMP_STRIDE": "8", "RAMP_SIX_ALWAYS": "true",
-             "BC7_REFINE": "4u", "BC7_P1_TOP": "64u"},
+             "BC7_REFINE": "4u", "BC7_P1_TOP": "64u", "BC6_MODE10": "true"},
 }
 
 _BODY = {
@@ -149,7 +153,7 @@ _BODY = {
     # calls ran at 420 MP/s against BC4's 2580)
     5: ("for (var c = 0u; c < 2u; c++) {\n        let r = encode_ramp(c);\n        out[w + 2u * c] = r.x;\n"
         "        out[w + 2u * c + 1u] = r.y;\n    }"),
-    6: ("let b = encode_bc6h();\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
+    6: ("var b = encode_bc6h();\n    MODE10\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
         "    out[w + 3u] = b.w;"),
     7: ("var b = encode_bc7_mode6();\n    let b1 = encode_bc7_mode1();\n    if (m1_err < m6_err) {\n"
         "        b = b1;\n    }\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
@@ -227,7 +231,11 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
     types = {"true": "bool", "false": "bool"}
     head = "".join(f"const {k}: {types.get(v, 'u32' if v.endswith('u') else 'f32' if '.' in v else 'i32')} = {v};\n"
                    for k, v in sorted(consts.items()))
-    code = head + folder.joinpath("bc_encode.wgsl").read_text().replace("ENCODE_BLOCK", _BODY[kind])
+    body = _BODY[kind]
+    if kind == 6:  # BC6H: mode 10 (two regions) tried too at the qualities that have it
+        body = body.replace("MODE10", "let b10 = encode_bc6h_mode10();\n    if (m10_err < m11_err) {\n"
+                            "        b = b10;\n    }" if _SETTINGS[quality]["BC6_MODE10"] == "true" else "")
+    code = head + folder.joinpath("bc_encode.wgsl").read_text().replace("ENCODE_BLOCK", body)
     if kind in (1, 3):
         code += folder.joinpath("bc_color.wgsl").read_text()
     if kind in (3, 4, 5):
@@ -236,6 +244,8 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
         code += folder.joinpath("bc7_mode6.wgsl").read_text() + folder.joinpath("bc7_mode1.wgsl").read_text()
     if kind == 6:
         code += folder.joinpath("bc6h_mode11.wgsl").read_text()
+        if _SETTINGS[quality]["BC6_MODE10"] == "true":
+            code += folder.joinpath("bc6h_mode10.wgsl").read_text()
     return code
 
 

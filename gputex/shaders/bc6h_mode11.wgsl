@@ -190,6 +190,7 @@ fn encode_bc6h() -> vec4<u32> {
             break;
         }
     }
+    m11_err = best.err;
     var e0 = best.e0;
     var e1 = best.e1;
     var flip = 0u;
@@ -210,3 +211,5 @@ fn encode_bc6h() -> vec4<u32> {
     }
     return vec4<u32>(bc6_bits[0], bc6_bits[1], bc6_bits[2], bc6_bits[3]);
 }
+
+var<private> m11_err: f32;
