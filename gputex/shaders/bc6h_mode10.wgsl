@@ -192,13 +192,18 @@ fn encode_bc6h_mode10() -> vec4<u32> {
     var s0: Mode10Sub;
     var s1: Mode10Sub;
     for (var p = 0u; p < 32u; p++) {
-        let a = m10_fit(~BC6_P2[p] & 0xffffu);
-        let b = m10_fit(BC6_P2[p]);
-        if (a.err + b.err < best_err) {
-            best_err = a.err + b.err;
+        // the two regions in one loop: one copy of the fit in the compiled shader
+        var fits: array<Mode10Sub, 2>;
+        var total = 0.0;
+        for (var r = 0u; r < 2u; r++) {
+            fits[r] = m10_fit(select(~BC6_P2[p] & 0xffffu, BC6_P2[p], r == 1u));
+            total += fits[r].err;
+        }
+        if (total < best_err) {
+            best_err = total;
             best_p = p;
-            s0 = a;
-            s1 = b;
+            s0 = fits[0];
+            s1 = fits[1];
         }
     }
     m10_err = best_err;
