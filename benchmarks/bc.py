@@ -23,6 +23,9 @@ library that is not installed gets "-" with the reason in the header. BC7: bc7en
 weights (``m_perceptual = False``, weights 1, 1, 1, 1) at uber level 0 (its default) and 4 (its
 slowest).
 
+Tuning: ``benchmarks/bc_tune.py`` runs variants of a quality's WGSL constants side by side;
+``benchmarks/results/bc-h200-*.txt`` holds H200 runs of this script.
+
 Compile cost: before anything else each (format, quality) pipeline, BC6H's two (``bc6h`` ufloat,
 ``bc6s`` signed; no PSNR table for them: the photos are not HDR) included, is built and run on a 256^2
 image from a cold Mesa shader cache (``MESA_SHADER_CACHE_DISABLE=true`` is set for this

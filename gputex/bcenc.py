@@ -71,7 +71,10 @@ channel (spec float decode / texture2ddecoder): fast 43.44 / 43.17, normal 44.02
 44.10 / 43.86 dB, where the previous rounded-palette search with refits got 43.46 by
 texture2ddecoder at normal and the per-block optimum is about 44.1 (mean of the photos: grass
 38.4 and gravel 40.4 pull it down, so issue 18's 45 dB cannot be met on these photos by any
-BC4 encoder); quicktex's BC4 gets 42.39, etcpak's 39.71; mode 1 lifts BC7 from 42.4 dB
+BC4 encoder); quicktex's BC4 gets 42.39, etcpak's 39.71. On the H200 (``benchmarks/results/bc-h200-2026-11-30.txt``,
+4096^2 composite) BC4 encodes at 9.1 / 2.58 / 0.47 GP/s (fast / normal / best); BC5 ran at
+2.4 / 0.42 / 0.30 GP/s there with its two halves inlined, since encoded in one loop (not yet
+measured on the H200); mode 1 lifts BC7 from 42.4 dB
 (mode 6 alone, astronaut crop) to 44.6 at ``normal``, past bc7enc-py's 44.35 (plain weights,
 uber 0).
 
