@@ -432,17 +432,17 @@ fn fit_color(three: bool) -> ColorFit {
 // The colour words of a BC1 (mask: texels with alpha >= 128) or BC3 (mask 0xffff) block.
 fn encode_color(mask: u32) -> vec2<u32> {
     cmask = mask;
+    // opaque blocks: the four-colour mode, then (TRY_THREE) the three-colour one if strictly
+    // better; blocks with transparent texels: three colours. One loop, so the compiled shader
+    // holds one copy of fit_color (lavapipe compiles every inlined copy).
+    let opaque = FOUR_ALWAYS || mask == 0xffffu;
+    let tries = select(1u, 2u, opaque && TRY_THREE && !FOUR_ALWAYS);
     var f: ColorFit;
-    if (FOUR_ALWAYS || mask == 0xffffu) {
-        f = fit_color(false);
-        if (TRY_THREE && !FOUR_ALWAYS) {
-            let g = fit_color(true);
-            if (g.err < f.err) {
-                f = g;
-            }
+    for (var k = 0u; k < tries; k++) {
+        let g = fit_color(!opaque || k == 1u);
+        if (k == 0u || g.err < f.err) {
+            f = g;
         }
-    } else {
-        f = fit_color(true);
     }
     return vec2<u32>(f.c0 | (f.c1 << 16u), f.bits);
 }
