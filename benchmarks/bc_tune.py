@@ -41,16 +41,17 @@ def main() -> None:
         name = f"tune{i}"
         bcenc._SETTINGS[name] = dict(bcenc._SETTINGS[q], **dict(kv.split("=", 1) for kv in over))
         bcenc.QUALITIES = bcenc.QUALITIES + (name,)
-        gsecs, ps, pe, mp = 0.0, [], [], 0.0
+        gsecs, wsecs, ps, pe, mp = 0.0, 0.0, [], [], 0.0
         for a in images.values():
             g, w, blocks = gpu_encode(session, a, FORMATS[f], name, args.repeat)
             gsecs += g if g is not None else w
+            wsecs += w
             ps.append(psnr(f, blocks, a))
             if f in ("bc4", "bc5"):
                 pe.append(psnr_exact(f, blocks, a))
             mp += a.shape[0] * a.shape[1] / 1e6
         extra = f" spec {np.mean(pe):.3f}" if pe else ""
-        print(f"{spec:60s} {mp / gsecs:9.1f} MP/s  PSNR {np.mean(ps):.3f}{extra}  [{' '.join(f'{p:.2f}' for p in ps)}]",
+        print(f"{spec:44s} {mp / gsecs:9.1f} MP/s (wall {mp / wsecs:7.1f})  PSNR {np.mean(ps):.3f}{extra}  [{' '.join(f'{p:.2f}' for p in ps)}]",
               flush=True)
 
 
