@@ -10,6 +10,10 @@ timestamp queries where the adapter has them, the sum of the encode passes; wall
 call to the blocks being written, submission and wait included; best of --repeat), and the PSNR
 of the blocks decoded by texture2ddecoder (independent of gputex) against the source: RGB for
 BC1/BC3/BC7, R for BC4, RG for BC5, the mean of the photos' PSNRs and the composite's own.
+texture2ddecoder truncates BC4/BC5's interpolated values to whole codes, where the
+specification (and hardware) decode them in float: for BC4/BC5 the GPU rows also print the
+PSNR of the specification's float decode (numpy, here: :func:`ramp_exact`), which is what
+gputex's ramp encoder fits.
 
 CPU encoders, same images, same run, on all cores (the image split into strips of block rows,
 one thread per core; the header prints each library's speed-up on N threads against one, which
@@ -18,6 +22,9 @@ BC4 entry), etcpak (BC1, BC3, BC4, BC5, BC7), quicktex (level 5 defaults: BC1, B
 library that is not installed gets "-" with the reason in the header. BC7: bc7enc-py with plain
 weights (``m_perceptual = False``, weights 1, 1, 1, 1) at uber level 0 (its default) and 4 (its
 slowest).
+
+Tuning: ``benchmarks/bc_tune.py`` runs variants of a quality's WGSL constants side by side;
+``benchmarks/results/bc-h200-*.txt`` holds H200 runs of this script.
 
 Compile cost: before anything else each (format, quality) pipeline, BC6H's two (``bc6h`` ufloat,
 ``bc6s`` signed; no PSNR table for them: the photos are not HDR) included, is built and run on a 256^2
@@ -93,6 +100,38 @@ def psnr(fmt: str, blocks: bytes, src) -> float:
     dec = np.frombuffer(fn(bytes(blocks), w, h), np.uint8).reshape(h, w, 4)[:, :, [2, 1, 0, 3]]
     k = CHANNELS[fmt]
     mse = np.mean((dec[:, :, :k].astype(np.float64) - src[:, :, :k]) ** 2)
+    return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
+
+
+def ramp_exact(blocks: bytes, w: int, h: int, step: int = 8):
+    """BC4 blocks (every ``step`` bytes) decoded by the specification's float arithmetic (what
+    hardware returns; texture2ddecoder truncates the interpolated values to whole codes),
+    numpy only: an (h, w) float64 array in codes 0..255."""
+    import numpy as np
+
+    b = np.frombuffer(bytes(blocks), np.uint8).reshape(-1, step)[:, :8].astype(np.int64)
+    e0, e1 = b[:, 0:1].astype(np.float64), b[:, 1:2].astype(np.float64)
+    bits = sum(b[:, 2 + i] << (8 * i) for i in range(6))
+    idx = np.stack([(bits >> (3 * t)) & 7 for t in range(16)], 1)
+    k = idx.astype(np.float64)
+    eight = ((8 - k) * e0 + (k - 1) * e1) / 7
+    six = np.where(idx == 6, 0.0, np.where(idx == 7, 255.0, ((6 - k) * e0 + (k - 1) * e1) / 5))
+    v = np.where(e0 > e1, eight, six)
+    v = np.where(idx == 0, e0, np.where(idx == 1, e1, v))
+    return v.reshape(h // 4, w // 4, 4, 4).transpose(0, 2, 1, 3).reshape(h, w)
+
+
+def psnr_exact(fmt: str, blocks: bytes, src) -> float:
+    """BC4 (R) / BC5 (RG) PSNR with the specification's float palette (see :func:`ramp_exact`)."""
+    import numpy as np
+
+    h, w = src.shape[:2]
+    if fmt == "bc4":
+        chans = [ramp_exact(blocks, w, h)]
+    else:
+        raw = bytes(blocks)
+        chans = [ramp_exact(raw, w, h, 16), ramp_exact(bytes(np.frombuffer(raw, np.uint8).reshape(-1, 16)[:, 8:]), w, h)]
+    mse = np.mean([(c - src[:, :, i].astype(np.float64)) ** 2 for i, c in enumerate(chans)])
     return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
 
 
@@ -292,7 +331,7 @@ def main() -> None:
     for f in args.formats:
         for q in args.qualities:
             for set_name, imgs in sets:
-                gsecs, wsecs, ps, have_gpu = 0.0, 0.0, [], True
+                gsecs, wsecs, ps, pe, have_gpu = 0.0, 0.0, [], [], True
                 for a in imgs.values():
                     g, w, blocks = gpu_encode(session, a, FORMATS[f], q, args.repeat)
                     if g is None:
@@ -301,12 +340,16 @@ def main() -> None:
                         gsecs += g
                     wsecs += w
                     ps.append(psnr(f, blocks, a))
+                    if f in ("bc4", "bc5"):
+                        pe.append(psnr_exact(f, blocks, a))
                 mp = sum(a.shape[0] * a.shape[1] for a in imgs.values()) / 1e6
                 line = (f"{f:6s} {q:7s} {set_name:16s} {(f'{mp / gsecs:9.1f}' if have_gpu else '        -')} "
                         f"{mp / wsecs:9.1f} {np.mean(ps):6.2f}")
                 for n in names:
                     r = cpu(n, f, set_name, imgs)
                     line += f" | {'-':>16s} {'-':>6s}" if r is None else f" | {r[0]:16.1f} {r[1]:6.2f}"
+                if pe:
+                    line += f" | spec float decode {np.mean(pe):6.2f}"
                 print(line, flush=True)
     pool.shutdown()
 

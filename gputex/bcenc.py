@@ -9,53 +9,72 @@ column repeat: edge replication), the block's words go into one storage buffer l
 texture, so ``capture`` (which decodes it), ``compare`` and the texture-file writers take it
 as they take any texture.
 
-Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.wgsl``):
+Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.wgsl``,
+``bc6h_mode11.wgsl``, ``bc6h_mode10.wgsl``):
 
 * colour (BC1, BC3's colour half): endpoints from the principal axis of the block's colours
   (power iteration on the covariance), least-squares refits of the endpoints against the
   chosen indices, a cluster fit, then a local search moving one 5:6:5 channel of one endpoint
   by one step while that lowers the error; BC1 blocks with texels of alpha < 128 use the
   three-colour + transparent mode (those texels get index 3).
-* ramp (BC4, BC5, BC3's alpha): exhaustive choice among all 8 palette entries per texel for
-  every endpoint pair tried: the block's range, inset/outset by a few codes, in the 8-value
-  mode, the range of the non-extreme texels in the 6-value mode, and least-squares refits.
+* ramp (BC4, BC5, BC3's alpha): every texel takes the nearest of the 8 palette entries (the
+  specification's float palette: hardware decodes BC4/BC5 at more than 8 bits, so rounded
+  codes are the wrong target; texture2ddecoder truncates them, which costs about 0.25 dB in
+  its PSNR) for every endpoint pair tried: the block's range inset by a few codes, least-squares
+  refits, then a pattern search (3x3 neighbours STRIDE codes apart, the stride halved when
+  none is better) in the 8-value mode and, for blocks reaching 0 or 255 (``best``: all), the
+  6-value mode. On a 64x256 astronaut crop ``best`` is within 0.002 dB of the per-block
+  optimum (every pair within 8 codes of the range ends, both modes), ``normal`` within 0.2.
 * BC7: two of its eight modes, the lower error wins. Mode 6 (one subset, RGBA, 4-bit
   indices): principal axis in RGBA, every p-bit pair, least-squares refits. Mode 1 (two
   subsets, RGB, 3-bit indices): the 64 partitions ranked by how far their subsets' texels lie
   from each subset's principal line, the best-ranked fitted in full the same way. The other
   modes (0, 2, 3, 4, 5, 7: three subsets, separate alpha, 2-bit indices) are not tried.
-* BC6H: mode 11 alone (one region, 10-bit endpoints, 4-bit indices), fitted on the
-  half-float bit patterns (``bc6h_mode11.wgsl``); the two-region and delta-coded modes are not
-  tried. The bit-pattern metric is relative, so one line through a block whose channels span
-  very different magnitudes (above all ``bc6h-rgb-float`` blocks crossing zero, where the bit
-  patterns jump) can trade a large linear error in a bright channel for dim ones: on the
-  astronaut photo in linear light x 8 - 2 one texel of 1.56 decoded as 18896 (the decoder and
-  the palette written out in the tests agree; the format's one-region mode cannot follow
-  that block). Data that stays on one side of zero decodes within a few percent.
+* BC6H: mode 11 (one region, 10-bit endpoints, 4-bit indices), fitted on the half-float bit
+  patterns read as sign and magnitude (where the decoder interpolates; ``bc6h_mode11.wgsl``);
+  at ``best`` also mode 10 (two regions from the 32 partitions, all fitted, 6-bit endpoints,
+  3-bit indices; ``bc6h_mode10.wgsl``), the lower error wins. The delta-coded modes (1-9,
+  12-14) are not tried. The endpoints are held inside the block's (region's) per-channel
+  range: in ``bc6h-rgb-float`` blocks whose values cross zero the bit patterns form two
+  clusters far apart, and a line fitted through them extrapolated (astronaut in linear light
+  x 8 - 2: RMS error 36, a texel of 1.32 decoded as 7460; held inside: RMS 0.137 at ``fast``
+  and ``normal``, 0.111 at ``best`` with mode 10; unsigned x 8: 0.0567 and 0.0544).
 
 Quality levels (``quality=``; the CLI's ``--quality``; also 0, 1, 2):
 
 ========  ===============================================================================
 fast      colour: integer axis (see Determinism), 1 integer least-squares refit (16- and
-          float sources: 4 power iterations, 1 refit); ramp: the block's range, in both modes
+          float sources: 4 power iterations, 1 refit); ramp: the block's range, then 2 steps
+          of the 3x3 search
 normal    colour: 8 iterations, 2 refits, cluster fit (all 969 splits of the texels ordered
-          along the axis into the four indices), 2 local-search passes; ramp: insets 0..2
-          on each side (9 pairs), 6-value insets 0..1, then up to 3 least-squares refits
-          with the 3x3 integer pairs around each
+          along the axis into the four indices), 2 local-search passes; ramp: insets 0..1
+          on each side, 2 refits, pattern search from stride 4 (up to 12 steps)
 best      colour: as normal, cluster fit repeated along the found endpoints' axis (up to
           4 times), up to 8 search passes, the three-colour mode tried for opaque BC1
-          blocks too; ramp: -4..12 on each side (289 pairs), 6-value insets 0..4, up to
-          4 refits
+          blocks too; ramp: insets 0..3, 4 refits, pattern search from stride 8 (up to 24
+          steps), the 6-value mode for every block
 ========  ===============================================================================
 
+BC6H ``best``: mode 10 as well (above).
+
 BC7: ``fast`` fits mode 1 on the best-ranked partition with 1 refit, ``normal`` on the best
-4 with 2 refits, ``best`` on the best 16 with 4 refits (mode 6 with the same refits). BC6H:
+4 with 2 refits, ``best`` on all 64 with 4 refits (mode 6 with the same refits). Fitting all 64
+rather than the best-ranked 16 is what put ``best`` past bc7enc-py's uber level 4 on the H200
+(photos 45.68 against 45.47 dB, 4096^2 composite 44.29 against 43.97, at 79 MP/s; with 16:
+45.29 against 45.47): the ranking misjudges textured blocks (grass +0.26 dB, gravel +0.30). BC6H:
 1, 2 and 4 refits.
 
 What decided it (``benchmarks/bc.py`` on 2-core lavapipe, RGB PSNR by texture2ddecoder):
 cluster fit is what lifts BC1/BC3 ``normal`` above bc7enc-py's default (level 10) on the
-scikit-image photos (35.68 against 35.64 dB; 35.47 without it); the least-squares refits
-lift BC4 by 0.4 dB at the cost of a few palette evaluations; mode 1 lifts BC7 from 42.4 dB
+scikit-image photos (35.68 against 35.64 dB; 35.47 without it); BC4 on the eight photos' red
+channel (spec float decode / texture2ddecoder): fast 43.44 / 43.17, normal 44.02 / 43.77, best
+44.10 / 43.86 dB, where the previous rounded-palette search with refits got 43.46 by
+texture2ddecoder at normal and the per-block optimum is about 44.1 (mean of the photos: grass
+38.4 and gravel 40.4 pull it down, so issue 18's 45 dB cannot be met on these photos by any
+BC4 encoder); quicktex's BC4 gets 42.39, etcpak's 39.71. On the H200 (``benchmarks/results/bc-h200-2026-11-30.txt``,
+4096^2 composite) BC4 encodes at 9.1 / 2.58 / 0.47 GP/s (fast / normal / best); BC5 ran at
+2.4 / 0.42 / 0.30 GP/s there with its two halves inlined, since encoded in one loop (not yet
+measured on the H200); mode 1 lifts BC7 from 42.4 dB
 (mode 6 alone, astronaut crop) to 44.6 at ``normal``, past bc7enc-py's 44.35 (plain weights,
 uber 0).
 
@@ -66,16 +85,22 @@ source's [0, 1] as [-1, 1] (``2 x - 1``: how normal maps are stored in unorm ima
 
 Compile cost (lavapipe compiles WGSL with LLVM): each pipeline is specialised by substituting
 ``const`` values (format kind, source conversion, quality) into the WGSL text and holds only
-the functions its format needs; the numbers are in ``benchmarks/bc.py``'s output.
+the functions its format needs, and a function called for several cases (BC1's four- and
+three-colour fits, BC7 mode 1's and BC6H mode 10's two subsets, BC5's two halves) is called
+from one loop so that one copy of it is inlined: cold compile + first run on 256^2 with
+``MESA_SHADER_CACHE_DISABLE=true`` on the 2-core machine (load 6-13 from other jobs) went from
+16 to 4.8 s (BC1 best), 13.5 to 8.6 s (BC7 best), 20.6 to 10.8 s (BC6H signed best); every
+pipeline is now under 11 s there (``benchmarks/bc.py`` prints them).
 
 Determinism: the same input, format and quality give the same bytes on every run on one
 adapter (no atomics, no races: each invocation owns its block and every loop has a fixed
-order; ties keep the earlier candidate). Across adapters: ``fast`` BC1, BC3, BC4-unorm and
-BC5-unorm of 8-bit sources are integer-exact (the colour axis is the bounding box's diagonal
+order; ties keep the earlier candidate). Across adapters: ``fast`` BC1 and BC3's colour of
+8-bit sources are integer-exact (the colour axis is the bounding box's diagonal
 signed by exact integer covariances, the least-squares refits solve in integers, every palette
 value and error is an integer below 2^24 held exactly in f32, and no f32 result lands on a
 rounding tie), so those bytes match on every conformant adapter; this cost 0.04 dB against the
-float principal axis (34.90 against 34.94 dB on the photos). ``normal``/``best``, snorm, BC7
+float principal axis (34.90 against 34.94 dB on the photos). The ramp encoder (BC4, BC5,
+BC3's alpha) fits the float palette (division by 7 or 5), ``normal``/``best``, snorm, BC7
 and BC6H use floating point (power iteration, cluster fit, refits, pow), which WGSL lets
 adapters round differently (division to 2.5 ULP, fused multiply-add), so their bytes can
 differ between adapters (not measured: only lavapipe was available here).
@@ -87,13 +112,19 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .errors import FormatError, LimitError
+from .errors import FormatError, LimitError, UsageError
 
 if TYPE_CHECKING:
     from .upload import Texture
 
-__all__ = ["encode_blocks", "encode_levels", "psnr_report", "kind_of", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
+__all__ = ["EncodeUsageError", "encode_blocks", "encode_levels", "psnr_report", "kind_of", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
            "source_format", "check_options", "encodable"]
+
+class EncodeUsageError(FormatError, UsageError):
+    """A texture or adapter that cannot be encoded into the format asked for (an sRGB texture
+    into BC6H, an adapter without ``texture-compression-bc``): a :class:`FormatError` for the
+    library, a :class:`UsageError` for the CLI (exit 2, nothing written)."""
+
 
 #: Formats gputex encodes -> (KIND of bc_encode.wgsl, u32 words per block)
 ENCODERS = {
@@ -109,15 +140,15 @@ QUALITIES = ("fast", "normal", "best")
 
 #: WGSL constants of each quality (see the module docstring's table)
 _SETTINGS = {
-    "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "PERTURB": "0u", "TRY_THREE": "false",
-             "RAMP_IN": "0", "RAMP_OUT": "0", "RAMP6_IN": "0", "RAMP_LS": "0u",
-             "BC7_REFINE": "1u", "BC7_P1_TOP": "1u"},
-    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "PERTURB": "2u", "TRY_THREE": "false",
-               "RAMP_IN": "2", "RAMP_OUT": "0", "RAMP6_IN": "1", "RAMP_LS": "3u",
-               "BC7_REFINE": "2u", "BC7_P1_TOP": "4u"},
-    "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "PERTURB": "8u", "TRY_THREE": "true",
-             "RAMP_IN": "12", "RAMP_OUT": "4", "RAMP6_IN": "4", "RAMP_LS": "4u",
-             "BC7_REFINE": "4u", "BC7_P1_TOP": "16u"},
+    "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "CLUSTER_SKIP": "0.0", "PERTURB": "0u", "TRY_THREE": "false",
+             "RAMP_IN": "0", "RAMP_LS": "0u", "RAMP_DESC": "2u", "RAMP_STRIDE": "1", "RAMP_SIX_ALWAYS": "false",
+             "BC7_REFINE": "1u", "BC7_P1_TOP": "1u", "BC6_MODE10": "false"},
+    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "CLUSTER_SKIP": "0.0", "PERTURB": "2u", "TRY_THREE": "false",
+               "RAMP_IN": "1", "RAMP_LS": "2u", "RAMP_DESC": "12u", "RAMP_STRIDE": "4", "RAMP_SIX_ALWAYS": "false",
+               "BC7_REFINE": "2u", "BC7_P1_TOP": "4u", "BC6_MODE10": "false"},
+    "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "CLUSTER_SKIP": "0.0", "PERTURB": "8u", "TRY_THREE": "true",
+             "RAMP_IN": "3", "RAMP_LS": "4u", "RAMP_DESC": "24u", "RAMP_STRIDE": "8", "RAMP_SIX_ALWAYS": "true",
+             "BC7_REFINE": "4u", "BC7_P1_TOP": "64u", "BC6_MODE10": "true"},
 }
 
 _BODY = {
@@ -125,9 +156,11 @@ _BODY = {
     3: ("let a = encode_ramp(3u);\n    out[w] = a.x;\n    out[w + 1u] = a.y;\n"
         "    let c = encode_color(0xffffu);\n    out[w + 2u] = c.x;\n    out[w + 3u] = c.y;"),
     4: "let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;",
-    5: ("let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;\n"
-        "    let g = encode_ramp(1u);\n    out[w + 2u] = g.x;\n    out[w + 3u] = g.y;"),
-    6: ("let b = encode_bc6h();\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
+    # BC5: one loop over the two halves (one copy of the ramp code: on the H200 two inlined
+    # calls ran at 420 MP/s against BC4's 2580)
+    5: ("for (var c = 0u; c < 2u; c++) {\n        let r = encode_ramp(c);\n        out[w + 2u * c] = r.x;\n"
+        "        out[w + 2u * c + 1u] = r.y;\n    }"),
+    6: ("var b = encode_bc6h();\n    MODE10\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
         "    out[w + 3u] = b.w;"),
     7: ("var b = encode_bc7_mode6();\n    let b1 = encode_bc7_mode1();\n    if (m1_err < m6_err) {\n"
         "        b = b1;\n    }\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
@@ -204,9 +237,13 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
                   FOUR_ALWAYS=str(kind == 3).lower(), BLOCK_WORDS="2u" if kind in (1, 4) else "4u",
                   RAW_FLOAT=str(kind == 6).lower(), INT_FAST=str(quality == "fast" and src_round).lower())
     types = {"true": "bool", "false": "bool"}
-    head = "".join(f"const {k}: {types.get(v, 'u32' if v.endswith('u') else 'i32')} = {v};\n"
+    head = "".join(f"const {k}: {types.get(v, 'u32' if v.endswith('u') else 'f32' if '.' in v else 'i32')} = {v};\n"
                    for k, v in sorted(consts.items()))
-    code = head + load_wgsl("bc_encode.wgsl", ENCODE_BLOCK=_BODY[kind])
+    body = _BODY[kind]
+    if kind == 6:  # BC6H: mode 10 (two regions) tried too at the qualities that have it
+        body = body.replace("MODE10", "let b10 = encode_bc6h_mode10();\n    if (m10_err < m11_err) {\n"
+                            "        b = b10;\n    }" if _SETTINGS[quality]["BC6_MODE10"] == "true" else "")
+    code = head + load_wgsl("bc_encode.wgsl", ENCODE_BLOCK=body)
     if kind in (1, 3):
         code += load_wgsl("bc_color.wgsl")
     if kind in (3, 4, 5):
@@ -215,6 +252,8 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
         code += load_wgsl("bc7_mode6.wgsl") + load_wgsl("bc7_mode1.wgsl")
     if kind == 6:
         code += load_wgsl("bc6h_mode11.wgsl")
+        if _SETTINGS[quality]["BC6_MODE10"] == "true":
+            code += load_wgsl("bc6h_mode10.wgsl")
     return code
 
 
@@ -285,10 +324,13 @@ def encode_levels(tex: "Texture", format: str, quality: str = "normal", *,
         raise FormatError(f"{tex.source}: gputex does not encode {fmt.name}; it encodes "
                           f"{', '.join(ENCODERS)}")
     quality = parse_quality(quality)
+    if not tex.session.has_feature(fmt.feature):
+        raise EncodeUsageError(f"{tex.source}: {fmt.name} needs the device feature {fmt.feature!r}, which "
+                               f"{tex.session.info.name} does not have; use an uncompressed --format")
     _check_source(tex, fmt)
     if kind_of(fmt) == 6 and tex.color_space == "srgb":
-        raise FormatError(f"{tex.source}: {fmt.name} holds linear HDR values but this texture is sRGB; "
-                          "give linear data (float images are; --color-space linear for others)")
+        raise EncodeUsageError(f"{tex.source}: {fmt.name} holds linear HDR values but this texture is sRGB; "
+                               "give linear data (float images are; --color-space linear for others)")
     session, device = tex.session, tex.session.device
     kind, words = ENCODERS[fmt.name]
     src_round = tex.format.kind == "unorm" and tex.format.bits == 8

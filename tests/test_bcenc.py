@@ -45,15 +45,17 @@ def _color_palette(c0: int, c1: int, four: bool) -> np.ndarray:
     return np.column_stack([np.array(pal), [255, 255, 255, 0]])
 
 
-def _ramp_palette(a0: int, a1: int, signed: bool) -> np.ndarray:
-    """BC4 palette (spec, RGTC), in codes (signed: -127..127)."""
+def _ramp_palette(a0: int, a1: int, signed: bool, exact: bool = False) -> np.ndarray:
+    """BC4 palette (spec, RGTC), in codes (signed: -127..127): rounded to whole codes (as
+    gputex's decoder writes them) or, ``exact``, the specification's float values."""
     if signed:
         a0, a1 = max(a0 - 256 if a0 > 127 else a0, -127), max(a1 - 256 if a1 > 127 else a1, -127)
     k = np.arange(8, dtype=np.float64)
+    r = (lambda x: x) if exact else (lambda x: np.floor(x + 0.5))
     if a0 > a1:
-        pal = np.floor(((8 - k) * a0 + (k - 1) * a1) / 7 + 0.5)
+        pal = r(((8 - k) * a0 + (k - 1) * a1) / 7)
     else:
-        pal = np.floor(((6 - k) * a0 + (k - 1) * a1) / 5 + 0.5)
+        pal = r(((6 - k) * a0 + (k - 1) * a1) / 5)
         pal[6], pal[7] = (-127, 127) if signed else (0, 255)
     pal[0], pal[1] = a0, a1
     return pal
@@ -124,7 +126,8 @@ def _channels(fmt: str) -> int:
 @pytest.mark.parametrize("quality", ["fast", "best"])
 def test_ramp_indices_are_the_nearest_of_all_eight(gpu, fmt, quality):
     """Exhaustive palette selection: given the endpoints written, every texel's index is one of
-    the palette entries nearest to its value (spec palette computed here)."""
+    the palette entries nearest to its value (the specification's float palette, computed
+    here: what the encoder fits)."""
     rng = np.random.default_rng(41)
     img = rng.integers(0, 256, (16, 32, 4), dtype=np.uint8)
     img[:4, :4] = 255  # a block touching the top extreme (6-value mode territory)
@@ -137,13 +140,13 @@ def test_ramp_indices_are_the_nearest_of_all_eight(gpu, fmt, quality):
         by, bx = divmod(bi, 8)
         for off, ch in halves:
             part = block[off: off + 8]
-            pal = _ramp_palette(part[0], part[1], signed)
+            pal = _ramp_palette(part[0], part[1], signed, exact=True)
             values = img[by * 4: by * 4 + 4, bx * 4: bx * 4 + 4, ch].reshape(16).astype(np.float64)
             if signed:
                 values = values * (254 / 255) - 127
             err = (values[:, None] - pal[None, :]) ** 2
             chosen = err[np.arange(16), _ramp_indices(part)]
-            assert np.array_equal(chosen, err.min(axis=1)), (fmt, bi, ch)
+            assert np.allclose(chosen, err.min(axis=1), rtol=0, atol=1e-3), (fmt, bi, ch)
 
 
 @pytest.mark.parametrize("fmt", ["bc1-rgba-unorm", "bc3-rgba-unorm"])
@@ -316,6 +319,104 @@ def test_bc6h_blocks(gpu, fmt):
         assert np.array_equal(err[np.arange(16), idx], err.min(axis=1)), bi
     rel = np.abs(dec.astype(np.float64) - src) / np.abs(src.astype(np.float64))
     assert np.median(rel) < 0.03, np.median(rel)
+
+
+def test_bc6h_signed_across_zero(gpu):
+    """bc6h-rgb-float on a photo in linear light x 8 - 2 (blocks whose values cross zero): every
+    decoded value (lavapipe's texture unit) stays within its block's channel range, as half-float
+    bits read as sign and magnitude, give or take one endpoint step (64) and the decoder's 31/32
+    finish; and the RMS error is small (measured here 0.137 at every quality; before the
+    endpoints were held inside the range a fitted line extrapolated: RMS 36, one texel of 1.32
+    decoded as 7460)."""
+    import wgpu
+
+    from gputex.unblock import decode_blocks
+
+    img = _photo("astronaut", 64, 64).astype(np.float32) / 255.0
+    lin = (img ** 2.2 * 8 - 2).astype(np.float32)
+    tex = gputex.upload(gpu, gputex.from_array(lin), "rgba16float", usage=wgpu.TextureUsage.TEXTURE_BINDING)
+    try:
+        src = gputex.capture(tex)[:, :, :3]
+        enc = gputex.encode_blocks(tex, "bc6h-rgb-float", quality="fast")
+        try:
+            dec_tex = decode_blocks(enc, mode="sampler")
+            try:
+                dec = gputex.capture(dec_tex)[:, :, :3]
+            finally:
+                dec_tex.destroy()
+        finally:
+            enc.destroy()
+    finally:
+        tex.destroy()
+
+    def as_int(a):
+        bits = np.asarray(a, np.float16).view(np.uint16).astype(np.int64)
+        return np.where(bits & 0x8000, -(bits & 0x7FFF), bits)
+
+    def blocks(a):
+        return a.reshape(16, 4, 16, 4, 3).transpose(0, 2, 1, 3, 4).reshape(256, 16, 3)
+
+    s, d = blocks(as_int(src)), blocks(as_int(dec))
+    assert (d >= s.min(1, keepdims=True) - 64).all() and (d <= s.max(1, keepdims=True) + 64).all()
+    rmse = float(np.sqrt(np.mean((dec.astype(np.float64) - src) ** 2)))
+    assert rmse < 0.2, rmse
+    assert (np.sign(src) != 0).any() and (src < 0).any() and (src > 0).any()  # it does cross zero
+
+
+def _bc6h_round_trip(gpu, fmt: str, img: np.ndarray, quality: str):
+    """(source, lavapipe's decode, level-0 blocks) of ``img`` encoded as ``fmt``."""
+    import wgpu
+
+    from gputex.unblock import decode_blocks
+
+    tex = gputex.upload(gpu, gputex.from_array(img), "rgba16float", usage=wgpu.TextureUsage.TEXTURE_BINDING)
+    try:
+        src = gputex.capture(tex)[:, :, :3]
+        enc = gputex.encode_blocks(tex, fmt, quality=quality)
+        try:
+            blocks = bytes(capture_texture_file(enc).levels[0])
+            dec_tex = decode_blocks(enc, mode="sampler")
+            try:
+                dec = gputex.capture(dec_tex)[:, :, :3]
+            finally:
+                dec_tex.destroy()
+        finally:
+            enc.destroy()
+    finally:
+        tex.destroy()
+    return src, dec, blocks
+
+
+@pytest.mark.parametrize("fmt, gain", [("bc6h-rgb-float", 0.9), ("bc6h-rgb-ufloat", 1.0)])
+def test_bc6h_best_tries_two_regions(gpu, fmt, gain):
+    """``best`` tries BC6H mode 10 (two regions, 6-bit endpoints) against mode 11: on a photo in
+    linear light (x 8 - 2 for the signed format, whose blocks then cross zero) some blocks take
+    it, every mode-10 block decodes (lavapipe's texture unit) inside its block's range in the
+    sign-and-magnitude bit space give or take one 6-bit endpoint step (1024; a wrong bit layout
+    decodes far outside), and the RMS error falls below ``fast``'s (mode 11 only) by ``gain``.
+    Measured here on a 128^2 crop: signed 0.137 -> 0.111, unsigned 0.0567 -> 0.0544."""
+    img = _photo("astronaut", 64, 64).astype(np.float32) / 255.0
+    lin = (img ** 2.2 * 8 - (2 if fmt.endswith("-float") else 0)).astype(np.float32)
+    src, fast, _ = _bc6h_round_trip(gpu, fmt, lin, "fast")
+    src, best, blocks = _bc6h_round_trip(gpu, fmt, lin, "best")
+
+    def as_int(a):
+        bits = np.asarray(a, np.float16).view(np.uint16).astype(np.int64)
+        return np.where(bits & 0x8000, -(bits & 0x7FFF), bits)
+
+    def per_block(a):
+        return a.reshape(16, 4, 16, 4, 3).transpose(0, 2, 1, 3, 4).reshape(256, 16, 3)
+
+    modes = np.array([b[0] & 0x1F for b in _blocks(blocks, 16)])
+    ten = modes == 0x1E
+    assert ten.any() and (modes[~ten] == 3).all(), np.unique(modes)
+    s, d = per_block(as_int(src))[ten], per_block(as_int(best))[ten]
+    assert (d >= s.min(1, keepdims=True) - 1024).all() and (d <= s.max(1, keepdims=True) + 1024).all()
+
+    def rmse(a):
+        return float(np.sqrt(np.mean((a.astype(np.float64) - src) ** 2)))
+
+    assert rmse(best) <= rmse(fast) * gain, (rmse(best), rmse(fast))
 
 
 def test_bc6h_files_and_srgb_refused(gpu, tmp_path):
@@ -539,13 +640,14 @@ def test_snorm_values(gpu):
 # -- quality on photographs (texture2ddecoder decodes) ---------------------------------------
 
 #: PSNR floors at ``normal`` (dB, texture2ddecoder's decode against the source, the stored
-#: channels), on 256x256 crops; measured here (lavapipe): BC1/BC3 36.16 / 35.70, BC4 43.97 /
-#: 44.53, BC5 43.72 / 43.76, BC7 44.59 / 43.12. bc7enc-py's BC1 default (level 10) on the
+#: channels), on 256x256 crops; measured here (lavapipe): BC1/BC3 36.16 / 35.70, BC4 44.30 /
+#: 44.88, BC5 44.06 / 44.07 (before the float-palette ramp search: 43.97 / 44.53, 43.72 /
+#: 43.76), BC7 44.59 / 43.12. bc7enc-py's BC1 default (level 10) on the
 #: astronaut crop: 36.12
 FLOORS = {"bc1-rgba-unorm": {"astronaut": 36.0, "coffee": 35.5},
           "bc3-rgba-unorm": {"astronaut": 36.0, "coffee": 35.5},
-          "bc4-r-unorm": {"astronaut": 43.5, "coffee": 44.0},
-          "bc5-rg-unorm": {"astronaut": 43.5, "coffee": 43.5},
+          "bc4-r-unorm": {"astronaut": 44.1, "coffee": 44.7},
+          "bc5-rg-unorm": {"astronaut": 43.9, "coffee": 43.9},
           "bc7-rgba-unorm": {"astronaut": 44.3, "coffee": 42.8}}
 
 
@@ -557,6 +659,59 @@ def test_psnr_floors_on_photos(gpu, fmt):
         dec = _t2d_decode(fmt, levels[0], 256, 256)
         k = min(_channels(fmt), 3)
         assert _psnr(dec[:, :, :k], img[:, :, :k]) >= floor, (fmt, name)
+
+
+def _spec_ramp_decode(blocks: bytes, w: int, h: int) -> np.ndarray:
+    """BC4 blocks decoded with the specification's float palette (texture2ddecoder truncates
+    the interpolated values to whole codes; hardware does not): (h, w) float64 codes."""
+    out = np.empty((h, w))
+    for bi, block in enumerate(_blocks(blocks, 8)):
+        by, bx = divmod(bi, w // 4)
+        out[by * 4: by * 4 + 4, bx * 4: bx * 4 + 4] = _ramp_palette(block[0], block[1], False, exact=True)[
+            _ramp_indices(block)].reshape(4, 4)
+    return out
+
+
+def test_bc4_beats_quicktex_and_nears_the_optimum(gpu):
+    """BC4 ``normal`` and ``best`` on the R channel of two photo crops: above quicktex's BC4
+    (texture2ddecoder decodes both), and with the specification's float decode within 0.1 dB
+    (``best``) / 0.2 dB (``normal``) of the per-block optimum, found here by a search over every
+    endpoint pair within 8 codes of the block's range ends in both modes (numpy, float64).
+    Measured here: astronaut crop normal 43.92 / best 44.02 against optimum 44.06 (spec decode);
+    quicktex 42.5 by texture2ddecoder."""
+    quicktex = pytest.importorskip("quicktex", reason="quicktex is not installed")
+    from quicktex.s3tc.bc4 import BC4Encoder
+
+    img = _photo("astronaut", 64, 256)
+    r = img[:, :, 0].astype(np.float64)
+    rgba = np.concatenate([img, np.full((64, 256, 1), 255, np.uint8)], 2)
+    theirs = BC4Encoder(0).encode(quicktex.RawTexture.frombytes(rgba.tobytes(), 256, 64)).tobytes()
+    their_psnr = _psnr(_t2d_decode("bc4-r-unorm", theirs, 256, 64)[:, :, 0], img[:, :, 0])
+    # the optimum, block by block
+    blocks = r.reshape(16, 4, 64, 4).transpose(0, 2, 1, 3).reshape(-1, 16)
+    best_err = np.zeros(len(blocks))
+    k = np.arange(8.0)
+    for i, v in enumerate(blocks):
+        lo, hi = int(v.min()), int(v.max())
+        e0, e1 = np.meshgrid(np.arange(max(hi - 8, 0), min(hi + 8, 255) + 1),
+                             np.arange(max(lo - 8, 0), min(lo + 8, 255) + 1), indexing="ij")
+        e0, e1 = e0.reshape(-1, 1).astype(np.float64), e1.reshape(-1, 1).astype(np.float64)
+        pal8 = ((8 - k) * e0 + (k - 1) * e1) / 7
+        pal6 = ((6 - k) * e1 + (k - 1) * e0) / 5  # e0 <= e1 order: the 6-value mode
+        pal6[:, 6], pal6[:, 7] = 0, 255
+        pal8[:, 0], pal8[:, 1], pal6[:, 0], pal6[:, 1] = e0[:, 0], e1[:, 0], e1[:, 0], e0[:, 0]
+        ok8 = (e0 > e1)[:, 0]
+        err8 = ((v[None, :, None] - pal8[:, None, :]) ** 2).min(2).sum(1)[ok8]
+        err6 = ((v[None, :, None] - pal6[:, None, :]) ** 2).min(2).sum(1)
+        best_err[i] = min(err8.min() if ok8.any() else np.inf, err6.min())
+    optimum = 10 * np.log10(255.0 ** 2 / (best_err.sum() / r.size))
+    for quality, margin in (("best", 0.1), ("normal", 0.2)):
+        levels, _ = _encode(gpu, img, "bc4-r-unorm", quality)
+        spec = 10 * np.log10(255.0 ** 2 / np.mean((_spec_ramp_decode(levels[0], 256, 64) - r) ** 2))
+        assert spec >= optimum - margin, (quality, spec, optimum)
+        assert spec <= optimum + 1e-9, (quality, spec, optimum)  # nothing beats the optimum
+        ours = _psnr(_t2d_decode("bc4-r-unorm", levels[0], 256, 64)[:, :, 0], img[:, :, 0])
+        assert ours > their_psnr, (quality, ours, their_psnr)
 
 
 def test_bc1_bc3_at_least_bc7enc_default(gpu):
@@ -711,6 +866,54 @@ def test_cli_bad_combinations_exit_2_and_write_nothing(tmp_png, tmp_path, args, 
     r = CliRunner().invoke(app, ["upload", src, "-o", str(out), *args])
     assert r.exit_code == 2, r.output
     assert message in r.output
+    assert not out.exists()
+
+
+def test_cli_bc6h_from_8bit_needs_linear(tmp_png, tmp_path):
+    """BC6H from an 8-bit PNG (sRGB unless told otherwise): exit 2, one line naming the file
+    and the fix, nothing written; with --color-space linear the same input encodes."""
+    from typer.testing import CliRunner
+
+    from gputex.cli import app
+
+    src = tmp_png(np.full((8, 8, 3), 128, np.uint8))
+    out = tmp_path / "o.ktx2"
+    r = CliRunner().invoke(app, ["upload", src, "-o", str(out), "--format", "bc6h-rgb-ufloat"])
+    assert r.exit_code == 2, r.output
+    assert (f"{src}: bc6h-rgb-ufloat holds linear HDR values but this texture is sRGB; give linear data "
+            "(float images are; --color-space linear for others)") in " ".join(r.output.split())
+    assert not out.exists()
+    r = CliRunner().invoke(app, ["upload", src, "-o", str(out), "--format", "bc6h-rgb-ufloat", "--color-space",
+                                 "linear"])
+    assert r.exit_code == 0, r.output
+    assert out.exists()
+
+
+def test_adapter_without_bc_exit_2(gpu, tmp_png, tmp_path, monkeypatch):
+    """An adapter without texture-compression-bc: the library raises EncodeUsageError (a
+    FormatError and a UsageError) naming the feature; the CLI exits 2 and writes nothing."""
+    import wgpu
+    from typer.testing import CliRunner
+
+    from gputex.bcenc import EncodeUsageError
+    from gputex.cli import app
+
+    tex = gputex.upload(gpu, gputex.from_array(np.zeros((4, 4, 4), np.uint8)), "rgba8unorm",
+                        usage=wgpu.TextureUsage.TEXTURE_BINDING)
+    real = type(gpu).has_feature
+    monkeypatch.setattr(type(gpu), "has_feature", lambda self, f: f != "texture-compression-bc" and real(self, f))
+    try:
+        with pytest.raises(EncodeUsageError, match=r"bc7-rgba-unorm needs the device feature "
+                                                   r"'texture-compression-bc', which .* does not have"):
+            gputex.encode_blocks(tex, "bc7-rgba-unorm")
+    finally:
+        tex.destroy()
+    assert issubclass(EncodeUsageError, gputex.FormatError) and issubclass(EncodeUsageError, gputex.UsageError)
+    src = tmp_png(np.zeros((8, 8, 3), np.uint8))
+    out = tmp_path / "o.dds"
+    r = CliRunner().invoke(app, ["upload", src, "-o", str(out), "--format", "bc1-rgba-unorm"])
+    assert r.exit_code == 2, r.output
+    assert "bc1-rgba-unorm needs the device feature 'texture-compression-bc'" in " ".join(r.output.split())
     assert not out.exists()
 
 

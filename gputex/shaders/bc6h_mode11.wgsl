@@ -159,7 +159,10 @@ fn encode_bc6h() -> vec4<u32> {
         tmin /= len2;
         tmax /= len2;
     }
-    var best = eval_mode11(quant6(mean + axis * tmin), quant6(mean + axis * tmax));
+    // endpoints stay inside the block's per-channel range (in the interpolation space): a line
+    // fitted across a block whose values cross zero (sign and magnitude: two clusters far
+    // apart) would otherwise extrapolate, and a texel of 1.3 decoded as 7460
+    var best = eval_mode11(quant6(clamp(mean + axis * tmin, lo, hi)), quant6(clamp(mean + axis * tmax, lo, hi)));
     for (var it = 0u; it < BC7_REFINE; it++) {
         var aa = 0.0;
         var bb = 0.0;
@@ -179,13 +182,15 @@ fn encode_bc6h() -> vec4<u32> {
         if (abs(det) < 1e-6) {
             break;
         }
-        let f = eval_mode11(quant6((ax * bb - bx * ab) / det), quant6((bx * aa - ax * ab) / det));
+        let f = eval_mode11(quant6(clamp((ax * bb - bx * ab) / det, lo, hi)),
+                            quant6(clamp((bx * aa - ax * ab) / det, lo, hi)));
         if (f.err < best.err) {
             best = f;
         } else {
             break;
         }
     }
+    m11_err = best.err;
     var e0 = best.e0;
     var e1 = best.e1;
     var flip = 0u;
@@ -206,3 +211,5 @@ fn encode_bc6h() -> vec4<u32> {
     }
     return vec4<u32>(bc6_bits[0], bc6_bits[1], bc6_bits[2], bc6_bits[3]);
 }
+
+var<private> m11_err: f32;

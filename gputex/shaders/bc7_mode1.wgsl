@@ -243,13 +243,18 @@ fn encode_bc7_mode1() -> vec4<u32> {
     var s1: Mode1Sub;
     for (var k = 0u; k < BC7_P1_TOP; k++) {
         let p = top_part[k];
-        let a = m1_fit(~BC7_P2[p] & 0xffffu);
-        let b = m1_fit(BC7_P2[p]);
-        if (a.err + b.err < best_err) {
-            best_err = a.err + b.err;
+        // the two subsets in one loop: one copy of the fit in the compiled shader
+        var fits: array<Mode1Sub, 2>;
+        var total = 0.0;
+        for (var r = 0u; r < 2u; r++) {
+            fits[r] = m1_fit(select(~BC7_P2[p] & 0xffffu, BC7_P2[p], r == 1u));
+            total += fits[r].err;
+        }
+        if (total < best_err) {
+            best_err = total;
             best_p = p;
-            s0 = a;
-            s1 = b;
+            s0 = fits[0];
+            s1 = fits[1];
         }
     }
     m1_err = best_err;

@@ -1,113 +1,132 @@
-// One-channel ramp block (BC4, BC5's two halves, BC3's alpha): for each candidate endpoint
-// pair every texel takes the best of all 8 palette entries (exhaustive selection); the pairs
-// tried are the block's range inset by 0..RAMP_IN steps (and out by RAMP_OUT) on each side in
-// the 8-value mode, and the range of the texels that are not at the format's extremes in the
-// 6-value mode (whose codes 6 and 7 are the extremes). The palette is the specification's
-// (bc_decode.wgsl), rounded to the nearest code; errors are exact for 8-bit unorm sources.
-
-struct RampFit {
-    e0: i32,
-    e1: i32,
-    lo: u32,  // index bits 0..15 of the block's 48
-    hi: u32,  // index bits 16..47
-    err: f32,
-}
+// One-channel ramp block (BC4, BC5's two halves, BC3's alpha). A candidate is an endpoint pair
+// (hi, lo) in one of the format's two modes: 8 values (e0 = hi > e1 = lo) or 6 values plus the
+// format's two extremes (e0 = lo <= e1 = hi). Every texel takes the palette entry nearest to it
+// (exhaustive selection: the entry at its own ramp position, rounded, plus the two extremes
+// in the 6-value mode). The palette is the specification's float one (not rounded to codes: hardware
+// decodes BC4 at more than 8 bits). The search: the block's range inset by 0..RAMP_IN codes on each side, then
+// least-squares refits of the endpoints against the chosen ramp positions (RAMP_LS times,
+// with the 3x3 integer pairs around each), then a pattern search over the 3x3 neighbourhood of
+// the best pair, RAMP_STRIDE codes apart, halved each time no neighbour is better (RAMP_DESC
+// steps), in each mode.
 
 var<private> rv: array<f32, 16>;
 
 const RAMP_MIN: f32 = select(0.0, -127.0, SIGNED);
 const RAMP_MAX: f32 = select(255.0, 127.0, SIGNED);
 
-fn eval_ramp(e0: i32, e1: i32) -> RampFit {
-    let a = f32(e0);
-    let b = f32(e1);
-    var pal: array<f32, 8>;
-    pal[0] = a;
-    pal[1] = b;
-    if (e0 > e1) {
-        for (var k = 2u; k < 8u; k++) {
-            pal[k] = floor(((8.0 - f32(k)) * a + (f32(k) - 1.0) * b) / 7.0 + 0.5);
-        }
-    } else {
-        for (var k = 2u; k < 6u; k++) {
-            pal[k] = floor(((6.0 - f32(k)) * a + (f32(k) - 1.0) * b) / 5.0 + 0.5);
-        }
-        pal[6] = RAMP_MIN;
-        pal[7] = RAMP_MAX;
-    }
-    var err = 0.0;
-    var lo = 0u;
-    var hi = 0u;
-    for (var i = 0u; i < 16u; i++) {
-        var d = rv[i] - pal[0];
-        var best = d * d;
-        var idx = 0u;
-        for (var k = 1u; k < 8u; k++) {
-            d = rv[i] - pal[k];
-            if (d * d < best) {
-                best = d * d;
-                idx = k;
-            }
-        }
-        err += best;
-        let bit = 3u * i;  // within the 48 index bits
-        if (bit < 16u) {
-            lo |= idx << bit;
-            if (bit > 13u) {
-                hi |= idx >> (16u - bit);
-            }
-        } else {
-            hi |= idx << (bit - 16u);
-        }
-    }
-    return RampFit(e0, e1, lo, hi, err);
+// palette value at ramp position j (0 = lo .. n = hi): the specification's, in float (what
+// hardware decodes; the codes gputex's own decoder rounds it to are the nearest to it)
+fn ramp_val(hi: i32, lo: i32, j: i32, n: i32) -> f32 {
+    return f32(j * hi + (n - j) * lo) / f32(n);
 }
 
-// Least-squares (e0, e1) for the indices of an 8-value-mode fit, rounded to integers.
-fn ramp_refit(f: RampFit) -> vec2<i32> {
+// (squared error, ramp position: 0..n, n + 1 = the low extreme, n + 2 = the high one) of v:
+// the ramp is evenly spaced, so the nearest position is v's own, rounded
+fn ramp_pick(v: f32, hi: i32, lo: i32, n: i32) -> vec2<f32> {
+    let span = hi - lo;
+    var j = 0;
+    if (span > 0) {
+        j = clamp(i32(floor((v - f32(lo)) * f32(n) / f32(span) + 0.5)), 0, n);
+    }
+    let d = v - ramp_val(hi, lo, j, n);
+    var best = d * d;
+    var bj = j;
+    if (n == 5) {
+        let dl = v - RAMP_MIN;
+        if (dl * dl < best) {
+            best = dl * dl;
+            bj = 6;
+        }
+        let dh = v - RAMP_MAX;
+        if (dh * dh < best) {
+            best = dh * dh;
+            bj = 7;
+        }
+    }
+    return vec2<f32>(best, f32(bj));
+}
+
+fn ramp_err(hi: i32, lo: i32, n: i32) -> f32 {
+    var err = 0.0;
+    for (var i = 0u; i < 16u; i++) {
+        err += ramp_pick(rv[i], hi, lo, n).x;
+    }
+    return err;
+}
+
+// a pair the mode can hold (8 values: hi > lo; 6 values: lo <= hi), inside the code range
+fn ramp_ok(hi: i32, lo: i32, n: i32) -> bool {
+    return lo >= i32(RAMP_MIN) && hi <= i32(RAMP_MAX) && (hi > lo || (n == 5 && hi == lo));
+}
+
+// least-squares (hi, lo) for the ramp positions the pair's texels take (extremes left out)
+fn ramp_refit(hi: i32, lo: i32, n: i32) -> vec2<i32> {
     var aa = 0.0;
     var bb = 0.0;
     var ab = 0.0;
     var ax = 0.0;
     var bx = 0.0;
     for (var i = 0u; i < 16u; i++) {
-        let bit = 3u * i;
-        var k: u32;
-        if (bit < 16u) {
-            k = (f.lo >> bit) & 7u;
-            if (bit > 13u) {
-                k = (k | (f.hi << (16u - bit))) & 7u;
-            }
-        } else {
-            k = (f.hi >> (bit - 16u)) & 7u;
+        let j = i32(ramp_pick(rv[i], hi, lo, n).y);
+        if (j <= n) {
+            let wb = f32(j) / f32(n);
+            let wa = 1.0 - wb;
+            aa += wa * wa;
+            bb += wb * wb;
+            ab += wa * wb;
+            ax += wa * rv[i];
+            bx += wb * rv[i];
         }
-        var wa = 1.0;
-        if (k == 1u) {
-            wa = 0.0;
-        } else if (k > 1u) {
-            wa = (8.0 - f32(k)) / 7.0;
-        }
-        let wb = 1.0 - wa;
-        aa += wa * wa;
-        bb += wb * wb;
-        ab += wa * wb;
-        ax += wa * rv[i];
-        bx += wb * rv[i];
     }
     let det = aa * bb - ab * ab;
     if (abs(det) < 1e-6) {
-        return vec2<i32>(f.e0, f.e1);
+        return vec2<i32>(hi, lo);
     }
-    let e0 = (ax * bb - bx * ab) / det;
-    let e1 = (bx * aa - ax * ab) / det;
-    return vec2<i32>(i32(floor(e0 + 0.5)), i32(floor(e1 + 0.5)));
+    let l = (ax * bb - bx * ab) / det;
+    let h = (bx * aa - ax * ab) / det;
+    return vec2<i32>(i32(floor(clamp(h, RAMP_MIN, RAMP_MAX) + 0.5)), i32(floor(clamp(l, RAMP_MIN, RAMP_MAX) + 0.5)));
 }
 
-fn keep_better(best: RampFit, f: RampFit) -> RampFit {
-    if (f.err < best.err) {
-        return f;
+// best pair around `c` (x hi, y lo, z error as bits) among the 3x3 neighbours of `at`, `s`
+// codes apart
+fn ramp_around(c: vec3<i32>, at: vec2<i32>, n: i32, s: i32) -> vec3<i32> {
+    var b = c;
+    for (var d = 0; d < 9; d++) {
+        let hi = at.x + (d / 3 - 1) * s;
+        let lo = at.y + (d % 3 - 1) * s;
+        if (ramp_ok(hi, lo, n)) {
+            let e = ramp_err(hi, lo, n);
+            if (e < bitcast<f32>(b.z)) {
+                b = vec3<i32>(hi, lo, bitcast<i32>(e));
+            }
+        }
     }
-    return best;
+    return b;
+}
+
+// refits then descent from (hi, lo) in one mode: (hi, lo, error bits)
+fn ramp_search(hi0: i32, lo0: i32, n: i32) -> vec3<i32> {
+    var b = vec3<i32>(hi0, lo0, bitcast<i32>(ramp_err(hi0, lo0, n)));
+    for (var it = 0u; it < RAMP_LS; it++) {
+        let before = b.z;
+        b = ramp_around(b, ramp_refit(b.x, b.y, n), n, 1);
+        if (b.z == before) {
+            break;
+        }
+    }
+    // pattern search: steps of RAMP_STRIDE codes, halved whenever no neighbour is better
+    var s = RAMP_STRIDE;
+    for (var it = 0u; it < RAMP_DESC; it++) {
+        let before = b.z;
+        b = ramp_around(b, b.xy, n, s);
+        if (b.z == before) {
+            if (s == 1) {
+                break;
+            }
+            s = s / 2;
+        }
+    }
+    return b;
 }
 
 // The two words of the ramp block of channel `ch` (0 r, 1 g, 3 alpha).
@@ -131,46 +150,62 @@ fn encode_ramp(ch: u32) -> vec2<u32> {
     }
     let ilo = i32(floor(lo + 0.5));
     let ihi = i32(floor(hi + 0.5));
-    var best = eval_ramp(ihi, ilo);  // ihi == ilo: a flat block, exact in either mode
+    var n = 5;
+    var b = vec3<i32>(ihi, ihi, bitcast<i32>(ramp_err(ihi, ihi, 5)));  // exact for a flat block
     if (ihi > ilo) {
-        for (var d0 = -RAMP_OUT; d0 <= RAMP_IN; d0++) {
-            for (var d1 = -RAMP_OUT; d1 <= RAMP_IN; d1++) {
-                let e0 = clamp(ihi - d0, i32(RAMP_MIN), i32(RAMP_MAX));
-                let e1 = clamp(ilo + d1, i32(RAMP_MIN), i32(RAMP_MAX));
-                if (e0 > e1 && (d0 != 0 || d1 != 0)) {
-                    best = keep_better(best, eval_ramp(e0, e1));
+        n = 7;
+        var start = vec3<i32>(ihi, ilo, bitcast<i32>(ramp_err(ihi, ilo, 7)));
+        for (var d = 1; d < (RAMP_IN + 1) * (RAMP_IN + 1); d++) {
+            let h = ihi - d / (RAMP_IN + 1);
+            let l = ilo + d % (RAMP_IN + 1);
+            if (h > l) {
+                let e = ramp_err(h, l, 7);
+                if (e < bitcast<f32>(start.z)) {
+                    start = vec3<i32>(h, l, bitcast<i32>(e));
                 }
             }
         }
-    }
-    if (hi6 >= lo6) {
-        let a = i32(floor(lo6 + 0.5));
-        let b = i32(floor(hi6 + 0.5));
-        for (var d0 = 0; d0 <= RAMP6_IN; d0++) {
-            for (var d1 = 0; d1 <= RAMP6_IN; d1++) {
-                if (a + d0 <= b - d1) {
-                    best = keep_better(best, eval_ramp(a + d0, b - d1));
-                }
+        b = ramp_search(start.x, start.y, 7);
+        // the 6-value mode, for blocks reaching an extreme (or any block, RAMP_SIX_ALWAYS)
+        if (hi6 >= lo6 && (RAMP_SIX_ALWAYS || lo < RAMP_MIN + 0.5 || hi > RAMP_MAX - 0.5)) {
+            let s = ramp_search(i32(floor(hi6 + 0.5)), i32(floor(lo6 + 0.5)), 5);
+            if (bitcast<f32>(s.z) < bitcast<f32>(b.z)) {
+                b = s;
+                n = 5;
             }
         }
     }
-    // least-squares endpoints for the chosen indices (8-value mode), then the 3x3 integer pairs
-    // around them, RAMP_LS times while that helps
-    for (var it = 0u; it < RAMP_LS && best.e0 > best.e1; it++) {
-        let e = ramp_refit(best);
-        let before = best.err;
-        for (var d = 0; d < 9; d++) {
-            let e0 = clamp(e.x + d / 3 - 1, i32(RAMP_MIN), i32(RAMP_MAX));
-            let e1 = clamp(e.y + d % 3 - 1, i32(RAMP_MIN), i32(RAMP_MAX));
-            if (e0 > e1) {
-                best = keep_better(best, eval_ramp(e0, e1));
+    // pack: 8 values e0 = hi, e1 = lo; 6 values e0 = lo, e1 = hi. Index of ramp position j:
+    // 8 values: j = 7 -> 0, j = 0 -> 1, else 8 - j; 6 values: 0 -> 0, 5 -> 1, else j + 1,
+    // extremes 6 (low) and 7 (high)
+    var lo_bits = 0u;
+    var hi_bits = 0u;
+    for (var i = 0u; i < 16u; i++) {
+        let j = u32(ramp_pick(rv[i], b.x, b.y, n).y);
+        var idx: u32;
+        if (n == 7) {
+            idx = select(select(8u - j, 1u, j == 0u), 0u, j == 7u);
+        } else {
+            idx = select(select(j + 1u, 1u, j == 5u), 0u, j == 0u);
+            if (j > 5u) {
+                idx = j;
             }
         }
-        if (best.err >= before) {
-            break;
+        let bit = 3u * i;  // within the 48 index bits
+        if (bit < 16u) {
+            lo_bits |= idx << bit;
+            if (bit > 13u) {
+                hi_bits |= idx >> (16u - bit);
+            }
+        } else {
+            hi_bits |= idx << (bit - 16u);
         }
     }
-    var e0 = u32(best.e0) & 0xffu;
-    var e1 = u32(best.e1) & 0xffu;
-    return vec2<u32>(e0 | (e1 << 8u) | (best.lo << 16u), best.hi);
+    var e0 = u32(b.x);
+    var e1 = u32(b.y);
+    if (n == 5) {
+        e0 = u32(b.y);
+        e1 = u32(b.x);
+    }
+    return vec2<u32>((e0 & 0xffu) | ((e1 & 0xffu) << 8u) | (lo_bits << 16u), hi_bits);
 }
