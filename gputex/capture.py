@@ -32,11 +32,12 @@ class _Piece:
     """One copy: block rows ``[y0, y1)`` of layers ``[z0, z0 + nz)`` of ``level``, into ``dst``
     (``(nz * (y1 - y0), bytes_per_row)`` uint8; whole layers when ``nz > 1``)."""
 
-    __slots__ = ("level", "z0", "nz", "y0", "y1", "dst", "pitch", "offset")
+    __slots__ = ("tex", "level", "z0", "nz", "y0", "y1", "dst", "pitch", "offset")
 
-    def __init__(self, level: int, z0: int, nz: int, y0: int, y1: int, dst: "np.ndarray", pitch: int):
-        self.level, self.z0, self.nz, self.y0, self.y1, self.dst, self.pitch = level, z0, nz, y0, y1, dst, pitch
-        self.offset = 0
+    def __init__(self, tex: "Texture", level: int, z0: int, nz: int, y0: int, y1: int, dst: "np.ndarray",
+                 pitch: int):
+        self.tex, self.level, self.z0, self.nz, self.y0, self.y1 = tex, level, z0, nz, y0, y1
+        self.dst, self.pitch, self.offset = dst, pitch, 0
 
     @property
     def size(self) -> int:
@@ -55,11 +56,11 @@ def _pieces(tex: "Texture", level: int, z0: int, nz: int, dst: "np.ndarray", lim
         step = max(1, limit // per_layer)
         for z in range(z0, z0 + nz, step):
             n = min(step, z0 + nz - z)
-            out.append(_Piece(level, z, n, 0, down, dst[(z - z0) * down: (z - z0 + n) * down], pitch))
+            out.append(_Piece(tex, level, z, n, 0, down, dst[(z - z0) * down: (z - z0 + n) * down], pitch))
     else:
         for z in range(z0, z0 + nz):
             for y0, y1 in bands(down, pitch, limit):
-                out.append(_Piece(level, z, 1, y0, y1, dst[(z - z0) * down + y0: (z - z0) * down + y1], pitch))
+                out.append(_Piece(tex, level, z, 1, y0, y1, dst[(z - z0) * down + y0: (z - z0) * down + y1], pitch))
     return out
 
 
@@ -110,7 +111,7 @@ def _readback_ring(session, size: int, count: int) -> tuple[list, bool]:
 
 
 #: Read-back buffers up to this many bytes in all are kept by the session for the next capture.
-KEEP_READBACK = 512 << 20
+KEEP_READBACK = 1 << 30
 
 
 def _copy_tasks(group: list[_Piece], mapped: "np.ndarray", threads: int) -> list[Callable[[], None]]:
@@ -147,9 +148,9 @@ def _copier(pairs: list[tuple]) -> Callable[[], None]:
     return run
 
 
-def _read_pieces(tex: "Texture", pieces: list[_Piece], *, budget: int, buffers: int = 2,
+def _read_pieces(pieces: list[_Piece], *, budget: int, buffers: int = 2,
                  progress: Progress | None = None, timings: dict | None = None) -> None:
-    """Copy every piece out of the texture: pieces packed into groups of at most
+    """Copy every piece out of its texture (textures of one session): pieces packed into groups of at most
     ``budget / buffers`` bytes, each group one command encoder, one submission and one map of a
     reused read-back buffer, its rows copied out on :data:`~gputex.parallel.READ_THREADS` threads.
 
@@ -167,7 +168,8 @@ def _read_pieces(tex: "Texture", pieces: list[_Piece], *, budget: int, buffers: 
 
     if not pieces:
         return
-    session, (bw, bh) = tex.session, tex.format.block
+    tex = pieces[0].tex
+    session = tex.session
     limit = max(256, min(budget // max(1, buffers), session.limits.get("max-buffer-size", 256 << 20)))
     groups = _groups(pieces, limit)
     ring, kept = _readback_ring(session, max(_group_bytes(g) for g in groups), max(1, min(buffers, len(groups))))
@@ -178,10 +180,10 @@ def _read_pieces(tex: "Texture", pieces: list[_Piece], *, budget: int, buffers: 
         buf = ring[i % len(ring)]
         enc = session.device.create_command_encoder()
         for p in groups[i]:
-            lay = tex.layout(p.level)
+            lay, (bw, bh) = p.tex.layout(p.level), p.tex.format.block
             session.check(
-                f"{tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
-                {"texture": tex.texture, "mip_level": p.level, "origin": (0, p.y0 * bh, p.z0)},
+                f"{p.tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
+                {"texture": p.tex.texture, "mip_level": p.level, "origin": (0, p.y0 * bh, p.z0)},
                 {"buffer": buf, "offset": p.offset, "bytes_per_row": p.pitch, "rows_per_image": p.y1 - p.y0},
                 (lay.blocks_across * bw, (p.y1 - p.y0) * bh, p.nz),
             )
@@ -248,7 +250,7 @@ def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int
     elif out.shape != (lay.blocks_down, lay.bytes_per_row) or out.dtype != np.uint8:
         raise ValueError(f"out must be uint8 {(lay.blocks_down, lay.bytes_per_row)}, got {out.dtype} {out.shape}")
     limit = min(budget // max(1, buffers), tex.session.limits.get("max-buffer-size", 256 << 20))
-    _read_pieces(tex, _pieces(tex, level, layer, 1, out, limit), budget=budget, buffers=buffers,
+    _read_pieces(_pieces(tex, level, layer, 1, out, limit), budget=budget, buffers=buffers,
                  progress=progress, timings=timings)
     return out
 
@@ -307,7 +309,7 @@ def capture_levels(tex: "Texture", levels: list[int], layer: int = 0, *, budget:
             dst = raw = np.empty((lay.blocks_down, lay.bytes_per_row), np.uint8)
         raws.append((dst, raw))
         pieces += _pieces(tex, level, layer, 1, raw, limit)
-    _read_pieces(tex, pieces, budget=budget)
+    _read_pieces(pieces, budget=budget)
     if direct:
         return [dst for dst, _ in raws]
     return [_placed(from_texture_rows(raw, fmt, tex.size(level)[0]), level, into)
@@ -325,17 +327,25 @@ def _placed(a: "np.ndarray", level: int, into) -> "np.ndarray":
 
 def capture_texture_file(tex: "Texture", *, budget: int = 64 << 20, levels: list[int] | None = None):
     """Read every level (or ``levels``), layer, face and slice back as a :class:`TextureFile`:
-    exactly the bytes the GPU holds, tight, in block rows (for writing KTX2 / DDS)."""
-    from .texfile import TextureFile
-
+    exactly the bytes the GPU holds, tight, in block rows (for writing KTX2 / DDS). Levels are
+    ``bytearray``s; every copy is planned at once (see the module docstring)."""
     if tex.format.compressed:
         from .capabilities import require
 
         require(tex.session, "compressed-copy", tex.source)
+    limit = min(budget // 2, tex.session.limits.get("max-buffer-size", 256 << 20))
+    out, pieces = texture_file_pieces(tex, levels, limit)
+    _read_pieces(pieces, budget=budget)
+    return as_texture_file(tex, out)
+
+
+def texture_file_pieces(tex: "Texture", levels: list[int] | None, limit: int) -> tuple[list, list[_Piece]]:
+    """The level buffers (tight ``bytearray``s, every layer) of ``tex`` and the copies that fill
+    them, each at most ``limit`` padded bytes (for :func:`_read_pieces`; ``gpu_batch`` plans
+    several textures' copies into one map this way)."""
     import numpy as np
 
     wanted = list(levels if levels is not None else range(tex.levels))
-    limit = min(budget // 2, tex.session.limits.get("max-buffer-size", 256 << 20))
     out, pieces = [], []
     for level in wanted:
         _check_level(tex, level)
@@ -344,6 +354,12 @@ def capture_texture_file(tex: "Texture", *, budget: int = 64 << 20, levels: list
         out.append(data)
         rows = np.frombuffer(data, np.uint8).reshape(n * lay.blocks_down, lay.bytes_per_row)
         pieces += _pieces(tex, level, 0, n, rows, limit)
-    _read_pieces(tex, pieces, budget=budget)
+    return out, pieces
+
+
+def as_texture_file(tex: "Texture", levels: list):
+    """A :class:`TextureFile` of ``tex``'s shape holding ``levels``."""
+    from .texfile import TextureFile
+
     return TextureFile(tex.format, tex.width, tex.height, tex.depth, max(1, tex.layers // tex.faces), tex.faces,
-                       levels=out, color_space=tex.color_space, source=tex.source, array=tex.array)
+                       levels=levels, color_space=tex.color_space, source=tex.source, array=tex.array)
