@@ -157,3 +157,4 @@ def test_capture_of_a_missing_level_names_it(gpu):
             cap.capture_texture_file(tex, levels=[0, 2])
     finally:
         tex.destroy()
+
