@@ -13,7 +13,7 @@ wgpu-py's ``queue.read_texture`` is not used: it unpads in a Python row loop.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import LimitError
 from .layout import bands
@@ -328,7 +328,8 @@ def _placed(a: "np.ndarray", level: int, into) -> "np.ndarray":
 def capture_texture_file(tex: "Texture", *, budget: int = 64 << 20, levels: list[int] | None = None):
     """Read every level (or ``levels``), layer, face and slice back as a :class:`TextureFile`:
     exactly the bytes the GPU holds, tight, in block rows (for writing KTX2 / DDS). Levels are
-    ``bytearray``s; every copy is planned at once (see the module docstring)."""
+    ``bytes`` filled in place (:func:`fresh_bytes`); every copy is planned at once (see the
+    module docstring)."""
     if tex.format.compressed:
         from .capabilities import require
 
@@ -340,7 +341,7 @@ def capture_texture_file(tex: "Texture", *, budget: int = 64 << 20, levels: list
 
 
 def texture_file_pieces(tex: "Texture", levels: list[int] | None, limit: int) -> tuple[list, list[_Piece]]:
-    """The level buffers (tight ``bytearray``s, every layer) of ``tex`` and the copies that fill
+    """The level buffers (tight ``bytes``, every layer) of ``tex`` and the copies that fill
     them, each at most ``limit`` padded bytes (for :func:`_read_pieces`; ``gpu_batch`` plans
     several textures' copies into one map this way)."""
     import numpy as np
@@ -350,11 +351,52 @@ def texture_file_pieces(tex: "Texture", levels: list[int] | None, limit: int) ->
     for level in wanted:
         _check_level(tex, level)
         lay, n = tex.layout(level), tex.level_images(level)
-        data = bytearray(lay.bytes_per_row * lay.blocks_down * n)
+        data, flat = fresh_bytes(lay.bytes_per_row * lay.blocks_down * n)
         out.append(data)
-        rows = np.frombuffer(data, np.uint8).reshape(n * lay.blocks_down, lay.bytes_per_row)
+        rows = flat.reshape(n * lay.blocks_down, lay.bytes_per_row)
         pieces += _pieces(tex, level, 0, n, rows, limit)
     return out, pieces
+
+
+_MAKE_BYTES: Any = None  # ctypes prototype of PyBytes_FromStringAndSize, or False where unusable
+
+
+def fresh_bytes(n: int) -> tuple:
+    """A new ``bytes`` of ``n`` bytes not yet written, and a writable uint8 view of its storage.
+
+    The caller fills the view before the bytes are handed to anyone (as C code fills what
+    ``PyBytes_FromStringAndSize(NULL, n)`` returns) and keeps the bytes alive while the view is
+    in use. Why: a ``bytearray(n)`` is zero-filled on one thread first (a 341 MB 8192² chain:
+    ~0.1 s of memset and page faults before any copy; the copy threads fault the pages of an
+    untouched buffer in parallel instead), and the KTX2 writer copies anything that is not
+    ``bytes`` once more. Where the object layout cannot be checked (not CPython, or the
+    check at first use fails) this is a ``bytearray``.
+    """
+    import ctypes
+
+    import numpy as np
+
+    global _MAKE_BYTES
+    if _MAKE_BYTES is None:
+        _MAKE_BYTES = False
+        try:
+            import sys
+
+            if sys.implementation.name == "cpython":
+                make = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_char_p, ctypes.c_ssize_t)(
+                    ("PyBytes_FromStringAndSize", ctypes.pythonapi))
+                probe = make(None, 16)
+                view = np.ctypeslib.as_array((ctypes.c_ubyte * 16).from_address(id(probe) + bytes.__basicsize__ - 1))
+                view[:] = np.arange(16, dtype=np.uint8) * 7
+                if probe == bytes(range(0, 112, 7)):
+                    _MAKE_BYTES = make
+        except Exception:  # noqa: BLE001 - the bytearray path below is always right
+            _MAKE_BYTES = False
+    if not _MAKE_BYTES or n == 0:
+        data = bytearray(n)
+        return data, np.frombuffer(data, np.uint8)
+    data = _MAKE_BYTES(None, n)
+    return data, np.ctypeslib.as_array((ctypes.c_ubyte * n).from_address(id(data) + bytes.__basicsize__ - 1))
 
 
 def as_texture_file(tex: "Texture", levels: list):
