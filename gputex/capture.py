@@ -148,6 +148,34 @@ def _copier(pairs: list[tuple]) -> Callable[[], None]:
     return run
 
 
+def record_copies(enc, group: list[_Piece], buf) -> None:
+    """Record the copies of one group of pieces (offsets from :func:`_groups`) into ``buf``."""
+    for p in group:
+        lay, (bw, bh) = p.tex.layout(p.level), p.tex.format.block
+        p.tex.session.check(
+            f"{p.tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
+            {"texture": p.tex.texture, "mip_level": p.level, "origin": (0, p.y0 * bh, p.z0)},
+            {"buffer": buf, "offset": p.offset, "bytes_per_row": p.pitch, "rows_per_image": p.y1 - p.y0},
+            (lay.blocks_across * bw, (p.y1 - p.y0) * bh, p.nz),
+        )
+
+
+def copy_out(group: list[_Piece], buf, threads: int | None = None) -> None:
+    """Copy a mapped group's rows into the pieces' arrays on ``threads`` threads, then unmap."""
+    import numpy as np
+
+    from .caps import capped
+    from .parallel import READ_THREADS, run_all
+
+    threads = threads or capped(READ_THREADS)
+    try:
+        mapped = np.frombuffer(buf.read_mapped(0, _group_bytes(group), copy=False), np.uint8)
+        run_all(_copy_tasks(group, mapped, threads), threads)
+        del mapped  # no view of the mapped memory may outlive the unmap
+    finally:
+        buf.unmap()
+
+
 def _read_pieces(pieces: list[_Piece], *, budget: int, buffers: int = 2,
                  progress: Progress | None = None, timings: dict | None = None) -> None:
     """Copy every piece out of its texture (textures of one session): pieces packed into groups of at most
@@ -160,11 +188,10 @@ def _read_pieces(pieces: list[_Piece], *, budget: int, buffers: int = 2,
     """
     import time
 
-    import numpy as np
     import wgpu
 
     from .caps import capped
-    from .parallel import READ_THREADS, run_all
+    from .parallel import READ_THREADS
 
     if not pieces:
         return
@@ -179,18 +206,11 @@ def _read_pieces(pieces: list[_Piece], *, budget: int, buffers: int = 2,
     def request(i: int):
         buf = ring[i % len(ring)]
         enc = session.device.create_command_encoder()
-        for p in groups[i]:
-            lay, (bw, bh) = p.tex.layout(p.level), p.tex.format.block
-            session.check(
-                f"{p.tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
-                {"texture": p.tex.texture, "mip_level": p.level, "origin": (0, p.y0 * bh, p.z0)},
-                {"buffer": buf, "offset": p.offset, "bytes_per_row": p.pitch, "rows_per_image": p.y1 - p.y0},
-                (lay.blocks_across * bw, (p.y1 - p.y0) * bh, p.nz),
-            )
+        record_copies(enc, groups[i], buf)
         session.device.queue.submit([enc.finish()])
         return buf.map_async(wgpu.MapMode.READ, 0, _group_bytes(groups[i])), buf
 
-    clock = {"wait": 0.0, "copy": 0.0, "unmap": 0.0, "bands": len(groups)}
+    clock = {"wait": 0.0, "copy": 0.0, "unmap": 0.0, "bands": len(groups)}  # copy includes the unmap
     pending = None
     try:
         pending = request(0)
@@ -203,16 +223,10 @@ def _read_pieces(pieces: list[_Piece], *, budget: int, buffers: int = 2,
             if i + 1 < len(groups) and len(ring) > 1:
                 pending = request(i + 1)
             t1 = time.perf_counter()
-            try:
-                mapped = np.frombuffer(buf.read_mapped(0, nbytes, copy=False), np.uint8)
-                run_all(_copy_tasks(group, mapped, threads), threads)
-                del mapped  # no view of the mapped memory may outlive the unmap
-                t2 = time.perf_counter()
-            finally:
-                buf.unmap()
+            copy_out(group, buf, threads)
+            t2 = time.perf_counter()
             clock["wait"] += t1 - t0
             clock["copy"] += t2 - t1
-            clock["unmap"] += time.perf_counter() - t2
             if i + 1 < len(groups) and len(ring) == 1:
                 pending = request(i + 1)
             done += sum(p.dst.nbytes for p in group)

@@ -9,7 +9,12 @@ a busy batch (issue 13). Here a *group* of images, sized to a byte budget, goes 
    one command encoder holding every ``copy_buffer_to_texture``, one submission;
 2. each texture's mip chain recorded and submitted (``generate_mips``; no waits);
 3. every level of every texture copied into one read-back buffer by one encoder, one map,
-   the rows copied out on the read threads (``capture._read_pieces``).
+   the rows copied out on the read threads (``capture.copy_out``).
+
+Groups are pipelined two deep: group k+1 is converted into the other staging buffer while
+the GPU works on group k, and submitted as soon as group k is mapped, so the GPU runs group
+k+1 while the CPU copies group k out. Host memory: two staging and two read-back buffers,
+together at most ``budget``.
 
 The bytes are those of the per-image path (same conversion, same mip chain, same copy
 arithmetic; ``tests/test_gpu_batch.py`` compares them). Images whose own staging and
@@ -91,9 +96,9 @@ def process_group(session: "Session", images: Sequence["Image"], steps: GpuSteps
                   budget: int = DEFAULT_GROUP_BUDGET) -> list["TextureFile"]:
     """Upload, mip and read back ``images``; one :class:`TextureFile` per image, in order.
 
-    Images go in groups of at most ``budget`` bytes of host staging + read-back memory (see
-    the module docstring); an image that alone needs more goes through the per-image path
-    with ``budget`` as its transfer bound. GPU textures live only while their group runs.
+    Images go in groups of at most ``budget / 2`` bytes of host staging + read-back memory,
+    two groups in flight (see the module docstring); an image that alone needs more goes
+    through the per-image path. GPU textures live only while their group runs.
     """
     return list(iter_groups(session, images, steps, budget=budget))
 
@@ -103,11 +108,8 @@ def iter_groups(session: "Session", images: Sequence["Image"], steps: GpuSteps =
     """:func:`process_group`, yielding each image's result as soon as its group is read back."""
     fmts = [_checked_format(session, image, steps) for image in images]
     costs = [_cost(image, fmt, steps.levels(image)) for image, fmt in zip(images, fmts)]
-    for group in plan_groups(costs, budget):
-        if len(group) == 1 and sum(costs[group[0]]) > budget:
-            yield _alone(session, images[group[0]], fmts[group[0]], steps, budget)
-        else:
-            yield from _one_group(session, [images[i] for i in group], [fmts[i] for i in group], steps)
+    share = min(budget // 2, session.limits.get("max-buffer-size", 256 << 20))  # two groups in flight
+    yield from _grouped(session, images, fmts, costs, plan_groups(costs, share), steps, share)
 
 
 def _checked_format(session: "Session", image: "Image", steps: GpuSteps) -> Format:
@@ -152,27 +154,39 @@ def _alone(session, image, fmt, steps, budget) -> "TextureFile":
         tex.destroy()
 
 
-_STAGING = ("gpu-batch-staging",)
-
-
-def _staging(session, size: int):
-    """A reused ``MAP_WRITE | COPY_SRC`` buffer of at least ``size`` bytes, mapped for writing."""
+def _buffer(session, kind: str, slot: int, size: int):
+    """Reused buffer ``slot`` (0 or 1) of ``kind`` ("staging": MAP_WRITE | COPY_SRC, mapped for
+    writing when returned; "readback": MAP_READ | COPY_DST), at least ``size`` bytes, kept by
+    the session as ``[buffer, pending map or None]``."""
     import wgpu
 
-    held = session._cache.get(_STAGING)
+    key = ("gpu-batch", kind, slot)
+    held = session._cache.get(key)
     if held is not None:
         buf, pending = held
         if pending is not None:
-            session.check("map staging buffer", pending.sync_wait)
+            session.check(f"map {kind} buffer", pending.sync_wait)
             held[1] = None
         if buf.size >= size:
             return held
         buf.destroy()
-        del session._cache[_STAGING]
-    buf = session.check("staging buffer", session.device.create_buffer, size=size,
-                        usage=wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC, mapped_at_creation=True)
-    held = session._cache[_STAGING] = [buf, None]
+        del session._cache[key]
+    usage = (wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC if kind == "staging"
+             else wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+    buf = session.check(f"{kind} buffer", session.device.create_buffer, size=max(size, 256), usage=usage,
+                        mapped_at_creation=kind == "staging")
+    held = session._cache[key] = [buf, None]
     return held
+
+
+def _forget(session) -> None:
+    """Drop the reused buffers (their map state is unknown after an error)."""
+    for key in [k for k in session._cache if isinstance(k, tuple) and k[:1] == ("gpu-batch",)]:
+        buf, _ = session._cache.pop(key)
+        try:
+            buf.destroy()
+        except Exception:  # noqa: BLE001 - already gone with the device
+            pass
 
 
 def _fill_tasks(images, texs, offsets, mapped, steps) -> list:
@@ -196,70 +210,141 @@ def _fill_tasks(images, texs, offsets, mapped, steps) -> list:
     return tasks
 
 
-def _upload_group(session, images, texs, steps) -> None:
-    """Level 0 of every texture: converted into one mapped staging buffer, one encoder of
-    copies, one submission. The buffer is asked to map again for the next group."""
-    import numpy as np
-    import wgpu
+class _Group:
+    """One group in flight: its textures, level buffers and read-back copies, in one buffer slot."""
 
-    from .parallel import COPY_THREADS, run_all
+    def __init__(self, session, images, fmts, steps: GpuSteps, slot: int):
+        self.session, self.images, self.steps, self.slot = session, images, steps, slot
+        self.texs: list = []
+        self.pending = None
+        self.readback = None
+        try:
+            self._prepare(fmts)
+        except BaseException:
+            self.release()
+            raise
 
-    offsets, total = [], 0
-    for tex in texs:
-        offsets.append(total)
-        total = align_up(total + tex.layout(0).staging_bytes, 256)
-    held = _staging(session, total)
-    buf = held[0]
-    try:
+    def _prepare(self, fmts) -> None:
+        """CPU side, before the GPU is needed: textures made, pixels converted into staging."""
+        import numpy as np
+        import wgpu
+
+        from .capture import _groups, texture_file_pieces
+        from .parallel import COPY_THREADS, run_all
+        from .upload import _usage, create_texture
+
+        session, steps = self.session, self.steps
+        for image, fmt in zip(self.images, fmts):
+            self.texs.append(create_texture(session, fmt, image.width, image.height, levels=steps.levels(image),
+                                            usage=_usage(wgpu.TextureUsage.TEXTURE_BINDING),
+                                            color_space=_space(image, fmt, steps), source=image.source))
+        self.offsets, total = [], 0
+        for tex in self.texs:
+            self.offsets.append(total)
+            total = align_up(total + tex.layout(0).staging_bytes, 256)
+        self.staging = _buffer(session, "staging", self.slot, total)
+        buf = self.staging[0]
         mem = buf._experimental_get_mapped_range(0, buf.size)
         try:
             mapped = np.frombuffer(mem, np.uint8, count=total)
-            run_all(_fill_tasks(images, texs, offsets, mapped, steps), COPY_THREADS)
+            run_all(_fill_tasks(self.images, self.texs, self.offsets, mapped, steps), COPY_THREADS)
             del mapped
         finally:
             del mem
             buf.unmap()
+        self.levels, pieces = [], []
+        for tex in self.texs:
+            lv, ps = texture_file_pieces(tex, None, 1 << 62)
+            self.levels.append(lv)
+            pieces += ps
+        groups = _groups(pieces, 1 << 62)  # one read-back buffer: the plan kept the group under the limit
+        self.pieces = groups[0]
+
+    def submit(self) -> None:
+        """GPU side: level 0 copies, the mip chains, the read-back copies; one map asked for."""
+        import wgpu
+
+        from .capture import _group_bytes, record_copies
+
+        session = self.session
         enc = session.device.create_command_encoder()
-        for tex, at in zip(texs, offsets):
+        for tex, at in zip(self.texs, self.offsets):
             lay, (bw, bh) = tex.layout(0), tex.format.block
             session.check(f"{tex.source}: copy_buffer_to_texture", enc.copy_buffer_to_texture,
-                          {"buffer": buf, "offset": at, "bytes_per_row": lay.padded_bytes_per_row,
+                          {"buffer": self.staging[0], "offset": at, "bytes_per_row": lay.padded_bytes_per_row,
                            "rows_per_image": lay.blocks_down},
                           {"texture": tex.texture, "mip_level": 0, "origin": (0, 0, 0)},
                           (lay.blocks_across * bw, lay.blocks_down * bh, 1))
         session.device.queue.submit([enc.finish()])
-        held[1] = buf.map_async(wgpu.MapMode.WRITE)  # ready for the next group once these copies ran
-    except BaseException:
-        if session._cache.get(_STAGING) is held:  # its map state is unknown now: make a fresh one next time
-            del session._cache[_STAGING]
-        buf.destroy()
-        raise
-
-
-def _one_group(session, images, fmts, steps) -> list["TextureFile"]:
-    import wgpu
-
-    from .capture import _read_pieces, as_texture_file, texture_file_pieces
-    from .upload import _usage, create_texture
-
-    texs: list = []
-    try:
-        for image, fmt in zip(images, fmts):
-            texs.append(create_texture(session, fmt, image.width, image.height, levels=steps.levels(image),
-                                       usage=_usage(wgpu.TextureUsage.TEXTURE_BINDING),
-                                       color_space=_space(image, fmt, steps), source=image.source))
-        _upload_group(session, images, texs, steps)
-        for tex in texs:
+        self.staging[1] = self.staging[0].map_async(wgpu.MapMode.WRITE)  # for the group after next
+        for tex in self.texs:
             tex.upload_path = "staging"
-            _mips(tex, steps)
-        levels, pieces = [], []
-        limit = session.limits.get("max-buffer-size", 256 << 20)
-        for tex in texs:
-            lv, ps = texture_file_pieces(tex, None, limit)
-            levels.append(lv)
-            pieces += ps
-        _read_pieces(pieces, budget=2 * limit)  # the group was sized to its budget: one map where it fits
-        return [as_texture_file(tex, lv) for tex, lv in zip(texs, levels)]
-    finally:
-        for tex in texs:
+            _mips(tex, self.steps)
+        nbytes = _group_bytes(self.pieces)
+        self.readback = _buffer(session, "readback", self.slot, nbytes)
+        enc = session.device.create_command_encoder()
+        record_copies(enc, self.pieces, self.readback[0])
+        session.device.queue.submit([enc.finish()])
+        self.pending = self.readback[0].map_async(wgpu.MapMode.READ, 0, nbytes)
+
+    def wait(self) -> None:
+        self.session.check("map readback buffer", self.pending.sync_wait)
+        self.pending = None
+
+    def finish(self) -> list["TextureFile"]:
+        """Copy the levels out (the group must be mapped: :meth:`wait`) and free the textures."""
+        from .capture import as_texture_file, copy_out
+
+        try:
+            copy_out(self.pieces, self.readback[0])
+            return [as_texture_file(tex, lv) for tex, lv in zip(self.texs, self.levels)]
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        for tex in self.texs:
             tex.destroy()
+        self.texs = []
+
+
+def _grouped(session, images, fmts, costs, groups, steps, budget) -> Iterator["TextureFile"]:
+    """Groups pipelined: group k+1 is converted while the GPU works on group k, and submitted
+    once group k is mapped (a map waits for all work submitted before it), so the GPU runs
+    group k+1 while the CPU copies group k out. Two staging and two read-back buffers."""
+    inflight: _Group | None = None
+    slot = 0
+    try:
+        for group in groups:
+            if len(group) == 1 and sum(costs[group[0]]) > budget:
+                if inflight is not None:
+                    inflight.wait()
+                    done, inflight = inflight, None
+                    yield from done.finish()
+                yield _alone(session, images[group[0]], fmts[group[0]], steps, budget)
+                continue
+            current = _Group(session, [images[i] for i in group], [fmts[i] for i in group], steps, slot)
+            slot ^= 1
+            if inflight is not None:
+                try:
+                    inflight.wait()
+                except BaseException:
+                    current.release()
+                    raise
+            try:
+                current.submit()
+            except BaseException:
+                current.release()
+                raise
+            if inflight is not None:
+                done, inflight = inflight, None
+                yield from done.finish()
+            inflight = current
+        if inflight is not None:
+            inflight.wait()
+            done, inflight = inflight, None
+            yield from done.finish()
+    except BaseException:
+        if inflight is not None:
+            inflight.release()
+        _forget(session)
+        raise

@@ -8,7 +8,7 @@ import wgpu
 
 import gputex
 from gputex.capture import capture_texture_file
-from gputex.gpu_batch import GpuSteps, plan_groups, process_group
+from gputex.gpu_batch import GpuSteps, _cost, plan_groups, process_group
 from gputex.mips import generate_mips
 from gputex.upload import upload
 
@@ -63,7 +63,10 @@ def _one_by_one(gpu, images, steps):
 def test_grouped_equals_per_image(gpu, steps):
     images = _images()
     want = _one_by_one(gpu, images, steps)
-    for budget in (1 << 30, 40_000, 1):  # one group; several groups; every image alone
+    costs = [_cost(im, steps.texture_format(im, gpu), steps.levels(im)) for im in images]
+    mixed = plan_groups(costs, 80_000 // 2)
+    assert sum(len(g) > 1 for g in mixed) >= 2 and any(sum(costs[g[0]]) > 40_000 for g in mixed if len(g) == 1)
+    for budget in (1 << 30, 80_000, 1):  # one group; two pipelined groups after images alone; every image alone
         got = process_group(gpu, images, steps, budget=budget)
         assert [(tf.format.name, tf.width, tf.height, tf.color_space, [bytes(lv) for lv in tf.levels])
                 for tf in got] == want, budget
@@ -86,3 +89,16 @@ def test_grouped_level0_is_the_input(gpu):
 def test_grouped_rejects_compressed_formats_before_any_gpu_work(gpu):
     with pytest.raises(gputex.FormatError, match="bc7-rgba-unorm is block-compressed"):
         process_group(gpu, [gputex.from_array(np.zeros((4, 4, 4), np.uint8))], GpuSteps(format="bc7-rgba-unorm"))
+
+
+@pytest.mark.gpu
+def test_an_image_alone_between_groups_keeps_order(gpu):
+    """A group in flight is finished before an oversize image goes alone, and results keep the input order."""
+    made = _images()
+    images = [made[2], made[3], made[0], made[4], made[5]]  # small, small, over the share, small, small
+    steps = GpuSteps()
+    costs = [_cost(im, steps.texture_format(im, gpu), steps.levels(im)) for im in images]
+    assert plan_groups(costs, 40_000) == [[0, 1], [2], [3, 4]]
+    want = _one_by_one(gpu, images, steps)
+    got = process_group(gpu, images, steps, budget=80_000)
+    assert [[bytes(lv) for lv in tf.levels] for tf in got] == [w[4] for w in want]
