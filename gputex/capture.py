@@ -219,7 +219,6 @@ def _read_pieces(pieces: list[_Piece], *, budget: int, buffers: int = 2,
             promise, buf = pending
             pending = None
             session.check(f"{tex.source}: map readback buffer", promise.sync_wait)
-            nbytes = _group_bytes(group)
             if i + 1 < len(groups) and len(ring) > 1:
                 pending = request(i + 1)
             t1 = time.perf_counter()
@@ -358,8 +357,6 @@ def texture_file_pieces(tex: "Texture", levels: list[int] | None, limit: int) ->
     """The level buffers (tight ``bytes``, every layer) of ``tex`` and the copies that fill
     them, each at most ``limit`` padded bytes (for :func:`_read_pieces`; ``gpu_batch`` plans
     several textures' copies into one map this way)."""
-    import numpy as np
-
     wanted = list(levels if levels is not None else range(tex.levels))
     out, pieces = [], []
     for level in wanted:
