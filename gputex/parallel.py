@@ -37,26 +37,42 @@ def for_row_chunks(rows: int, row_bytes: int, fn: Callable[[int, int], None]) ->
     run_all([(lambda a=a: fn(a, min(rows, a + step))) for a in range(0, rows, step)])
 
 
-def _get_pool(threads: int):
+def _get_pool():
+    """One pool for every copy; its threads start as tasks need them, so its size is only a cap."""
     global _pool
-    if _pool is None or _pool._max_workers < threads:
+    if _pool is None:
         from concurrent.futures import ThreadPoolExecutor
 
-        old, _pool = _pool, ThreadPoolExecutor(max_workers=max(threads, COPY_THREADS),
-                                               thread_name_prefix="gputex-copy")
-        if old is not None:
-            old.shutdown(wait=False)
+        _pool = ThreadPoolExecutor(max_workers=max(COPY_THREADS, READ_THREADS, os.cpu_count() or 1),
+                                   thread_name_prefix="gputex-copy")
     return _pool
 
 
 def run_all(tasks: list[Callable[[], None]], threads: int | None = None) -> None:
-    """Run ``tasks`` on up to ``threads`` pool threads (default :data:`COPY_THREADS`) and wait;
-    the first exception is raised after all have finished. One task runs on the calling thread."""
-    if len(tasks) <= 1:
+    """Run ``tasks`` on at most ``threads`` pool threads at once (default :data:`COPY_THREADS`,
+    held to the process's thread cap) and wait; the first exception is raised once every
+    thread has stopped. With one thread the tasks run on the calling thread."""
+    import threading
+
+    from .caps import capped
+
+    n = min(len(tasks), capped(threads or COPY_THREADS))
+    if n <= 1:
         for t in tasks:
             t()
         return
-    futures = [_get_pool(threads or COPY_THREADS).submit(t) for t in tasks]
+    queue = iter(tasks)
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                task = next(queue, None)
+            if task is None:
+                return
+            task()
+
+    futures = [_get_pool().submit(worker) for _ in range(n)]
     errors = []
     for f in futures:
         try:
