@@ -19,6 +19,18 @@ together at most ``budget``.
 The bytes are those of the per-image path (same conversion, same mip chain, same copy
 arithmetic; ``tests/test_gpu_batch.py`` compares them). Images whose own staging and
 read-back exceed the budget go alone, through the per-image functions.
+
+Wiring (the run owner): images that are plain 2D images (not texture files, no resize /
+BC encoding / cube / array, which keep the per-image path), decoded in input order, go as
+
+    steps = GpuSteps(format=opts.format, color_space=opts.color_space, premultiply=opts.premultiply,
+                     flip_y=opts.flip_y, mips=opts.mips, mip_levels=opts.mip_levels, **opts.mip_options)
+    for image, tf in zip(images, iter_groups(session, images, steps, budget=4 * opts.budget)):
+        write_texture_file(tf, out_path(image), zstd=opts.zstd)
+
+``iter_groups`` yields each result as soon as its group is read back (results keep input
+order); errors are the per-image path's (a format that cannot hold the image raises before
+any GPU work).
 """
 
 from __future__ import annotations
@@ -36,7 +48,7 @@ if TYPE_CHECKING:
     from .texfile import TextureFile
     from .upload import Texture
 
-__all__ = ["GpuSteps", "process_group", "plan_groups", "DEFAULT_GROUP_BUDGET"]
+__all__ = ["GpuSteps", "process_group", "iter_groups", "plan_groups", "DEFAULT_GROUP_BUDGET"]
 
 #: Host memory (staging + read-back buffers) one group may use, bytes.
 DEFAULT_GROUP_BUDGET = 256 << 20
@@ -52,6 +64,7 @@ class GpuSteps:
     premultiply: bool = False
     flip_y: bool = False
     mips: bool = True
+    mip_levels: int | None = None  # at most this many levels (``--levels``); None: the full chain
     filter: str = "box"
     alpha: str = "weighted"
     wrap: str = "clamp"
@@ -65,7 +78,10 @@ class GpuSteps:
         return get_format(self.format) if self.format else default_format(image, session, self.color_space)
 
     def levels(self, image: "Image") -> int:
-        return mip_count(image.width, image.height) if self.mips else 1
+        if not self.mips:
+            return 1
+        full = mip_count(image.width, image.height)
+        return min(self.mip_levels or full, full)
 
 
 def _cost(image: "Image", fmt: Format, levels: int) -> tuple[int, int]:

@@ -102,3 +102,12 @@ def test_an_image_alone_between_groups_keeps_order(gpu):
     want = _one_by_one(gpu, images, steps)
     got = process_group(gpu, images, steps, budget=80_000)
     assert [[bytes(lv) for lv in tf.levels] for tf in got] == [w[4] for w in want]
+
+
+@pytest.mark.gpu
+def test_mip_levels_caps_the_chain(gpu):
+    images = _images()[:3]
+    steps = GpuSteps(mip_levels=3)
+    got = process_group(gpu, images, steps)
+    assert [len(tf.levels) for tf in got] == [3, 3, 3]
+    assert [[bytes(lv) for lv in tf.levels] for tf in got] == [w[4] for w in _one_by_one(gpu, images, steps)]
