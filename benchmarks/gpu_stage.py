@@ -1,9 +1,15 @@
 """Per-image cost of the in-order GPU thread's steps, alone (no codec threads).
 
-    python benchmarks/gpu_stage.py [--size 2048] [--count 20]
+    python benchmarks/gpu_stage.py [--size 2048] [--count 20] [--group 8] [--budget-mib 256]
 
 Upload (convert + transfer), mips (record + submit), capture of every level (wait + copy
 out), for one RGBA8 sRGB image repeated; milliseconds per image, best and median.
+
+Then, in the same run, the texture-file path (what ``upload -o X.ktx2`` does on the in-order
+thread) for ``--group`` images: one by one (upload -> generate_mips -> capture_texture_file)
+against ``gpu_batch.process_group`` (one staging map, one copy submission and one read-back
+map per group); milliseconds per image, best of ``--repeat``, the ratio, and a check that
+both give the same bytes.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=2048)
     ap.add_argument("--count", type=int, default=20)
+    ap.add_argument("--group", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--budget-mib", type=int, default=256)
     args = ap.parse_args()
     import wgpu
 
@@ -53,6 +62,48 @@ def main() -> None:
                 times[k].append(v * 1e3)
     print(f"{gpu.name}: {args.size}^2 RGBA8, {levels} levels, ms per image (best / median of {args.count}): "
           + ", ".join(f"{k} {min(v):.2f} / {statistics.median(v):.2f}" for k, v in times.items()))
+    grouped(gpu, args)
+
+
+def grouped(gpu, args) -> None:
+    import wgpu
+
+    from gputex.capture import capture_texture_file
+    from gputex.gpu_batch import GpuSteps, process_group
+
+    rng = np.random.default_rng(1)
+    images = [gputex.from_array(rng.integers(0, 256, (args.size, args.size, 4), np.uint8))
+              for _ in range(args.group)]
+    steps = GpuSteps(format="rgba8unorm-srgb")
+
+    def one_by_one():
+        out = []
+        for image in images:
+            tex = upload(gpu, image, steps.format, levels=steps.levels(image),
+                         usage=wgpu.TextureUsage.TEXTURE_BINDING)
+            generate_mips(tex)
+            out.append(capture_texture_file(tex))
+            tex.destroy()
+        return out
+
+    def together():
+        return process_group(gpu, images, steps, budget=args.budget_mib << 20)
+
+    a, b = one_by_one(), together()  # warm: pipelines, buffers
+    same = all([bytes(x) for x in p.levels] == [bytes(x) for x in q.levels] for p, q in zip(a, b))
+    del a, b
+    best = {}
+    for name, fn in (("per-image", one_by_one), ("grouped", together)):
+        runs = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            fn()
+            runs.append(time.perf_counter() - t0)
+        best[name] = min(runs) * 1e3 / args.group
+    print(f"{gpu.name}: texture-file path, {args.group} x {args.size}^2 RGBA8 sRGB with mips, budget "
+          f"{args.budget_mib} MiB, ms per image (best of {args.repeat}): per-image {best['per-image']:.2f}, "
+          f"grouped {best['grouped']:.2f}; grouped is {best['per-image'] / best['grouped']:.2f}x "
+          f"the per-image speed; same bytes: {same}")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
 """Upload and capture throughput against baselines measured in the same run.
 
-    python benchmarks/transfer.py [--sizes 4096 8192] [--repeat 5] [--json OUT.json]
+    python benchmarks/transfer.py [--sizes 4096 8192] [--repeat 5] [--threads 4 8] [--json OUT.json]
 
 Baselines: a one-thread numpy copy of the same bytes (memcpy), and wgpu-py's
 ``queue.read_texture`` for capture. Each figure is the best of ``--repeat`` runs,
 timed from the call to the GPU work being done (a buffer map waits for it).
+Capture runs once per ``--threads`` value (copy-out threads; default: gputex's own choice).
+``chain_*`` rows read a full mip chain back as a texture file (``capture_texture_file``, what
+``upload -o X.ktx2`` writes), against a one-thread memcpy of the chain's bytes.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 import gputex  # noqa: E402
+from gputex import parallel  # noqa: E402
 from gputex.capture import capture_bytes  # noqa: E402
+
+default_threads = parallel.READ_THREADS
 
 
 def best(fn, repeat):
@@ -32,11 +38,43 @@ def best(fn, repeat):
     return min(times)
 
 
+def chain_rows(gpu, a, w, n, args) -> dict:
+    """Read a full mip chain (level 0 = ``a``, the rest made by the GPU) back as a texture file."""
+    from gputex.capture import capture_texture_file
+    from gputex.layout import mip_count
+    from gputex.mips import generate_mips
+    from gputex.upload import upload
+
+    levels = mip_count(w, n)
+    import wgpu
+
+    tex = upload(gpu, gputex.from_array(a, "linear"), "rgba8unorm", levels=levels,
+                 usage=wgpu.TextureUsage.TEXTURE_BINDING)
+    generate_mips(tex)
+    gpu.wait()
+    tf = capture_texture_file(tex)
+    whole = np.concatenate([np.frombuffer(lv, np.uint8) for lv in tf.levels])
+    copy = np.empty_like(whole)
+    res = {"levels": levels, "bytes": whole.nbytes, "memcpy_s": best(lambda: np.copyto(copy, whole), args.repeat)}
+    assert bytes(tf.levels[0]) == a.tobytes(), "chain level 0 mismatch"
+    for threads in args.threads or [parallel.READ_THREADS]:
+        parallel.READ_THREADS = threads
+        for budget in (64 << 20, 256 << 20, 2 * whole.nbytes + (8 << 20)):
+            res[f"chain_{budget >> 20}MiB_{threads}thr_s"] = best(
+                lambda: capture_texture_file(tex, budget=budget), args.repeat)
+            again = capture_texture_file(tex, budget=budget)
+            assert [bytes(x) for x in again.levels] == [bytes(x) for x in tf.levels], "chain capture differs"
+    parallel.READ_THREADS = default_threads
+    tex.destroy()
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--odd", action="store_true", help="also (n-1) x n: rows that need 256-byte padding")
+    ap.add_argument("--threads", type=int, nargs="+", default=None)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
 
@@ -67,16 +105,20 @@ def main() -> None:
         def cap(budget, buffers):
             capture_bytes(tex, budget=budget, out=out, buffers=buffers)
 
-        for budget, buffers in ((64 << 20, 2), (64 << 20, 1), (128 << 20, 2), (256 << 20, 2),
-                                (2 * nbytes + (8 << 20), 2)):
-            cap(budget, buffers)
-            res[f"capture_{budget >> 20}MiB_{buffers}buf_s"] = best(lambda: cap(budget, buffers), args.repeat)
-            clock = {}
-            capture_bytes(tex, budget=budget, out=out, buffers=buffers, timings=clock)
-            print(f"  capture {budget >> 20} MiB x{buffers}: {clock['bands']} bands; waiting for maps "
-                  f"{clock['wait'] * 1e3:.1f} ms, copying out {clock['copy'] * 1e3:.1f} ms, "
-                  f"unmapping {clock['unmap'] * 1e3:.1f} ms")
-        assert np.array_equal(out.reshape(n, w, 4), a), "capture mismatch"
+        for threads in args.threads or [parallel.READ_THREADS]:
+            parallel.READ_THREADS = threads
+            for budget, buffers in ((64 << 20, 2), (64 << 20, 1), (128 << 20, 2), (256 << 20, 2),
+                                    (2 * nbytes + (8 << 20), 2)):
+                cap(budget, buffers)
+                name = f"capture_{budget >> 20}MiB_{buffers}buf_{threads}thr_s"
+                res[name] = best(lambda: cap(budget, buffers), args.repeat)
+                clock = {}
+                capture_bytes(tex, budget=budget, out=out, buffers=buffers, timings=clock)
+                print(f"  capture {budget >> 20} MiB x{buffers}, {threads} threads: {clock['bands']} bands; "
+                      f"waiting for maps {clock['wait'] * 1e3:.1f} ms, copying out {clock['copy'] * 1e3:.1f} ms, "
+                      f"unmapping {clock['unmap'] * 1e3:.1f} ms")
+            assert np.array_equal(out.reshape(n, w, 4), a), "capture mismatch"
+        parallel.READ_THREADS = default_threads
 
         def read_texture():
             gpu.device.queue.read_texture({"texture": tex.texture}, {"bytes_per_row": w * 4}, (w, n, 1))
@@ -84,6 +126,7 @@ def main() -> None:
         read_texture()
         res["read_texture_s"] = best(read_texture, max(2, args.repeat // 2))
         tex.destroy()
+        chain = chain_rows(gpu, a, w, n, args)
         rows.append(res)
 
         gb = nbytes / 1e9
@@ -93,6 +136,12 @@ def main() -> None:
                 print(f"  {k[:-2]:34} {gb / v:7.2f} GB/s   {t_memcpy / v:5.2f}x memcpy")
         best_cap = min(v for k, v in res.items() if k.startswith("capture_"))
         print(f"  capture vs queue.read_texture: {res['read_texture_s'] / best_cap:.2f}x")
+        cb = chain["bytes"]
+        print(f"  full chain, {chain['levels']} levels ({cb / 2**20:.0f} MiB); memcpy {cb / 1e9 / chain['memcpy_s']:.2f} GB/s")
+        for k, v in chain.items():
+            if k.startswith("chain_"):
+                print(f"  {k[:-2]:34} {cb / 1e9 / v:7.2f} GB/s   {chain['memcpy_s'] / v:5.2f}x memcpy")
+        res.update(chain)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"adapter": gpu.name, "rows": rows}, f, indent=1)

@@ -1,21 +1,22 @@
 """Capture: any level / layer of a texture -> numpy, through ``copy_texture_to_buffer``.
 
-Rows travel padded to 256 bytes into a ``MAP_READ | COPY_DST`` buffer; the padding
-is removed with one numpy slice-assignment per band into a preallocated array
-(no Python loop per row), copied out before ``unmap``. Textures larger than the
-memory budget (or the device's max buffer size) go in row bands through two
-reused buffers; band k is mapped before band k+1 is submitted (a map waits for all work
-submitted before it), so the GPU copies band k+1 while the CPU unpads band k.
+Every capture -- one level, several levels, or a whole texture file -- is planned as a list of
+copies (whole layers where they fit, else row bands) packed into groups of at most
+``budget / 2`` bytes. Each group is one command encoder, one submission and one map of a
+reused ``MAP_READ | COPY_DST`` buffer; rows travel padded to 256 bytes and are unpadded by numpy
+slice-assignments split over :data:`~gputex.parallel.READ_THREADS` threads (a fresh mapping is
+first touched a page fault per 4 KiB; threads fault in parallel). Group k is mapped before group
+k+1 is submitted (a map waits for all work submitted before it), so the GPU copies group k+1
+while the CPU copies group k out. A 14-level chain is thus a few maps, not one per level or layer.
 wgpu-py's ``queue.read_texture`` is not used: it unpads in a Python row loop.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import LimitError
-from .layout import bands, copy_layout
-from .parallel import for_row_chunks
+from .layout import bands
 
 if TYPE_CHECKING:
     import numpy as np
@@ -27,28 +28,222 @@ __all__ = ["capture", "capture_bytes", "capture_levels", "capture_texture_file"]
 Progress = Callable[[int, int], None]
 
 
-def _readback_ring(session, size: int, count: int = 2) -> list:
+class _Piece:
+    """One copy: block rows ``[y0, y1)`` of layers ``[z0, z0 + nz)`` of ``level``, into ``dst``
+    (``(nz * (y1 - y0), bytes_per_row)`` uint8; whole layers when ``nz > 1``)."""
+
+    __slots__ = ("tex", "level", "z0", "nz", "y0", "y1", "dst", "pitch", "offset")
+
+    def __init__(self, tex: "Texture", level: int, z0: int, nz: int, y0: int, y1: int, dst: "np.ndarray",
+                 pitch: int):
+        self.tex, self.level, self.z0, self.nz, self.y0, self.y1 = tex, level, z0, nz, y0, y1
+        self.dst, self.pitch, self.offset = dst, pitch, 0
+
+    @property
+    def size(self) -> int:
+        return self.pitch * (self.y1 - self.y0) * self.nz
+
+
+def _pieces(tex: "Texture", level: int, z0: int, nz: int, dst: "np.ndarray", limit: int) -> list[_Piece]:
+    """Split layers ``[z0, z0 + nz)`` of ``level`` (``dst`` holds their tight rows, layer after
+    layer) into copies of at most ``limit`` padded bytes: several whole layers per copy where
+    they fit, else one layer in row bands."""
+    lay = tex.layout(level)
+    pitch, down = lay.padded_bytes_per_row, lay.blocks_down
+    per_layer = pitch * down
+    out = []
+    if per_layer <= limit:
+        step = max(1, limit // per_layer)
+        for z in range(z0, z0 + nz, step):
+            n = min(step, z0 + nz - z)
+            out.append(_Piece(tex, level, z, n, 0, down, dst[(z - z0) * down: (z - z0 + n) * down], pitch))
+    else:
+        for z in range(z0, z0 + nz):
+            for y0, y1 in bands(down, pitch, limit):
+                out.append(_Piece(tex, level, z, 1, y0, y1, dst[(z - z0) * down + y0: (z - z0) * down + y1], pitch))
+    return out
+
+
+def copy_groups(pieces: list[_Piece], limit: int) -> list[list[_Piece]]:
+    """Pack consecutive pieces into groups of at most ``limit`` bytes (one buffer, one map each);
+    sets each piece's offset in its group's buffer (256-aligned)."""
+    from .layout import align_up
+
+    groups: list[list[_Piece]] = []
+    end = 0
+    for p in pieces:
+        at = align_up(end, 256)
+        if not groups or at + p.size > limit:
+            groups.append([])
+            at = 0
+        p.offset = at
+        groups[-1].append(p)
+        end = at + p.size
+    return groups
+
+
+def _group_bytes(group: list[_Piece]) -> int:
+    return group[-1].offset + group[-1].size
+
+
+def _readback_ring(session, size: int, count: int) -> tuple[list, bool]:
+    """``count`` reused ``MAP_READ | COPY_DST`` buffers of at least ``size`` bytes. Rings up to
+    :data:`KEEP_READBACK` bytes in all are kept by the session (a fresh buffer costs its
+    allocation and a page fault per 4 KiB on first touch); bigger ones are made per capture.
+    Returns the buffers and whether the session keeps them."""
     import wgpu
 
     key = ("readback-ring",)
-    ring = session.cache("transfer").peek(key)
-    if ring is None or ring[0].size < size or len(ring) != count:
-        for b in ring or []:
+    cache = session.cache("transfer")
+    ring = cache.peek(key)
+    if ring is not None and ring[0].size >= size and len(ring) >= count:
+        return ring[:count], True
+    if ring is not None:
+        for b in ring:
             b.destroy()
-        ring = [session.check("readback buffer", session.device.create_buffer, size=size,
-                              usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-                for _ in range(count)]
-        session.cache("transfer").put(key, ring)
-    return ring
+        cache.pop(key)
+    ring = [session.check("readback buffer", session.device.create_buffer, size=size,
+                          usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+            for _ in range(count)]
+    keep = size * count <= KEEP_READBACK
+    if keep:
+        cache.put(key, ring)
+    return ring, keep
 
 
-def _unpad(dst: "np.ndarray", src: "np.ndarray", width: int) -> None:
-    """dst[:] = src[:, :width], the rows split over a few threads."""
+#: Read-back buffers up to this many bytes in all are kept by the session for the next capture.
+KEEP_READBACK = 1 << 30
 
-    def part(a: int, b: int) -> None:
-        dst[a:b] = src[a:b, :width]
 
-    for_row_chunks(dst.shape[0], src.shape[1], part)
+def _copy_tasks(group: list[_Piece], mapped: "np.ndarray", threads: int) -> list[Callable[[], None]]:
+    """Tasks that unpad every piece of ``group`` out of ``mapped``, cut into about ``threads``
+    equal runs of rows (pieces are cut at row boundaries; a small group is one task)."""
+    from .parallel import MIN_CHUNK_BYTES
+
+    total = sum(p.dst.nbytes for p in group)
+    share = max(MIN_CHUNK_BYTES, -(-total // max(1, threads)))
+    tasks: list[Callable[[], None]] = []
+    current: list[tuple] = []
+    held = 0
+    for p in group:
+        rows, width = p.dst.shape
+        src = mapped[p.offset: p.offset + p.size].reshape(rows, p.pitch)
+        y = 0
+        while y < rows:
+            n = min(rows - y, max(1, -(-(share - held) // max(width, 1))))
+            current.append((p.dst[y: y + n], src[y: y + n, :width]))
+            held += n * width
+            y += n
+            if held >= share:
+                tasks.append(_copier(current))
+                current, held = [], 0
+    if current:
+        tasks.append(_copier(current))
+    return tasks
+
+
+def _copier(pairs: list[tuple]) -> Callable[[], None]:
+    def run() -> None:
+        for dst, src in pairs:
+            dst[...] = src
+    return run
+
+
+def record_copies(enc, group: list[_Piece], buf) -> None:
+    """Record the copies of one group of pieces (offsets from :func:`copy_groups`) into ``buf``."""
+    for p in group:
+        lay, (bw, bh) = p.tex.layout(p.level), p.tex.format.block
+        p.tex.session.check(
+            f"{p.tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
+            {"texture": p.tex.texture, "mip_level": p.level, "origin": (0, p.y0 * bh, p.z0)},
+            {"buffer": buf, "offset": p.offset, "bytes_per_row": p.pitch, "rows_per_image": p.y1 - p.y0},
+            (lay.blocks_across * bw, (p.y1 - p.y0) * bh, p.nz),
+        )
+
+
+def copy_out(group: list[_Piece], buf, threads: int | None = None) -> None:
+    """Copy a mapped group's rows into the pieces' arrays on ``threads`` threads, then unmap."""
+    import numpy as np
+
+    from .caps import capped
+    from .parallel import READ_THREADS, run_all
+
+    threads = threads or capped(READ_THREADS)
+    try:
+        mapped = np.frombuffer(buf.read_mapped(0, _group_bytes(group), copy=False), np.uint8)
+        run_all(_copy_tasks(group, mapped, threads), threads)
+        del mapped  # no view of the mapped memory may outlive the unmap
+    finally:
+        buf.unmap()
+
+
+def _read_pieces(pieces: list[_Piece], *, budget: int, buffers: int = 2,
+                 progress: Progress | None = None, timings: dict | None = None) -> None:
+    """Copy every piece out of its texture (textures of one session): pieces packed into groups of at most
+    ``budget / buffers`` bytes, each group one command encoder, one submission and one map of a
+    reused read-back buffer, its rows copied out on :data:`~gputex.parallel.READ_THREADS` threads.
+
+    Group k is mapped (waited for) before group k+1 is submitted: a map waits for all work
+    submitted before it, so this order lets the GPU copy group k+1 while the CPU copies group k
+    out. No view of the mapped memory outlives its unmap.
+    """
+    import time
+
+    import wgpu
+
+    from .caps import capped
+    from .parallel import READ_THREADS
+
+    if not pieces:
+        return
+    tex = pieces[0].tex
+    session = tex.session
+    limit = max(256, min(budget // max(1, buffers), session.limits.get("max-buffer-size", 256 << 20)))
+    groups = copy_groups(pieces, limit)
+    ring, kept = _readback_ring(session, max(_group_bytes(g) for g in groups), max(1, min(buffers, len(groups))))
+    threads = capped(READ_THREADS)
+    total, done = sum(p.dst.nbytes for p in pieces), 0
+
+    def request(i: int):
+        buf = ring[i % len(ring)]
+        enc = session.device.create_command_encoder()
+        record_copies(enc, groups[i], buf)
+        session.device.queue.submit([enc.finish()])
+        return buf.map_async(wgpu.MapMode.READ, 0, _group_bytes(groups[i])), buf
+
+    clock = {"wait": 0.0, "copy": 0.0, "unmap": 0.0, "bands": len(groups)}  # copy includes the unmap
+    pending = None
+    try:
+        pending = request(0)
+        for i, group in enumerate(groups):
+            t0 = time.perf_counter()
+            promise, buf = pending
+            pending = None
+            session.check(f"{tex.source}: map readback buffer", promise.sync_wait)
+            if i + 1 < len(groups) and len(ring) > 1:
+                pending = request(i + 1)
+            t1 = time.perf_counter()
+            copy_out(group, buf, threads)
+            t2 = time.perf_counter()
+            clock["wait"] += t1 - t0
+            clock["copy"] += t2 - t1
+            if i + 1 < len(groups) and len(ring) == 1:
+                pending = request(i + 1)
+            done += sum(p.dst.nbytes for p in group)
+            if progress:
+                progress(done, total)
+    finally:
+        if pending is not None:  # an error mid-way: let the other buffer's map finish first
+            try:
+                pending[0].sync_wait()
+                pending[1].unmap()
+            except Exception:  # noqa: BLE001 - the first error is the one reported
+                pass
+        if not kept:
+            for b in ring:
+                b.destroy()
+    if timings is not None:
+        timings.update(clock)
 
 
 def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int = 64 << 20,
@@ -60,73 +255,26 @@ def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int
     ``buffers`` (1 or 2) readback buffers share the ``budget``. ``timings``, if given,
     collects seconds spent waiting for maps, copying out and unmapping (benchmarks).
     """
-    import time
-
     import numpy as np
-    import wgpu
 
+    _check_level(tex, level, layer)
+    lay = tex.layout(level)
+    if out is None:
+        out = np.empty((lay.blocks_down, lay.bytes_per_row), np.uint8)
+    elif out.shape != (lay.blocks_down, lay.bytes_per_row) or out.dtype != np.uint8:
+        raise ValueError(f"out must be uint8 {(lay.blocks_down, lay.bytes_per_row)}, got {out.dtype} {out.shape}")
+    limit = min(budget // max(1, buffers), tex.session.limits.get("max-buffer-size", 256 << 20))
+    _read_pieces(_pieces(tex, level, layer, 1, out, limit), budget=budget, buffers=buffers,
+                 progress=progress, timings=timings)
+    return out
+
+
+def _check_level(tex: "Texture", level: int, layer: int = 0) -> None:
     if not 0 <= level < tex.levels:
         raise LimitError(f"{tex.source}: level {level} does not exist (texture has {tex.levels})")
     if not 0 <= layer < tex.level_images(level):
         raise LimitError(f"{tex.source}: layer {layer} does not exist at level {level} "
                          f"(texture has {tex.level_images(level)})")
-    session = tex.session
-    w, h = tex.size(level)
-    lay = copy_layout(tex.format, w, h)
-    pitch = lay.padded_bytes_per_row
-    limit = min(budget // buffers, session.limits.get("max-buffer-size", 256 << 20))
-    parts = bands(lay.blocks_down, pitch, limit)
-    if out is None:
-        out = np.empty((lay.blocks_down, lay.bytes_per_row), np.uint8)
-    elif out.shape != (lay.blocks_down, lay.bytes_per_row) or out.dtype != np.uint8:
-        raise ValueError(f"out must be uint8 {(lay.blocks_down, lay.bytes_per_row)}, got {out.dtype} {out.shape}")
-    ring = _readback_ring(session, max(y1 - y0 for y0, y1 in parts) * pitch, buffers)
-    bw, bh = tex.format.block
-
-    def submit(i: int) -> None:
-        y0, y1 = parts[i]
-        enc = session.device.create_command_encoder()
-        session.check(
-            f"{tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
-            {"texture": tex.texture, "mip_level": level, "origin": (0, y0 * bh, layer)},
-            {"buffer": ring[i % len(ring)], "offset": 0, "bytes_per_row": pitch, "rows_per_image": y1 - y0},
-            (lay.blocks_across * bw, (y1 - y0) * bh, 1),
-        )
-        session.device.queue.submit([enc.finish()])
-
-    def request(i: int):
-        y0, y1 = parts[i]
-        submit(i)
-        return ring[i % len(ring)].map_async(wgpu.MapMode.READ, 0, (y1 - y0) * pitch)
-
-    # Band i is mapped (waited for) before band i+1 is submitted: a map waits for all work
-    # submitted before it, so this order lets the GPU copy band i+1 while the CPU unpads band i.
-    clock = {"wait": 0.0, "copy": 0.0, "unmap": 0.0, "bands": len(parts)}
-    pending = request(0)
-    for i, (y0, y1) in enumerate(parts):
-        t0 = time.perf_counter()
-        session.check(f"{tex.source}: map readback buffer", pending.sync_wait)
-        buf, nbytes = ring[i % len(ring)], (y1 - y0) * pitch
-        if i + 1 < len(parts) and len(ring) > 1:
-            pending = request(i + 1)
-        t1 = time.perf_counter()
-        try:
-            src = np.frombuffer(buf.read_mapped(0, nbytes, copy=False), np.uint8).reshape(y1 - y0, pitch)
-            _unpad(out[y0:y1], src, lay.bytes_per_row)
-            del src  # no view of the mapped memory may outlive the unmap
-            t2 = time.perf_counter()
-        finally:
-            buf.unmap()
-        clock["wait"] += t1 - t0
-        clock["copy"] += t2 - t1
-        clock["unmap"] += time.perf_counter() - t2
-        if i + 1 < len(parts) and len(ring) == 1:
-            pending = request(i + 1)
-        if progress:
-            progress(y1 * lay.bytes_per_row, lay.data_bytes)
-    if timings is not None:
-        timings.update(clock)
-    return out
 
 
 def capture(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int = 64 << 20,
@@ -147,12 +295,10 @@ def capture(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int = 64 
 
 def capture_levels(tex: "Texture", levels: list[int], layer: int = 0, *, budget: int = 64 << 20,
                    into: "Callable[[int, tuple, np.dtype], np.ndarray] | None" = None) -> list["np.ndarray"]:
-    """Capture several levels; those small enough share one buffer, one submission and one map.
+    """Capture several levels of one layer; their copies share buffers, submissions and maps
+    (groups of at most ``budget / 2`` bytes; a full chain that fits is one map).
 
-    A full mip chain otherwise costs one GPU round trip per level. Levels whose padded copy
-    takes more than a quarter of ``budget`` go through :func:`capture` (row bands). The
-    readback buffer is kept by the session and reused (a fresh mapping costs a page fault
-    per 4 KiB on first touch). ``into(level, shape, dtype)``, if given, returns the array each
+    The read-back buffers are kept by the session and reused. ``into(level, shape, dtype)``, if given, returns the array each
     level is written to (e.g. shared memory an encoder process reads): rows go straight from
     the mapped buffer into it when the format needs no conversion.
     """
@@ -163,30 +309,25 @@ def capture_levels(tex: "Texture", levels: list[int], layer: int = 0, *, budget:
     if tex.format.compressed:
         raise LimitError(f"{tex.source}: {tex.format.name} is block-compressed; use capture_bytes")
     fmt = tex.format
-    out: dict[int, np.ndarray] = {}
-    small = []
     for level in levels:
-        if tex.layout(level).staging_bytes > budget // 4:
-            out[level] = _placed(capture(tex, level, layer, budget=budget), level, into)
-        else:
-            small.append(level)
+        _check_level(tex, level, layer)
     direct = into is not None and not fmt.packed and not fmt.bgra  # bytes as stored: no conversion
-
-    def take(level: int, padded: "np.ndarray") -> None:
+    limit = min(budget // 2, tex.session.limits.get("max-buffer-size", 256 << 20))
+    raws, pieces = [], []
+    for level in levels:
         lay = tex.layout(level)
         if direct:
             dst = into(level, (lay.height, lay.width, fmt.channels), np.dtype(fmt.component_dtype))
-            _unpad(dst.reshape(-1).view(np.uint8).reshape(lay.blocks_down, lay.bytes_per_row), padded,
-                   lay.bytes_per_row)
-            out[level] = dst
+            raw = dst.reshape(-1).view(np.uint8).reshape(lay.blocks_down, lay.bytes_per_row)
         else:
-            raw = np.empty((lay.blocks_down, lay.bytes_per_row), np.uint8)
-            _unpad(raw, padded, lay.bytes_per_row)
-            out[level] = _placed(from_texture_rows(raw, fmt, lay.width), level, into)
-
-    if small:
-        _read_in_one_map(tex, {level: (layer, 1) for level in small}, take)
-    return [out[level] for level in levels]
+            dst = raw = np.empty((lay.blocks_down, lay.bytes_per_row), np.uint8)
+        raws.append((dst, raw))
+        pieces += _pieces(tex, level, layer, 1, raw, limit)
+    _read_pieces(pieces, budget=budget)
+    if direct:
+        return [dst for dst, _ in raws]
+    return [_placed(from_texture_rows(raw, fmt, tex.size(level)[0]), level, into)
+            for level, (_, raw) in zip(levels, raws)]
 
 
 def _placed(a: "np.ndarray", level: int, into) -> "np.ndarray":
@@ -198,91 +339,81 @@ def _placed(a: "np.ndarray", level: int, into) -> "np.ndarray":
     return dst
 
 
-#: Readback buffers up to this size are kept by the session for the next capture.
-KEEP_READBACK = 256 << 20
-
-
-def _readback_buffer(session, size: int):
-    """A ``MAP_READ | COPY_DST`` buffer of at least ``size`` bytes, reused while it is big enough."""
-    import wgpu
-
-    key = ("levels-readback",)
-    buf = session.cache("transfer").peek(key)
-    if buf is not None and buf.size >= size:
-        return buf
-    if buf is not None:
-        buf.destroy()
-        session.cache("transfer").pop(key)
-    buf = session.check("readback buffer", session.device.create_buffer, size=size,
-                        usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-    if size <= KEEP_READBACK:
-        session.cache("transfer").put(key, buf)
-    return buf
-
-
-def _read_in_one_map(tex: "Texture", parts: dict, take: Callable) -> None:
-    """Copy ``parts`` (``{level: (first layer, layer count)}``) into one reused readback buffer
-    in one submission, map it once, and call ``take(level, padded)`` with each level's rows
-    (``(blocks_down * count, padded_bytes_per_row)`` uint8, valid until ``take`` returns)."""
-    import numpy as np
-    import wgpu
-
-    from .layout import align_up
-
-    session, (bw, bh) = tex.session, tex.format.block
-    offsets, total = {}, 0
-    for level, (_, count) in parts.items():
-        lay = tex.layout(level)
-        offsets[level] = total
-        total = align_up(total + lay.padded_bytes_per_row * lay.blocks_down * count, 256)
-    buf = _readback_buffer(session, total)
-    enc = session.device.create_command_encoder()
-    for level, (first, count) in parts.items():
-        lay = tex.layout(level)
-        session.check(f"{tex.source}: copy_texture_to_buffer", enc.copy_texture_to_buffer,
-                      {"texture": tex.texture, "mip_level": level, "origin": (0, 0, first)},
-                      {"buffer": buf, "offset": offsets[level], "bytes_per_row": lay.padded_bytes_per_row,
-                       "rows_per_image": lay.blocks_down},
-                      (lay.blocks_across * bw, lay.blocks_down * bh, count))
-    session.device.queue.submit([enc.finish()])
-    session.check(f"{tex.source}: map readback buffer", buf.map_sync, wgpu.MapMode.READ, 0, total)
-    try:
-        mapped = np.frombuffer(buf.read_mapped(0, total, copy=False), np.uint8)
-        for level, (_, count) in parts.items():
-            lay = tex.layout(level)
-            size = lay.padded_bytes_per_row * lay.blocks_down * count
-            take(level, mapped[offsets[level]: offsets[level] + size].reshape(-1, lay.padded_bytes_per_row))
-        del mapped  # no view of the mapped memory may outlive the unmap
-    finally:
-        buf.unmap()
-        if session.cache("transfer").peek(("levels-readback",)) is not buf:
-            buf.destroy()
-
-
 def capture_texture_file(tex: "Texture", *, budget: int = 64 << 20, levels: list[int] | None = None):
     """Read every level (or ``levels``), layer, face and slice back as a :class:`TextureFile`:
-    exactly the bytes the GPU holds, tight, in block rows (for writing KTX2 / DDS)."""
-    from .texfile import TextureFile
-
+    exactly the bytes the GPU holds, tight, in block rows (for writing KTX2 / DDS). Levels are
+    ``bytes`` filled in place (:func:`fresh_bytes`); every copy is planned at once (see the
+    module docstring)."""
     if tex.format.compressed:
         from .capabilities import require
 
         require(tex.session, "compressed-copy", tex.source)
+    limit = min(budget // 2, tex.session.limits.get("max-buffer-size", 256 << 20))
+    out, pieces = texture_file_pieces(tex, levels, limit)
+    _read_pieces(pieces, budget=budget)
+    return as_texture_file(tex, out)
+
+
+def texture_file_pieces(tex: "Texture", levels: list[int] | None, limit: int) -> tuple[list, list[_Piece]]:
+    """The level buffers (tight ``bytes``, every layer) of ``tex`` and the copies that fill
+    them, each at most ``limit`` padded bytes (for :func:`_read_pieces`; ``gpu_batch`` plans
+    several textures' copies into one map this way)."""
     wanted = list(levels if levels is not None else range(tex.levels))
-    got: dict[int, bytes] = {}
-    small = {}  # levels whose layers all fit a quarter of the budget: one copy each, one map
+    out, pieces = [], []
     for level in wanted:
+        _check_level(tex, level)
         lay, n = tex.layout(level), tex.level_images(level)
-        if lay.padded_bytes_per_row * lay.blocks_down * n > budget // 4:
-            got[level] = b"".join(capture_bytes(tex, level, z, budget=budget).tobytes() for z in range(n))
-        else:
-            small[level] = (0, n)
+        data, flat = fresh_bytes(lay.bytes_per_row * lay.blocks_down * n)
+        out.append(data)
+        rows = flat.reshape(n * lay.blocks_down, lay.bytes_per_row)
+        pieces += _pieces(tex, level, 0, n, rows, limit)
+    return out, pieces
 
-    def take(level: int, padded) -> None:
-        got[level] = padded[:, : tex.layout(level).bytes_per_row].tobytes()
 
-    if small:
-        _read_in_one_map(tex, small, take)
-    out = [got[level] for level in wanted]
+_MAKE_BYTES: Any = None  # ctypes prototype of PyBytes_FromStringAndSize, or False where unusable
+
+
+def fresh_bytes(n: int) -> tuple:
+    """A new ``bytes`` of ``n`` bytes not yet written, and a writable uint8 view of its storage.
+
+    The caller fills the view before the bytes are handed to anyone (as C code fills what
+    ``PyBytes_FromStringAndSize(NULL, n)`` returns) and keeps the bytes alive while the view is
+    in use. Why: a ``bytearray(n)`` is zero-filled on one thread first (a 341 MB 8192² chain:
+    ~0.1 s of memset and page faults before any copy; the copy threads fault the pages of an
+    untouched buffer in parallel instead), and the KTX2 writer copies anything that is not
+    ``bytes`` once more. Where the object layout cannot be checked (not CPython, or the
+    check at first use fails) this is a ``bytearray``.
+    """
+    import ctypes
+
+    import numpy as np
+
+    global _MAKE_BYTES
+    if _MAKE_BYTES is None:
+        _MAKE_BYTES = False
+        try:
+            import sys
+
+            if sys.implementation.name == "cpython":
+                make = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_char_p, ctypes.c_ssize_t)(
+                    ("PyBytes_FromStringAndSize", ctypes.pythonapi))
+                probe = make(None, 16)
+                view = np.ctypeslib.as_array((ctypes.c_ubyte * 16).from_address(id(probe) + bytes.__basicsize__ - 1))
+                view[:] = np.arange(16, dtype=np.uint8) * 7
+                if probe == bytes(range(0, 112, 7)):
+                    _MAKE_BYTES = make
+        except Exception:  # noqa: BLE001 - the bytearray path below is always right
+            _MAKE_BYTES = False
+    if not _MAKE_BYTES or n == 0:
+        data = bytearray(n)
+        return data, np.frombuffer(data, np.uint8)
+    data = _MAKE_BYTES(None, n)
+    return data, np.ctypeslib.as_array((ctypes.c_ubyte * n).from_address(id(data) + bytes.__basicsize__ - 1))
+
+
+def as_texture_file(tex: "Texture", levels: list):
+    """A :class:`TextureFile` of ``tex``'s shape holding ``levels``."""
+    from .texfile import TextureFile
+
     return TextureFile(tex.format, tex.width, tex.height, tex.depth, max(1, tex.layers // tex.faces), tex.faces,
-                       levels=out, color_space=tex.color_space, source=tex.source, array=tex.array)
+                       levels=levels, color_space=tex.color_space, source=tex.source, array=tex.array)

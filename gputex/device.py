@@ -199,9 +199,40 @@ def settle(timeout: float = 10.0) -> None:
         wait(pending, timeout=timeout)
 
 
+def shader_cache_dir(environ=os.environ) -> str | None:
+    """Where Mesa drivers (lavapipe) keep compiled shaders between processes, or None if off.
+
+    Mesa's on-disk shader cache is on by default (``$MESA_SHADER_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/mesa_shader_cache``, else ``~/.cache/mesa_shader_cache``;
+    ``MESA_SHADER_CACHE_DISABLE=true`` turns it off). wgpu/naga's SPIR-V is the same from one
+    process to the next, so it hits: on this 2-core lavapipe machine the first mip chain of a
+    process takes 8.6 s cold and 0.5-1.1 s warm (``benchmarks/startup.py``). Where that
+    directory cannot be written (a read-only or missing home, as in some containers) Mesa
+    silently caches nothing; a per-user directory under the temp dir is set instead. Call
+    before the first device is made (Mesa reads the variables then).
+    """
+    if environ.get("MESA_SHADER_CACHE_DISABLE", "").lower() in ("1", "true", "yes"):
+        return None
+    if environ.get("MESA_SHADER_CACHE_DIR"):
+        return environ["MESA_SHADER_CACHE_DIR"]
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".cache")
+    probe = base
+    while not os.path.exists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)  # Mesa makes the missing directories: the nearest existing one must be writable
+    if os.path.isdir(probe) and os.access(probe, os.W_OK | os.X_OK):
+        return os.path.join(base, "mesa_shader_cache")
+    import tempfile
+
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    environ["MESA_SHADER_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), f"gputex-mesa-shader-cache-{uid}")
+    return environ["MESA_SHADER_CACHE_DIR"]
+
+
 def _setup_instance(backend: str | None) -> None:
     import wgpu
     from wgpu.backends.wgpu_native import extras
+
+    shader_cache_dir()
 
     # Mesa's GL loader complains to stderr when XDG_RUNTIME_DIR is missing; give it one.
     if "XDG_RUNTIME_DIR" not in os.environ:

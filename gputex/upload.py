@@ -102,7 +102,8 @@ def default_format(image: "Image", session: "Session | None" = None,
     return get_format(prefix + "8unorm")
 
 
-def _usage(extra: int = 0) -> int:
+def texture_usage(extra: int = 0) -> int:
+    """COPY_DST | COPY_SRC, plus ``extra``: the usage every gputex texture has."""
     import wgpu
 
     return wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC | extra
@@ -138,12 +139,12 @@ def create_texture(session: "Session", fmt: Format, width: int, height: int, *, 
     if render_target and levels > 1 and depth == 1:  # its mips are drawn into its levels
         import wgpu
 
-        usage = (_usage() if usage is None else usage) | wgpu.TextureUsage.RENDER_ATTACHMENT
+        usage = (texture_usage() if usage is None else usage) | wgpu.TextureUsage.RENDER_ATTACHMENT
     tex = session.check(
         f"{source or 'texture'}: create {fmt.name} {width}x{height}",
         session.device.create_texture,
         label=_label(source), size=(alloc_w, alloc_h, depth if depth > 1 else layers), format=fmt.name,
-        mip_level_count=levels, usage=_usage() if usage is None else usage,
+        mip_level_count=levels, usage=texture_usage() if usage is None else usage,
         dimension="3d" if depth > 1 else "2d", view_formats=view_formats or [],
     )
     return Texture(session, tex, fmt, width, height, 1 if depth > 1 else layers, levels, color_space, source,
@@ -185,7 +186,7 @@ def upload(session: "Session", image: "Image", format: str | Format | None = Non
     if fmt.compressed:
         raise FormatError(f"{fmt.name} is block-compressed; gputex uploads images to uncompressed formats")
     tex = create_texture(session, fmt, image.width, image.height, levels=levels,
-                         usage=_usage(usage), color_space=space, source=image.source, render_target=render_target)
+                         usage=texture_usage(usage), color_space=space, source=image.source, render_target=render_target)
     try:
         write_image(tex, image, premultiply=premultiply, flip_y=flip_y, budget=budget,
                     path=path, progress=progress)
@@ -317,7 +318,7 @@ def upload_texture_file(session: "Session", tf: "TextureFile", *, levels: int | 
     space = "srgb" if fmt.srgb else (color_space or tf.color_space)
     nlevels = max(len(tf.levels), levels or 0)
     tex = create_texture(session, fmt, tf.width, tf.height, layers=tf.images, depth=tf.depth, levels=nlevels,
-                         usage=_usage(usage), color_space=space, source=tf.source)
+                         usage=texture_usage(usage), color_space=space, source=tf.source)
     tex.faces, tex.array = tf.faces, tf.array
     queue = session.device.queue
     bw, bh = fmt.block

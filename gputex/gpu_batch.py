@@ -1,0 +1,369 @@
+"""Several images' GPU steps in a few submissions: upload, mips and read-back of a group.
+
+The per-image path (``upload`` -> ``generate_mips`` -> ``capture_texture_file``) pays, for
+each image, a staging map, a submission per step and a read-back map and wait, plus the
+Python and wgpu-py overhead of each call: 20-28 ms per 2048² image on the in-order thread of
+a busy batch (issue 13). Here a *group* of images, sized to a byte budget, goes as:
+
+1. every image converted (on the copy threads) straight into one mapped staging buffer, then
+   one command encoder holding every ``copy_buffer_to_texture``, one submission;
+2. each texture's mip chain recorded and submitted (``generate_mips``; no waits);
+3. every level of every texture copied into one read-back buffer by one encoder, one map,
+   the rows copied out on the read threads (``capture.copy_out``).
+
+Groups are pipelined two deep: group k+1 is converted into the other staging buffer while
+the GPU works on group k, and submitted as soon as group k is mapped, so the GPU runs group
+k+1 while the CPU copies group k out. Host memory: two staging and two read-back buffers,
+together at most ``budget``.
+
+The bytes are those of the per-image path (same conversion, same mip chain, same copy
+arithmetic; ``tests/test_gpu_batch.py`` compares them). Images whose own staging and
+read-back exceed the budget go alone, through the per-image functions.
+
+Wiring (the run owner): images that are plain 2D images (not texture files, no resize /
+BC encoding / cube / array, which keep the per-image path), decoded in input order, go as
+
+    steps = GpuSteps(format=opts.format, color_space=opts.color_space, premultiply=opts.premultiply,
+                     flip_y=opts.flip_y, mips=opts.mips, mip_levels=opts.mip_levels, **opts.mip_options)
+    for image, tf in zip(images, iter_groups(session, images, steps, budget=4 * opts.budget)):
+        write_texture_file(tf, out_path(image), zstd=opts.zstd)
+
+``iter_groups`` yields each result as soon as its group is read back (results keep input
+order); errors are the per-image path's (a format that cannot hold the image raises before
+any GPU work).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+from .errors import FormatError
+from .formats import Format, get_format
+from .layout import align_up, copy_layout, mip_count
+
+if TYPE_CHECKING:
+    from .decode import Image
+    from .device import Session
+    from .texfile import TextureFile
+    from .upload import Texture
+
+__all__ = ["GpuSteps", "process_group", "iter_groups", "plan_groups", "DEFAULT_GROUP_BUDGET"]
+
+#: Host memory (staging + read-back buffers) one group may use, bytes.
+DEFAULT_GROUP_BUDGET = 256 << 20
+
+
+@dataclass(frozen=True)
+class GpuSteps:
+    """What happens to each image on the GPU: the upload's format and conversion, and the
+    mip chain (``mips=False``: level 0 only). Mip fields are :func:`gputex.generate_mips`'s."""
+
+    format: str | None = None
+    color_space: str | None = None
+    premultiply: bool = False
+    flip_y: bool = False
+    mips: bool = True
+    mip_levels: int | None = None  # at most this many levels (``--levels``); None: the full chain
+    filter: str = "box"
+    alpha: str = "weighted"
+    wrap: str = "clamp"
+    precision: str = "exact"
+    normal_map: bool = False
+    alpha_coverage: float | None = None
+
+    def texture_format(self, image: "Image", session: "Session") -> Format:
+        from .upload import default_format
+
+        return get_format(self.format) if self.format else default_format(image, session, self.color_space)
+
+    def levels(self, image: "Image") -> int:
+        if not self.mips:
+            return 1
+        full = mip_count(image.width, image.height)
+        return min(self.mip_levels or full, full)
+
+
+def _cost(image: "Image", fmt: Format, levels: int) -> tuple[int, int]:
+    """(staging bytes of level 0, read-back bytes of every level), 256-aligned, padded rows."""
+    up = align_up(copy_layout(fmt, image.width, image.height).staging_bytes, 256)
+    down = 0
+    for level in range(levels):
+        lay = copy_layout(fmt, max(1, image.width >> level), max(1, image.height >> level))
+        down += align_up(lay.padded_bytes_per_row * lay.blocks_down, 256)
+    return up, down
+
+
+def plan_groups(costs: Sequence[tuple[int, int]], budget: int) -> list[list[int]]:
+    """Indices of consecutive images, grouped so each group's staging + read-back bytes stay
+    within ``budget``; an image over the budget alone forms a group of one (input order kept)."""
+    groups: list[list[int]] = []
+    held = budget + 1
+    for i, (up, down) in enumerate(costs):
+        if held + up + down > budget:
+            groups.append([])
+            held = 0
+        groups[-1].append(i)
+        held += up + down
+    return groups
+
+
+def process_group(session: "Session", images: Sequence["Image"], steps: GpuSteps = GpuSteps(), *,
+                  budget: int = DEFAULT_GROUP_BUDGET) -> list["TextureFile"]:
+    """Upload, mip and read back ``images``; one :class:`TextureFile` per image, in order.
+
+    Images go in groups of at most ``budget / 2`` bytes of host staging + read-back memory,
+    two groups in flight (see the module docstring); an image that alone needs more goes
+    through the per-image path. GPU textures live only while their group runs.
+    """
+    return list(iter_groups(session, images, steps, budget=budget))
+
+
+def iter_groups(session: "Session", images: Sequence["Image"], steps: GpuSteps = GpuSteps(), *,
+                budget: int = DEFAULT_GROUP_BUDGET) -> Iterator["TextureFile"]:
+    """:func:`process_group`, yielding each image's result as soon as its group is read back."""
+    fmts = [_checked_format(session, image, steps) for image in images]
+    costs = [_cost(image, fmt, steps.levels(image)) for image, fmt in zip(images, fmts)]
+    share = min(budget // 2, session.limits.get("max-buffer-size", 256 << 20))  # two groups in flight
+    yield from _grouped(session, images, fmts, costs, plan_groups(costs, share), steps, share)
+
+
+def _checked_format(session: "Session", image: "Image", steps: GpuSteps) -> Format:
+    from .convert import check_convertible
+
+    fmt = steps.texture_format(image, session)
+    if fmt.compressed:
+        raise FormatError(f"{fmt.name} is block-compressed; gputex uploads images to uncompressed formats")
+    check_convertible(image.kind, fmt)
+    return fmt
+
+
+def _space(image: "Image", fmt: Format, steps: GpuSteps) -> str:
+    space = "srgb" if fmt.srgb else (steps.color_space or image.color_space)
+    if space not in ("srgb", "linear"):
+        raise FormatError(f"unknown colour space {space!r}; use srgb or linear")
+    return space
+
+
+def _mips(tex: "Texture", steps: GpuSteps) -> None:
+    from .mips import generate_mips
+
+    if tex.levels > 1:
+        generate_mips(tex, filter=steps.filter, alpha=steps.alpha, wrap=steps.wrap, precision=steps.precision,
+                      normal_map=steps.normal_map, alpha_coverage=steps.alpha_coverage)
+
+
+def _alone(session, image, fmt, steps, budget) -> "TextureFile":
+    """The per-image path, for an image too big for a group."""
+    import wgpu
+
+    from .capture import capture_texture_file
+    from .upload import upload
+
+    tex = upload(session, image, fmt, color_space=steps.color_space, levels=steps.levels(image),
+                 premultiply=steps.premultiply, flip_y=steps.flip_y, budget=budget,
+                 usage=wgpu.TextureUsage.TEXTURE_BINDING)
+    try:
+        _mips(tex, steps)
+        return capture_texture_file(tex, budget=budget)
+    finally:
+        tex.destroy()
+
+
+def _buffer(session, kind: str, slot: int, size: int):
+    """Reused buffer ``slot`` (0 or 1) of ``kind`` ("staging": MAP_WRITE | COPY_SRC, mapped for
+    writing when returned; "readback": MAP_READ | COPY_DST), at least ``size`` bytes, kept by
+    the session as ``[buffer, pending map or None]``."""
+    import wgpu
+
+    cache = session.cache("gpu-batch")
+    key = (kind, slot)
+    held = cache.peek(key)
+    if held is not None:
+        buf, pending = held
+        if pending is not None:
+            session.check(f"map {kind} buffer", pending.sync_wait)
+            held[1] = None
+        if buf.size >= size:
+            return held
+        buf.destroy()
+        cache.pop(key)
+    usage = (wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC if kind == "staging"
+             else wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+    buf = session.check(f"{kind} buffer", session.device.create_buffer, size=max(size, 256), usage=usage,
+                        mapped_at_creation=kind == "staging")
+    held = [buf, None]
+    cache.put(key, held)
+    return held
+
+
+def _forget(session) -> None:
+    """Drop the reused buffers (their map state is unknown after an error)."""
+    cache = session.cache("gpu-batch")
+    for key in list(cache.items):
+        buf, _ = cache.pop(key)
+        try:
+            buf.destroy()
+        except Exception:  # noqa: BLE001 - already gone with the device
+            pass
+
+
+def _fill_tasks(images, texs, offsets, mapped, steps) -> list:
+    """Tasks converting every image's rows straight into the mapped staging memory."""
+    from .convert import to_texture_rows
+    from .parallel import MIN_CHUNK_BYTES
+
+    tasks = []
+    for image, tex, at in zip(images, texs, offsets):
+        lay = tex.layout(0)
+        view = mapped[at: at + lay.padded_bytes_per_row * lay.blocks_down].reshape(
+            lay.blocks_down, lay.padded_bytes_per_row)
+        pixels = image.pixels[::-1] if steps.flip_y else image.pixels
+        step = max(1, MIN_CHUNK_BYTES // max(1, lay.bytes_per_row))
+        for y0 in range(0, lay.blocks_down, step):
+            def fill(view=view, pixels=pixels, tex=tex, y0=y0, y1=min(lay.blocks_down, y0 + step),
+                     n=lay.bytes_per_row):
+                view[y0:y1, :n] = to_texture_rows(pixels[y0:y1], tex.color_space, tex.format,
+                                                  premultiply=steps.premultiply)
+            tasks.append(fill)
+    return tasks
+
+
+class _Group:
+    """One group in flight: its textures, level buffers and read-back copies, in one buffer slot."""
+
+    def __init__(self, session, images, fmts, steps: GpuSteps, slot: int):
+        self.session, self.images, self.steps, self.slot = session, images, steps, slot
+        self.texs: list = []
+        self.pending = None
+        self.readback = None
+        try:
+            self._prepare(fmts)
+        except BaseException:
+            self.release()
+            raise
+
+    def _prepare(self, fmts) -> None:
+        """CPU side, before the GPU is needed: textures made, pixels converted into staging."""
+        import numpy as np
+        import wgpu
+
+        from .capture import copy_groups, texture_file_pieces
+        from .parallel import COPY_THREADS, run_all
+        from .upload import create_texture, texture_usage
+
+        session, steps = self.session, self.steps
+        for image, fmt in zip(self.images, fmts):
+            self.texs.append(create_texture(session, fmt, image.width, image.height, levels=steps.levels(image),
+                                            usage=texture_usage(wgpu.TextureUsage.TEXTURE_BINDING),
+                                            color_space=_space(image, fmt, steps), source=image.source))
+        self.offsets, total = [], 0
+        for tex in self.texs:
+            self.offsets.append(total)
+            total = align_up(total + tex.layout(0).staging_bytes, 256)
+        self.staging = _buffer(session, "staging", self.slot, total)
+        buf = self.staging[0]
+        mem = buf._experimental_get_mapped_range(0, buf.size)
+        try:
+            mapped = np.frombuffer(mem, np.uint8, count=total)
+            run_all(_fill_tasks(self.images, self.texs, self.offsets, mapped, steps), COPY_THREADS)
+            del mapped
+        finally:
+            del mem
+            buf.unmap()
+        self.levels, pieces = [], []
+        for tex in self.texs:
+            lv, ps = texture_file_pieces(tex, None, 1 << 62)
+            self.levels.append(lv)
+            pieces += ps
+        groups = copy_groups(pieces, 1 << 62)  # one read-back buffer: the plan kept the group under the limit
+        self.pieces = groups[0]
+
+    def submit(self) -> None:
+        """GPU side: level 0 copies, the mip chains, the read-back copies; one map asked for."""
+        import wgpu
+
+        from .capture import _group_bytes, record_copies
+
+        session = self.session
+        enc = session.device.create_command_encoder()
+        for tex, at in zip(self.texs, self.offsets):
+            lay, (bw, bh) = tex.layout(0), tex.format.block
+            session.check(f"{tex.source}: copy_buffer_to_texture", enc.copy_buffer_to_texture,
+                          {"buffer": self.staging[0], "offset": at, "bytes_per_row": lay.padded_bytes_per_row,
+                           "rows_per_image": lay.blocks_down},
+                          {"texture": tex.texture, "mip_level": 0, "origin": (0, 0, 0)},
+                          (lay.blocks_across * bw, lay.blocks_down * bh, 1))
+        session.device.queue.submit([enc.finish()])
+        self.staging[1] = self.staging[0].map_async(wgpu.MapMode.WRITE)  # for the group after next
+        for tex in self.texs:
+            tex.upload_path = "staging"
+            _mips(tex, self.steps)
+        nbytes = _group_bytes(self.pieces)
+        self.readback = _buffer(session, "readback", self.slot, nbytes)
+        enc = session.device.create_command_encoder()
+        record_copies(enc, self.pieces, self.readback[0])
+        session.device.queue.submit([enc.finish()])
+        self.pending = self.readback[0].map_async(wgpu.MapMode.READ, 0, nbytes)
+
+    def wait(self) -> None:
+        self.session.check("map readback buffer", self.pending.sync_wait)
+        self.pending = None
+
+    def finish(self) -> list["TextureFile"]:
+        """Copy the levels out (the group must be mapped: :meth:`wait`) and free the textures."""
+        from .capture import as_texture_file, copy_out
+
+        try:
+            copy_out(self.pieces, self.readback[0])
+            return [as_texture_file(tex, lv) for tex, lv in zip(self.texs, self.levels)]
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        for tex in self.texs:
+            tex.destroy()
+        self.texs = []
+
+
+def _grouped(session, images, fmts, costs, groups, steps, budget) -> Iterator["TextureFile"]:
+    """Groups pipelined: group k+1 is converted while the GPU works on group k, and submitted
+    once group k is mapped (a map waits for all work submitted before it), so the GPU runs
+    group k+1 while the CPU copies group k out. Two staging and two read-back buffers."""
+    inflight: _Group | None = None
+    slot = 0
+    try:
+        for group in groups:
+            if len(group) == 1 and sum(costs[group[0]]) > budget:
+                if inflight is not None:
+                    inflight.wait()
+                    done, inflight = inflight, None
+                    yield from done.finish()
+                yield _alone(session, images[group[0]], fmts[group[0]], steps, budget)
+                continue
+            current = _Group(session, [images[i] for i in group], [fmts[i] for i in group], steps, slot)
+            slot ^= 1
+            if inflight is not None:
+                try:
+                    inflight.wait()
+                except BaseException:
+                    current.release()
+                    raise
+            try:
+                current.submit()
+            except BaseException:
+                current.release()
+                raise
+            if inflight is not None:
+                done, inflight = inflight, None
+                yield from done.finish()
+            inflight = current
+        if inflight is not None:
+            inflight.wait()
+            done, inflight = inflight, None
+            yield from done.finish()
+    except BaseException:
+        if inflight is not None:
+            inflight.release()
+        _forget(session)
+        raise

@@ -1,0 +1,46 @@
+"""Start-up: where Mesa's on-disk shader cache goes (device.shader_cache_dir)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+
+def test_shader_cache_dir_follows_mesa_rules(tmp_path):
+    from gputex.device import shader_cache_dir
+
+    home = tmp_path / "home"
+    home.mkdir()
+    assert shader_cache_dir({"HOME": str(home)}) == str(home / ".cache" / "mesa_shader_cache")
+    assert shader_cache_dir({"HOME": str(home), "XDG_CACHE_HOME": str(tmp_path / "x")}) == \
+        str(tmp_path / "x" / "mesa_shader_cache")
+    assert shader_cache_dir({"HOME": str(home), "MESA_SHADER_CACHE_DIR": "/some/where"}) == "/some/where"
+    assert shader_cache_dir({"HOME": str(home), "MESA_SHADER_CACHE_DISABLE": "true"}) is None
+
+
+def test_shader_cache_dir_moves_to_temp_when_home_is_read_only(tmp_path):
+    import os
+
+    from gputex.device import shader_cache_dir
+
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only directories; the rule is checked with a home that is a file below")
+    home = tmp_path / "ro"
+    home.mkdir()
+    home.chmod(0o500)
+    try:
+        env = {"HOME": str(home)}
+        got = shader_cache_dir(env)
+        assert env["MESA_SHADER_CACHE_DIR"] == got and "gputex-mesa-shader-cache-" in got
+    finally:
+        home.chmod(0o700)
+
+
+def test_shader_cache_dir_moves_to_temp_when_home_is_a_file(tmp_path):
+    from gputex.device import shader_cache_dir
+
+    home = tmp_path / "file"
+    home.write_bytes(b"")  # ~/.cache cannot be made under a file: Mesa would cache nothing
+    env = {"HOME": str(home)}
+    got = shader_cache_dir(env)
+    assert env["MESA_SHADER_CACHE_DIR"] == got and "gputex-mesa-shader-cache-" in got
