@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import struct
 
-from .errors import DecodeError
-from .formats import FORMATS
-from .layout import align_up, blocks
-from .texfile import TextureFile, check_shape, image_bytes
+from ..errors import DecodeError
+from ..formats import FORMATS
+from ..layout import align_up, blocks
+from . import Container, register
+from .model import TextureFile, check_shape, image_bytes
 
 __all__ = ["read_ktx1", "GL_FORMATS"]
 
+KTX1_MAGIC = b"\xabKTX 11\xbb\r\n\x1a\n"
 HEADER = struct.Struct("<12s13I")
 
 #: OpenGL internal format -> (WebGPU format, colour space or "" for the format's own)
@@ -110,3 +112,6 @@ def read_ktx1(data: bytes, source: str) -> TextureFile:
         assert len(levels[-1]) == image_bytes(fmt, w, h) * d * tf.images
     tf.levels = levels
     return tf
+
+
+register(Container("ktx", "KTX", KTX1_MAGIC, read_ktx1, rank=20))

@@ -1,0 +1,585 @@
+"""KTX2 validation, rule by rule, as Khronos's ``ktx validate`` checks the KTX 2.0 specification.
+
+Each problem carries the id Khronos gives the rule (``tools/ktx/validation_messages.h`` of
+KTX-Software: 1xxx input, 2xxx identifier, 30xx header and index, 40xx level index, 60xx-62xx
+Data Format Descriptor, 70xx-71xx key/value data) and Khronos's class: an *error* makes the
+file invalid, a *warning* does not (a custom key, a missing ``KTXwriter``, a 3D array texture,
+a vendor supercompression scheme). What gputex itself cannot do with a valid file (upload a
+format WebGPU lacks, transcode BasisLZ/UASTC, sizes beyond its limits) is a third class,
+*limit* (rule ``gputex``): reported apart, never as a spec error.
+
+The walk follows Khronos's order (header, indices, DFD, level index, key/value data,
+paddings) and goes on after an error wherever the file can still be read, so one run lists
+every rule broken. It reads nothing past the end of the file and allocates nothing sized by
+the header. Checks of Khronos's list not made here: KHR_texture_basisu (31xx/63xx/72xx, only
+with ``ktx validate --gltf-basisu``), the BasisLZ global data (81xx) and UASTC HDR (82xx,
+files gputex cannot transcode anyway), and libktx's own load (5xxx).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field
+
+from .dfd import BLOCK_MODELS, MODEL_YUVSDA, Sample, expected_dfd, parse_dfd
+from .vkformat import VK_NAMES, VK_PROHIBITED, has_srgb_variant, is_srgb, layout, type_size, vk_name
+
+__all__ = ["Problem", "Walk", "walk", "KTX2_MAGIC", "HEADER", "LEVEL", "SCHEMES", "report"]
+
+KTX2_MAGIC = b"\xabKTX 20\xbb\r\n\x1a\n"
+HEADER = struct.Struct("<12s9I4I2Q")  # identifier, 9 header words, dfd/kvd offsets+lengths, sgd
+LEVEL = struct.Struct("<3Q")
+SCHEMES = {0: "none", 1: "basislz", 2: "zstd", 3: "zlib"}
+KNOWN_KEYS = ("KTXcubemapIncomplete", "KTXorientation", "KTXglFormat", "KTXdxgiFormat__", "KTXmetalPixelFormat",
+              "KTXswizzle", "KTXwriter", "KTXwriterScParams", "KTXastcDecodeMode", "KTXanimData")
+MODEL_ASTC, MODEL_ETC1S, MODEL_UASTC = 162, 163, 166
+VALID_CHANNELS_RGBSDA = {0, 1, 2, 13, 14, 15}
+
+
+@dataclass
+class Problem:
+    """One broken rule: ``rule`` is Khronos's issue id (``"3012"``) or ``"gputex"`` for a limit."""
+
+    rule: str
+    message: str
+    severity: str = "error"  # "error", "warning" (the file stays valid) or "limit" (gputex's own)
+
+    @property
+    def fatal(self) -> bool:
+        return self.severity == "error"
+
+    def __str__(self) -> str:
+        return f"[{self.rule}] {self.message}"
+
+
+@dataclass
+class Walk:
+    """What the walk learned of a file (only meaningful where no error was found)."""
+
+    vk: int = 0
+    type_size: int = 0
+    width: int = 0
+    height: int = 0
+    depth: int = 0
+    layers: int = 0
+    faces: int = 0
+    levels: int = 0
+    scheme: int = 0
+    entries: list = field(default_factory=list)  # (byteOffset, byteLength, uncompressedByteLength)
+    dfd: dict = field(default_factory=dict)
+    kvd: dict = field(default_factory=dict)
+    block: tuple[int, int, int, int] = (1, 1, 1, 1)  # block width, height, depth, bytes
+
+    def level_bytes(self, i: int) -> int:
+        bw, bh, bd, nbytes = self.block
+        w, h, d = (max(1, v >> i) for v in (self.width, self.height, self.depth))
+        blocks = -(-w // bw) * -(-h // bh) * -(-d // bd)
+        return blocks * nbytes * max(1, self.faces) * max(1, self.layers)
+
+
+class _Fatal(Exception):
+    pass
+
+
+def walk(data: bytes) -> tuple[list[Problem], Walk]:
+    """Every rule ``data`` breaks (in Khronos's order) and what was read of it."""
+    problems: list[Problem] = []
+    w = Walk()
+
+    def error(rule: int, message: str) -> None:
+        problems.append(Problem(str(rule), message))
+
+    def warning(rule: int, message: str) -> None:
+        problems.append(Problem(str(rule), message, "warning"))
+
+    def fatal(rule: int, message: str) -> None:
+        problems.append(Problem(str(rule), message))
+        raise _Fatal
+
+    size = len(data)
+    try:
+        if size < HEADER.size:
+            if not data.startswith(KTX2_MAGIC[:size]) or size < 12:
+                if not data[:12] == KTX2_MAGIC:
+                    fatal(2001, "the file does not start with the KTX 2.0 identifier")
+            fatal(1003, f"unexpected end of file: the header needs 80 bytes, the file has {size}")
+        (ident, vk, tsize, width, height, depth, layers, faces, nlevels, scheme,
+         dfd_off, dfd_len, kvd_off, kvd_len, sgd_off, sgd_len) = HEADER.unpack_from(data, 0)
+        if ident != KTX2_MAGIC:
+            fatal(2001, "the file does not start with the KTX 2.0 identifier")
+        w.vk, w.type_size, w.width, w.height, w.depth = vk, tsize, width, height, depth
+        w.layers, w.faces, w.levels, w.scheme = layers, faces, nlevels, scheme
+        _header(w, error, warning)
+        numlevels = max(1, nlevels)
+        _indices(w, dfd_off, dfd_len, kvd_off, kvd_len, sgd_off, sgd_len, numlevels, error)
+        index_end = HEADER.size + LEVEL.size * numlevels
+        if index_end > size:
+            fatal(1003, f"unexpected end of file: the level index ends at byte {index_end}, the file has {size}")
+        w.entries = [LEVEL.unpack_from(data, HEADER.size + LEVEL.size * i) for i in range(numlevels)]
+        expected = expected_dfd(vk) if vk in VK_NAMES and vk not in VK_PROHIBITED else None
+        if dfd_off and dfd_len:
+            if dfd_off + dfd_len > size:
+                fatal(1003, f"unexpected end of file: the DFD ({dfd_len} bytes at {dfd_off}) runs past the "
+                      f"end of the {size}-byte file")
+            _dfd(w, data[dfd_off: dfd_off + dfd_len], expected, error, warning)
+        if expected is not None:
+            dims, nbytes = expected.block_dims, expected.bytes_planes[0]
+        elif w.dfd:
+            dims, nbytes = w.dfd["block_dims"], w.dfd["bytes_planes"][0] or 1
+        else:
+            dims, nbytes = (0, 0, 0, 0), 1
+        w.block = (dims[0] + 1, dims[1] + 1, dims[2] + 1, nbytes)
+        _level_index(w, dfd_off, dfd_len, kvd_off, kvd_len, sgd_off, sgd_len, error)
+        if kvd_off and kvd_len:
+            if kvd_off + kvd_len > size:
+                fatal(1003, f"unexpected end of file: the key/value data ({kvd_len} bytes at {kvd_off}) runs "
+                      f"past the end of the {size}-byte file")
+            _kvd(w, data, kvd_off, kvd_len, sgd_len, error, warning)
+        else:
+            warning(7125, "KTXwriter is missing; writers are strongly urged to identify themselves with it")
+        if sgd_off and sgd_len and sgd_off + sgd_len > size:
+            fatal(1003, f"unexpected end of file: the supercompression global data ({sgd_len} bytes at "
+                  f"{sgd_off}) runs past the end of the {size}-byte file")
+        for i, (off, length, _) in enumerate(w.entries):
+            if off + length > size:
+                fatal(1003, f"unexpected end of file: level {i} ({length} bytes at {off}) runs past the end "
+                      f"of the {size}-byte file")
+        _paddings(w, data, dfd_off, dfd_len, kvd_off, kvd_len, sgd_off, sgd_len, index_end, error)
+    except _Fatal:
+        pass
+    return problems, w
+
+
+def _header(w: Walk, error, warning) -> None:
+    vk = w.vk
+    known = vk in VK_NAMES
+    block = known and layout(vk) is None  # block-compressed
+    if vk in VK_PROHIBITED:
+        error(3001, f"{vk_name(vk)} is prohibited in KTX2 (SCALED and multi-planar formats are)")
+    elif vk and not known:
+        if vk < 1000001000:
+            error(3002, f"VkFormat {vk} is not a valid VkFormat")
+        else:
+            warning(3003, f"VkFormat {vk} is unknown, possibly an extension format")
+    if w.scheme == 1 and vk != 0:
+        error(3004, f"vkFormat is {vk_name(vk)} but BasisLZ supercompression needs VK_FORMAT_UNDEFINED")
+    if (vk == 0 or block) and w.type_size != 1:
+        error(3005, f"typeSize is {w.type_size}; block-compressed and supercompressed formats need 1")
+    if w.width == 0:
+        error(3006, "pixelWidth is 0")
+    if (block or w.scheme == 1) and w.height == 0:
+        error(3007, "pixelHeight is 0, which block-compressed formats do not allow")
+    if w.faces == 6 and w.width != w.height:
+        error(3008, f"a cube map's faces must be square, got {w.width}x{w.height}")
+    if w.depth and not w.height:
+        error(3009, f"pixelHeight is 0 but pixelDepth is {w.depth}")
+    if vk in (124, 125, 126, 127, 128, 129, 130) and w.depth:
+        error(3011, f"pixelDepth is {w.depth}; depth/stencil formats must have pixelDepth 0")
+    if w.faces == 6 and w.depth:
+        error(3013, f"pixelDepth is {w.depth}; cube map faces must be 2D (pixelDepth 0)")
+    if w.depth and w.layers:
+        warning(3014, "the file holds a 3D array texture, which no API supports")
+    if w.faces not in (1, 6):
+        error(3015, f"faceCount is {w.faces}; it must be 6 for cube maps, 1 otherwise")
+    if block and w.levels == 0:
+        error(3017, "levelCount is 0, which block-compressed formats do not allow")
+    numlevels = max(1, w.levels)
+    biggest = max(w.width, w.height, w.depth)
+    if numlevels > 32 or biggest < (1 << (numlevels - 1)):
+        error(3016, f"levelCount {w.levels} is too many levels for the largest dimension {biggest}")
+    if 0x10000 <= w.scheme <= 0x1FFFF:
+        warning(3018, f"supercompressionScheme {w.scheme:#x} is a vendor scheme; it cannot be validated")
+    elif w.scheme > 3:
+        error(3019, f"supercompressionScheme {w.scheme} is not defined")
+
+
+def _indices(w: Walk, dfd_off, dfd_len, kvd_off, kvd_len, sgd_off, sgd_len, numlevels, error) -> None:
+    if dfd_off == 0 or dfd_len == 0:
+        error(3020, f"the Data Format Descriptor is missing (dfdByteOffset {dfd_off}, dfdByteLength {dfd_len})")
+    expected = _align(HEADER.size + LEVEL.size * numlevels, 4)
+    if dfd_off != expected:
+        error(3021, f"dfdByteOffset is {dfd_off}; the DFD must follow the level index at {expected}")
+    expected += dfd_len
+    if dfd_off and dfd_len and kvd_off and dfd_len != kvd_off - dfd_off:
+        error(3028, f"dfdByteLength is {dfd_len}; with key/value data it must be kvdByteOffset - "
+              f"dfdByteOffset ({kvd_off - dfd_off})")
+    if kvd_len:
+        expected = _align(expected, 4)
+        if kvd_off != expected:
+            error(3022, f"kvdByteOffset is {kvd_off}; the key/value data must follow the DFD at {expected}")
+        expected += kvd_len
+    elif kvd_off:
+        error(3023, f"kvdByteOffset is {kvd_off} but kvdByteLength is 0; it must be 0 too")
+    if sgd_len:
+        expected = _align(expected, 8)
+        if sgd_off != expected:
+            error(3024, f"sgdByteOffset is {sgd_off}; the supercompression global data must follow at {expected}")
+    elif sgd_off:
+        error(3025, f"sgdByteOffset is {sgd_off} but sgdByteLength is 0; it must be 0 too")
+    if w.scheme == 1 and not sgd_len:
+        error(3026, "sgdByteLength is 0 but BasisLZ needs supercompression global data")
+    elif w.scheme in (0, 2, 3) and sgd_len:
+        error(3027, f"sgdByteLength is {sgd_len} but {SCHEMES[w.scheme]} has no global data")
+
+
+def _dfd(w: Walk, dfd: bytes, expected, error, warning) -> None:
+    total = struct.unpack_from("<I", dfd, 0)[0] if len(dfd) >= 4 else 0
+    if total != len(dfd):
+        error(6001, f"dfdTotalSize {total} differs from dfdByteLength {len(dfd)}")
+    pos, n, found = 4, 0, False
+    while pos < len(dfd):
+        n += 1
+        left = len(dfd) - pos
+        if left < 8:
+            error(6004, f"{left} byte(s) of DFD remain, too few for a descriptor block header")
+            break
+        w0, w1 = struct.unpack_from("<II", dfd, pos)
+        vendor, dtype, version, bsize = w0 & 0x1FFFF, w0 >> 17, w1 & 0xFFFF, w1 >> 16
+        if bsize < 8:
+            error(6006, f"DFD block {n}: descriptorBlockSize is {bsize}, less than 8")
+        elif bsize > left:
+            error(6007, f"DFD block {n}: descriptorBlockSize is {bsize} but only {left} byte(s) remain")
+        elif vendor == 0 and dtype == 0:
+            if found:
+                warning(6005, f"DFD block {n} is a second basic descriptor block; it is ignored")
+            elif bsize < 24:
+                found = True
+                error(6010, f"DFD block {n}: descriptorBlockSize {bsize} is less than a basic block's 24 bytes")
+            elif n == 1:
+                found = True
+                if (bsize - 24) % 16:
+                    error(6009, f"DFD block {n}: descriptorBlockSize {bsize} is not 24 + 16 x samples")
+                w.dfd = parse_dfd(struct.pack("<I", bsize + 4) + dfd[pos: pos + bsize])
+                _basic(w, version, expected, error)
+        elif not (vendor == 0 and dtype in (0x6001, 0x6002)):
+            warning(6003, f"DFD block {n} (vendorId {vendor}, descriptorType {dtype}) is not recognized")
+        pos += max(bsize, 8)
+    if not found:
+        error(6008, "no basic descriptor block is found first in the DFD")
+
+
+def _basic(w: Walk, version: int, expected, error) -> None:
+    d, vk = w.dfd, w.vk
+    if version != 2:
+        error(6011, f"the basic DFD block's versionNumber is {version}; it must be 2 (KHR_DF_VERSIONNUMBER_1_3)")
+    if d["transfer"] > 18:
+        error(6012, f"transferFunction is {d['transfer']}, not a value the specification defines (0 to 18)")
+    if is_srgb(vk) and d["transfer"] != 2:
+        error(6013, f"transferFunction is {d['transfer']} but {vk_name(vk)} needs SRGB (2)")
+    if has_srgb_variant(vk) and d["transfer"] == 2:
+        error(6014, f"transferFunction is SRGB but {vk_name(vk)} has an _SRGB variant, so it must not be")
+    lay = layout(vk) if vk else None
+    if lay is not None and lay.four22:
+        if d["model"] != MODEL_YUVSDA:
+            error(6017, f"colorModel is {d['model']} but {vk_name(vk)} needs YUVSDA ({MODEL_YUVSDA})")
+    elif expected is not None and expected.model in BLOCK_MODELS:
+        if d["model"] != expected.model:
+            error(6016, f"colorModel is {d['model']} but {vk_name(vk)} needs {expected.model}")
+    elif vk and vk in VK_NAMES and d["model"] != 1:
+        error(6015, f"colorModel is {d['model']} but {vk_name(vk)} needs RGBSDA (1)")
+    if w.scheme == 1 and d["model"] != MODEL_ETC1S:
+        error(6018, f"colorModel is {d['model']} but BasisLZ needs ETC1S ({MODEL_ETC1S})")
+    if d["primaries"] > 11:
+        error(6019, f"colorPrimaries {d['primaries']} is not a defined value")
+    samples: list[Sample] = d["samples"]
+    if d["model"] == 1:
+        for i, s in enumerate(samples):
+            if s.channel not in VALID_CHANNELS_RGBSDA:
+                error(6101, f"sample {i + 1}: channelType {s.channel} is not an RGBSDA channel")
+    if w.scheme not in (0, 2, 3) or vk == 0 or expected is None:
+        _undefined(w, error)
+        return
+    if list(d["block_dims"]) != list(expected.block_dims):
+        error(6020, f"texelBlockDimensions {[x + 1 for x in d['block_dims']]} differ from "
+              f"{[x + 1 for x in expected.block_dims]} for {vk_name(vk)}")
+    if expected.samples is not None:
+        if len(samples) != len(expected.samples):
+            error(6025, f"the basic DFD block has {len(samples)} sample(s) but {vk_name(vk)} needs "
+                  f"{len(expected.samples)}")
+        names = ("bitOffset", "bitLength", "channelType", "sampleLower", "sampleUpper")
+        for i, (s, want) in enumerate(zip(samples, expected.samples)):
+            got = (s.offset, s.length, s.channel | s.qualifiers, s.lower & 0xFFFFFFFF, s.upper & 0xFFFFFFFF)
+            for k, name in enumerate(names):
+                if k == 2:
+                    for qname, bit in (("channelType", 0x0F), ("qualifierLinear", 0x10),
+                                       ("qualifierExponent", 0x20), ("qualifierSigned", 0x40),
+                                       ("qualifierFloat", 0x80)):
+                        if got[2] & bit != want[2] & bit:
+                            error(6028, f"sample {i + 1}: {qname} is {(got[2] & bit) // (bit & -bit)}, "
+                                  f"{vk_name(vk)} needs {(want[2] & bit) // (bit & -bit)}")
+                elif got[k] != want[k]:
+                    error(6028, f"sample {i + 1}: {name} is {got[k]}, {vk_name(vk)} needs {want[k]}")
+            if s.positions != (0, 0, 0, 0) and not (lay is not None and lay.four22):
+                error(6028, f"sample {i + 1}: samplePosition is {list(s.positions)}, {vk_name(vk)} needs 0")
+    if w.scheme == 0 and tuple(d["bytes_planes"]) != tuple(expected.bytes_planes):
+        error(6021, f"bytesPlanes {list(d['bytes_planes'])} differ from {list(expected.bytes_planes)} for "
+              f"{vk_name(vk)}")
+    want_ts = type_size(vk)
+    if lay is not None and want_ts is not None and w.type_size != want_ts:
+        error(3012, f"typeSize is {w.type_size}; {vk_name(vk)} needs {want_ts}")
+    if lay is not None and not lay.four22 and samples:
+        kinds = {(s.qualifiers & 0x40, s.qualifiers & 0x80) for s in samples if not s.qualifiers & 0x20}
+        if len(kinds) > 1 and not lay.shared_exponent:
+            error(6203, "the samples mix signed/unsigned or float/integer")
+
+
+def _undefined(w: Walk, error) -> None:
+    """VK_FORMAT_UNDEFINED without supercompression: the DFD must describe the data itself."""
+    d = w.dfd
+    if w.vk == 0 and w.scheme == 0:
+        if not d["samples"]:
+            error(6027, "the basic DFD block has no samples; a VK_FORMAT_UNDEFINED file must describe its data")
+        if d["bytes_planes"][0] == 0:
+            error(6023, "bytesPlane0 is 0; a VK_FORMAT_UNDEFINED file must size its texel blocks")
+
+
+def _level_index(w: Walk, dfd_off, dfd_len, kvd_off, kvd_len, sgd_off, sgd_len, error) -> None:
+    entries = w.entries
+    align = 1 if w.scheme else math.lcm(w.block[3], 4)
+    if sgd_len:
+        first = sgd_off + sgd_len
+    elif kvd_len:
+        first = kvd_off + kvd_len
+    elif dfd_len:
+        first = dfd_off + dfd_len
+    else:
+        first = HEADER.size + LEVEL.size * len(entries)
+    first = _align(first, align)
+    for i in range(1, len(entries)):
+        if entries[i][1] > entries[i - 1][1]:
+            error(4001, f"level index entries {i - 1} and {i} are out of order (byteLength {entries[i - 1][1]} "
+                  f"before {entries[i][1]}): the index lists the largest level first")
+        if entries[i][0] > entries[i - 1][0]:
+            error(4002, f"level {i} is stored at byte {entries[i][0]}, after level {i - 1} at {entries[i - 1][0]}: "
+                  "levels are stored smallest first")
+    known = w.vk != 0 and w.scheme == 0
+    last_off, last_len = first, 0
+    for i in reversed(range(len(entries))):
+        off, length, ulen = entries[i]
+        if known:
+            want_off = first
+            for j in range(len(entries) - 1, i, -1):
+                want_off = _align(want_off + w.level_bytes(j), align)
+        else:
+            want_off = _align(last_off + last_len, align)
+        if off % align:
+            error(4003, f"level {i} starts at byte {off}, not a multiple of {align} (expected {want_off})")
+        elif off != want_off:
+            error(4004, f"level {i} starts at byte {off}; it must start at {want_off}")
+        want = w.level_bytes(i)
+        if known and length != want:
+            error(4005, f"level {i}: byteLength is {length}; a level of this format and size is {want} bytes")
+        if w.scheme == 1:
+            if ulen:
+                error(4007, f"level {i}: uncompressedByteLength is {ulen}; BasisLZ needs 0")
+        elif w.vk:
+            if w.scheme == 0 and ulen != want:
+                error(4006, f"level {i}: uncompressedByteLength is {ulen}; a level of this format and size is "
+                      f"{want} bytes")
+        elif ulen == 0:
+            error(4009, f"level {i}: uncompressedByteLength is 0")
+        elif ulen % (max(1, w.faces) * max(1, w.layers)):
+            error(4010, f"level {i}: uncompressedByteLength {ulen} is not a multiple of faces x layers")
+        last_off, last_len = off, length
+
+
+def _kvd(w: Walk, data: bytes, off: int, length: int, sgd_len: int, error, warning) -> None:
+    pos, end, keys, values = off, off + length, [], {}
+    while pos < end:
+        left = end - pos
+        if left < 6:
+            error(7002, f"{left} byte(s) of key/value data remain, too few for an entry")
+            pos = end
+            break
+        (n,) = struct.unpack_from("<I", data, pos)
+        kv_at = pos + 4
+        if n < 2:
+            error(7004, f"a keyAndValueByteLength at byte {pos} is {n}; it must be at least 2")
+        else:
+            if kv_at + n > end:
+                error(7003, f"keyAndValueByteLength {n} at byte {pos} runs past the key/value data "
+                      f"({end - kv_at} byte(s) left)")
+                n = end - kv_at
+            kv = data[kv_at: kv_at + n]
+            nul = kv.find(b"\0")
+            raw_key = kv if nul < 0 else kv[:nul]
+            if not raw_key:
+                error(7013, "a key is empty")
+            else:
+                if raw_key.startswith(b"\xef\xbb\xbf"):
+                    raw_key = raw_key[3:]
+                    error(7006, f"the key {raw_key!r} starts with a byte order mark")
+                try:
+                    key = raw_key.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    key = raw_key.decode("utf-8", "replace")
+                    error(7007, f"the key {key!r} is not UTF-8 (invalid byte at index {e.start})")
+                if nul < 0:
+                    error(7005, f"the key/value entry {key!r} has no NUL after its key")
+                if key in values:
+                    error(7013, f"the key {key!r} appears more than once")
+                keys.append(key)
+                values[key] = bytes(kv[nul + 1:]) if nul >= 0 else b""
+        pos = kv_at + n
+        pad_end = min(_align(pos, 4), end)
+        if any(data[pos: pad_end]):
+            error(7011, f"padding after a key/value entry at byte {pos} is not zero")
+        pos = _align(pos, 4)
+    if pos != end:
+        error(7008, f"the key/value entries and padding make {pos - off} bytes; kvdByteLength is {length}")
+    if keys != sorted(keys, key=lambda k: k.encode("utf-8")):
+        error(7012, f"the keys are not sorted: {keys}")
+    for key in keys:
+        value = values[key]
+        if key in KNOWN_KEYS:
+            _known_key(w, key, value, error, warning)
+        elif key.startswith(("KTX", "ktx")):
+            error(7009, f"the key {key!r} is not defined, and keys starting KTX or ktx are reserved")
+        else:
+            warning(7010, f"custom key {key!r}")
+    if "KTXanimData" in values and "KTXcubemapIncomplete" in values:
+        error(7130, "KTXanimData and KTXcubemapIncomplete cannot both be present")
+    if "KTXwriter" not in values:
+        if "KTXwriterScParams" in values:
+            error(7124, "KTXwriterScParams is present without KTXwriter")
+        else:
+            warning(7125, "KTXwriter is missing; writers are strongly urged to identify themselves with it")
+    w.kvd = {k: (v.rstrip(b"\0").decode("utf-8", "replace") if k in KNOWN_KEYS and k not in (
+        "KTXcubemapIncomplete", "KTXglFormat", "KTXdxgiFormat__", "KTXmetalPixelFormat", "KTXanimData")
+        else v.hex()) for k, v in values.items()}
+
+
+def _text(value: bytes, missing_null: int, error) -> str:
+    if not value.endswith(b"\0"):
+        error(missing_null, "the value does not end with a NUL")
+        return value.decode("utf-8", "replace")
+    return value[:-1].decode("utf-8", "replace")
+
+
+def _known_key(w: Walk, key: str, value: bytes, error, warning) -> None:
+    dims = 3 if w.depth else 2 if w.height else 1
+    if key == "KTXcubemapIncomplete":
+        if len(value) != 1:
+            error(7106, f"KTXcubemapIncomplete is {len(value)} bytes; it must be 1")
+        if not value:
+            return
+        bits = value[0]
+        if bits & 0xC0:
+            error(7101, f"KTXcubemapIncomplete is {bits:08b}; its two high bits must be 0")
+        count = bin(bits & 0x3F).count("1")
+        if count == 6:
+            warning(7102, "KTXcubemapIncomplete marks all six faces present; it is unnecessary")
+        if count == 0:
+            error(7103, "KTXcubemapIncomplete marks no face present")
+        elif w.layers % count:
+            error(7104, f"layerCount {w.layers} is not a multiple of the {count} faces KTXcubemapIncomplete marks")
+        if w.faces != 1:
+            error(7105, f"faceCount is {w.faces}; with KTXcubemapIncomplete it must be 1")
+        if w.width != w.height:
+            error(3008, f"a cube map's faces must be square, got {w.width}x{w.height}")
+        if w.depth:
+            error(3013, f"pixelDepth is {w.depth}; cube map faces must be 2D (pixelDepth 0)")
+    elif key == "KTXorientation":
+        text = _text(value, 7107, error)
+        if len(text) != dims:
+            error(7108, f"KTXorientation {text!r} has {len(text)} dimension(s); the texture has {dims}")
+        for i, (a, b) in enumerate((("r", "l"), ("d", "u"), ("o", "i"))[:min(dims, len(text))]):
+            if text[i] not in (a, b):
+                error(7109, f"KTXorientation {text!r}: dimension {i} is {text[i]!r}, not {a!r} or {b!r}")
+    elif key == "KTXglFormat":
+        if w.vk:
+            error(7111, f"KTXglFormat is present, so vkFormat must be VK_FORMAT_UNDEFINED, not {vk_name(w.vk)}")
+        if len(value) != 12:
+            error(7110, f"KTXglFormat is {len(value)} bytes; it must be 12")
+        elif struct.unpack_from("<3I", value)[1:] != (0, 0) and (
+                w.scheme == 1 or w.dfd.get("model") in BLOCK_MODELS):
+            error(7112, "KTXglFormat: glFormat and glType must be 0 for compressed formats")
+    elif key == "KTXdxgiFormat__":
+        if w.vk:
+            error(7114, f"KTXdxgiFormat__ is present, so vkFormat must be VK_FORMAT_UNDEFINED, not {vk_name(w.vk)}")
+        if len(value) != 4:
+            error(7113, f"KTXdxgiFormat__ is {len(value)} bytes; it must be 4")
+    elif key == "KTXmetalPixelFormat":
+        if w.vk:
+            error(7116, "KTXmetalPixelFormat is present, so vkFormat must be VK_FORMAT_UNDEFINED, not "
+                  f"{vk_name(w.vk)}")
+        if len(value) != 4:
+            error(7115, f"KTXmetalPixelFormat is {len(value)} bytes; it must be 4")
+    elif key == "KTXswizzle":
+        text = _text(value, 7117, error)
+        if len(text) != 4:
+            error(7118, f"KTXswizzle is {len(value)} bytes; it must be 5 (four characters and a NUL)")
+        for i, c in enumerate(text[:4]):
+            if c not in "rgba01":
+                error(7119, f"KTXswizzle character {i} is {c!r}, not one of rgba01")
+        if w.vk in (124, 125, 126, 127, 128, 129, 130):
+            warning(7121, f"KTXswizzle has no effect on {vk_name(w.vk)}")
+    elif key in ("KTXwriter", "KTXwriterScParams"):
+        null_rule, utf_rule = (7122, 7123) if key == "KTXwriter" else (7126, 7127)
+        if not value.endswith(b"\0"):
+            error(null_rule, f"{key} does not end with a NUL")
+        try:
+            value.rstrip(b"\0").decode("utf-8") if value.endswith(b"\0") else value.decode("utf-8")
+        except UnicodeDecodeError as e:
+            error(utf_rule, f"{key} is not UTF-8 (invalid byte at index {e.start})")
+    elif key == "KTXastcDecodeMode":
+        text = _text(value, 7131, error)
+        if text not in ("rgb9e5", "unorm8"):
+            error(7132, f"KTXastcDecodeMode is {text!r}; it must be 'rgb9e5' or 'unorm8'")
+        model = w.dfd.get("model")
+        if model is not None and model != MODEL_ASTC:
+            warning(7134, f"KTXastcDecodeMode has no effect on colorModel {model}")
+        elif text == "unorm8" and not (157 <= w.vk <= 184):
+            error(7133, f"KTXastcDecodeMode 'unorm8' is only valid for LDR ASTC, not {vk_name(w.vk)}")
+        if w.dfd.get("transfer") == 2:
+            warning(7135, "KTXastcDecodeMode has no effect with the SRGB transfer function")
+    elif key == "KTXanimData":
+        if len(value) != 12:
+            error(7128, f"KTXanimData is {len(value)} bytes; it must be 12")
+        if w.layers == 0:
+            error(7129, "KTXanimData is present but layerCount is 0: it needs an array texture")
+
+
+def _paddings(w: Walk, data, dfd_off, dfd_len, kvd_off, kvd_len, sgd_off, sgd_len, index_end, error) -> None:
+    position = index_end
+    blocks = [(dfd_off, dfd_len, "the DFD"), (kvd_off, kvd_len, "the key/value data"),
+              (sgd_off, sgd_len, "the supercompression global data")]
+    blocks += [(off, length, f"level {i}") for i, (off, length, _) in reversed(list(enumerate(w.entries)))]
+    for off, length, name in blocks:
+        if not off or not length:
+            continue
+        if off < position:
+            position = max(position, off + length)
+            continue
+        pad = data[position: off]
+        if any(pad):
+            at = position + next(i for i, b in enumerate(pad) if b)
+            error(7011, f"padding byte {at} before {name} is not zero")
+        position = off + length
+
+
+def _align(n: int, a: int) -> int:
+    return -(-n // a) * a
+
+
+def report(path: str, problems: list[Problem], *, strict: bool = False) -> tuple[dict, list[tuple[str, str]], bool]:
+    """What ``gputex validate`` shows for one file: the ``--json`` object, the text lines as
+    (stream, line) with stream ``"out"`` or ``"err"``, and whether the file fails. Errors fail;
+    warnings fail with ``strict`` (as ``ktx validate --warnings-as-errors``); gputex's limits
+    never do: the file is valid KTX2 that gputex cannot read."""
+    errors = [p for p in problems if p.severity == "error" or (strict and p.severity == "warning")]
+    spec = [p for p in problems if p.severity != "limit"]
+    limits = [p for p in problems if p.severity == "limit"]
+    obj = {"file": path, "valid": not errors,
+           "problems": [{"rule": p.rule, "severity": p.severity, "message": p.message,
+                         "error": p in errors} for p in spec],
+           "gputex_limits": [p.message for p in limits]}
+    lines: list[tuple[str, str]] = []
+    if not errors:
+        lines.append(("out", f"{path}: valid KTX2" + (" (with warnings)" if spec else "")
+                      + (f"; gputex cannot read it: {limits[0].message}" if limits else "")))
+    for p in spec:
+        kind = "error" if p in errors else "warning"
+        lines.append(("err" if kind == "error" else "out", f"{path}: {kind} [{p.rule}] {p.message}"))
+    return obj, lines, bool(errors)
