@@ -34,7 +34,10 @@ SCHEMES = {0: "none", 1: "basislz", 2: "zstd", 3: "zlib"}
 KNOWN_KEYS = ("KTXcubemapIncomplete", "KTXorientation", "KTXglFormat", "KTXdxgiFormat__", "KTXmetalPixelFormat",
               "KTXswizzle", "KTXwriter", "KTXwriterScParams", "KTXastcDecodeMode", "KTXanimData")
 MODEL_ASTC, MODEL_ETC1S, MODEL_UASTC = 162, 163, 166
-VALID_CHANNELS_RGBSDA = {0, 1, 2, 13, 14, 15}
+#: channel ids each colour model defines (Khronos Data Format Specification, section 5.6)
+MODEL_CHANNELS = {1: {0, 1, 2, 13, 14, 15}, 2: {0, 1, 2, 13, 14, 15}, 128: {0, 1}, 129: {0, 15}, 130: {0, 15},
+                  131: {0}, 132: {0, 1}, 133: {0}, 134: {0}, 160: {0}, 161: {0, 1, 2, 15}, 162: {0},
+                  163: {0, 3, 4, 15}, 164: {0}, 165: {0}, 166: {0, 3, 4, 5, 6}}
 
 
 @dataclass
@@ -136,8 +139,6 @@ def walk(data: bytes) -> tuple[list[Problem], Walk]:
                 fatal(1003, f"unexpected end of file: the key/value data ({kvd_len} bytes at {kvd_off}) runs "
                       f"past the end of the {size}-byte file")
             _kvd(w, data, kvd_off, kvd_len, sgd_len, error, warning)
-        else:
-            warning(7125, "KTXwriter is missing; writers are strongly urged to identify themselves with it")
         if sgd_off and sgd_len and sgd_off + sgd_len > size:
             fatal(1003, f"unexpected end of file: the supercompression global data ({sgd_len} bytes at "
                   f"{sgd_off}) runs past the end of the {size}-byte file")
@@ -273,9 +274,10 @@ def _basic(w: Walk, version: int, expected, error) -> None:
     if lay is not None and lay.four22:
         if d["model"] != MODEL_YUVSDA:
             error(6017, f"colorModel is {d['model']} but {vk_name(vk)} needs YUVSDA ({MODEL_YUVSDA})")
-    elif expected is not None and expected.model in BLOCK_MODELS:
-        if d["model"] != expected.model:
-            error(6016, f"colorModel is {d['model']} but {vk_name(vk)} needs {expected.model}")
+    elif vk in VK_NAMES and lay is None:  # block-compressed
+        want = expected.model if expected is not None else _block_model(VK_NAMES[vk])
+        if d["model"] != want:
+            error(6016, f"colorModel is {d['model']} but {vk_name(vk)} needs {want}")
     elif vk and vk in VK_NAMES and d["model"] != 1:
         error(6015, f"colorModel is {d['model']} but {vk_name(vk)} needs RGBSDA (1)")
     if w.scheme == 1 and d["model"] != MODEL_ETC1S:
@@ -283,10 +285,10 @@ def _basic(w: Walk, version: int, expected, error) -> None:
     if d["primaries"] > 11:
         error(6019, f"colorPrimaries {d['primaries']} is not a defined value")
     samples: list[Sample] = d["samples"]
-    if d["model"] == 1:
+    if d["model"] in MODEL_CHANNELS:
         for i, s in enumerate(samples):
-            if s.channel not in VALID_CHANNELS_RGBSDA:
-                error(6101, f"sample {i + 1}: channelType {s.channel} is not an RGBSDA channel")
+            if s.channel not in MODEL_CHANNELS[d["model"]]:
+                error(6101, f"sample {i + 1}: channelType {s.channel} is not a channel of colorModel {d['model']}")
     if w.scheme not in (0, 2, 3) or vk == 0 or expected is None:
         _undefined(w, error)
         return
@@ -318,10 +320,18 @@ def _basic(w: Walk, version: int, expected, error) -> None:
     want_ts = type_size(vk)
     if lay is not None and want_ts is not None and w.type_size != want_ts:
         error(3012, f"typeSize is {w.type_size}; {vk_name(vk)} needs {want_ts}")
-    if lay is not None and not lay.four22 and samples:
+    if lay is not None and not lay.four22 and samples and vk not in range(124, 131):  # depth+stencil may mix
         kinds = {(s.qualifiers & 0x40, s.qualifiers & 0x80) for s in samples if not s.qualifiers & 0x20}
         if len(kinds) > 1 and not lay.shared_exponent:
             error(6203, "the samples mix signed/unsigned or float/integer")
+
+
+def _block_model(name: str) -> int:
+    """The colour model of a block-compressed VkFormat gputex has no WebGPU twin for."""
+    for prefix, model in (("PVRTC1", 164), ("PVRTC2", 165), ("ASTC", 162), ("ETC2", 161), ("EAC", 161)):
+        if name.startswith(prefix):
+            return model
+    return 0
 
 
 def _undefined(w: Walk, error) -> None:
