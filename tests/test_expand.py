@@ -227,3 +227,30 @@ def test_expanded_files_go_through_the_gpu_unchanged(gpu):
         finally:
             tex.destroy()
         assert bytes(back.levels[0]) == bytes(tf.levels[0]), tf.format.name
+
+
+def test_ktx1_and_dds_equivalents_expand_the_same():
+    """GL_RGB565 / GL_RGB8 in KTX 1 (rows padded to 4 bytes), DXGI B5G6R5 and legacy 5:6:5
+    masks in DDS, read as the KTX2 R5G6B5 / R8G8B8 files are; a 1D KTX 1 file is one row."""
+    from gputex.texfile import read_texture_file
+
+    words = _rng("dds565").integers(0, 1 << 16, (H, W), dtype=np.uint16).astype("<u2")
+    want = _packed_expected(words.reshape(-1).astype(np.uint32), PACKED[4][1])
+    ktx1 = texmaker.ktx1("rgb565", W, H, [[r.tobytes() for r in words]], bytes_per_texel=2)
+    dds = texmaker.dds_dx10(W, H, 85, [[words.tobytes()]], block_bytes=2, compressed=False)  # DXGI B5G6R5
+    legacy = bytearray(dds[:128])
+    import struct
+
+    struct.pack_into("<8I", legacy, 76, 32, 0x40, 0, 16, 0xF800, 0x7E0, 0x1F, 0)  # DDPF_RGB, 16 bits, 5:6:5
+    for name, data in (("a.ktx", ktx1), ("b.dds", dds), ("c.dds", bytes(legacy) + words.tobytes())):
+        tf = read_texture_file(name, data=data)
+        assert tf.format.name == "rgba8unorm", name
+        assert np.array_equal(np.frombuffer(bytes(tf.levels[0]), np.uint8).reshape(-1, 4), want), name
+    rgb = _rng("ktx1rgb").integers(0, 256, (H, W, 3), dtype=np.uint8)
+    tf = read_texture_file("d.ktx", data=texmaker.ktx1("rgb8", W, H, [[r.tobytes() for r in rgb]], bytes_per_texel=3))
+    got = np.frombuffer(bytes(tf.levels[0]), np.uint8).reshape(H, W, 4)
+    assert np.array_equal(got[..., :3], rgb) and np.all(got[..., 3] == 255)
+    row = _rng("1d").integers(0, 256, W * 3, dtype=np.uint8).tobytes()
+    tf = read_texture_file("e.ktx", data=texmaker.ktx1("rgb8", W, 0, [[row]], bytes_per_texel=3))
+    assert (tf.width, tf.height) == (W, 1)
+    assert np.frombuffer(bytes(tf.levels[0]), np.uint8).reshape(W, 4)[:, :3].tobytes() == row

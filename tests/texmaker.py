@@ -25,7 +25,8 @@ def dds_dx10(width, height, dxgi, images_levels, *, cube=False, array_size=1, bl
 
 
 GL = {"r8unorm": (0x8229, 0x1903, 0x1401, 1), "rgba8unorm": (0x8058, 0x1908, 0x1401, 1),
-      "rg16unorm": (0x822C, 0x8227, 0x1403, 2), "rgba32float": (0x8814, 0x1908, 0x1406, 4)}
+      "rg16unorm": (0x822C, 0x8227, 0x1403, 2), "rgba32float": (0x8814, 0x1908, 0x1406, 4),
+      "rgb565": (0x8D62, 0x1907, 0x8363, 2), "rgb8": (0x8051, 0x1907, 0x1401, 1)}  # GL_RGB, UNSIGNED_SHORT_5_6_5
 
 
 def ktx1(fmt, width, height, levels_rows, *, bytes_per_texel):

@@ -19,6 +19,7 @@ import struct
 from ..errors import DecodeError, FormatError
 from ..formats import FORMATS, Format
 from . import Container, register
+from .expand import expand_levels, stored_format
 from .model import TextureFile, check_shape, default_color_space, image_bytes, level_bytes
 
 __all__ = ["read_dds", "write_dds"]
@@ -85,7 +86,17 @@ MASKS = {
 }
 
 
-def _legacy_format(pf: tuple, source: str) -> tuple[str, bool]:
+#: DXGI formats read by expansion (:mod:`.expand`): DXGI code -> the VkFormat of the same bytes
+DXGI_EXPANDED = {85: 4, 86: 8, 115: 1000340000, 65: 1000470001, 26: 122, 67: 123, 55: 124, 40: 126}
+#: legacy bit masks (bits, R, G, B, A) -> VkFormat, read by expansion
+MASKS_EXPANDED = {
+    (16, 0xF800, 0x7E0, 0x1F, 0): 4, (16, 0x7C00, 0x3E0, 0x1F, 0x8000): 8, (16, 0x7C00, 0x3E0, 0x1F, 0): 8,
+    (16, 0xF00, 0xF0, 0xF, 0xF000): 1000340000, (24, 0xFF0000, 0xFF00, 0xFF, 0): 30, (24, 0xFF, 0xFF00, 0xFF0000, 0): 23,
+    (8, 0, 0, 0, 0xFF): 1000470001,
+}
+
+
+def _legacy_format(pf: tuple, source: str) -> tuple[str | int, bool]:
     """(format name, premultiplied) from a legacy DDS_PIXELFORMAT."""
     size, flags, fourcc, bits, r, g, b, a = pf
     if flags & DDPF_FOURCC:
@@ -102,6 +113,8 @@ def _legacy_format(pf: tuple, source: str) -> tuple[str, bool]:
         key = (bits, r, g, b, a)
         if key in MASKS:
             return MASKS[key], False
+        if key in MASKS_EXPANDED:
+            return MASKS_EXPANDED[key], False
         raise DecodeError(f"{source}: DDS pixel format with {bits} bits and masks "
                           f"{r:#x}/{g:#x}/{b:#x}/{a:#x} is not supported by gputex")
     raise DecodeError(f"{source}: DDS pixel format flags {flags:#x} describe no known format")
@@ -127,12 +140,12 @@ def read_dds(data: bytes, source: str) -> TextureFile:
             raise DecodeError(f"{source}: truncated DDS file (the DX10 header is cut off)")
         dxgi, dim, misc, array_size, misc2 = DX10.unpack_from(data, offset)
         offset += DX10.size
-        name = DXGI_BY_CODE.get(dxgi) or DXGI_TYPELESS.get(dxgi)
+        name = DXGI_EXPANDED.get(dxgi) or DXGI_BY_CODE.get(dxgi) or DXGI_TYPELESS.get(dxgi)
         if name is None:
             raise DecodeError(f"{source}: DXGI format {dxgi} is not supported by gputex")
         if dim == DIM_TEXTURE1D:
-            raise DecodeError(f"{source}: 1D DDS textures are not supported by gputex")
-        if dim not in (DIM_TEXTURE2D, DIM_TEXTURE3D):
+            height = max(1, height)  # a 1D texture: one row
+        elif dim not in (DIM_TEXTURE2D, DIM_TEXTURE3D):
             raise DecodeError(f"{source}: DDS resource dimension {dim} is not a texture")
         volume = dim == DIM_TEXTURE3D
         if array_size == 0:
@@ -150,7 +163,8 @@ def read_dds(data: bytes, source: str) -> TextureFile:
             if caps2 & DDSCAPS2_ALLFACES != DDSCAPS2_ALLFACES:
                 raise DecodeError(f"{source}: DDS cube map without all six faces is not supported")
             faces = 6
-    fmt = FORMATS[name]
+    vk = name if isinstance(name, int) else None
+    fmt = stored_format(vk) if vk is not None else FORMATS[name]
     nlevels = mips if (flags & DDSD_MIPMAPCOUNT or mips > 1) and mips > 0 else 1
     space = default_color_space(fmt)
     if _reserved[:4] == GPTX and not fmt.srgb:
@@ -177,6 +191,8 @@ def read_dds(data: bytes, source: str) -> TextureFile:
             per_level[i].append(view[pos: pos + n])
             pos += n
     tf.levels = [parts[0] if len(parts) == 1 else b"".join(parts) for parts in per_level]
+    if vk is not None:
+        expand_levels(tf, vk)
     return tf
 
 

@@ -190,3 +190,26 @@ def plan(code: int) -> tuple[Format, str, Expansion | None]:
         return FORMATS["r8unorm"], "linear", _same
     raise LookupError(f"gputex cannot upload VK_FORMAT_{vk}: WebGPU has no such texture format and gputex "
                       "does not expand it")
+
+
+def stored_format(code: int) -> Format:
+    """A stand-in :class:`Format` for the bytes of an uncompressed VkFormat as a file stores
+    them (its texel size), for readers that size and cut levels before :func:`expand_levels`."""
+    lay = layout(code)
+    if lay is None:
+        raise LookupError(f"VkFormat {code} is not an uncompressed format")
+    return Format(f"vk-{lay.name.lower()}", (1, 1), lay.block_bytes, len(lay.components), "unorm", 8)
+
+
+def expand_levels(tf, code: int) -> None:
+    """Turn ``tf`` (levels cut with :func:`stored_format`) into its WebGPU format, in place."""
+    fmt, space, expansion = plan(code)
+    levels = []
+    for i, raw in enumerate(tf.levels):
+        w, h, d = tf.level_size(i)
+        levels.append(expansion(bytes(raw), w * h * d * tf.images) if expansion else raw)
+    tf.format, tf.levels = fmt, levels
+    if space:
+        tf.color_space = space
+    elif fmt.srgb:
+        tf.color_space = "srgb"
