@@ -1,15 +1,14 @@
-"""KTX 2.0: write, read, validate.
+"""KTX 2.0: write, read (validation in :mod:`.ktx2_rules`, the DFD in :mod:`.dfd`).
 
-The rules are those of the KTX File Format Specification 2.0 (Khronos, document revision 4):
-header and texture type table, level index (smallest level stored first, ``lcm(texel block
-size, 4)`` alignment without supercompression, zero ``mipPadding``), the Data Format
-Descriptor (one Khronos basic block whose block dimensions, plane bytes and samples match the
-``vkFormat``; sRGB transfer for ``_SRGB`` formats; unspecified primaries and transfer for
-integer formats), sorted unique key/value pairs, and supercompression (Zstandard and ZLIB
-read, Zstandard written; BasisLZ and UASTC are refused with a message).
+Writing follows the KTX File Format Specification 2.0: level index, smallest level stored
+first with ``lcm(texel block size, 4)`` alignment (none when supercompressed), the DFD
+Khronos's ``vk2dfd`` gives for the ``vkFormat`` (checked against ``ktx create``'s for every
+format in ``tests/test_ktx2_validate.py``), sorted key/value pairs, Zstandard levels.
 
-:func:`validate` names the rule each problem breaks; :func:`read_ktx2` refuses any file that
-breaks a rule (except the spec's "should"s, which are warnings).
+Reading walks the file with :func:`.ktx2_rules.walk` first: a broken rule is a DecodeError
+naming Khronos's id (``invalid KTX2 file: [6015] ...``); a valid file gputex cannot read says
+so (``valid KTX2; gputex cannot upload VK_FORMAT_R10X6_UNORM_PACK16: ...``). Formats WebGPU has
+no texture format for are expanded by :mod:`.expand`; 1D textures read as one row.
 """
 
 from __future__ import annotations

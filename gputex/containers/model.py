@@ -109,6 +109,7 @@ class TextureFile:
             "layers": self.layers, "faces": self.faces, "levels": levels,
             "color_space": self.color_space, "supercompression": self.supercompression,
             "premultiplied": self.premultiplied, "file_bytes": self.file_bytes,
+            **({"vk_format": self.metadata["vk_format"]} if "vk_format" in self.metadata else {}),
             **({"dfd": self.metadata["dfd"]} if "dfd" in self.metadata else {}),
             **({"key_values": self.metadata["kvd"]} if self.metadata.get("kvd") else {}),
         }
