@@ -254,3 +254,46 @@ def test_ktx1_and_dds_equivalents_expand_the_same():
     tf = read_texture_file("e.ktx", data=texmaker.ktx1("rgb8", W, 0, [[row]], bytes_per_texel=3))
     assert (tf.width, tf.height) == (W, 1)
     assert np.frombuffer(bytes(tf.levels[0]), np.uint8).reshape(W, 4)[:, :3].tobytes() == row
+
+
+@pytest.mark.skipif(KTX is None, reason="Khronos's ktx tool (../shared/peers/ktx) is not present")
+@pytest.mark.parametrize("name", ["B10G11R11_UFLOAT_PACK32", "E5B9G9R9_UFLOAT_PACK32", "R16G16B16_SFLOAT",
+                                  "R32G32B32_SFLOAT"])
+def test_float_formats_equal_ktx_extract_bit_for_bit(tmp_path, name):
+    """``ktx extract`` writes these as OpenEXR; gputex's expansion holds the same values, bit for
+    bit (the issue's B10G11R11 case: R = 34.0, where gputex used to give 16656)."""
+    OpenEXR = pytest.importorskip("OpenEXR")
+    rng = _rng(name)
+    if name.startswith("B10"):
+        words = rng.integers(0, 30 << 6, (N, 3), dtype=np.uint32)  # finite: exponent < 31
+        raw = (words[:, 0] | (words[:, 1] << 11) | ((words[:, 2] >> 1) << 22)).astype("<u4")
+        raw[0] = (20 << 6) | 4  # R = 34.0
+    elif name.startswith("E5"):
+        raw = rng.integers(0, 1 << 32, N, dtype=np.uint64).astype("<u4")
+    elif name.startswith("R16"):
+        raw = rng.standard_normal(N * 3).astype("<f2")
+    else:
+        raw = rng.standard_normal(N * 3).astype("<f4")
+    src, out, exr = tmp_path / "in.raw", tmp_path / "t.ktx2", tmp_path / "t.exr"
+    src.write_bytes(raw.tobytes())
+    subprocess.run([KTX, "create", "--raw", "--width", str(W), "--height", str(H), "--format", name, str(src),
+                    str(out)], check=True, capture_output=True, timeout=60)
+    subprocess.run([KTX, "extract", str(out), str(exr)], check=True, capture_output=True, timeout=60)
+    channels = OpenEXR.File(str(exr)).channels()
+    want = np.concatenate([np.asarray(v.pixels).reshape(H, W, -1) for _, v in sorted(channels.items(),
+                                                                                       key=lambda kv: len(kv[0]))], -1)
+    tf = read_ktx2(out.read_bytes(), name)
+    got = np.frombuffer(bytes(tf.levels[0]), np.float16 if tf.format.name == "rgba16float" else np.float32)
+    got = got.reshape(H, W, 4)[..., :want.shape[-1]]
+    assert want.shape[-1] >= 3
+    same = got.astype(np.float64) == want.astype(np.float64)
+    if name.startswith("B10"):
+        # ktx extract (v4.4.2) reads exponent 0 as 2**-15 * (1 + m / 2**n); the Vulkan spec's
+        # denormal is 2**-14 * m / 2**n (what gputex gives, checked above): compare the rest
+        words = raw.astype(np.uint32).reshape(H, W)
+        denormal = np.stack([(((words >> (off + mb)) & 31) == 0) & (((words >> off) & ((1 << mb) - 1)) != 0)
+                             for off, mb in ((0, 6), (11, 6), (22, 5))], -1)
+        same |= denormal
+    assert same.all(), (name, np.argwhere(~same)[:3])
+    if name.startswith("B10"):
+        assert got[0, 0, 0] == 34.0
