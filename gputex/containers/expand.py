@@ -18,7 +18,7 @@ The conversions are those Khronos's ``ktx extract`` gives (checked against it in
 - B10G11R11_UFLOAT widens to half floats (same exponent bias, mantissa padded with zeros) and
   E5B9G9R9_UFLOAT to 32-bit floats (``mantissa * 2**(exponent - 24)``): both exact.
 - A2R10G10B10 swaps R and B into rgb10a2; D16 is r16unorm's bits, D32 r32float's, S8 r8uint's;
-  A8 is r8unorm (the single component is alpha).
+  A8 is rg8unorm holding (0, alpha): gputex's grey+alpha, the grey-alpha PNG ``ktx extract`` writes.
 """
 
 from __future__ import annotations
@@ -186,8 +186,13 @@ def plan(code: int) -> tuple[Format, str, Expansion | None]:
         return FORMATS["r32float"], "linear", _same
     if code == 127:
         return FORMATS["r8uint"], "", _same
-    if code == 1000470001:
-        return FORMATS["r8unorm"], "linear", _same
+    if code == 1000470001:  # A8: alpha only; as grey 0 + alpha (``ktx extract`` writes that PNG)
+        def alpha(raw: bytes, n: int) -> bytes:
+            np = _np()
+            out = np.zeros((n, 2), np.uint8)
+            out[:, 1] = np.frombuffer(raw, np.uint8)[:n]
+            return out.tobytes()
+        return FORMATS["rg8unorm"], "linear", alpha
     raise LookupError(f"gputex cannot upload VK_FORMAT_{vk}: WebGPU has no such texture format and gputex "
                       "does not expand it")
 
