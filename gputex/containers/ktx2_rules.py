@@ -335,13 +335,40 @@ def _block_model(name: str) -> int:
 
 
 def _undefined(w: Walk, error) -> None:
-    """VK_FORMAT_UNDEFINED without supercompression: the DFD must describe the data itself."""
+    """VK_FORMAT_UNDEFINED: UASTC and BasisLZ/ETC1S descriptors have fixed samples; others
+    (without supercompression) must describe the data themselves."""
     d = w.dfd
+    samples: list[Sample] = d["samples"]
+    if w.scheme == 1 or (w.vk == 0 and w.scheme in (0, 2, 3) and d["model"] == MODEL_UASTC):
+        what, count = ("BasisLZ/ETC1S", (1, 2)) if w.scheme == 1 else ("UASTC", (1,))
+        if len(samples) not in count:
+            error(6026, f"the basic DFD block has {len(samples)} sample(s); {what} needs "
+                  + " or ".join(map(str, count)))
+        if tuple(d["block_dims"]) != (3, 3, 0, 0):
+            error(6020, f"texelBlockDimensions {[x + 1 for x in d['block_dims']]} differ from {what}'s 4x4x1x1")
+        if what == "UASTC" and w.scheme == 0 and tuple(d["bytes_planes"]) != (16, 0, 0, 0, 0, 0, 0, 0):
+            error(6021, f"bytesPlanes {list(d['bytes_planes'])} differ from UASTC's 16 0 0 0 0 0 0 0")
+        for i, smp in enumerate(samples[:len(count)]):
+            offset, bits = ((0, 128) if what == "UASTC" else (64 * i, 64))
+            if smp.offset != offset:
+                error(6102 if what == "UASTC" else 6103, f"sample {i + 1}: bitOffset is {smp.offset}; {what} "
+                      f"needs {offset}")
+            if smp.length != bits:
+                error(6104 if what == "UASTC" else 6105, f"sample {i + 1}: bitLength is {smp.length - 1}; {what} "
+                      f"needs {bits - 1}")
+            if smp.lower:
+                error(6106, f"sample {i + 1}: sampleLower is {smp.lower}; {what} needs 0")
+            if smp.upper & 0xFFFFFFFF != 0xFFFFFFFF:
+                error(6107, f"sample {i + 1}: sampleUpper is {smp.upper}; {what} needs 0xFFFFFFFF")
+        return
     if w.vk == 0 and w.scheme == 0:
-        if not d["samples"]:
+        if not samples:
             error(6027, "the basic DFD block has no samples; a VK_FORMAT_UNDEFINED file must describe its data")
         if d["bytes_planes"][0] == 0:
             error(6023, "bytesPlane0 is 0; a VK_FORMAT_UNDEFINED file must size its texel blocks")
+        if any(d["bytes_planes"][1:]):
+            error(6024, f"bytesPlanes {list(d['bytes_planes'])}: planes 1-7 must be 0 (multi-plane formats are "
+                  "not supported)")
 
 
 def _level_index(w: Walk, dfd_off, dfd_len, kvd_off, kvd_len, sgd_off, sgd_len, error) -> None:
