@@ -128,4 +128,5 @@ def write_texture_file(tf: TextureFile, path: str, *, zstd: int | None = None) -
     if zstd is not None and "zstd" not in c.write_options:
         raise FormatError(f"{path}: --zstd applies to "
                           f"{_labels([w.label for w in writers if 'zstd' in w.write_options])} only")
+    assert c.writer is not None
     write_atomic(path, c.writer(tf, **options))

@@ -164,7 +164,7 @@ def read_dds(data: bytes, source: str) -> TextureFile:
                 raise DecodeError(f"{source}: DDS cube map without all six faces is not supported")
             faces = 6
     vk = name if isinstance(name, int) else None
-    fmt = stored_format(vk) if vk is not None else FORMATS[name]
+    fmt = stored_format(vk) if vk is not None else FORMATS[str(name)]
     nlevels = mips if (flags & DDSD_MIPMAPCOUNT or mips > 1) and mips > 0 else 1
     space = default_color_space(fmt)
     if _reserved[:4] == GPTX and not fmt.srgb:

@@ -73,7 +73,7 @@ def _samples(fmt: Format) -> list[Sample]:
         return [Sample(0, 11, CH_R, Q_FLOAT, 0, F32_ONE), Sample(11, 11, CH_G, Q_FLOAT, 0, F32_ONE),
                 Sample(22, 10, CH_B, Q_FLOAT, 0, F32_ONE)]
     if name == "rgb9e5ufloat":  # Khronos's order: R mantissa, R exponent, G mantissa, ...
-        return [Sample(off, bits, ct & 0x0F, ct & 0xF0, lo, hi) for off, bits, ct, lo, hi in expected_samples(123)]
+        return [Sample(off, bits, ct & 0x0F, ct & 0xF0, lo, hi) for off, bits, ct, lo, hi in expected_samples(123) or []]
     if fmt.channels == 0:
         raise FormatError(f"{name}: depth/stencil formats are not written to KTX2 by gputex")
     size = fmt.block_bytes // fmt.channels * 8

@@ -113,7 +113,7 @@ def read_ktx1(data: bytes, source: str) -> TextureFile:
             if pos + per_image > size:
                 raise DecodeError(f"{source}: KTX file ends inside mip level {i} (needs {per_image} more bytes "
                                   f"at {pos}, file is {size})")
-            chunk = view[pos: pos + per_image]
+            chunk: bytes | memoryview = view[pos: pos + per_image]
             if row != tight_row:
                 import numpy as np
 

@@ -18,9 +18,9 @@ import struct
 
 from ..errors import DecodeError, FormatError
 from ..formats import FORMATS, Format
-from ..layout import align_up, mip_count
+from ..layout import align_up
 from . import Container, register
-from .dfd import dfd_for, parse_dfd
+from .dfd import dfd_for
 from .expand import plan
 from .ktx2_rules import HEADER, KTX2_MAGIC, LEVEL, SCHEMES, MODEL_ETC1S, MODEL_UASTC, Problem, Walk, report, walk
 from .model import TextureFile, check_shape, level_bytes
