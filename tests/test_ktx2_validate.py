@@ -297,3 +297,29 @@ def test_ktx_create_texture_types_read_exactly(tmp_path, args, vk_name):
 
             words = np.frombuffer(stored, "<u2").astype(np.uint32)
             assert bytes(tf.levels[level]) == _packed_expected(words, PACKED[4][1]).tobytes(), level
+
+
+@pytest.mark.skipif(KTX is None, reason="Khronos's ktx tool (../shared/peers/ktx) is not present")
+def test_every_ktx2_gputex_writes_passes_ktx_validate(tmp_path):
+    """gputex's writer, for every WebGPU format with a VkFormat (both colour spaces, with and
+    without Zstandard): ``ktx validate`` finds nothing, and neither does gputex."""
+    from gputex.containers.vkformat import VK_FORMATS
+    from gputex.formats import FORMATS
+    from gputex.ktx2 import write_ktx2
+    from gputex.texfile import TextureFile, level_bytes
+
+    paths = []
+    for name in VK_FORMATS:
+        fmt = FORMATS[name]
+        for space in ("srgb", "linear"):
+            for zstd in (None, 3):
+                tf = TextureFile(fmt, 8, 8, color_space=space)
+                tf.levels = [bytes(level_bytes(tf, i)) for i in range(2)]
+                data = b"".join(write_ktx2(tf, zstd=zstd))
+                assert validate(data, name) == [], (name, space, zstd)
+                path = tmp_path / f"{name}-{space}-{zstd}.ktx2"
+                path.write_bytes(data)
+                paths.append(path)
+    for path in paths:
+        r = subprocess.run([KTX, "validate", str(path)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, (path.name, r.stdout + r.stderr)

@@ -24,7 +24,7 @@ from .dfd import dfd_for
 from .expand import plan
 from .ktx2_rules import HEADER, KTX2_MAGIC, LEVEL, SCHEMES, MODEL_ETC1S, MODEL_UASTC, Problem, Walk, report, walk
 from .model import TextureFile, check_shape, level_bytes
-from .vkformat import VK_ALIASES, VK_BY_CODE, VK_FORMATS, vk_name
+from .vkformat import VK_ALIASES, VK_BY_CODE, VK_FORMATS, has_srgb_variant, vk_name
 
 __all__ = ["write_ktx2", "read_ktx2", "validate", "validate_report", "Problem", "dfd_for", "WRITER",
            "default_swizzle", "KTX2_MAGIC"]
@@ -76,7 +76,10 @@ def write_ktx2(tf: TextureFile, *, zstd: int | None = None) -> list[bytes]:
     vk = vk_format_for(fmt, tf.color_space)
     vfmt, _ = format_from_vk(vk, tf.source)
     # sRGB transfer: the _SRGB VkFormats, and sRGB data in formats that have no _SRGB variant
-    srgb_tf = vfmt.srgb or vk in (15, 22) or (tf.color_space == "srgb" and not vfmt.srgb_name)
+    # (never for the formats ktx validate says have an _SRGB variant: 8-bit SNORM/UINT/SINT data
+    # is written as linear, rule 6014)
+    srgb_tf = vfmt.srgb or vk in (15, 22) or (tf.color_space == "srgb" and not vfmt.srgb_name
+                                              and not has_srgb_variant(vk))
     scheme = 2 if zstd is not None else 0
     n = len(tf.levels)
     type_size = 1 if fmt.compressed else (4 if fmt.packed else max(1, fmt.block_bytes // max(fmt.channels, 1)))

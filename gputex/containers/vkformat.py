@@ -246,12 +246,15 @@ def is_srgb(code: int) -> bool:
 
 
 def has_srgb_variant(code: int) -> bool:
-    """A non-sRGB format whose ``_SRGB`` twin exists (its DFD must not say sRGB transfer)."""
+    """A non-sRGB format of a family that has an ``_SRGB`` member (its DFD must not say sRGB
+    transfer), as ``ktx validate`` defines it: every type of the 8-bit R8 ... A8B8G8R8 families
+    (SNORM and integer included), and the UNORM block formats with an ``_SRGB`` twin."""
     name = VK_NAMES.get(code, "")
-    if "_UNORM" not in name:
+    if "_SRGB" in name or not name:
         return False
-    twin = name.replace("_UNORM", "_SRGB")
-    return twin in _BY_NAME
+    if name.split("_")[0] in ("R8", "R8G8", "R8G8B8", "B8G8R8", "R8G8B8A8", "B8G8R8A8", "A8B8G8R8"):
+        return True
+    return name.endswith(("_BLOCK", "_BLOCK_IMG")) and "_UNORM" in name and name.replace("_UNORM", "_SRGB") in _BY_NAME
 
 
 _BY_NAME = {n: c for c, n in VK_NAMES.items()}
