@@ -141,6 +141,8 @@ def walk(data: bytes) -> tuple[list[Problem], Walk]:
         if sgd_off and sgd_len and sgd_off + sgd_len > size:
             fatal(1003, f"unexpected end of file: the supercompression global data ({sgd_len} bytes at "
                   f"{sgd_off}) runs past the end of the {size}-byte file")
+        if sgd_off and sgd_len and scheme == 1:
+            _basislz_sgd(w, data[sgd_off: sgd_off + sgd_len], error)
         for i, (off, length, _) in enumerate(w.entries):
             if off + length > size:
                 fatal(1003, f"unexpected end of file: level {i} ({length} bytes at {off}) runs past the end "
@@ -418,6 +420,48 @@ def _level_index(w: Walk, dfd_off, dfd_len, kvd_off, kvd_len, sgd_off, sgd_len, 
         elif ulen % (max(1, w.faces) * max(1, w.layers)):
             error(4010, f"level {i}: uncompressedByteLength {ulen} is not a multiple of faces x layers")
         last_off, last_len = off, length
+
+
+def _basislz_sgd(w: Walk, sgd: bytes, error) -> None:
+    """The BasisLZ global data (81xx): its header, then one image descriptor per level, layer,
+    face and slice, each slice inside its level."""
+    if len(sgd) < 20:
+        error(8101, f"sgdByteLength is {len(sgd)}; BasisLZ needs at least its 20-byte global header")
+        return
+    _, _, endpoints, selectors, tables, extended = struct.unpack_from("<2H4I", sgd, 0)
+    layers, levels = max(1, w.layers), len(w.entries)
+    images = sum(layers * max(1, w.faces) * max(1, w.depth >> i) for i in range(levels))
+    want = 20 + 20 * images + endpoints + selectors + tables + extended
+    if len(sgd) != want:
+        error(8102, f"sgdByteLength is {len(sgd)}; {images} image(s) and the global header need {want}")
+    if w.dfd.get("model") == MODEL_ETC1S and extended:
+        error(8103, f"extendedByteLength is {extended}; BasisLZ/ETC1S needs 0")
+    if len(sgd) < 20 + 20 * images:
+        return
+    nsamples, at, p_frame = len(w.dfd.get("samples", [])), 20, False
+    for level in range(levels):
+        level_len = w.entries[level][1]
+        for n in range(layers * max(1, w.faces) * max(1, w.depth >> level)):
+            flags, rgb_off, rgb_len, a_off, a_len = struct.unpack_from("<5I", sgd, at)
+            at += 20
+            where = f"level {level} image {n}"
+            p_frame |= bool(flags & 2)
+            if flags & ~2:
+                error(8104, f"{where}: imageFlags {flags:#x} has bits other than the P-frame bit")
+            if rgb_len == 0:
+                error(8106, f"{where}: rgbSliceByteLength is 0")
+            if rgb_off + rgb_len > level_len:
+                error(8107, f"{where}: the RGB slice ({rgb_len} bytes at {rgb_off}) runs past the level's "
+                      f"{level_len} bytes")
+            if a_off + a_len > level_len:
+                error(8108, f"{where}: the alpha slice ({a_len} bytes at {a_off}) runs past the level's "
+                      f"{level_len} bytes")
+            if a_len == 0 and nsamples == 2:
+                error(8109, f"{where}: alphaSliceByteLength is 0 but the DFD has an alpha sample")
+            if a_len and nsamples == 1:
+                error(8110, f"{where}: alphaSliceByteLength is {a_len} but the DFD has no alpha sample")
+    if p_frame and "KTXanimData" not in w.kvd:
+        error(8105, "an image is a P-frame but KTXanimData is missing: only animations have P-frames")
 
 
 def _paddings(w: Walk, data, dfd_off, dfd_len, kvd_off, kvd_len, sgd_off, sgd_len, index_end, error) -> None:
