@@ -1,7 +1,9 @@
 """Test-only writers of texture files, written from the format documents and independent of
 gputex's own writers: DDS with a DX10 header (Microsoft's DDS_HEADER / DDS_HEADER_DXT10
-layout) and KTX 1.1 (rows padded to 4 bytes), plus a KTX2 re-packer that supercompresses
-the levels of an existing KTX2 file with ZLIB (scheme 3)."""
+layout) and KTX 1.1 (rows padded to 4 bytes), a KTX2 re-packer that supercompresses
+the levels of an existing KTX2 file with ZLIB (scheme 3), and a KTX2 writer from the KTX 2.0
+specification taking any VkFormat, DFD and key/value data (``ktx2``: valid and broken files
+for the validation and expansion tests)."""
 
 from __future__ import annotations
 
