@@ -144,6 +144,19 @@ def _texture_seeds() -> list[bytes]:
     a = rng.integers(0, 256, (7, 5), np.uint8)
     out.append(texmaker.ktx1("r8unorm", 5, 7, [[r.tobytes() for r in a]], bytes_per_texel=1))
     out.append(texmaker.ktx2_zlib(out[0]))
+    # formats read by expansion (gputex.containers.expand) and a 1D texture
+    words = rng.integers(0, 1 << 16, 35, np.uint16).astype("<u2").tobytes()
+    out.append(texmaker.ktx2(4, 7, 5, [words], block_bytes=2, type_size=2,
+                             samples=[(0, 5, 2, 0, 31), (5, 6, 1, 0, 63), (11, 5, 0, 0, 31)]))
+    out.append(texmaker.ktx2(123, 3, 3, [rng.integers(0, 256, 36, np.uint8).tobytes()], block_bytes=4, type_size=4,
+                             samples=[(0, 9, 0, 0, 8448), (27, 5, 0x20, 15, 31), (9, 9, 1, 0, 8448),
+                                      (27, 5, 0x21, 15, 31), (18, 9, 2, 0, 8448), (27, 5, 0x22, 15, 31)]))
+    out.append(texmaker.ktx2(23, 2, 2, [rng.integers(0, 256, 36, np.uint8).tobytes()], block_bytes=3, layers=3,
+                             samples=[(0, 8, 0, 0, 255), (8, 8, 1, 0, 255), (16, 8, 2, 0, 255)],
+                             kv={"KTXcubemapIncomplete": b"\x07", "KTXwriter": b"t\0"}))
+    out.append(texmaker.ktx2(37, 6, 0, [bytes(24), bytes(12), bytes(4)], block_bytes=4,
+                             samples=[(8 * i, 8, c, 0, 255) for i, c in enumerate((0, 1, 2, 15))],
+                             kv={"KTXorientation": b"r\0", "KTXwriter": b"t\0"}))
     return out
 
 

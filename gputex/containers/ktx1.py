@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import struct
 
-from .errors import DecodeError
-from .formats import FORMATS
-from .layout import align_up, blocks
-from .texfile import TextureFile, check_shape, image_bytes
+from ..errors import DecodeError
+from ..formats import FORMATS
+from ..layout import align_up, blocks
+from . import Container, register
+from .expand import expand_levels, stored_format
+from .model import TextureFile, check_shape, image_bytes
 
 __all__ = ["read_ktx1", "GL_FORMATS"]
 
+KTX1_MAGIC = b"\xabKTX 11\xbb\r\n\x1a\n"
 HEADER = struct.Struct("<12s13I")
 
 #: OpenGL internal format -> (WebGPU format, colour space or "" for the format's own)
@@ -48,6 +51,18 @@ GL_FORMATS: dict[int, tuple[str, str]] = {
 }
 
 
+#: OpenGL internal format -> the VkFormat of the same bytes, for formats read by expansion
+#: (:mod:`.expand`): packed 16-bit, 3-component, shared-exponent and packed floats.
+GL_EXPANDED: dict[int, int] = {
+    0x8D62: 4, 0x8056: 2, 0x8057: 6,  # GL_RGB565, GL_RGBA4, GL_RGB5_A1 (UNSIGNED_SHORT_5_6_5 / 4_4_4_4 / 5_5_5_1)
+    0x8051: 23, 0x8C41: 29, 0x8F96: 24, 0x8D7D: 27, 0x8D8F: 28,  # GL_RGB8, GL_SRGB8, _SNORM, UI, I
+    0x8054: 84, 0x8F9A: 85, 0x8D77: 88, 0x8D89: 89, 0x881B: 90,  # GL_RGB16, _SNORM, UI, I, F
+    0x8D71: 104, 0x8D83: 105, 0x8815: 106,  # GL_RGB32UI, I, F
+    0x8C3A: 122, 0x8C3D: 123,  # GL_R11F_G11F_B10F, GL_RGB9_E5
+    0x81A5: 124, 0x8CAC: 126,  # GL_DEPTH_COMPONENT16, GL_DEPTH_COMPONENT32F
+}
+
+
 def read_ktx1(data: bytes, source: str) -> TextureFile:
     size = len(data)
     if size < HEADER.size:
@@ -58,12 +73,15 @@ def read_ktx1(data: bytes, source: str) -> TextureFile:
         raise DecodeError(f"{source}: big-endian KTX files are not supported by gputex")
     if endian != 0x04030201:
         raise DecodeError(f"{source}: corrupt KTX header (endianness word {endian:#010x})")
-    if internal not in GL_FORMATS:
+    vk = GL_EXPANDED.get(internal)
+    if vk is not None:
+        fmt, space = stored_format(vk), ""
+    elif internal in GL_FORMATS:
+        name, space = GL_FORMATS[internal]
+        fmt = FORMATS[name]
+    else:
         raise DecodeError(f"{source}: OpenGL internal format {internal:#06x} is not supported by gputex")
-    name, space = GL_FORMATS[internal]
-    fmt = FORMATS[name]
-    if height == 0:
-        raise DecodeError(f"{source}: 1D KTX textures are not supported by gputex")
+    height = max(1, height)  # a 1D texture: one row
     if faces not in (1, 6):
         raise DecodeError(f"{source}: KTX header gives {faces} faces (1 or 6 allowed)")
     tf = TextureFile(fmt, width, height, max(1, depth), max(1, elements), faces, container="ktx", source=source,
@@ -95,7 +113,7 @@ def read_ktx1(data: bytes, source: str) -> TextureFile:
             if pos + per_image > size:
                 raise DecodeError(f"{source}: KTX file ends inside mip level {i} (needs {per_image} more bytes "
                                   f"at {pos}, file is {size})")
-            chunk = view[pos: pos + per_image]
+            chunk: bytes | memoryview = view[pos: pos + per_image]
             if row != tight_row:
                 import numpy as np
 
@@ -109,4 +127,9 @@ def read_ktx1(data: bytes, source: str) -> TextureFile:
         levels.append(images[0] if len(images) == 1 else b"".join(images))
         assert len(levels[-1]) == image_bytes(fmt, w, h) * d * tf.images
     tf.levels = levels
+    if vk is not None:
+        expand_levels(tf, vk)
     return tf
+
+
+register(Container("ktx", "KTX", KTX1_MAGIC, read_ktx1, rank=20))

@@ -1,0 +1,307 @@
+"""KTX 2.0: write, read (validation in :mod:`.ktx2_rules`, the DFD in :mod:`.dfd`).
+
+Writing follows the KTX File Format Specification 2.0: level index, smallest level stored
+first with ``lcm(texel block size, 4)`` alignment (none when supercompressed), the DFD
+Khronos's ``vk2dfd`` gives for the ``vkFormat`` (checked against ``ktx create``'s for every
+format in ``tests/test_ktx2_validate.py``), sorted key/value pairs, Zstandard levels.
+
+Reading walks the file with :func:`.ktx2_rules.walk` first: a broken rule is a DecodeError
+naming Khronos's id (``invalid KTX2 file: [6015] ...``); a valid file gputex cannot read says
+so (``valid KTX2; gputex cannot upload VK_FORMAT_R10X6_UNORM_PACK16: ...``). Formats WebGPU has
+no texture format for are expanded by :mod:`.expand`; 1D textures read as one row.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+from ..errors import DecodeError, FormatError
+from ..formats import FORMATS, Format
+from ..layout import align_up
+from . import Container, register
+from .dfd import dfd_for
+from .expand import plan
+from .ktx2_rules import HEADER, KTX2_MAGIC, LEVEL, SCHEMES, MODEL_ETC1S, MODEL_UASTC, Problem, Walk, report, walk
+from .model import TextureFile, check_shape, level_bytes
+from .vkformat import VK_ALIASES, VK_BY_CODE, VK_FORMATS, has_srgb_variant, vk_name
+
+__all__ = ["write_ktx2", "read_ktx2", "validate", "validate_report", "Problem", "dfd_for", "WRITER",
+           "default_swizzle", "KTX2_MAGIC"]
+
+WRITER = "gputex"
+
+def vk_format_for(fmt: Format, color_space: str) -> int:
+    """The VkFormat gputex writes: 8-bit unorm data that is sRGB gets the ``_SRGB`` VkFormat
+    (Vulkan has R8_SRGB and R8G8_SRGB, which WebGPU lacks), so the colour space survives."""
+    if not fmt.srgb and color_space == "srgb":
+        twin = {"r8unorm": 15, "rg8unorm": 22, "rgba8unorm": 43, "bgra8unorm": 50}.get(fmt.name)
+        if twin:
+            return twin
+    try:
+        return VK_FORMATS[fmt.name]
+    except KeyError:
+        raise FormatError(f"{fmt.name} has no VkFormat; KTX2 cannot hold it") from None
+
+
+def format_from_vk(code: int, source: str) -> tuple[Format, str]:
+    """(format, colour space forced by the code or "") for a VkFormat."""
+    if code in VK_BY_CODE:
+        return FORMATS[VK_BY_CODE[code]], ""
+    if code in VK_ALIASES:
+        name, space = VK_ALIASES[code]
+        return FORMATS[name], space
+    if code == 0:
+        raise DecodeError(f"{source}: vkFormat is VK_FORMAT_UNDEFINED (a Basis Universal or custom "
+                          "format); gputex does not transcode these")
+    raise DecodeError(f"{source}: VkFormat {code} is not supported by gputex")
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+def _kvd(entries: dict[str, bytes]) -> bytes:
+    out = b""
+    for key in sorted(entries):
+        kv = key.encode() + b"\0" + entries[key]
+        out += struct.pack("<I", len(kv)) + kv + b"\0" * (-len(kv) % 4)
+    return out
+
+
+def write_ktx2(tf: TextureFile, *, zstd: int | None = None) -> list[bytes]:
+    """Serialize ``tf`` as KTX2; returns the file as a list of parts (header first).
+
+    ``zstd``: a Zstandard level (1-22) to supercompress each level with, or None.
+    """
+    fmt = tf.format
+    vk = vk_format_for(fmt, tf.color_space)
+    vfmt, _ = format_from_vk(vk, tf.source)
+    # sRGB transfer: the _SRGB VkFormats, and sRGB data in formats that have no _SRGB variant
+    # (never for the formats ktx validate says have an _SRGB variant: 8-bit SNORM/UINT/SINT data
+    # is written as linear, rule 6014)
+    srgb_tf = vfmt.srgb or vk in (15, 22) or (tf.color_space == "srgb" and not vfmt.srgb_name
+                                              and not has_srgb_variant(vk))
+    scheme = 2 if zstd is not None else 0
+    n = len(tf.levels)
+    type_size = 1 if fmt.compressed else (4 if fmt.packed else max(1, fmt.block_bytes // max(fmt.channels, 1)))
+    dfd = dfd_for(vfmt, bool(srgb_tf), tf.premultiplied)
+    orientation = b"rdi\0" if tf.volume else b"rd\0"
+    kv = {"KTXorientation": orientation, "KTXwriter": f"{WRITER} {_version()}".encode() + b"\0"}
+    swizzle = default_swizzle(fmt)
+    if swizzle:
+        kv["KTXswizzle"] = swizzle.encode() + b"\0"
+    if zstd is not None:
+        kv["KTXwriterScParams"] = f"--zstd {zstd}".encode() + b"\0"
+    kvd = _kvd(kv)
+    payloads = []
+    for i, data in enumerate(tf.levels):
+        raw = bytes(data) if not isinstance(data, bytes) else data
+        if len(raw) != level_bytes(tf, i):
+            raise FormatError(f"{tf.source}: level {i} holds {len(raw)} bytes, {level_bytes(tf, i)} expected")
+        if zstd is not None:
+            import imagecodecs
+
+            payloads.append((imagecodecs.zstd_encode(raw, level=zstd), len(raw)))
+        else:
+            payloads.append((raw, len(raw)))
+    index_at = HEADER.size
+    dfd_at = index_at + LEVEL.size * n
+    kvd_at = dfd_at + len(dfd)
+    data_at = kvd_at + len(kvd)
+    align = 1 if scheme else math.lcm(fmt.block_bytes, 4)
+    # levels are stored smallest first
+    offsets: dict[int, int] = {}
+    pos = data_at
+    parts_data: list[bytes] = []
+    for i in reversed(range(n)):
+        pad = align_up(pos, align) - pos
+        if pad:
+            parts_data.append(b"\0" * pad)
+            pos += pad
+        offsets[i] = pos
+        parts_data.append(payloads[i][0])
+        pos += len(payloads[i][0])
+    layer_count = tf.layers if tf.array else 0
+    header = HEADER.pack(KTX2_MAGIC, vk, type_size, tf.width, tf.height, tf.depth if tf.volume else 0,
+                         layer_count, tf.faces, n, scheme,
+                         dfd_at, len(dfd), kvd_at, len(kvd), 0, 0)
+    index = b"".join(LEVEL.pack(offsets[i], len(payloads[i][0]), payloads[i][1]) for i in range(n))
+    return [header, index, dfd, kvd, *parts_data]
+
+
+def default_swizzle(fmt: Format) -> str | None:
+    """The ``KTXswizzle`` gputex writes: ``rrr1`` for one-channel data and ``rrrg`` for two
+    (gputex stores grey as r and grey+alpha as rg, so viewers show grey, not red); None for
+    others, and for two-channel block formats (BC5 / EAC RG11 hold normal maps' x and y, not
+    grey+alpha)."""
+    if fmt.compressed:
+        return "rrr1" if fmt.name.startswith(("bc4", "eac-r11")) else None
+    return {1: "rrr1", 2: "rrrg"}.get(fmt.channels)
+
+
+def _version() -> str:
+    """gputex's version as ``gputex.__version__`` says (installed or not: outputs depend on the
+    code's version only, never on how it was installed)."""
+    from .. import __version__
+
+    return __version__
+
+
+# -- reading and validating --------------------------------------------------------------------
+
+def _limits(w: Walk, source: str) -> tuple[list[Problem], TextureFile | None]:
+    """What gputex cannot do with a file that is valid (rule ``gputex``, severity ``limit``),
+    and the texture it reads it as otherwise (levels not yet filled)."""
+    def limit(message: str) -> tuple[list[Problem], None]:
+        return [Problem("gputex", message, "limit")], None
+
+    if w.scheme == 1 or (w.vk == 0 and w.dfd.get("model") in (MODEL_ETC1S, MODEL_UASTC)):
+        return limit("BasisLZ/UASTC textures need transcoding, which gputex does not do")
+    if w.vk == 0:
+        return limit("vkFormat is VK_FORMAT_UNDEFINED (a custom format); gputex reads only defined VkFormats")
+    if w.scheme not in SCHEMES:
+        return limit(f"supercompressionScheme {w.scheme:#x} is a vendor scheme gputex cannot inflate")
+    if w.depth and w.layers:
+        return limit("3D array textures are not supported by gputex (nor by any graphics API)")
+    try:
+        fmt, forced_space, expansion = plan(w.vk)
+    except LookupError as e:
+        return limit(str(e))
+    tf = TextureFile(fmt, w.width, max(1, w.height), max(1, w.depth), max(1, w.layers), w.faces,
+                     container="ktx2", source=source, array=w.layers > 0, supercompression=SCHEMES[w.scheme])
+    try:
+        check_shape(tf, max(1, w.levels), "KTX2")
+    except DecodeError as e:
+        return limit(str(e).split(": ", 1)[1])
+    transfer = w.dfd.get("transfer", 1)
+    tf.color_space = forced_space or ("srgb" if transfer == 2 else "linear")
+    tf.premultiplied = bool(w.dfd.get("flags", 0) & 1)
+    d = w.dfd
+    tf.metadata["dfd"] = {"color_model": d["model"], "color_primaries": d["primaries"],
+                          "transfer_function": d["transfer"], "flags": d["flags"],
+                          "texel_block": [x + 1 for x in d["block_dims"][:2]], "bytes_plane0": d["bytes_planes"][0],
+                          "samples": [{"bit_offset": s.offset, "bit_length": s.length, "channel": s.channel,
+                                       "qualifiers": s.qualifiers} for s in d["samples"]]}
+    tf.metadata["kvd"] = w.kvd
+    tf.metadata["vk_format"] = vk_name(w.vk)
+    tf.metadata["expansion"] = expansion
+    tf.level_file_bytes = [e[1] for e in w.entries]
+    return [], tf
+
+
+def _check_budget(tf: TextureFile, entries, limits: tuple[int, float] | None) -> list[Problem]:
+    """Supercompressed levels: pixels and inflation ratio, before inflating. With ``limits``
+    a refusal is a LimitError naming the file (reading); without, a ``limit`` problem
+    (validating: the level is not inflated)."""
+    from ..budget import check_ratio, check_size
+    from ..decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO
+    from ..errors import LimitError
+
+    max_pixels, max_ratio = limits if limits is not None else (DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO)
+    for i, (_, length, ulen) in enumerate(entries):
+        w, h, d = tf.level_size(i)
+        try:
+            check_size(tf.source, w, h * d, max_pixels, f"level {i}:")
+            check_ratio(tf.source, ulen, length, max_ratio, f"{tf.supercompression} level {i} would inflate",
+                        "stored level")
+        except LimitError as e:
+            if limits is not None:
+                raise
+            return [Problem("gputex", str(e).split(": ", 1)[1] + "; not inflated", "limit")]
+    return []
+
+
+def _inflate(data: bytes, off: int, length: int, ulen: int, scheme: int, source: str, level: int):
+    view = memoryview(data)[off: off + length]
+    if scheme == 0:
+        return view
+    import imagecodecs
+
+    try:
+        if scheme == 2:
+            out = imagecodecs.zstd_decode(bytes(view), out=ulen)
+        else:
+            out = imagecodecs.zlib_decode(bytes(view), out=ulen)
+    except Exception as e:
+        raise DecodeError(f"{source}: [4008] level {level}: corrupt {SCHEMES[scheme]} data ({e})") from None
+    out = bytes(out)
+    if len(out) != ulen:
+        raise DecodeError(f"{source}: [4008] level {level} inflates to {len(out)} bytes, {ulen} expected")
+    return out
+
+
+def _expand(tf: TextureFile, levels: list, expansion) -> list:
+    out = []
+    for i, raw in enumerate(levels):
+        w, h, d = tf.level_size(i)
+        out.append(expansion(raw, w * h * d * tf.images))
+    return out
+
+
+def read_ktx2(data: bytes, source: str, *, inflate: bool = True, max_pixels: int | None = None,
+              max_ratio: float | None = None) -> TextureFile:
+    """Parse a KTX2 file (Zstandard / ZLIB levels inflated, formats WebGPU lacks expanded by
+    :mod:`.expand`); a broken rule is a DecodeError naming it (``[3012] ...``), a valid file
+    gputex cannot read one saying so. Supercompressed levels over ``max_pixels`` /
+    ``max_ratio`` (:mod:`gputex.budget`) are a LimitError before anything is inflated.
+    ``inflate=False``: only the header and index are read (``levels`` then hold the stored
+    bytes; ``gputex info``)."""
+    from ..decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO
+
+    problems, w = walk(data)
+    errors = [p for p in problems if p.fatal]
+    if errors:
+        raise DecodeError(f"{source}: invalid KTX2 file: {errors[0]}")
+    limits, tf = _limits(w, source)
+    if tf is None:
+        raise DecodeError(f"{source}: valid KTX2; {limits[0].message}")
+    expansion = tf.metadata.pop("expansion")
+    if not inflate:
+        tf.levels = [memoryview(data)[off: off + length] for off, length, _ in w.entries]
+        return tf
+    if w.scheme:
+        budget = (max_pixels or DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO if max_ratio is None else max_ratio)
+        _check_budget(tf, w.entries, budget)
+    levels = [_inflate(data, off, length, ulen, w.scheme, source, i) for i, (off, length, ulen) in enumerate(w.entries)]
+    for i, raw in enumerate(levels):
+        if len(raw) != w.level_bytes(i):
+            raise DecodeError(f"{source}: invalid KTX2 file: [4008] level {i} holds {len(raw)} bytes, "
+                              f"{w.level_bytes(i)} expected")
+    tf.levels = _expand(tf, levels, expansion) if expansion else levels
+    return tf
+
+
+def validate(data: bytes, source: str) -> list[Problem]:
+    """Every rule of the KTX 2.0 specification the file breaks, as ``ktx validate`` reports them
+    (``severity`` "error" or "warning", ``rule`` Khronos's id), then gputex's own limits for a
+    file without errors (``severity`` "limit"). Supercompressed levels are inflated one at a
+    time (each freed before the next), none beyond the budget."""
+    problems, w = walk(data)
+    if any(p.fatal for p in problems):
+        return problems
+    limits, tf = _limits(w, source)
+    problems += limits
+    if tf is not None and w.scheme:
+        over = _check_budget(tf, w.entries, None)
+        problems += over
+        if not over:
+            for i, (off, length, ulen) in enumerate(w.entries):
+                try:
+                    _inflate(data, off, length, ulen, w.scheme, source, i)
+                except DecodeError as e:
+                    problems.append(Problem("4008", str(e).split("] ", 1)[1]))
+                    break
+                if ulen != w.level_bytes(i):
+                    problems.append(Problem("4008", f"level {i}: uncompressedByteLength is {ulen}; a level of this "
+                                            f"format and size is {w.level_bytes(i)} bytes"))
+                    break
+    return problems
+
+
+def validate_report(data: bytes, path: str, *, strict: bool = False) -> tuple[dict, list[tuple[str, str]], bool]:
+    """``gputex validate`` for one file: (the ``--json`` object, the text lines as (stream,
+    line), failed). See :func:`.ktx2_rules.report`."""
+    return report(path, validate(data, path), strict=strict)
+
+
+register(Container("ktx2", "KTX2", KTX2_MAGIC, read_ktx2, write_ktx2, suffixes=(".ktx2",),
+                   read_options=("inflate", "max_pixels", "max_ratio"), write_options=("zstd",), rank=10))
