@@ -51,7 +51,8 @@ def main() -> None:
         dst = np.empty_like(a)
         t_memcpy = best(lambda: np.copyto(dst, a), args.repeat)
 
-        from gputex.upload import create_texture, write_image
+        from gputex.texture import create_texture
+        from gputex.upload import write_image
 
         tex = create_texture(gpu, gputex.get_format("rgba8unorm"), w, n)
         res = {"width": w, "height": n, "bytes": nbytes, "memcpy_s": t_memcpy}

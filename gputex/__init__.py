@@ -95,7 +95,8 @@ def __getattr__(name: str) -> Any:
         return getattr(transform, name)
     raise AttributeError(f"module 'gputex' has no attribute {name!r}")
 from .texfile import TextureFile, read_texture_file  # noqa: E402
-from .upload import Texture  # noqa: E402
+from .texture import Texture  # noqa: E402
+from . import upload as _upload_module  # noqa: E402,F401  (bound before the function below takes the name)
 
 
 def write_texture_file(texture: "Texture | TextureFile", path: str, *, zstd: int | None = None,
@@ -184,7 +185,11 @@ def upload(session: "Session", image: "Image | TextureFile", format: str | None 
         finally:
             src.destroy()
     else:
-        tex = _upload(session, image, format, levels=levels, **kwargs)
+        from .pipeline import drawn_levels
+        from .upload import resolve_format
+
+        fmt = resolve_format(image, format, session, kwargs.get("color_space"))
+        tex = _upload(session, image, fmt, levels=levels, render_target=drawn_levels(session, fmt, levels), **kwargs)
     if levels > 1:
         from .mips import generate_mips
 

@@ -91,7 +91,7 @@ from typing import TYPE_CHECKING
 from .errors import FormatError, LimitError
 
 if TYPE_CHECKING:
-    from .upload import Texture
+    from .texture import Texture
 
 __all__ = ["encode_blocks", "encode_levels", "psnr_report", "kind_of", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
            "source_format", "check_options", "encodable"]
@@ -276,7 +276,7 @@ def encode_levels(tex: "Texture", format: str, quality: str = "normal", *,
     from .formats import get_format
     from .layout import copy_layout
     from .mips import _timestamps
-    from .upload import create_texture
+    from .texture import create_texture
 
     fmt = get_format(format)
     if fmt.name not in ENCODERS:

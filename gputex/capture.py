@@ -20,7 +20,7 @@ from .parallel import for_row_chunks
 if TYPE_CHECKING:
     import numpy as np
 
-    from .upload import Texture
+    from .texture import Texture
 
 __all__ = ["capture", "capture_bytes", "capture_levels", "capture_texture_file"]
 

@@ -39,7 +39,7 @@ from .layout import align_up, bands, mip_size
 if TYPE_CHECKING:
     import numpy as np
 
-    from .upload import Texture
+    from .texture import Texture
 
 __all__ = ["generate_mips", "MipReport", "FILTERS", "ALPHA_MODES", "WRAPS", "box_source_level"]
 
@@ -848,7 +848,7 @@ def _coverage_scales(tex: "Texture", work, cutoff: float, layer: int) -> list[fl
 
     from .capture import capture
     from .formats import get_format
-    from .upload import Texture as _T
+    from .texture import Texture as _T
 
     fmt = tex.format
     bits = 2 if fmt.packed else fmt.bits

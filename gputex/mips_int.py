@@ -22,7 +22,7 @@ from .intbox import MAX_BASE_TEXELS, lin_table, plan_chain, threshold_table
 from .layout import align_up
 
 if TYPE_CHECKING:
-    from .upload import Texture
+    from .texture import Texture
 
 __all__ = ["INT_FORMATS", "int_ok", "int_chain", "self_check"]
 

@@ -17,7 +17,7 @@ from .errors import GputexError, OutputError
 
 if TYPE_CHECKING:
     from .device import Session
-    from .upload import Texture
+    from .texture import Texture
 
 __all__ = ["Options", "Result", "OutputNames", "Thresholds", "upload_file", "capture_file", "compare_files",
            "assemble_file",
@@ -167,6 +167,16 @@ def _all_mips(tex: "Texture", opts: Options) -> None:
         generate_mips(tex, layer=layer, **opts.mip_options)
 
 
+def drawn_levels(session: "Session", fmt, levels: int, depth: int = 1) -> bool:
+    """Whether the mip step will draw this texture's levels (it then needs ``RENDER_ATTACHMENT``:
+    the ``render_target`` argument of :func:`gputex.texture.create_texture`)."""
+    if levels <= 1 or depth > 1:
+        return False
+    from .mips import render_target
+
+    return render_target(session, fmt)
+
+
 def _upload_texfile(session: "Session", tf, opts: Options, result: Result, usage: int = 0,
                     decode_blocks: bool = True) -> "Texture":
     """Upload a texture file's levels as stored; with ``decode_blocks`` a compressed texture is
@@ -185,9 +195,11 @@ def _upload_texfile(session: "Session", tf, opts: Options, result: Result, usage
                           "a block-compressed file; upload the source image with --format and --mips); capture "
                           "decodes it and can make mips of the decoded texture")
     with _timed(result, "upload"):
-        tex = upload_texture_file(session, tf, levels=None if (tf.format.compressed or not make_mips) else want,
-                                  color_space=opts.color_space, budget=opts.budget,
-                                  usage=usage | wgpu.TextureUsage.TEXTURE_BINDING)
+        alloc = None if (tf.format.compressed or not make_mips) else want
+        tex = upload_texture_file(session, tf, levels=alloc, color_space=opts.color_space, budget=opts.budget,
+                                  usage=usage | wgpu.TextureUsage.TEXTURE_BINDING,
+                                  render_target=drawn_levels(session, tf.format, max(len(tf.levels), alloc or 0),
+                                                             tf.depth))
     if tf.format.compressed and not keep_compressed:
         from .unblock import decode_blocks as _decode_blocks
 
@@ -209,7 +221,7 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
             decode_blocks: bool = True) -> "Texture":
     import wgpu
 
-    from .upload import upload
+    from .upload import resolve_format, upload
 
     if _is_texfile(image):
         t = opts.transform
@@ -224,10 +236,13 @@ def _upload(session: "Session", image, opts: Options, result: Result, usage: int
         size = None
     levels = _mip_levels(opts, *(size or (image.width, image.height)))
     fmt, space, bc = _upload_format(opts)
+    alloc = 1 if size else levels
     with _timed(result, "upload"):
-        tex = upload(session, image, fmt, color_space=space, levels=1 if size else levels,
+        tex = upload(session, image, fmt, color_space=space, levels=alloc,
                      premultiply=opts.premultiply, flip_y=opts.flip_y, budget=opts.budget,
                      path=opts.upload_path,
+                     render_target=alloc > 1 and drawn_levels(session, resolve_format(image, fmt, session, space),
+                                                              alloc),
                      usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or size or bc else 0))
     if size:
         from .transform import resize_texture
@@ -459,7 +474,8 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
     layer/face, verified and (with ``opts.out``) written as KTX2 / DDS."""
     from .batch import Item
     from .errors import FormatError, LimitError
-    from .upload import create_texture, default_format, write_image
+    from .texture import create_texture, default_format
+    from .upload import write_image
 
     result = Result(source=paths[0] if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1})")
 
@@ -503,6 +519,8 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
             tex = create_texture(session, fmt, first.width, first.height, layers=1 if kind == "volume" else n,
                                  depth=n if kind == "volume" else 1, levels=1 if size else levels, color_space=space,
                                  source=result.source,
+                                 render_target=drawn_levels(session, fmt, 1 if size else levels,
+                                                            n if kind == "volume" else 1),
                                  usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC
                                  | wgpu.TextureUsage.TEXTURE_BINDING)
         tex.faces, tex.array = (6 if kind == "cube" else 1), (kind == "array" or (kind == "cube" and n > 6))

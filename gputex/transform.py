@@ -32,7 +32,7 @@ from .errors import DecodeError, FormatError, UsageError
 
 if TYPE_CHECKING:
     from .decode import Image
-    from .upload import Texture
+    from .texture import Texture
 
 __all__ = ["Transform", "parse_size", "check_swizzle", "target_size", "nearest_pot", "apply_swizzle",
            "resize_texture", "PackItem", "pack_item", "pack_channels"]
@@ -250,8 +250,8 @@ def resize_texture(tex: "Texture", width: int, height: int, *, levels: int = 1, 
     sake and does not apply to the resize itself."""
     import wgpu
 
-    from .mips import ALPHA_MODES, FILTERS, WRAPS, _pack_kind
-    from .upload import create_texture
+    from .mips import ALPHA_MODES, FILTERS, WRAPS, _pack_kind, render_target
+    from .texture import create_texture
 
     if filter not in FILTERS:
         raise FormatError(f"unknown filter {filter!r}; use box, kaiser or lanczos")
@@ -267,7 +267,8 @@ def resize_texture(tex: "Texture", width: int, height: int, *, levels: int = 1, 
                           "use --color-space linear or a non-sRGB format")
     out = create_texture(tex.session, tex.format, width, height, layers=tex.layers, levels=levels,
                          usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC | usage,
-                         color_space=tex.color_space, source=tex.source)
+                         color_space=tex.color_space, source=tex.source,
+                         render_target=levels > 1 and render_target(tex.session, tex.format))
     out.faces, out.array = tex.faces, tex.array
     exact = _exact_path(tex, width, height, filter, normal_map)
     try:
