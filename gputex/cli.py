@@ -176,6 +176,9 @@ PathOpt = typer.Option(UploadPath.auto, "--upload-path", metavar=_choices(Upload
                        help="How pixels reach the GPU (auto: by size).")
 MaxPixelsOpt = typer.Option(None, "--max-pixels", min=1, metavar="N",
                             help="Refuse images above N pixels (default 16384^2).")
+WorkersOpt = typer.Option(None, "--workers", min=0, metavar="N", show_default="from --jobs",
+                          help="Codec worker processes per kind (0: codecs in threads; default --jobs from 3 "
+                               "jobs and 2 inputs up).")
 RecursiveOpt = typer.Option(False, "--recursive", "-r", help="Take the images in folders (tree kept under -o).")
 JobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, metavar="N", show_default="the cores",
                        help="Decode/encode workers: threads for 1-2 jobs or one input, else N decoding and "
@@ -312,13 +315,14 @@ def _inputs(args: Optional[List[str]], recursive: bool, packs: Optional[List[str
     return items
 
 
-def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=None, gpu=None,
-               encode=None, one=None, adapter_line: bool = False, manifest=None, memory=None) -> int:
-    """Run the inputs (overlapped stages, or ``one(path)`` per input); print; return the exit code.
+def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, steps=None, one=None,
+               adapter_line: bool = False, manifest=None, memory=None, adapter: Optional[str] = None,
+               backend: Optional[str] = None, workers: Optional[int] = None, sweep=()) -> int:
+    """Run the inputs (``steps`` through :func:`gputex.run.run`, or ``one(path)`` per input on
+    ``session``); print; return the exit code.
 
-    ``session`` is a Session, or for overlapped stages a Future of one (``session_soon``): then
-    the first inputs decode while the device is made, and ``gpu`` is ``session -> gpu stage``.
-    Each input's result line (or JSON line) is printed as soon as it is done, in input order;
+    With ``steps`` and no ``session`` the run makes the device (``adapter``, ``backend``) on its
+    own thread while the first inputs decode. Each input's result line (or JSON line) is printed as soon as it is done, in input order;
     each failure is one line on stderr. On a terminal a progress bar runs and a summary line
     ends the run. Ctrl-C stops feeding new inputs; those already on the GPU are finished and
     printed, then a summary and exit 130.
@@ -328,18 +332,6 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
 
     state = {"failed": 0, "bytes": 0, "t0": time.perf_counter(), "stop": False, "header": False}
     quiet, verbose = _state.get("quiet", False), _state.get("verbose", False)
-    start = None
-    from concurrent.futures import Future
-
-    if isinstance(session, Future):
-        soon, make_gpu = session, gpu
-        session = gpu = None
-
-        def start():
-            nonlocal session
-            session = _session(None, None, soon)
-            return make_gpu(session)
-
     bar = _progress(len(items), not as_json and not quiet)
     results: list = []
 
@@ -350,7 +342,10 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
             raise KeyboardInterrupt
         state["stop"] = signum
 
-    def emit(result) -> None:
+    def emit(result, used=None) -> None:
+        nonlocal session
+        if used is not None:
+            session = used
         if state["stop"] and not result.ok:
             raise KeyboardInterrupt  # failed while stopping (its worker got the signal too): not reported
         if as_json:
@@ -388,12 +383,18 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=N
                     break
                 emit(one(item.path))
         else:
-            from .batch import run_overlapped
-
             from .caps import MemoryGate
+            from .run import run
 
-            run_overlapped(items, jobs, decode, gpu, encode, emit, start, stop=lambda: state["stop"],
-                           gate=MemoryGate(memory) if memory else None)
+            try:
+                run(items, steps, on_result=emit, jobs=jobs, session=session, adapter=adapter, backend=backend,
+                    workers=workers, stop=lambda: state["stop"], gate=MemoryGate(memory) if memory else None,
+                    sweep=sweep)
+            except (NoAdapterError, ValueError) as e:
+                if session is not None:  # not the device's: an input's error escaping is a bug
+                    raise
+                _err(str(e))
+                raise typer.Exit(EXIT_NO_GPU if isinstance(e, NoAdapterError) else EXIT_USAGE)
         if state["stop"] and len(results) < len(items):
             raise KeyboardInterrupt
     except KeyboardInterrupt:
@@ -516,6 +517,11 @@ def upload(
     cube: bool = typer.Option(False, "--cube", help="Inputs are cube faces +x -x +y -y +z -z (6 per cube)."),
     volume: bool = typer.Option(False, "--volume", help="Inputs are the depth slices of one 3D texture."),
     manifest: Optional[str] = ManifestOpt, threads: Optional[int] = ThreadsOpt, memory: Optional[int] = MemoryOpt,
+    verify: Optional[bool] = typer.Option(None, "--verify/--no-verify", show_default="on, off with -o",
+                                          help="Read the texture back and compare it with what was sent; "
+                                               "off by default when -o writes a file (the check costs a "
+                                               "read-back of level 0)."),
+    workers: Optional[int] = WorkersOpt,
     quality: str = typer.Option("normal", "--quality", metavar="fast|normal|best",
                                 help="BC encoding effort (--format bc*; or 0, 1, 2)."),
     report: bool = typer.Option(False, "--report", help="BC encoding: print the PSNR of every level against "
@@ -548,49 +554,27 @@ def upload(
     if len(kinds) > 1:
         _err("choose one of --array, --cube, --volume")
         raise typer.Exit(EXIT_USAGE)
-    single_file = out is not None and os.path.splitext(out)[1].lower() in (".ktx2", ".dds")
-    if out is not None and not single_file and os.path.splitext(out)[1].lower() in (".ktx", ".png"):
-        _err(f"{out}: gputex writes .ktx2 or .dds texture files (or give a folder)")
-        raise typer.Exit(EXIT_USAGE)
-    if zstd is not None and (out is None or (single_file and not out.lower().endswith(".ktx2"))
-                             or (not single_file and container != Container.ktx2)):
-        _err("--zstd needs KTX2 output (-o X.ktx2, or -o FOLDER with --container ktx2)")
-        raise typer.Exit(EXIT_USAGE)
-    if skip_existing and out is None:
-        _err("--skip-existing needs -o (the texture files to compare with)")
-        raise typer.Exit(EXIT_USAGE)
-    items = _inputs(images, recursive, pack)
-    if cube and len(items) % 6:
-        _err(f"--cube needs 6 images per cube (+x -x +y -y +z -z), got {len(items)}")
-        raise typer.Exit(EXIT_USAGE)
-    if single_file and not kinds and len(items) > 1:
-        _err(f"{out}: one output file for {len(items)} inputs; give -o a folder, or use --array/--cube/--volume")
-        raise typer.Exit(EXIT_USAGE)
-    if kinds and out is not None and not single_file:
-        _err(f"--{kinds[0]} makes one texture: give -o a .ktx2 or .dds file")
-        raise typer.Exit(EXIT_USAGE)
-    if out is not None:
-        folder = out if not single_file else (os.path.dirname(out) or ".")
-        try:
-            os.makedirs(folder, exist_ok=True)
-        except OSError as e:
-            _err(f"{folder}: cannot create output folder ({e.strerror or e})")
-            raise typer.Exit(EXIT_FAILED)
-        from .encode import sweep_stale
+    from .outputs import check_texture_out, newer_than_all, texture_names
 
-        sweep_stale(folder)  # temporary files of an earlier run that was killed
+    rules = dict(container=container.value, zstd=zstd, skip_existing=skip_existing)
+    _usage(lambda: check_texture_out(out, **rules))  # before the inputs are read
+    items = _inputs(images, recursive, pack)
+    _usage(lambda: check_texture_out(out, **rules, kind=kinds[0] if kinds else None, inputs=len(items)))
+    try:
+        names, _ = texture_names(out, [i.path for i in items])  # created, stale temporaries swept
+    except GputexError as e:
+        _err(str(e))
+        raise typer.Exit(EXIT_FAILED)
     opts = _options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
                     max_ratio=max_ratio, mips=mips or levels is not None, mip_levels=levels,
                     mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap),
                     out=out, container=container.value, zstd=zstd, skip_existing=skip_existing,
-                    transform=transform, quality=quality.strip().lower(), report=report)
+                    transform=transform, quality=quality.strip().lower(), report=report, verify=verify)
     from .cli_scale import manifest_for
-    from .pipeline import OutputNames, assemble_file, decode_stage, upload_gpu_stage
 
     mf = manifest_for("upload", manifest, out)  # before any work: an option it cannot key is exit 2
-    names = OutputNames(out, [i.path for i in items]) if out is not None and not single_file else None
     if kinds:
         bad = [i for i in items if i.error]
         if bad:
@@ -599,10 +583,12 @@ def upload(
         if any(getattr(i, "sources", None) for i in items):
             _err(f"--{kinds[0]} assembles image files; --pack makes one texture of its own")
             raise typer.Exit(EXIT_USAGE)
-        if skip_existing and _newer_than_all(out, [i.path for i in items]):
+        if skip_existing and newer_than_all(out, [i.path for i in items]):
             if not quiet:
                 typer.echo(f"{out}: up to date")
             raise typer.Exit(EXIT_OK)
+        from .assembly import assemble_file
+
         session = _session(adapter, backend)
         result = assemble_file(session, [i.path for i in items], kinds[0], opts)
         written = mf is None or mf([result], session, inputs=[i.path for i in items])
@@ -618,22 +604,23 @@ def upload(
 
         raise typer.Exit(EXIT_OK if result.ok and written else EXIT_USAGE if isinstance(result.exception, UsageError)
                          else EXIT_FAILED)
-    from .device import session_soon
+    from .run import stages
 
-    code = _run_batch(items, as_json, session_soon(adapter, backend), _render_upload, jobs=jobs, adapter_line=True,
-                      decode=decode_stage(opts, names),
-                      gpu=lambda session: upload_gpu_stage(session, opts, names),
+    code = _run_batch(items, as_json, None, _render_upload, jobs=jobs, adapter_line=True,
+                      steps=stages("upload", opts, names), adapter=adapter, backend=backend, workers=workers,
                       manifest=mf, memory=memory)
     raise typer.Exit(code)
 
 
-def _newer_than_all(out: str, paths: List[str]) -> bool:
-    """``out`` exists and is at least as new as every one of ``paths``."""
+def _usage(check) -> None:
+    """Run ``check()``; its :class:`~gputex.errors.UsageError` is one line and exit 2."""
+    from .errors import UsageError
+
     try:
-        since = os.path.getmtime(out)
-        return all(os.path.getmtime(p) <= since for p in paths)
-    except OSError:
-        return False
+        check()
+    except UsageError as e:
+        _err(str(e))
+        raise typer.Exit(EXIT_USAGE)
 
 
 def _render_upload(results, session) -> None:
@@ -650,7 +637,7 @@ def _render_upload(results, session) -> None:
             f"{lay['padded_bytes_per_row']} (+{lay['padding_per_row']} padding per row), staging "
             f"{lay['staging_bytes']} bytes; path {r.upload_path}; "
             + (f"resized from {r.resized_from[0]}x{r.resized_from[1]}" if r.resized_from
-               else "exact round trip" if r.verified else "MISMATCH")
+               else "exact round trip" if r.verified else "not verified" if r.verified is None else "MISMATCH")
             + (f"; {r.texture}" if r.texture and r.texture != "2d" else "")
             + (f"; {r.levels} levels" if r.levels and r.levels > 1 else "")
             + (f" -> {', '.join(r.outputs)}" if r.outputs else "")
@@ -711,6 +698,7 @@ def capture(
     max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = JobsOpt,
     skip_existing: bool = typer.Option(False, "--skip-existing",
                                        help="Skip inputs whose output exists and is newer (incremental builds)."),
+    workers: Optional[int] = WorkersOpt,
     manifest: Optional[str] = ManifestOpt, threads: Optional[int] = ThreadsOpt, memory: Optional[int] = MemoryOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
@@ -742,7 +730,7 @@ def capture(
     jobs = cap_jobs(jobs, threads)
     budget = min(budget, max(1, memory // 4)) if memory else budget
     items = _inputs(sources, recursive, pack)
-    from .pipeline import SingleOutput
+    from .outputs import SingleOutput
 
     single = os.path.splitext(out)[1].lower() in SingleOutput.SUFFIXES and not os.path.isdir(out)
     if single:
@@ -763,38 +751,24 @@ def capture(
     if not os.access(folder, os.W_OK):
         _err(f"{folder}: output folder is not writable")
         raise typer.Exit(EXIT_FAILED)
-    from .device import session_soon
-    from .encode import sweep_stale
+    from .cli_scale import manifest_for
+    from .outputs import OutputNames
+    from .run import stages
 
-    sweep_stale(folder)  # temporary files of an earlier run that was killed
-    from .trace import enabled, mark, process_start
-    from .workers import codec_workers, worker_count
-
-    if enabled():
-        mark("startup", process_start())  # interpreter, imports, argument parsing
-    with codec_workers(worker_count(jobs, len(items))):
-        # after the workers are spawned (the GIL is not fought over while the parent spawns them):
-        # the device is made on a thread of its own while they start and decode the first inputs
-        soon = session_soon(adapter, backend)
-        from .cli_scale import manifest_for
-        from .pipeline import OutputNames, capture_encode_stage, capture_gpu_stage, decode_stage
-
-        want_mips = mips or levels is not None
-        opts = _options(format=format, color_space=color_space.value if color_space else None,
-                        flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
-                        budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
-                        max_ratio=max_ratio, mips=want_mips, mip_levels=levels, level=level, float_as=float_as.value,
-                        png_level=None if png_compression == "fast" else int(png_compression), sheet=sheet,
-                        skip_existing=skip_existing, bc_decode=bc_decode.value, transform=transform,
-                        mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
-        inputs = [p for i in items for p in (getattr(i, "sources", None) or [i.path])]
-        names = SingleOutput(out, inputs) if single else OutputNames(out, inputs)
-        code = _run_batch(items, as_json, soon, _render_capture, jobs=jobs,
-                          decode=decode_stage(opts, names),
-                          gpu=lambda session: capture_gpu_stage(session, names, opts),
-                          encode=capture_encode_stage(opts), manifest=manifest_for("capture", manifest, None),
-                          memory=memory)
-        raise typer.Exit(code)
+    opts = _options(format=format, color_space=color_space.value if color_space else None,
+                    flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
+                    budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
+                    max_ratio=max_ratio, mips=mips or levels is not None, mip_levels=levels, level=level,
+                    float_as=float_as.value, png_level=None if png_compression == "fast" else int(png_compression),
+                    sheet=sheet, skip_existing=skip_existing, bc_decode=bc_decode.value, transform=transform,
+                    mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
+    inputs = [p for i in items for p in (getattr(i, "sources", None) or [i.path])]
+    names = SingleOutput(out, inputs) if single else OutputNames(out, inputs)
+    # the run sweeps the folder, starts the codec workers, then makes the device on its own thread
+    code = _run_batch(items, as_json, None, _render_capture, jobs=jobs, steps=stages("capture", opts, names),
+                      adapter=adapter, backend=backend, workers=workers, sweep=[folder],
+                      manifest=manifest_for("capture", manifest, None), memory=memory)
+    raise typer.Exit(code)
 
 
 def _render_capture(results, session) -> None:
@@ -849,7 +823,7 @@ def compare(
         _err(f"--level must be a number or 'all', got {level!r}")
         raise typer.Exit(EXIT_USAGE)
     session = _session(adapter, backend)
-    from .pipeline import Thresholds, compare_files
+    from .report import Thresholds, compare_files
 
     opts = _options(format=format, color_space=color_space.value if color_space else None, mips=mips,
                     level=level, mip_options=_mip_kwargs(filter, alpha, None, False, Wrap.clamp))
@@ -916,7 +890,7 @@ def stats(
         _err(f"--level must be a number or 'all', got {level!r}")
         raise typer.Exit(EXIT_USAGE)
     session = _session(adapter, backend)
-    from .pipeline import stats_file
+    from .report import stats_file
 
     opts = _options(format=format, color_space=color_space.value if color_space else None, mips=mips, level=level)
     code = _run_batch(_inputs(images, False), as_json, session, _render_stats,

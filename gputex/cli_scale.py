@@ -18,7 +18,7 @@ __all__ = ["register", "cli_settings", "Manifest"]
 
 #: CLI parameters that are not settings of a conversion (inputs, output, how the run goes).
 _NOT_SETTINGS = {"sources", "images", "out", "jobs", "as_json", "adapter", "backend", "debug", "manifest",
-                 "threads", "memory", "quiet", "verbose", "version",
+                 "threads", "memory", "quiet", "verbose", "version", "workers",
                  "levels_alias",  # --levels, the old name of --mip-count: folded into "levels" below
                  "pack"}  # --pack makes inputs, not a setting: a key or manifest refuses it (below)
 

@@ -130,12 +130,13 @@ SPEC: dict[str, dict[str, tuple]] = {
                 "bc_decode": (_choice("spec", "sampler"), "spec"), "skip_existing": (_bool, False)},
     "upload": {**_COMMON, "container": (_choice("ktx2", "dds"), "ktx2"), "zstd": (_int(1, 22), None),
                "array": (_bool, False), "cube": (_bool, False), "volume": (_bool, False),
-               "skip_existing": (_bool, False), "quality": (_quality, "normal"), "report": (_bool, False)},
+               "skip_existing": (_bool, False), "quality": (_quality, "normal"), "report": (_bool, False),
+               "verify": (_bool, None)},
 }
 #: Settings of a whole run (a server, a Converter, a cluster), not of one request.
 RUN_KEYS = ("jobs", "threads", "memory", "adapter", "backend")
 #: Output-neutral settings, left out of :func:`normalised` (see the module docstring).
-_NEUTRAL = {"budget", "upload_path", "max_pixels", "max_ratio", "recursive", "skip_existing", "report"}
+_NEUTRAL = {"budget", "upload_path", "max_pixels", "max_ratio", "recursive", "skip_existing", "report", "verify"}
 
 
 def checked(command: str, settings: dict[str, Any]) -> dict[str, Any]:
@@ -186,7 +187,7 @@ def make_options(command: str, settings: dict[str, Any], out: str | None = None)
                   bc_decode=s["bc_decode"])
     else:
         kw.update(out=out, container=s["container"], zstd=s["zstd"], skip_existing=s["skip_existing"],
-                  quality=s["quality"], report=s["report"])
+                  quality=s["quality"], report=s["report"], verify=s["verify"])
     return Options(**kw)
 
 

@@ -42,13 +42,17 @@ _PREFIX = ".gputex-"
 WORKER_NICE = 10
 
 
-def worker_count(jobs: int, inputs: int) -> int:
+def worker_count(jobs: int, inputs: int, workers: int | None = None) -> int:
     """Worker processes for a batch of ``inputs`` with ``--jobs`` (0: codecs run in threads):
-    ``jobs`` from 3 jobs and 2 inputs up, at most one per input; ``GPUTEX_WORKERS`` overrides
-    (0 turns them off)."""
-    env = os.environ.get("GPUTEX_WORKERS", "").strip()
-    if env.isdigit():
-        return min(int(env), inputs) if inputs > 1 else 0
+    ``jobs`` from 3 jobs and 2 inputs up, at most one per input. ``workers`` (``--workers``)
+    chooses the number (0 turns them off); without it the developer override
+    ``GPUTEX_WORKERS`` (:mod:`gputex.devflags`) does."""
+    if workers is None:
+        from .devflags import int_flag
+
+        workers = int_flag("GPUTEX_WORKERS")
+    if workers is not None:
+        return min(int(workers), inputs) if inputs > 1 else 0
     return min(jobs, inputs) if jobs >= 3 and inputs > 1 else 0  # never more workers than inputs
 
 
@@ -138,10 +142,12 @@ def _init() -> None:
 
 def _shm_folder() -> str:
     """Where pixels travel between processes: ``/dev/shm`` (memory), else the temp folder.
-    ``GPUTEX_SHM_DIR`` (developer override, read here only) names another folder."""
+    ``GPUTEX_SHM_DIR`` (developer override, :mod:`gputex.devflags`) names another folder."""
     from .portable import disabled
 
-    folder = os.environ.get("GPUTEX_SHM_DIR") or "/dev/shm"
+    from .devflags import flag
+
+    folder = flag("GPUTEX_SHM_DIR") or "/dev/shm"
     usable = not disabled("shm") and os.path.isdir(folder) and os.access(folder, os.W_OK)
     return folder if usable else tempfile.gettempdir()
 
