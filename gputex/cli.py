@@ -439,9 +439,11 @@ def _options(**kw):
     return Options(**kw)
 
 
-def _mip_kwargs(filter: Filter, alpha: Alpha, alpha_coverage, normal_map: bool, wrap: Wrap) -> dict:
-    return {"filter": filter.value, "alpha": alpha.value, "alpha_coverage": alpha_coverage,
-            "normal_map": normal_map, "wrap": wrap.value}
+def _mip_kwargs(filter: Filter, alpha: Alpha, alpha_coverage, normal_map: bool, wrap: Wrap):
+    from .pipeline import MipOptions
+
+    return MipOptions(filter=filter.value, alpha=alpha.value, alpha_coverage=alpha_coverage, normal_map=normal_map,
+                      wrap=wrap.value)
 
 
 def _transform(resize: Optional[str], max_size: Optional[int], pot: bool, swizzle: Optional[str]):

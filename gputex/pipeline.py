@@ -20,11 +20,52 @@ if TYPE_CHECKING:
     from .device import Session
     from .texture import Texture
 
-__all__ = ["Options", "Result", "decode_stage", "capture_gpu_stage", "capture_encode_stage", "upload_gpu_stage",
+__all__ = ["Options", "MipOptions", "Decoded", "Captured", "Result", "decode_stage", "capture_gpu_stage", "capture_encode_stage", "upload_gpu_stage",
            "upload_image", "decode_input", "is_texfile", "mip_levels", "all_mips",
            "note_texture", "upload_format", "color_space_of", "verify_and_write", "drawn_levels", "levels_wanted", "stored_channels", "run_one", "timed",
            # where they live now (gputex.outputs), for importers of the old names
            "OutputNames", "SingleOutput", "output_name", "refuse_overwriting_inputs"]
+
+
+@dataclass
+class MipOptions:
+    """How the mip chain (and a resize) filters: the keyword arguments of
+    :func:`gputex.generate_mips` that the CLI's ``--filter``/``--alpha``/``--alpha-coverage``/
+    ``--normal-map``/``--wrap`` set."""
+
+    filter: str = "box"
+    alpha: str = "weighted"
+    alpha_coverage: float | None = None
+    normal_map: bool = False
+    wrap: str = "clamp"
+
+    def kwargs(self) -> dict[str, Any]:
+        """As keyword arguments of :func:`gputex.generate_mips` / :func:`gputex.resize_texture`."""
+        return {"filter": self.filter, "alpha": self.alpha, "alpha_coverage": self.alpha_coverage,
+                "normal_map": self.normal_map, "wrap": self.wrap}
+
+
+@dataclass
+class Decoded:
+    """A decoded input on its way to the GPU step, which takes it (:meth:`take`) so the pixels
+    are freed right after the upload."""
+
+    image: Any  # a gputex.decode.Image or a gputex.texfile.TextureFile
+
+    def take(self) -> Any:
+        image, self.image = self.image, None
+        return image
+
+
+@dataclass
+class Captured:
+    """What the capture GPU step hands the encode pool: ``(path, pixels)`` pairs in order, how
+    to write them, and the shared-memory block the pixels live in (closed by the encode)."""
+
+    outputs: list
+    color_space: str
+    packed: bool
+    block: Any = None  # a gputex.workers.SharedBlock, or None
 
 
 @dataclass
@@ -43,7 +84,7 @@ class Options:
     # mips
     mips: bool = False
     mip_levels: int | None = None
-    mip_options: dict[str, Any] = field(default_factory=dict)
+    mip_options: MipOptions = field(default_factory=MipOptions)
     # capture
     level: str = "0"  # "N" or "all"
     float_as: str = "tiff"
@@ -63,6 +104,10 @@ class Options:
     # upload: read level 0 (texture files: every level) back and compare with what was sent.
     # None: verify unless the texture is written to a file (-o), where the check is extra work
     verify: bool | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.mip_options, dict):  # the old form: generate_mips' keyword arguments
+            self.mip_options = MipOptions(**self.mip_options)
 
     def verifies(self) -> bool:
         """Whether ``upload`` compares what the GPU holds with what was sent."""
@@ -173,7 +218,7 @@ def all_mips(tex: "Texture", opts: Options) -> None:
     from .mips import generate_mips
 
     for layer in range(tex.layers):  # a 3D texture is one "layer": its chain is 3D
-        generate_mips(tex, layer=layer, **opts.mip_options)
+        generate_mips(tex, layer=layer, **opts.mip_options.kwargs())
 
 
 def drawn_levels(session: "Session", fmt, levels: int, depth: int = 1) -> bool:
@@ -259,7 +304,7 @@ def upload_image(session: "Session", image, opts: Options, result: Result, usage
         with timed(result, "resize"):
             try:
                 resized = resize_texture(tex, *size, levels=levels, usage=usage | (
-                    wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or bc else 0), **opts.mip_options)
+                    wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or bc else 0), **opts.mip_options.kwargs())
             finally:
                 tex.destroy()
         result.resized_from = [image.width, image.height]
@@ -269,14 +314,14 @@ def upload_image(session: "Session", image, opts: Options, result: Result, usage
         from .mips import generate_mips
 
         with timed(result, "mips"):
-            generate_mips(tex, **opts.mip_options)
+            generate_mips(tex, **opts.mip_options.kwargs())
     return tex
 
 
 def color_space_of(opts: Options) -> str | None:
     """``--color-space``, else linear for ``--normal-map`` (normals are data, never sRGB), else
     None (the file decides)."""
-    if opts.color_space is None and opts.mip_options.get("normal_map"):
+    if opts.color_space is None and opts.mip_options.normal_map:
         return "linear"
     return opts.color_space
 
@@ -370,8 +415,8 @@ def upload_gpu_stage(session: "Session", opts: Options, names: "OutputNames | No
     ``<stem>.<opts.container>``, names never colliding).
     """
 
-    def run(item, holder, result: Result):
-        image = holder.pop()
+    def run(item, decoded: Decoded, result: Result):
+        image = decoded.take()
 
         def work() -> None:
             tex = upload_image(session, image, opts, result, decode_blocks=False)
@@ -487,13 +532,13 @@ def decode_stage(opts: Options, names: "OutputNames | None" = None):
         if opts.skip_existing and up_to_date(item, names, opts.out, opts.container):
             result.skipped = True
             return result, None
-        holder: list = []  # the GPU stage pops the image, so it is freed right after upload
+        holder: list = []
         run_one(result, lambda: holder.append(decode_input(item.path, opts, result, item)))
         if holder:
             got = holder[0]
             result.warnings.extend(w for w in getattr(got, "warnings", ()) if w not in result.warnings)
             result.bytes = sum(len(lv) for lv in got.levels) if is_texfile(got) else int(got.pixels.nbytes)
-        return result, (holder if holder else None)
+        return result, (Decoded(holder.pop()) if holder else None)
 
     return run
 
@@ -506,11 +551,11 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
     from .capture import capture_levels
     from .encode import output_suffix
 
-    def run(item, holder, result: Result):
+    def run(item, decoded: Decoded, result: Result) -> Captured | None:
         outputs: list = []  # (path, pixels) in order
         shown: list = []  # every captured image, for --sheet
-        meta: list = []  # colour space, packed 10-bit
-        image = holder.pop()
+        meta: list = []  # colour space, packed 10-bit, block: a Captured's
+        image = decoded.take()
 
         def work() -> None:
             nonlocal image, block
@@ -569,7 +614,7 @@ def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
         block = None
         run_one(result, work, session)
         if result.ok and outputs:
-            return (outputs, *meta)
+            return Captured(outputs, *meta)
         if block is not None:
             block.close()
         return None
@@ -679,9 +724,9 @@ def stored_channels(result: Result) -> int:
 
 def capture_encode_stage(opts: Options):
     """Encode each captured level to its reserved path (runs in the encode pool)."""
-    def run(item, payload, result: Result) -> None:
-        outputs, space, packed, block = payload
-        run_one(result, lambda: _encode_into(result, outputs, space, packed, opts, block))
+    def run(item, captured: Captured, result: Result) -> None:
+        run_one(result, lambda: _encode_into(result, captured.outputs, captured.color_space, captured.packed, opts,
+                                             captured.block))
 
     return run
 

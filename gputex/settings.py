@@ -174,8 +174,10 @@ def make_options(command: str, settings: dict[str, Any], out: str | None = None)
     s = checked(command, settings)
     if command == "upload" and s["zstd"] is not None and not _ktx2_out(out, s["container"]):
         raise SettingsError("zstd: needs KTX2 output (out X.ktx2, or a folder with container ktx2)")
-    mip = {"filter": s["filter"], "alpha": s["alpha"], "alpha_coverage": s["alpha_coverage"],
-           "normal_map": s["normal_map"], "wrap": s["wrap"]}
+    from .pipeline import MipOptions
+
+    mip = MipOptions(filter=s["filter"], alpha=s["alpha"], alpha_coverage=s["alpha_coverage"],
+                     normal_map=s["normal_map"], wrap=s["wrap"])
     kw: dict[str, Any] = dict(
         format=s["format"], color_space=s["color_space"], flip_y=s["flip_y"], premultiply=s["premultiply"],
         exif_rotate=not s["no_exif_rotate"], budget=s["budget"] << 20, upload_path=s["upload_path"],
