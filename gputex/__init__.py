@@ -149,7 +149,6 @@ def upload(session: "Session", image: "Image | TextureFile", format: str | None 
     import wgpu
 
     from .upload import upload as _upload
-    from .layout import mip_count
 
     if isinstance(image, TextureFile):
         from .upload import upload_texture_file
@@ -163,36 +162,24 @@ def upload(session: "Session", image: "Image | TextureFile", format: str | None 
         kwargs["usage"] = kwargs.get("usage", 0) | wgpu.TextureUsage.TEXTURE_BINDING
         return upload_texture_file(session, image, **kwargs)
 
+    from .formats import get_format
+
+    if format is not None and not isinstance(format, str) or (format and get_format(format).compressed):
+        return _upload(session, image, format, **kwargs)  # its own error for a compressed format
+    from .pipeline import MipOptions, Options, Result, upload_image
+    from .transform import Transform
+
     mip_keys = {"filter", "alpha", "alpha_coverage", "normal_map", "wrap", "precision"}
-    mip_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in mip_keys}
-    if mip_kw.get("normal_map") and kwargs.get("color_space") is None:
-        kwargs["color_space"] = "linear"  # normals are data: never sRGB
-    levels = 1
-    width, height = size or (image.width, image.height)
-    if mips:
-        full = mip_count(width, height)
-        levels = full if mips is True else min(int(mips), full)
-    if levels > 1:
-        kwargs["usage"] = kwargs.get("usage", 0) | wgpu.TextureUsage.TEXTURE_BINDING
-    if size is not None and tuple(size) != (image.width, image.height):
-        usage = kwargs.pop("usage", 0)
-        src = _upload(session, image, format, levels=1, usage=usage | wgpu.TextureUsage.TEXTURE_BINDING, **kwargs)
-        from .transform import resize_texture
-
-        try:
-            tex = resize_texture(src, width, height, levels=levels, usage=usage,
-                                 **{k: v for k, v in mip_kw.items() if k != "alpha_coverage"})
-        finally:
-            src.destroy()
-    else:
-        from .pipeline import drawn_levels
-        from .upload import resolve_format
-
-        fmt = resolve_format(image, format, session, kwargs.get("color_space"))
-        tex = _upload(session, image, fmt, levels=levels, render_target=drawn_levels(session, fmt, levels), **kwargs)
-    if levels > 1:
-        from .mips import generate_mips
-
-        generate_mips(tex, **mip_kw)
-    return tex
-
+    mip = MipOptions(**{k: kwargs.pop(k) for k in list(kwargs) if k in mip_keys})
+    upload_kw = {"color_space", "premultiply", "flip_y", "budget", "path", "usage", "progress"}
+    unknown = sorted(set(kwargs) - upload_kw)
+    if unknown:
+        raise TypeError(f"upload() got an unexpected keyword argument {unknown[0]!r}")
+    levels = None if mips is True or not mips else int(mips)
+    opts = Options(format=format, color_space=kwargs.get("color_space"), premultiply=kwargs.get("premultiply", False),
+                   flip_y=kwargs.get("flip_y", False), budget=kwargs.get("budget", 64 << 20),
+                   upload_path=kwargs.get("path", "auto"), mips=bool(mips), mip_levels=levels, mip_options=mip,
+                   transform=Transform(resize=tuple(size)) if size is not None else None)
+    # the CLI's own step (gputex.pipeline): the same format, levels, resize and mips
+    return upload_image(session, image, opts, Result(source=image.source), usage=kwargs.get("usage", 0),
+                        progress=kwargs.get("progress"))

@@ -88,7 +88,7 @@ def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options
 
                 with timed(result, "resize"):
                     resized = resize_texture(tex, *size, levels=levels, usage=wgpu.TextureUsage.TEXTURE_BINDING,
-                                             **opts.mip_options.kwargs())
+                                             **opts.mip_options.resize_kwargs())
                 resized.upload_path = tex.upload_path
                 tex.destroy()
                 tex = resized

@@ -376,7 +376,7 @@ def stats(
     raise typer.Exit(code)
 
 
-from .cli_files import register as _register_files  # noqa: E402  (layout, info, validate)
+from .cli_files import info, layout, register as _register_files, validate  # noqa: E402,F401  (gputex.cli.<command>)
 from .cli_scale import register as _register_scale  # noqa: E402  (serve, key)
 
 _register_files(app)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .device import Session
     from .texture import Texture
 
-__all__ = ["Options", "MipOptions", "Decoded", "Captured", "Result", "decode_stage", "capture_gpu_stage", "capture_encode_stage", "upload_gpu_stage",
+__all__ = ["Options", "InputOptions", "ChainOptions", "CaptureOptions", "ContainerOptions", "MipOptions", "Decoded", "Captured", "Result", "decode_stage", "capture_gpu_stage", "capture_encode_stage", "upload_gpu_stage",
            "upload_image", "decode_input", "is_texfile", "mip_levels", "all_mips",
            "note_texture", "upload_format", "color_space_of", "verify_and_write", "drawn_levels", "levels_wanted", "stored_channels", "run_one", "timed",
            # where they live now (gputex.outputs), for importers of the old names
@@ -38,9 +38,14 @@ class MipOptions:
     alpha_coverage: float | None = None
     normal_map: bool = False
     wrap: str = "clamp"
+    precision: str = "exact"  # generate_mips only: "exact" or "fast"
 
     def kwargs(self) -> dict[str, Any]:
-        """As keyword arguments of :func:`gputex.generate_mips` / :func:`gputex.resize_texture`."""
+        """As keyword arguments of :func:`gputex.generate_mips`."""
+        return {**self.resize_kwargs(), "precision": self.precision}
+
+    def resize_kwargs(self) -> dict[str, Any]:
+        """As keyword arguments of :func:`gputex.resize_texture`."""
         return {"filter": self.filter, "alpha": self.alpha, "alpha_coverage": self.alpha_coverage,
                 "normal_map": self.normal_map, "wrap": self.wrap}
 
@@ -69,8 +74,8 @@ class Captured:
 
 
 @dataclass
-class Options:
-    """Everything the steps need to know; the CLI fills it from flags."""
+class InputOptions:
+    """How an input is read and put on the GPU (decode limits, format, upload path, transforms)."""
 
     format: str | None = None
     color_space: str | None = None
@@ -81,37 +86,59 @@ class Options:
     max_ratio: float | None = None
     budget: int = 64 << 20
     upload_path: str = "auto"
-    # mips
+    # transforms (resize on the GPU before mips; swizzle on the decoded image): gputex.transform
+    transform: Any = None  # a gputex.transform.Transform, or None
+    skip_existing: bool = False  # an input whose output is newer is skipped
+
+
+@dataclass
+class ChainOptions:
+    """Whether and how the mip chain is made (the filter settings are a :class:`MipOptions`)."""
+
     mips: bool = False
     mip_levels: int | None = None
     mip_options: MipOptions = field(default_factory=MipOptions)
-    # capture
-    level: str = "0"  # "N" or "all"
-    float_as: str = "tiff"
-    png_level: int | None = None  # None: fast (fpng for 8-bit RGB/RGBA, zlib level 1 otherwise)
-    sheet: bool = False
-    skip_existing: bool = False
-    # texture files (upload -o)
-    out: str | None = None  # a .ktx2 / .dds path, or a folder
-    container: str = "ktx2"
-    zstd: int | None = None
-    bc_decode: str = "spec"  # BC1-BC5 capture: "spec" (compute decoder) or "sampler" (texture units)
-    # transforms (resize on the GPU before mips; swizzle on the decoded image): gputex.transform
-    transform: Any = None  # a gputex.transform.Transform, or None
-    # block compression (upload --format bc*: gputex.bcenc)
-    quality: str = "normal"
-    report: bool = False  # PSNR of every encoded level against its source
-    # upload: read level 0 (texture files: every level) back and compare with what was sent.
-    # None: verify unless the texture is written to a file (-o), where the check is extra work
-    verify: bool | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.mip_options, dict):  # the old form: generate_mips' keyword arguments
             self.mip_options = MipOptions(**self.mip_options)
 
+
+@dataclass
+class CaptureOptions:
+    """``capture``: which levels, and how they are written."""
+
+    level: str = "0"  # "N" or "all" (the CLI checks it once, while parsing)
+    float_as: str = "tiff"
+    png_level: int | None = None  # None: fast (fpng for 8-bit RGB/RGBA, zlib level 1 otherwise)
+    sheet: bool = False
+    bc_decode: str = "spec"  # BC1-BC5 capture: "spec" (compute decoder) or "sampler" (texture units)
+
+
+@dataclass
+class ContainerOptions:
+    """``upload``: the texture file written with ``-o``, block compression, and the check."""
+
+    out: str | None = None  # a .ktx2 / .dds path, or a folder
+    container: str = "ktx2"
+    zstd: int | None = None
+    quality: str = "normal"  # block compression (upload --format bc*: gputex.bcenc)
+    report: bool = False  # PSNR of every encoded level against its source
+    # read level 0 (texture files: every level) back and compare with what was sent.
+    # None: verify unless the texture is written to a file (-o), where the check is extra work
+    verify: bool | None = None
+
     def verifies(self) -> bool:
         """Whether ``upload`` compares what the GPU holds with what was sent."""
         return self.verify if self.verify is not None else not self.out
+
+
+@dataclass
+class Options(ContainerOptions, CaptureOptions, ChainOptions, InputOptions):
+    """Everything the steps need to know, by group (each group is a dataclass of its own: the
+    fields are those of :class:`InputOptions`, :class:`ChainOptions` (mips, with a
+    :class:`MipOptions`), :class:`CaptureOptions` and :class:`ContainerOptions`); the CLI fills
+    it from flags, :mod:`gputex.settings` from request settings."""
 
 
 @dataclass
@@ -272,7 +299,9 @@ def _upload_texfile(session: "Session", tf, opts: Options, result: Result, usage
 
 
 def upload_image(session: "Session", image, opts: Options, result: Result, usage: int = 0,
-            decode_blocks: bool = True) -> "Texture":
+                 decode_blocks: bool = True, progress=None) -> "Texture":
+    """Upload one decoded image (or texture file) as ``opts`` say: format, resize, mip levels
+    allocated and made. The CLI's stages and :func:`gputex.upload` both come here."""
     import wgpu
 
     from .upload import resolve_format, upload
@@ -294,7 +323,7 @@ def upload_image(session: "Session", image, opts: Options, result: Result, usage
     with timed(result, "upload"):
         tex = upload(session, image, fmt, color_space=space, levels=alloc,
                      premultiply=opts.premultiply, flip_y=opts.flip_y, budget=opts.budget,
-                     path=opts.upload_path,
+                     path=opts.upload_path, progress=progress,
                      render_target=alloc > 1 and drawn_levels(session, resolve_format(image, fmt, session, space),
                                                               alloc),
                      usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or size or bc else 0))
@@ -304,7 +333,7 @@ def upload_image(session: "Session", image, opts: Options, result: Result, usage
         with timed(result, "resize"):
             try:
                 resized = resize_texture(tex, *size, levels=levels, usage=usage | (
-                    wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or bc else 0), **opts.mip_options.kwargs())
+                    wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or bc else 0), **opts.mip_options.resize_kwargs())
             finally:
                 tex.destroy()
         result.resized_from = [image.width, image.height]
