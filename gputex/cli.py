@@ -27,6 +27,7 @@ from .cli_render import (_fmt_db, _render_bc_report, _render_capture, _render_co
 from .cli_run import (_inputs, _mip_kwargs, _options, _run_batch, _session, _transform, _usage,  # noqa: F401
                       _validate_encoding, _validate_format)
 from .errors import GputexError
+from .settings import default
 
 app = typer.Typer(
     help="Move images into GPU textures and back, exactly. " + EXIT_CODES,
@@ -74,7 +75,7 @@ def upload(
     max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = UploadJobsOpt,
     out: Optional[str] = typer.Option(None, "--out", "-o", metavar="PATH",
                                       help="Write the texture (mips included): X.ktx2 / X.dds, or a folder."),
-    container: Container = typer.Option(Container.ktx2, "--container", metavar=_choices(Container),
+    container: Container = typer.Option(Container(default("upload", "container")), "--container", metavar=_choices(Container),
                                         help="The file type with -o FOLDER."),
     zstd: Optional[int] = typer.Option(None, "--zstd", min=1, max=22, metavar="LEVEL",
                                        help="KTX2: Zstandard-supercompress each level (1-22)."),
@@ -89,7 +90,7 @@ def upload(
                                                "off by default when -o writes a file (the check costs a "
                                                "read-back of level 0)."),
     workers: Optional[int] = WorkersOpt,
-    quality: str = typer.Option("normal", "--quality", metavar="fast|normal|best",
+    quality: str = typer.Option(default("upload", "quality"), "--quality", metavar="fast|normal|best",
                                 help="BC encoding effort (--format bc*; or 0, 1, 2)."),
     report: bool = typer.Option(False, "--report", help="BC encoding: print the PSNR of every level against "
                                 "its source."),
@@ -192,7 +193,7 @@ def capture(
                                  "capture with exactly one output."),
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
-    level: str = typer.Option("0", "--level", metavar="N|all", help="Mip level to write, or all of them.",
+    level: str = typer.Option(default("capture", "level"), "--level", metavar="N|all", help="Mip level to write, or all of them.",
                               callback=_check_level),
     mips: bool = MipsOpt, levels: Optional[int] = LevelsOpt, filter: Filter = FilterOpt,
     alpha: Alpha = AlphaOpt, alpha_coverage: Optional[float] = CoverageOpt,
@@ -204,12 +205,12 @@ def capture(
     premultiply: bool = typer.Option(False, "--premultiply",
                                      help="Multiply colour by alpha before upload (in linear light for sRGB content)."),
     no_exif_rotate: bool = typer.Option(False, "--no-exif-rotate", help="Keep the stored orientation."),
-    float_as: FloatAs = typer.Option(FloatAs.tiff, "--float-as", metavar=_choices(FloatAs),
+    float_as: FloatAs = typer.Option(FloatAs(default("capture", "float_as")), "--float-as", metavar=_choices(FloatAs),
                                      help="Float textures as tiff (exact), npy (exact), exr (exact), "
                                           "hdr (RGBE) or png (16-bit, clamped)."),
-    png_compression: str = typer.Option("fast", "--png-compression", metavar="fast|0-9",
+    png_compression: str = typer.Option(default("capture", "png_compression"), "--png-compression", metavar="fast|0-9",
                                         help="fast (fpng for 8-bit RGB/RGBA, else zlib 1) or a zlib level."),
-    bc_decode: BCDecode = typer.Option(BCDecode.spec, "--bc-decode", metavar=_choices(BCDecode),
+    bc_decode: BCDecode = typer.Option(BCDecode(default("capture", "bc_decode")), "--bc-decode", metavar=_choices(BCDecode),
                                        help="BC1-BC5 files: spec (the specification's arithmetic, the same on "
                                             "every GPU) or sampler (this GPU's texture units)."),
     budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,

@@ -14,6 +14,8 @@ from typing import Optional
 
 import typer
 
+from .settings import CHOICES, default
+
 __all__ = ['version_line', 'EXIT_OK', 'EXIT_FAILED', 'EXIT_USAGE', 'EXIT_NO_GPU', 'EXIT_INTERRUPTED', 'EXIT_CODES', '_Command', 'ColorSpace', 'UploadPath', 'FloatAs', 'Filter', 'Alpha', 'BCDecode', 'Container', 'Wrap', 'Backend', '_state', '_choices', '_check_backend', 'AdapterOpt', 'BackendOpt', 'JsonOpt', 'DebugOpt', 'QuietOpt', 'VerboseOpt', 'FormatOpt', 'SpaceOpt', 'BudgetOpt', 'PathOpt', 'MaxPixelsOpt', 'WorkersOpt', 'RecursiveOpt', 'JobsOpt', 'UploadJobsOpt', 'ThreadsOpt', 'MemoryOpt', 'ManifestOpt', 'MaxRatioOpt', '_check_level', '_err', '_printable', 'MipsOpt', 'LevelsOpt', 'LevelsAliasOpt', 'FilterOpt', 'AlphaOpt', 'CoverageOpt', 'NormalOpt', 'WrapOpt', 'ResizeOpt', 'MaxSizeOpt', 'PotOpt', 'SwizzleOpt', 'PackOpt']
 
 
@@ -68,51 +70,20 @@ class _Command(typer.core.TyperCommand):
                     formatter.write_dl(rows)
 
 
-class ColorSpace(str, Enum):
-    srgb = "srgb"
-    linear = "linear"
+def _enum(name: str, setting: str) -> type:
+    """A choice option's Enum, its members the setting's values (:data:`gputex.settings.CHOICES`)."""
+    return Enum(name, [(v, v) for v in CHOICES[setting]], type=str)  # type: ignore[return-value]
 
 
-class UploadPath(str, Enum):
-    auto = "auto"
-    write_texture = "write_texture"
-    staging = "staging"
-
-
-class FloatAs(str, Enum):
-    tiff = "tiff"
-    npy = "npy"
-    png = "png"
-    exr = "exr"
-    hdr = "hdr"
-
-
-class Filter(str, Enum):
-    box = "box"
-    kaiser = "kaiser"
-    lanczos = "lanczos"
-
-
-class Alpha(str, Enum):
-    weighted = "weighted"
-    straight = "straight"
-    premultiplied = "premultiplied"
-
-
-class BCDecode(str, Enum):
-    spec = "spec"
-    sampler = "sampler"
-
-
-class Container(str, Enum):
-    ktx2 = "ktx2"
-    dds = "dds"
-
-
-class Wrap(str, Enum):
-    clamp = "clamp"
-    repeat = "repeat"
-    mirror = "mirror"
+# the choices of each option come from gputex.settings (the request form of the same options)
+ColorSpace = _enum("ColorSpace", "color_space")
+UploadPath = _enum("UploadPath", "upload_path")
+FloatAs = _enum("FloatAs", "float_as")
+Filter = _enum("Filter", "filter")
+Alpha = _enum("Alpha", "alpha")
+BCDecode = _enum("BCDecode", "bc_decode")
+Container = _enum("Container", "container")
+Wrap = _enum("Wrap", "wrap")
 
 
 _state = {"debug": False}
@@ -147,8 +118,8 @@ FormatOpt = typer.Option(None, "--format", "-f", metavar="FORMAT",
                          help="Texture format, e.g. rgba16float (default: chosen from the image).")
 SpaceOpt = typer.Option(None, "--color-space", metavar=_choices(ColorSpace),
                         help="How the data is meant (default: from the file).")
-BudgetOpt = typer.Option(64, "--budget", min=1, metavar="MIB", help="Host staging memory per transfer, MiB.")
-PathOpt = typer.Option(UploadPath.auto, "--upload-path", metavar=_choices(UploadPath),
+BudgetOpt = typer.Option(default("upload", "budget"), "--budget", min=1, metavar="MIB", help="Host staging memory per transfer, MiB.")
+PathOpt = typer.Option(UploadPath(default("upload", "upload_path")), "--upload-path", metavar=_choices(UploadPath),
                        help="How pixels reach the GPU (auto: by size).")
 MaxPixelsOpt = typer.Option(None, "--max-pixels", min=1, metavar="N",
                             help="Refuse images above N pixels (default 16384^2).")
@@ -203,15 +174,15 @@ MipsOpt = typer.Option(False, "--mips", help="Generate the mip chain on the GPU.
 LevelsOpt = typer.Option(None, "--mip-count", min=1, metavar="N",
                          help="Make N mip levels (implies --mips; default: the full chain).")
 LevelsAliasOpt = typer.Option(None, "--levels", min=1, hidden=True)  # the old name of --mip-count
-FilterOpt = typer.Option(Filter.box, "--filter", metavar=_choices(Filter),
+FilterOpt = typer.Option(Filter(default("capture", "filter")), "--filter", metavar=_choices(Filter),
                          help="Mip filter: box (exact area average) or a radius-3 kernel.")
-AlphaOpt = typer.Option(Alpha.weighted, "--alpha", metavar=_choices(Alpha),
+AlphaOpt = typer.Option(Alpha(default("capture", "alpha")), "--alpha", metavar=_choices(Alpha),
                         help="How mips treat alpha: weighted averages colour by alpha.")
 CoverageOpt = typer.Option(None, "--alpha-coverage", min=0.0, max=1.0, metavar="CUTOFF",
                            help="Keep the fraction of texels with alpha >= CUTOFF that level 0 has.")
 NormalOpt = typer.Option(False, "--normal-map",
                          help="Data is a normal map: linear (as --color-space linear); renormalize each level.")
-WrapOpt = typer.Option(Wrap.clamp, "--wrap", metavar=_choices(Wrap),
+WrapOpt = typer.Option(Wrap(default("capture", "wrap")), "--wrap", metavar=_choices(Wrap),
                        help="Edge handling for kernels wider than the footprint.")
 ResizeOpt = typer.Option(None, "--resize", metavar="WxH",
                          help="Resize level 0 to W x H on the GPU with --filter (a 0 side keeps the "

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
     from .decode import Image
 
+from .caps import worker_count  # noqa: E402,F401  (lives with the other resource caps)
+
 __all__ = ["codec_workers", "worker_count", "sweep_shared", "decode_image", "encode_images", "SharedBlock", "shared_block"]
 
 _POOLS: dict = {}  # "decode" and "encode": two pools, so decodes never wait behind encodes
@@ -40,20 +42,6 @@ _PREFIX = ".gputex-"
 #: Niceness added to worker processes: the in-order GPU thread is the batch's critical path
 #: (alone it needs ~8 ms per 2048^2 image on the H200 host; among busy codecs it got ~70).
 WORKER_NICE = 10
-
-
-def worker_count(jobs: int, inputs: int, workers: int | None = None) -> int:
-    """Worker processes for a batch of ``inputs`` with ``--jobs`` (0: codecs run in threads):
-    ``jobs`` from 3 jobs and 2 inputs up, at most one per input. ``workers`` (``--workers``)
-    chooses the number (0 turns them off); without it the developer override
-    ``GPUTEX_WORKERS`` (:mod:`gputex.devflags`) does."""
-    if workers is None:
-        from .devflags import int_flag
-
-        workers = int_flag("GPUTEX_WORKERS")
-    if workers is not None:
-        return min(int(workers), inputs) if inputs > 1 else 0
-    return min(jobs, inputs) if jobs >= 3 and inputs > 1 else 0  # never more workers than inputs
 
 
 @contextmanager
