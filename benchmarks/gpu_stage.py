@@ -1,4 +1,4 @@
-"""Per-image cost of the in-order GPU thread's step (gputex.pipeline.capture_gpu_stage), alone (no codecs).
+"""Per-image cost of the in-order GPU thread's step (gputex.capture_stage.capture_gpu_stage), alone (no codecs).
 
     python benchmarks/gpu_stage.py [--size 2048] [--count 20]
 
@@ -21,7 +21,8 @@ import numpy as np  # noqa: E402
 import gputex  # noqa: E402
 from gputex.batch import Item  # noqa: E402
 from gputex.outputs import OutputNames  # noqa: E402
-from gputex.pipeline import Decoded, Options, Result, capture_gpu_stage  # noqa: E402
+from gputex.capture_stage import capture_gpu_stage  # noqa: E402
+from gputex.pipeline import Decoded, Options, Result  # noqa: E402
 
 
 def main() -> None:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from .outputs import refuse_overwriting_inputs
 from .pipeline import (Options, Result, all_mips, color_space_of, decode_input, is_texfile, mip_levels, note_texture,
-                       upload_format, verify_and_write, drawn_levels, run_one, timed)
+                       upload_format, drawn_levels, run_one, timed)
+from .upload_stage import verify_and_write
 if TYPE_CHECKING:
     from .device import Session
     from .outputs import OutputNames

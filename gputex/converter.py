@@ -276,7 +276,9 @@ class Converter:
         from .encode import sweep_stale
         from .assembly import assemble_file
         from .outputs import OutputNames
-        from .pipeline import capture_encode_stage, capture_gpu_stage, decode_stage, upload_gpu_stage
+        from .capture_stage import capture_encode_stage, capture_gpu_stage
+        from .pipeline import decode_stage
+        from .upload_stage import upload_gpu_stage
 
         session = self.session
         items = expand_inputs(paths, bool(settings.get("recursive")), stdin=[])

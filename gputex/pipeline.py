@@ -1,8 +1,13 @@
-"""The order of the steps: decode -> upload -> (mips) -> capture -> encode.
+"""One input's way through the steps: decode -> upload -> (resize, mips) -> ...
 
-This is the only module that knows that order. Each function handles one input and
-returns a :class:`Result`; errors of that input are caught into the result so a
-batch goes on (the CLI turns failed results into exit code 1).
+The typed options (:class:`Options` and its groups), the per-input :class:`Result`, what travels
+between the stages (:class:`Decoded`, :class:`Captured`), the decode stage, and
+:func:`upload_image` (format, resize, levels, mips: shared by every command and by
+:func:`gputex.upload`). The commands' GPU steps build on these: :mod:`gputex.capture_stage`
+(capture + encode), :mod:`gputex.upload_stage` (verify + texture file), :mod:`gputex.assembly`
+(arrays, cubes, volumes), :mod:`gputex.report` (compare, stats). :mod:`gputex.run` owns the run.
+Errors of one input are caught into its result (:func:`run_one`) so a batch goes on (the CLI
+turns failed results into exit code 1).
 """
 
 from __future__ import annotations
@@ -13,16 +18,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import GputexError
-from .outputs import (OutputNames, SingleOutput, output_name, refuse_overwriting_inputs, stem_of, texture_output,
-                      up_to_date)
+from .outputs import OutputNames, SingleOutput, output_name, refuse_overwriting_inputs, up_to_date
 
 if TYPE_CHECKING:
     from .device import Session
     from .texture import Texture
 
-__all__ = ["Options", "InputOptions", "ChainOptions", "CaptureOptions", "ContainerOptions", "MipOptions", "Decoded", "Captured", "Result", "decode_stage", "capture_gpu_stage", "capture_encode_stage", "upload_gpu_stage",
-           "upload_image", "decode_input", "is_texfile", "mip_levels", "all_mips",
-           "note_texture", "upload_format", "color_space_of", "verify_and_write", "drawn_levels", "levels_wanted", "stored_channels", "run_one", "timed",
+__all__ = ["Options", "InputOptions", "ChainOptions", "CaptureOptions", "ContainerOptions", "MipOptions", "Decoded",
+           "Captured", "Result", "decode_stage", "upload_image", "decode_input", "is_texfile", "mip_levels", "all_mips",
+           "note_texture", "upload_format", "color_space_of", "drawn_levels", "levels_wanted", "stored_channels",
+           "run_one", "timed",
            # where they live now (gputex.outputs), for importers of the old names
            "OutputNames", "SingleOutput", "output_name", "refuse_overwriting_inputs"]
 
@@ -369,27 +374,6 @@ def upload_format(opts: Options) -> tuple[str | None, str | None, bool]:
     return source_format(target), "srgb" if target.srgb else color_space_of(opts), True
 
 
-def _bc_encode(tex: "Texture", opts: Options, result: Result) -> "Texture | None":
-    """``tex`` (mips included) block-encoded into ``opts.format``; None when that is not a BC
-    format gputex encodes. With ``opts.report`` the PSNR of every level goes into the result."""
-    if not upload_format(opts)[2]:
-        return None
-    from .bcenc import encode_blocks, psnr_report
-
-    with timed(result, "bc_encode"):
-        encoded = encode_blocks(tex, opts.format, opts.quality)
-    encoded.upload_path = tex.upload_path
-    try:
-        if opts.report:
-            with timed(result, "report"):
-                result.bc_report = psnr_report(tex, encoded)
-    except BaseException:
-        encoded.destroy()
-        raise
-    note_texture(result, encoded)
-    return encoded
-
-
 def note_texture(result: Result, tex: "Texture", format_name: str | None = None) -> None:
     """What a result reports about the texture made for it."""
     result.format, result.width, result.height = format_name or tex.format.name, tex.width, tex.height
@@ -435,106 +419,6 @@ def _unexpected(e: BaseException) -> str:
     return f"internal error: {type(e).__name__}" + (f": {msg}" if msg else "") + " (run with --debug for the traceback)"
 
 
-def upload_gpu_stage(session: "Session", opts: Options, names: "OutputNames | None" = None):
-    """Upload, read back and verify that the GPU holds exactly what was sent.
-
-    Texture files are uploaded as stored (block-compressed ones stay compressed) and every
-    level, layer and face is compared. With ``opts.out`` the texture, mips included, is
-    written as KTX2 or DDS: a path ending in ``.ktx2``/``.dds``, or a folder (then
-    ``<stem>.<opts.container>``, names never colliding).
-    """
-
-    def run(item, decoded: Decoded, result: Result):
-        image = decoded.take()
-
-        def work() -> None:
-            tex = upload_image(session, image, opts, result, decode_blocks=False)
-            try:
-                verify_and_write(tex, image, item, opts, names, result)
-            finally:
-                tex.destroy()
-
-        run_one(result, work, session)
-        return None
-
-    return run
-
-
-def verify_and_write(tex: "Texture", source, item, opts: Options, names, result: Result) -> None:
-    encoded = None if is_texfile(source) else _bc_encode(tex, opts, result)
-    try:
-        _check_and_write(tex, encoded, source, item, opts, names, result)
-    finally:
-        if encoded is not None:
-            encoded.destroy()
-
-
-def _check_and_write(tex: "Texture", encoded: "Texture | None", source, item, opts: Options, names,
-                     result: Result) -> None:
-    """Verify ``tex`` against what was sent; write ``encoded`` (its BC encoding) or ``tex``."""
-    import numpy as np
-
-    from .capture import capture_bytes, capture_texture_file
-
-    result.layout = tex.layout(0).as_dict()
-    stored = None
-    shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
-    with timed(result, "capture"):
-        if opts.out or (is_texfile(source) and opts.verifies()):
-            stored = capture_texture_file(encoded or tex, budget=opts.budget)
-    if encoded is not None:
-        result.layout = encoded.layout(0).as_dict()
-
-    def level0(z: int):
-        if stored is None or encoded is not None:
-            return capture_bytes(tex, 0, z, budget=opts.budget)
-        n = stored.image_bytes(0)
-        return np.frombuffer(memoryview(stored.levels[0])[z * n: (z + 1) * n], np.uint8).reshape(shape)
-
-    if not opts.verifies():
-        result.verified = None
-    else:
-        _verify(source, stored, level0, item, opts, tex, result)
-    if opts.out and result.ok:
-        from .texfile import write_texture_file
-
-        stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
-        path = texture_output(opts.out, opts.container, names, item)
-        with timed(result, "encode"):
-            write_texture_file(stored, path, zstd=opts.zstd)
-        result.outputs.append(path)
-
-
-def _verify(source, stored, level0, item, opts: Options, tex: "Texture", result: Result) -> None:
-    """Compare what the GPU holds with what was sent (texture files: every level; images: level 0
-    of each layer, unless it was resized); a difference fails the input."""
-    import numpy as np
-
-    from .convert import to_texture_rows
-
-    with timed(result, "verify"):
-        if is_texfile(source):
-            bad = [i for i, lv in enumerate(source.levels) if bytes(lv) != bytes(stored.levels[i])]
-            result.verified = not bad
-            if bad:
-                result.ok = False
-                result.error = f"{item.path}: GPU data differs from the file at level {bad[0]}"
-        elif result.resized_from:  # level 0 is the resized image: nothing sent to compare it with
-            result.verified = None
-        else:
-            result.verified = True
-            for z, im in enumerate(source if isinstance(source, list) else [source]):
-                pixels = im.pixels[::-1] if opts.flip_y else im.pixels
-                sent = to_texture_rows(pixels, tex.color_space, tex.format, premultiply=opts.premultiply)
-                back = level0(z)
-                if not np.array_equal(sent, back):
-                    rows = np.nonzero((sent != back).any(axis=1))[0]
-                    result.ok = result.verified = False
-                    result.error = (f"{im.source}: GPU data differs from what was sent "
-                                    f"({len(rows)} rows differ, first at row {rows[0]})")
-                    break
-
-
 def levels_wanted(opts: Options, tex: "Texture") -> list[int]:
     from .errors import LimitError
 
@@ -572,191 +456,9 @@ def decode_stage(opts: Options, names: "OutputNames | None" = None):
     return run
 
 
-def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
-    """Upload (and mips), capture the wanted levels, and reserve their output names.
-
-    Runs on one thread in input order, so names are handed out deterministically.
-    """
-    from .capture import capture_levels
-    from .encode import output_suffix
-
-    def run(item, decoded: Decoded, result: Result) -> Captured | None:
-        outputs: list = []  # (path, pixels) in order
-        shown: list = []  # every captured image, for --sheet
-        meta: list = []  # colour space, packed 10-bit, block: a Captured's
-        image = decoded.take()
-
-        def work() -> None:
-            nonlocal image, block
-            outputs.clear()
-            shown.clear()
-            if block is not None:  # a retry after a device loss
-                block.close()
-                block = None
-            if image is None:  # a device loss after the pixels were freed: cannot upload again
-                from .errors import GPUError
-
-                raise GPUError(f"{item.path}: GPU device lost after the upload; not retried")
-            flips = _capture_flips(image, result)
-            tex = upload_image(session, image, opts, result)
-            image = None  # the texture has it now: free the pixels before capturing
-            try:
-                stem = stem_of(item)
-                levels = levels_wanted(opts, tex)
-                sheet = opts.sheet and (tex.levels > 1 or tex.images > 1)  # levels (and layers) side by side
-                if opts.sheet and not sheet:
-                    result.warnings.append(f"{item.path}: one level, no sheet written (add --mips for a chain)")
-                wanted, levels = levels, (list(range(tex.levels)) if sheet else levels)  # the sheet: every level
-                keep = stored_channels(result)
-                total = sum(tex.layout(lv).data_bytes * tex.level_images(lv) for lv in levels)
-                if total > BIG_CAPTURE_BYTES and not sheet:
-                    _capture_encode_each(tex, levels, keep, stem, item, names, opts, result, flips)
-                    meta[:] = [tex.color_space, tex.format.packed, None]
-                    return
-                if not keep and not sheet and tex.format.image:  # levels go straight to memory encoders map
-                    from .workers import shared_block
-
-                    block = shared_block(_level_bytes(tex, levels))
-                into = (lambda level, shape, dtype: block.array(shape, dtype)) if block is not None else None
-                for z, here in _images_by_layer(tex, levels):
-                    with timed(result, "capture"):
-                        captured = capture_levels(tex, here, layer=z, budget=opts.budget, into=into)
-                    for level, pixels in zip(here, captured):
-                        if keep:
-                            pixels = pixels[:, :, :keep].copy()  # canonical strides for the encoders
-                        pixels, zname = _flip(pixels, flips, tex, level, z)
-                        shown.append(pixels)
-                        if level not in wanted:  # only on the sheet
-                            continue
-                        outputs.append((names.take(_image_name(tex, stem, level, zname),
-                                                   output_suffix(pixels.dtype, opts.float_as), item.subdir), pixels))
-                if sheet:
-                    from .sheet import contact_sheet
-
-                    whole = contact_sheet(shown)
-                    outputs.append((names.take(stem + "_sheet", output_suffix(whole.dtype, opts.float_as),
-                                               item.subdir), whole))
-                meta[:] = [tex.color_space, tex.format.packed, block]
-            finally:
-                tex.destroy()
-
-        block = None
-        run_one(result, work, session)
-        if result.ok and outputs:
-            return Captured(outputs, *meta)
-        if block is not None:
-            block.close()
-        return None
-
-    return run
-
-
-#: Above this many bytes of wanted levels, capture and encode go one level at a time in the
-#: GPU thread (largest first, each freed before the next): a 16384^2 RGBA8 chain would
-#: otherwise hold all its levels and the level-0 PNG at once.
-BIG_CAPTURE_BYTES = 256 << 20
-
-
-def _capture_flips(source, result: Result) -> tuple[bool, bool, bool]:
-    """Axes to reverse on capture so a texture file's images come out top row first, left to
-    right (its ``KTXorientation``), with a note for the result line."""
-    if not is_texfile(source):
-        return (False, False, False)
-    flips = source.flips()
-    if any(flips):
-        what = ", ".join(n for n, f in zip(("columns", "rows", "slices"), flips) if f)
-        note = f"KTXorientation {source.orientation}: {what} flipped"
-        if note not in result.notes:  # (a retry after a device loss comes here again)
-            result.notes.append(note)
-    return flips
-
-
-def _flip(pixels, flips: tuple[bool, bool, bool], tex: "Texture", level: int, z: int):
-    """(pixels, image index for the name) after the ``KTXorientation`` flips."""
-    import numpy as np
-
-    fx, fy, fz = flips
-    if fx or fy:
-        pixels = np.ascontiguousarray(pixels[::-1 if fy else 1, ::-1 if fx else 1])
-    return pixels, (tex.level_images(level) - 1 - z if fz else z)
-
-
-def _capture_encode_each(tex, levels, keep, stem, item, names, opts: Options, result: Result,
-                         flips: tuple[bool, bool, bool] = (False, False, False)) -> None:
-    from .capture import capture
-    from .encode import output_suffix
-
-    for z, here in _images_by_layer(tex, levels):
-        for level in here:
-            with timed(result, "capture"):
-                pixels = capture(tex, level, z, budget=opts.budget)
-            if keep:
-                pixels = pixels[:, :, :keep].copy()
-            pixels, zname = _flip(pixels, flips, tex, level, z)
-            path = names.take(_image_name(tex, stem, level, zname), output_suffix(pixels.dtype, opts.float_as),
-                              item.subdir)
-            _encode_into(result, [(path, pixels)], tex.color_space, tex.format.packed, opts)
-            del pixels
-
-
-def _level_bytes(tex: "Texture", levels: list[int]) -> int:
-    """Bytes of the captured arrays of ``levels`` (every layer), each rounded up to 64."""
-    import numpy as np
-
-    fmt, total = tex.format, 0
-    item = 2 if fmt.packed else np.dtype(fmt.component_dtype).itemsize  # rgb10a2: four uint16 codes
-    channels = 4 if fmt.packed else fmt.channels
-    for lv in levels:
-        w, h = tex.size(lv)
-        total += tex.level_images(lv) * -(-(w * h * channels * item) // 64) * 64
-    return total
-
-
-def _images_by_layer(tex: "Texture", levels: list[int]):
-    """``(z, levels that have image z)`` for each layer, face or depth slice ``z``."""
-    for z in range(max(tex.level_images(lv) for lv in levels)):
-        yield z, [lv for lv in levels if z < tex.level_images(lv)]
-
-
-def _image_name(tex: "Texture", stem: str, level: int, z: int) -> str:
-    """Output name of image ``z`` (layer, face or slice) of ``level`` (see :func:`output_name`)."""
-    return output_name(stem, None if tex.levels == 1 else level,
-                       None if tex.images == 1 or tex.depth > 1 else z, faces=tex.faces,
-                       slice_=z if tex.depth > 1 else None, array=tex.array)
-
-
-def _encode_into(result: Result, outputs: list, space: str, packed: bool, opts: Options, block=None) -> None:
-    """Encode ``(path, pixels)`` pairs; what was written, warned and spent goes into ``result``
-    (also the outputs written before an error, which is raised on). ``block``: the
-    :class:`~gputex.workers.SharedBlock` the pixels live in, if any (closed here)."""
-    from .workers import encode_images
-
-    try:
-        written, warnings, seconds = encode_images(outputs, block, color_space=space, packed_10bit=packed,
-                                                   float_as=opts.float_as, png_level=opts.png_level)
-    except GputexError as e:
-        result.outputs.extend(getattr(e, "written", []))
-        result.warnings.extend(getattr(e, "warnings", []))
-        raise
-    result.outputs.extend(written)
-    result.warnings.extend(warnings)
-    result.timings["encode"] = result.timings.get("encode", 0.0) + seconds
-
-
 def stored_channels(result: Result) -> int:
     """Channels a block-compressed file's format holds (its decoded twin has 4), else 0."""
     from .formats import FORMATS
 
     fmt = FORMATS.get(result.format or "")
     return fmt.channels if fmt is not None and fmt.compressed and fmt.channels < 4 else 0
-
-
-def capture_encode_stage(opts: Options):
-    """Encode each captured level to its reserved path (runs in the encode pool)."""
-    def run(item, captured: Captured, result: Result) -> None:
-        run_one(result, lambda: _encode_into(result, captured.outputs, captured.color_space, captured.packed, opts,
-                                             captured.block))
-
-    return run
-
-

@@ -40,7 +40,9 @@ class Stages:
 def stages(command: str, opts: "Options", names=None) -> Stages:
     """The stages of ``capture`` (decode, upload + mips + capture, encode) or ``upload``
     (decode, upload + verify + texture-file write)."""
-    from .pipeline import capture_encode_stage, capture_gpu_stage, decode_stage, upload_gpu_stage
+    from .capture_stage import capture_encode_stage, capture_gpu_stage
+    from .pipeline import decode_stage
+    from .upload_stage import upload_gpu_stage
 
     if command == "capture":
         return Stages(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),

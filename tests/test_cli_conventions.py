@@ -170,7 +170,7 @@ def test_result_lines_stream_as_inputs_finish(gpu, tmp_path, monkeypatch):
     """The first input's line is printed before the GPU step of the last input starts (the
     lines used to come only after the whole batch)."""
     import gputex.cli as cli
-    import gputex.pipeline as pipeline
+    import gputex.capture_stage as pipeline
 
     events = []
     real_stage, real_render = pipeline.capture_gpu_stage, cli._render_capture
