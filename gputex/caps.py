@@ -26,9 +26,12 @@ ENV_THREADS = "GPUTEX_THREADS"
 
 
 def thread_cap() -> int | None:
-    """The thread cap of this process (``GPUTEX_THREADS``), or None."""
-    v = os.environ.get(ENV_THREADS, "").strip()
-    return max(1, int(v)) if v.isdigit() else None
+    """The thread cap of this process (``GPUTEX_THREADS``: set by :func:`set_thread_cap`, inherited by
+    worker processes; :mod:`gputex.devflags`), or None."""
+    from .devflags import int_flag
+
+    v = int_flag(ENV_THREADS)
+    return max(1, v) if v is not None else None
 
 
 def capped(n: int) -> int:
