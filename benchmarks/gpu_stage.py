@@ -1,4 +1,4 @@
-"""Per-image cost of the in-order GPU thread's steps, alone (no codec threads).
+"""Per-image cost of the in-order GPU thread's step (gputex.capture_stage.capture_gpu_stage), alone (no codecs).
 
     python benchmarks/gpu_stage.py [--size 2048] [--count 20] [--group 8] [--budget-mib 256]
 
@@ -25,9 +25,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 import gputex  # noqa: E402
-from gputex.capture import capture_levels  # noqa: E402
-from gputex.mips import generate_mips  # noqa: E402
-from gputex.upload import upload  # noqa: E402
+from gputex.batch import Item  # noqa: E402
+from gputex.outputs import OutputNames  # noqa: E402
+from gputex.capture_stage import capture_gpu_stage  # noqa: E402
+from gputex.pipeline import Decoded, Options, Result  # noqa: E402
 
 
 def main() -> None:
@@ -38,28 +39,31 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--budget-mib", type=int, default=256)
     args = ap.parse_args()
-    import wgpu
+    import tempfile
 
     gpu = gputex.Session()
     a = np.random.default_rng(0).integers(0, 256, (args.size, args.size, 4), np.uint8)
     image = gputex.from_array(a)
-    levels = gputex.layout.mip_count(args.size, args.size) if hasattr(gputex, "layout") else None
-    from gputex.layout import mip_count
-
-    levels = mip_count(args.size, args.size)
-    times = {"upload": [], "mips": [], "capture": [], "total": []}
-    for i in range(args.count + 2):
-        t0 = time.perf_counter()
-        tex = upload(gpu, image, levels=levels, usage=wgpu.TextureUsage.TEXTURE_BINDING)
-        t1 = time.perf_counter()
-        generate_mips(tex)
-        t2 = time.perf_counter()
-        capture_levels(tex, list(range(levels)))
-        t3 = time.perf_counter()
-        tex.destroy()
-        if i >= 2:
-            for k, v in (("upload", t1 - t0), ("mips", t2 - t1), ("capture", t3 - t2), ("total", t3 - t0)):
-                times[k].append(v * 1e3)
+    opts = Options(mips=True, level="all")
+    times: dict[str, list] = {"upload": [], "mips": [], "capture": [], "total": []}
+    levels = 0
+    with tempfile.TemporaryDirectory() as out:
+        for i in range(args.count + 2):
+            # the batch's own in-order step (gputex.pipeline): upload, mips, capture of every level,
+            # output names reserved; nothing is encoded
+            stage = capture_gpu_stage(gpu, OutputNames(out, []), opts)
+            result = Result(source="bench.png")
+            t0 = time.perf_counter()
+            captured = stage(Item("bench.png"), Decoded(image), result)
+            total = time.perf_counter() - t0
+            assert captured is not None, result.error
+            levels = len(captured.outputs)
+            if captured.block is not None:
+                captured.block.close()
+            if i >= 2:
+                for k in ("upload", "mips", "capture"):
+                    times[k].append(result.timings.get(k, 0.0) * 1e3)
+                times["total"].append(total * 1e3)
     print(f"{gpu.name}: {args.size}^2 RGBA8, {levels} levels, ms per image (best / median of {args.count}): "
           + ", ".join(f"{k} {min(v):.2f} / {statistics.median(v):.2f}" for k, v in times.items()))
     grouped(gpu, args)

@@ -26,7 +26,7 @@ import gputex  # noqa: E402
 from gputex import parallel  # noqa: E402
 from gputex.capture import capture_bytes  # noqa: E402
 
-default_threads = parallel.READ_THREADS
+default_threads = None
 
 
 def best(fn, repeat):
@@ -57,14 +57,14 @@ def chain_rows(gpu, a, w, n, args) -> dict:
     copy = np.empty_like(whole)
     res = {"levels": levels, "bytes": whole.nbytes, "memcpy_s": best(lambda: np.copyto(copy, whole), args.repeat)}
     assert bytes(tf.levels[0]) == a.tobytes(), "chain level 0 mismatch"
-    for threads in args.threads or [parallel.READ_THREADS]:
-        parallel.READ_THREADS = threads
+    for threads in args.threads or [parallel.read_threads()]:
+        parallel.set_read_threads(threads)
         for budget in (64 << 20, 256 << 20, 2 * whole.nbytes + (8 << 20)):
             res[f"chain_{budget >> 20}MiB_{threads}thr_s"] = best(
                 lambda: capture_texture_file(tex, budget=budget), args.repeat)
             again = capture_texture_file(tex, budget=budget)
             assert [bytes(x) for x in again.levels] == [bytes(x) for x in tf.levels], "chain capture differs"
-    parallel.READ_THREADS = default_threads
+    parallel.set_read_threads(default_threads)
     tex.destroy()
     return res
 
@@ -89,7 +89,8 @@ def main() -> None:
         dst = np.empty_like(a)
         t_memcpy = best(lambda: np.copyto(dst, a), args.repeat)
 
-        from gputex.upload import create_texture, write_image
+        from gputex.texture import create_texture
+        from gputex.upload import write_image
 
         tex = create_texture(gpu, gputex.get_format("rgba8unorm"), w, n)
         res = {"width": w, "height": n, "bytes": nbytes, "memcpy_s": t_memcpy}
@@ -105,8 +106,8 @@ def main() -> None:
         def cap(budget, buffers):
             capture_bytes(tex, budget=budget, out=out, buffers=buffers)
 
-        for threads in args.threads or [parallel.READ_THREADS]:
-            parallel.READ_THREADS = threads
+        for threads in args.threads or [parallel.read_threads()]:
+            parallel.set_read_threads(threads)
             for budget, buffers in ((64 << 20, 2), (64 << 20, 1), (128 << 20, 2), (256 << 20, 2),
                                     (2 * nbytes + (8 << 20), 2)):
                 cap(budget, buffers)
@@ -118,7 +119,7 @@ def main() -> None:
                       f"waiting for maps {clock['wait'] * 1e3:.1f} ms, copying out {clock['copy'] * 1e3:.1f} ms, "
                       f"unmapping {clock['unmap'] * 1e3:.1f} ms")
             assert np.array_equal(out.reshape(n, w, 4), a), "capture mismatch"
-        parallel.READ_THREADS = default_threads
+        parallel.set_read_threads(default_threads)
 
         def read_texture():
             gpu.device.queue.read_texture({"texture": tex.texture}, {"bytes_per_row": w * 4}, (w, n, 1))

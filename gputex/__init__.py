@@ -95,7 +95,8 @@ def __getattr__(name: str) -> Any:
         return getattr(transform, name)
     raise AttributeError(f"module 'gputex' has no attribute {name!r}")
 from .texfile import TextureFile, read_texture_file  # noqa: E402
-from .upload import Texture  # noqa: E402
+from .texture import Texture  # noqa: E402
+from . import upload as _upload_module  # noqa: E402,F401  (bound before the function below takes the name)
 
 
 def write_texture_file(texture: "Texture | TextureFile", path: str, *, zstd: int | None = None,
@@ -142,13 +143,12 @@ def upload(session: "Session", image: "Image | TextureFile", format: str | None 
     computes ``--max-size``/``--pot`` sizes); the chain then starts from the resized image.
 
     Other keyword arguments are those of :func:`gputex.upload.upload` and, for the mip
-    options (``filter``, ``alpha``, ``alpha_coverage``, ``normal_map``, ``wrap``, ``precision``;
-    ``mip_path`` is its ``path``), :func:`gputex.generate_mips`.
+    options (``filter``, ``alpha``, ``alpha_coverage``, ``normal_map``, ``wrap``, ``precision``,
+    and ``mip_path`` for its ``path``), :func:`gputex.generate_mips`.
     """
     import wgpu
 
     from .upload import upload as _upload
-    from .layout import mip_count
 
     if isinstance(image, TextureFile):
         from .upload import upload_texture_file
@@ -162,40 +162,26 @@ def upload(session: "Session", image: "Image | TextureFile", format: str | None 
         kwargs["usage"] = kwargs.get("usage", 0) | wgpu.TextureUsage.TEXTURE_BINDING
         return upload_texture_file(session, image, **kwargs)
 
+    from .formats import get_format
+
+    if format is not None and not isinstance(format, str) or (format and get_format(format).compressed):
+        return _upload(session, image, format, **kwargs)  # its own error for a compressed format
+    from .pipeline import MipOptions, Options, Result, upload_image
+    from .transform import Transform
+
     mip_keys = {"filter", "alpha", "alpha_coverage", "normal_map", "wrap", "precision"}
-    mip_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in mip_keys}
-    if "mip_path" in kwargs:
-        mip_kw["path"] = kwargs.pop("mip_path")
-    if mip_kw.get("normal_map") and kwargs.get("color_space") is None:
-        kwargs["color_space"] = "linear"  # normals are data: never sRGB
-    levels = 1
-    width, height = size or (image.width, image.height)
-    if mips:
-        full = mip_count(width, height)
-        levels = full if mips is True else min(int(mips), full)
-    render_target = False
-    if levels > 1:
-        from .mips import needs_render_target
-        from .upload import default_format
-
-        kwargs["usage"] = kwargs.get("usage", 0) | wgpu.TextureUsage.TEXTURE_BINDING
-        fmt = format or default_format(image, session, kwargs.get("color_space"))
-        render_target = needs_render_target(session, fmt, mip_kw.get("path"))
-    if size is not None and tuple(size) != (image.width, image.height):
-        usage = kwargs.pop("usage", 0)
-        src = _upload(session, image, format, levels=1, usage=usage | wgpu.TextureUsage.TEXTURE_BINDING, **kwargs)
-        from .transform import resize_texture
-
-        try:
-            tex = resize_texture(src, width, height, levels=levels, usage=usage, render_target=render_target,
-                                 **{k: v for k, v in mip_kw.items() if k not in ("alpha_coverage", "path")})
-        finally:
-            src.destroy()
-    else:
-        tex = _upload(session, image, format, levels=levels, render_target=render_target, **kwargs)
-    if levels > 1:
-        from .mips import generate_mips
-
-        generate_mips(tex, **mip_kw)
-    return tex
-
+    mip = MipOptions(**{k: kwargs.pop(k) for k in list(kwargs) if k in mip_keys})
+    if "mip_path" in kwargs:  # generate_mips's path= (path= is the upload path)
+        mip.path = kwargs.pop("mip_path")
+    upload_kw = {"color_space", "premultiply", "flip_y", "budget", "path", "usage", "progress"}
+    unknown = sorted(set(kwargs) - upload_kw)
+    if unknown:
+        raise TypeError(f"upload() got an unexpected keyword argument {unknown[0]!r}")
+    levels = None if mips is True or not mips else int(mips)
+    opts = Options(format=format, color_space=kwargs.get("color_space"), premultiply=kwargs.get("premultiply", False),
+                   flip_y=kwargs.get("flip_y", False), budget=kwargs.get("budget", 64 << 20),
+                   upload_path=kwargs.get("path", "auto"), mips=bool(mips), mip_levels=levels, mip_options=mip,
+                   transform=Transform(resize=tuple(size)) if size is not None else None)
+    # the CLI's own step (gputex.pipeline): the same format, levels, resize and mips
+    return upload_image(session, image, opts, Result(source=image.source), usage=kwargs.get("usage", 0),
+                        progress=kwargs.get("progress"))

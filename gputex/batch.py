@@ -150,7 +150,7 @@ def _translate(pattern: str) -> str:
 def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[Any, Any]],
                    gpu: Callable[[Item, Any, Any], Any] | None, encode: Callable[[Item, Any, Any], None] | None,
                    emit: Callable[[Any], None], start: Callable[[], Callable] | None = None,
-                   stop: Callable[[], bool] | None = None, gate=None) -> None:
+                   stop: Callable[[], bool] | None = None, gate=None, workers: int | None = None) -> None:
     """Run ``decode`` (pool) -> ``gpu`` (this thread, in order) -> ``encode`` (pool) over items.
 
     ``decode(item) -> (result, data_or_None)``; ``gpu(item, data, result) -> payload_or_None``;
@@ -161,6 +161,8 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     if given, is asked before each input's GPU step: once true no further input starts, and
     those already past the GPU step are encoded and emitted (decodes in flight are dropped).
     ``gate``: a :class:`~gputex.caps.MemoryGate` holding the decoded images in flight to its cap.
+    ``workers``: codec worker processes per kind (None: :func:`gputex.workers.worker_count`).
+    Start-up (output folders, trace, the device on its own thread) is :func:`gputex.run.run`'s.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -173,7 +175,8 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     try:
         # a batch that encodes runs its codecs in worker processes (see workers.py); the
         # pool's threads then only wait on them, so there are enough for both kinds at once
-        workers = worker_count(jobs, len(items)) if encode is not None else 0
+        if workers is None or encode is None:
+            workers = worker_count(jobs, len(items)) if encode is not None else 0
         from .chatter import captured
 
         with captured(), codec_workers(workers), \

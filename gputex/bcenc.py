@@ -115,7 +115,7 @@ from typing import TYPE_CHECKING
 from .errors import FormatError, LimitError, UsageError
 
 if TYPE_CHECKING:
-    from .upload import Texture
+    from .texture import Texture
 
 __all__ = ["EncodeUsageError", "encode_blocks", "encode_levels", "psnr_report", "kind_of", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
            "source_format", "check_options", "encodable"]
@@ -317,7 +317,7 @@ def encode_levels(tex: "Texture", format: str, quality: str = "normal", *,
     from .formats import get_format
     from .layout import copy_layout
     from .kernels import timestamps as _timestamps
-    from .upload import create_texture
+    from .texture import create_texture
 
     fmt = get_format(format)
     if fmt.name not in ENCODERS:

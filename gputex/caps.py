@@ -19,15 +19,19 @@ import os
 import threading
 from collections import deque
 
-__all__ = ["ENV_THREADS", "thread_cap", "capped", "set_thread_cap", "cap_jobs", "MemoryGate", "estimate_bytes"]
+__all__ = ["ENV_THREADS", "thread_cap", "capped", "set_thread_cap", "cap_jobs", "worker_count", "MemoryGate",
+           "estimate_bytes"]
 
 ENV_THREADS = "GPUTEX_THREADS"
 
 
 def thread_cap() -> int | None:
-    """The thread cap of this process (``GPUTEX_THREADS``), or None."""
-    v = os.environ.get(ENV_THREADS, "").strip()
-    return max(1, int(v)) if v.isdigit() else None
+    """The thread cap of this process (``GPUTEX_THREADS``: set by :func:`set_thread_cap`, inherited by
+    worker processes; :mod:`gputex.devflags`), or None."""
+    from .devflags import int_flag
+
+    v = int_flag(ENV_THREADS)
+    return max(1, v) if v is not None else None
 
 
 def capped(n: int) -> int:
@@ -52,8 +56,6 @@ def cap_jobs(jobs: int, threads: int | None) -> int:
     threads the codecs run in threads instead (``GPUTEX_WORKERS=0`` for this process)."""
     if threads is None:
         return jobs
-    from .workers import worker_count
-
     set_thread_cap(threads)
     jobs = max(1, min(jobs, threads))
     if worker_count(jobs, 2) > 0:
@@ -127,3 +129,17 @@ class Lane:
         """Release whatever is still held (a batch stopped early)."""
         while self.held:
             self.done()
+
+
+def worker_count(jobs: int, inputs: int, workers: int | None = None) -> int:
+    """Worker processes for a batch of ``inputs`` with ``--jobs`` (0: codecs run in threads):
+    ``jobs`` from 3 jobs and 2 inputs up, at most one per input. ``workers`` (``--workers``)
+    chooses the number (0 turns them off); without it the developer override
+    ``GPUTEX_WORKERS`` (:mod:`gputex.devflags`) does."""
+    if workers is None:
+        from .devflags import int_flag
+
+        workers = int_flag("GPUTEX_WORKERS")
+    if workers is not None:
+        return min(int(workers), inputs) if inputs > 1 else 0
+    return min(jobs, inputs) if jobs >= 3 and inputs > 1 else 0  # never more workers than inputs

@@ -4,7 +4,7 @@ Every capture -- one level, several levels, or a whole texture file -- is planne
 copies (whole layers where they fit, else row bands) packed into groups of at most
 ``budget / 2`` bytes. Each group is one command encoder, one submission and one map of a
 reused ``MAP_READ | COPY_DST`` buffer; rows travel padded to 256 bytes and are unpadded by numpy
-slice-assignments split over :data:`~gputex.parallel.READ_THREADS` threads (a fresh mapping is
+slice-assignments split over :func:`~gputex.parallel.read_threads` threads (a fresh mapping is
 first touched a page fault per 4 KiB; threads fault in parallel). Group k is mapped before group
 k+1 is submitted (a map waits for all work submitted before it), so the GPU copies group k+1
 while the CPU copies group k out. A 14-level chain is thus a few maps, not one per level or layer.
@@ -21,7 +21,7 @@ from .layout import bands
 if TYPE_CHECKING:
     import numpy as np
 
-    from .upload import Texture
+    from .texture import Texture
 
 __all__ = ["capture", "capture_bytes", "capture_levels", "capture_texture_file"]
 
@@ -166,9 +166,9 @@ def copy_out(group: list[_Piece], buf, threads: int | None = None) -> None:
     import numpy as np
 
     from .caps import capped
-    from .parallel import READ_THREADS, run_all
+    from .parallel import read_threads, run_all
 
-    threads = threads or capped(READ_THREADS)
+    threads = threads or capped(read_threads())
     try:
         mapped = np.frombuffer(buf.read_mapped(0, _group_bytes(group), copy=False), np.uint8)
         run_all(_copy_tasks(group, mapped, threads), threads)
@@ -181,7 +181,7 @@ def _read_pieces(pieces: list[_Piece], *, budget: int, buffers: int = 2,
                  progress: Progress | None = None, timings: dict | None = None) -> None:
     """Copy every piece out of its texture (textures of one session): pieces packed into groups of at most
     ``budget / buffers`` bytes, each group one command encoder, one submission and one map of a
-    reused read-back buffer, its rows copied out on :data:`~gputex.parallel.READ_THREADS` threads.
+    reused read-back buffer, its rows copied out on :func:`~gputex.parallel.read_threads` threads.
 
     Group k is mapped (waited for) before group k+1 is submitted: a map waits for all work
     submitted before it, so this order lets the GPU copy group k+1 while the CPU copies group k
@@ -192,7 +192,7 @@ def _read_pieces(pieces: list[_Piece], *, budget: int, buffers: int = 2,
     import wgpu
 
     from .caps import capped
-    from .parallel import READ_THREADS
+    from .parallel import read_threads
 
     if not pieces:
         return
@@ -201,7 +201,7 @@ def _read_pieces(pieces: list[_Piece], *, budget: int, buffers: int = 2,
     limit = max(256, min(budget // max(1, buffers), session.limits.get("max-buffer-size", 256 << 20)))
     groups = copy_groups(pieces, limit)
     ring, kept = _readback_ring(session, max(_group_bytes(g) for g in groups), max(1, min(buffers, len(groups))))
-    threads = capped(READ_THREADS)
+    threads = capped(read_threads())
     total, done = sum(p.dst.nbytes for p in pieces), 0
 
     def request(i: int):

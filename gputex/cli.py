@@ -10,21 +10,24 @@ from __future__ import annotations
 import json
 import os
 import sys
-from enum import Enum
 from typing import List, Optional
 
 import typer
 
-from .errors import GputexError, NoAdapterError
-from .mips.filters import FILTER_NAMES
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-
-EXIT_CODES = (
-    "Exit codes: 0 every input ok; 1 one or more inputs failed (the others are still "
-    "processed); 2 usage error; 3 no usable GPU adapter or device; 130 interrupted (Ctrl-C); "
-    "143 terminated (SIGTERM)."
-)
+from .cli_options import *  # noqa: F401,F403  (exit codes, choices, option groups, _err, _state)
+from .cli_options import (EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, AdapterOpt, Alpha,
+                          BackendOpt, BCDecode, BudgetOpt, ColorSpace, Container, CoverageOpt, DebugOpt, FilterOpt,
+                          Filter, FloatAs, FormatOpt, JobsOpt, JsonOpt, LevelsAliasOpt, LevelsOpt, ManifestOpt,
+                          MaxPixelsOpt, MaxRatioOpt, MaxSizeOpt, MemoryOpt, MipsOpt, NormalOpt, PackOpt, PathOpt,
+                          PotOpt, QuietOpt, RecursiveOpt, ResizeOpt, SpaceOpt, SwizzleOpt, ThreadsOpt, UploadJobsOpt,
+                          VerboseOpt, WorkersOpt, WrapOpt, AlphaOpt, _check_level, _choices, _Command, _err, _state,
+                          version_line)
+from .cli_render import (_fmt_db, _render_bc_report, _render_capture, _render_compare, _render_stats,  # noqa: F401
+                         _render_upload, _timings)
+from .cli_run import (_inputs, _mip_kwargs, _options, _run_batch, _session, _transform, _usage,  # noqa: F401
+                      _validate_encoding, _validate_format)
+from .errors import GputexError
+from .settings import default
 
 app = typer.Typer(
     help="Move images into GPU textures and back, exactly. " + EXIT_CODES,
@@ -39,449 +42,16 @@ app = typer.Typer(
 )
 
 
-class _Command(typer.core.TyperCommand):
-    """Arguments as git and ruff show them: ``IMAGE...`` in the usage line and the list,
-    ``[FILE]...`` when optional, no type labels."""
-
-    @staticmethod
-    def _arg(param, usage: bool) -> str:
-        name = param.metavar or param.name.upper()
-        many = param.nargs != 1
-        if usage and not param.required:
-            return f"[{name}]" + ("..." if many else "")
-        return name + ("..." if many else "")
-
-    def collect_usage_pieces(self, ctx):
-        pieces = [self.options_metavar] if self.options_metavar else []
-        for param in self.get_params(ctx):
-            if param.param_type_name == "argument":
-                pieces.append(self._arg(param, usage=True))
-        return pieces
-
-    def format_options(self, ctx, formatter) -> None:
-        args, opts = [], []
-        for param in self.get_params(ctx):
-            record = param.get_help_record(ctx)
-            if record is None:
-                continue
-            if param.param_type_name == "argument":
-                args.append((self._arg(param, usage=False), param.help or ""))
-            else:
-                opts.append(record)
-        for title, rows in (("Arguments", args), ("Options", opts)):
-            if rows:
-                with formatter.section(title):
-                    formatter.write_dl(rows)
-
-
 def _show_version(value: bool) -> None:
     if value:
         typer.echo(version_line())
         raise typer.Exit()
 
 
-def version_line() -> str:
-    """``gputex X.Y.Z``."""
-    from . import __version__
-
-    return f"gputex {__version__}"
-
-
 @app.callback()
 def _root(show_version: bool = typer.Option(False, "--version", "-V", callback=_show_version, is_eager=True,
                                             help="Print the version and exit.")) -> None:
     """Move images into GPU textures and back, exactly."""
-
-
-class ColorSpace(str, Enum):
-    srgb = "srgb"
-    linear = "linear"
-
-
-class UploadPath(str, Enum):
-    auto = "auto"
-    write_texture = "write_texture"
-    staging = "staging"
-
-
-class FloatAs(str, Enum):
-    tiff = "tiff"
-    npy = "npy"
-    png = "png"
-    exr = "exr"
-    hdr = "hdr"
-
-
-#: --filter choices: the filter registry (gputex/mips/filters.py; no numpy or wgpu import)
-Filter = Enum("Filter", {name: name for name in FILTER_NAMES}, type=str)  # type: ignore[misc]
-
-
-class Alpha(str, Enum):
-    weighted = "weighted"
-    straight = "straight"
-    premultiplied = "premultiplied"
-
-
-class BCDecode(str, Enum):
-    spec = "spec"
-    sampler = "sampler"
-
-
-class Container(str, Enum):
-    ktx2 = "ktx2"
-    dds = "dds"
-
-
-class Wrap(str, Enum):
-    clamp = "clamp"
-    repeat = "repeat"
-    mirror = "mirror"
-
-
-_state = {"debug": False}
-
-def _choices(enum) -> str:
-    """The metavar of an enum option: its choices, ``[a|b|c]``."""
-    return "[" + "|".join(e.value for e in enum) + "]"
-
-
-class Backend(str, Enum):
-    vulkan = "vulkan"
-    metal = "metal"
-    dx12 = "dx12"
-    gl = "gl"
-
-
-def _check_backend(value: Optional[str]) -> Optional[str]:
-    if value is not None and value.lower() not in [b.value for b in Backend]:
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(b.value for b in Backend)}.")
-    return value.lower() if value else None
-
-
-AdapterOpt = typer.Option(None, "--adapter", envvar="GPUTEX_ADAPTER", metavar="NAME",
-                          help="Use the adapter whose name contains NAME (case-insensitive).")
-BackendOpt = typer.Option(None, "--backend", envvar="GPUTEX_BACKEND", metavar=_choices(Backend),
-                          callback=_check_backend, help="Only adapters of this backend.")
-JsonOpt = typer.Option(False, "--json", help="One JSON object per input on stdout.")
-DebugOpt = typer.Option(False, "--debug", help="Show tracebacks.")
-QuietOpt = typer.Option(False, "--quiet", "-q", help="Print errors only.")
-VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also print the adapter and each input's stage timings.")
-FormatOpt = typer.Option(None, "--format", "-f", metavar="FORMAT",
-                         help="Texture format, e.g. rgba16float (default: chosen from the image).")
-SpaceOpt = typer.Option(None, "--color-space", metavar=_choices(ColorSpace),
-                        help="How the data is meant (default: from the file).")
-BudgetOpt = typer.Option(64, "--budget", min=1, metavar="MIB", help="Host staging memory per transfer, MiB.")
-PathOpt = typer.Option(UploadPath.auto, "--upload-path", metavar=_choices(UploadPath),
-                       help="How pixels reach the GPU (auto: by size).")
-MaxPixelsOpt = typer.Option(None, "--max-pixels", min=1, metavar="N",
-                            help="Refuse images above N pixels (default 16384^2).")
-RecursiveOpt = typer.Option(False, "--recursive", "-r", help="Take the images in folders (tree kept under -o).")
-JobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, metavar="N", show_default="the cores",
-                       help="Decode/encode workers: threads for 1-2 jobs or one input, else N decoding and "
-                            "N encoding processes.")
-UploadJobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, metavar="N", show_default="the cores",
-                             help="Decode threads (upload runs no encodes).")
-ThreadsOpt = typer.Option(None, "--threads", min=1, metavar="N",
-                          help="Cap every pool (codecs, copies, PNG deflate, lavapipe) at N threads; --jobs is "
-                               "held to it.")
-MemoryOpt = typer.Option(None, "--memory", min=1, metavar="MIB",
-                         help="Cap the decoded images in flight at MIB (one larger image still runs, alone).")
-ManifestOpt = typer.Option(None, "--manifest", metavar="FILE",
-                           help="Write FILE.json: per output its cache key (see gputex key), SHA-256, adapter, "
-                                "driver and timings.")
-MaxRatioOpt = typer.Option(None, "--max-ratio", min=0, metavar="R",
-                           help="Refuse images decoding to >64 MiB and more than R times their file size "
-                                "(default 1000; 0: no limit).")
-
-
-def _err(message: str) -> None:
-    typer.echo(f"gputex: {_printable(message)}", err=True)
-
-
-def _printable(text: str) -> str:
-    """One line, whatever the names in it: control characters (a newline in a file name) and
-    bytes that are not UTF-8 (kept by Python as surrogates) are shown as backslash escapes."""
-    import re
-
-    try:
-        raw = text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        raw = text.encode("utf-8", "backslashreplace")
-    text = raw.decode("utf-8", "backslashreplace")
-    return re.sub(r"[\x00-\x08\x0a-\x1f\x7f]", lambda m: repr(m.group())[1:-1], text)
-
-
-def _session(adapter: Optional[str], backend: Optional[str], soon=None):
-    """The Session (``soon``: a Future of one, from :func:`gputex.device.session_soon`);
-    adapter and usage errors end the command with their exit codes."""
-    from .device import Session
-
-    try:
-        return soon.result() if soon is not None else Session(adapter=adapter, backend=backend)
-    except NoAdapterError as e:
-        _err(str(e))
-        raise typer.Exit(EXIT_NO_GPU)
-    except ValueError as e:
-        _err(str(e))
-        raise typer.Exit(EXIT_USAGE)
-
-
-def _validate_format(name: Optional[str], encode: bool = False) -> None:
-    """Exit 2 unless ``name`` is a format gputex fills from images (``encode``: or BC-encodes)."""
-    if name is None:
-        return
-    from .formats import get_format
-
-    try:
-        fmt = get_format(name)
-    except GputexError as e:
-        _err(str(e))
-        raise typer.Exit(EXIT_USAGE)
-    from .bcenc import ENCODERS
-
-    if not fmt.image and encode and fmt.name not in ENCODERS and fmt.name.startswith("bc"):
-        _err(f"format {fmt.name} is not encoded by gputex yet; it encodes {', '.join(ENCODERS)}")
-        raise typer.Exit(EXIT_USAGE)
-    if not fmt.image and not (encode and fmt.name in ENCODERS):
-        from .formats import IMAGE_FORMATS
-
-        also = f" (block-compressed: {', '.join(ENCODERS)})" if encode else ""
-        _err(f"format {fmt.name} cannot be filled from an image; use one of: {', '.join(IMAGE_FORMATS)}{also}")
-        raise typer.Exit(EXIT_USAGE)
-
-
-def _validate_encoding(format: Optional[str], quality: str, report: bool, *, volume: bool, **options) -> None:
-    """Exit 2 for --quality/--report without a BC format gputex encodes, or options that do not fit it."""
-    from .bcenc import check_options, encodable, parse_quality
-
-    try:
-        parse_quality(quality)
-    except GputexError as e:
-        _err(str(e))
-        raise typer.Exit(EXIT_USAGE)
-    if not (format and encodable(format)):
-        if report or quality.strip().lower() != "normal":
-            _err(f"{'--report' if report else '--quality'} applies to block compression; add --format "
-                 "bc1-rgba-unorm (or bc3/bc4/bc5)")
-            raise typer.Exit(EXIT_USAGE)
-        return
-    problem = check_options(format, **options)
-    if problem is None and volume:
-        problem = f"--volume with {format}: WebGPU has no 3D BC textures (texture-compression-bc-sliced-3d)"
-    if problem:
-        _err(problem)
-        raise typer.Exit(EXIT_USAGE)
-
-
-def _progress(total: int, enabled: bool):
-    """A rich progress bar (files, MB/s, ETA) on a terminal; nothing in pipes or with --json."""
-    if not enabled or not sys.stderr.isatty() or total < 1:
-        return None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                 TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), transient=True,
-                 console=_stderr_console())
-    p.start()
-    p.add_task("gputex", total=total, rate="")
-    return p
-
-
-def _stderr_console():
-    from rich.console import Console
-
-    return Console(stderr=True)
-
-
-def _inputs(args: Optional[List[str]], recursive: bool, packs: Optional[List[str]] = None):
-    from .batch import expand_inputs
-
-    items = expand_inputs(args or [], recursive)
-    if packs:
-        from .transform import pack_item
-
-        try:
-            items += [pack_item(spec) for spec in packs]
-        except GputexError as e:
-            _err(str(e))
-            raise typer.Exit(EXIT_USAGE)
-    if not items:
-        _err("no inputs")
-        raise typer.Exit(EXIT_USAGE)
-    return items
-
-
-def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, decode=None, gpu=None,
-               encode=None, one=None, adapter_line: bool = False, manifest=None, memory=None) -> int:
-    """Run the inputs (overlapped stages, or ``one(path)`` per input); print; return the exit code.
-
-    ``session`` is a Session, or for overlapped stages a Future of one (``session_soon``): then
-    the first inputs decode while the device is made, and ``gpu`` is ``session -> gpu stage``.
-    Each input's result line (or JSON line) is printed as soon as it is done, in input order;
-    each failure is one line on stderr. On a terminal a progress bar runs and a summary line
-    ends the run. Ctrl-C stops feeding new inputs; those already on the GPU are finished and
-    printed, then a summary and exit 130.
-    """
-    import signal
-    import time
-
-    state = {"failed": 0, "bytes": 0, "t0": time.perf_counter(), "stop": False, "header": False}
-    quiet, verbose = _state.get("quiet", False), _state.get("verbose", False)
-    start = None
-    from concurrent.futures import Future
-
-    if isinstance(session, Future):
-        soon, make_gpu = session, gpu
-        session = gpu = None
-
-        def start():
-            nonlocal session
-            session = _session(None, None, soon)
-            return make_gpu(session)
-
-    bar = _progress(len(items), not as_json and not quiet)
-    results: list = []
-
-    def on_sigint(signum, frame) -> None:
-        # Only a flag: a KeyboardInterrupt raised at an arbitrary point can land in a
-        # __del__, where Python swallows it. A second Ctrl-C (or SIGTERM) interrupts at once.
-        if state["stop"]:
-            raise KeyboardInterrupt
-        state["stop"] = signum
-
-    def emit(result) -> None:
-        if state["stop"] and not result.ok:
-            raise KeyboardInterrupt  # failed while stopping (its worker got the signal too): not reported
-        if as_json:
-            d = result.as_dict()
-            d["adapter"] = session.name
-            typer.echo(json.dumps(d))
-        elif not quiet:
-            if (adapter_line or verbose) and not state["header"]:
-                state["header"] = True
-                typer.echo(f"adapter: {session.name}")
-            render([result], session)
-        if not result.ok:
-            state["failed"] += 1
-            if _state["debug"] and result.exception is not None:
-                import traceback
-
-                traceback.print_exception(result.exception, file=sys.stderr)
-            _err(result.error or f"{result.source}: failed")
-        if not quiet:
-            for w in result.warnings:
-                _err(f"warning: {w}")
-        state["bytes"] += result.bytes or 0
-        results.append(result)
-        if bar:
-            rate = state["bytes"] / max(time.perf_counter() - state["t0"], 1e-9) / 1e6
-            bar.update(0, advance=1, description=os.path.basename(result.source), rate=f"{rate:.0f} MB/s")
-
-    from .signals import STOP_SIGNALS, exit_code
-
-    previous = {sig: signal.signal(sig, on_sigint) for sig in STOP_SIGNALS} if _main_thread() else {}
-    try:
-        if one is not None:
-            for item in items:
-                if state["stop"]:
-                    break
-                emit(one(item.path))
-        else:
-            from .batch import run_overlapped
-
-            from .caps import MemoryGate
-
-            run_overlapped(items, jobs, decode, gpu, encode, emit, start, stop=lambda: state["stop"],
-                           gate=MemoryGate(memory) if memory else None)
-        if state["stop"] and len(results) < len(items):
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        if bar:
-            bar.stop()
-            bar = None
-        ok = sum(1 for r in results if r.ok)
-        how = "terminated" if state["stop"] == getattr(signal, "SIGTERM", None) else "interrupted"
-        _state["announced"] = True
-        _err(f"{how} after {len(results)} of {len(items)} inputs ({ok} ok, {state['failed']} failed); "
-             "every output written is complete")
-        raise typer.Exit(exit_code(state["stop"]) if state["stop"] else EXIT_INTERRUPTED)
-    finally:
-        if bar:
-            bar.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    if manifest is not None and not manifest(results, session):  # --manifest (cli_scale.Manifest)
-        state["failed"] += 1
-    if not as_json and not quiet and (verbose or (sys.stderr.isatty() and len(items) > 1)):
-        secs = time.perf_counter() - state["t0"]
-        skipped = sum(1 for r in results if r.skipped)
-        _err(f"{len(results) - state['failed'] - skipped} ok, {state['failed']} failed"
-             + (f", {skipped} up to date" if skipped else "")
-             + f", {secs:.2f} s, {state['bytes'] / max(secs, 1e-9) / 1e6:.0f} MB/s")
-    from .errors import UsageError
-
-    if any(isinstance(r.exception, UsageError) for r in results):
-        return EXIT_USAGE
-    return EXIT_FAILED if state["failed"] else EXIT_OK
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
-def _options(**kw):
-    from .pipeline import Options
-
-    return Options(**kw)
-
-
-def _mip_kwargs(filter: Filter, alpha: Alpha, alpha_coverage, normal_map: bool, wrap: Wrap) -> dict:
-    return {"filter": filter.value, "alpha": alpha.value, "alpha_coverage": alpha_coverage,
-            "normal_map": normal_map, "wrap": wrap.value}
-
-
-def _transform(resize: Optional[str], max_size: Optional[int], pot: bool, swizzle: Optional[str]):
-    """The --resize/--max-size/--pot/--swizzle flags as a :class:`gputex.transform.Transform`
-    (None when none is given); a malformed value is a usage error."""
-    if resize is None and max_size is None and not pot and swizzle is None:
-        return None
-    from .transform import Transform, check_swizzle, parse_size
-
-    try:
-        return Transform(resize=parse_size(resize) if resize is not None else None, max_size=max_size, pot=pot,
-                         swizzle=check_swizzle(swizzle) if swizzle is not None else None)
-    except GputexError as e:
-        _err(str(e))
-        raise typer.Exit(EXIT_USAGE)
-
-
-MipsOpt = typer.Option(False, "--mips", help="Generate the mip chain on the GPU.")
-LevelsOpt = typer.Option(None, "--mip-count", min=1, metavar="N",
-                         help="Make N mip levels (implies --mips; default: the full chain).")
-LevelsAliasOpt = typer.Option(None, "--levels", min=1, hidden=True)  # the old name of --mip-count
-FilterOpt = typer.Option(Filter.box, "--filter", metavar=_choices(Filter),
-                         help="Mip filter: box (exact area average) or a radius-3 kernel.")
-AlphaOpt = typer.Option(Alpha.weighted, "--alpha", metavar=_choices(Alpha),
-                        help="How mips treat alpha: weighted averages colour by alpha.")
-CoverageOpt = typer.Option(None, "--alpha-coverage", min=0.0, max=1.0, metavar="CUTOFF",
-                           help="Keep the fraction of texels with alpha >= CUTOFF that level 0 has.")
-NormalOpt = typer.Option(False, "--normal-map",
-                         help="Data is a normal map: linear (as --color-space linear); renormalize each level.")
-WrapOpt = typer.Option(Wrap.clamp, "--wrap", metavar=_choices(Wrap),
-                       help="Edge handling for kernels wider than the footprint.")
-ResizeOpt = typer.Option(None, "--resize", metavar="WxH",
-                         help="Resize level 0 to W x H on the GPU with --filter (a 0 side keeps the "
-                              "aspect ratio).")
-MaxSizeOpt = typer.Option(None, "--max-size", min=1, metavar="N",
-                          help="Scale down on the GPU so neither side exceeds N (aspect ratio kept).")
-PotOpt = typer.Option(False, "--pot", help="Resize each side to the nearest power of two (ties up).")
-SwizzleOpt = typer.Option(None, "--swizzle", metavar="SPEC",
-                          help="Reorder channels: 1-4 of r g b a 0 1, e.g. bgra, rrr1, rgb1.")
-PackOpt = typer.Option(None, "--pack", metavar="SPEC",
-                       help="One texture from channels of several images, e.g. "
-                            "r=rough.png,g=metal.png,b=ao.png:g (repeatable).")
 
 
 @app.command(cls=_Command, epilog="""\b
@@ -505,7 +75,7 @@ def upload(
     max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = UploadJobsOpt,
     out: Optional[str] = typer.Option(None, "--out", "-o", metavar="PATH",
                                       help="Write the texture (mips included): X.ktx2 / X.dds, or a folder."),
-    container: Container = typer.Option(Container.ktx2, "--container", metavar=_choices(Container),
+    container: Container = typer.Option(Container(default("upload", "container")), "--container", metavar=_choices(Container),
                                         help="The file type with -o FOLDER."),
     zstd: Optional[int] = typer.Option(None, "--zstd", min=1, max=22, metavar="LEVEL",
                                        help="KTX2: Zstandard-supercompress each level (1-22)."),
@@ -515,7 +85,12 @@ def upload(
     cube: bool = typer.Option(False, "--cube", help="Inputs are cube faces +x -x +y -y +z -z (6 per cube)."),
     volume: bool = typer.Option(False, "--volume", help="Inputs are the depth slices of one 3D texture."),
     manifest: Optional[str] = ManifestOpt, threads: Optional[int] = ThreadsOpt, memory: Optional[int] = MemoryOpt,
-    quality: str = typer.Option("normal", "--quality", metavar="fast|normal|best",
+    verify: Optional[bool] = typer.Option(None, "--verify/--no-verify", show_default="on, off with -o",
+                                          help="Read the texture back and compare it with what was sent; "
+                                               "off by default when -o writes a file (the check costs a "
+                                               "read-back of level 0)."),
+    workers: Optional[int] = WorkersOpt,
+    quality: str = typer.Option(default("upload", "quality"), "--quality", metavar="fast|normal|best",
                                 help="BC encoding effort (--format bc*; or 0, 1, 2)."),
     report: bool = typer.Option(False, "--report", help="BC encoding: print the PSNR of every level against "
                                 "its source."),
@@ -547,49 +122,27 @@ def upload(
     if len(kinds) > 1:
         _err("choose one of --array, --cube, --volume")
         raise typer.Exit(EXIT_USAGE)
-    single_file = out is not None and os.path.splitext(out)[1].lower() in (".ktx2", ".dds")
-    if out is not None and not single_file and os.path.splitext(out)[1].lower() in (".ktx", ".png"):
-        _err(f"{out}: gputex writes .ktx2 or .dds texture files (or give a folder)")
-        raise typer.Exit(EXIT_USAGE)
-    if zstd is not None and (out is None or (single_file and not out.lower().endswith(".ktx2"))
-                             or (not single_file and container != Container.ktx2)):
-        _err("--zstd needs KTX2 output (-o X.ktx2, or -o FOLDER with --container ktx2)")
-        raise typer.Exit(EXIT_USAGE)
-    if skip_existing and out is None:
-        _err("--skip-existing needs -o (the texture files to compare with)")
-        raise typer.Exit(EXIT_USAGE)
-    items = _inputs(images, recursive, pack)
-    if cube and len(items) % 6:
-        _err(f"--cube needs 6 images per cube (+x -x +y -y +z -z), got {len(items)}")
-        raise typer.Exit(EXIT_USAGE)
-    if single_file and not kinds and len(items) > 1:
-        _err(f"{out}: one output file for {len(items)} inputs; give -o a folder, or use --array/--cube/--volume")
-        raise typer.Exit(EXIT_USAGE)
-    if kinds and out is not None and not single_file:
-        _err(f"--{kinds[0]} makes one texture: give -o a .ktx2 or .dds file")
-        raise typer.Exit(EXIT_USAGE)
-    if out is not None:
-        folder = out if not single_file else (os.path.dirname(out) or ".")
-        try:
-            os.makedirs(folder, exist_ok=True)
-        except OSError as e:
-            _err(f"{folder}: cannot create output folder ({e.strerror or e})")
-            raise typer.Exit(EXIT_FAILED)
-        from .encode import sweep_stale
+    from .outputs import check_texture_out, newer_than_all, texture_names
 
-        sweep_stale(folder)  # temporary files of an earlier run that was killed
+    rules = dict(container=container.value, zstd=zstd, skip_existing=skip_existing)
+    _usage(lambda: check_texture_out(out, **rules))  # before the inputs are read
+    items = _inputs(images, recursive, pack)
+    _usage(lambda: check_texture_out(out, **rules, kind=kinds[0] if kinds else None, inputs=len(items)))
+    try:
+        names, _ = texture_names(out, [i.path for i in items])  # created, stale temporaries swept
+    except GputexError as e:
+        _err(str(e))
+        raise typer.Exit(EXIT_FAILED)
     opts = _options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
                     max_ratio=max_ratio, mips=mips or levels is not None, mip_levels=levels,
                     mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap),
                     out=out, container=container.value, zstd=zstd, skip_existing=skip_existing,
-                    transform=transform, quality=quality.strip().lower(), report=report)
+                    transform=transform, quality=quality.strip().lower(), report=report, verify=verify)
     from .cli_scale import manifest_for
-    from .pipeline import OutputNames, assemble_file, decode_stage, upload_gpu_stage
 
     mf = manifest_for("upload", manifest, out)  # before any work: an option it cannot key is exit 2
-    names = OutputNames(out, [i.path for i in items]) if out is not None and not single_file else None
     if kinds:
         bad = [i for i in items if i.error]
         if bad:
@@ -598,10 +151,12 @@ def upload(
         if any(getattr(i, "sources", None) for i in items):
             _err(f"--{kinds[0]} assembles image files; --pack makes one texture of its own")
             raise typer.Exit(EXIT_USAGE)
-        if skip_existing and _newer_than_all(out, [i.path for i in items]):
+        if skip_existing and newer_than_all(out, [i.path for i in items]):
             if not quiet:
                 typer.echo(f"{out}: up to date")
             raise typer.Exit(EXIT_OK)
+        from .assembly import assemble_file
+
         session = _session(adapter, backend)
         result = assemble_file(session, [i.path for i in items], kinds[0], opts)
         written = mf is None or mf([result], session, inputs=[i.path for i in items])
@@ -617,61 +172,12 @@ def upload(
 
         raise typer.Exit(EXIT_OK if result.ok and written else EXIT_USAGE if isinstance(result.exception, UsageError)
                          else EXIT_FAILED)
-    from .device import session_soon
+    from .run import stages
 
-    code = _run_batch(items, as_json, session_soon(adapter, backend), _render_upload, jobs=jobs, adapter_line=True,
-                      decode=decode_stage(opts, names),
-                      gpu=lambda session: upload_gpu_stage(session, opts, names),
+    code = _run_batch(items, as_json, None, _render_upload, jobs=jobs, adapter_line=True,
+                      steps=stages("upload", opts, names), adapter=adapter, backend=backend, workers=workers,
                       manifest=mf, memory=memory)
     raise typer.Exit(code)
-
-
-def _newer_than_all(out: str, paths: List[str]) -> bool:
-    """``out`` exists and is at least as new as every one of ``paths``."""
-    try:
-        since = os.path.getmtime(out)
-        return all(os.path.getmtime(p) <= since for p in paths)
-    except OSError:
-        return False
-
-
-def _render_upload(results, session) -> None:
-    for r in results:
-        if r.skipped:
-            typer.echo(f"{r.source}: up to date")
-            continue
-        if not (r.ok or r.layout):
-            continue
-        lay = r.layout
-        typer.echo(
-            f"{r.source}: {r.format} {r.width}x{r.height} ({r.color_space}), {lay['data_bytes']} bytes; "
-            f"write_texture bytes_per_row {lay['bytes_per_row']}; capture bytes_per_row "
-            f"{lay['padded_bytes_per_row']} (+{lay['padding_per_row']} padding per row), staging "
-            f"{lay['staging_bytes']} bytes; path {r.upload_path}; "
-            + (f"resized from {r.resized_from[0]}x{r.resized_from[1]}" if r.resized_from
-               else "exact round trip" if r.verified else "MISMATCH")
-            + (f"; {r.texture}" if r.texture and r.texture != "2d" else "")
-            + (f"; {r.levels} levels" if r.levels and r.levels > 1 else "")
-            + (f" -> {', '.join(r.outputs)}" if r.outputs else "")
-            + _timings(r)
-        )
-        _render_bc_report(r)
-
-
-def _render_bc_report(r) -> None:
-    """``--report``: one line per encoded level (and layer)."""
-    for row in r.bc_report or []:
-        typer.echo(f"  {r.format} level {row['level']}" + (f" layer {row['layer']}" if "layer" in row else "")
-                   + f": PSNR {_fmt_db(row['psnr'])} dB"
-                   + (f", alpha {_fmt_db(row['psnr_alpha'])} dB" if "psnr_alpha" in row else "")
-                   + (f", SSIM {row['ssim']:.5f}" if row.get("ssim") is not None else ""))
-
-
-def _timings(r) -> str:
-    """With -v: the input's stage timings."""
-    if not _state.get("verbose") or not r.timings:
-        return ""
-    return "  [" + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in r.timings.items()) + "]"
 
 
 @app.command(cls=_Command, epilog="""\b
@@ -687,7 +193,8 @@ def capture(
                                  "capture with exactly one output."),
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
-    level: str = typer.Option("0", "--level", metavar="N|all", help="Mip level to write, or all of them."),
+    level: str = typer.Option(default("capture", "level"), "--level", metavar="N|all", help="Mip level to write, or all of them.",
+                              callback=_check_level),
     mips: bool = MipsOpt, levels: Optional[int] = LevelsOpt, filter: Filter = FilterOpt,
     alpha: Alpha = AlphaOpt, alpha_coverage: Optional[float] = CoverageOpt,
     normal_map: bool = NormalOpt, wrap: Wrap = WrapOpt,
@@ -698,18 +205,19 @@ def capture(
     premultiply: bool = typer.Option(False, "--premultiply",
                                      help="Multiply colour by alpha before upload (in linear light for sRGB content)."),
     no_exif_rotate: bool = typer.Option(False, "--no-exif-rotate", help="Keep the stored orientation."),
-    float_as: FloatAs = typer.Option(FloatAs.tiff, "--float-as", metavar=_choices(FloatAs),
+    float_as: FloatAs = typer.Option(FloatAs(default("capture", "float_as")), "--float-as", metavar=_choices(FloatAs),
                                      help="Float textures as tiff (exact), npy (exact), exr (exact), "
                                           "hdr (RGBE) or png (16-bit, clamped)."),
-    png_compression: str = typer.Option("fast", "--png-compression", metavar="fast|0-9",
+    png_compression: str = typer.Option(default("capture", "png_compression"), "--png-compression", metavar="fast|0-9",
                                         help="fast (fpng for 8-bit RGB/RGBA, else zlib 1) or a zlib level."),
-    bc_decode: BCDecode = typer.Option(BCDecode.spec, "--bc-decode", metavar=_choices(BCDecode),
+    bc_decode: BCDecode = typer.Option(BCDecode(default("capture", "bc_decode")), "--bc-decode", metavar=_choices(BCDecode),
                                        help="BC1-BC5 files: spec (the specification's arithmetic, the same on "
                                             "every GPU) or sampler (this GPU's texture units)."),
     budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,
     max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = JobsOpt,
     skip_existing: bool = typer.Option(False, "--skip-existing",
                                        help="Skip inputs whose output exists and is newer (incremental builds)."),
+    workers: Optional[int] = WorkersOpt,
     manifest: Optional[str] = ManifestOpt, threads: Optional[int] = ThreadsOpt, memory: Optional[int] = MemoryOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
@@ -730,9 +238,6 @@ def capture(
     levels = levels or levels_alias
     transform = _transform(resize, max_size, pot, swizzle)
     _validate_format(format)
-    if level != "all" and not level.isdigit():
-        _err(f"--level must be a number or 'all', got {level!r}")
-        raise typer.Exit(EXIT_USAGE)
     if png_compression != "fast" and not (png_compression.isdigit() and int(png_compression) <= 9):
         _err(f"--png-compression must be 'fast' or 0-9, got {png_compression!r}")
         raise typer.Exit(EXIT_USAGE)
@@ -741,7 +246,7 @@ def capture(
     jobs = cap_jobs(jobs, threads)
     budget = min(budget, max(1, memory // 4)) if memory else budget
     items = _inputs(sources, recursive, pack)
-    from .pipeline import SingleOutput
+    from .outputs import SingleOutput
 
     single = os.path.splitext(out)[1].lower() in SingleOutput.SUFFIXES and not os.path.isdir(out)
     if single:
@@ -762,49 +267,24 @@ def capture(
     if not os.access(folder, os.W_OK):
         _err(f"{folder}: output folder is not writable")
         raise typer.Exit(EXIT_FAILED)
-    from .device import session_soon
-    from .encode import sweep_stale
+    from .cli_scale import manifest_for
+    from .outputs import OutputNames
+    from .run import stages
 
-    sweep_stale(folder)  # temporary files of an earlier run that was killed
-    from .trace import enabled, mark, process_start
-    from .workers import codec_workers, worker_count
-
-    if enabled():
-        mark("startup", process_start())  # interpreter, imports, argument parsing
-    with codec_workers(worker_count(jobs, len(items))):
-        # after the workers are spawned (the GIL is not fought over while the parent spawns them):
-        # the device is made on a thread of its own while they start and decode the first inputs
-        soon = session_soon(adapter, backend)
-        from .cli_scale import manifest_for
-        from .pipeline import OutputNames, capture_encode_stage, capture_gpu_stage, decode_stage
-
-        want_mips = mips or levels is not None
-        opts = _options(format=format, color_space=color_space.value if color_space else None,
-                        flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
-                        budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
-                        max_ratio=max_ratio, mips=want_mips, mip_levels=levels, level=level, float_as=float_as.value,
-                        png_level=None if png_compression == "fast" else int(png_compression), sheet=sheet,
-                        skip_existing=skip_existing, bc_decode=bc_decode.value, transform=transform,
-                        mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
-        inputs = [p for i in items for p in (getattr(i, "sources", None) or [i.path])]
-        names = SingleOutput(out, inputs) if single else OutputNames(out, inputs)
-        code = _run_batch(items, as_json, soon, _render_capture, jobs=jobs,
-                          decode=decode_stage(opts, names),
-                          gpu=lambda session: capture_gpu_stage(session, names, opts),
-                          encode=capture_encode_stage(opts), manifest=manifest_for("capture", manifest, None),
-                          memory=memory)
-        raise typer.Exit(code)
-
-
-def _render_capture(results, session) -> None:
-    for r in results:
-        if r.skipped:
-            typer.echo(f"{r.source}: up to date")
-        elif r.ok:
-            typer.echo(f"{r.source} -> {', '.join(r.outputs)}  ({r.format} {r.width}x{r.height}"
-                       + (f" from {r.resized_from[0]}x{r.resized_from[1]}" if r.resized_from else "")
-                       + (f", {r.levels} levels" if r.levels and r.levels > 1 else "")
-                       + "".join(f"; {n}" for n in r.notes) + ")" + _timings(r))
+    opts = _options(format=format, color_space=color_space.value if color_space else None,
+                    flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
+                    budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
+                    max_ratio=max_ratio, mips=mips or levels is not None, mip_levels=levels, level=level,
+                    float_as=float_as.value, png_level=None if png_compression == "fast" else int(png_compression),
+                    sheet=sheet, skip_existing=skip_existing, bc_decode=bc_decode.value, transform=transform,
+                    mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
+    inputs = [p for i in items for p in (getattr(i, "sources", None) or [i.path])]
+    names = SingleOutput(out, inputs) if single else OutputNames(out, inputs)
+    # the run sweeps the folder, starts the codec workers, then makes the device on its own thread
+    code = _run_batch(items, as_json, None, _render_capture, jobs=jobs, steps=stages("capture", opts, names),
+                      adapter=adapter, backend=backend, workers=workers, sweep=[folder],
+                      manifest=manifest_for("capture", manifest, None), memory=memory)
+    raise typer.Exit(code)
 
 
 @app.command(cls=_Command, epilog="""\b
@@ -814,7 +294,8 @@ Examples:
 def compare(
     a: str = typer.Argument(..., metavar="A", help="First image or texture file."),
     b: str = typer.Argument(..., metavar="B", help="Second image or texture file."),
-    level: str = typer.Option("0", "--level", metavar="N|all", help="Level to compare, or all (with --mips)."),
+    level: str = typer.Option("0", "--level", metavar="N|all", help="Level to compare, or all (with --mips).",
+                              callback=_check_level),
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
     mips: bool = MipsOpt, filter: Filter = FilterOpt, alpha: Alpha = AlphaOpt,
@@ -844,11 +325,8 @@ def compare(
         except OSError as e:
             _err(f"{os.path.dirname(diff_image)}: cannot create output folder ({e.strerror or e})")
             raise typer.Exit(EXIT_FAILED)
-    if level != "all" and not level.isdigit():
-        _err(f"--level must be a number or 'all', got {level!r}")
-        raise typer.Exit(EXIT_USAGE)
     session = _session(adapter, backend)
-    from .pipeline import Thresholds, compare_files
+    from .report import Thresholds, compare_files
 
     opts = _options(format=format, color_space=color_space.value if color_space else None, mips=mips,
                     level=level, mip_options=_mip_kwargs(filter, alpha, None, False, Wrap.clamp))
@@ -871,27 +349,6 @@ def compare(
     raise typer.Exit(EXIT_OK if report["within"] else EXIT_FAILED)
 
 
-def _fmt_db(v) -> str:
-    return "inf" if v is None else f"{v:.2f}"
-
-
-def _render_compare(report: dict) -> None:
-    names = "rgba"
-    for lv in report["levels"]:
-        c = lv["channels"]
-        ch = names[:c] if c != 2 else "ra"
-        per = lambda key, f: ", ".join(f"{ch[i]} {f(lv[key][i])}" for i in range(c))  # noqa: E731
-        typer.echo(f"level {lv['level']} {lv['width']}x{lv['height']} {lv['format']}: "
-                   f"max diff {per('max_abs_diff', lambda v: f'{v:g}')}; "
-                   f"MAE {per('mae', lambda v: f'{v:.6g}')}; MSE {per('mse', lambda v: f'{v:.6g}')}; "
-                   f"PSNR {_fmt_db(lv['psnr_all'])} dB ({per('psnr', _fmt_db)}); "
-                   f"{lv['differing_texels']} texels differ; SSIM "
-                   + ("n/a (under 11x11)" if lv["ssim"] is None else f"{lv['ssim']:.6f}"))
-    verdict = "identical" if all(lv["identical"] for lv in report["levels"]) else (
-        "within thresholds" if report["within"] else "DIFFERENT")
-    typer.echo(f"{report['a']} vs {report['b']}: {verdict} ({report['readback_bytes']} bytes read back)")
-
-
 @app.command(cls=_Command, epilog="""\b
 Examples:
   gputex stats photo.png
@@ -900,7 +357,7 @@ def stats(
     images: List[str] = typer.Argument(..., metavar="IMAGE", help="Image or texture files."),
     histogram: int = typer.Option(0, "--histogram", min=0, max=4096, metavar="BINS",
                                   help="Histogram bins per channel (0: none)."),
-    level: str = typer.Option("0", "--level", metavar="N|all", help="Level, or all (with --mips)."),
+    level: str = typer.Option("0", "--level", metavar="N|all", help="Level, or all (with --mips).", callback=_check_level),
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
     mips: bool = MipsOpt,
@@ -911,11 +368,8 @@ def stats(
     """Per-channel min, max, mean, std and histogram, on the GPU."""
     _state.update(debug=debug, quiet=quiet, verbose=verbose)
     _validate_format(format)
-    if level != "all" and not level.isdigit():
-        _err(f"--level must be a number or 'all', got {level!r}")
-        raise typer.Exit(EXIT_USAGE)
     session = _session(adapter, backend)
-    from .pipeline import stats_file
+    from .report import stats_file
 
     opts = _options(format=format, color_space=color_space.value if color_space else None, mips=mips, level=level)
     code = _run_batch(_inputs(images, False), as_json, session, _render_stats,
@@ -923,175 +377,10 @@ def stats(
     raise typer.Exit(code)
 
 
-def _render_stats(results, session) -> None:
-    for r in results:
-        if not r.ok:
-            continue
-        for st in r.stats:
-            typer.echo(f"{r.source} level {st['level']} {st['width']}x{st['height']} {st['format']}:")
-            for i in range(st["channels"]):
-                typer.echo(f"  channel {i}: min {st['min'][i]:g} max {st['max'][i]:g} "
-                           f"mean {st['mean'][i]:.6g} std {st['std'][i]:.6g}")
-                if st["histogram"]:
-                    typer.echo(f"    histogram over [{st['histogram_range'][i][0]:g}, "
-                               f"{st['histogram_range'][i][1]:g}): {' '.join(map(str, st['histogram'][i]))}")
-
-
-@app.command(cls=_Command, epilog="""\b
-Examples:
-  gputex layout 61 37
-  gputex layout 1000 1000 --format bc7-rgba-unorm --json""")
-def layout(
-    width: int = typer.Argument(..., min=1, help="Width in texels."),
-    height: int = typer.Argument(..., min=1, help="Height in texels."),
-    format: str = typer.Option("rgba8unorm", "--format", "-f", metavar="FORMAT", help="Any WebGPU texture format."),
-    layers: int = typer.Option(1, "--layers", min=1, metavar="N", help="Array layers."),
-    as_json: bool = typer.Option(False, "--json", help="Print the layout as one JSON object."),
-) -> None:
-    """The copy arithmetic for a texture, without a GPU."""
-    from .formats import get_format
-    from .layout import copy_layout
-
-    try:
-        fmt = get_format(format)
-    except GputexError as e:
-        _err(str(e))
-        raise typer.Exit(EXIT_USAGE)
-    lay = copy_layout(fmt, width, height, layers).as_dict()
-    lay["block"] = list(fmt.block)
-    lay["block_bytes"] = fmt.block_bytes
-    if as_json:
-        typer.echo(json.dumps(lay))
-        return
-    for key, value in lay.items():
-        typer.echo(f"{key:22} {value}")
-
-
-@app.command(cls=_Command, epilog="""\b
-Examples:
-  gputex info
-  gputex info sky.ktx2 --json""")
-def info(
-    files: List[str] = typer.Argument(None, metavar="FILE",
-                                      help="Texture files (KTX2, KTX, DDS) to describe; none: the GPU."),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object per file, or one for the GPU."),
-    adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
-) -> None:
-    """Describe texture files, or the GPU: adapters, limits, formats.
-
-    A file: container, format, size, levels, layers, faces, supercompression and DFD.
-    No FILE: the gputex version, the adapters (the chosen one marked), its limits, and
-    what each texture format can do on it.
-    """
-    if files:
-        raise typer.Exit(_info_files(files, as_json))
-    session = _session(adapter, backend)
-    from .device import list_adapters
-    from .probe import format_capabilities
-
-    adapters = [session.info.as_dict()]
-    for a in list_adapters(backend):
-        d = {"name": a.info.get("device", ""), "backend": a.info.get("backend_type", ""),
-             "type": a.info.get("adapter_type", ""), "chosen": False}
-        if (d["name"], d["backend"]) != (session.info.name, session.info.backend):
-            adapters.append(d)
-    caps = format_capabilities(session)
-    import wgpu
-
-    report = {"version": version_line().split()[1], "wgpu": wgpu.__version__, "adapters": adapters,
-              "chosen": session.name, "features": sorted(session.features),
-              "limits": {k: session.limits[k] for k in sorted(session.info.limits)}, "formats": caps}
-    if as_json:
-        typer.echo(json.dumps(report))
-        return
-    typer.echo(f"{version_line()} (wgpu-py {report['wgpu']})")
-    typer.echo(f"chosen adapter: {session.name}")
-    for a in adapters:
-        typer.echo(f"  {'*' if a['chosen'] else ' '} {a['name']} ({a['backend']}, {a['type']})")
-    typer.echo("limits:")
-    for k, v in report["limits"].items():
-        typer.echo(f"  {k:36} {v}")
-    typer.echo("formats (upload render filter storage capture):")
-    for name, c in caps.items():
-        marks = " ".join("yes" if c[k] else " - " for k in ("upload", "render", "filter", "storage", "capture"))
-        typer.echo(f"  {name:24} {marks}")
-
-
-def _info_files(files: List[str], as_json: bool) -> int:
-    from .texfile import read_texture_file
-
-    failed = 0
-    for path in files:
-        try:
-            d = read_texture_file(path, inflate=False).describe()  # headers only: nothing inflated
-        except GputexError as e:
-            failed += 1
-            _err(str(e))
-            if as_json:
-                typer.echo(json.dumps({"file": path, "ok": False, "error": str(e)}))
-            continue
-        if as_json:
-            typer.echo(json.dumps(d))
-            continue
-        size = f"{d['width']}x{d['height']}" + (f"x{d['depth']}" if d["depth"] > 1 else "")
-        typer.echo(f"{path}: {d['container'].upper()} {d['type']} {d['format']} {size}, {len(d['levels'])} level(s), "
-                   f"{d['layers']} layer(s), {d['faces']} face(s), {d['color_space']}, "
-                   f"supercompression {d['supercompression']}, {d['file_bytes']} bytes")
-        for lv in d["levels"]:
-            extra = f" (stored {lv['stored_bytes']})" if "stored_bytes" in lv else ""
-            dims = f"{lv['width']}x{lv['height']}" + (f"x{lv['depth']}" if "depth" in lv else "")
-            typer.echo(f"  level {lv['level']}: {dims}, {lv['bytes']} bytes{extra}")
-        if "dfd" in d:
-            dfd = d["dfd"]
-            typer.echo(f"  DFD: model {dfd['color_model']}, primaries {dfd['color_primaries']}, transfer "
-                       f"{dfd['transfer_function']}, flags {dfd['flags']}, block {dfd['texel_block']}, "
-                       f"{dfd['bytes_plane0']} bytes/block, {len(dfd['samples'])} sample(s)")
-        for k, v in d.get("key_values", {}).items():
-            typer.echo(f"  {k}: {v}")
-    return EXIT_FAILED if failed else EXIT_OK
-
-
-@app.command(cls=_Command, epilog="""\b
-Examples:
-  gputex validate sky.ktx2
-  gputex validate out/*.ktx2 --strict --json""")
-def validate(
-    files: List[str] = typer.Argument(..., metavar="FILE", help="KTX2 files."),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object per file."),
-    strict: bool = typer.Option(False, "--strict", help="Warnings (the spec's 'should's) fail too."),
-) -> None:
-    """Check KTX2 files against every rule of the KTX 2.0 spec.
-
-    Each problem names its rule. Exit 0 when all are valid, 1 otherwise.
-    """
-    from .ktx2 import validate as check
-
-    failed = 0
-    for path in files:
-        from .inputs import read_input
-
-        try:
-            data = read_input(path)  # regular files only, size-capped
-        except GputexError as e:
-            failed += 1
-            _err(str(e))
-            continue
-        problems = check(data, path)
-        errors = [p for p in problems if p.fatal or strict]
-        failed += bool(errors)
-        if as_json:
-            typer.echo(json.dumps({"file": path, "valid": not errors, "problems": [
-                {"rule": p.rule, "message": p.message, "error": p.fatal or strict} for p in problems]}))
-            continue
-        if not problems:
-            typer.echo(f"{path}: valid KTX2")
-        for p in problems:
-            kind = "error" if (p.fatal or strict) else "warning"
-            (_err if kind == "error" else typer.echo)(f"{path}: {kind} [{p.rule}] {p.message}")
-    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
-
-
+from .cli_files import info, layout, register as _register_files, validate  # noqa: E402,F401  (gputex.cli.<command>)
 from .cli_scale import register as _register_scale  # noqa: E402  (serve, key)
+
+_register_files(app)
 
 _register_scale(app)
 

@@ -18,7 +18,7 @@ __all__ = ["register", "cli_settings", "Manifest"]
 
 #: CLI parameters that are not settings of a conversion (inputs, output, how the run goes).
 _NOT_SETTINGS = {"sources", "images", "out", "jobs", "as_json", "adapter", "backend", "debug", "manifest",
-                 "threads", "memory", "quiet", "verbose", "version",
+                 "threads", "memory", "quiet", "verbose", "version", "workers",
                  "levels_alias",  # --levels, the old name of --mip-count: folded into "levels" below
                  "pack"}  # --pack makes inputs, not a setting: a key or manifest refuses it (below)
 
@@ -88,7 +88,7 @@ class Manifest:
                "settings": normalised(self.command, self.settings, self.out),
                "adapter_dependent": adapter_dependent(self.command, self.settings),
                "adapter": info.as_dict() if info else None, "outputs": entries, "failed": failed}
-        from .cli import _err
+        from .cli_options import _err
 
         try:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
@@ -114,7 +114,7 @@ def manifest_for(command: str, path: Optional[str], out: Optional[str]) -> Optio
         from typer._click.globals import get_current_context
     except ImportError:
         from click import get_current_context
-    from .cli import EXIT_USAGE, _err
+    from .cli_options import EXIT_USAGE, _err
 
     try:
         ctx = get_current_context()
@@ -127,7 +127,7 @@ def manifest_for(command: str, path: Optional[str], out: Optional[str]) -> Optio
 
 def register(app: typer.Typer) -> None:
     """Add ``serve`` and ``key`` to the app."""
-    from .cli import AdapterOpt, BackendOpt, JsonOpt
+    from .cli_options import AdapterOpt, BackendOpt, JsonOpt
 
     @app.command()
     def serve(
@@ -145,7 +145,7 @@ def register(app: typer.Typer) -> None:
         on stdin ({"id": 1, "command": "capture", "inputs": ["a.png"], "out": "out/", "mips": true}),
         one JSON reply a line on stdout, in the order requests complete. Bad requests get an
         error reply; EOF or SIGTERM ends it (exit 0)."""
-        from .cli import EXIT_NO_GPU, EXIT_USAGE, _err
+        from .cli_options import EXIT_NO_GPU, EXIT_USAGE, _err
 
         if not stdio:
             _err("serve needs --stdio (the only transport)")
@@ -179,7 +179,7 @@ def register(app: typer.Typer) -> None:
         content, the settings that change bytes, the gputex version and code, the codec
         libraries' versions, and the adapter where the output depends on it (mips,
         --bc-decode sampler). One line per input: KEY  PATH (one key for --array/--cube/--volume)."""
-        from .cli import EXIT_FAILED, EXIT_NO_GPU, EXIT_USAGE, _err
+        from .cli_options import EXIT_FAILED, EXIT_NO_GPU, EXIT_USAGE, _err
 
         if command not in ("capture", "upload"):
             _err(f"--for must be capture or upload, got {command!r}")

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from .errors import FormatError, LimitError
 
 if TYPE_CHECKING:
-    from .upload import Texture
+    from .texture import Texture
 
 __all__ = ["compare", "stats", "CompareResult", "Stats"]
 

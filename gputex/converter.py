@@ -62,9 +62,11 @@ def _plan(threads: int, processes: bool | None) -> tuple[int, int]:
         import multiprocessing
 
         processes = threads >= 6 and not multiprocessing.current_process().daemon
-    env = os.environ.get("GPUTEX_WORKERS", "").strip()
-    if env.isdigit():
-        processes = int(env) > 0
+    from .devflags import int_flag
+
+    env = int_flag("GPUTEX_WORKERS")
+    if env is not None:
+        processes = env > 0
     if processes and threads >= 2:
         jobs = threads // 2
         return jobs, jobs
@@ -272,8 +274,11 @@ class Converter:
     def _run(self, paths: list[str], command: str, opts, target, settings: dict, emit) -> None:
         from .batch import expand_inputs, run_overlapped
         from .encode import sweep_stale
-        from .pipeline import (OutputNames, assemble_file, capture_encode_stage, capture_gpu_stage, decode_stage,
-                               upload_gpu_stage)
+        from .assembly import assemble_file
+        from .outputs import OutputNames
+        from .capture_stage import capture_encode_stage, capture_gpu_stage
+        from .pipeline import decode_stage
+        from .upload_stage import upload_gpu_stage
 
         session = self.session
         items = expand_inputs(paths, bool(settings.get("recursive")), stdin=[])

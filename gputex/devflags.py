@@ -1,22 +1,70 @@
-"""Developer overrides read from the environment, in one place.
+"""Developer overrides read from the environment: every ``GPUTEX_*`` switch, in one place.
 
-These are not user settings (those are function parameters and CLI options); they let a
-developer force a code path without editing code, e.g. to compare paths on an adapter:
+What a user chooses is a parameter (``--workers``/``workers=``, ``--jobs``, ``copy_threads=``,
+``--threads``, ``generate_mips(path=..., precision=...)``). The variables below are overrides
+for benchmarks, tests and bisecting: each is read through :func:`flag` when it is needed (not
+frozen at import, unless its entry says so), and an explicit parameter always wins over it.
 
-* ``GPUTEX_MIPS_PATH=compute|render``: the mip path of renderable formats that are not
-  storage-capable when the caller did not choose one (``generate_mips(path=...)``);
-* ``GPUTEX_MIPS_F64=0``: never use the float64 mip/resize paths (as on an adapter without
-  ``shader-f64``).
+==========================  ===================================================================
+variable                    what it overrides
+==========================  ===================================================================
+``GPUTEX_WORKERS``          codec worker processes per kind for a batch (0: codecs in threads);
+                            default from ``--jobs`` (:func:`gputex.workers.worker_count`).
+                            ``--threads`` under 6 sets it to 0 for the process and its children.
+``GPUTEX_COPY_THREADS``     threads for one band's host copy (:mod:`gputex.parallel`; 1: none);
+                            default the cores, at most 4.
+``GPUTEX_READ_THREADS``     threads copying out of mapped read-back memory
+                            (:func:`gputex.parallel.read_threads`); default the cores, at most 16.
+``GPUTEX_DECODE_THREADS``   threads inflating one large PNG with restart points
+                            (:mod:`gputex.pngdec`; read at its import; worker processes set 1).
+``GPUTEX_THREADS``          the thread cap of ``--threads`` (:mod:`gputex.caps`; set by it, and
+                            inherited by worker processes).
+``GPUTEX_SHM_DIR``          where pixels travel between processes (default ``/dev/shm``).
+``GPUTEX_PORTABLE``         Linux-only mechanisms to turn off (:mod:`gputex.portable`).
+``GPUTEX_TRACE``            append a JSON timeline of the run to this file (:mod:`gputex.trace`;
+                            read at import).
+``GPUTEX_PROFILE``          cProfile the batch's in-order GPU thread into this file.
+``GPUTEX_MIPS_PATH``        ``compute`` or ``render`` for renderable non-storage formats when the
+                            caller did not choose (``generate_mips(path=...)``, :mod:`gputex.mips`).
+``GPUTEX_MIPS_F64``         ``0`` turns the float64 (``shader-f64``) mip and resize paths off (as on
+                            an adapter without ``shader-f64``).
+==========================  ===================================================================
+
+``GPUTEX_ADAPTER`` and ``GPUTEX_BACKEND`` are not developer flags: they are the documented
+defaults of ``--adapter`` and ``--backend`` (:mod:`gputex.device`).
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["flag"]
+__all__ = ["FLAGS", "flag", "int_flag"]
+
+#: Every developer override and one line on it (the table above says more).
+FLAGS = {
+    "GPUTEX_WORKERS": "codec worker processes per kind (0: threads)",
+    "GPUTEX_COPY_THREADS": "threads for one band's host copy",
+    "GPUTEX_READ_THREADS": "threads copying out of mapped read-back memory",
+    "GPUTEX_DECODE_THREADS": "threads inflating one large PNG",
+    "GPUTEX_THREADS": "the --threads cap of this process",
+    "GPUTEX_SHM_DIR": "folder for pixels shared between processes",
+    "GPUTEX_PORTABLE": "Linux-only mechanisms to turn off",
+    "GPUTEX_TRACE": "JSON timeline file",
+    "GPUTEX_PROFILE": "cProfile file of the in-order GPU thread",
+    "GPUTEX_MIPS_PATH": "compute or render mips for renderable non-storage formats",
+    "GPUTEX_MIPS_F64": "0: no float64 mip/resize paths",
+}
 
 
 def flag(name: str) -> str | None:
-    """The stripped value of the environment variable ``name``, or None when unset or empty."""
+    """The value of developer override ``name`` (stripped), or None when unset or empty."""
+    if name not in FLAGS:
+        raise KeyError(f"{name} is not a gputex developer flag (gputex.devflags.FLAGS)")
     value = os.environ.get(name, "").strip()
     return value or None
+
+
+def int_flag(name: str) -> int | None:
+    """:func:`flag` as a non-negative integer; None when unset or not a number."""
+    value = flag(name)
+    return int(value) if value is not None and value.isdigit() else None

@@ -211,11 +211,10 @@ def _png_bytes(a: "np.ndarray", color_space: str, level: int | None, sbit: bytes
     if sbit:
         chunks.append(png.chunk(b"sBIT", sbit))
     if a.nbytes > STREAM_MIN_BYTES:  # fpng and libpng would hold ~3x the image: stream it
-        from .parallel import COPY_THREADS
-
         from .caps import capped
+        from .parallel import copy_threads
 
-        threads = capped(max(COPY_THREADS, min(16, os.cpu_count() or 1)))
+        threads = capped(max(copy_threads(), min(16, os.cpu_count() or 1)))
         return png.stream_png(a, chunks, 1 if level is None else max(level, 1) if level else 0, threads)
     data = None
     if level is None and a.dtype.itemsize == 1 and a.shape[2] in (3, 4):

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from .decode import Image
     from .device import Session
     from .texfile import TextureFile
-    from .upload import Texture
+    from .texture import Texture
 
 __all__ = ["GpuSteps", "process_group", "iter_groups", "plan_groups", "DEFAULT_GROUP_BUDGET"]
 
@@ -73,7 +73,7 @@ class GpuSteps:
     alpha_coverage: float | None = None
 
     def texture_format(self, image: "Image", session: "Session") -> Format:
-        from .upload import default_format
+        from .texture import default_format
 
         return get_format(self.format) if self.format else default_format(image, session, self.color_space)
 
@@ -249,13 +249,13 @@ class _Group:
         import wgpu
 
         from .capture import copy_groups, texture_file_pieces
-        from .parallel import COPY_THREADS, run_all
-        from .upload import create_texture, texture_usage
+        from .parallel import copy_threads, run_all
+        from .texture import copy_usage, create_texture
 
         session, steps = self.session, self.steps
         for image, fmt in zip(self.images, fmts):
             self.texs.append(create_texture(session, fmt, image.width, image.height, levels=steps.levels(image),
-                                            usage=texture_usage(wgpu.TextureUsage.TEXTURE_BINDING),
+                                            usage=copy_usage(wgpu.TextureUsage.TEXTURE_BINDING),
                                             color_space=_space(image, fmt, steps), source=image.source))
         self.offsets, total = [], 0
         for tex in self.texs:
@@ -266,7 +266,7 @@ class _Group:
         mem = buf._experimental_get_mapped_range(0, buf.size)
         try:
             mapped = np.frombuffer(mem, np.uint8, count=total)
-            run_all(_fill_tasks(self.images, self.texs, self.offsets, mapped, steps), COPY_THREADS)
+            run_all(_fill_tasks(self.images, self.texs, self.offsets, mapped, steps), copy_threads())
             del mapped
         finally:
             del mem

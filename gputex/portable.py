@@ -16,13 +16,12 @@ sigmask      workers spawned with SIGINT blocked       the workers' initializer 
              (``pthread_sigmask``)
 ===========  =======================================  ==========================================
 
-``GPUTEX_PORTABLE`` (a developer and test switch, read here only) lists mechanisms to turn off,
+``GPUTEX_PORTABLE`` (a developer and test switch, :mod:`gputex.devflags`) lists mechanisms to turn off,
 comma-separated, or ``all``: the tests run the fallbacks on Linux this way.
 """
 
 from __future__ import annotations
 
-import os
 
 __all__ = ["disabled", "MECHANISMS"]
 
@@ -32,7 +31,9 @@ MECHANISMS = ("shm", "otmpfile", "populate", "sigmask")
 def disabled(name: str) -> bool:
     """True when ``GPUTEX_PORTABLE`` turns mechanism ``name`` off (read at each call: a test
     may set it; worker processes inherit it)."""
-    value = os.environ.get("GPUTEX_PORTABLE", "")
+    from .devflags import flag
+
+    value = flag("GPUTEX_PORTABLE") or ""
     if not value:
         return False
     names = {v.strip() for v in value.split(",")}

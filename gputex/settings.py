@@ -19,7 +19,8 @@ from typing import Any
 from .errors import GputexError
 from .mips.filters import FILTER_NAMES
 
-__all__ = ["SettingsError", "COMMANDS", "RUN_KEYS", "make_options", "normalised", "adapter_dependent"]
+__all__ = ["SettingsError", "COMMANDS", "CHOICES", "SPEC", "RUN_KEYS", "make_options", "normalised", "adapter_dependent",
+           "default"]
 
 COMMANDS = ("capture", "upload")
 
@@ -112,31 +113,45 @@ def _quality(name: str, v: Any) -> str:
         raise SettingsError(f"{name}: {e}") from e
 
 
+#: The values of each choice setting, first the default where it has one. The CLI builds its
+#: option choices from these (``gputex.cli_options``), so the two never drift apart.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "color_space": ("srgb", "linear"),
+    "filter": FILTER_NAMES,
+    "alpha": ("weighted", "straight", "premultiplied"),
+    "wrap": ("clamp", "repeat", "mirror"),
+    "upload_path": ("auto", "write_texture", "staging"),
+    "float_as": ("tiff", "npy", "png", "exr", "hdr"),
+    "bc_decode": ("spec", "sampler"),
+    "container": ("ktx2", "dds"),
+}
+
 #: Every setting, its check and default (as the CLI's); the commands that take it.
 _COMMON = {
-    "format": (_str, None), "color_space": (_choice("srgb", "linear"), None),
+    "format": (_str, None), "color_space": (_choice(*CHOICES["color_space"]), None),
     "flip_y": (_bool, False), "premultiply": (_bool, False), "no_exif_rotate": (_bool, False),
-    "mips": (_bool, False), "levels": (_int(1), None), "filter": (_choice(*FILTER_NAMES), "box"),
-    "alpha": (_choice("weighted", "straight", "premultiplied"), "weighted"),
+    "mips": (_bool, False), "levels": (_int(1), None), "filter": (_choice(*CHOICES["filter"]), "box"),
+    "alpha": (_choice(*CHOICES["alpha"]), "weighted"),
     "alpha_coverage": (_float(0.0, 1.0), None), "normal_map": (_bool, False),
-    "wrap": (_choice("clamp", "repeat", "mirror"), "clamp"),
-    "budget": (_int(1), 64), "upload_path": (_choice("auto", "write_texture", "staging"), "auto"),
+    "wrap": (_choice(*CHOICES["wrap"]), "clamp"),
+    "budget": (_int(1), 64), "upload_path": (_choice(*CHOICES["upload_path"]), "auto"),
     "max_pixels": (_int(1), None), "max_ratio": (_float(0.0), None), "recursive": (_bool, False),
     "resize": (_size, None), "max_size": (_int(1), None), "pot": (_bool, False), "swizzle": (_swizzle, None),
 }
 SPEC: dict[str, dict[str, tuple]] = {
     "capture": {**_COMMON, "level": (_level, "0"), "sheet": (_bool, False),
-                "float_as": (_choice("tiff", "npy", "png", "exr", "hdr"), "tiff"),
+                "float_as": (_choice(*CHOICES["float_as"]), "tiff"),
                 "png_compression": (_png_compression, "fast"),
-                "bc_decode": (_choice("spec", "sampler"), "spec"), "skip_existing": (_bool, False)},
-    "upload": {**_COMMON, "container": (_choice("ktx2", "dds"), "ktx2"), "zstd": (_int(1, 22), None),
+                "bc_decode": (_choice(*CHOICES["bc_decode"]), "spec"), "skip_existing": (_bool, False)},
+    "upload": {**_COMMON, "container": (_choice(*CHOICES["container"]), "ktx2"), "zstd": (_int(1, 22), None),
                "array": (_bool, False), "cube": (_bool, False), "volume": (_bool, False),
-               "skip_existing": (_bool, False), "quality": (_quality, "normal"), "report": (_bool, False)},
+               "skip_existing": (_bool, False), "quality": (_quality, "normal"), "report": (_bool, False),
+               "verify": (_bool, None)},
 }
 #: Settings of a whole run (a server, a Converter, a cluster), not of one request.
 RUN_KEYS = ("jobs", "threads", "memory", "adapter", "backend")
 #: Output-neutral settings, left out of :func:`normalised` (see the module docstring).
-_NEUTRAL = {"budget", "upload_path", "max_pixels", "max_ratio", "recursive", "skip_existing", "report"}
+_NEUTRAL = {"budget", "upload_path", "max_pixels", "max_ratio", "recursive", "skip_existing", "report", "verify"}
 
 
 def checked(command: str, settings: dict[str, Any]) -> dict[str, Any]:
@@ -174,8 +189,10 @@ def make_options(command: str, settings: dict[str, Any], out: str | None = None)
     s = checked(command, settings)
     if command == "upload" and s["zstd"] is not None and not _ktx2_out(out, s["container"]):
         raise SettingsError("zstd: needs KTX2 output (out X.ktx2, or a folder with container ktx2)")
-    mip = {"filter": s["filter"], "alpha": s["alpha"], "alpha_coverage": s["alpha_coverage"],
-           "normal_map": s["normal_map"], "wrap": s["wrap"]}
+    from .pipeline import MipOptions
+
+    mip = MipOptions(filter=s["filter"], alpha=s["alpha"], alpha_coverage=s["alpha_coverage"],
+                     normal_map=s["normal_map"], wrap=s["wrap"])
     kw: dict[str, Any] = dict(
         format=s["format"], color_space=s["color_space"], flip_y=s["flip_y"], premultiply=s["premultiply"],
         exif_rotate=not s["no_exif_rotate"], budget=s["budget"] << 20, upload_path=s["upload_path"],
@@ -187,7 +204,7 @@ def make_options(command: str, settings: dict[str, Any], out: str | None = None)
                   bc_decode=s["bc_decode"])
     else:
         kw.update(out=out, container=s["container"], zstd=s["zstd"], skip_existing=s["skip_existing"],
-                  quality=s["quality"], report=s["report"])
+                  quality=s["quality"], report=s["report"], verify=s["verify"])
     return Options(**kw)
 
 
@@ -245,3 +262,8 @@ def adapter_dependent(command: str, settings: dict[str, Any]) -> bool:
     bc_float = fmt.startswith(("bc1", "bc3", "bc4", "bc5", "bc6h", "bc7")) and not (
         s.get("quality") == "fast" and fmt.startswith(("bc1", "bc3", "bc4-r-unorm", "bc5-rg-unorm")))
     return bool(s.get("mips")) or s.get("bc_decode") == "sampler" or bc_float
+
+
+def default(command: str, name: str) -> Any:
+    """The default of setting ``name`` of ``command`` (the CLI's option defaults come from here)."""
+    return SPEC[command][name][1]

@@ -15,7 +15,9 @@ from contextlib import contextmanager
 
 __all__ = ["span", "mark", "enabled", "profiled"]
 
-_PATH = os.environ.get("GPUTEX_TRACE") or None
+from .devflags import flag as _flag  # noqa: E402
+
+_PATH = _flag("GPUTEX_TRACE")
 
 
 def enabled() -> bool:
@@ -63,7 +65,7 @@ def span(what: str, **extra):
 @contextmanager
 def profiled():
     """cProfile the block (this thread only) into ``GPUTEX_PROFILE``, if set."""
-    path = os.environ.get("GPUTEX_PROFILE")
+    path = _flag("GPUTEX_PROFILE")
     if not path:
         yield
         return

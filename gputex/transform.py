@@ -32,7 +32,7 @@ from .errors import DecodeError, FormatError, UsageError
 
 if TYPE_CHECKING:
     from .decode import Image
-    from .upload import Texture
+    from .texture import Texture
 
 __all__ = ["Transform", "parse_size", "check_swizzle", "target_size", "nearest_pot", "apply_swizzle",
            "resize_texture", "PackItem", "pack_item", "pack_channels"]
@@ -255,7 +255,7 @@ def resize_texture(tex: "Texture", width: int, height: int, *, levels: int = 1, 
 
     from .mips import check_options, use_float64
     from .mips.common import pack_kind
-    from .upload import create_texture
+    from .texture import create_texture
 
     check_options(filter, alpha, wrap)
     float64 = use_float64(tex.session, precision)

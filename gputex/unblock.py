@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from .errors import FormatError
 
 if TYPE_CHECKING:
-    from .upload import Texture
+    from .texture import Texture
 
 __all__ = ["decode_blocks", "decoded_format", "SPEC_KINDS"]
 
@@ -49,16 +49,19 @@ def decode_blocks(tex: "Texture", *, levels: int | None = None, mode: str = "spe
     from .capabilities import require
     from .formats import get_format
     from .kernels import dispatch
+    from .mips import needs_render_target
     from .mips.common import pipeline
-    from .upload import create_texture
+    from .texture import create_texture
 
     require(tex.session, "bc-decode", tex.source)
     if tex.depth > 1:
         raise FormatError(f"{tex.source}: decoding 3D {tex.format.name} textures is not supported")
     session = tex.session
     target = decoded_format(tex.format)
+    nlevels = max(tex.levels, levels or 0)
     out = create_texture(
-        session, get_format(target), tex.width, tex.height, layers=tex.layers, levels=max(tex.levels, levels or 0),
+        session, get_format(target), tex.width, tex.height, layers=tex.layers, levels=nlevels,
+        render_target=nlevels > 1 and needs_render_target(session, get_format(target)),
         usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING | wgpu.TextureUsage.COPY_SRC
         | wgpu.TextureUsage.COPY_DST,
         color_space="srgb" if tex.format.srgb else tex.color_space, source=tex.source)

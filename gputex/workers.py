@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
     from .decode import Image
 
+from .caps import worker_count  # noqa: E402,F401  (lives with the other resource caps)
+
 __all__ = ["codec_workers", "worker_count", "sweep_shared", "decode_image", "encode_images", "SharedBlock", "shared_block"]
 
 _POOLS: dict = {}  # "decode" and "encode": two pools, so decodes never wait behind encodes
@@ -40,16 +42,6 @@ _PREFIX = ".gputex-"
 #: Niceness added to worker processes: the in-order GPU thread is the batch's critical path
 #: (alone it needs ~8 ms per 2048^2 image on the H200 host; among busy codecs it got ~70).
 WORKER_NICE = 10
-
-
-def worker_count(jobs: int, inputs: int) -> int:
-    """Worker processes for a batch of ``inputs`` with ``--jobs`` (0: codecs run in threads):
-    ``jobs`` from 3 jobs and 2 inputs up, at most one per input; ``GPUTEX_WORKERS`` overrides
-    (0 turns them off)."""
-    env = os.environ.get("GPUTEX_WORKERS", "").strip()
-    if env.isdigit():
-        return min(int(env), inputs) if inputs > 1 else 0
-    return min(jobs, inputs) if jobs >= 3 and inputs > 1 else 0  # never more workers than inputs
 
 
 @contextmanager
@@ -138,10 +130,12 @@ def _init() -> None:
 
 def _shm_folder() -> str:
     """Where pixels travel between processes: ``/dev/shm`` (memory), else the temp folder.
-    ``GPUTEX_SHM_DIR`` (developer override, read here only) names another folder."""
+    ``GPUTEX_SHM_DIR`` (developer override, :mod:`gputex.devflags`) names another folder."""
     from .portable import disabled
 
-    folder = os.environ.get("GPUTEX_SHM_DIR") or "/dev/shm"
+    from .devflags import flag
+
+    folder = flag("GPUTEX_SHM_DIR") or "/dev/shm"
     usable = not disabled("shm") and os.path.isdir(folder) and os.access(folder, os.W_OK)
     return folder if usable else tempfile.gettempdir()
 

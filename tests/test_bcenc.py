@@ -561,7 +561,8 @@ def test_round_trip_every_size_ktx2_and_dds(gpu, fmt, tmp_path):
     """upload --format <bc> --mips -o X.ktx2 / X.dds: every level's blocks in the file are the
     blocks encode_blocks makes from the same mips; the logical size is kept; each level decodes
     (texture2ddecoder) close to the mip it came from; edge blocks repeat the last row/column."""
-    from gputex.pipeline import Options, upload_file
+    from gputex.pipeline import Options
+    from gputex.run import upload_files
     from gputex.texfile import read_texture_file
 
     rng = np.random.default_rng(45)
@@ -579,7 +580,7 @@ def test_round_trip_every_size_ktx2_and_dds(gpu, fmt, tmp_path):
         for ext in ("ktx2", "dds"):
             out = str(tmp_path / f"{fmt}_{w}x{h}.{ext}")
             opts = Options(format=fmt, mips=True, out=out, quality="normal")
-            r = upload_file(gpu, str(path), opts)
+            r, = upload_files([str(path)], opts, session=gpu)
             assert r.ok, r.error
             tf = read_texture_file(out)
             assert (tf.format.name, tf.width, tf.height) == (fmt, w, h)
@@ -785,11 +786,12 @@ def test_same_bytes_every_run(tmp_png, tmp_path):
 def test_report_matches_numpy(gpu, tmp_png):
     """--report's PSNR equals numpy's over the spec decode (texture2ddecoder rounds down, so
     it is checked against the palette written out here)."""
-    from gputex.pipeline import Options, upload_file
+    from gputex.pipeline import Options
+    from gputex.run import upload_files
 
     img = _photo("coffee", 64, 96)
     path = tmp_png(img)
-    r = upload_file(gpu, path, Options(format="bc4-r-unorm", report=True))
+    r, = upload_files([path], Options(format="bc4-r-unorm", report=True), session=gpu)
     assert r.ok and r.format == "bc4-r-unorm"
     blocks, src = _encode(gpu, img, "bc4-r-unorm")
     got = np.zeros((64, 96))

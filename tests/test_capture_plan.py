@@ -91,7 +91,8 @@ def test_copy_tasks_unpad_every_piece(monkeypatch, threads):
 def _filled(gpu, name, w, h, layers, levels):
     """A texture whose every level and layer holds random bytes the test keeps."""
     from gputex.convert import to_texture_rows
-    from gputex.upload import create_texture, write_image
+    from gputex.texture import create_texture
+    from gputex.upload import write_image
 
     fmt = get_format(name)
     tex = create_texture(gpu, fmt, w, h, layers=layers, levels=levels, color_space="linear")

@@ -170,7 +170,7 @@ def test_result_lines_stream_as_inputs_finish(gpu, tmp_path, monkeypatch):
     """The first input's line is printed before the GPU step of the last input starts (the
     lines used to come only after the whole batch)."""
     import gputex.cli as cli
-    import gputex.pipeline as pipeline
+    import gputex.capture_stage as pipeline
 
     events = []
     real_stage, real_render = pipeline.capture_gpu_stage, cli._render_capture
@@ -287,7 +287,7 @@ def test_upload_skip_existing(gpu, tmp_path):
     assert r.exit_code == 0 and r.stdout == f"adapter: {gpu.name}\n{path}: up to date\n"
     later = time.time() + 5
     os.utime(path, (later, later))
-    r = run("upload", path, "-o", out, "--skip-existing")
+    r = run("upload", path, "-o", out, "--skip-existing", "--verify")
     assert r.exit_code == 0 and "exact round trip" in r.stdout and "up to date" not in r.stdout
     single = tmp_path / "s.ktx2"
     os.utime(path, (time.time() - 100, time.time() - 100))

@@ -193,14 +193,14 @@ def test_unexpected_exception_in_a_batch_names_the_file_and_goes_on(gpu, tmp_pat
     good, bad = tmp_path / "good.png", tmp_path / "bad.png"
     _png(good, 4)
     _png(bad, 5)
-    real = pipeline._upload
+    real = pipeline.upload_image
 
     def flaky(session, image, *args, **kwargs):
         if getattr(image, "source", "") == str(bad):
             raise KeyError("surprise")
         return real(session, image, *args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "_upload", flaky)
+    monkeypatch.setattr(pipeline, "upload_image", flaky)
     r = CliRunner().invoke(app, ["capture", str(bad), str(good), "-o", str(tmp_path / "out"), "--jobs", "1"])
     assert r.exit_code == 1
     assert r.stderr.splitlines() == [f"gputex: {bad}: internal error: KeyError: 'surprise' "

@@ -294,7 +294,8 @@ def _reference_3d(vol, srgb, weighted, levels):
 @pytest.mark.parametrize("alpha", ["weighted", "straight"])
 def test_3d_box_mips_match_reference(gpu, w, h, d, fmt, space, alpha):
     from gputex.capture import capture
-    from gputex.upload import create_texture, write_image
+    from gputex.texture import create_texture
+    from gputex.upload import write_image
 
     import wgpu
 

@@ -108,7 +108,7 @@ def test_size_over_device_limit(gpu):
 
 
 def test_default_formats(gpu):
-    from gputex.upload import default_format
+    from gputex.texture import default_format
 
     def fmt(a, space=None):
         return default_format(gputex.from_array(a), gpu, space).name

@@ -31,7 +31,7 @@ from .filters import ALPHA_MODES, FILTER_NAMES, FILTERS, WRAPS, check_options, k
 if TYPE_CHECKING:
     from ..device import Session
     from ..formats import Format
-    from ..upload import Texture
+    from ..texture import Texture
 
 __all__ = ["generate_mips", "MipReport", "FILTERS", "FILTER_NAMES", "ALPHA_MODES", "WRAPS", "PRECISIONS", "PATHS",
            "box_source_level", "kernel_taps", "mips_path", "needs_render_target", "use_float64", "check_precision"]

@@ -40,7 +40,7 @@ from .common import entries as layout_entries
 from .filters import FILTERS, WRAPS
 
 if TYPE_CHECKING:
-    from ..upload import Texture
+    from ..texture import Texture
 
 __all__ = ["Chain", "coverage_scales"]
 
@@ -236,7 +236,7 @@ def coverage_scales(tex: "Texture", work, cutoff: float, layer: int) -> list[flo
 
     from ..capture import capture
     from ..formats import get_format
-    from ..upload import Texture as _T
+    from ..texture import Texture as _T
 
     fmt = tex.format
     bits = 2 if fmt.packed else fmt.bits

@@ -12,7 +12,7 @@ from ..layout import mip_size
 if TYPE_CHECKING:
     from ..device import Session
     from ..formats import Format
-    from ..upload import Texture
+    from ..texture import Texture
 
 __all__ = ["PACK_FMT", "REUSE_MAX_BYTES", "format_kind", "pack_kind", "pipeline", "reduce_render_pipeline",
            "entries", "plain_entries", "stand_in", "reused", "storage_twin", "box_source_level", "REUSE_CACHE"]

@@ -15,7 +15,7 @@ from .common import pipeline
 from .filters import kernel_taps
 
 if TYPE_CHECKING:
-    from ..upload import Texture
+    from ..texture import Texture
 
 __all__ = ["EXACT_FORMATS", "EXACT_KERNEL_FORMATS", "EXACT_LOOP_LIMIT", "exact_ok", "exact_chain",
            "exact_kernel_ok", "exact_kernel_chain", "record_exact_bands"]

@@ -24,7 +24,7 @@ from .common import pipeline
 from .intbox import MAX_BASE_TEXELS, lin_table, plan_chain, threshold_table
 
 if TYPE_CHECKING:
-    from ..upload import Texture
+    from ..texture import Texture
 
 __all__ = ["INT_FORMATS", "int_ok", "int_chain", "self_check"]
 

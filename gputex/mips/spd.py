@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from ..layout import align_up
 
 if TYPE_CHECKING:
-    from ..upload import Texture
+    from ..texture import Texture
 
 __all__ = ["LEVELS_PER_PASS", "spd_plan", "spd_ok", "spd_chain", "self_check"]
 

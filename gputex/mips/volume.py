@@ -12,7 +12,7 @@ from ..layout import align_up
 from .common import PACK_FMT, pipeline
 
 if TYPE_CHECKING:
-    from ..upload import Texture
+    from ..texture import Texture
 
 __all__ = ["chain3d"]
 

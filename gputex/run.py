@@ -1,0 +1,158 @@
+"""The owner of a run: start-up and the schedule, for every command and the library alike.
+
+A run is: sweep the temporary files an earlier, killed run left in the output folders; mark
+the start-up in the trace (``GPUTEX_TRACE``); start the codec worker processes (batches that
+encode, from 3 jobs up: :mod:`gputex.workers`); make the device on a thread of its own while
+they start and the first inputs decode; then the overlapped schedule of
+:func:`gputex.batch.run_overlapped` (decodes and encodes in the pool, GPU steps in input
+order on the calling thread). :func:`run` does that and nothing else; the CLI parses options,
+calls it, renders each result as it comes and maps exceptions to exit codes; the library's
+:func:`upload_files` / :func:`capture_files` and :class:`gputex.Converter` call the same.
+
+What one input goes through (decode, upload, mips, capture, encode) is :mod:`gputex.pipeline`'s
+stages; :func:`stages` picks them for a command.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:
+    from .batch import Item
+    from .device import Session
+    from .pipeline import Options, Result
+
+__all__ = ["Stages", "stages", "run", "upload_files", "capture_files"]
+
+
+@dataclass
+class Stages:
+    """One input's steps for the batch runner: ``decode(item) -> (result, data)`` in the pool;
+    ``gpu(session) -> (item, data, result) -> payload`` in input order; ``encode(item, payload,
+    result)`` in the pool (None: the command writes nothing from the pool)."""
+
+    decode: Callable[["Item"], tuple[Any, Any]]
+    gpu: Callable[["Session"], Callable[..., Any]]
+    encode: Callable[..., None] | None = None
+
+
+def stages(command: str, opts: "Options", names=None) -> Stages:
+    """The stages of ``capture`` (decode, upload + mips + capture, encode) or ``upload``
+    (decode, upload + verify + texture-file write)."""
+    from .capture_stage import capture_encode_stage, capture_gpu_stage
+    from .pipeline import decode_stage
+    from .upload_stage import upload_gpu_stage
+
+    if command == "capture":
+        return Stages(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),
+                      capture_encode_stage(opts))
+    if command == "upload":
+        return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names))
+    raise ValueError(f"unknown command {command!r}; use capture or upload")
+
+
+def run(items: Sequence["Item"], steps: Stages, *, on_result: Callable[["Result", "Session"], None],
+        jobs: int = 1, session: "Session | None" = None, adapter: str | None = None,
+        backend: str | None = None, workers: int | None = None, copy_threads: int | None = None,
+        stop: Callable[[], bool] | None = None, gate=None, sweep: Sequence[str] = ()) -> "Session | None":
+    """Run ``items`` through ``steps``; ``on_result(result, session)`` once per input, in input order.
+
+    Parameters
+    ----------
+    session
+        A device to use; None: one is made (``adapter``/``backend``) on its own thread while
+        the first inputs decode. Its errors (:class:`~gputex.errors.NoAdapterError`, a
+        ``ValueError`` for a bad backend) are raised from here.
+    jobs, workers
+        Pool threads, and codec worker processes per kind (None: from ``jobs``, see
+        :func:`gputex.workers.worker_count`; 0: none). Commands that encode nothing in the
+        pool start no workers.
+    copy_threads
+        Threads for one band's host copy (:func:`gputex.parallel.set_copy_threads`); None:
+        the default.
+    stop
+        Asked before each input's GPU step: once true no further input starts.
+    gate
+        A :class:`~gputex.caps.MemoryGate` for the decoded images in flight.
+    sweep
+        Output folders whose stale temporary files (of a killed run) are removed first.
+
+    Returns
+    -------
+    Session or None
+        The session used (None when the run stopped before it was needed).
+    """
+    from .batch import run_overlapped
+    from .encode import sweep_stale
+    from .trace import enabled, mark, process_start
+    from .workers import codec_workers, worker_count
+
+    for folder in sweep:
+        sweep_stale(folder)  # temporary files of an earlier run that was killed
+    if copy_threads is not None:
+        from .parallel import set_copy_threads
+
+        set_copy_threads(copy_threads)
+    if enabled():
+        mark("startup", process_start())  # interpreter, imports, argument parsing
+    n = worker_count(jobs, len(items), workers) if steps.encode is not None else 0
+    held: list = [session]
+    with codec_workers(n):
+        # after the workers are spawned (the GIL is not fought over while the parent spawns them):
+        # the device is made on a thread of its own while they start and decode the first inputs
+        soon = None
+        if session is None:
+            from .device import session_soon
+
+            soon = session_soon(adapter, backend)
+
+        def start():
+            if held[0] is None:
+                held[0] = soon.result()
+            return steps.gpu(held[0])
+
+        run_overlapped(list(items), jobs, steps.decode, None, steps.encode,
+                       lambda result: on_result(result, held[0]), start, stop=stop, gate=gate,
+                       workers=None if workers is None else n)  # None: as it decides for its capped jobs
+    return held[0]
+
+
+def upload_files(paths: Sequence[str], opts: "Options | None" = None, *, session: "Session | None" = None,
+                 out: str | None = None, jobs: int = 1, **run_kw: Any) -> list["Result"]:
+    """Upload each file (images or texture files), verify what the GPU holds, and with ``out``
+    (``X.ktx2``/``X.dds`` for one input, or a folder) write the textures; one
+    :class:`~gputex.pipeline.Result` per input, in order (a failed input's error is in its result)."""
+    from dataclasses import replace
+
+    from .batch import expand_inputs
+    from .outputs import texture_names
+    from .pipeline import Options
+
+    opts = replace(opts or Options(), out=out) if out is not None else (opts or Options())
+    items = expand_inputs(paths)
+    names, folder = texture_names(opts.out, [i.path for i in items])
+    results: list = []
+    run(items, stages("upload", opts, names), on_result=lambda r, s: results.append(r), jobs=jobs,
+        session=session, sweep=[folder] if folder else [], **run_kw)
+    return results
+
+
+def capture_files(paths: Sequence[str], out: str, opts: "Options | None" = None, *,
+                  session: "Session | None" = None, jobs: int = 1, **run_kw: Any) -> list["Result"]:
+    """Decode, upload (and mips), capture the wanted levels and encode them into the folder
+    ``out`` (names as the CLI's); one :class:`~gputex.pipeline.Result` per input, in order."""
+    import os
+
+    from .batch import expand_inputs
+    from .outputs import OutputNames, prepare_folder
+    from .pipeline import Options
+
+    opts = opts or Options()
+    items = expand_inputs(paths)
+    prepare_folder(out)
+    names = OutputNames(out, [i.path for i in items])
+    results: list = []
+    run(items, stages("capture", opts, names), on_result=lambda r, s: results.append(r), jobs=jobs,
+        session=session, sweep=[os.fspath(out)], **run_kw)
+    return results

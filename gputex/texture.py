@@ -1,0 +1,143 @@
+"""The GPU texture type: :class:`Texture` (a wgpu texture with what its data means) and
+:func:`create_texture`, which checks size, feature, layer and level limits before allocating.
+
+Every step that makes a texture (upload, mips, resize, BC encode and decode, arrays/cubes)
+makes it here. This module imports no step module: whether a texture's mip levels are drawn
+(and so need ``RENDER_ATTACHMENT``) is the caller's ``render_target`` argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import FormatError, LimitError
+from .formats import Format, get_format
+from .layout import CopyLayout, copy_layout, mip_count, mip_size, physical_size
+
+if TYPE_CHECKING:
+    from .decode import Image
+    from .device import Session
+
+__all__ = ["Texture", "create_texture", "default_format", "copy_usage", "label"]
+
+
+@dataclass
+class Texture:
+    """A GPU texture made by gputex, with what its data means."""
+
+    session: "Session"
+    texture: Any  # wgpu.GPUTexture
+    format: Format
+    width: int
+    height: int
+    layers: int = 1
+    levels: int = 1
+    color_space: str = "srgb"
+    source: str = ""
+    upload_path: str = ""
+    depth: int = 1  # > 1: a 3D texture; ``layers`` is then 1
+    faces: int = 1  # 6: a cube map (or cube array); ``layers`` counts every face
+    array: bool = False  # an array texture (as a texture file stores it)
+
+    def size(self, level: int = 0) -> tuple[int, int]:
+        return mip_size(self.width, self.height, level)
+
+    @property
+    def images(self) -> int:
+        """2D images per level: array layers (cube faces included), or depth slices of a level 0."""
+        return self.depth if self.depth > 1 else self.layers
+
+    def level_images(self, level: int) -> int:
+        return max(1, self.depth >> level) if self.depth > 1 else self.layers
+
+    def layout(self, level: int = 0) -> CopyLayout:
+        w, h = self.size(level)
+        return copy_layout(self.format, w, h, 1)
+
+    def destroy(self) -> None:
+        self.texture.destroy()
+
+
+def default_format(image: "Image", session: "Session | None" = None,
+                   color_space: str | None = None) -> Format:
+    """The format gputex picks for an image (documented in the README).
+
+    8-bit colour -> ``rgba8unorm-srgb`` (sRGB data) or ``rgba8unorm`` (linear);
+    8-bit grey -> ``r8unorm`` / ``rg8unorm``; 16-bit -> ``r/rg/rgba16unorm`` where the
+    device has ``texture-format16bit-norm``, else the exact ``16uint`` formats;
+    float -> ``32float``; 32-bit integers -> ``32sint``.
+    """
+    space = color_space or image.color_space
+    prefix = {1: "r", 2: "rg", 3: "rgba", 4: "rgba"}[image.channels]
+    if image.kind == "float":
+        return get_format(prefix + "32float")
+    if image.kind == "int":
+        return get_format(prefix + "32sint")
+    if image.bits == 16:
+        if session is None or session.has_feature("texture-format16bit-norm"):
+            return get_format(prefix + "16unorm")
+        return get_format(prefix + "16uint")
+    if prefix == "rgba" and space == "srgb":
+        return get_format("rgba8unorm-srgb")
+    return get_format(prefix + "8unorm")
+
+
+def copy_usage(extra: int = 0) -> int:
+    """COPY_DST | COPY_SRC (every gputex texture is written and read back) plus ``extra``."""
+    import wgpu
+
+    return wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC | extra
+
+
+def create_texture(session: "Session", fmt: Format, width: int, height: int, *, layers: int = 1,
+                   levels: int = 1, usage: int | None = None, color_space: str = "srgb",
+                   source: str = "", view_formats: list[str] | None = None, depth: int = 1,
+                   render_target: bool = False) -> Texture:
+    """Create a 2D (array) texture, or a 3D one when ``depth > 1``, after checking size, feature
+    and level count.
+
+    Block-compressed textures of a size that is not a whole number of blocks are allocated
+    rounded up to whole blocks (WebGPU requires it); ``Texture.width/height`` stay the logical
+    size and every copy covers the logical level's blocks, so the extra texels are never read.
+
+    ``render_target``: the caller's mip step draws the levels (``gputex.mips.render_target``
+    says when), so a 2D texture of several levels also gets ``RENDER_ATTACHMENT``. The caller
+    decides: this module does not know how mips are made.
+    """
+    if not session.has_feature(fmt.feature):
+        raise FormatError(f"{source + ': ' if source else 'format '}{fmt.name} needs the device feature "
+                          f"{fmt.feature!r}, which {session.info.name} does not have")
+    key = "max-texture-dimension-3d" if depth > 1 else "max-texture-dimension-2d"
+    limit = session.limits.get(key, 2048 if depth > 1 else 8192)
+    if width > limit or height > limit or depth > limit:
+        size = f"{width}x{height}" + (f"x{depth}" if depth > 1 else "")
+        raise LimitError(f"{source or 'texture'}: {size} exceeds the device's {key} of {limit}")
+    max_layers = session.limits.get("max-texture-array-layers", 256)
+    if layers > max_layers:
+        raise LimitError(f"{source or 'texture'}: {layers} layers exceed max-texture-array-layers {max_layers}")
+    if levels > mip_count(width, height, depth):
+        raise LimitError(f"{levels} mip levels is more than {mip_count(width, height, depth)}, "
+                         f"the most a {width}x{height} texture has")
+    alloc_w, alloc_h = physical_size(fmt, width, height)
+    if render_target and levels > 1 and depth == 1:  # its mips are drawn into its levels
+        import wgpu
+
+        usage = (copy_usage() if usage is None else usage) | wgpu.TextureUsage.RENDER_ATTACHMENT
+    tex = session.check(
+        f"{source or 'texture'}: create {fmt.name} {width}x{height}",
+        session.device.create_texture,
+        label=label(source), size=(alloc_w, alloc_h, depth if depth > 1 else layers), format=fmt.name,
+        mip_level_count=levels, usage=copy_usage() if usage is None else usage,
+        dimension="3d" if depth > 1 else "2d", view_formats=view_formats or [],
+    )
+    return Texture(session, tex, fmt, width, height, 1 if depth > 1 else layers, levels, color_space, source,
+                   depth=depth)
+
+
+def label(source: str | None) -> str:
+    """A wgpu label (UTF-8 in C) for a path that may not be: a name that is not UTF-8 keeps its
+    bytes in Python as surrogates (``caf\udce9.png``), which UTF-8 cannot encode."""
+    if not source:
+        return "gputex"
+    return source.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

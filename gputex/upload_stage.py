@@ -1,0 +1,139 @@
+"""The ``upload`` command's GPU step for one input: upload (and mips, BC encoding), read back and
+verify, and with ``-o`` write the texture file (KTX2 / DDS). Runs in input order on the run's
+one device thread (:mod:`gputex.run`); errors go into the input's :class:`~gputex.pipeline.Result`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import pipeline
+from .pipeline import Decoded, Options, Result, is_texfile, note_texture, run_one, timed, upload_format
+
+if TYPE_CHECKING:
+    from .device import Session
+    from .outputs import OutputNames
+    from .texture import Texture
+from .outputs import texture_output
+
+__all__ = ["upload_gpu_stage", "verify_and_write"]
+
+
+def upload_gpu_stage(session: "Session", opts: Options, names: "OutputNames | None" = None):
+    """Upload, read back and verify that the GPU holds exactly what was sent.
+
+    Texture files are uploaded as stored (block-compressed ones stay compressed) and every
+    level, layer and face is compared. With ``opts.out`` the texture, mips included, is
+    written as KTX2 or DDS: a path ending in ``.ktx2``/``.dds``, or a folder (then
+    ``<stem>.<opts.container>``, names never colliding).
+    """
+
+    def run(item, decoded: Decoded, result: Result):
+        image = decoded.take()
+
+        def work() -> None:
+            tex = pipeline.upload_image(session, image, opts, result, decode_blocks=False)
+            try:
+                verify_and_write(tex, image, item, opts, names, result)
+            finally:
+                tex.destroy()
+
+        run_one(result, work, session)
+        return None
+
+    return run
+
+
+def verify_and_write(tex: "Texture", source, item, opts: Options, names, result: Result) -> None:
+    encoded = None if is_texfile(source) else _bc_encode(tex, opts, result)
+    try:
+        _check_and_write(tex, encoded, source, item, opts, names, result)
+    finally:
+        if encoded is not None:
+            encoded.destroy()
+
+
+def _check_and_write(tex: "Texture", encoded: "Texture | None", source, item, opts: Options, names,
+                     result: Result) -> None:
+    """Verify ``tex`` against what was sent; write ``encoded`` (its BC encoding) or ``tex``."""
+    import numpy as np
+
+    from .capture import capture_bytes, capture_texture_file
+
+    result.layout = tex.layout(0).as_dict()
+    stored = None
+    shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
+    with timed(result, "capture"):
+        if opts.out or (is_texfile(source) and opts.verifies()):
+            stored = capture_texture_file(encoded or tex, budget=opts.budget)
+    if encoded is not None:
+        result.layout = encoded.layout(0).as_dict()
+
+    def level0(z: int):
+        if stored is None or encoded is not None:
+            return capture_bytes(tex, 0, z, budget=opts.budget)
+        n = stored.image_bytes(0)
+        return np.frombuffer(memoryview(stored.levels[0])[z * n: (z + 1) * n], np.uint8).reshape(shape)
+
+    if not opts.verifies():
+        result.verified = None
+    else:
+        _verify(source, stored, level0, item, opts, tex, result)
+    if opts.out and result.ok:
+        from .texfile import write_texture_file
+
+        stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
+        path = texture_output(opts.out, opts.container, names, item)
+        with timed(result, "encode"):
+            write_texture_file(stored, path, zstd=opts.zstd)
+        result.outputs.append(path)
+
+
+def _verify(source, stored, level0, item, opts: Options, tex: "Texture", result: Result) -> None:
+    """Compare what the GPU holds with what was sent (texture files: every level; images: level 0
+    of each layer, unless it was resized); a difference fails the input."""
+    import numpy as np
+
+    from .convert import to_texture_rows
+
+    with timed(result, "verify"):
+        if is_texfile(source):
+            bad = [i for i, lv in enumerate(source.levels) if bytes(lv) != bytes(stored.levels[i])]
+            result.verified = not bad
+            if bad:
+                result.ok = False
+                result.error = f"{item.path}: GPU data differs from the file at level {bad[0]}"
+        elif result.resized_from:  # level 0 is the resized image: nothing sent to compare it with
+            result.verified = None
+        else:
+            result.verified = True
+            for z, im in enumerate(source if isinstance(source, list) else [source]):
+                pixels = im.pixels[::-1] if opts.flip_y else im.pixels
+                sent = to_texture_rows(pixels, tex.color_space, tex.format, premultiply=opts.premultiply)
+                back = level0(z)
+                if not np.array_equal(sent, back):
+                    rows = np.nonzero((sent != back).any(axis=1))[0]
+                    result.ok = result.verified = False
+                    result.error = (f"{im.source}: GPU data differs from what was sent "
+                                    f"({len(rows)} rows differ, first at row {rows[0]})")
+                    break
+
+
+def _bc_encode(tex: "Texture", opts: Options, result: Result) -> "Texture | None":
+    """``tex`` (mips included) block-encoded into ``opts.format``; None when that is not a BC
+    format gputex encodes. With ``opts.report`` the PSNR of every level goes into the result."""
+    if not upload_format(opts)[2]:
+        return None
+    from .bcenc import encode_blocks, psnr_report
+
+    with timed(result, "bc_encode"):
+        encoded = encode_blocks(tex, opts.format, opts.quality)
+    encoded.upload_path = tex.upload_path
+    try:
+        if opts.report:
+            with timed(result, "report"):
+                result.bc_report = psnr_report(tex, encoded)
+    except BaseException:
+        encoded.destroy()
+        raise
+    note_texture(result, encoded)
+    return encoded
