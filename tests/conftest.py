@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import zlib
 
 import pytest
 
@@ -101,17 +102,27 @@ def gpu():
     return s
 
 
+def rng_seed(nodeid: str) -> int:
+    """The seed of a test's generator: CRC-32 of its id without the folders
+    (``test_mips.py::test_box[7-13]``), so it is the same in every run, every xdist worker and
+    whichever tests run before it, and stays the same when a file moves between folders."""
+    return zlib.crc32(nodeid.rsplit("/", 1)[-1].encode())
+
+
+@pytest.fixture
+def rng(request):
+    """The test's own numpy generator, seeded from its name (see ``rng_seed``)."""
+    import numpy as np
+
+    return np.random.default_rng(rng_seed(request.node.nodeid))
+
+
 @pytest.fixture
 def tmp_png(tmp_path):
     """Write an array as a PNG (8- or 16-bit, 1-4 channels) and return its path."""
+    from factory import write
 
     def make(a, name="img.png"):
-        import imagecodecs
-        import numpy as np
-
-        path = tmp_path / name
-        arr = a[:, :, 0] if a.ndim == 3 and a.shape[2] == 1 else a
-        path.write_bytes(imagecodecs.png_encode(np.ascontiguousarray(arr)))
-        return str(path)
+        return write(tmp_path / name, a)
 
     return make

@@ -20,11 +20,10 @@ from gputex.encode import encode
 
 pytestmark = pytest.mark.gpu
 runner = CliRunner()
-rng = np.random.default_rng(9)
 
 
 @pytest.fixture
-def tree(tmp_path):
+def tree(rng, tmp_path):
     """src/a.png, src/sub/b.png, src/sub/deeper/a.png (same stem), src/notes.txt."""
     src = tmp_path / "src"
     (src / "sub" / "deeper").mkdir(parents=True)
@@ -103,7 +102,7 @@ def test_same_names_are_deterministic_with_many_jobs(gpu, tmp_path):
 @pytest.mark.parametrize("level", [None, 0, 1, 6, 9])
 @pytest.mark.parametrize("shape,dtype", [((5, 7, 4), np.uint8), ((5, 7, 3), np.uint8), ((5, 7, 1), np.uint8),
                                          ((5, 7, 2), np.uint8), ((5, 7, 4), np.uint16)])
-def test_every_png_encoder_setting_is_exact(tmp_path, level, shape, dtype):
+def test_every_png_encoder_setting_is_exact(rng, tmp_path, level, shape, dtype):
     a = rng.integers(0, np.iinfo(dtype).max + 1, shape, dtype=np.int64).astype(dtype)
     path = str(tmp_path / "x.png")
     encode(a, path, png_level=level)
@@ -113,7 +112,7 @@ def test_every_png_encoder_setting_is_exact(tmp_path, level, shape, dtype):
     assert b"sRGB" in open(path, "rb").read()[:64]
 
 
-def test_peak_memory_does_not_grow_with_file_count(gpu, tmp_path):
+def test_peak_memory_does_not_grow_with_file_count(rng, gpu, tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     a = rng.integers(0, 256, (512, 512, 4), np.uint8)
@@ -136,7 +135,7 @@ def test_peak_memory_does_not_grow_with_file_count(gpu, tmp_path):
     assert large - small < 40, f"peak RSS {small} MB for 5 files, {large} MB for 40"
 
 
-def test_worker_processes_give_the_same_files(tmp_path):
+def test_worker_processes_give_the_same_files(rng, tmp_path):
     """Codecs in worker processes (GPUTEX_WORKERS, as batches with --jobs >= 3 run): the same
     bytes as the in-thread path, the bad input reported and skipped, nothing left in /dev/shm."""
     src = tmp_path / "src"
@@ -164,7 +163,7 @@ def test_worker_processes_give_the_same_files(tmp_path):
 
 @pytest.mark.parametrize("channels", [1, 2, 3, 4])
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
-def test_streaming_png_encoder_is_exact(tmp_path, monkeypatch, channels, dtype):
+def test_streaming_png_encoder_is_exact(rng, tmp_path, monkeypatch, channels, dtype):
     """The band-parallel streaming writer (used above 256 MiB) forced on small images: a valid
     PNG (imagecodecs/libpng and Pillow read it), the same pixels, the colour chunk kept."""
     mod = sys.modules["gputex.encode"]
@@ -179,7 +178,7 @@ def test_streaming_png_encoder_is_exact(tmp_path, monkeypatch, channels, dtype):
     Image.open(path).load()
 
 
-def test_adler32_combine_matches_zlib():
+def test_adler32_combine_matches_zlib(rng):
     import zlib
 
     from gputex.png import adler32_combine

@@ -17,11 +17,11 @@ from gputex.capture import capture
 from gputex.cli import app
 from gputex.compare import compare, stats
 from gputex.formats import IMAGE_FORMATS, get_format
+from factory import exact_source as _source
 
 pytestmark = pytest.mark.gpu
 TB = wgpu.TextureUsage.TEXTURE_BINDING
-rng = np.random.default_rng(21)
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _codes(tex):
@@ -29,14 +29,12 @@ def _codes(tex):
     return capture(tex).astype(np.float64)
 
 
-def _pair(gpu, fmt, w, h):
-    from test_roundtrip import _source
-
-    a = _source(fmt, h, w)
+def _pair(rng, gpu, fmt, w, h):
+    a = _source(rng, fmt, h, w)
     b = a.copy()
     flat = b.reshape(-1, b.shape[2])
     idx = rng.choice(flat.shape[0], size=max(1, flat.shape[0] // 3), replace=False)
-    flat[idx] = _source(fmt, 1, len(idx))[0]
+    flat[idx] = _source(rng, fmt, 1, len(idx))[0]
     ta = gputex.upload(gpu, gputex.from_array(a), fmt.name, usage=TB)
     tb = gputex.upload(gpu, gputex.from_array(b), fmt.name, usage=TB)
     return ta, tb
@@ -55,11 +53,11 @@ def _luma(v, channels):
 
 @pytest.mark.parametrize("name", [n for n in IMAGE_FORMATS if not n.startswith(("r32", "rg32", "rgba32")) or n.endswith("float")])
 @pytest.mark.parametrize("w,h", [(1, 1), (13, 7), (61, 37)])
-def test_metrics_equal_float64_numpy(gpu, name, w, h):
+def test_metrics_equal_float64_numpy(rng, gpu, name, w, h):
     fmt = get_format(name)
     if not gpu.has_feature(fmt.feature):
         pytest.skip(f"{gpu.name} lacks {fmt.feature}")
-    ta, tb = _pair(gpu, fmt, w, h)
+    ta, tb = _pair(rng, gpu, fmt, w, h)
     a, b = _codes(ta), _codes(tb)
     r = compare(ta, tb)
     d = np.abs(a - b).reshape(-1, fmt.channels)
@@ -82,10 +80,10 @@ def test_metrics_equal_float64_numpy(gpu, name, w, h):
 
 @pytest.mark.parametrize("name", ["rgba8unorm", "rgba8unorm-srgb", "r8unorm", "rgba16unorm", "rgba16float", "rgba32float"])
 @pytest.mark.parametrize("w,h", [(11, 11), (61, 37), (257, 131)])
-def test_ssim_matches_scikit_image(gpu, name, w, h):
+def test_ssim_matches_scikit_image(rng, gpu, name, w, h):
     pytest.importorskip("skimage")
     fmt = get_format(name)
-    ta, tb = _pair(gpu, fmt, w, h)
+    ta, tb = _pair(rng, gpu, fmt, w, h)
     r = compare(ta, tb)
     scale = 1.0 if fmt.kind == "float" else 2 ** fmt.bits - 1
     x = _luma(_codes(ta) / scale, fmt.channels)
@@ -96,20 +94,18 @@ def test_ssim_matches_scikit_image(gpu, name, w, h):
     assert r.ssim == pytest.approx(_ssim_reference(x, y), abs=1e-5 if w * h < 1000 else 2e-6)
 
 
-def test_ssim_absent_below_window_size(gpu):
-    ta, tb = _pair(gpu, get_format("rgba8unorm"), 10, 30)
+def test_ssim_absent_below_window_size(rng, gpu):
+    ta, tb = _pair(rng, gpu, get_format("rgba8unorm"), 10, 30)
     assert compare(ta, tb).ssim is None
 
 
 @pytest.mark.parametrize("name", ["rgba8unorm", "rg16unorm", "r16sint", "rgba8sint", "rgba16float", "r32float", "rgb10a2unorm"])
 @pytest.mark.parametrize("w,h", [(1, 1), (13, 7), (257, 131)])
-def test_stats_equal_float64_numpy(gpu, name, w, h):
-    from test_roundtrip import _source
-
+def test_stats_equal_float64_numpy(rng, gpu, name, w, h):
     fmt = get_format(name)
     if not gpu.has_feature(fmt.feature):
         pytest.skip(f"{gpu.name} lacks {fmt.feature}")
-    tex = gputex.upload(gpu, gputex.from_array(_source(fmt, h, w)), name, usage=TB)
+    tex = gputex.upload(gpu, gputex.from_array(_source(rng, fmt, h, w)), name, usage=TB)
     v = _codes(tex).reshape(-1, fmt.channels)
     s = stats(tex, bins=16)
     tol = 0 if fmt.kind != "float" else 1e-6
@@ -125,9 +121,9 @@ def test_stats_equal_float64_numpy(gpu, name, w, h):
             assert s.histogram[c] == list(want)
 
 
-def test_readback_is_small_whatever_the_size(gpu):
-    small = compare(*_pair(gpu, get_format("rgba8unorm"), 16, 16))
-    large = compare(*_pair(gpu, get_format("rgba8unorm"), 2048, 1024))
+def test_readback_is_small_whatever_the_size(rng, gpu):
+    small = compare(*_pair(rng, gpu, get_format("rgba8unorm"), 16, 16))
+    large = compare(*_pair(rng, gpu, get_format("rgba8unorm"), 2048, 1024))
     assert small.readback_bytes == large.readback_bytes <= 4096
 
 

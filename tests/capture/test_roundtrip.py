@@ -9,42 +9,22 @@ import gputex
 from gputex.capture import capture_bytes
 from gputex.convert import to_texture_rows
 from gputex.formats import IMAGE_FORMATS, get_format
+from factory import exact_source as _source
 
 pytestmark = pytest.mark.gpu
 
 WIDTHS = [1, 2, 3, 63, 64, 65, 127, 255, 256, 257, 1000, 4099]
 HEIGHTS = [1, 2, 7]
-rng = np.random.default_rng(3)
-
-
-def _source(fmt, h, w):
-    """Random image data that ``fmt`` holds exactly (so values round-trip, not only bytes)."""
-    c = 4 if fmt.channels == 4 else fmt.channels
-    if fmt.kind == "float":
-        a = rng.random((h, w, c)).astype(np.float32)
-        if fmt.bits == 16:
-            a = a.astype(np.float16).astype(np.float32)
-        return a
-    if fmt.kind == "sint":
-        lo, hi = (-128, 128) if fmt.bits == 8 else ((-32768, 32768) if fmt.bits == 16 else (-2**31, 2**31))
-        return rng.integers(lo, hi, (h, w, c), dtype=np.int64).astype(np.int32)
-    if fmt.packed and fmt.kind == "uint":  # raw 10/10/10/2-bit codes
-        return np.stack([rng.integers(0, m, (h, w)) for m in (1024, 1024, 1024, 4)], -1).astype(np.uint16)
-    if fmt.packed:  # 16-bit data rounded to 10/10/10/2 bits: bytes compared, not values
-        return rng.integers(0, 65536, (h, w, c), np.uint16)
-    if fmt.kind == "uint" and fmt.bits == 32:
-        return rng.integers(0, 2**31, (h, w, c), dtype=np.int64).astype(np.int32)
-    return rng.integers(0, 1 << fmt.bits, (h, w, c), dtype=np.uint32).astype(np.uint8 if fmt.bits == 8 else np.uint16)
 
 
 @pytest.mark.parametrize("name", IMAGE_FORMATS)
-def test_every_format_every_width(gpu, name):
+def test_every_format_every_width(rng, gpu, name):
     fmt = get_format(name)
     if not gpu.has_feature(fmt.feature):
         pytest.skip(f"{gpu.name} lacks {fmt.feature}")
     for w in WIDTHS:
         for h in HEIGHTS:
-            src = _source(fmt, h, w)
+            src = _source(rng, fmt, h, w)
             image = gputex.from_array(src)
             tex = gputex.upload(gpu, image, name)
             try:
@@ -61,7 +41,7 @@ def test_every_format_every_width(gpu, name):
 
 @pytest.mark.parametrize("path", ["write_texture", "staging"])
 @pytest.mark.parametrize("w", [1, 3, 65, 257, 1000])
-def test_upload_paths_and_bands_are_exact(gpu, path, w):
+def test_upload_paths_and_bands_are_exact(rng, gpu, path, w):
     h = 37
     a = rng.integers(0, 256, (h, w, 4), np.uint8)
     # a budget of ~3 rows forces many bands (and for staging a ring of two buffers)
@@ -73,7 +53,7 @@ def test_upload_paths_and_bands_are_exact(gpu, path, w):
         tex.destroy()
 
 
-def test_rgb_gets_opaque_alpha_and_bgra_swaps(gpu):
+def test_rgb_gets_opaque_alpha_and_bgra_swaps(rng, gpu):
     a = rng.integers(0, 256, (5, 9, 3), np.uint8)
     tex = gputex.upload(gpu, gputex.from_array(a), "bgra8unorm")
     raw = capture_bytes(tex).reshape(5, 9, 4)
@@ -82,14 +62,14 @@ def test_rgb_gets_opaque_alpha_and_bgra_swaps(gpu):
     assert np.array_equal(gputex.capture(tex)[:, :, :3], a)
 
 
-def test_16bit_png_through_gpu_keeps_16_bits(gpu, tmp_png):
+def test_16bit_png_through_gpu_keeps_16_bits(rng, gpu, tmp_png):
     a = rng.integers(0, 65536, (11, 65, 4), np.uint16)
     tex = gputex.upload(gpu, gputex.decode(tmp_png(a)))
     assert tex.format.name == "rgba16unorm"
     assert np.array_equal(gputex.capture(tex), a)
 
 
-def test_flip_and_premultiply(gpu):
+def test_flip_and_premultiply(rng, gpu):
     a = rng.integers(0, 256, (6, 5, 4), np.uint8)
     # linear data: multiplied as stored (sRGB content is premultiplied in linear light: test_inputs)
     tex = gputex.upload(gpu, gputex.from_array(a, "linear"), "rgba8unorm", flip_y=True, premultiply=True)
@@ -122,7 +102,7 @@ def test_default_formats(gpu):
 
 
 @pytest.mark.parametrize("name", ["rgba8unorm", "r8unorm", "rgba16float", "rgb10a2unorm"])
-def test_capture_levels_in_one_readback_equals_one_by_one(gpu, name):
+def test_capture_levels_in_one_readback_equals_one_by_one(rng, gpu, name):
     from gputex.capture import capture_levels
 
     a = rng.integers(0, 256, (37, 61, 4), np.uint8)

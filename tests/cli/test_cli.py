@@ -17,9 +17,8 @@ from gputex.cli import app
 
 pytestmark = pytest.mark.gpu
 runner = CliRunner()
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(ROOT, "samples")
-rng = np.random.default_rng(11)
 
 
 def run(*args, env=None):
@@ -27,7 +26,7 @@ def run(*args, env=None):
 
 
 @pytest.fixture
-def rgba65(tmp_path):
+def rgba65(rng, tmp_path):
     a = rng.integers(0, 256, (7, 65, 4), np.uint8)
     p = tmp_path / "in" / "pic.png"
     p.parent.mkdir()
@@ -149,7 +148,7 @@ def test_capture_16bit_writes_16bit_png(gpu, tmp_path):
     assert np.array_equal(got[:, :, :3], want) and (got[:, :, 3] == 65535).all()
 
 
-def test_capture_float_as_tiff_is_exact(gpu, tmp_path):
+def test_capture_float_as_tiff_is_exact(rng, gpu, tmp_path):
     a = rng.random((5, 7)).astype(np.float32)
     p = tmp_path / "f.tiff"
     PILImage.fromarray(a).save(p)
@@ -162,7 +161,7 @@ def test_capture_float_as_tiff_is_exact(gpu, tmp_path):
     assert r.stderr.strip() == f"gputex: warning: {out / 'f.png'}: float data clamped to [0, 1] and quantized to 16 bits"
 
 
-def test_capture_names_levels_and_never_collides(gpu, tmp_path):
+def test_capture_names_levels_and_never_collides(rng, gpu, tmp_path):
     a = rng.integers(0, 256, (6, 10, 3), np.uint8)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

@@ -19,7 +19,7 @@ from gputex.ktx2 import validate
 
 pytestmark = pytest.mark.gpu
 runner = CliRunner()
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run(*args):

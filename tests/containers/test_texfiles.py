@@ -25,10 +25,9 @@ from gputex.unblock import decode_blocks
 from gputex.upload import upload_texture_file
 
 import texmaker
-from test_roundtrip import _source
+from factory import exact_source as _source
 
 pytestmark = pytest.mark.gpu
-rng = np.random.default_rng(11)
 
 
 def _cli(*args, check=True):
@@ -49,13 +48,13 @@ def _mippable(fmt) -> bool:
 # -- every uncompressed format: texture -> KTX2 / DDS -> texture, exact --------------------------
 
 @pytest.mark.parametrize("name", IMAGE_FORMATS)
-def test_every_format_through_ktx2_and_dds(gpu, name):
+def test_every_format_through_ktx2_and_dds(rng, gpu, name):
     fmt = get_format(name)
     if not gpu.has_feature(fmt.feature):
         pytest.skip(f"{gpu.name} lacks {fmt.feature}")
     w, h = 13, 7
     levels = mip_count(w, h) if _mippable(fmt) else 1
-    tex = gputex.upload(gpu, gputex.from_array(_source(fmt, h, w)), name, mips=levels > 1)
+    tex = gputex.upload(gpu, gputex.from_array(_source(rng, fmt, h, w)), name, mips=levels > 1)
     try:
         made = capture_texture_file(tex)
     finally:
@@ -76,7 +75,7 @@ def test_every_format_through_ktx2_and_dds(gpu, name):
             assert bytes(again.levels[i]) == bytes(made.levels[i]), f"{name} {suffix} level {i}"
 
 
-def test_zstd_and_zlib_levels_inflate_exactly(gpu):
+def test_zstd_and_zlib_levels_inflate_exactly(rng, gpu):
     img = gputex.from_array(rng.integers(0, 256, (37, 61, 4), np.uint8))
     tex = gputex.upload(gpu, img, mips=True)
     made = capture_texture_file(tex)
@@ -92,7 +91,7 @@ def test_zstd_and_zlib_levels_inflate_exactly(gpu):
     assert struct.unpack_from("<I", z, 44)[0] == 2  # supercompressionScheme
 
 
-def test_png_to_ktx2_and_dds_captures_equal_direct_capture(tmp_path, tmp_png):
+def test_png_to_ktx2_and_dds_captures_equal_direct_capture(rng, tmp_path, tmp_png):
     """The issue's first check through the CLI: odd size, 8- and 16-bit, with alpha."""
     for name, a in (("c8", rng.integers(0, 256, (37, 61, 4), np.uint8)),
                     ("g16", rng.integers(0, 65536, (13, 7, 1), np.uint16))):
@@ -119,7 +118,7 @@ def test_png_to_ktx2_and_dds_captures_equal_direct_capture(tmp_path, tmp_png):
 
 # -- validate: every rule it names ----------------------------------------------------------------
 
-def _good_ktx2(gpu, fmt="rgba8unorm", w=10, h=6, levels=4):
+def _good_ktx2(rng, gpu, fmt="rgba8unorm", w=10, h=6, levels=4):
     c = get_format(fmt).channels
     space = "srgb" if get_format(fmt).srgb else "linear"
     tex = gputex.upload(gpu, gputex.from_array(rng.integers(0, 256, (h, w, c), np.uint8), space), fmt, mips=levels)
@@ -132,8 +131,8 @@ def _rules(data) -> set[str]:
     return {p.rule for p in validate(bytes(data), "x.ktx2") if p.fatal}
 
 
-def test_validate_names_the_broken_rule(gpu):
-    good = _good_ktx2(gpu, "r8unorm", 10, 6, 4)  # 1-byte texels: alignment 4 means mipPadding
+def test_validate_names_the_broken_rule(rng, gpu):
+    good = _good_ktx2(rng, gpu, "r8unorm", 10, 6, 4)  # 1-byte texels: alignment 4 means mipPadding
     assert _rules(good) == set()
     index = [struct.unpack_from("<3Q", good, 80 + 24 * i) for i in range(4)]
 
@@ -155,7 +154,7 @@ def test_validate_names_the_broken_rule(gpu):
     bad_sample = bytearray(good)
     bad_sample[dfd_at + 4 + 24 + 2] = 15  # bitLength 16 instead of 8
     assert "dfd-format" in _rules(bad_sample)
-    srgb = _good_ktx2(gpu, "rgba8unorm-srgb")
+    srgb = _good_ktx2(rng, gpu, "rgba8unorm-srgb")
     at = struct.unpack_from("<I", srgb, 48)[0]
     srgb[at + 14] = 1  # transferFunction LINEAR
     assert "dfd-transfer" in _rules(srgb)
@@ -186,8 +185,8 @@ def test_validate_names_the_broken_rule(gpu):
     assert "typesize" in _rules(ts)
 
 
-def test_validate_cli_exit_codes_and_reader_refuses(tmp_path, gpu):
-    good = _good_ktx2(gpu)
+def test_validate_cli_exit_codes_and_reader_refuses(rng, tmp_path, gpu):
+    good = _good_ktx2(rng, gpu)
     ok, bad = tmp_path / "ok.ktx2", tmp_path / "bad.ktx2"
     ok.write_bytes(bytes(good))
     broken = bytearray(good)
@@ -348,7 +347,7 @@ def test_encoded_bc_dds_and_ktx2_capture_within_1_lsb(gpu, tmp_path, kind):
                                        ("bc1-rgba-unorm", 71), ("bc1-rgba-unorm-srgb", 72),
                                        ("bc2-rgba-unorm", 74), ("bc3-rgba-unorm", 77),
                                        ("bc3-rgba-unorm-srgb", 78)])
-def test_random_blocks_every_mode(gpu, tmp_path, name, dxgi):
+def test_random_blocks_every_mode(rng, gpu, tmp_path, name, dxgi):
     """Random 128-bit blocks exercise every BC7 mode and partition (and both BC1 modes)."""
     if not gpu.has_feature("texture-compression-bc"):
         pytest.skip(f"{gpu.name} lacks texture-compression-bc")
@@ -375,7 +374,7 @@ def test_random_blocks_every_mode(gpu, tmp_path, name, dxgi):
 # -- arrays and cube maps through KTX2 with mips ---------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["cube", "array"])
-def test_cube_and_array_round_trip_with_mips(gpu, tmp_path, tmp_png, kind):
+def test_cube_and_array_round_trip_with_mips(rng, gpu, tmp_path, tmp_png, kind):
     n = 6 if kind == "cube" else 3
     arrays = [rng.integers(0, 256, (24, 24, 4), np.uint8) for _ in range(n)]
     paths = [tmp_png(a, f"f{i}.png") for i, a in enumerate(arrays)]
@@ -401,7 +400,7 @@ def test_cube_and_array_round_trip_with_mips(gpu, tmp_path, tmp_png, kind):
     assert ("t_level0_face5.png" if kind == "cube" else "t_level4_layer2.png") in names
 
 
-def test_assemble_refuses_mismatched_inputs(tmp_path, tmp_png):
+def test_assemble_refuses_mismatched_inputs(rng, tmp_path, tmp_png):
     a = tmp_png(rng.integers(0, 256, (8, 8, 4), np.uint8), "a.png")
     b = tmp_png(rng.integers(0, 256, (8, 9, 4), np.uint8), "b.png")
     r = _cli("upload", a, b, "--array", "-o", str(tmp_path / "x.ktx2"), check=False)
@@ -413,7 +412,7 @@ def test_assemble_refuses_mismatched_inputs(tmp_path, tmp_png):
     assert "--cube needs 6 images per cube" in r.stderr and r.returncode == 2  # a usage error
 
 
-def test_volume_round_trip(gpu, tmp_path, tmp_png):
+def test_volume_round_trip(rng, gpu, tmp_path, tmp_png):
     slices = [rng.integers(0, 65536, (5, 7, 1), np.uint16) for _ in range(4)]
     paths = [tmp_png(a, f"s{i}.png") for i, a in enumerate(slices)]
     out = tmp_path / "v.ktx2"
@@ -430,7 +429,7 @@ def test_volume_round_trip(gpu, tmp_path, tmp_png):
 
 # -- KTX 1 ------------------------------------------------------------------------------------------
 
-def test_ktx1_rows_padded_to_4_bytes(gpu, tmp_path):
+def test_ktx1_rows_padded_to_4_bytes(rng, gpu, tmp_path):
     a = rng.integers(0, 256, (7, 5), np.uint8)  # 5-byte rows: 3 bytes of padding each
     lv1 = rng.integers(0, 256, (3, 2), np.uint8)
     data = texmaker.ktx1("r8unorm", 5, 7, [[r.tobytes() for r in a], [r.tobytes() for r in lv1]],
@@ -480,8 +479,8 @@ def test_lying_dds_headers(tmp_path, name, data, message):
     assert not list((tmp_path / "o").iterdir())
 
 
-def test_lying_ktx2_headers(gpu, tmp_path):
-    good = _good_ktx2(gpu)
+def test_lying_ktx2_headers(rng, gpu, tmp_path):
+    good = _good_ktx2(rng, gpu)
     cases = {
         "offset": (lambda d: struct.pack_into("<Q", d, 80, 1 << 40),
                    "invalid KTX2 file: [file-size] level 0 (240 bytes at 1099511627776) runs past the end of the "
@@ -524,8 +523,8 @@ def test_missing_bc_feature_is_named():
                             "which test adapter does not have")
 
 
-def test_info_json_describes_levels(tmp_path, gpu):
-    good = _good_ktx2(gpu, "rgba8unorm", 10, 6, 4)
+def test_info_json_describes_levels(rng, tmp_path, gpu):
+    good = _good_ktx2(rng, gpu, "rgba8unorm", 10, 6, 4)
     path = tmp_path / "i.ktx2"
     path.write_bytes(bytes(good))
     d = json.loads(_cli("info", str(path), "--json").stdout)
@@ -535,7 +534,7 @@ def test_info_json_describes_levels(tmp_path, gpu):
     assert d["dfd"]["color_model"] == 1 and d["key_values"]["KTXorientation"] == "rd"
 
 
-def test_compare_and_stats_take_texture_files(tmp_path, tmp_png):
+def test_compare_and_stats_take_texture_files(rng, tmp_path, tmp_png):
     """#7's texture-file inputs: KTX2 vs DDS of the same chain compare identical, every level;
     a BC file against its KTX2 copy too (both decoded by the GPU); stats keep BC4's one channel."""
     src = tmp_png(rng.integers(0, 256, (19, 23, 4), np.uint8), "s.png")
@@ -555,7 +554,7 @@ def test_compare_and_stats_take_texture_files(tmp_path, tmp_png):
     assert st["channels"] == 1 and len(st["min"]) == 1
 
 
-def test_volume_with_mips_through_ktx2(tmp_path, tmp_png):
+def test_volume_with_mips_through_ktx2(rng, tmp_path, tmp_png):
     slices = [rng.integers(0, 256, (6, 7, 4), np.uint8) for _ in range(5)]
     paths = [tmp_png(a, f"s{i}.png") for i, a in enumerate(slices)]
     out = tmp_path / "v.ktx2"
@@ -571,7 +570,7 @@ def test_volume_with_mips_through_ktx2(tmp_path, tmp_png):
     assert r.returncode == 1 and "3D mips need a format of 4 or more bytes per texel (r16unorm has 2)" in r.stderr
 
 
-def test_spec_decoder_equals_the_float64_spec_reference(gpu):
+def test_spec_decoder_equals_the_float64_spec_reference(rng, gpu):
     """BC1-BC3 random blocks (both BC1 modes): the compute decoder gives exactly the codes of
     the float64 decoder written from the specification; BC4/BC5 within 1 of texture2ddecoder."""
     import wgpu
@@ -594,7 +593,7 @@ def test_spec_decoder_equals_the_float64_spec_reference(gpu):
 
 
 @pytest.mark.parametrize("kind", ["cube", "array", "volume"])
-def test_capture_texture_file_one_copy_equals_layer_by_layer(gpu, tmp_path, tmp_png, kind):
+def test_capture_texture_file_one_copy_equals_layer_by_layer(rng, gpu, tmp_path, tmp_png, kind):
     """Levels read back in one copy per level (all layers) equal layer-by-layer banded reads."""
     n = {"cube": 6, "array": 3, "volume": 5}[kind]
     h, w = (21, 21) if kind == "cube" else (21, 19)

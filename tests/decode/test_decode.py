@@ -13,7 +13,6 @@ import gputex
 from gputex.errors import DecodeError, InputError, LimitError
 from pngmaker import chunk, make_png
 
-rng = np.random.default_rng(7)
 
 
 @pytest.mark.parametrize("mode,channels,dtype,suffix", [
@@ -25,7 +24,7 @@ rng = np.random.default_rng(7)
     ("L", 1, np.uint8, ".pgm"), ("RGB", 3, np.uint8, ".ppm"), ("F", 1, np.float32, ".pfm"),
     ("P", 3, np.uint8, ".gif"), ("RGBA", 4, np.uint8, ".ico"),
 ])
-def test_every_pillow_mode_lands_in_the_table(tmp_path, mode, channels, dtype, suffix):
+def test_every_pillow_mode_lands_in_the_table(rng, tmp_path, mode, channels, dtype, suffix):
     w, h = 13, 7
     base = PILImage.fromarray(rng.integers(0, 256, (h, w, 3), np.uint8))
     if mode == "I;16":
@@ -60,7 +59,7 @@ def test_every_pillow_mode_lands_in_the_table(tmp_path, mode, channels, dtype, s
 
 
 @pytest.mark.parametrize("channels,ctype", [(1, 0), (2, 4), (3, 2), (4, 6)])
-def test_16bit_png_keeps_all_bits(tmp_path, channels, ctype):
+def test_16bit_png_keeps_all_bits(rng, tmp_path, channels, ctype):
     a = rng.integers(0, 65536, (9, 31, channels), np.uint16)
     a[0, 0] = 65535
     a[0, 1] = 1  # odd low bits survive
@@ -71,7 +70,7 @@ def test_16bit_png_keeps_all_bits(tmp_path, channels, ctype):
     assert np.array_equal(img.pixels, a)
 
 
-def test_16bit_png_with_gamma_1_is_linear(tmp_path):
+def test_16bit_png_with_gamma_1_is_linear(rng, tmp_path):
     a = rng.integers(0, 65536, (4, 5, 3), np.uint16)
     path = tmp_path / "lin.png"
     path.write_bytes(make_png(a, 2, 16, [chunk(b"gAMA", struct.pack(">I", 100000))]))
@@ -79,7 +78,7 @@ def test_16bit_png_with_gamma_1_is_linear(tmp_path):
 
 
 @pytest.mark.parametrize("depth", [8, 16])
-def test_grey_colour_key_becomes_alpha(tmp_path, depth):
+def test_grey_colour_key_becomes_alpha(rng, tmp_path, depth):
     a = rng.integers(0, 200, (6, 11, 1)).astype(np.uint16)
     a[2, 3] = a[4, 4] = 77
     path = tmp_path / "key.png"
@@ -92,7 +91,7 @@ def test_grey_colour_key_becomes_alpha(tmp_path, depth):
 
 
 @pytest.mark.parametrize("depth", [8, 16])
-def test_rgb_colour_key_becomes_alpha(tmp_path, depth):
+def test_rgb_colour_key_becomes_alpha(rng, tmp_path, depth):
     a = rng.integers(0, 200, (5, 9, 3)).astype(np.uint16)
     a[1, 1] = (10, 20, 30)
     a[3, 8] = (10, 20, 31)  # differs in blue: stays opaque
@@ -105,7 +104,7 @@ def test_rgb_colour_key_becomes_alpha(tmp_path, depth):
     assert transparent.sum() == ((a == (10, 20, 30)).all(axis=2)).sum()
 
 
-def test_palette_transparency_is_honoured(tmp_path):
+def test_palette_transparency_is_honoured(rng, tmp_path):
     idx = rng.integers(0, 4, (6, 7, 1)).astype(np.uint8)
     palette = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (9, 9, 9)]
     path = tmp_path / "pal.png"
@@ -123,7 +122,7 @@ def test_palette_transparency_is_honoured(tmp_path):
 
 
 @pytest.mark.parametrize("orientation", range(1, 9))
-def test_exif_orientation_matches_pillow(tmp_path, orientation):
+def test_exif_orientation_matches_pillow(rng, tmp_path, orientation):
     a = rng.integers(0, 256, (5, 8, 3), np.uint8)
     im = PILImage.fromarray(a)
     exif = PILImage.Exif()
@@ -135,7 +134,7 @@ def test_exif_orientation_matches_pillow(tmp_path, orientation):
     assert np.array_equal(gputex.decode(path, exif_rotate=False).pixels, a)
 
 
-def _png(tmp_path, name="x.png"):
+def _png(rng, tmp_path, name="x.png"):
     a = rng.integers(0, 256, (20, 30, 3), np.uint8)
     data = make_png(a, 2, 8)
     return tmp_path / name, data
@@ -167,16 +166,16 @@ def test_not_an_image(tmp_path, content, message):
 
 
 @pytest.mark.parametrize("cut", [20, 40, 60, -30, -13, -1])
-def test_truncated_png(tmp_path, cut):
-    p, data = _png(tmp_path)
+def test_truncated_png(rng, tmp_path, cut):
+    p, data = _png(rng, tmp_path)
     p.write_bytes(data[:cut])
     with pytest.raises(DecodeError) as e:
         gputex.decode(str(p))
     assert str(e.value).startswith(f"{p}: truncated PNG (")
 
 
-def test_corrupt_idat_crc_is_rejected(tmp_path):
-    p, data = _png(tmp_path)
+def test_corrupt_idat_crc_is_rejected(rng, tmp_path):
+    p, data = _png(rng, tmp_path)
     at = data.index(b"IDAT") + 4 + 10
     p.write_bytes(data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1:])
     with pytest.raises(DecodeError) as e:
@@ -184,7 +183,7 @@ def test_corrupt_idat_crc_is_rejected(tmp_path):
     assert str(e.value) == f"{p}: CRC mismatch in IDAT chunk"
 
 
-def test_truncated_jpeg(tmp_path):
+def test_truncated_jpeg(rng, tmp_path):
     p = tmp_path / "t.jpg"
     PILImage.fromarray(rng.integers(0, 256, (64, 64, 3), np.uint8)).save(p)
     data = p.read_bytes()
@@ -194,8 +193,8 @@ def test_truncated_jpeg(tmp_path):
     assert str(e.value) == f"{p}: truncated or corrupt image data"
 
 
-def test_pixel_budget_is_checked_from_the_header(tmp_path):
-    p, data = _png(tmp_path)
+def test_pixel_budget_is_checked_from_the_header(rng, tmp_path):
+    p, data = _png(rng, tmp_path)
     p.write_bytes(data)
     with pytest.raises(LimitError) as e:
         gputex.decode(str(p), max_pixels=599)

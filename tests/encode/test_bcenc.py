@@ -24,7 +24,7 @@ t2d = pytest.importorskip("texture2ddecoder")
 
 FORMATS = sorted(f for f in ENCODERS if not f.startswith("bc6h"))  # BC6H (float data): its own tests
 SIZES = [(1, 1), (3, 5), (13, 7), (64, 64), (257, 129)]
-KTX = shutil.which("ktx") or os.path.join(os.path.dirname(__file__), "..", "..", "shared", "peers", "ktx")
+KTX = shutil.which("ktx") or os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "peers", "ktx")
 
 
 # -- independent decoding ---------------------------------------------------------------

@@ -1,11 +1,11 @@
 """Coverage-guided fuzzing of the decode entry point with atheris (not collected by pytest).
 
-    python tests/fuzz_atheris.py -max_total_time=1200 [corpus_dir]
+    python tests/hardening/fuzz_atheris.py -max_total_time=1200 [corpus_dir]
 
 Images through decode, KTX2/KTX/DDS files by their magic (as a batch reads them). Any
 exception other than a one-line GputexError naming the file is a finding. A corpus folder
 given that is empty gets the seeds of tests/bombs.py (ICO, TIFF-tile and KTX2 Zstd/ZLIB bomb
-shapes, small texture files) and tests/test_fuzz.py.
+shapes, small texture files) and tests/hardening/test_fuzz.py.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import tempfile
 import atheris
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: bombs
 with atheris.instrument_imports():
     import gputex  # noqa: F401
     from gputex.errors import GputexError

@@ -1,8 +1,8 @@
 """Long fuzz run of the decode entry point (not collected by pytest).
 
-    python tests/fuzz_long.py SECONDS [SEED]
+    python tests/hardening/fuzz_long.py SECONDS [SEED]
 
-Mutates the same seed files as tests/test_fuzz.py plus the bomb shapes and small texture
+Mutates the same seed files as tests/hardening/test_fuzz.py plus the bomb shapes and small texture
 files of tests/bombs.py (flips, truncations, insertions, deletions, splices, huge header
 values) and random bytes; every case must decode (images, or KTX2/KTX/DDS by their magic, as
 a batch reads them) or raise a one-line GputexError naming the file. Prints the number of
@@ -22,7 +22,8 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: bombs
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # gputex
 
 from gputex.errors import GputexError  # noqa: E402
 from bombs import fuzz_seeds, read_any  # noqa: E402

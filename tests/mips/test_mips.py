@@ -14,12 +14,11 @@ from gputex.mips import box_source_level
 from reference import filter_levels
 
 pytestmark = pytest.mark.gpu
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIZES = [(1, 1), (1, 9), (9, 1), (2, 3), (5, 5), (7, 13), (255, 2), (257, 131), (1000, 999), (64, 64), (256, 128)]
-rng = np.random.default_rng(5)
 
 
-def _image(w, h, channels, alpha_kind):
+def _image(rng, w, h, channels, alpha_kind):
     a = rng.integers(0, 256, (h, w, channels), np.uint8)
     if channels in (2, 4):
         if alpha_kind == "opaque":
@@ -51,9 +50,9 @@ def _run(gpu, a, fmt, space, **mip):
 @pytest.mark.parametrize("w,h", SIZES)
 @pytest.mark.parametrize("space", ["srgb", "linear"])
 @pytest.mark.parametrize("alpha", ["weighted", "straight", "premultiplied"])
-def test_box_rgba8_matches_reference(gpu, w, h, space, alpha):
+def test_box_rgba8_matches_reference(rng, gpu, w, h, space, alpha):
     for alpha_kind in ("opaque", "holes"):
-        a = _image(w, h, 4, alpha_kind)
+        a = _image(rng, w, h, 4, alpha_kind)
         got = _run(gpu, a, "rgba8unorm", space, alpha=alpha)
         assert len(got) == mip_count(w, h) - 1
         ref = filter_levels(a / 255, 4, srgb=space == "srgb", alpha_mode=alpha)
@@ -64,9 +63,9 @@ def test_box_rgba8_matches_reference(gpu, w, h, space, alpha):
                                           ("r8unorm", 1), ("rg8unorm", 2), ("rgb10a2unorm", 4)])
 @pytest.mark.parametrize("w,h", [(7, 13), (257, 131), (64, 64)])
 @pytest.mark.parametrize("path", ["compute", "render"])
-def test_box_other_8bit_formats(gpu, fmt, channels, w, h, path, monkeypatch):
+def test_box_other_8bit_formats(rng, gpu, fmt, channels, w, h, path, monkeypatch):
     monkeypatch.setenv("GPUTEX_MIPS_PATH", path)  # r8unorm, rg8unorm, rgb10a2unorm take the render path
-    a = _image(w, h, channels, "holes")
+    a = _image(rng, w, h, channels, "holes")
     srgb = fmt.endswith("srgb") or fmt in ("r8unorm", "rg8unorm")
     got = _run(gpu, a, fmt, "srgb" if srgb else "linear")
     if fmt == "rgb10a2unorm":
@@ -86,7 +85,7 @@ def test_box_other_8bit_formats(gpu, fmt, channels, w, h, path, monkeypatch):
 @pytest.mark.parametrize("space", ["srgb", "linear"])
 @pytest.mark.parametrize("alpha", ["opaque", "holes"])
 @pytest.mark.parametrize("mode", ["weighted", "straight", "premultiplied"])
-def test_box_16bit_within_half_lsb(gpu, w, h, space, alpha, mode):
+def test_box_16bit_within_half_lsb(rng, gpu, w, h, space, alpha, mode):
     a = rng.integers(0, 65536, (h, w, 4), np.uint16)
     if alpha == "opaque":
         a[..., 3] = 65535
@@ -104,7 +103,7 @@ def test_box_16bit_within_half_lsb(gpu, w, h, space, alpha, mode):
 @pytest.mark.parametrize("fmt", ["rgba16float", "rgba32float", "rg32float", "r32float", "rg16unorm"])
 @pytest.mark.parametrize("w,h", [(1, 1), (2, 3), (7, 13), (257, 131), (1000, 999), (64, 64)])
 @pytest.mark.parametrize("mode", ["weighted", "straight"])
-def test_box_float_formats(gpu, fmt, w, h, mode):
+def test_box_float_formats(rng, gpu, fmt, w, h, mode):
     c = 4 if fmt.startswith("rgba") else (2 if fmt.startswith("rg") else 1)
     if fmt == "rg16unorm":
         a = rng.integers(0, 65536, (h, w, 2), np.uint16)
@@ -136,19 +135,19 @@ def test_box_float_formats(gpu, fmt, w, h, mode):
 @pytest.mark.parametrize("filt", ["kaiser", "lanczos"])
 @pytest.mark.parametrize("wrap", ["clamp", "repeat", "mirror"])
 @pytest.mark.parametrize("w,h", SIZES)
-def test_kernels_match_reference(gpu, filt, wrap, w, h):
+def test_kernels_match_reference(rng, gpu, filt, wrap, w, h):
     for alpha_kind, mode, space in (("opaque", "straight", "srgb"), ("holes", "weighted", "srgb"),
                                     ("holes", "weighted", "linear"), ("holes", "premultiplied", "linear")):
-        a = _image(w, h, 4, alpha_kind)
+        a = _image(rng, w, h, 4, alpha_kind)
         got = _run(gpu, a, "rgba8unorm", space, filter=filt, wrap=wrap, alpha=mode)
         ref = filter_levels(a / 255, 4, srgb=space == "srgb", alpha_mode=mode, filter=filt, wrap_mode=wrap)
         _check(got, [np.clip(r, 0, 1) for r in ref], 255)
 
 
 @pytest.mark.parametrize("filt", ["kaiser", "lanczos"])
-def test_kernels_weighted_grey_alpha(gpu, filt):
+def test_kernels_weighted_grey_alpha(rng, gpu, filt):
     """rg8 (grey + alpha) goes through the pack pass: the plain colour is chained there too."""
-    a = _image(61, 37, 2, "holes")
+    a = _image(rng, 61, 37, 2, "holes")
     got = _run(gpu, a, "rg8unorm", "srgb", filter=filt, alpha="weighted")
     ref = filter_levels(a / 255, 2, srgb=True, alpha_mode="weighted", filter=filt)
     _check(got, [np.clip(r, 0, 1) for r in ref], 255)
@@ -187,7 +186,7 @@ def test_normal_maps_are_unit_length(gpu, channels):
         assert np.abs(length - 1).max() <= 1 / 255
 
 
-def test_alpha_coverage_is_preserved(gpu):
+def test_alpha_coverage_is_preserved(rng, gpu):
     w = h = 256
     y, x = np.mgrid[0:h, 0:w]
     # foliage-like alpha: thin antialiased fronds (plus grain) that plain averaging thins out
@@ -213,13 +212,13 @@ def test_box_source_levels_tile_exactly():
     assert [box_source_level(20, 20, lv) for lv in range(1, 5)] == [0, 0, 0, 3]
 
 
-def test_integer_formats_refuse_mips(gpu):
+def test_integer_formats_refuse_mips(rng, gpu):
     a = rng.integers(0, 255, (4, 4, 4), np.uint8)
     with pytest.raises(gputex.FormatError, match="mips need a unorm or float format; rgba8uint holds integers"):
         gputex.upload(gpu, gputex.from_array(a), "rgba8uint", mips=True)
 
 
-def test_levels_option_makes_fewer(gpu):
+def test_levels_option_makes_fewer(rng, gpu):
     a = rng.integers(0, 255, (16, 16, 4), np.uint8)
     tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm", mips=3)
     assert tex.levels == 3 and gputex.capture(tex, 2).shape == (4, 4, 4)
@@ -256,7 +255,7 @@ def _reference_3d(vol, srgb, weighted, levels):
 @pytest.mark.parametrize("fmt,space", [("rgba8unorm-srgb", "srgb"), ("rgba8unorm", "linear"),
                                        ("rgba16float", "linear")])
 @pytest.mark.parametrize("alpha", ["weighted", "straight"])
-def test_3d_box_mips_match_reference(gpu, w, h, d, fmt, space, alpha):
+def test_3d_box_mips_match_reference(rng, gpu, w, h, d, fmt, space, alpha):
     from gputex.capture import capture
     from gputex.upload import create_texture, write_image
 
@@ -295,7 +294,7 @@ def test_3d_box_mips_match_reference(gpu, w, h, d, fmt, space, alpha):
 @pytest.mark.parametrize("filt", ["kaiser", "lanczos"])
 @pytest.mark.parametrize("wrap", ["clamp", "repeat", "mirror"])
 @pytest.mark.parametrize("fmt", ["rgba16unorm", "rg16unorm", "rgba32float"])
-def test_kernels_16bit_and_float_within_half_ulp(gpu, filt, wrap, fmt):
+def test_kernels_16bit_and_float_within_half_ulp(rng, gpu, filt, wrap, fmt):
     """Kernels on 16-bit unorm and float32 formats: the float64 chain (shader-f64) is within half
     a unit in the last place of the float64 reference at every level, every alpha mode."""
     if not gpu.has_feature("shader-f64"):
@@ -327,8 +326,8 @@ def test_kernels_16bit_and_float_within_half_ulp(gpu, filt, wrap, fmt):
 
 
 @pytest.mark.parametrize("fmt", ["rgba8unorm-srgb", "bgra8unorm-srgb", "bgra8unorm"])
-def test_kernels_on_srgb_and_bgra_formats(gpu, fmt):
-    a = _image(257, 131, 4, "holes")
+def test_kernels_on_srgb_and_bgra_formats(rng, gpu, fmt):
+    a = _image(rng, 257, 131, 4, "holes")
     got = _run(gpu, a, fmt, "srgb", filter="lanczos", alpha="weighted")
     ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted", filter="lanczos")
     _check(got, [np.clip(r, 0, 1) for r in ref], 255)
@@ -342,7 +341,7 @@ RENDER_FORMATS = [("r8unorm", 1, np.uint8), ("rg8unorm", 2, np.uint8), ("rgb10a2
 @pytest.mark.parametrize("w,h", [(1, 9), (5, 5), (61, 37), (256, 128)])
 @pytest.mark.parametrize("space", ["srgb", "linear"])
 @pytest.mark.parametrize("filt", ["box", "lanczos"])
-def test_render_path_equals_compute_path(gpu, fmt, channels, dtype, w, h, space, filt, monkeypatch):
+def test_render_path_equals_compute_path(rng, gpu, fmt, channels, dtype, w, h, space, filt, monkeypatch):
     """The render path (fragment shader drawing each level) and the compute path give the same
     bytes: same arithmetic, values quantized before the attachment's conversion."""
     import wgpu

@@ -1,6 +1,6 @@
 """Generate the bad-input corpus and its expectations (``cases.json``).
 
-    python tests/bad_inputs/make_corpus.py
+    python tests/hardening/bad_inputs/make_corpus.py
 
 Each case: a file under ``files/``, the exact message gputex must print after
 ``gputex: <path>: ``, and the exit code. The expected messages follow from the documented
@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))  # tests/: pngmaker
 from pngmaker import chunk, make_png  # noqa: E402
 
 FILES = os.path.join(HERE, "files")
