@@ -24,6 +24,7 @@ image         gputex can fill it from a decoded image (``--format`` accepts it)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["Format", "FORMATS", "IMAGE_FORMATS", "get_format"]
 
@@ -79,16 +80,16 @@ class Format:
         return ("<i" if signed else "<u") + str(size)
 
 
-def _plain(name: str, channels: int, kind: str, bits: int, **kw) -> Format:
+def _plain(name: str, channels: int, kind: str, bits: int, **kw: Any) -> Format:
     return Format(name, (1, 1), channels * bits // 8, channels, kind, bits, **kw)
 
 
-def _bc(name: str, nbytes: int, channels: int, kind: str = "unorm", **kw) -> Format:
+def _bc(name: str, nbytes: int, channels: int, kind: str = "unorm", **kw: Any) -> Format:
     return Format(name, (4, 4), nbytes, channels, kind, 8, feature="texture-compression-bc",
                   renderable=False, image=False, **kw)
 
 
-def _etc(name: str, nbytes: int, channels: int, kind: str = "unorm", **kw) -> Format:
+def _etc(name: str, nbytes: int, channels: int, kind: str = "unorm", **kw: Any) -> Format:
     return Format(name, (4, 4), nbytes, channels, kind, 8, feature="texture-compression-etc2",
                   renderable=False, image=False, **kw)
 

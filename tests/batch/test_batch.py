@@ -126,7 +126,8 @@ def test_peak_memory_does_not_grow_with_file_count(rng, gpu, tmp_path):
             "print(int(hwm) // 1024, file=sys.stderr)")
 
     def peak(n: int) -> int:
-        argv = ["gputex", "capture", *files[:n], "-o", str(tmp_path / f"out{n}"), "--mips", "--level", "all", "--jobs", "2"]
+        argv = ["gputex", "capture", *files[:n], "-o", str(tmp_path / f"out{n}"), "--mips", "--level", "all",
+                "--jobs", "2"]
         p = subprocess.run([sys.executable, "-c", f"import sys; sys.argv = {argv!r}\n" + code],
                            capture_output=True, text=True)
         return int(p.stderr.strip().splitlines()[-1])

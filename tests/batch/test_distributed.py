@@ -129,7 +129,7 @@ def _injected():
 def _warm_converter() -> int:
     import gputex.distributed as gd
 
-    gd._worker_converter(RUN).session
+    _ = gd._worker_converter(RUN).session  # makes the worker's device
     return os.getpid()
 
 

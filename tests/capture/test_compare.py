@@ -17,6 +17,7 @@ from gputex.capture import capture
 from gputex.cli import app
 from gputex.compare import compare, stats
 from gputex.formats import IMAGE_FORMATS, get_format
+
 from factory import exact_source as _source
 
 pytestmark = pytest.mark.gpu
@@ -51,7 +52,8 @@ def _luma(v, channels):
     return v[..., 0] if channels < 4 else v[..., 0] * 0.299 + v[..., 1] * 0.587 + v[..., 2] * 0.114
 
 
-@pytest.mark.parametrize("name", [n for n in IMAGE_FORMATS if not n.startswith(("r32", "rg32", "rgba32")) or n.endswith("float")])
+@pytest.mark.parametrize("name", [n for n in IMAGE_FORMATS
+                                  if not n.startswith(("r32", "rg32", "rgba32")) or n.endswith("float")])
 @pytest.mark.parametrize("w,h", [(1, 1), (13, 7), (61, 37)])
 def test_metrics_equal_float64_numpy(rng, gpu, name, w, h):
     fmt = get_format(name)
@@ -78,7 +80,8 @@ def test_metrics_equal_float64_numpy(rng, gpu, name, w, h):
     assert r.readback_bytes <= 4096
 
 
-@pytest.mark.parametrize("name", ["rgba8unorm", "rgba8unorm-srgb", "r8unorm", "rgba16unorm", "rgba16float", "rgba32float"])
+@pytest.mark.parametrize("name", ["rgba8unorm", "rgba8unorm-srgb", "r8unorm", "rgba16unorm", "rgba16float",
+                                  "rgba32float"])
 @pytest.mark.parametrize("w,h", [(11, 11), (61, 37), (257, 131)])
 def test_ssim_matches_scikit_image(rng, gpu, name, w, h):
     pytest.importorskip("skimage")
@@ -99,7 +102,8 @@ def test_ssim_absent_below_window_size(rng, gpu):
     assert compare(ta, tb).ssim is None
 
 
-@pytest.mark.parametrize("name", ["rgba8unorm", "rg16unorm", "r16sint", "rgba8sint", "rgba16float", "r32float", "rgb10a2unorm"])
+@pytest.mark.parametrize("name", ["rgba8unorm", "rg16unorm", "r16sint", "rgba8sint", "rgba16float", "r32float",
+                                  "rgb10a2unorm"])
 @pytest.mark.parametrize("w,h", [(1, 1), (13, 7), (257, 131)])
 def test_stats_equal_float64_numpy(rng, gpu, name, w, h):
     fmt = get_format(name)
@@ -157,7 +161,8 @@ def test_cli_compare_exit_codes_and_json(gpu, tmp_path):
 
 
 def test_cli_stats_json(gpu):
-    r = CliRunner().invoke(app, ["stats", os.path.join(ROOT, "samples", "grey_61x37.png"), "--json", "--histogram", "4"])
+    grey = os.path.join(ROOT, "samples", "grey_61x37.png")
+    r = CliRunner().invoke(app, ["stats", grey, "--json", "--histogram", "4"])
     assert r.exit_code == 0
     st = json.loads(r.stdout)["stats"][0]
     from PIL import Image

@@ -9,6 +9,7 @@ import gputex
 from gputex.capture import capture_bytes
 from gputex.convert import to_texture_rows
 from gputex.formats import IMAGE_FORMATS, get_format
+
 from factory import exact_source as _source
 
 pytestmark = pytest.mark.gpu

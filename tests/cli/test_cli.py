@@ -158,7 +158,8 @@ def test_capture_float_as_tiff_is_exact(rng, gpu, tmp_path):
     assert np.array_equal(imagecodecs.tiff_decode((out / "f.tiff").read_bytes()), a)
     r = run("capture", p, "-o", out, "--float-as", "png")
     assert r.exit_code == 0
-    assert r.stderr.strip() == f"gputex: warning: {out / 'f.png'}: float data clamped to [0, 1] and quantized to 16 bits"
+    assert r.stderr.strip() == (f"gputex: warning: {out / 'f.png'}: float data clamped to [0, 1] "
+                                "and quantized to 16 bits")
 
 
 def test_capture_names_levels_and_never_collides(rng, gpu, tmp_path):
@@ -195,7 +196,8 @@ def test_info_lists_adapter_and_formats(gpu):
     assert r.exit_code == 0
     d = json.loads(r.stdout)
     assert d["chosen"] == gpu.name
-    assert d["formats"]["rgba8unorm"] == {"upload": True, "render": True, "filter": True, "storage": True, "capture": True}
+    assert d["formats"]["rgba8unorm"] == {"upload": True, "render": True, "filter": True, "storage": True,
+                                          "capture": True}
     assert d["formats"]["rgba8unorm-srgb"]["storage"] is False
     assert d["limits"]["max-texture-dimension-2d"] == gpu.limits["max-texture-dimension-2d"]
 
@@ -205,7 +207,8 @@ def test_help_documents_exit_codes():
     assert r.exit_code == 0
     text = " ".join(r.stdout.split())
     assert ("Exit codes: 0 every input ok; 1 one or more inputs failed (the others are still processed); "
-            "2 usage error; 3 no usable GPU adapter or device; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).") in text
+            "2 usage error; 3 no usable GPU adapter or device; 130 interrupted (Ctrl-C); "
+            "143 terminated (SIGTERM).") in text
 
 
 def test_help_imports_nothing_heavy():

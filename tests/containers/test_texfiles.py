@@ -15,10 +15,10 @@ import pytest
 
 import gputex
 from gputex.capture import capture, capture_texture_file
+from gputex.dds import read_dds, write_dds
 from gputex.errors import DecodeError
 from gputex.formats import IMAGE_FORMATS, get_format
 from gputex.ktx2 import read_ktx2, validate, write_ktx2
-from gputex.dds import read_dds, write_dds
 from gputex.layout import mip_count
 from gputex.texfile import read_texture_file
 from gputex.unblock import decode_blocks

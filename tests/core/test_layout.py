@@ -42,10 +42,12 @@ def test_vector_file_has_640_cases():
     assert len(VECTORS) == 640
 
 
-@pytest.mark.parametrize("v", VECTORS, ids=lambda v: f"{v['method']}-{v['format']}-{v['copyWidth']}x{v['copyHeight']}x{v['copyDepthOrLayers']}-{v['bytesPerRow']}-{v['rowsPerImage']}")
+@pytest.mark.parametrize("v", VECTORS, ids=lambda v: (f"{v['method']}-{v['format']}-{v['copyWidth']}x{v['copyHeight']}"
+                                                      f"x{v['copyDepthOrLayers']}-{v['bytesPerRow']}-{v['rowsPerImage']}"))
 def test_required_bytes_matches_cts_vectors(v):
     fmt = FORMATS[v["format"]]
-    assert (fmt.block[0], fmt.block[1], fmt.block_bytes) == (int(v["blockW"]), int(v["blockH"]), int(v["bytesPerBlock"]))
+    want = (int(v["blockW"]), int(v["blockH"]), int(v["bytesPerBlock"]))
+    assert (fmt.block[0], fmt.block[1], fmt.block_bytes) == want
     got = required_bytes_in_copy(fmt, int(v["copyWidth"]), int(v["copyHeight"]), int(v["copyDepthOrLayers"]),
                                  int(v["bytesPerRow"]), int(v["rowsPerImage"]))
     assert got == int(v["requiredBytesInCopy"])

@@ -11,8 +11,8 @@ from PIL import ImageOps
 
 import gputex
 from gputex.errors import DecodeError, InputError, LimitError
-from pngmaker import chunk, make_png
 
+from pngmaker import chunk, make_png
 
 
 @pytest.mark.parametrize("mode,channels,dtype,suffix", [

@@ -3,8 +3,6 @@ GPU and back bit for bit, and written again by ``capture --float-as`` without ch
 
 from __future__ import annotations
 
-import struct
-
 import imagecodecs
 import numpy as np
 import pytest

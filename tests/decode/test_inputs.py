@@ -17,6 +17,7 @@ from PIL import ImageOps
 import gputex
 from gputex.convert import linear_to_srgb, srgb_to_linear, to_texture_rows
 from gputex.formats import get_format
+
 from pngmaker import chunk, make_png
 
 

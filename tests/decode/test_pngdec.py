@@ -23,6 +23,7 @@ from PIL import Image as PILImage
 import gputex
 from gputex import png, pngdec
 from gputex.errors import DecodeError
+
 from pngmaker import chunk
 
 needs_ext = pytest.mark.skipif(not pngdec.available(),
@@ -209,8 +210,8 @@ def _damaged(kind: str) -> bytes:
         "bad adler": dict(stream=good[:-4] + bytes(b ^ 0x5A for b in adler)),
         "one row short": dict(stream=zlib.compress(rows[:-1].tobytes())),
         "one row extra": dict(stream=zlib.compress(np.concatenate([rows, rows[:1]]).tobytes())),
-        "filter byte 5": dict(stream=zlib.compress(np.concatenate([rows[:3], np.r_[[5], rows[3, 1:]][None].astype(np.uint8),
-                                                                   rows[4:]]).tobytes())),
+        "filter byte 5": dict(stream=zlib.compress(np.concatenate(
+            [rows[:3], np.r_[[5], rows[3, 1:]][None].astype(np.uint8), rows[4:]]).tobytes())),
         "garbage after stream": dict(stream=good + b"garbage!"),
         "extra idat after stream": dict(after_idat=[chunk(b"IDAT", b"\x78\x9c\x03\x00")]),
         "idat split by tEXt": dict(idat_pieces=2, between_idat=[other]),
@@ -337,7 +338,8 @@ def _parallel(data: bytes, expect: np.ndarray, monkeypatch) -> bool:
 
 
 @needs_ext
-@pytest.mark.parametrize("c,dtype,band_rows", [(4, np.uint8, 7), (3, np.uint16, 1), (1, np.uint8, 64), (2, np.uint16, 13)])
+@pytest.mark.parametrize("c,dtype,band_rows",
+                         [(4, np.uint8, 7), (3, np.uint16, 1), (1, np.uint8, 64), (2, np.uint16, 13)])
 def test_gputex_streamed_png_inflates_in_parallel(monkeypatch, c, dtype, band_rows):
     rng = np.random.default_rng(20 + c + band_rows)
     a = rng.integers(0, np.iinfo(dtype).max + 1, (97, 45, c)).astype(dtype)

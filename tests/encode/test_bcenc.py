@@ -207,7 +207,7 @@ def test_bc7_blocks(gpu, quality):
     for bi, block in enumerate(_blocks(levels[0], 16)):
         by, bx = divmod(bi, 3)
         v = int.from_bytes(block, "little")
-        field = lambda pos, n: (v >> pos) & ((1 << n) - 1)  # noqa: E731
+        field = lambda pos, n, v=v: (v >> pos) & ((1 << n) - 1)  # noqa: E731
         texels = img[by * 4: by * 4 + 4, bx * 4: bx * 4 + 4].reshape(16, 4).astype(np.int64)
         got = dec[by * 4: by * 4 + 4, bx * 4: bx * 4 + 4].reshape(16, 4)
         if v & 0x7F == 0x40:  # mode 6
@@ -303,7 +303,7 @@ def test_bc6h_blocks(gpu, fmt):
     for bi, block in enumerate(_blocks(blocks, 16)):
         by, bx = divmod(bi, 4)
         v = int.from_bytes(block, "little")
-        field = lambda pos, n: (v >> pos) & ((1 << n) - 1)  # noqa: E731
+        field = lambda pos, n, v=v: (v >> pos) & ((1 << n) - 1)  # noqa: E731
         assert field(0, 5) == 3  # mode 11
         e0 = np.array([field(5 + 10 * c, 10) for c in range(3)])
         e1 = np.array([field(35 + 10 * c, 10) for c in range(3)])
@@ -434,7 +434,7 @@ def test_exactly_representable_blocks_are_lossless(gpu):
 
 def capture_file_levels(gpu, path: str) -> list[np.ndarray]:
     """Every level of a texture file as gputex captures it (BC decoded on the GPU, spec decoder)."""
-    from gputex.pipeline import Options, _upload_texfile, Result
+    from gputex.pipeline import Options, Result, _upload_texfile
     from gputex.texfile import read_texture_file
 
     tex = _upload_texfile(gpu, read_texture_file(path), Options(), Result(source=path))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from golden.make_hashes import HASHES, run_all
 
 pytestmark = pytest.mark.gpu

@@ -25,10 +25,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: bombs
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # gputex
 
-from gputex.errors import GputexError  # noqa: E402
-from bombs import fuzz_seeds, read_any  # noqa: E402
 from test_fuzz import MAX_PIXELS  # noqa: E402
 from test_fuzz import SEEDS as IMAGE_SEEDS  # noqa: E402
+
+from gputex.errors import GputexError  # noqa: E402
+
+from bombs import fuzz_seeds, read_any  # noqa: E402
 
 SEEDS = IMAGE_SEEDS + fuzz_seeds()
 

@@ -120,12 +120,12 @@ def test_fuzz_findings_stay_fixed(tmp_path, name):
 # -- texture-file parsers (KTX2, KTX 1, DDS): same rule, no GPU needed ----------------------------
 
 def _texture_seeds() -> list[bytes]:
-    import texmaker
-
     from gputex.dds import write_dds
     from gputex.formats import get_format
     from gputex.ktx2 import write_ktx2
     from gputex.texfile import TextureFile
+
+    import texmaker
 
     rng = np.random.default_rng(1)
     out = []

@@ -15,7 +15,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bombs  # noqa: E402
 
-
 # -- class 2: decompression bombs, refused before the large allocation -----------------------
 
 _PEAK = r"""
@@ -560,7 +559,8 @@ def test_two_inputs_with_jobs_48_start_at_most_four_workers(gpu, tmp_path):
     for i in range(2):
         _png(tmp_path / f"{i}.png", 20 + i, (64, 64, 3))
         paths.append(str(tmp_path / f"{i}.png"))
-    p = subprocess.Popen([sys.executable, "-m", "gputex", "capture", *paths, "-o", str(tmp_path / "out"), "--jobs", "48"],
+    p = subprocess.Popen([sys.executable, "-m", "gputex", "capture", *paths, "-o", str(tmp_path / "out"),
+                          "--jobs", "48"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     most = 0
     while p.poll() is None:
@@ -795,7 +795,8 @@ def test_batch_under_1_gb_with_a_bomb_writes_every_good_output(gpu, tmp_path, me
         arrays[f"good{i}.png"] = a
     bomb = src / "icon.ico"
     bomb.write_bytes(bombs.ico_png_bomb())  # 2.5 GB decoded: OOM-killed the whole run before
-    paths = [str(src / f"good{i}.png") for i in range(3)] + [str(bomb)] + [str(src / f"good{i}.png") for i in range(3, 6)]
+    paths = ([str(src / f"good{i}.png") for i in range(3)] + [str(bomb)]
+             + [str(src / f"good{i}.png") for i in range(3, 6)])
     out = tmp_path / "out"
 
     def enter():

@@ -25,11 +25,11 @@ def test_shared_mip_code_is_prepended():
 
 @pytest.mark.parametrize("name", SHADERS)
 def test_shader_compiles(gpu, name):
-    from gputex.mips import shader_source
-
     # wgpu raises GPUValidationError on any parse or validation error; building a pipeline
     # also checks the entry point and the default override constants.
     import re
+
+    from gputex.mips import shader_source
 
     code = shader_source(name)
     codes = [code]

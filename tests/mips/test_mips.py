@@ -11,6 +11,7 @@ import pytest
 import gputex
 from gputex.layout import mip_count
 from gputex.mips import box_source_level
+
 from reference import filter_levels
 
 pytestmark = pytest.mark.gpu
@@ -182,7 +183,8 @@ def test_normal_maps_are_unit_length(gpu, channels):
             v = g[..., :3].astype(np.float64) / 255 * 2 - 1
             length = np.linalg.norm(v, axis=-1)
         else:
-            length = np.linalg.norm(np.concatenate([v, np.sqrt(np.clip(1 - (v ** 2).sum(-1, keepdims=True), 0, None))], -1), axis=-1)
+            z = np.sqrt(np.clip(1 - (v ** 2).sum(-1, keepdims=True), 0, None))
+            length = np.linalg.norm(np.concatenate([v, z], -1), axis=-1)
         assert np.abs(length - 1).max() <= 1 / 255
 
 
@@ -197,7 +199,7 @@ def test_alpha_coverage_is_preserved(rng, gpu):
     c0 = (a[..., 3] / 255 >= cutoff).mean()
     plain = _run(gpu, a, "rgba8unorm", "srgb")
     kept = _run(gpu, a, "rgba8unorm", "srgb", alpha_coverage=cutoff)
-    for level, (p, k) in enumerate(zip(plain, kept), start=1):
+    for level, (_p, k) in enumerate(zip(plain, kept), start=1):
         if k.shape[0] * k.shape[1] < 256:
             break  # fewer texels than the 1% granularity
         cov = (k[..., 3] / 255 >= cutoff).mean()
@@ -236,7 +238,7 @@ def _reference_3d(vol, srgb, weighted, levels):
         dd, dh, dw = max(1, d >> lv), max(1, h >> lv), max(1, w >> lv)
         Mz, My, Mx = box_matrix(d, dd), box_matrix(h, dh), box_matrix(w, dw)
 
-        def f(x):
+        def f(x, Mz=Mz, My=My, Mx=Mx):
             return np.einsum("Zz,Yy,Xx,zyxc->ZYXc", Mz, My, Mx, x, optimize=True)
 
         alpha = f(a)
@@ -256,10 +258,10 @@ def _reference_3d(vol, srgb, weighted, levels):
                                        ("rgba16float", "linear")])
 @pytest.mark.parametrize("alpha", ["weighted", "straight"])
 def test_3d_box_mips_match_reference(rng, gpu, w, h, d, fmt, space, alpha):
+    import wgpu
+
     from gputex.capture import capture
     from gputex.upload import create_texture, write_image
-
-    import wgpu
 
     f = gputex.get_format(fmt)
     levels = mip_count(w, h, d)

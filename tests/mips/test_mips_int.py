@@ -8,9 +8,18 @@ import numpy as np
 import pytest
 
 import gputex
-from gputex.intbox import (EPSILON_LSB, LOOP_LIMIT, frac_bits, lin_table, model_chain, plan_chain, round_code,
-                           threshold_table)
+from gputex.intbox import (
+    EPSILON_LSB,
+    LOOP_LIMIT,
+    frac_bits,
+    lin_table,
+    model_chain,
+    plan_chain,
+    round_code,
+    threshold_table,
+)
 from gputex.layout import mip_count
+
 from reference import filter_levels, srgb_to_linear
 
 SIZES = [(1, 1), (1, 9), (9, 1), (2, 3), (5, 5), (7, 13), (255, 2), (257, 131), (1000, 999), (64, 64), (256, 128)]

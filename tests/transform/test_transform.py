@@ -15,8 +15,16 @@ from typer.testing import CliRunner
 import gputex
 from gputex.cli import app
 from gputex.errors import UsageError
-from gputex.transform import (apply_swizzle, check_swizzle, nearest_pot, pack_item, parse_size, resize_texture,
-                              target_size)
+from gputex.transform import (
+    apply_swizzle,
+    check_swizzle,
+    nearest_pot,
+    pack_item,
+    parse_size,
+    resize_texture,
+    target_size,
+)
+
 from reference import _finish, apply, box_matrix, kernel_matrix, to_canonical
 
 runner = CliRunner()
@@ -151,7 +159,8 @@ def test_box_resize_rgba8_matches_float64(gpu, src, dst, space, alpha):
 @pytest.mark.parametrize("src,dst", [((61, 37), (23, 11)), ((19, 9), (40, 21)), ((64, 64), (17, 64))])
 def test_kernel_resize_matches_float64(gpu, filt, wrap, src, dst):
     rng = np.random.default_rng(102)
-    for holes, alpha, space in ((False, "straight", "srgb"), (True, "weighted", "srgb"), (True, "premultiplied", "linear")):
+    for holes, alpha, space in ((False, "straight", "srgb"), (True, "weighted", "srgb"),
+                                (True, "premultiplied", "linear")):
         a = _image(rng, *src, 4, holes)
         got = _resized(gpu, a, "rgba8unorm", space, *dst, filter=filt, wrap=wrap, alpha=alpha)
         ref = _reference(a / 255, *dst, srgb=space == "srgb", alpha=alpha, filter=filt, wrap=wrap)
@@ -223,8 +232,8 @@ def test_chain_starts_from_the_resized_image(gpu, tmp_path):
 def test_max_size_and_pot_on_the_command_line(gpu, tmp_path):
     src = tmp_path / "b.png"
     PILImage.fromarray(_image(np.random.default_rng(106), 61, 37, 3, False)).save(src)
-    for flags, size in ((["--max-size", "32"], (32, 19)), (["--pot"], (64, 32)), (["--pot", "--max-size", "16"], (16, 8)),
-                        (["--resize", "0x10"], (16, 10))):
+    for flags, size in ((["--max-size", "32"], (32, 19)), (["--pot"], (64, 32)),
+                        (["--pot", "--max-size", "16"], (16, 8)), (["--resize", "0x10"], (16, 10))):
         out = tmp_path / ("o" + "".join(flags)) / "x.png"
         r = runner.invoke(app, ["capture", str(src), "-o", str(out), *flags])
         assert r.exit_code == 0, r.output

@@ -107,7 +107,8 @@ def main() -> None:
     z = zlib.compressobj(9)
     row = b"\0" + bytes(6000 * 4)
     body = b"".join(z.compress(row) for _ in range(6000)) + z.flush()
-    bomb = SIG + chunk(b"IHDR", struct.pack(">IIBBBBB", 6000, 6000, 8, 6, 0, 0, 0)) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
+    bomb = (SIG + chunk(b"IHDR", struct.pack(">IIBBBBB", 6000, 6000, 8, 6, 0, 0, 0)) + chunk(b"IDAT", body)
+            + chunk(b"IEND", b""))
     decoded = 6000 * 6000 * 4
     add("bomb_ratio.png", bomb,
         f"would decode to {decoded} bytes from a {len(bomb)}-byte file ({decoded / len(bomb):.0f}:1, over the "
