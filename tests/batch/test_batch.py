@@ -18,6 +18,8 @@ from gputex.batch import expand_inputs
 from gputex.cli import app
 from gputex.encode import encode
 
+from factory import noise, write
+
 pytestmark = pytest.mark.gpu
 runner = CliRunner()
 
@@ -26,12 +28,10 @@ runner = CliRunner()
 def tree(rng, tmp_path):
     """src/a.png, src/sub/b.png, src/sub/deeper/a.png (same stem), src/notes.txt."""
     src = tmp_path / "src"
-    (src / "sub" / "deeper").mkdir(parents=True)
     imgs = {}
     for rel in ("a.png", "sub/b.png", "sub/deeper/a.png"):
-        a = rng.integers(0, 256, (6, 9, 3), np.uint8)
-        Image.fromarray(a).save(src / rel)
-        imgs[rel] = a
+        imgs[rel] = noise(rng, 6, 9, 3)
+        write(src / rel, imgs[rel])
     (src / "notes.txt").write_text("not an image")
     return src, imgs
 
@@ -88,10 +88,7 @@ def test_skip_existing(gpu, tree, tmp_path):
 def test_same_names_are_deterministic_with_many_jobs(gpu, tmp_path):
     paths = []
     for d in range(6):
-        (tmp_path / f"d{d}").mkdir()
-        p = tmp_path / f"d{d}" / "x.png"
-        Image.fromarray(np.full((3, 4, 3), d * 40, np.uint8)).save(p)
-        paths.append(str(p))
+        paths.append(write(tmp_path / f"d{d}" / "x.png", np.full((3, 4, 3), d * 40, np.uint8)))
     out = tmp_path / "out"
     r = runner.invoke(app, ["capture", *paths, "-o", str(out), "--jobs", "4"])
     assert r.exit_code == 0
@@ -114,10 +111,9 @@ def test_every_png_encoder_setting_is_exact(rng, tmp_path, level, shape, dtype):
 
 def test_peak_memory_does_not_grow_with_file_count(rng, gpu, tmp_path):
     src = tmp_path / "src"
-    src.mkdir()
-    a = rng.integers(0, 256, (512, 512, 4), np.uint8)
+    a = noise(rng, 512, 512, 4)
     for i in range(40):
-        Image.fromarray(a).save(src / f"i{i:02d}.png", compress_level=1)
+        write(src / f"i{i:02d}.png", a, compress_level=1)
     files = sorted(str(p) for p in src.iterdir())
     # VmHWM of the process's own memory map (a forked child's ru_maxrss includes pytest's peak)
     code = ("import sys\nfrom gputex.cli import main\n"
@@ -140,10 +136,10 @@ def test_worker_processes_give_the_same_files(rng, tmp_path):
     """Codecs in worker processes (GPUTEX_WORKERS, as batches with --jobs >= 3 run): the same
     bytes as the in-thread path, the bad input reported and skipped, nothing left in /dev/shm."""
     src = tmp_path / "src"
-    src.mkdir()
-    big = np.dstack([rng.integers(0, 256, (700, 800, 3), np.uint8), np.full((700, 800, 1), 200, np.uint8)])
-    Image.fromarray(big).save(src / "a.png")  # > 1 MiB: the fpng path
-    Image.fromarray(rng.integers(0, 65536, (33, 17), np.uint16)).save(src / "b.png")  # 16-bit grey
+    big = noise(rng, 700, 800, 4)
+    big[..., 3] = 200
+    write(src / "a.png", big)  # > 1 MiB: the fpng path
+    write(src / "b.png", noise(rng, 33, 17, None, np.uint16))  # 16-bit grey
     (src / "c.png").write_bytes(b"\x89PNG\r\n\x1a\n broken")
     outs = {}
     for workers in ("0", "2"):

@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 
 from gputex.cli import app
 
+from factory import noise, write
+
 pytestmark = pytest.mark.gpu
 runner = CliRunner()
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -27,11 +29,8 @@ def run(*args, env=None):
 
 @pytest.fixture
 def rgba65(rng, tmp_path):
-    a = rng.integers(0, 256, (7, 65, 4), np.uint8)
-    p = tmp_path / "in" / "pic.png"
-    p.parent.mkdir()
-    PILImage.fromarray(a).save(p)
-    return str(p), a
+    a = noise(rng, 7, 65, 4)
+    return write(tmp_path / "in" / "pic.png", a), a
 
 
 def test_upload_reports_layout_and_exactness(gpu, rgba65):
@@ -149,9 +148,8 @@ def test_capture_16bit_writes_16bit_png(gpu, tmp_path):
 
 
 def test_capture_float_as_tiff_is_exact(rng, gpu, tmp_path):
-    a = rng.random((5, 7)).astype(np.float32)
-    p = tmp_path / "f.tiff"
-    PILImage.fromarray(a).save(p)
+    a = noise(rng, 5, 7, None, np.float32)
+    p = write(tmp_path / "f.tiff", a)
     out = tmp_path / "out"
     r = run("capture", p, "-o", out)
     assert r.exit_code == 0, r.stderr
@@ -163,11 +161,9 @@ def test_capture_float_as_tiff_is_exact(rng, gpu, tmp_path):
 
 
 def test_capture_names_levels_and_never_collides(rng, gpu, tmp_path):
-    a = rng.integers(0, 256, (6, 10, 3), np.uint8)
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    PILImage.fromarray(a).save(tmp_path / "a" / "x.png")
-    PILImage.fromarray(a).save(tmp_path / "b" / "x.png")
+    a = noise(rng, 6, 10, 3)
+    write(tmp_path / "a" / "x.png", a)
+    write(tmp_path / "b" / "x.png", a)
     out = tmp_path / "out"
     r = run("capture", tmp_path / "a" / "x.png", tmp_path / "b" / "x.png", "-o", out)
     assert r.exit_code == 0, r.stderr

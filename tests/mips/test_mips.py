@@ -12,6 +12,7 @@ import gputex
 from gputex.layout import mip_count
 from gputex.mips import box_source_level
 
+from factory import alpha_holes
 from reference import filter_levels
 
 pytestmark = pytest.mark.gpu
@@ -25,7 +26,7 @@ def _image(rng, w, h, channels, alpha_kind):
         if alpha_kind == "opaque":
             a[..., -1] = 255
         elif alpha_kind == "holes":  # whole transparent regions, colour hidden under them
-            a[..., -1] = np.where(rng.random((h, w)) < 0.4, 0, a[..., -1])
+            alpha_holes(rng, a, 0.4)
     return a
 
 
