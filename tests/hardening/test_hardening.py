@@ -19,6 +19,8 @@ from typer.testing import CliRunner
 import gputex
 from gputex.cli import app
 
+from factory import noise, write
+
 pytestmark = pytest.mark.gpu
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "bad_inputs")
@@ -35,8 +37,7 @@ def test_corpus_case(gpu, case):
 
 
 def test_corpus_as_one_batch_goes_on(gpu, tmp_path):
-    good = tmp_path / "good.png"
-    Image.fromarray(np.zeros((5, 7, 3), np.uint8)).save(good)
+    good = write(tmp_path / "good.png", np.zeros((5, 7, 3), np.uint8))
     paths = [os.path.join(CORPUS, "files", c["file"]) for c in CASES]
     r = runner.invoke(app, ["capture", *paths[:10], str(good), *paths[10:], "-o", str(tmp_path / "out")])
     assert r.exit_code == 1
@@ -162,9 +163,7 @@ def test_gpu_out_of_memory_fails_only_that_file(gpu, tmp_path, monkeypatch):
                           if kw["size"][0] == 31 else None)
     paths = []
     for w in (30, 31, 32):
-        p = tmp_path / f"w{w}.png"
-        Image.fromarray(np.zeros((4, w, 3), np.uint8)).save(p)
-        paths.append(str(p))
+        paths.append(write(tmp_path / f"w{w}.png", np.zeros((4, w, 3), np.uint8)))
     r = runner.invoke(app, ["upload", *paths])
     assert r.exit_code == 1
     assert r.stderr.strip() == f"gputex: {paths[1]}: create rgba8unorm-srgb 31x4: out of GPU memory"
@@ -179,18 +178,16 @@ def test_lost_device_is_recreated_and_the_file_retried(gpu, tmp_path, monkeypatc
         return RuntimeError("Parent device is lost") if state["n"] == 2 else None
 
     _patch_create_texture(monkeypatch, once)
-    p = tmp_path / "x.png"
-    Image.fromarray(np.full((4, 5, 3), 7, np.uint8)).save(p)
-    r = runner.invoke(app, ["upload", str(p), str(p)])
+    p = write(tmp_path / "x.png", np.full((4, 5, 3), 7, np.uint8))
+    r = runner.invoke(app, ["upload", p, p])
     assert r.exit_code == 0, r.stderr
     assert r.stdout.count("exact round trip") == 2
     assert "device recreated, input retried" in r.stderr
 
 
-def test_awkward_names(gpu, tmp_path):
-    p = tmp_path / "my picture ñ 写真.png"
-    a = np.random.default_rng(3).integers(0, 256, (5, 6, 3), np.uint8)
-    Image.fromarray(a).save(p)
+def test_awkward_names(rng, gpu, tmp_path):
+    a = noise(rng, 5, 6, 3)
+    p = write(tmp_path / "my picture ñ 写真.png", a)
     out = tmp_path / "out dir"
     r = runner.invoke(app, ["capture", str(p), "-o", str(out)])
     assert r.exit_code == 0, r.stderr
