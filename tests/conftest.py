@@ -61,10 +61,14 @@ def _is_slow(item) -> bool:
 def pytest_collection_modifyitems(config, items):
     """The default run leaves out the slow cases (``slow`` marker, or listed above: large
     float64 references, long kernels, signal timing sweeps, clusters); ``--slow`` (what CI
-    runs) includes them."""
+    runs) includes them. Tests that take the ``gpu`` fixture get the ``gpu`` marker."""
     for item in items:
         if _is_slow(item) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
+        # `gpu`: every test that takes the gpu fixture; the others that need an adapter (the CLI
+        # making its own device, a gputex subprocess) carry @pytest.mark.gpu themselves.
+        if "gpu" in getattr(item, "fixturenames", ()) and item.get_closest_marker("gpu") is None:
+            item.add_marker(pytest.mark.gpu)
     if config.getoption("--slow"):
         return
     keep, slow = [], []
