@@ -20,7 +20,6 @@ from gputex.encode import encode
 
 from factory import noise, write
 
-pytestmark = pytest.mark.gpu
 runner = CliRunner()
 
 
@@ -132,6 +131,7 @@ def test_peak_memory_does_not_grow_with_file_count(rng, gpu, tmp_path):
     assert large - small < 40, f"peak RSS {small} MB for 5 files, {large} MB for 40"
 
 
+@pytest.mark.gpu  # needs an adapter: the CLI makes its own device
 def test_worker_processes_give_the_same_files(rng, tmp_path):
     """Codecs in worker processes (GPUTEX_WORKERS, as batches with --jobs >= 3 run): the same
     bytes as the in-thread path, the bad input reported and skipped, nothing left in /dev/shm."""

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 pytest.importorskip("distributed", reason="gputex[dask] not installed")
-pytestmark = pytest.mark.gpu
 
 
 def _tree(folder) -> dict[str, str]:

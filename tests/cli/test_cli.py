@@ -17,7 +17,6 @@ from gputex.cli import app
 
 from factory import noise, write
 
-pytestmark = pytest.mark.gpu
 runner = CliRunner()
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(ROOT, "samples")
@@ -119,6 +118,7 @@ def test_click_usage_error_exits_2():
     assert run("upload", "x.png", "--color-space", "cmyk").exit_code == 2
 
 
+@pytest.mark.gpu  # needs an adapter: the message lists the adapters there are
 def test_no_adapter_exits_3(rgba65):
     path, _ = rgba65
     r = run("upload", path, "--adapter", "no-such-gpu-anywhere")

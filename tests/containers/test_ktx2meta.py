@@ -17,7 +17,6 @@ import gputex
 from gputex.cli import app
 from gputex.ktx2 import validate
 
-pytestmark = pytest.mark.gpu
 runner = CliRunner()
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

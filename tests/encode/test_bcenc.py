@@ -18,8 +18,6 @@ import gputex
 from gputex.bcenc import ENCODERS
 from gputex.capture import capture_texture_file
 
-pytestmark = pytest.mark.gpu
-
 t2d = pytest.importorskip("texture2ddecoder")
 
 FORMATS = sorted(f for f in ENCODERS if not f.startswith("bc6h"))  # BC6H (float data): its own tests
@@ -613,6 +611,7 @@ def test_quality_levels_are_ordered(gpu):
 
 # -- determinism, library, report, errors ------------------------------------------------------
 
+@pytest.mark.gpu  # needs an adapter: the CLI makes its own device
 def test_same_bytes_every_run(tmp_png, tmp_path):
     """Two separate processes, same input and settings: identical files."""
     rng = np.random.default_rng(47)
@@ -714,6 +713,7 @@ def test_cli_bad_combinations_exit_2_and_write_nothing(tmp_png, tmp_path, args, 
     assert not out.exists()
 
 
+@pytest.mark.gpu  # needs an adapter: the CLI makes its own device
 def test_cli_array_and_cube(tmp_png, tmp_path):
     """--array / --cube with a BC format: every layer/face encoded, file valid."""
     from typer.testing import CliRunner

@@ -21,7 +21,6 @@ from gputex.cli import app
 
 from factory import noise, write
 
-pytestmark = pytest.mark.gpu
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "bad_inputs")
 CASES = json.load(open(os.path.join(CORPUS, "cases.json")))

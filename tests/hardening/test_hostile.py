@@ -493,6 +493,7 @@ def test_sigterm_stops_with_a_summary_and_143(gpu, tmp_path, group):
     _no_shared_files_of(p.pid)
 
 
+@pytest.mark.gpu  # needs an adapter: `gputex info` in a subprocess lists it
 def test_broken_pipe_exits_0_quietly():
     r = subprocess.run(f"{sys.executable} -m gputex info | head -2 >/dev/null; echo $? ${{PIPESTATUS[0]}}",
                        shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=120)

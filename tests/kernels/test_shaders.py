@@ -6,7 +6,6 @@ from importlib import resources
 
 import pytest
 
-pytestmark = pytest.mark.gpu
 FILES = {p.name: p.read_text() for p in resources.files("gputex").joinpath("shaders").iterdir()
          if p.name.endswith(".wgsl")}
 SHADERS = sorted(name for name, code in FILES.items() if "@compute" in code)

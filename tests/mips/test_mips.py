@@ -15,7 +15,6 @@ from gputex.mips import box_source_level
 from factory import alpha_holes
 from reference import filter_levels
 
-pytestmark = pytest.mark.gpu
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIZES = [(1, 1), (1, 9), (9, 1), (2, 3), (5, 5), (7, 13), (255, 2), (257, 131), (1000, 999), (64, 64), (256, 128)]
 
