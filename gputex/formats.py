@@ -1,7 +1,7 @@
 """The one format table: texture format <-> layout facts and capabilities.
 
 Pure data, no GPU import. Every member of ``wgpu.TextureFormat`` has a row
-(``tests/test_formats.py`` checks that), so the layout arithmetic works for every
+(``tests/core/test_formats.py`` checks that), so the layout arithmetic works for every
 format, including compressed and depth ones that gputex cannot fill from an image.
 
 Columns

@@ -11,7 +11,7 @@ lavapipe, with::
 
     PYTHONPATH=$PWD python3 tests/golden/make_hashes.py
 
-``tests/test_golden.py`` runs the same commands (``run_all`` below) and compares. Regenerate only
+``tests/golden/test_golden.py`` runs the same commands (``run_all`` below) and compares. Regenerate only
 for a change that is meant to change output bytes, and say so in the commit.
 """
 

@@ -40,7 +40,7 @@ def _check(gpu_levels, ref_levels, scale, max_lsb=1.0, mean_lsb=0.5, mean_min_te
 
 def _run(gpu, a, fmt, space, **mip):
     # precision="fast": these tests hold the float chains (the reference path) to the float64
-    # reference; tests/test_mips_int.py does the same for the integer chain (the default)
+    # reference; tests/mips/test_mips_int.py does the same for the integer chain (the default)
     tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, precision="fast", **mip)
     try:
         return [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
