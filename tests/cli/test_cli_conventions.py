@@ -19,6 +19,8 @@ from typer.testing import CliRunner
 import gputex
 from gputex.cli import app
 
+from factory import noise, write
+
 runner = CliRunner()
 COMMANDS = ["upload", "capture", "compare", "stats", "layout", "info", "validate"]
 
@@ -29,14 +31,10 @@ def run(*args, **kw):
 
 def _pngs(tmp_path, n, size=(37, 61), seed=0, folder="in"):
     rng = np.random.default_rng(seed)
-    d = tmp_path / folder
-    d.mkdir(exist_ok=True)
     out = []
     for i in range(n):
-        a = rng.integers(0, 256, (*size, 4), np.uint8)
-        p = d / f"img{i}.png"
-        PILImage.fromarray(a).save(p)
-        out.append((str(p), a))
+        a = noise(rng, *size, 4)
+        out.append((write(tmp_path / folder / f"img{i}.png", a), a))
     return out
 
 
