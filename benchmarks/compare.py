@@ -84,7 +84,8 @@ def main() -> None:
           f"numpy {t_np * 1e3:.0f} ms -> {t_np / t_gpu:.1f}x")
     print(f"  gputex: max {r.max_abs_diff} MAE {[round(x, 6) for x in r.mae]} PSNR {r.psnr_all:.2f} dB, "
           f"{r.differing_texels} differ, SSIM {r.ssim:.6f}")
-    print(f"  numpy:  max {[float(x) for x in ref['max']]} MAE {[round(float(x), 6) for x in ref['mae']]}, {ref['count']} differ, "
+    print(f"  numpy:  max {[float(x) for x in ref['max']]} MAE {[round(float(x), 6) for x in ref['mae']]}, "
+          f"{ref['count']} differ, "
           f"SSIM {ref['ssim']:.6f}")
 
 

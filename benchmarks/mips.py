@@ -19,7 +19,7 @@ PATH) are from the float64 reference (``tests/reference.py``): max and mean |cod
 LSB, and the texels that are not the exact value rounded to nearest.
 
 ``--hashes`` writes the SHA-256 of every level of the mip test matrix (sizes of
-``tests/test_mips_int.py``, 8- and 16-bit formats, colour spaces, alpha modes, the default
+``tests/mips/test_mips_int.py``, 8- and 16-bit formats, colour spaces, alpha modes, the default
 precision) to a JSON file; ``--against`` compares them with another adapter's file (lavapipe's is
 ``benchmarks/results/mip-hashes-lavapipe.json``).
 

@@ -72,10 +72,11 @@ def codecs_alone(paths: list[str], out: str, jobs: int) -> float:
     import json
 
     spec = json.dumps({"paths": paths, "out": out})
-    code = ("import json, os, sys\nfrom concurrent.futures import ProcessPoolExecutor\n"
+    code = ("import json, os, sys\nfrom concurrent.futures import ProcessPoolExecutor\n"  # noqa: UP031 (%r)
             "sys.path.insert(0, %r)\nfrom peer_ktx import _codec_one\n"
             "s = json.loads(sys.argv[1])\n"
-            "with ProcessPoolExecutor(%d) as ex:\n    list(ex.map(_codec_one, s['paths'], [s['out']] * len(s['paths'])))\n"
+            "with ProcessPoolExecutor(%d) as ex:\n"
+            "    list(ex.map(_codec_one, s['paths'], [s['out']] * len(s['paths'])))\n"
             % (HERE, jobs))
     return timed([sys.executable, "-c", code, spec])
 

@@ -39,10 +39,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import imagecodecs  # noqa: E402
 import numpy as np  # noqa: E402
+from batch import photo  # noqa: E402
 from PIL import Image as PILImage  # noqa: E402
 
 import gputex  # noqa: E402
-from batch import photo  # noqa: E402
 from gputex import png, pngdec  # noqa: E402
 
 

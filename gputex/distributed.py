@@ -15,7 +15,7 @@ single-threaded worker per core when only software adapters exist, else one per 
 Files travel by path (the cluster shares a filesystem); outputs are written by the workers,
 atomically, with the names a local run gives (inputs that share a stem go to the same task,
 in input order, so ``-2`` suffixes match), and bytes equal to a local run's
-(tests/test_distributed.py). A task that raises is retried ``retries`` times; a task on a
+(tests/batch/test_distributed.py). A task that raises is retried ``retries`` times; a task on a
 worker that dies is rescheduled by Dask on another (``distributed.scheduler.allowed-failures``
 times); a file that cannot be converted is a result with ``ok=False``, not retried. One
 result per file, in input order, each naming the worker (``host:pid``) that made it.

@@ -1,7 +1,7 @@
 """The one format table: texture format <-> layout facts and capabilities.
 
 Pure data, no GPU import. Every member of ``wgpu.TextureFormat`` has a row
-(``tests/test_formats.py`` checks that), so the layout arithmetic works for every
+(``tests/core/test_formats.py`` checks that), so the layout arithmetic works for every
 format, including compressed and depth ones that gputex cannot fill from an image.
 
 Columns
@@ -24,6 +24,7 @@ image         gputex can fill it from a decoded image (``--format`` accepts it)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["Format", "FORMATS", "IMAGE_FORMATS", "get_format"]
 
@@ -79,16 +80,16 @@ class Format:
         return ("<i" if signed else "<u") + str(size)
 
 
-def _plain(name: str, channels: int, kind: str, bits: int, **kw) -> Format:
+def _plain(name: str, channels: int, kind: str, bits: int, **kw: Any) -> Format:
     return Format(name, (1, 1), channels * bits // 8, channels, kind, bits, **kw)
 
 
-def _bc(name: str, nbytes: int, channels: int, kind: str = "unorm", **kw) -> Format:
+def _bc(name: str, nbytes: int, channels: int, kind: str = "unorm", **kw: Any) -> Format:
     return Format(name, (4, 4), nbytes, channels, kind, 8, feature="texture-compression-bc",
                   renderable=False, image=False, **kw)
 
 
-def _etc(name: str, nbytes: int, channels: int, kind: str = "unorm", **kw) -> Format:
+def _etc(name: str, nbytes: int, channels: int, kind: str = "unorm", **kw: Any) -> Format:
     return Format(name, (4, 4), nbytes, channels, kind, 8, feature="texture-compression-etc2",
                   renderable=False, image=False, **kw)
 

@@ -17,7 +17,7 @@ k+1 while the CPU copies group k out. Host memory: two staging and two read-back
 together at most ``budget``.
 
 The bytes are those of the per-image path (same conversion, same mip chain, same copy
-arithmetic; ``tests/test_gpu_batch.py`` compares them). Images whose own staging and
+arithmetic; ``tests/capture/test_gpu_batch.py`` compares them). Images whose own staging and
 read-back exceed the budget go alone, through the per-image functions.
 
 Wiring (the run owner): images that are plain 2D images (not texture files, no resize /

@@ -15,7 +15,7 @@ A key is the SHA-256 of a canonical JSON document holding
   (:func:`gputex.settings.adapter_dependent`: mip chains and ``bc_decode="sampler"``);
   otherwise null, so every machine shares the entry.
 
-Two runs with equal keys write equal bytes (tests/test_scale.py checks ``--jobs 1`` against
+Two runs with equal keys write equal bytes (tests/batch/test_scale.py checks ``--jobs 1`` against
 ``--jobs 4``, twice each, and the distributed run against the local one).
 """
 

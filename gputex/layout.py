@@ -14,6 +14,7 @@ Pure functions, no GPU import. The rules are WebGPU's (``shared/reference/copy-r
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from .formats import Format
 
@@ -104,7 +105,7 @@ class CopyLayout:
     staging_bytes: int  # buffer size a padded copy of all layers needs
     padding_bytes: int  # staging_bytes - data_bytes
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -141,6 +141,7 @@ def small_texture_files() -> list[bytes]:
     from gputex.formats import get_format
     from gputex.ktx2 import write_ktx2
     from gputex.texfile import TextureFile
+
     from texmaker import ktx2_zlib
 
     rng = np.random.default_rng(15)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import zlib
 
 import pytest
 
@@ -60,10 +61,14 @@ def _is_slow(item) -> bool:
 def pytest_collection_modifyitems(config, items):
     """The default run leaves out the slow cases (``slow`` marker, or listed above: large
     float64 references, long kernels, signal timing sweeps, clusters); ``--slow`` (what CI
-    runs) includes them."""
+    runs) includes them. Tests that take the ``gpu`` fixture get the ``gpu`` marker."""
     for item in items:
         if _is_slow(item) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
+        # `gpu`: every test that takes the gpu fixture; the others that need an adapter (the CLI
+        # making its own device, a gputex subprocess) carry @pytest.mark.gpu themselves.
+        if "gpu" in getattr(item, "fixturenames", ()) and item.get_closest_marker("gpu") is None:
+            item.add_marker(pytest.mark.gpu)
     if config.getoption("--slow"):
         return
     keep, slow = [], []
@@ -101,17 +106,27 @@ def gpu():
     return s
 
 
+def rng_seed(nodeid: str) -> int:
+    """The seed of a test's generator: CRC-32 of its id without the folders
+    (``test_mips.py::test_box[7-13]``), so it is the same in every run, every xdist worker and
+    whichever tests run before it, and stays the same when a file moves between folders."""
+    return zlib.crc32(nodeid.rsplit("/", 1)[-1].encode())
+
+
+@pytest.fixture
+def rng(request):
+    """The test's own numpy generator, seeded from its name (see ``rng_seed``)."""
+    import numpy as np
+
+    return np.random.default_rng(rng_seed(request.node.nodeid))
+
+
 @pytest.fixture
 def tmp_png(tmp_path):
     """Write an array as a PNG (8- or 16-bit, 1-4 channels) and return its path."""
+    from factory import write
 
     def make(a, name="img.png"):
-        import imagecodecs
-        import numpy as np
-
-        path = tmp_path / name
-        arr = a[:, :, 0] if a.ndim == 3 and a.shape[2] == 1 else a
-        path.write_bytes(imagecodecs.png_encode(np.ascontiguousarray(arr)))
-        return str(path)
+        return write(tmp_path / name, a)
 
     return make

@@ -8,7 +8,7 @@ are for every container, and these formats are rare enough that a GPU kernel per
 cost more code than it saves time.
 
 The conversions are those Khronos's ``ktx extract`` gives (checked against it in
-``tests/test_expand.py``):
+``tests/containers/test_expand.py``):
 
 - 3-component formats get a fourth, opaque component (1.0, the largest unorm/snorm value,
   or integer 1).

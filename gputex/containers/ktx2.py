@@ -3,7 +3,7 @@
 Writing follows the KTX File Format Specification 2.0: level index, smallest level stored
 first with ``lcm(texel block size, 4)`` alignment (none when supercompressed), the DFD
 Khronos's ``vk2dfd`` gives for the ``vkFormat`` (checked against ``ktx create``'s for every
-format in ``tests/test_ktx2_validate.py``), sorted key/value pairs, Zstandard levels.
+format in ``tests/containers/test_ktx2_validate.py``), sorted key/value pairs, Zstandard levels.
 
 Reading walks the file with :func:`.ktx2_rules.walk` first: a broken rule is a DecodeError
 naming Khronos's id (``invalid KTX2 file: [6015] ...``); a valid file gputex cannot read says

@@ -161,7 +161,8 @@ def _weights(n: int, m: int, j: int) -> list[tuple[int, int]]:
     return [(t, min((t + 1) * m, hi) - max(t * m, lo)) for t in range(lo // m, -(-hi // m))]
 
 
-def model_chain(codes, channels: int, bits: int, srgb: bool, weighted: bool, levels: int) -> list:
+def model_chain(codes: list[list[list[int]]], channels: int, bits: int, srgb: bool, weighted: bool,
+                levels: int) -> list[list[list[tuple[int, ...]]]]:
     """The integer chain in plain Python (every level from the base): the bytes the GPU must
     give, for the self-check's image and the tests. ``codes``: nested lists [y][x][channel].
     Returns per level a list of rows of per-texel code tuples."""
