@@ -17,9 +17,10 @@ gputex's ramp encoder fits.
 
 CPU encoders, same images, same run, on all cores (the image split into strips of block rows,
 one thread per core; the header prints each library's speed-up on N threads against one, which
-shows whether its calls release the GIL; etcpak threads itself and gets the whole image): bc7enc-py (bc7enc_rdo's rgbcx at its default level 10: BC1, BC3, BC5; it has no
-BC4 entry), etcpak (BC1, BC3, BC4, BC5, BC7), quicktex (level 5 defaults: BC1, BC3, BC4, BC5). A
-library that is not installed gets "-" with the reason in the header. BC7: bc7enc-py with plain
+shows whether its calls release the GIL; etcpak threads itself and gets the whole image):
+bc7enc-py (bc7enc_rdo's rgbcx at its default level 10: BC1, BC3, BC5; it has no BC4 entry),
+etcpak (BC1, BC3, BC4, BC5, BC7), quicktex (level 5 defaults: BC1, BC3, BC4, BC5).
+A library that is not installed gets "-" with the reason in the header. BC7: bc7enc-py with plain
 weights (``m_perceptual = False``, weights 1, 1, 1, 1) at uber level 0 (its default) and 4 (its
 slowest).
 

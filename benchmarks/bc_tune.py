@@ -17,10 +17,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 def main() -> None:
     import numpy as np
+    from bc import FORMATS, PHOTOS, composite, gpu_encode, photos, psnr, psnr_exact
 
     import gputex
     from gputex import bcenc
-    from bc import FORMATS, PHOTOS, composite, gpu_encode, photos, psnr, psnr_exact
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--variants", nargs="+", required=True, help='"FMT QUALITY [KEY=VALUE ...]"')

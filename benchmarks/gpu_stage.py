@@ -26,8 +26,8 @@ import numpy as np  # noqa: E402
 
 import gputex  # noqa: E402
 from gputex.batch import Item  # noqa: E402
-from gputex.outputs import OutputNames  # noqa: E402
 from gputex.capture_stage import capture_gpu_stage  # noqa: E402
+from gputex.outputs import OutputNames  # noqa: E402
 from gputex.pipeline import Decoded, Options, Result  # noqa: E402
 
 
@@ -74,6 +74,8 @@ def grouped(gpu, args) -> None:
 
     from gputex.capture import capture_texture_file
     from gputex.gpu_batch import GpuSteps, process_group
+    from gputex.mips import generate_mips
+    from gputex.upload import upload
 
     rng = np.random.default_rng(1)
     images = [gputex.from_array(rng.integers(0, 256, (args.size, args.size, 4), np.uint8))

@@ -83,7 +83,6 @@ from .formats import get_format  # noqa: E402
 from .layout import copy_layout  # noqa: E402
 from .mips import generate_mips  # noqa: E402
 
-
 _TRANSFORMS = ("resize_texture", "target_size", "apply_swizzle", "pack_channels")
 
 
@@ -94,12 +93,12 @@ def __getattr__(name: str) -> Any:
 
         return getattr(transform, name)
     raise AttributeError(f"module 'gputex' has no attribute {name!r}")
+from . import upload as _upload_module  # noqa: E402,F401  (bound before the function below takes the name)
 from .texfile import TextureFile, read_texture_file  # noqa: E402
 from .texture import Texture  # noqa: E402
-from . import upload as _upload_module  # noqa: E402,F401  (bound before the function below takes the name)
 
 
-def write_texture_file(texture: "Texture | TextureFile", path: str, *, zstd: int | None = None,
+def write_texture_file(texture: Texture | TextureFile, path: str, *, zstd: int | None = None,
                        budget: int = 64 << 20) -> str:
     """Write a GPU texture (every level, layer, face and slice, read back exactly) or a
     :class:`TextureFile` as KTX2 or DDS, by the suffix of ``path``; whole or not at all.
@@ -131,8 +130,8 @@ def write_texture_file(texture: "Texture | TextureFile", path: str, *, zstd: int
     return path
 
 
-def upload(session: "Session", image: "Image | TextureFile", format: str | None = None, *,
-           mips: bool | int = False, size: tuple[int, int] | None = None, **kwargs: Any) -> "Texture":
+def upload(session: Session, image: Image | TextureFile, format: str | None = None, *,
+           mips: bool | int = False, size: tuple[int, int] | None = None, **kwargs: Any) -> Texture:
     """Upload ``image`` to a new texture; ``mips=True`` (or a level count) also makes the mip chain.
 
     ``image`` may also be a :class:`TextureFile` (from :func:`read_texture_file`): its levels

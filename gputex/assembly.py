@@ -12,9 +12,22 @@ import os
 from typing import TYPE_CHECKING
 
 from .outputs import refuse_overwriting_inputs
-from .pipeline import (Options, Result, all_mips, color_space_of, decode_input, is_texfile, mip_levels, note_texture,
-                       upload_format, drawn_levels, run_one, timed)
+from .pipeline import (
+    Options,
+    Result,
+    all_mips,
+    color_space_of,
+    decode_input,
+    drawn_levels,
+    is_texfile,
+    mip_levels,
+    note_texture,
+    run_one,
+    timed,
+    upload_format,
+)
 from .upload_stage import verify_and_write
+
 if TYPE_CHECKING:
     from .device import Session
     from .outputs import OutputNames
@@ -22,8 +35,8 @@ if TYPE_CHECKING:
 __all__ = ["assemble_file"]
 
 
-def assemble_file(session: "Session", paths: list[str], kind: str, opts: Options,
-                  names: "OutputNames | None" = None) -> Result:
+def assemble_file(session: Session, paths: list[str], kind: str, opts: Options,
+                  names: OutputNames | None = None) -> Result:
     """Several images -> one array (``kind="array"``), cube map (``"cube"``, 6 per cube:
     +x -x +y -y +z -z) or volume (``"volume"``, one depth slice each) texture, with mips per
     layer/face, verified and (with ``opts.out``) written as KTX2 / DDS."""

@@ -19,8 +19,9 @@ import glob
 import os
 import sys
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 __all__ = ["Item", "expand_inputs", "run_overlapped", "IMAGE_SUFFIXES"]
 
@@ -66,7 +67,7 @@ def expand_inputs(args: Iterable[str], recursive: bool = False, stdin=None) -> l
             if not recursive:
                 items.append(Item(arg, error=f"{arg}: is a directory (add -r to take the images in it)"))
                 continue
-            for root, dirs, files in _walk_once(arg):
+            for root, _dirs, files in _walk_once(arg):
                 rel = os.path.relpath(root, arg)
                 for name in sorted(files):
                     if name.lower().endswith(IMAGE_SUFFIXES):

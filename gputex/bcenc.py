@@ -293,7 +293,7 @@ def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, sr
     return pipe, bgl, spent
 
 
-def _check_source(tex: "Texture", fmt) -> None:
+def _check_source(tex: Texture, fmt) -> None:
     if tex.format.compressed or tex.format.kind not in ("unorm", "float") or tex.format.packed \
             and tex.format.kind != "unorm":
         raise FormatError(f"{tex.source}: cannot encode {fmt.name} from {tex.format.name}; the source must be "
@@ -308,15 +308,15 @@ def _check_source(tex: "Texture", fmt) -> None:
                           "textures without texture-compression-bc-sliced-3d)")
 
 
-def encode_levels(tex: "Texture", format: str, quality: str = "normal", *,
-                  measure: bool = False) -> tuple["Texture", EncodeReport]:
+def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
+                  measure: bool = False) -> tuple[Texture, EncodeReport]:
     """:func:`encode_blocks`, also returning an :class:`EncodeReport` (with ``measure``: GPU
     time from timestamp queries where the device has them; the call waits for the GPU)."""
     import wgpu
 
     from .formats import get_format
-    from .layout import copy_layout
     from .kernels import timestamps as _timestamps
+    from .layout import copy_layout
     from .texture import create_texture
 
     fmt = get_format(format)
@@ -395,7 +395,7 @@ def encode_levels(tex: "Texture", format: str, quality: str = "normal", *,
     return out, report
 
 
-def encode_blocks(tex: "Texture", format: str, quality: str = "normal") -> "Texture":
+def encode_blocks(tex: Texture, format: str, quality: str = "normal") -> Texture:
     """A new block-compressed texture holding ``tex`` (every level and layer) encoded as ``format``.
 
     Parameters
@@ -425,7 +425,7 @@ def _stored(fmt) -> tuple[int, bool]:
             "bc6h": (3, False)}[family]
 
 
-def psnr_report(source: "Texture", encoded: "Texture") -> list[dict]:
+def psnr_report(source: Texture, encoded: Texture) -> list[dict]:
     """PSNR (dB, ``None`` where identical) of every level and layer of ``encoded`` against
     ``source``, after decoding the blocks with the specification's arithmetic
     (:func:`gputex.unblock.decode_blocks`): ``psnr`` over the colour channels the format

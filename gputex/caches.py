@@ -3,8 +3,9 @@ pipelines (:mod:`gputex.kernels`), reused work and transfer buffers. No GPU impo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["Cache"]
 

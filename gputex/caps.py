@@ -97,7 +97,7 @@ class MemoryGate:
         self.peak = 0
         self._lock = threading.Lock()
 
-    def lane(self) -> "Lane":
+    def lane(self) -> Lane:
         """One batch's view: it admits items in input order and releases them in that order."""
         return Lane(self)
 

@@ -13,7 +13,8 @@ wgpu-py's ``queue.read_texture`` is not used: it unpads in a Python row loop.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .errors import LimitError
 from .layout import bands
@@ -34,7 +35,7 @@ class _Piece:
 
     __slots__ = ("tex", "level", "z0", "nz", "y0", "y1", "dst", "pitch", "offset")
 
-    def __init__(self, tex: "Texture", level: int, z0: int, nz: int, y0: int, y1: int, dst: "np.ndarray",
+    def __init__(self, tex: Texture, level: int, z0: int, nz: int, y0: int, y1: int, dst: np.ndarray,
                  pitch: int):
         self.tex, self.level, self.z0, self.nz, self.y0, self.y1 = tex, level, z0, nz, y0, y1
         self.dst, self.pitch, self.offset = dst, pitch, 0
@@ -44,7 +45,7 @@ class _Piece:
         return self.pitch * (self.y1 - self.y0) * self.nz
 
 
-def _pieces(tex: "Texture", level: int, z0: int, nz: int, dst: "np.ndarray", limit: int) -> list[_Piece]:
+def _pieces(tex: Texture, level: int, z0: int, nz: int, dst: np.ndarray, limit: int) -> list[_Piece]:
     """Split layers ``[z0, z0 + nz)`` of ``level`` (``dst`` holds their tight rows, layer after
     layer) into copies of at most ``limit`` padded bytes: several whole layers per copy where
     they fit, else one layer in row bands."""
@@ -115,7 +116,7 @@ def _readback_ring(session, size: int, count: int) -> tuple[list, bool]:
 KEEP_READBACK = 1 << 30
 
 
-def _copy_tasks(group: list[_Piece], mapped: "np.ndarray", threads: int) -> list[Callable[[], None]]:
+def _copy_tasks(group: list[_Piece], mapped: np.ndarray, threads: int) -> list[Callable[[], None]]:
     """Tasks that unpad every piece of ``group`` out of ``mapped``, cut into about ``threads``
     equal runs of rows (pieces are cut at row boundaries; a small group is one task)."""
     from .parallel import MIN_CHUNK_BYTES
@@ -246,9 +247,9 @@ def _read_pieces(pieces: list[_Piece], *, budget: int, buffers: int = 2,
         timings.update(clock)
 
 
-def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int = 64 << 20,
-                  out: "np.ndarray | None" = None, progress: Progress | None = None,
-                  buffers: int = 2, timings: dict | None = None) -> "np.ndarray":
+def capture_bytes(tex: Texture, level: int = 0, layer: int = 0, *, budget: int = 64 << 20,
+                  out: np.ndarray | None = None, progress: Progress | None = None,
+                  buffers: int = 2, timings: dict | None = None) -> np.ndarray:
     """Read one level/layer back as tight bytes: ``(blocks_down, blocks_across * block_bytes)`` uint8.
 
     ``out`` may be a preallocated array of that shape (reused across captures).
@@ -269,7 +270,7 @@ def capture_bytes(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int
     return out
 
 
-def _check_level(tex: "Texture", level: int, layer: int = 0) -> None:
+def _check_level(tex: Texture, level: int, layer: int = 0) -> None:
     if not 0 <= level < tex.levels:
         raise LimitError(f"{tex.source}: level {level} does not exist (texture has {tex.levels})")
     if not 0 <= layer < tex.level_images(level):
@@ -277,8 +278,8 @@ def _check_level(tex: "Texture", level: int, layer: int = 0) -> None:
                          f"(texture has {tex.level_images(level)})")
 
 
-def capture(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int = 64 << 20,
-            progress: Progress | None = None) -> "np.ndarray":
+def capture(tex: Texture, level: int = 0, layer: int = 0, *, budget: int = 64 << 20,
+            progress: Progress | None = None) -> np.ndarray:
     """Read one level/layer back as components ``(height, width, channels)``.
 
     Values come back as the texture stores them (see :func:`gputex.convert.from_texture_rows`):
@@ -293,8 +294,8 @@ def capture(tex: "Texture", level: int = 0, layer: int = 0, *, budget: int = 64 
     return from_texture_rows(raw, tex.format, tex.size(level)[0])
 
 
-def capture_levels(tex: "Texture", levels: list[int], layer: int = 0, *, budget: int = 64 << 20,
-                   into: "Callable[[int, tuple, np.dtype], np.ndarray] | None" = None) -> list["np.ndarray"]:
+def capture_levels(tex: Texture, levels: list[int], layer: int = 0, *, budget: int = 64 << 20,
+                   into: Callable[[int, tuple, np.dtype], np.ndarray] | None = None) -> list[np.ndarray]:
     """Capture several levels of one layer; their copies share buffers, submissions and maps
     (groups of at most ``budget / 2`` bytes; a full chain that fits is one map).
 
@@ -330,7 +331,7 @@ def capture_levels(tex: "Texture", levels: list[int], layer: int = 0, *, budget:
             for level, (_, raw) in zip(levels, raws)]
 
 
-def _placed(a: "np.ndarray", level: int, into) -> "np.ndarray":
+def _placed(a: np.ndarray, level: int, into) -> np.ndarray:
     """``a``, copied into ``into``'s array for ``level`` when there is one."""
     if into is None:
         return a
@@ -339,7 +340,7 @@ def _placed(a: "np.ndarray", level: int, into) -> "np.ndarray":
     return dst
 
 
-def capture_texture_file(tex: "Texture", *, budget: int = 64 << 20, levels: list[int] | None = None):
+def capture_texture_file(tex: Texture, *, budget: int = 64 << 20, levels: list[int] | None = None):
     """Read every level (or ``levels``), layer, face and slice back as a :class:`TextureFile`:
     exactly the bytes the GPU holds, tight, in block rows (for writing KTX2 / DDS). Levels are
     ``bytes`` filled in place (:func:`fresh_bytes`); every copy is planned at once (see the
@@ -354,7 +355,7 @@ def capture_texture_file(tex: "Texture", *, budget: int = 64 << 20, levels: list
     return as_texture_file(tex, out)
 
 
-def texture_file_pieces(tex: "Texture", levels: list[int] | None, limit: int) -> tuple[list, list[_Piece]]:
+def texture_file_pieces(tex: Texture, levels: list[int] | None, limit: int) -> tuple[list, list[_Piece]]:
     """The level buffers (tight ``bytes``, every layer) of ``tex`` and the copies that fill
     them, each at most ``limit`` padded bytes (for :func:`_read_pieces`; ``gpu_batch`` plans
     several textures' copies into one map this way)."""
@@ -411,7 +412,7 @@ def fresh_bytes(n: int) -> tuple:
     return data, np.ctypeslib.as_array((ctypes.c_ubyte * n).from_address(id(data) + bytes.__basicsize__ - 1))
 
 
-def as_texture_file(tex: "Texture", levels: list):
+def as_texture_file(tex: Texture, levels: list):
     """A :class:`TextureFile` of ``tex``'s shape holding ``levels``."""
     from .texfile import TextureFile
 

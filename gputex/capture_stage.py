@@ -20,7 +20,7 @@ from .outputs import output_name, stem_of
 __all__ = ["capture_gpu_stage", "capture_encode_stage", "BIG_CAPTURE_BYTES"]
 
 
-def capture_gpu_stage(session: "Session", names: OutputNames, opts: Options):
+def capture_gpu_stage(session: Session, names: OutputNames, opts: Options):
     """Upload (and mips), capture the wanted levels, and reserve their output names.
 
     Runs on one thread in input order, so names are handed out deterministically.
@@ -119,7 +119,7 @@ def _capture_flips(source, result: Result) -> tuple[bool, bool, bool]:
     return flips
 
 
-def _flip(pixels, flips: tuple[bool, bool, bool], tex: "Texture", level: int, z: int):
+def _flip(pixels, flips: tuple[bool, bool, bool], tex: Texture, level: int, z: int):
     """(pixels, image index for the name) after the ``KTXorientation`` flips."""
     import numpy as np
 
@@ -147,7 +147,7 @@ def _capture_encode_each(tex, levels, keep, stem, item, names, opts: Options, re
             del pixels
 
 
-def _level_bytes(tex: "Texture", levels: list[int]) -> int:
+def _level_bytes(tex: Texture, levels: list[int]) -> int:
     """Bytes of the captured arrays of ``levels`` (every layer), each rounded up to 64."""
     import numpy as np
 
@@ -160,13 +160,13 @@ def _level_bytes(tex: "Texture", levels: list[int]) -> int:
     return total
 
 
-def _images_by_layer(tex: "Texture", levels: list[int]):
+def _images_by_layer(tex: Texture, levels: list[int]):
     """``(z, levels that have image z)`` for each layer, face or depth slice ``z``."""
     for z in range(max(tex.level_images(lv) for lv in levels)):
         yield z, [lv for lv in levels if z < tex.level_images(lv)]
 
 
-def _image_name(tex: "Texture", stem: str, level: int, z: int) -> str:
+def _image_name(tex: Texture, stem: str, level: int, z: int) -> str:
     """Output name of image ``z`` (layer, face or slice) of ``level`` (see :func:`output_name`)."""
     return output_name(stem, None if tex.levels == 1 else level,
                        None if tex.images == 1 or tex.depth > 1 else z, faces=tex.faces,

@@ -15,17 +15,79 @@ from typing import List, Optional
 import typer
 
 from .cli_options import *  # noqa: F401,F403  (exit codes, choices, option groups, _err, _state)
-from .cli_options import (EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, AdapterOpt, Alpha,
-                          BackendOpt, BCDecode, BudgetOpt, ColorSpace, Container, CoverageOpt, DebugOpt, FilterOpt,
-                          Filter, FloatAs, FormatOpt, JobsOpt, JsonOpt, LevelsAliasOpt, LevelsOpt, ManifestOpt,
-                          MaxPixelsOpt, MaxRatioOpt, MaxSizeOpt, MemoryOpt, MipsOpt, NormalOpt, PackOpt, PathOpt,
-                          PotOpt, QuietOpt, RecursiveOpt, ResizeOpt, SpaceOpt, SwizzleOpt, ThreadsOpt, UploadJobsOpt,
-                          VerboseOpt, WorkersOpt, WrapOpt, AlphaOpt, _check_level, _choices, _Command, _err, _state,
-                          version_line)
-from .cli_render import (_fmt_db, _render_bc_report, _render_capture, _render_compare, _render_stats,  # noqa: F401
-                         _render_upload, _timings)
-from .cli_run import (_inputs, _mip_kwargs, _options, _run_batch, _session, _transform, _usage,  # noqa: F401
-                      _validate_encoding, _validate_format)
+from .cli_options import (
+    EXIT_CODES,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    AdapterOpt,
+    Alpha,
+    AlphaOpt,
+    BackendOpt,
+    BCDecode,
+    BudgetOpt,
+    ColorSpace,
+    Container,
+    CoverageOpt,
+    DebugOpt,
+    Filter,
+    FilterOpt,
+    FloatAs,
+    FormatOpt,
+    JobsOpt,
+    JsonOpt,
+    LevelsAliasOpt,
+    LevelsOpt,
+    ManifestOpt,
+    MaxPixelsOpt,
+    MaxRatioOpt,
+    MaxSizeOpt,
+    MemoryOpt,
+    MipsOpt,
+    NormalOpt,
+    PackOpt,
+    PathOpt,
+    PotOpt,
+    QuietOpt,
+    RecursiveOpt,
+    ResizeOpt,
+    SpaceOpt,
+    SwizzleOpt,
+    ThreadsOpt,
+    UploadJobsOpt,
+    UploadPath,
+    VerboseOpt,
+    WorkersOpt,
+    Wrap,
+    WrapOpt,
+    _check_level,
+    _choices,
+    _Command,
+    _err,
+    _state,
+    version_line,
+)
+from .cli_render import (  # noqa: F401
+    _fmt_db,
+    _render_bc_report,
+    _render_capture,
+    _render_compare,
+    _render_stats,
+    _render_upload,
+    _timings,
+)
+from .cli_run import (  # noqa: F401
+    _inputs,
+    _mip_kwargs,
+    _options,
+    _run_batch,
+    _session,
+    _transform,
+    _usage,
+    _validate_encoding,
+    _validate_format,
+)
 from .errors import GputexError
 from .settings import default
 
@@ -377,7 +439,8 @@ def stats(
     raise typer.Exit(code)
 
 
-from .cli_files import info, layout, register as _register_files, validate  # noqa: E402,F401  (gputex.cli.<command>)
+from .cli_files import info, layout, validate  # noqa: E402,F401  (gputex.cli.<command>)
+from .cli_files import register as _register_files  # noqa: E402
 from .cli_scale import register as _register_scale  # noqa: E402  (serve, key)
 
 _register_files(app)
@@ -447,7 +510,7 @@ def main() -> None:
         _err("interrupted")
         _settle()
         sys.exit(EXIT_INTERRUPTED)
-    except SystemExit:
+    except SystemExit:  # noqa: B025 - an exit raised by the handlers above passes through
         raise
     except Exception as e:  # click usage errors (typer may vendor click) and anything unexpected
         if type(e).__name__ == "Abort":  # click's wrapper around KeyboardInterrupt

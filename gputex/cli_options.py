@@ -16,7 +16,14 @@ import typer
 
 from .settings import CHOICES, default
 
-__all__ = ['version_line', 'EXIT_OK', 'EXIT_FAILED', 'EXIT_USAGE', 'EXIT_NO_GPU', 'EXIT_INTERRUPTED', 'EXIT_CODES', '_Command', 'ColorSpace', 'UploadPath', 'FloatAs', 'Filter', 'Alpha', 'BCDecode', 'Container', 'Wrap', 'Backend', '_state', '_choices', '_check_backend', 'AdapterOpt', 'BackendOpt', 'JsonOpt', 'DebugOpt', 'QuietOpt', 'VerboseOpt', 'FormatOpt', 'SpaceOpt', 'BudgetOpt', 'PathOpt', 'MaxPixelsOpt', 'WorkersOpt', 'RecursiveOpt', 'JobsOpt', 'UploadJobsOpt', 'ThreadsOpt', 'MemoryOpt', 'ManifestOpt', 'MaxRatioOpt', '_check_level', '_err', '_printable', 'MipsOpt', 'LevelsOpt', 'LevelsAliasOpt', 'FilterOpt', 'AlphaOpt', 'CoverageOpt', 'NormalOpt', 'WrapOpt', 'ResizeOpt', 'MaxSizeOpt', 'PotOpt', 'SwizzleOpt', 'PackOpt']
+__all__ = ['version_line', 'EXIT_OK', 'EXIT_FAILED', 'EXIT_USAGE', 'EXIT_NO_GPU', 'EXIT_INTERRUPTED',
+           'EXIT_CODES', '_Command', 'ColorSpace', 'UploadPath', 'FloatAs', 'Filter', 'Alpha', 'BCDecode',
+           'Container', 'Wrap', 'Backend', '_state', '_choices', '_check_backend', 'AdapterOpt', 'BackendOpt',
+           'JsonOpt', 'DebugOpt', 'QuietOpt', 'VerboseOpt', 'FormatOpt', 'SpaceOpt', 'BudgetOpt', 'PathOpt',
+           'MaxPixelsOpt', 'WorkersOpt', 'RecursiveOpt', 'JobsOpt', 'UploadJobsOpt', 'ThreadsOpt', 'MemoryOpt',
+           'ManifestOpt', 'MaxRatioOpt', '_check_level', '_err', '_printable', 'MipsOpt', 'LevelsOpt',
+           'LevelsAliasOpt', 'FilterOpt', 'AlphaOpt', 'CoverageOpt', 'NormalOpt', 'WrapOpt', 'ResizeOpt',
+           'MaxSizeOpt', 'PotOpt', 'SwizzleOpt', 'PackOpt']
 
 
 def version_line() -> str:

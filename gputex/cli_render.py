@@ -70,7 +70,7 @@ def _render_compare(report: dict) -> None:
     for lv in report["levels"]:
         c = lv["channels"]
         ch = names[:c] if c != 2 else "ra"
-        per = lambda key, f: ", ".join(f"{ch[i]} {f(lv[key][i])}" for i in range(c))  # noqa: E731
+        per = lambda key, f: ", ".join(f"{ch[i]} {f(lv[key][i])}" for i in range(c))  # noqa: E731, B023
         typer.echo(f"level {lv['level']} {lv['width']}x{lv['height']} {lv['format']}: "
                    f"max diff {per('max_abs_diff', lambda v: f'{v:g}')}; "
                    f"MAE {per('mae', lambda v: f'{v:.6g}')}; MSE {per('mse', lambda v: f'{v:.6g}')}; "

@@ -12,8 +12,18 @@ from typing import List, Optional
 
 import typer
 
-from .cli_options import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE, Alpha, Filter, Wrap,
-                          _err, _state)
+from .cli_options import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NO_GPU,
+    EXIT_OK,
+    EXIT_USAGE,
+    Alpha,
+    Filter,
+    Wrap,
+    _err,
+    _state,
+)
 from .errors import GputexError, NoAdapterError
 
 __all__ = ["_session", "_validate_format", "_validate_encoding", "_progress", "_inputs", "_run_batch", "_options",

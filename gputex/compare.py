@@ -121,7 +121,7 @@ def _pipeline(session, sampled: str, entry: str, constants: dict):
                             subs={"SAMPLED": sampled}, label=f"reduce.wgsl<{sampled}>")
 
 
-def _view(tex: "Texture", level: int, layer: int):
+def _view(tex: Texture, level: int, layer: int):
     """A view of one level/layer that loads the stored codes.
 
     Sampling an ``-srgb`` view decodes to linear light, and wgpu-py 0.32 cannot create
@@ -152,7 +152,7 @@ def _params(w: int, h: int, count: int, code_max, lo=(0, 0, 0, 0), hi=(0, 0, 0, 
 class _Reducer:
     """Records the passes of one reduction into an encoder and reads the final partial."""
 
-    def __init__(self, tex: "Texture", level: int):
+    def __init__(self, tex: Texture, level: int):
         self.tex, self.session, self.device = tex, tex.session, tex.session.device
         self.sampled, self.exact, self.code_max, self.offset = _kind(tex.format)
         self.w, self.h = tex.size(level)
@@ -219,7 +219,7 @@ class _Reducer:
             chunk = raw[i * _PARTIAL_BYTES:(i + 1) * _PARTIAL_BYTES]
             u = np.frombuffer(chunk, "<u4")
             f = np.frombuffer(chunk, "<f4").astype(np.float64)
-            lo = lambda k: u[4 * k:4 * k + 4].astype(np.uint64)  # noqa: E731
+            lo = lambda k, u=u: u[4 * k:4 * k + 4].astype(np.uint64)  # noqa: E731
             out.append({
                 "s1": (lo(0) + (lo(1) << np.uint64(32))).astype(np.float64) if self.exact else f[16:20] - f[20:24],
                 "s2": (lo(2) + (lo(3) << np.uint64(32))).astype(np.float64) if self.exact else f[24:28] - f[28:32],
@@ -235,11 +235,11 @@ def _channel_max(fmt) -> list[float]:
     return [float((1 << b) - 1) for b in bits]
 
 
-def _peak(tex: "Texture") -> list[float]:
+def _peak(tex: Texture) -> list[float]:
     return [1.0] * 4 if tex.format.kind == "float" else _channel_max(tex.format)
 
 
-def compare(a: "Texture", b: "Texture", level: int = 0, layer: int = 0) -> CompareResult:
+def compare(a: Texture, b: Texture, level: int = 0, layer: int = 0) -> CompareResult:
     """Compare one level of two textures of the same size and format on the GPU."""
     if a.format.name != b.format.name:
         raise FormatError(f"{a.source} is {a.format.name} but {b.source} is {b.format.name}; "
@@ -268,7 +268,7 @@ def compare(a: "Texture", b: "Texture", level: int = 0, layer: int = 0) -> Compa
                          psnr, psnr_all, m["count"], ssim, r.readback_bytes)
 
 
-def stats(tex: "Texture", level: int = 0, layer: int = 0, bins: int = 0) -> Stats:
+def stats(tex: Texture, level: int = 0, layer: int = 0, bins: int = 0) -> Stats:
     """Per-channel min, max, mean, standard deviation (population) and optional histogram."""
     import numpy as np
     import wgpu
@@ -298,7 +298,7 @@ def stats(tex: "Texture", level: int = 0, layer: int = 0, bins: int = 0) -> Stat
                    [float(math.sqrt(v)) for v in var], readback_bytes=r.readback_bytes)
     if bins > 0:
         lo, hi = list(m["mn"][:4]), list(m["mx"][:4])
-        hi = [h if h > l else l + 1 for l, h in zip(lo, hi)]  # a constant channel: one bin holds all
+        hi = [h if h > low else low + 1 for low, h in zip(lo, hi)]  # a constant channel: one bin holds all
         if r.exact or tex.format.kind in ("uint", "sint"):
             hi = [h + 1 for h in hi]  # integer codes: [min, max + 1) so max lands in the last bin
         rr = _Reducer(tex, level)

@@ -25,9 +25,10 @@ import queue
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from .errors import GputexError, OutputError
 from .pipeline import Result
@@ -108,7 +109,7 @@ class Converter:
         self._closed = False
 
     # -- lifetime ---------------------------------------------------------------------------
-    def start(self) -> "Converter":
+    def start(self) -> Converter:
         """Start the worker pools and make the device (on a thread of its own); idempotent."""
         with self._starting:
             if self._closed:
@@ -129,7 +130,7 @@ class Converter:
         self._stack.enter_context(codec_workers(self.workers))
         self._session_future = session_soon(self.adapter, self.backend)
 
-    def __enter__(self) -> "Converter":
+    def __enter__(self) -> Converter:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -272,11 +273,11 @@ class Converter:
         return r
 
     def _run(self, paths: list[str], command: str, opts, target, settings: dict, emit) -> None:
-        from .batch import expand_inputs, run_overlapped
-        from .encode import sweep_stale
         from .assembly import assemble_file
-        from .outputs import OutputNames
+        from .batch import expand_inputs, run_overlapped
         from .capture_stage import capture_encode_stage, capture_gpu_stage
+        from .encode import sweep_stale
+        from .outputs import OutputNames
         from .pipeline import decode_stage
         from .upload_stage import upload_gpu_stage
 

@@ -63,7 +63,7 @@ DEFAULT_MAX_RATIO = 1000.0
 class Image:
     """A decoded image: ``pixels`` is ``(height, width, channels)``, channels 1-4."""
 
-    pixels: "np.ndarray"
+    pixels: np.ndarray
     color_space: str  # "srgb" or "linear"
     source: str = "<array>"
     mode: str = ""
@@ -93,7 +93,7 @@ class Image:
         return self.pixels.dtype.itemsize * 8
 
 
-def from_array(pixels: "np.ndarray", color_space: str | None = None, source: str = "<array>") -> Image:
+def from_array(pixels: np.ndarray, color_space: str | None = None, source: str = "<array>") -> Image:
     """Wrap a numpy array (H, W) or (H, W, C) as an :class:`Image`.
 
     uint8 / uint16 are unorm data (sRGB by default), float32 linear, int32 integers.
@@ -124,7 +124,7 @@ def _read_bytes(path: str) -> bytes:
     return read_input(path)
 
 
-def _orient(a: "np.ndarray", orientation: int) -> "np.ndarray":
+def _orient(a: np.ndarray, orientation: int) -> np.ndarray:
     """Apply an EXIF orientation (1-8) to an (H, W, C) array, as Pillow's exif_transpose does."""
     import numpy as np
 
@@ -166,7 +166,7 @@ def _decode_png_direct(path: str, data: bytes, header) -> Image:
     return Image(np.ascontiguousarray(a), header.color_space or default, path, mode)
 
 
-def _pillow_pixels(im) -> tuple["np.ndarray", str]:
+def _pillow_pixels(im) -> tuple[np.ndarray, str]:
     """Pillow image -> (H, W, C) array and its colour space, through the mode table."""
     import numpy as np
 
@@ -350,7 +350,7 @@ def _unidentified(data: bytes) -> str:
     return "not an image (unknown or unsupported file format)"
 
 
-def _low_bit_grey_key(im, depth: int, key: int) -> "np.ndarray":
+def _low_bit_grey_key(im, depth: int, key: int) -> np.ndarray:
     """Grey PNG of bit depth 1, 2 or 4 with a tRNS key -> grey+alpha. Pillow scales the samples
     to 8 bits (x * 255 / (2^depth - 1)) but compares the key unscaled, so it is compared here
     at the file's depth, scaled the same way (the spec uses the key's low ``depth`` bits)."""

@@ -32,7 +32,8 @@ from __future__ import annotations
 import os
 import socket
 from collections import OrderedDict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .converter import ConvertResult
 from .errors import GputexError

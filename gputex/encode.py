@@ -26,7 +26,8 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .errors import OutputError
 
@@ -40,7 +41,7 @@ __all__ = ["encode", "output_suffix", "write_atomic", "sweep_stale", "DEFAULT_PN
 DEFAULT_PNG_LEVEL = None
 
 
-def output_suffix(dtype: "np.dtype", float_as: str = "tiff") -> str:
+def output_suffix(dtype: np.dtype, float_as: str = "tiff") -> str:
     """File suffix ``encode`` uses for data of this dtype."""
     kind, size = dtype.kind, dtype.itemsize
     if kind == "u" and size <= 2:
@@ -53,7 +54,7 @@ def output_suffix(dtype: "np.dtype", float_as: str = "tiff") -> str:
 _TMP_PREFIX = ".gputex-"
 
 
-def write_atomic(path: str, data: "bytes | list[bytes]") -> None:
+def write_atomic(path: str, data: bytes | list[bytes]) -> None:
     """Write ``data`` (bytes, or a list of parts written in turn) to ``path``, whole or not at all.
 
     On Linux the data goes into an unnamed ``O_TMPFILE`` in the target folder, is flushed,
@@ -197,7 +198,7 @@ def _alive(pid: int) -> bool:
 STREAM_MIN_BYTES = 256 << 20
 
 
-def _png_bytes(a: "np.ndarray", color_space: str, level: int | None, sbit: bytes | None):
+def _png_bytes(a: np.ndarray, color_space: str, level: int | None, sbit: bytes | None):
     """The encoded PNG as parts (head, colour chunks, rest): no copy of a large image to add
     chunks; above STREAM_MIN_BYTES a function streaming the parts."""
     import struct
@@ -230,7 +231,7 @@ def _png_bytes(a: "np.ndarray", color_space: str, level: int | None, sbit: bytes
     return png.insert_chunks(data, chunks)
 
 
-def encode(pixels: "np.ndarray", path: str, *, color_space: str = "srgb", packed_10bit: bool = False,
+def encode(pixels: np.ndarray, path: str, *, color_space: str = "srgb", packed_10bit: bool = False,
            float_as: str = "tiff", png_level: int | None = DEFAULT_PNG_LEVEL,
            warn: Callable[[str], None] | None = None) -> str:
     """Write components ``(H, W, C)`` (C = 1, 2 or 4) to ``path`` atomically; returns ``path``.

@@ -35,8 +35,9 @@ any GPU work).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from .errors import FormatError
 from .formats import Format, get_format
@@ -72,19 +73,19 @@ class GpuSteps:
     normal_map: bool = False
     alpha_coverage: float | None = None
 
-    def texture_format(self, image: "Image", session: "Session") -> Format:
+    def texture_format(self, image: Image, session: Session) -> Format:
         from .texture import default_format
 
         return get_format(self.format) if self.format else default_format(image, session, self.color_space)
 
-    def levels(self, image: "Image") -> int:
+    def levels(self, image: Image) -> int:
         if not self.mips:
             return 1
         full = mip_count(image.width, image.height)
         return min(self.mip_levels or full, full)
 
 
-def _cost(image: "Image", fmt: Format, levels: int) -> tuple[int, int]:
+def _cost(image: Image, fmt: Format, levels: int) -> tuple[int, int]:
     """(staging bytes of level 0, read-back bytes of every level), 256-aligned, padded rows."""
     up = align_up(copy_layout(fmt, image.width, image.height).staging_bytes, 256)
     down = 0
@@ -108,8 +109,8 @@ def plan_groups(costs: Sequence[tuple[int, int]], budget: int) -> list[list[int]
     return groups
 
 
-def process_group(session: "Session", images: Sequence["Image"], steps: GpuSteps = GpuSteps(), *,
-                  budget: int = DEFAULT_GROUP_BUDGET) -> list["TextureFile"]:
+def process_group(session: Session, images: Sequence[Image], steps: GpuSteps | None = None, *,
+                  budget: int = DEFAULT_GROUP_BUDGET) -> list[TextureFile]:
     """Upload, mip and read back ``images``; one :class:`TextureFile` per image, in order.
 
     Images go in groups of at most ``budget / 2`` bytes of host staging + read-back memory,
@@ -119,16 +120,17 @@ def process_group(session: "Session", images: Sequence["Image"], steps: GpuSteps
     return list(iter_groups(session, images, steps, budget=budget))
 
 
-def iter_groups(session: "Session", images: Sequence["Image"], steps: GpuSteps = GpuSteps(), *,
-                budget: int = DEFAULT_GROUP_BUDGET) -> Iterator["TextureFile"]:
+def iter_groups(session: Session, images: Sequence[Image], steps: GpuSteps | None = None, *,
+                budget: int = DEFAULT_GROUP_BUDGET) -> Iterator[TextureFile]:
     """:func:`process_group`, yielding each image's result as soon as its group is read back."""
+    steps = steps or GpuSteps()
     fmts = [_checked_format(session, image, steps) for image in images]
     costs = [_cost(image, fmt, steps.levels(image)) for image, fmt in zip(images, fmts)]
     share = min(budget // 2, session.limits.get("max-buffer-size", 256 << 20))  # two groups in flight
     yield from _grouped(session, images, fmts, costs, plan_groups(costs, share), steps, share)
 
 
-def _checked_format(session: "Session", image: "Image", steps: GpuSteps) -> Format:
+def _checked_format(session: Session, image: Image, steps: GpuSteps) -> Format:
     from .convert import check_convertible
 
     fmt = steps.texture_format(image, session)
@@ -138,14 +140,14 @@ def _checked_format(session: "Session", image: "Image", steps: GpuSteps) -> Form
     return fmt
 
 
-def _space(image: "Image", fmt: Format, steps: GpuSteps) -> str:
+def _space(image: Image, fmt: Format, steps: GpuSteps) -> str:
     space = "srgb" if fmt.srgb else (steps.color_space or image.color_space)
     if space not in ("srgb", "linear"):
         raise FormatError(f"unknown colour space {space!r}; use srgb or linear")
     return space
 
 
-def _mips(tex: "Texture", steps: GpuSteps) -> None:
+def _mips(tex: Texture, steps: GpuSteps) -> None:
     from .mips import generate_mips
 
     if tex.levels > 1:
@@ -153,7 +155,7 @@ def _mips(tex: "Texture", steps: GpuSteps) -> None:
                       normal_map=steps.normal_map, alpha_coverage=steps.alpha_coverage)
 
 
-def _alone(session, image, fmt, steps, budget) -> "TextureFile":
+def _alone(session, image, fmt, steps, budget) -> TextureFile:
     """The per-image path, for an image too big for a group."""
     import wgpu
 
@@ -221,7 +223,7 @@ def _fill_tasks(images, texs, offsets, mapped, steps) -> list:
         pixels = image.pixels[::-1] if steps.flip_y else image.pixels
         step = max(1, MIN_CHUNK_BYTES // max(1, lay.bytes_per_row))
         for y0 in range(0, lay.blocks_down, step):
-            def fill(view=view, pixels=pixels, tex=tex, y0=y0, y1=min(lay.blocks_down, y0 + step),
+            def fill(view=view, pixels=pixels, tex=tex, y0=y0, y1=min(lay.blocks_down, y0 + step),  # noqa: B008
                      n=lay.bytes_per_row):
                 view[y0:y1, :n] = to_texture_rows(pixels[y0:y1], tex.color_space, tex.format,
                                                   premultiply=steps.premultiply)
@@ -310,7 +312,7 @@ class _Group:
         self.session.check("map readback buffer", self.pending.sync_wait)
         self.pending = None
 
-    def finish(self) -> list["TextureFile"]:
+    def finish(self) -> list[TextureFile]:
         """Copy the levels out (the group must be mapped: :meth:`wait`) and free the textures."""
         from .capture import as_texture_file, copy_out
 
@@ -326,7 +328,7 @@ class _Group:
         self.texs = []
 
 
-def _grouped(session, images, fmts, costs, groups, steps, budget) -> Iterator["TextureFile"]:
+def _grouped(session, images, fmts, costs, groups, steps, budget) -> Iterator[TextureFile]:
     """Groups pipelined: group k+1 is converted while the GPU works on group k, and submitted
     once group k is mapped (a map waits for all work submitted before it), so the GPU runs
     group k+1 while the CPU copies group k out. Two staging and two read-back buffers."""

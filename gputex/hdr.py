@@ -163,7 +163,7 @@ def float_dimensions(path: str, data: bytes, kind: str, page: int = 0,
     return w, h, w * h * min(n, 4) * 4
 
 
-def decode_float(path: str, data: bytes, kind: str, *, page: int = 0, pages: list[dict] | None = None) -> "Image":
+def decode_float(path: str, data: bytes, kind: str, *, page: int = 0, pages: list[dict] | None = None) -> Image:
     """Decode a float TIFF, EXR, Radiance HDR or NPY file (``kind`` from :func:`sniff`)."""
     import numpy as np
 
@@ -220,7 +220,7 @@ def decode_float(path: str, data: bytes, kind: str, *, page: int = 0, pages: lis
     return image
 
 
-def _to_int32(path: str, a: "np.ndarray") -> "np.ndarray":
+def _to_int32(path: str, a: np.ndarray) -> np.ndarray:
     import numpy as np
 
     if a.size and (a.min() < -(1 << 31) or a.max() > (1 << 31) - 1):
@@ -355,7 +355,7 @@ def _exr_pixels(path: str, data: bytes):
 
 # -- writing -----------------------------------------------------------------------------------
 
-def encode_exr(a: "np.ndarray") -> bytes:
+def encode_exr(a: np.ndarray) -> bytes:
     """An OpenEXR file (ZIP compression, FLOAT channels: exact) of float data (H, W, 1/2/4):
     grey -> Y, grey+alpha -> Y A, RGBA -> R G B A."""
     import numpy as np
@@ -371,7 +371,7 @@ def encode_exr(a: "np.ndarray") -> bytes:
     return buf.getvalue()
 
 
-def encode_hdr(a: "np.ndarray", path: str = "", warn=None) -> bytes:
+def encode_hdr(a: np.ndarray, path: str = "", warn=None) -> bytes:
     """A Radiance RGBE file of float data (H, W, C): grey is written as R = G = B; alpha is
     dropped (with a warning). Exact for values RGBE can hold (8-bit mantissas sharing an
     exponent, non-negative): the values another RGBE file held come back unchanged."""

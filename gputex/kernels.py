@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import struct
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ Entry = dict[str, Any]
 _DIRECTIVE = re.compile(r"^//! (include|default) (\S+)(?: (.*))?$")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _read(name: str) -> tuple[str, dict[str, str]]:
     """(text with includes resolved, defaults) of one shader file."""
     text = resources.files("gputex").joinpath("shaders", name).read_text()
@@ -78,19 +78,19 @@ def load_wgsl(name: str, **substitutions: Any) -> str:
     return pattern.sub(lambda m: values[m.group(1)], code)
 
 
-def cache_stats(session: "Session") -> dict[str, dict[str, int]]:
+def cache_stats(session: Session) -> dict[str, dict[str, int]]:
     """Entries, hits and misses of each of the session's named caches."""
     return {name: c.stats() for name, c in session.caches().items()}
 
 
-def _module(session: "Session", shader: str, subs: dict[str, Any], label: str = "") -> Any:
+def _module(session: Session, shader: str, subs: dict[str, Any], label: str = "") -> Any:
     key = ("module", shader, tuple(sorted(subs.items())))
     return session.cache(PIPELINES).get(key, lambda: session.check(
         f"compile {label or shader}", session.device.create_shader_module,
         code=load_wgsl(shader, **subs), label=label or shader))
 
 
-def compute_pipeline(session: "Session", shader: str, entries: list[Entry], *, entry: str = "main",
+def compute_pipeline(session: Session, shader: str, entries: list[Entry], *, entry: str = "main",
                      constants: dict[str, Any] | None = None, subs: dict[str, Any] | None = None,
                      cache: str = PIPELINES, key: Any = None, label: str = "") -> tuple[Any, Any]:
     """(pipeline, bind group layout) of ``shader``'s ``entry`` with ``constants`` (WGSL
@@ -116,7 +116,7 @@ def compute_pipeline(session: "Session", shader: str, entries: list[Entry], *, e
     return made
 
 
-def render_pipeline(session: "Session", shader: str, entries: list[Entry], target: str, *, vertex: str,
+def render_pipeline(session: Session, shader: str, entries: list[Entry], target: str, *, vertex: str,
                     fragment: str, constants: dict[str, Any] | None = None,
                     subs: dict[str, Any] | None = None) -> tuple[Any, Any]:
     """(pipeline, bind group layout) drawing a triangle list into a ``target``-format attachment."""
@@ -153,7 +153,7 @@ def dispatch(enc: Any, pipe: Any, bind: Any, groups: tuple[int, int, int],
 class Timestamps:
     """Begin/end timestamps of every compute pass (the gaps between passes are copies and barriers)."""
 
-    def __init__(self, session: "Session", passes: int):
+    def __init__(self, session: Session, passes: int):
         import wgpu
 
         self.count = 2 * passes
@@ -190,6 +190,6 @@ class Timestamps:
         return int(t[-1] - t[0]), [int(t[i + 1] - t[i]) for i in range(0, self.used, 2)]
 
 
-def timestamps(session: "Session", passes: int) -> Timestamps | None:
+def timestamps(session: Session, passes: int) -> Timestamps | None:
     """A :class:`Timestamps` for ``passes`` passes where the device has timestamp queries, else None."""
     return Timestamps(session, passes) if session.has_feature("timestamp-query") else None

@@ -11,7 +11,7 @@ output folder and sweeps the temporaries a killed run left there. Pure: no GPU o
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from .errors import OutputError, UsageError
 
@@ -60,7 +60,7 @@ def check_texture_out(out: str | None, *, container: str = "ktx2", zstd: int | N
         raise UsageError(f"--{kind} makes one texture: give -o a .ktx2 or .dds file")
 
 
-def texture_names(out: str | None, inputs: Sequence[str]) -> "tuple[OutputNames | None, str | None]":
+def texture_names(out: str | None, inputs: Sequence[str]) -> tuple[OutputNames | None, str | None]:
     """(names for ``upload -o FOLDER``, or None; the folder written into, or None), the folder
     created and swept (:func:`prepare_folder`)."""
     if out is None:
@@ -86,7 +86,7 @@ def stem_of(item) -> str:
     return stem or os.path.splitext(os.path.basename(item.path))[0]
 
 
-def texture_output(out: str, container: str, names: "OutputNames | None", item) -> str:
+def texture_output(out: str, container: str, names: OutputNames | None, item) -> str:
     """The texture file of ``item`` for ``upload -o`` (a file, or ``<stem>.<container>`` in the folder)."""
     if is_texture_file_out(out):
         refuse_overwriting_inputs(out, [item.path])
@@ -108,7 +108,7 @@ def refuse_overwriting_inputs(out: str, inputs: list[str]) -> None:
             raise OutputError(f"{out}: output would overwrite the input {p}; choose another output name")
 
 
-def up_to_date(item, names: "OutputNames | SingleOutput | None", out: str | None, container: str) -> bool:
+def up_to_date(item, names: OutputNames | SingleOutput | None, out: str | None, container: str) -> bool:
     """An output of this input (capture: level 0 or the only level; upload -o: its texture
     file) exists and is at least as new as the input (every source of a pack)."""
     stem = stem_of(item)

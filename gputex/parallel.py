@@ -8,7 +8,8 @@ overlaps them (measured on the H200: benchmarks/transfer.py).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["for_row_chunks", "run_all", "copy_threads", "set_copy_threads", "read_threads", "set_read_threads", "MAX_COPY_THREADS",
            "MAX_READ_THREADS", "MIN_CHUNK_BYTES"]
@@ -76,10 +77,13 @@ def for_row_chunks(rows: int, row_bytes: int, fn: Callable[[int, int], None]) ->
         fn(0, rows)
         return
     step = -(-rows // parts)
-    run_all([(lambda a=a: fn(a, min(rows, a + step))) for a in range(0, rows, step)])
+    def part(a: int) -> Callable[[], None]:
+        return lambda: fn(a, min(rows, a + step))
+
+    run_all([part(a) for a in range(0, rows, step)])
 
 
-def _get_pool():
+def _get_pool() -> Any:
     """One pool for every copy; its threads start as tasks need them, so its size is only a cap."""
     global _pool
     if _pool is None:

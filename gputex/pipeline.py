@@ -13,9 +13,10 @@ turns failed results into exit code 1).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .errors import GputexError
 from .outputs import OutputNames, SingleOutput, output_name, refuse_overwriting_inputs, up_to_date
@@ -246,7 +247,7 @@ def mip_levels(opts: Options, width: int, height: int, depth: int = 1) -> int:
     return min(opts.mip_levels or full, full)
 
 
-def all_mips(tex: "Texture", opts: Options) -> None:
+def all_mips(tex: Texture, opts: Options) -> None:
     """Generate the chain for every layer / cube face (a 3D texture gets one 3D chain)."""
     from .mips import generate_mips
 
@@ -254,7 +255,7 @@ def all_mips(tex: "Texture", opts: Options) -> None:
         generate_mips(tex, layer=layer, **opts.mip_options.kwargs())
 
 
-def drawn_levels(session: "Session", fmt, levels: int, depth: int = 1, path: str | None = None) -> bool:
+def drawn_levels(session: Session, fmt, levels: int, depth: int = 1, path: str | None = None) -> bool:
     """Whether the mip step will draw this texture's levels (it then needs ``RENDER_ATTACHMENT``:
     the ``render_target`` argument of :func:`gputex.texture.create_texture`); ``path``: the mip
     path asked for (:attr:`MipOptions.path`)."""
@@ -265,8 +266,8 @@ def drawn_levels(session: "Session", fmt, levels: int, depth: int = 1, path: str
     return needs_render_target(session, fmt, path)
 
 
-def _upload_texfile(session: "Session", tf, opts: Options, result: Result, usage: int = 0,
-                    decode_blocks: bool = True) -> "Texture":
+def _upload_texfile(session: Session, tf, opts: Options, result: Result, usage: int = 0,
+                    decode_blocks: bool = True) -> Texture:
     """Upload a texture file's levels as stored; with ``decode_blocks`` a compressed texture is
     replaced by its GPU-decoded twin. ``--mips`` fills the chain of a file that holds one level."""
     import wgpu
@@ -305,8 +306,8 @@ def _upload_texfile(session: "Session", tf, opts: Options, result: Result, usage
     return tex
 
 
-def upload_image(session: "Session", image, opts: Options, result: Result, usage: int = 0,
-                 decode_blocks: bool = True, progress=None) -> "Texture":
+def upload_image(session: Session, image, opts: Options, result: Result, usage: int = 0,
+                 decode_blocks: bool = True, progress=None) -> Texture:
     """Upload one decoded image (or texture file) as ``opts`` say: format, resize, mip levels
     allocated and made. The CLI's stages and :func:`gputex.upload` both come here."""
     import wgpu
@@ -377,13 +378,13 @@ def upload_format(opts: Options) -> tuple[str | None, str | None, bool]:
     return source_format(target), "srgb" if target.srgb else color_space_of(opts), True
 
 
-def note_texture(result: Result, tex: "Texture", format_name: str | None = None) -> None:
+def note_texture(result: Result, tex: Texture, format_name: str | None = None) -> None:
     """What a result reports about the texture made for it."""
     result.format, result.width, result.height = format_name or tex.format.name, tex.width, tex.height
     result.levels, result.color_space, result.upload_path = tex.levels, tex.color_space, tex.upload_path
 
 
-def run_one(result: Result, fn: Callable[[], None], session: "Session | None" = None) -> Result:
+def run_one(result: Result, fn: Callable[[], None], session: Session | None = None) -> Result:
     """Run one input's work; its errors go into ``result``. A lost device is recreated and
     the input retried once."""
     from .chatter import watch
@@ -422,7 +423,7 @@ def _unexpected(e: BaseException) -> str:
     return f"internal error: {type(e).__name__}" + (f": {msg}" if msg else "") + " (run with --debug for the traceback)"
 
 
-def levels_wanted(opts: Options, tex: "Texture") -> list[int]:
+def levels_wanted(opts: Options, tex: Texture) -> list[int]:
     from .errors import LimitError
 
     if opts.level == "all":
@@ -437,7 +438,7 @@ def levels_wanted(opts: Options, tex: "Texture") -> list[int]:
     return [level]
 
 
-def decode_stage(opts: Options, names: "OutputNames | None" = None):
+def decode_stage(opts: Options, names: OutputNames | None = None):
     """The decode step for the batch runner: ``item -> (Result, Image or None)``."""
 
     def run(item) -> tuple[Result, Any]:

@@ -122,7 +122,7 @@ def idat_stream(data: bytes, spans: list[tuple[int, int]] | None = None):
     return out
 
 
-def decode(data: bytes, header, threads: int | None = None) -> "np.ndarray | None":
+def decode(data: bytes, header, threads: int | None = None) -> np.ndarray | None:
     """Pixels (H, W, C) of a PNG (uint8, or native-order uint16), or None to leave it to libpng.
 
     ``header`` is ``png.read_header(data)`` (chunks walked, CRCs checked). The returned array
@@ -141,7 +141,7 @@ def decode(data: bytes, header, threads: int | None = None) -> "np.ndarray | Non
             _ACTIVE[0] -= 1
 
 
-def _decode(data: bytes, header, threads: int | None) -> "np.ndarray | None":
+def _decode(data: bytes, header, threads: int | None) -> np.ndarray | None:
     if _pngfilter is None or header.bit_depth not in (8, 16) or header.color_type not in _CHANNELS:
         return None
     if data[26:29] != b"\0\0\0":  # IHDR compression, filter and interlace methods

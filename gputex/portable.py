@@ -22,7 +22,6 @@ comma-separated, or ``all``: the tests run the fallbacks on Linux this way.
 
 from __future__ import annotations
 
-
 __all__ = ["disabled", "MECHANISMS"]
 
 MECHANISMS = ("shm", "otmpfile", "populate", "sigmask")

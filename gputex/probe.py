@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 __all__ = ["format_capabilities"]
 
 
-def _can_create(session: "Session", name: str, usage: int, size: tuple[int, int]) -> bool:
+def _can_create(session: Session, name: str, usage: int, size: tuple[int, int]) -> bool:
     try:
         tex = session.device.create_texture(size=(size[0], size[1], 1), format=name, usage=usage)
     except Exception:
@@ -19,7 +19,7 @@ def _can_create(session: "Session", name: str, usage: int, size: tuple[int, int]
     return True
 
 
-def format_capabilities(session: "Session") -> dict[str, dict[str, bool]]:
+def format_capabilities(session: Session) -> dict[str, dict[str, bool]]:
     """For every non-depth format: can it be uploaded, rendered to, filtered, stored, captured.
 
     upload/render/storage/capture are tried (a 4x4 texture with that usage);

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .outputs import refuse_overwriting_inputs
-from .pipeline import Options, Result, decode_input, upload_image, levels_wanted, run_one, stored_channels, timed
+from .pipeline import Options, Result, decode_input, levels_wanted, run_one, stored_channels, timed, upload_image
 
 if TYPE_CHECKING:
     from .device import Session
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["Thresholds", "compare_files", "stats_file"]
 
 
-def _upload_for_reduce(session: "Session", path: str, opts: Options, result: Result) -> "Texture":
+def _upload_for_reduce(session: Session, path: str, opts: Options, result: Result) -> Texture:
     import wgpu
 
     image = decode_input(path, opts, result)
@@ -44,7 +44,7 @@ class Thresholds:
         return bool(ok)
 
 
-def compare_files(session: "Session", a: str, b: str, opts: Options, limits: Thresholds,
+def compare_files(session: Session, a: str, b: str, opts: Options, limits: Thresholds,
                   diff_image: str | None = None) -> dict:
     """Upload A and B, compare the wanted levels on the GPU; a dict for JSON and rendering.
 
@@ -80,7 +80,7 @@ def compare_files(session: "Session", a: str, b: str, opts: Options, limits: Thr
     }
 
 
-def _write_diff_image(ta: "Texture", tb: "Texture", level: int, path: str) -> None:
+def _write_diff_image(ta: Texture, tb: Texture, level: int, path: str) -> None:
     """|A - B| amplified so the largest difference is full white (8-bit RGB(A) PNG)."""
     import numpy as np
 
@@ -98,7 +98,7 @@ def _write_diff_image(ta: "Texture", tb: "Texture", level: int, path: str) -> No
     encode(out, path, color_space="linear")
 
 
-def stats_file(session: "Session", path: str, opts: Options, bins: int) -> Result:
+def stats_file(session: Session, path: str, opts: Options, bins: int) -> Result:
     """Upload one image and compute its per-channel statistics on the GPU."""
     from .compare import stats
 

@@ -15,8 +15,9 @@ stages; :func:`stages` picks them for a command.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .batch import Item
@@ -32,12 +33,12 @@ class Stages:
     ``gpu(session) -> (item, data, result) -> payload`` in input order; ``encode(item, payload,
     result)`` in the pool (None: the command writes nothing from the pool)."""
 
-    decode: Callable[["Item"], tuple[Any, Any]]
-    gpu: Callable[["Session"], Callable[..., Any]]
+    decode: Callable[[Item], tuple[Any, Any]]
+    gpu: Callable[[Session], Callable[..., Any]]
     encode: Callable[..., None] | None = None
 
 
-def stages(command: str, opts: "Options", names=None) -> Stages:
+def stages(command: str, opts: Options, names=None) -> Stages:
     """The stages of ``capture`` (decode, upload + mips + capture, encode) or ``upload``
     (decode, upload + verify + texture-file write)."""
     from .capture_stage import capture_encode_stage, capture_gpu_stage
@@ -52,10 +53,10 @@ def stages(command: str, opts: "Options", names=None) -> Stages:
     raise ValueError(f"unknown command {command!r}; use capture or upload")
 
 
-def run(items: Sequence["Item"], steps: Stages, *, on_result: Callable[["Result", "Session"], None],
-        jobs: int = 1, session: "Session | None" = None, adapter: str | None = None,
+def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Session], None],
+        jobs: int = 1, session: Session | None = None, adapter: str | None = None,
         backend: str | None = None, workers: int | None = None, copy_threads: int | None = None,
-        stop: Callable[[], bool] | None = None, gate=None, sweep: Sequence[str] = ()) -> "Session | None":
+        stop: Callable[[], bool] | None = None, gate=None, sweep: Sequence[str] = ()) -> Session | None:
     """Run ``items`` through ``steps``; ``on_result(result, session)`` once per input, in input order.
 
     Parameters
@@ -118,8 +119,8 @@ def run(items: Sequence["Item"], steps: Stages, *, on_result: Callable[["Result"
     return held[0]
 
 
-def upload_files(paths: Sequence[str], opts: "Options | None" = None, *, session: "Session | None" = None,
-                 out: str | None = None, jobs: int = 1, **run_kw: Any) -> list["Result"]:
+def upload_files(paths: Sequence[str], opts: Options | None = None, *, session: Session | None = None,
+                 out: str | None = None, jobs: int = 1, **run_kw: Any) -> list[Result]:
     """Upload each file (images or texture files), verify what the GPU holds, and with ``out``
     (``X.ktx2``/``X.dds`` for one input, or a folder) write the textures; one
     :class:`~gputex.pipeline.Result` per input, in order (a failed input's error is in its result)."""
@@ -138,8 +139,8 @@ def upload_files(paths: Sequence[str], opts: "Options | None" = None, *, session
     return results
 
 
-def capture_files(paths: Sequence[str], out: str, opts: "Options | None" = None, *,
-                  session: "Session | None" = None, jobs: int = 1, **run_kw: Any) -> list["Result"]:
+def capture_files(paths: Sequence[str], out: str, opts: Options | None = None, *,
+                  session: Session | None = None, jobs: int = 1, **run_kw: Any) -> list[Result]:
     """Decode, upload (and mips), capture the wanted levels and encode them into the folder
     ``out`` (names as the CLI's); one :class:`~gputex.pipeline.Result` per input, in order."""
     import os

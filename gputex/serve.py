@@ -229,7 +229,7 @@ def serve_stdio(converter, stdin: BinaryIO | None = None, requests: int = 2) -> 
         for s in (signal.SIGTERM, signal.SIGINT):
             previous[s] = signal.signal(s, on_signal)
     try:
-        converter.session  # the device first: no adapter is exit code 3 before any request
+        _ = converter.session  # the device first: no adapter is exit code 3 before any request
         try:
             while not server.stop.is_set():
                 reading[0] = True

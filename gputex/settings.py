@@ -117,7 +117,7 @@ def _quality(name: str, v: Any) -> str:
 #: option choices from these (``gputex.cli_options``), so the two never drift apart.
 CHOICES: dict[str, tuple[str, ...]] = {
     "color_space": ("srgb", "linear"),
-    "filter": FILTER_NAMES,
+    "filter": tuple(FILTER_NAMES),
     "alpha": ("weighted", "straight", "premultiplied"),
     "wrap": ("clamp", "repeat", "mirror"),
     "upload_path": ("auto", "write_texture", "staging"),

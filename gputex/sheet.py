@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 __all__ = ["contact_sheet"]
 
 
-def contact_sheet(levels: "list[np.ndarray]", gap: int = 1) -> "np.ndarray":
+def contact_sheet(levels: list[np.ndarray], gap: int = 1) -> np.ndarray:
     """Place ``(H, W, C)`` arrays left to right on a zero background (transparent where alpha)."""
     import numpy as np
 

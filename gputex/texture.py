@@ -26,7 +26,7 @@ __all__ = ["Texture", "create_texture", "default_format", "copy_usage", "label"]
 class Texture:
     """A GPU texture made by gputex, with what its data means."""
 
-    session: "Session"
+    session: Session
     texture: Any  # wgpu.GPUTexture
     format: Format
     width: int
@@ -59,7 +59,7 @@ class Texture:
         self.texture.destroy()
 
 
-def default_format(image: "Image", session: "Session | None" = None,
+def default_format(image: Image, session: Session | None = None,
                    color_space: str | None = None) -> Format:
     """The format gputex picks for an image (documented in the README).
 
@@ -90,7 +90,7 @@ def copy_usage(extra: int = 0) -> int:
     return wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC | extra
 
 
-def create_texture(session: "Session", fmt: Format, width: int, height: int, *, layers: int = 1,
+def create_texture(session: Session, fmt: Format, width: int, height: int, *, layers: int = 1,
                    levels: int = 1, usage: int | None = None, color_space: str = "srgb",
                    source: str = "", view_formats: list[str] | None = None, depth: int = 1,
                    render_target: bool = False) -> Texture:

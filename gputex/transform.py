@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from .batch import Item
 from .errors import DecodeError, FormatError, UsageError
@@ -132,7 +133,7 @@ def _one(dtype):
     return np.iinfo(dtype).max if dtype.kind == "u" else (1 if dtype.kind == "i" else 1.0)
 
 
-def apply_swizzle(image: "Image", spec: str) -> "Image":
+def apply_swizzle(image: Image, spec: str) -> Image:
     """``image`` with its channels reordered: each character of ``spec`` (``r g b a 0 1``) is
     one output channel, read from the image as rgba (grey is r = g = b; a missing alpha is
     the maximum); ``0``/``1`` are the constants (1 = the maximum code, 1.0 for floats).
@@ -190,8 +191,8 @@ def pack_item(spec: str) -> PackItem:
     return PackItem(spec, sources=sources, channels=channels, stem=stem)
 
 
-def pack_channels(channels, decode: Callable[[str], "Image"], *, color_space: str | None = None,
-                  source: str | None = None) -> "Image":
+def pack_channels(channels, decode: Callable[[str], Image], *, color_space: str | None = None,
+                  source: str | None = None) -> Image:
     """One image whose channels come from several images (``channels`` as in :class:`PackItem`;
     ``decode(path)`` reads each file once). The result has as many channels as the highest
     one named (r: 1, rg: 2, rgb: 3, rgba: 4); channels named by nobody below it are 0. All
@@ -241,10 +242,10 @@ def _widen(plane, dtype):
 
 # -- resize on the GPU -------------------------------------------------------------------------
 
-def resize_texture(tex: "Texture", width: int, height: int, *, levels: int = 1, filter: str = "box",
+def resize_texture(tex: Texture, width: int, height: int, *, levels: int = 1, filter: str = "box",
                    alpha: str = "weighted", normal_map: bool = False, wrap: str = "clamp",
                    alpha_coverage: float | None = None, usage: int = 0, precision: str = "exact",
-                   render_target: bool = False) -> "Texture":
+                   render_target: bool = False) -> Texture:
     """A new texture of ``width`` x ``height`` (``levels`` mip levels allocated, not filled)
     whose level 0 is ``tex``'s level 0 (every layer) filtered on the GPU (see the module
     docstring); ``tex`` is left as it is. ``alpha_coverage`` is accepted for the mip options'
@@ -284,7 +285,7 @@ def resize_texture(tex: "Texture", width: int, height: int, *, levels: int = 1, 
     return out
 
 
-def _exact_path(tex: "Texture", width: int, height: int, filter: str, normal_map: bool) -> str | None:
+def _exact_path(tex: Texture, width: int, height: int, filter: str, normal_map: bool) -> str | None:
     """``"box"`` / ``"kernel"`` where the mips would take their float64 path for this format and
     filter (``mip_exact.wgsl`` / ``mip_exact_kernel.wgsl``: correctly rounded box averages of 16-bit
     and float32 data; kernels of those and of the 4-byte 8-bit formats), else None (float32).
@@ -299,7 +300,7 @@ def _exact_path(tex: "Texture", width: int, height: int, filter: str, normal_map
     return "kernel" if tex.format.name in EXACT_KERNEL_FORMATS and width * height * 64 <= limit else None
 
 
-def _exact_box_layer(tex: "Texture", out: "Texture", layer: int, alpha: str) -> None:
+def _exact_box_layer(tex: Texture, out: Texture, layer: int, alpha: str) -> None:
     """One level of ``mip_exact.wgsl`` from ``tex``'s level 0 to ``out``'s: float64 sums, one
     rounding (large footprints summed in chunks of rows, as the mips do)."""
     import wgpu
@@ -345,14 +346,14 @@ def _exact_box_layer(tex: "Texture", out: "Texture", layer: int, alpha: str) -> 
             obj.destroy()
 
 
-def _exact_kernel_layer(tex: "Texture", out: "Texture", layer: int, filter: str, wrap: str, alpha: str) -> None:
+def _exact_kernel_layer(tex: Texture, out: Texture, layer: int, filter: str, wrap: str, alpha: str) -> None:
     """``mip_exact_kernel.wgsl`` from ``tex``'s level 0 to ``out``'s: the kernel taps and weights
     computed on the CPU in float64 (:func:`gputex.mips.filters.kernel_taps`), float64 sums on the GPU."""
     import numpy as np
     import wgpu
 
-    from .layout import align_up
     from .kernels import dispatch
+    from .layout import align_up
     from .mips import common
     from .mips.exact import EXACT_KERNEL_FORMATS
     from .mips.filters import kernel_taps
@@ -413,14 +414,14 @@ def _exact_kernel_layer(tex: "Texture", out: "Texture", layer: int, filter: str,
             obj.destroy()
 
 
-def _resize_layer(tex: "Texture", out: "Texture", layer: int, filter: str, alpha: str, normal_map: bool,
+def _resize_layer(tex: Texture, out: Texture, layer: int, filter: str, alpha: str, normal_map: bool,
                   wrap: str) -> None:
     """mip_reduce.wgsl (source level 0 -> float32 work texture of the new size), then mip_pack.wgsl
     in row bands into the format's bytes, copied into ``out``'s level 0."""
     import wgpu
 
-    from .layout import align_up, bands
     from .kernels import dispatch
+    from .layout import align_up, bands
     from .mips import common
     from .mips.common import REUSE_MAX_BYTES
     from .mips.filters import FILTERS, WRAPS

@@ -38,7 +38,7 @@ def decoded_format(fmt) -> str:
     return "rgba16float" if fmt.kind in ("float", "ufloat", "snorm") else "rgba8unorm"
 
 
-def decode_blocks(tex: "Texture", *, levels: int | None = None, mode: str = "spec") -> "Texture":
+def decode_blocks(tex: Texture, *, levels: int | None = None, mode: str = "spec") -> Texture:
     """A new uncompressed texture holding the decoded texels of every level/layer of ``tex``.
 
     ``levels`` allocates more levels than ``tex`` has (for mips made afterwards); ``mode`` is
@@ -104,11 +104,11 @@ def decode_blocks(tex: "Texture", *, levels: int | None = None, mode: str = "spe
     return out
 
 
-def _spec_decode(tex: "Texture", out: "Texture", kind: int, target: str) -> None:
+def _spec_decode(tex: Texture, out: Texture, kind: int, target: str) -> None:
     import wgpu
 
-    from .layout import copy_layout
     from .kernels import dispatch
+    from .layout import copy_layout
     from .mips.common import pipeline
 
     session, device, fmt = tex.session, tex.session.device, tex.format

@@ -17,7 +17,8 @@ Two transfer paths, same result:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .errors import FormatError, LimitError
 from .formats import Format, get_format
@@ -41,7 +42,7 @@ STAGING_MIN_BYTES = 1 << 20
 Progress = Callable[[int, int], None]
 
 
-def upload(session: "Session", image: "Image", format: str | Format | None = None, *,
+def upload(session: Session, image: Image, format: str | Format | None = None, *,
            color_space: str | None = None, levels: int = 1, premultiply: bool = False,
            flip_y: bool = False, budget: int = DEFAULT_BUDGET, path: str = "auto",
            usage: int = 0, progress: Progress | None = None, render_target: bool = False) -> Texture:
@@ -86,7 +87,7 @@ def upload(session: "Session", image: "Image", format: str | Format | None = Non
     return tex
 
 
-def resolve_format(image: "Image", format: "str | Format | None", session: "Session | None" = None,
+def resolve_format(image: Image, format: str | Format | None, session: Session | None = None,
                    color_space: str | None = None) -> Format:
     """The :class:`Format` an upload of ``image`` gets: ``format`` (a name or a Format), else
     :func:`~gputex.texture.default_format`."""
@@ -95,7 +96,7 @@ def resolve_format(image: "Image", format: "str | Format | None", session: "Sess
     return get_format(format) if format else default_format(image, session, color_space)
 
 
-def write_image(tex: Texture, image: "Image", *, level: int = 0, layer: int = 0,
+def write_image(tex: Texture, image: Image, *, level: int = 0, layer: int = 0,
                 premultiply: bool = False, flip_y: bool = False, budget: int = DEFAULT_BUDGET,
                 path: str = "auto", progress: Progress | None = None) -> str:
     """Convert and write ``image`` into one level/layer of ``tex``; returns the path used."""
@@ -146,7 +147,7 @@ def _write_texture_bands(tex, lay, parts, convert, level, layer, progress) -> No
             progress(y1 * lay.bytes_per_row, lay.data_bytes)
 
 
-def _staging_ring(session: "Session", size: int) -> list:
+def _staging_ring(session: Session, size: int) -> list:
     """Two reusable MAP_WRITE|COPY_SRC buffers of at least ``size`` bytes (cached per session),
     each as ``[buffer, pending map promise or None]``."""
     import wgpu
@@ -199,7 +200,7 @@ def _staging_bands(tex, lay, parts, convert, level, layer, progress) -> None:
 
 
 
-def upload_texture_file(session: "Session", tf: "TextureFile", *, levels: int | None = None,
+def upload_texture_file(session: Session, tf: TextureFile, *, levels: int | None = None,
                         color_space: str | None = None, budget: int = DEFAULT_BUDGET, usage: int = 0,
                         progress: Progress | None = None, render_target: bool = False) -> Texture:
     """Put every level, layer, face and slice of a texture file on the GPU with ``write_texture``.

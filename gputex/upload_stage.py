@@ -18,7 +18,7 @@ from .outputs import texture_output
 __all__ = ["upload_gpu_stage", "verify_and_write"]
 
 
-def upload_gpu_stage(session: "Session", opts: Options, names: "OutputNames | None" = None):
+def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None = None):
     """Upload, read back and verify that the GPU holds exactly what was sent.
 
     Texture files are uploaded as stored (block-compressed ones stay compressed) and every
@@ -43,7 +43,7 @@ def upload_gpu_stage(session: "Session", opts: Options, names: "OutputNames | No
     return run
 
 
-def verify_and_write(tex: "Texture", source, item, opts: Options, names, result: Result) -> None:
+def verify_and_write(tex: Texture, source, item, opts: Options, names, result: Result) -> None:
     encoded = None if is_texfile(source) else _bc_encode(tex, opts, result)
     try:
         _check_and_write(tex, encoded, source, item, opts, names, result)
@@ -52,7 +52,7 @@ def verify_and_write(tex: "Texture", source, item, opts: Options, names, result:
             encoded.destroy()
 
 
-def _check_and_write(tex: "Texture", encoded: "Texture | None", source, item, opts: Options, names,
+def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: Options, names,
                      result: Result) -> None:
     """Verify ``tex`` against what was sent; write ``encoded`` (its BC encoding) or ``tex``."""
     import numpy as np
@@ -88,7 +88,7 @@ def _check_and_write(tex: "Texture", encoded: "Texture | None", source, item, op
         result.outputs.append(path)
 
 
-def _verify(source, stored, level0, item, opts: Options, tex: "Texture", result: Result) -> None:
+def _verify(source, stored, level0, item, opts: Options, tex: Texture, result: Result) -> None:
     """Compare what the GPU holds with what was sent (texture files: every level; images: level 0
     of each layer, unless it was resized); a difference fails the input."""
     import numpy as np
@@ -118,7 +118,7 @@ def _verify(source, stored, level0, item, opts: Options, tex: "Texture", result:
                     break
 
 
-def _bc_encode(tex: "Texture", opts: Options, result: Result) -> "Texture | None":
+def _bc_encode(tex: Texture, opts: Options, result: Result) -> Texture | None:
     """``tex`` (mips included) block-encoded into ``opts.format``; None when that is not a BC
     format gputex encodes. With ``opts.report`` the PSNR of every level goes into the result."""
     if not upload_format(opts)[2]:

@@ -131,9 +131,8 @@ def _init() -> None:
 def _shm_folder() -> str:
     """Where pixels travel between processes: ``/dev/shm`` (memory), else the temp folder.
     ``GPUTEX_SHM_DIR`` (developer override, :mod:`gputex.devflags`) names another folder."""
-    from .portable import disabled
-
     from .devflags import flag
+    from .portable import disabled
 
     folder = flag("GPUTEX_SHM_DIR") or "/dev/shm"
     usable = not disabled("shm") and os.path.isdir(folder) and os.access(folder, os.W_OK)
@@ -227,7 +226,7 @@ class SharedBlock:
         self._used = 0
         self._closer = weakref.finalize(self, _unlink_quietly, self.name)
 
-    def array(self, shape, dtype) -> "np.ndarray":
+    def array(self, shape, dtype) -> np.ndarray:
         """A new C-contiguous array in the block (64-byte aligned)."""
         import numpy as np
 
@@ -239,7 +238,7 @@ class SharedBlock:
         self._used = -(-(self._used + nbytes) // 64) * 64
         return a
 
-    def offset_of(self, a: "np.ndarray") -> int | None:
+    def offset_of(self, a: np.ndarray) -> int | None:
         """Byte offset of ``a`` in the block, or None if it is not one of the block's arrays."""
         start = a.__array_interface__["data"][0] - self._base.__array_interface__["data"][0]
         if a.flags.c_contiguous and 0 <= start and start + a.nbytes <= self.size:
@@ -350,7 +349,7 @@ _REPLACED: list = []  # broken pools, shut down with the others when the batch e
 
 # -- decode ------------------------------------------------------------------------------------
 
-def decode_image(path: str, **kwargs) -> "Image":
+def decode_image(path: str, **kwargs) -> Image:
     """``gputex.decode(path, **kwargs)``, in a worker process when a pool is active."""
     from .decode import Image, decode
 
@@ -375,10 +374,9 @@ def decode_image(path: str, **kwargs) -> "Image":
 
 
 def _decode_in_worker(path: str, kwargs: dict) -> dict:
+    from .chatter import watch
     from .decode import decode
     from .trace import span
-
-    from .chatter import watch
 
     warnings: list[str] = []
     try:
@@ -401,7 +399,7 @@ def _decode_in_worker(path: str, kwargs: dict) -> dict:
 
 # -- encode ------------------------------------------------------------------------------------
 
-def encode_images(outputs: list[tuple[str, "np.ndarray"]], block: SharedBlock | None = None,
+def encode_images(outputs: list[tuple[str, np.ndarray]], block: SharedBlock | None = None,
                   **kwargs) -> tuple[list[str], list[str], float]:
     """``gputex.encode`` each ``(path, pixels)`` in order (in a worker process when a pool is
     active); returns (paths written, warnings, seconds spent encoding). Raises the first

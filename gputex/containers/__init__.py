@@ -12,12 +12,19 @@ Pure, no GPU import; numpy only where a reader expands a format (``expand``).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..errors import DecodeError, FormatError, LimitError
-from .model import (MAX_TEXTURE_BYTES, MAX_TEXTURE_DIMENSION, TextureFile, check_shape, default_color_space,
-                    image_bytes, level_bytes)
+from .model import (
+    MAX_TEXTURE_BYTES,
+    MAX_TEXTURE_DIMENSION,
+    TextureFile,
+    check_shape,
+    default_color_space,
+    image_bytes,
+    level_bytes,
+)
 
 __all__ = ["Container", "register", "containers", "sniff", "is_texture_file", "read_texture_file",
            "write_texture_file", "TextureFile", "image_bytes", "level_bytes", "check_shape",

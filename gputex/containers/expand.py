@@ -23,7 +23,7 @@ The conversions are those Khronos's ``ktx extract`` gives (checked against it in
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..formats import FORMATS, Format
 from .vkformat import VK_ALIASES, VK_BY_CODE, VK_NAMES, layout

@@ -22,7 +22,7 @@ from ..layout import align_up
 from . import Container, register
 from .dfd import dfd_for
 from .expand import plan
-from .ktx2_rules import HEADER, KTX2_MAGIC, LEVEL, SCHEMES, MODEL_ETC1S, MODEL_UASTC, Problem, Walk, report, walk
+from .ktx2_rules import HEADER, KTX2_MAGIC, LEVEL, MODEL_ETC1S, MODEL_UASTC, SCHEMES, Problem, Walk, report, walk
 from .model import TextureFile, check_shape, level_bytes
 from .vkformat import VK_ALIASES, VK_BY_CODE, VK_FORMATS, has_srgb_variant, vk_name
 

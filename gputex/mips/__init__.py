@@ -79,14 +79,14 @@ def check_precision(precision: str) -> str:
     return precision
 
 
-def use_float64(session: "Session", precision: str = "exact") -> bool:
+def use_float64(session: Session, precision: str = "exact") -> bool:
     """Whether the float64 paths may run: the device has ``shader-f64``, ``precision`` is not
     ``float32`` and the developer override ``GPUTEX_MIPS_F64=0`` is not set."""
     return (check_precision(precision) != "float32" and session.has_feature("shader-f64")
             and flag("GPUTEX_MIPS_F64") != "0")
 
 
-def needs_render_target(session: "Session", fmt: "Format | str", path: str | None = None) -> bool:
+def needs_render_target(session: Session, fmt: Format | str, path: str | None = None) -> bool:
     """Whether ``fmt``'s mip levels would be drawn by the render path, so its texture needs
     ``RENDER_ATTACHMENT`` (pass it as ``create_texture(..., render_target=...)``)."""
     from ..formats import get_format
@@ -99,7 +99,7 @@ def needs_render_target(session: "Session", fmt: "Format | str", path: str | Non
     return format_kind(fmt) in RENDER_KINDS and fmt.name not in EXACT_FORMATS
 
 
-def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted",
+def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
                   alpha_coverage: float | None = None, normal_map: bool = False, wrap: str = "clamp",
                   layer: int = 0, measure: bool = False, precision: str = "exact",
                   path: str | None = None) -> MipReport:
@@ -182,7 +182,7 @@ def generate_mips(tex: "Texture", *, filter: str = "box", alpha: str = "weighted
     return report
 
 
-def _float_chain(tex: "Texture", report: MipReport, kind: str, filter: str, alpha: str, alpha_coverage: float | None,
+def _float_chain(tex: Texture, report: MipReport, kind: str, filter: str, alpha: str, alpha_coverage: float | None,
                  normal_map: bool, wrap: str, layer: int, measure: bool, render: bool) -> None:
     from .chain import Chain, coverage_scales
 
@@ -202,13 +202,13 @@ def _float_chain(tex: "Texture", report: MipReport, kind: str, filter: str, alph
         chain.release()
 
 
-def _int_chain(tex: "Texture", report: MipReport, filter: str, alpha: str, normal_map: bool, coverage: float | None,
+def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_map: bool, coverage: float | None,
                layer: int, measure: bool, single_pass: bool = True) -> bool:
     """The integer chain, where it applies and this adapter passes its self-check; its
     single-pass form (:mod:`.spd`, the same bytes) where that serves the sizes."""
     from .integer import int_chain, int_ok, self_check
-    from .spd import spd_chain, spd_ok
     from .spd import self_check as spd_self_check
+    from .spd import spd_chain, spd_ok
 
     if not int_ok(tex, filter, normal_map, coverage):
         return False

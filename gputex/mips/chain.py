@@ -34,8 +34,17 @@ from typing import TYPE_CHECKING
 
 from ..kernels import dispatch, timestamps
 from ..layout import align_up, bands, mip_size
-from .common import (PACK_FMT, REUSE_MAX_BYTES, box_source_level, pipeline, plain_entries,
-                     reduce_render_pipeline, reused, stand_in, storage_twin)
+from .common import (
+    PACK_FMT,
+    REUSE_MAX_BYTES,
+    box_source_level,
+    pipeline,
+    plain_entries,
+    reduce_render_pipeline,
+    reused,
+    stand_in,
+    storage_twin,
+)
 from .common import entries as layout_entries
 from .filters import FILTERS, WRAPS
 
@@ -54,7 +63,7 @@ class Chain:
     are not stored.
     """
 
-    def __init__(self, tex: "Texture", kind: str, filter: str, alpha: str, normal_map: bool, wrap: str, layer: int,
+    def __init__(self, tex: Texture, kind: str, filter: str, alpha: str, normal_map: bool, wrap: str, layer: int,
                  measure: bool, coverage: bool, render: bool = False):
         import wgpu
 
@@ -230,7 +239,7 @@ class Chain:
         self.owned.clear()
 
 
-def coverage_scales(tex: "Texture", work, cutoff: float, layer: int) -> list[float]:
+def coverage_scales(tex: Texture, work, cutoff: float, layer: int) -> list[float]:
     """Per-level alpha scale so that coverage at ``cutoff`` matches level 0 (one readback)."""
     import numpy as np
 

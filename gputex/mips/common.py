@@ -3,7 +3,8 @@ kind, bind group layouts, stand-in bindings, reused work resources, the box sour
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..errors import FormatError
 from ..kernels import Entry, compute_pipeline, render_pipeline
@@ -25,7 +26,7 @@ REUSE_MAX_BYTES = 64 << 20
 REUSE_CACHE = "mip-reuse"
 
 
-def format_kind(fmt: "Format") -> str | None:
+def format_kind(fmt: Format) -> str | None:
     """The encoding the mip shaders write for ``fmt`` (``FMT``), or None for integer formats."""
     if fmt.packed and fmt.kind == "unorm":
         return "rgb10a2"
@@ -36,7 +37,7 @@ def format_kind(fmt: "Format") -> str | None:
     return None
 
 
-def pack_kind(tex: "Texture") -> str:
+def pack_kind(tex: Texture) -> str:
     """:func:`format_kind` of ``tex``, or a clear error for formats mips cannot filter."""
     kind = format_kind(tex.format)
     if kind is None:
@@ -58,7 +59,7 @@ def box_source_level(width: int, height: int, level: int) -> int:
     return 0
 
 
-def pipeline(session: "Session", shader: str, constants: dict[str, Any], entries: list[Entry], entry: str = "main",
+def pipeline(session: Session, shader: str, constants: dict[str, Any], entries: list[Entry], entry: str = "main",
              out_format: str | None = None) -> tuple[Any, Any]:
     """(pipeline, bind group layout) of a mip shader (``out_format``: the storage format
     ``OUT_FORMAT`` of ``mip_reduce.wgsl``'s ``main_direct``, ``unblock.wgsl``, ...)."""
@@ -66,7 +67,7 @@ def pipeline(session: "Session", shader: str, constants: dict[str, Any], entries
     return compute_pipeline(session, shader, entries, entry=entry, constants=constants, subs=subs)
 
 
-def reduce_render_pipeline(session: "Session", constants: dict[str, Any], entries: list[Entry],
+def reduce_render_pipeline(session: Session, constants: dict[str, Any], entries: list[Entry],
                            target: str) -> tuple[Any, Any]:
     """The render path's pipeline: ``mip_reduce.wgsl``'s full-screen triangle writing ``target``."""
     return render_pipeline(session, "mip_reduce.wgsl", entries, target, vertex="vs_level", fragment="fs_level",
@@ -110,7 +111,7 @@ def plain_entries(storage: bool, stage: int = 0) -> list[Entry]:
     return out
 
 
-def stand_in(session: "Session", kind: str) -> Any:
+def stand_in(session: Session, kind: str) -> Any:
     """A 1x1 rgba32float view bound where a shader declares a binding it does not use here."""
     import wgpu
 
@@ -121,7 +122,7 @@ def stand_in(session: "Session", kind: str) -> Any:
     return session.cache(REUSE_CACHE).get(("stand-in", kind), make)
 
 
-def reused(session: "Session", kind: str, key: Any, make: Callable[[], Any]) -> Any:
+def reused(session: Session, kind: str, key: Any, make: Callable[[], Any]) -> Any:
     """One GPU resource per ``kind``, kept in the session and reused while ``key`` (its shape)
     matches; a different key destroys the old one first, so at most one of each is held."""
     cache = session.cache(REUSE_CACHE)
@@ -137,7 +138,7 @@ def reused(session: "Session", kind: str, key: Any, make: Callable[[], Any]) -> 
     return obj
 
 
-def storage_twin(session: "Session", fmt: "Format") -> str | None:
+def storage_twin(session: Session, fmt: Format) -> str | None:
     """A storage-capable format copy-compatible with ``fmt`` (itself or its non-sRGB twin)."""
     from ..formats import get_format
 

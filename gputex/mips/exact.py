@@ -32,14 +32,14 @@ EXACT_FORMATS = {"rg16unorm": (1, 2), "rgba16unorm": (1, 4), "r32float": (3, 1),
 EXACT_LOOP_LIMIT = 32768
 
 
-def exact_ok(tex: "Texture", filter: str, normal_map: bool, coverage, float64: bool) -> bool:
+def exact_ok(tex: Texture, filter: str, normal_map: bool, coverage, float64: bool) -> bool:
     """Whether the float64 box path makes ``tex``'s mips (``float64``: the policy allows it,
     :func:`gputex.mips.use_float64`)."""
     return (float64 and filter == "box" and not normal_map and coverage is None
             and tex.format.name in EXACT_FORMATS)
 
 
-def exact_chain(tex: "Texture", alpha: str, layer: int) -> None:
+def exact_chain(tex: Texture, alpha: str, layer: int) -> None:
     """Every level from the base, box filter, float64 sums and final rounding."""
     import wgpu
 
@@ -91,7 +91,7 @@ EXACT_KERNEL_FORMATS = {**EXACT_FORMATS, "rgba8unorm": (0, 4), "rgba8unorm-srgb"
                         "bgra8unorm-srgb": (0, 4)}
 
 
-def exact_kernel_ok(tex: "Texture", filter: str, normal_map: bool, coverage, float64: bool) -> bool:
+def exact_kernel_ok(tex: Texture, filter: str, normal_map: bool, coverage, float64: bool) -> bool:
     """Kernels in float64 where the policy allows it (``float64``) and the first level's float64
     values fit one storage binding."""
     if not float64 or filter == "box" or normal_map or coverage is not None \
@@ -102,7 +102,7 @@ def exact_kernel_ok(tex: "Texture", filter: str, normal_map: bool, coverage, flo
     return w1 * h1 * 64 <= limit
 
 
-def exact_kernel_chain(tex: "Texture", filter: str, wrap: str, alpha: str, layer: int) -> None:
+def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: int) -> None:
     import numpy as np
     import wgpu
 

@@ -16,8 +16,9 @@ from :data:`FILTERS`; the tests hold it to the independent float64 reference
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..errors import FormatError
 
@@ -101,7 +102,7 @@ register(Filter("lanczos", 2, 3.0, _lanczos, "Lanczos (a = 3)"))
 register(Filter("triangle", 3, 1.0, _triangle, "tent, radius 1"))
 
 
-def kernel_taps(n: int, m: int, filter: str, wrap: str) -> list[tuple[list[int], "np.ndarray"]]:
+def kernel_taps(n: int, m: int, filter: str, wrap: str) -> list[tuple[list[int], np.ndarray]]:
     """Per destination texel of an axis going from n to m texels: source indices (after the wrap
     mode) and normalized float64 weights of ``filter``'s kernel, its radius scaled by the ratio:
     what the float64 path filters with, computed here in float64."""

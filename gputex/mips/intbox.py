@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 
 __all__ = ["frac_bits", "EPSILON_LSB", "lin_table", "threshold_table", "LevelPlan", "plan_chain", "model_chain"]
 
@@ -78,7 +78,7 @@ def _decode_floor(x: Fraction, bits: int) -> int:
     return _iroot(z, 5)
 
 
-@lru_cache(maxsize=None)
+@cache
 def lin_table(bits: int, srgb: bool) -> tuple[int, ...]:
     """L(code) for every code of a ``bits``-bit channel: the code (linear data) or the sRGB
     decode in units of 2**-F (``frac_bits``), rounded to nearest (half up)."""
@@ -88,7 +88,7 @@ def lin_table(bits: int, srgb: bool) -> tuple[int, ...]:
     return tuple((_decode_floor(Fraction(c, top), frac_bits(bits) + 1) + 1) >> 1 for c in range(top + 1))
 
 
-@lru_cache(maxsize=None)
+@cache
 def threshold_table(bits: int, srgb: bool) -> tuple[int, ...]:
     """Q[k], k = 0..max: the value (in L's units, times 2**32, floored) from which a texel
     rounds to code k or above; Q[0] = 0."""

@@ -33,7 +33,7 @@ INT_FORMATS = ("r8unorm", "rg8unorm", "rgba8unorm", "rgba8unorm-srgb", "bgra8uno
                "r16unorm", "rg16unorm", "rgba16unorm")
 
 
-def int_ok(tex: "Texture", filter: str, normal_map: bool, coverage) -> bool:
+def int_ok(tex: Texture, filter: str, normal_map: bool, coverage) -> bool:
     """Whether the integer chain can make ``tex``'s box mips."""
     return (filter == "box" and not normal_map and coverage is None and tex.depth == 1
             and tex.format.name in INT_FORMATS and tex.width * tex.height <= MAX_BASE_TEXELS)
@@ -77,7 +77,7 @@ def _entries() -> list[dict]:
             buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, st), buf(6, ro)]
 
 
-def int_chain(tex: "Texture", alpha: str, layer: int = 0, measure: bool = False):
+def int_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     """Fill levels 1.. of ``tex`` with the integer box chain. Returns (sources, gpu_ns, pass_ns)."""
     import wgpu
 

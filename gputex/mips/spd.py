@@ -59,7 +59,7 @@ def spd_plan(width: int, height: int, levels: int) -> list[tuple[int, int]] | No
     return [(s, min(LEVELS_PER_PASS, levels - 1 - s)) for s in range(0, levels - 1, LEVELS_PER_PASS)]
 
 
-def _out_bytes(tex: "Texture", src: int, n: int) -> list[tuple[int, int]]:
+def _out_bytes(tex: Texture, src: int, n: int) -> list[tuple[int, int]]:
     """(byte offset, row pitch) of each level of a pass in its output buffer."""
     out, off = [], 0
     for lv in range(src + 1, src + n + 1):
@@ -74,7 +74,7 @@ def _limit(session) -> int:
     return min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 1 << 30)
 
 
-def spd_ok(tex: "Texture", filter: str, normal_map: bool, coverage) -> bool:
+def spd_ok(tex: Texture, filter: str, normal_map: bool, coverage) -> bool:
     """Whether this chain can make ``tex``'s box mips (the integer chain's cases that tile)."""
     from .integer import int_ok
 
@@ -132,7 +132,7 @@ def _entries() -> list[dict]:
             buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, ro)]
 
 
-def _params(tex: "Texture", src: int, n: int, layout: list[tuple[int, int]]) -> bytes:
+def _params(tex: Texture, src: int, n: int, layout: list[tuple[int, int]]) -> bytes:
     """Params of mip_spd.wgsl: the source size, then per level its size and log2 texel ratio
     to the source, and its output offset, pitch (words) and log2 of base texels per texel."""
     sw, sh = tex.size(src)
@@ -146,7 +146,7 @@ def _params(tex: "Texture", src: int, n: int, layout: list[tuple[int, int]]) -> 
     return struct.pack("<4I", sw, sh, n, _slots(tex.format.channels)) + lv + pad + mt + pad
 
 
-def spd_chain(tex: "Texture", alpha: str, layer: int = 0, measure: bool = False):
+def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     """Fill levels 1.. of ``tex`` with the single-pass integer chain. Returns (sources, gpu_ns,
     pass_ns): the source of each level is its pass's source (the base or the stored sums)."""
     import wgpu
@@ -231,11 +231,11 @@ def self_check(session, fmt, color_space: str, alpha: str) -> tuple[bool, str]:
     def run():
         import numpy as np
 
-        from . import intbox
         from ..capture import capture
         from ..decode import from_array
-        from .integer import binding_usage, self_check_image
         from ..upload import upload
+        from . import intbox
+        from .integer import binding_usage, self_check_image
 
         w, h = CHECK_SIZE
         codes = np.ascontiguousarray(np.tile(self_check_image(fmt.channels, fmt.bits), (-(-h // 7), -(-w // 13), 1))[:h, :w])

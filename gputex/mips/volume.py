@@ -17,11 +17,11 @@ if TYPE_CHECKING:
 __all__ = ["chain3d"]
 
 
-def _size3(tex: "Texture", level: int) -> tuple[int, int, int]:
+def _size3(tex: Texture, level: int) -> tuple[int, int, int]:
     return max(1, tex.width >> level), max(1, tex.height >> level), max(1, tex.depth >> level)
 
 
-def chain3d(tex: "Texture", kind: str, alpha: str) -> list[int]:
+def chain3d(tex: Texture, kind: str, alpha: str) -> list[int]:
     """Box mips of a 3D texture: each level from the deepest earlier level whose texels tile its
     footprint exactly on all three axes (else the base), work levels kept in float32."""
     import wgpu

@@ -167,8 +167,8 @@ def test_quiet_and_verbose(gpu, tmp_path):
 def test_result_lines_stream_as_inputs_finish(gpu, tmp_path, monkeypatch):
     """The first input's line is printed before the GPU step of the last input starts (the
     lines used to come only after the whole batch)."""
-    import gputex.cli as cli
     import gputex.capture_stage as pipeline
+    import gputex.cli as cli
 
     events = []
     real_stage, real_render = pipeline.capture_gpu_stage, cli._render_capture

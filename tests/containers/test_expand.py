@@ -13,9 +13,10 @@ import subprocess
 
 import numpy as np
 import pytest
-import texmaker
 
 from gputex.ktx2 import read_ktx2, validate
+
+import texmaker
 
 KTX = os.environ.get("GPUTEX_PEER_KTX") or next(
     (p for p in (os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "peers", "ktx"),

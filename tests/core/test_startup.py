@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 
-
 def test_shader_cache_dir_follows_mesa_rules(tmp_path):
     from gputex.device import shader_cache_dir
 

@@ -39,11 +39,11 @@ def test_one_substitution_scheme():
 
 @pytest.mark.parametrize("name", SHADERS)
 def test_shader_compiles(gpu, name):
-    from gputex.kernels import load_wgsl as shader_source
-
     # wgpu raises GPUValidationError on any parse or validation error; building a pipeline
     # also checks the entry point and the default override constants.
     import re
+
+    from gputex.kernels import load_wgsl as shader_source
 
     code = shader_source(name)
     codes = [code]

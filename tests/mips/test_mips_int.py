@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import gputex
+from gputex.layout import mip_count
 from gputex.mips.intbox import (
     EPSILON_LSB,
     LOOP_LIMIT,
@@ -18,7 +19,6 @@ from gputex.mips.intbox import (
     round_code,
     threshold_table,
 )
-from gputex.layout import mip_count
 
 from reference import filter_levels, srgb_to_linear
 
@@ -236,8 +236,8 @@ def test_unknown_precision_is_refused(gpu):
 def test_chunked_footprints_and_unstored_levels_give_the_same_bytes(gpu, monkeypatch):
     """Footprints summed in chunks of rows (a small loop limit) and levels computed from the base
     instead of stored sums (a small binding limit) give the bytes of the plain plan."""
-    import gputex.mips.integer as mips_int
     import gputex.mips.intbox as intbox
+    import gputex.mips.integer as mips_int
 
     rng = np.random.default_rng(1680)
     a = _image(rng, 257, 131, 4, 8, "holes")

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_mips_int import _image, assert_correctly_rounded
 
 import gputex
-from gputex.mips.intbox import model_chain
 from gputex.layout import mip_count
+from gputex.mips.intbox import model_chain
 from gputex.mips.spd import spd_plan
+
 from reference import filter_levels
-from test_mips_int import _image, assert_correctly_rounded
 
 # within one tile, several tiles on each axis, several passes, one axis reaching 1 early
 SPD_SIZES = [(2, 1), (1, 2), (2, 2), (64, 64), (16, 256), (256, 8), (128, 64), (512, 256)]
