@@ -29,8 +29,7 @@ from .errors import (
     OutputError,
     UsageError,
 )
-
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402,F401
 
 __all__ = [
     "Session",

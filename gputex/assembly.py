@@ -149,10 +149,11 @@ def _decode_layers(paths: list[str], opts: Options, result: Result) -> tuple[lis
 def _check_pages(path: str, first, opts: Options) -> None:
     """Every page of a multi-page file together within the decode limits (pages sharing one
     strip would make a small file a bomb), and at most 2048 of them (KTX2's layer limit)."""
-    from .decode import DEFAULT_MAX_RATIO, _check_ratio
+    from .budget import check_ratio
+    from .decode import DEFAULT_MAX_RATIO
     from .errors import LimitError
 
     if first.pages > 2048:
         raise LimitError(f"{path}: {first.pages} pages; at most 2048 layers are taken")
     ratio = DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio
-    _check_ratio(path, int(first.pixels.nbytes) * first.pages, os.path.getsize(path), ratio)
+    check_ratio(path, int(first.pixels.nbytes) * first.pages, os.path.getsize(path), ratio)

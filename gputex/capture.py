@@ -83,7 +83,7 @@ def copy_groups(pieces: list[_Piece], limit: int) -> list[list[_Piece]]:
     return groups
 
 
-def _group_bytes(group: list[_Piece]) -> int:
+def group_bytes(group: list[_Piece]) -> int:
     return group[-1].offset + group[-1].size
 
 
@@ -171,7 +171,7 @@ def copy_out(group: list[_Piece], buf, threads: int | None = None) -> None:
 
     threads = threads or capped(read_threads())
     try:
-        mapped = np.frombuffer(buf.read_mapped(0, _group_bytes(group), copy=False), np.uint8)
+        mapped = np.frombuffer(buf.read_mapped(0, group_bytes(group), copy=False), np.uint8)
         run_all(_copy_tasks(group, mapped, threads), threads)
         del mapped  # no view of the mapped memory may outlive the unmap
     finally:
@@ -201,7 +201,7 @@ def _read_pieces(pieces: list[_Piece], *, budget: int, buffers: int = 2,
     session = tex.session
     limit = max(256, min(budget // max(1, buffers), session.limits.get("max-buffer-size", 256 << 20)))
     groups = copy_groups(pieces, limit)
-    ring, kept = _readback_ring(session, max(_group_bytes(g) for g in groups), max(1, min(buffers, len(groups))))
+    ring, kept = _readback_ring(session, max(group_bytes(g) for g in groups), max(1, min(buffers, len(groups))))
     threads = capped(read_threads())
     total, done = sum(p.dst.nbytes for p in pieces), 0
 
@@ -210,7 +210,7 @@ def _read_pieces(pieces: list[_Piece], *, budget: int, buffers: int = 2,
         enc = session.device.create_command_encoder()
         record_copies(enc, groups[i], buf)
         session.device.queue.submit([enc.finish()])
-        return buf.map_async(wgpu.MapMode.READ, 0, _group_bytes(groups[i])), buf
+        return buf.map_async(wgpu.MapMode.READ, 0, group_bytes(groups[i])), buf
 
     clock = {"wait": 0.0, "copy": 0.0, "unmap": 0.0, "bands": len(groups)}  # copy includes the unmap
     pending = None

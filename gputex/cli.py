@@ -14,7 +14,7 @@ from typing import List, Optional
 
 import typer
 
-from .cli_options import *  # noqa: F401,F403  (exit codes, choices, option groups, _err, _state)
+from .cli_options import *  # noqa: F401,F403  (exit codes, choices, option groups, print_error, cli_state)
 from .cli_options import (
     EXIT_CODES,
     EXIT_FAILED,
@@ -28,6 +28,7 @@ from .cli_options import (
     BCDecode,
     BudgetOpt,
     ColorSpace,
+    Command,
     Container,
     CoverageOpt,
     DebugOpt,
@@ -61,32 +62,31 @@ from .cli_options import (
     WorkersOpt,
     Wrap,
     WrapOpt,
-    _check_level,
-    _choices,
-    _Command,
-    _err,
-    _state,
+    check_level,
+    choices_metavar,
+    cli_state,
+    print_error,
     version_line,
 )
 from .cli_render import (  # noqa: F401
-    _fmt_db,
-    _render_bc_report,
-    _render_capture,
-    _render_compare,
-    _render_stats,
-    _render_upload,
-    _timings,
+    fmt_db,
+    render_bc_report,
+    render_capture,
+    render_compare,
+    render_stats,
+    render_upload,
+    timings_line,
 )
 from .cli_run import (  # noqa: F401
-    _inputs,
-    _mip_kwargs,
-    _options,
-    _run_batch,
-    _session,
-    _transform,
-    _usage,
-    _validate_encoding,
-    _validate_format,
+    build_options,
+    build_transform,
+    cli_inputs,
+    mip_kwargs,
+    open_session,
+    run_batch,
+    usage_checked,
+    validate_encoding,
+    validate_format,
 )
 from .errors import GputexError
 from .settings import default
@@ -116,7 +116,7 @@ def _root(show_version: bool = typer.Option(False, "--version", "-V", callback=_
     """Move images into GPU textures and back, exactly."""
 
 
-@app.command(cls=_Command, epilog="""\b
+@app.command(cls=Command, epilog="""\b
 Examples:
   gputex upload photo.png
   gputex upload photo.png --mips -o photo.ktx2 --zstd 10
@@ -137,7 +137,7 @@ def upload(
     max_ratio: Optional[float] = MaxRatioOpt, recursive: bool = RecursiveOpt, jobs: int = UploadJobsOpt,
     out: Optional[str] = typer.Option(None, "--out", "-o", metavar="PATH",
                                       help="Write the texture (mips included): X.ktx2 / X.dds, or a folder."),
-    container: Container = typer.Option(Container(default("upload", "container")), "--container", metavar=_choices(Container),
+    container: Container = typer.Option(Container(default("upload", "container")), "--container", metavar=choices_metavar(Container),
                                         help="The file type with -o FOLDER."),
     zstd: Optional[int] = typer.Option(None, "--zstd", min=1, max=22, metavar="LEVEL",
                                        help="KTX2: Zstandard-supercompress each level (1-22)."),
@@ -169,11 +169,11 @@ def upload(
     as stored. With -o the texture, mips included, is written as KTX2 or DDS;
     --format bc1/bc3/bc4/bc5/bc6h/bc7-* encodes its blocks on the GPU.
     """
-    _state.update(debug=debug, quiet=quiet, verbose=verbose)
+    cli_state.update(debug=debug, quiet=quiet, verbose=verbose)
     levels = levels or levels_alias
-    transform = _transform(resize, max_size, pot, swizzle)
-    _validate_format(format, encode=True)
-    _validate_encoding(format, quality, report, normal_map=normal_map, alpha=alpha.value,
+    transform = build_transform(resize, max_size, pot, swizzle)
+    validate_format(format, encode=True)
+    validate_encoding(format, quality, report, normal_map=normal_map, alpha=alpha.value,
                        alpha_coverage=alpha_coverage, premultiply=premultiply,
                        color_space=color_space.value if color_space else None, volume=volume)
     from .caps import cap_jobs
@@ -182,24 +182,24 @@ def upload(
     budget = min(budget, max(1, memory // 4)) if memory else budget
     kinds = [k for k, on in (("array", array), ("cube", cube), ("volume", volume)) if on]
     if len(kinds) > 1:
-        _err("choose one of --array, --cube, --volume")
+        print_error("choose one of --array, --cube, --volume")
         raise typer.Exit(EXIT_USAGE)
     from .outputs import check_texture_out, newer_than_all, texture_names
 
     rules = dict(container=container.value, zstd=zstd, skip_existing=skip_existing)
-    _usage(lambda: check_texture_out(out, **rules))  # before the inputs are read
-    items = _inputs(images, recursive, pack)
-    _usage(lambda: check_texture_out(out, **rules, kind=kinds[0] if kinds else None, inputs=len(items)))
+    usage_checked(lambda: check_texture_out(out, **rules))  # before the inputs are read
+    items = cli_inputs(images, recursive, pack)
+    usage_checked(lambda: check_texture_out(out, **rules, kind=kinds[0] if kinds else None, inputs=len(items)))
     try:
         names, _ = texture_names(out, [i.path for i in items])  # created, stale temporaries swept
     except GputexError as e:
-        _err(str(e))
+        print_error(str(e))
         raise typer.Exit(EXIT_FAILED)
-    opts = _options(format=format, color_space=color_space.value if color_space else None,
+    opts = build_options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
                     max_ratio=max_ratio, mips=mips or levels is not None, mip_levels=levels,
-                    mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap),
+                    mip_options=mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap),
                     out=out, container=container.value, zstd=zstd, skip_existing=skip_existing,
                     transform=transform, quality=quality.strip().lower(), report=report, verify=verify)
     from .cli_scale import manifest_for
@@ -208,10 +208,10 @@ def upload(
     if kinds:
         bad = [i for i in items if i.error]
         if bad:
-            _err(bad[0].error)
+            print_error(bad[0].error)
             raise typer.Exit(EXIT_FAILED)
         if any(getattr(i, "sources", None) for i in items):
-            _err(f"--{kinds[0]} assembles image files; --pack makes one texture of its own")
+            print_error(f"--{kinds[0]} assembles image files; --pack makes one texture of its own")
             raise typer.Exit(EXIT_USAGE)
         if skip_existing and newer_than_all(out, [i.path for i in items]):
             if not quiet:
@@ -219,7 +219,7 @@ def upload(
             raise typer.Exit(EXIT_OK)
         from .assembly import assemble_file
 
-        session = _session(adapter, backend)
+        session = open_session(adapter, backend)
         result = assemble_file(session, [i.path for i in items], kinds[0], opts)
         written = mf is None or mf([result], session, inputs=[i.path for i in items])
         if as_json:
@@ -227,22 +227,22 @@ def upload(
             d["adapter"] = session.name
             typer.echo(json.dumps(d))
         elif not quiet:
-            _render_upload([result], session)
+            render_upload([result], session)
         if not result.ok:
-            _err(result.error or "failed")
+            print_error(result.error or "failed")
         from .errors import UsageError
 
         raise typer.Exit(EXIT_OK if result.ok and written else EXIT_USAGE if isinstance(result.exception, UsageError)
                          else EXIT_FAILED)
     from .run import stages
 
-    code = _run_batch(items, as_json, None, _render_upload, jobs=jobs, adapter_line=True,
+    code = run_batch(items, as_json, None, render_upload, jobs=jobs, adapter_line=True,
                       steps=stages("upload", opts, names), adapter=adapter, backend=backend, workers=workers,
                       manifest=mf, memory=memory)
     raise typer.Exit(code)
 
 
-@app.command(cls=_Command, epilog="""\b
+@app.command(cls=Command, epilog="""\b
 Examples:
   gputex capture photo.png -o out/
   gputex capture 'assets/**/*.png' -o out/ --mips --level all --sheet
@@ -256,7 +256,7 @@ def capture(
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
     level: str = typer.Option(default("capture", "level"), "--level", metavar="N|all", help="Mip level to write, or all of them.",
-                              callback=_check_level),
+                              callback=check_level),
     mips: bool = MipsOpt, levels: Optional[int] = LevelsOpt, filter: Filter = FilterOpt,
     alpha: Alpha = AlphaOpt, alpha_coverage: Optional[float] = CoverageOpt,
     normal_map: bool = NormalOpt, wrap: Wrap = WrapOpt,
@@ -267,12 +267,12 @@ def capture(
     premultiply: bool = typer.Option(False, "--premultiply",
                                      help="Multiply colour by alpha before upload (in linear light for sRGB content)."),
     no_exif_rotate: bool = typer.Option(False, "--no-exif-rotate", help="Keep the stored orientation."),
-    float_as: FloatAs = typer.Option(FloatAs(default("capture", "float_as")), "--float-as", metavar=_choices(FloatAs),
+    float_as: FloatAs = typer.Option(FloatAs(default("capture", "float_as")), "--float-as", metavar=choices_metavar(FloatAs),
                                      help="Float textures as tiff (exact), npy (exact), exr (exact), "
                                           "hdr (RGBE) or png (16-bit, clamped)."),
     png_compression: str = typer.Option(default("capture", "png_compression"), "--png-compression", metavar="fast|0-9",
                                         help="fast (fpng for 8-bit RGB/RGBA, else zlib 1) or a zlib level."),
-    bc_decode: BCDecode = typer.Option(BCDecode(default("capture", "bc_decode")), "--bc-decode", metavar=_choices(BCDecode),
+    bc_decode: BCDecode = typer.Option(BCDecode(default("capture", "bc_decode")), "--bc-decode", metavar=choices_metavar(BCDecode),
                                        help="BC1-BC5 files: spec (the specification's arithmetic, the same on "
                                             "every GPU) or sampler (this GPU's texture units)."),
     budget: int = BudgetOpt, upload_path: UploadPath = PathOpt, max_pixels: Optional[int] = MaxPixelsOpt,
@@ -296,18 +296,18 @@ def capture(
     data is written as .tiff (or .npy), integer data PNG cannot hold as .npy.
     -o FILE.png (or .tiff, .npy) takes a capture of exactly one output.
     """
-    _state.update(debug=debug, quiet=quiet, verbose=verbose)
+    cli_state.update(debug=debug, quiet=quiet, verbose=verbose)
     levels = levels or levels_alias
-    transform = _transform(resize, max_size, pot, swizzle)
-    _validate_format(format)
+    transform = build_transform(resize, max_size, pot, swizzle)
+    validate_format(format)
     if png_compression != "fast" and not (png_compression.isdigit() and int(png_compression) <= 9):
-        _err(f"--png-compression must be 'fast' or 0-9, got {png_compression!r}")
+        print_error(f"--png-compression must be 'fast' or 0-9, got {png_compression!r}")
         raise typer.Exit(EXIT_USAGE)
     from .caps import cap_jobs
 
     jobs = cap_jobs(jobs, threads)
     budget = min(budget, max(1, memory // 4)) if memory else budget
-    items = _inputs(sources, recursive, pack)
+    items = cli_inputs(sources, recursive, pack)
     from .outputs import SingleOutput
 
     single = os.path.splitext(out)[1].lower() in SingleOutput.SUFFIXES and not os.path.isdir(out)
@@ -316,7 +316,7 @@ def capture(
                "--sheet adds a second output" if sheet else
                "--level all with a mip chain writes several" if level == "all" and (mips or levels) else "")
         if why:
-            _err(f"{out}: one output file, but {why}; give -o a folder")
+            print_error(f"{out}: one output file, but {why}; give -o a folder")
             raise typer.Exit(EXIT_USAGE)
         float_as = FloatAs({".png": "png", ".npy": "npy", ".exr": "exr", ".hdr": "hdr"}.get(
             os.path.splitext(out)[1].lower(), "tiff"))
@@ -324,32 +324,32 @@ def capture(
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as e:
-        _err(f"{folder}: cannot create output folder ({e.strerror or e})")
+        print_error(f"{folder}: cannot create output folder ({e.strerror or e})")
         raise typer.Exit(EXIT_FAILED)
     if not os.access(folder, os.W_OK):
-        _err(f"{folder}: output folder is not writable")
+        print_error(f"{folder}: output folder is not writable")
         raise typer.Exit(EXIT_FAILED)
     from .cli_scale import manifest_for
     from .outputs import OutputNames
     from .run import stages
 
-    opts = _options(format=format, color_space=color_space.value if color_space else None,
+    opts = build_options(format=format, color_space=color_space.value if color_space else None,
                     flip_y=flip_y, premultiply=premultiply, exif_rotate=not no_exif_rotate,
                     budget=budget << 20, upload_path=upload_path.value, max_pixels=max_pixels,
                     max_ratio=max_ratio, mips=mips or levels is not None, mip_levels=levels, level=level,
                     float_as=float_as.value, png_level=None if png_compression == "fast" else int(png_compression),
                     sheet=sheet, skip_existing=skip_existing, bc_decode=bc_decode.value, transform=transform,
-                    mip_options=_mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
+                    mip_options=mip_kwargs(filter, alpha, alpha_coverage, normal_map, wrap))
     inputs = [p for i in items for p in (getattr(i, "sources", None) or [i.path])]
     names = SingleOutput(out, inputs) if single else OutputNames(out, inputs)
     # the run sweeps the folder, starts the codec workers, then makes the device on its own thread
-    code = _run_batch(items, as_json, None, _render_capture, jobs=jobs, steps=stages("capture", opts, names),
+    code = run_batch(items, as_json, None, render_capture, jobs=jobs, steps=stages("capture", opts, names),
                       adapter=adapter, backend=backend, workers=workers, sweep=[folder],
                       manifest=manifest_for("capture", manifest, None), memory=memory)
     raise typer.Exit(code)
 
 
-@app.command(cls=_Command, epilog="""\b
+@app.command(cls=Command, epilog="""\b
 Examples:
   gputex compare a.png b.png
   gputex compare a.png b.png --max-diff 1 --diff-image diff/ab.png""")
@@ -357,7 +357,7 @@ def compare(
     a: str = typer.Argument(..., metavar="A", help="First image or texture file."),
     b: str = typer.Argument(..., metavar="B", help="Second image or texture file."),
     level: str = typer.Option("0", "--level", metavar="N|all", help="Level to compare, or all (with --mips).",
-                              callback=_check_level),
+                              callback=check_level),
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
     mips: bool = MipsOpt, filter: Filter = FilterOpt, alpha: Alpha = AlphaOpt,
@@ -379,25 +379,25 @@ def compare(
     Exit 0 when within the thresholds (default: identical), 1 when not, 2 on usage errors
     or inputs that cannot be compared (unreadable, different sizes or formats), 3 no GPU.
     """
-    _state.update(debug=debug, quiet=quiet, verbose=verbose)
-    _validate_format(format)
+    cli_state.update(debug=debug, quiet=quiet, verbose=verbose)
+    validate_format(format)
     if diff_image is not None and os.path.dirname(diff_image):
         try:
             os.makedirs(os.path.dirname(diff_image), exist_ok=True)
         except OSError as e:
-            _err(f"{os.path.dirname(diff_image)}: cannot create output folder ({e.strerror or e})")
+            print_error(f"{os.path.dirname(diff_image)}: cannot create output folder ({e.strerror or e})")
             raise typer.Exit(EXIT_FAILED)
-    session = _session(adapter, backend)
+    session = open_session(adapter, backend)
     from .report import Thresholds, compare_files
 
-    opts = _options(format=format, color_space=color_space.value if color_space else None, mips=mips,
-                    level=level, mip_options=_mip_kwargs(filter, alpha, None, False, Wrap.clamp))
+    opts = build_options(format=format, color_space=color_space.value if color_space else None, mips=mips,
+                    level=level, mip_options=mip_kwargs(filter, alpha, None, False, Wrap.clamp))
     try:
         report = compare_files(session, a, b, opts, Thresholds(max_diff, min_psnr), diff_image)
     except GputexError as e:
         if debug:
             raise
-        _err(str(e))
+        print_error(str(e))
         raise typer.Exit(EXIT_USAGE)
     report["adapter"] = session.name
     if as_json:
@@ -405,13 +405,13 @@ def compare(
     elif not quiet:
         if verbose:
             typer.echo(f"adapter: {session.name}")
-        _render_compare(report)
+        render_compare(report)
         if verbose:
             typer.echo(f"compared in {report['compare_seconds'] * 1000:.1f} ms")
     raise typer.Exit(EXIT_OK if report["within"] else EXIT_FAILED)
 
 
-@app.command(cls=_Command, epilog="""\b
+@app.command(cls=Command, epilog="""\b
 Examples:
   gputex stats photo.png
   gputex stats height16.png --histogram 64 --json""")
@@ -419,7 +419,7 @@ def stats(
     images: List[str] = typer.Argument(..., metavar="IMAGE", help="Image or texture files."),
     histogram: int = typer.Option(0, "--histogram", min=0, max=4096, metavar="BINS",
                                   help="Histogram bins per channel (0: none)."),
-    level: str = typer.Option("0", "--level", metavar="N|all", help="Level, or all (with --mips).", callback=_check_level),
+    level: str = typer.Option("0", "--level", metavar="N|all", help="Level, or all (with --mips).", callback=check_level),
     format: Optional[str] = FormatOpt,
     color_space: Optional[ColorSpace] = SpaceOpt,
     mips: bool = MipsOpt,
@@ -428,13 +428,13 @@ def stats(
     quiet: bool = QuietOpt, verbose: bool = VerboseOpt,
 ) -> None:
     """Per-channel min, max, mean, std and histogram, on the GPU."""
-    _state.update(debug=debug, quiet=quiet, verbose=verbose)
-    _validate_format(format)
-    session = _session(adapter, backend)
+    cli_state.update(debug=debug, quiet=quiet, verbose=verbose)
+    validate_format(format)
+    session = open_session(adapter, backend)
     from .report import stats_file
 
-    opts = _options(format=format, color_space=color_space.value if color_space else None, mips=mips, level=level)
-    code = _run_batch(_inputs(images, False), as_json, session, _render_stats,
+    opts = build_options(format=format, color_space=color_space.value if color_space else None, mips=mips, level=level)
+    code = run_batch(cli_inputs(images, False), as_json, session, render_stats,
                       one=lambda p: stats_file(session, p, opts, histogram))
     raise typer.Exit(code)
 
@@ -507,24 +507,24 @@ def main() -> None:
             sys.exit(EXIT_OK)
         raise
     except KeyboardInterrupt:
-        _err("interrupted")
+        print_error("interrupted")
         _settle()
         sys.exit(EXIT_INTERRUPTED)
     except SystemExit:  # noqa: B025 - an exit raised by the handlers above passes through
         raise
     except Exception as e:  # click usage errors (typer may vendor click) and anything unexpected
         if type(e).__name__ == "Abort":  # click's wrapper around KeyboardInterrupt
-            _err("interrupted")
+            print_error("interrupted")
             sys.exit(EXIT_INTERRUPTED)
         if hasattr(e, "show") and hasattr(e, "exit_code"):
             e.show()
             sys.exit(EXIT_USAGE)
         if debug:
             raise
-        _err(f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)")
+        print_error(f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)")
         sys.exit(EXIT_FAILED)
-    if code == EXIT_INTERRUPTED and not _state.get("announced"):  # typer turned a Ctrl-C into 130
-        _err("interrupted")
+    if code == EXIT_INTERRUPTED and not cli_state.get("announced"):  # typer turned a Ctrl-C into 130
+        print_error("interrupted")
     if code in (EXIT_INTERRUPTED, 143):
         _settle()
     sys.exit(code if isinstance(code, int) else EXIT_OK)

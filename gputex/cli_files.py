@@ -8,8 +8,8 @@ from typing import List, Optional
 
 import typer
 
-from .cli_options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, AdapterOpt, BackendOpt, _Command, _err, version_line
-from .cli_run import _session
+from .cli_options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, AdapterOpt, BackendOpt, Command, print_error, version_line
+from .cli_run import open_session
 from .errors import GputexError
 
 __all__ = ["register"]
@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         app.command(**kw)(fn)
 
 
-@_command(cls=_Command, epilog="""\b
+@_command(cls=Command, epilog="""\b
 Examples:
   gputex layout 61 37
   gputex layout 1000 1000 --format bc7-rgba-unorm --json""")
@@ -48,7 +48,7 @@ def layout(
     try:
         fmt = get_format(format)
     except GputexError as e:
-        _err(str(e))
+        print_error(str(e))
         raise typer.Exit(EXIT_USAGE)
     lay = copy_layout(fmt, width, height, layers).as_dict()
     lay["block"] = list(fmt.block)
@@ -60,7 +60,7 @@ def layout(
         typer.echo(f"{key:22} {value}")
 
 
-@_command(cls=_Command, epilog="""\b
+@_command(cls=Command, epilog="""\b
 Examples:
   gputex info
   gputex info sky.ktx2 --json""")
@@ -78,7 +78,7 @@ def info(
     """
     if files:
         raise typer.Exit(_info_files(files, as_json))
-    session = _session(adapter, backend)
+    session = open_session(adapter, backend)
     from .device import list_adapters
     from .probe import format_capabilities
 
@@ -119,7 +119,7 @@ def _info_files(files: List[str], as_json: bool) -> int:
             d = read_texture_file(path, inflate=False).describe()  # headers only: nothing inflated
         except GputexError as e:
             failed += 1
-            _err(str(e))
+            print_error(str(e))
             if as_json:
                 typer.echo(json.dumps({"file": path, "ok": False, "error": str(e)}))
             continue
@@ -144,7 +144,7 @@ def _info_files(files: List[str], as_json: bool) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
-@_command(cls=_Command, epilog="""\b
+@_command(cls=Command, epilog="""\b
 Examples:
   gputex validate sky.ktx2
   gputex validate out/*.ktx2 --strict --json""")
@@ -167,7 +167,7 @@ def validate(
             data = read_input(path)  # regular files only, size-capped
         except GputexError as e:
             failed += 1
-            _err(str(e))
+            print_error(str(e))
             continue
         problems = check(data, path)
         errors = [p for p in problems if p.fatal or strict]
@@ -180,5 +180,5 @@ def validate(
             typer.echo(f"{path}: valid KTX2")
         for p in problems:
             kind = "error" if (p.fatal or strict) else "warning"
-            (_err if kind == "error" else typer.echo)(f"{path}: {kind} [{p.rule}] {p.message}")
+            (print_error if kind == "error" else typer.echo)(f"{path}: {kind} [{p.rule}] {p.message}")
     raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)

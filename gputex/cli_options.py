@@ -17,18 +17,18 @@ import typer
 from .settings import CHOICES, default
 
 __all__ = ['version_line', 'EXIT_OK', 'EXIT_FAILED', 'EXIT_USAGE', 'EXIT_NO_GPU', 'EXIT_INTERRUPTED',
-           'EXIT_CODES', '_Command', 'ColorSpace', 'UploadPath', 'FloatAs', 'Filter', 'Alpha', 'BCDecode',
-           'Container', 'Wrap', 'Backend', '_state', '_choices', '_check_backend', 'AdapterOpt', 'BackendOpt',
+           'EXIT_CODES', 'Command', 'ColorSpace', 'UploadPath', 'FloatAs', 'Filter', 'Alpha', 'BCDecode',
+           'Container', 'Wrap', 'Backend', 'cli_state', 'choices_metavar', 'check_backend', 'AdapterOpt', 'BackendOpt',
            'JsonOpt', 'DebugOpt', 'QuietOpt', 'VerboseOpt', 'FormatOpt', 'SpaceOpt', 'BudgetOpt', 'PathOpt',
            'MaxPixelsOpt', 'WorkersOpt', 'RecursiveOpt', 'JobsOpt', 'UploadJobsOpt', 'ThreadsOpt', 'MemoryOpt',
-           'ManifestOpt', 'MaxRatioOpt', '_check_level', '_err', '_printable', 'MipsOpt', 'LevelsOpt',
+           'ManifestOpt', 'MaxRatioOpt', 'check_level', 'print_error', 'printable', 'MipsOpt', 'LevelsOpt',
            'LevelsAliasOpt', 'FilterOpt', 'AlphaOpt', 'CoverageOpt', 'NormalOpt', 'WrapOpt', 'ResizeOpt',
            'MaxSizeOpt', 'PotOpt', 'SwizzleOpt', 'PackOpt']
 
 
 def version_line() -> str:
     """``gputex X.Y.Z``."""
-    from . import __version__
+    from .version import __version__
 
     return f"gputex {__version__}"
 
@@ -42,7 +42,7 @@ EXIT_CODES = (
 )
 
 
-class _Command(typer.core.TyperCommand):
+class Command(typer.core.TyperCommand):
     """Arguments as git and ruff show them: ``IMAGE...`` in the usage line and the list,
     ``[FILE]...`` when optional, no type labels."""
 
@@ -93,9 +93,9 @@ Container = _enum("Container", "container")
 Wrap = _enum("Wrap", "wrap")
 
 
-_state = {"debug": False}
+cli_state = {"debug": False}
 
-def _choices(enum) -> str:
+def choices_metavar(enum) -> str:
     """The metavar of an enum option: its choices, ``[a|b|c]``."""
     return "[" + "|".join(e.value for e in enum) + "]"
 
@@ -107,7 +107,7 @@ class Backend(str, Enum):
     gl = "gl"
 
 
-def _check_backend(value: Optional[str]) -> Optional[str]:
+def check_backend(value: Optional[str]) -> Optional[str]:
     if value is not None and value.lower() not in [b.value for b in Backend]:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(b.value for b in Backend)}.")
     return value.lower() if value else None
@@ -115,18 +115,18 @@ def _check_backend(value: Optional[str]) -> Optional[str]:
 
 AdapterOpt = typer.Option(None, "--adapter", envvar="GPUTEX_ADAPTER", metavar="NAME",
                           help="Use the adapter whose name contains NAME (case-insensitive).")
-BackendOpt = typer.Option(None, "--backend", envvar="GPUTEX_BACKEND", metavar=_choices(Backend),
-                          callback=_check_backend, help="Only adapters of this backend.")
+BackendOpt = typer.Option(None, "--backend", envvar="GPUTEX_BACKEND", metavar=choices_metavar(Backend),
+                          callback=check_backend, help="Only adapters of this backend.")
 JsonOpt = typer.Option(False, "--json", help="One JSON object per input on stdout.")
 DebugOpt = typer.Option(False, "--debug", help="Show tracebacks.")
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print errors only.")
 VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also print the adapter and each input's stage timings.")
 FormatOpt = typer.Option(None, "--format", "-f", metavar="FORMAT",
                          help="Texture format, e.g. rgba16float (default: chosen from the image).")
-SpaceOpt = typer.Option(None, "--color-space", metavar=_choices(ColorSpace),
+SpaceOpt = typer.Option(None, "--color-space", metavar=choices_metavar(ColorSpace),
                         help="How the data is meant (default: from the file).")
 BudgetOpt = typer.Option(default("upload", "budget"), "--budget", min=1, metavar="MIB", help="Host staging memory per transfer, MiB.")
-PathOpt = typer.Option(UploadPath(default("upload", "upload_path")), "--upload-path", metavar=_choices(UploadPath),
+PathOpt = typer.Option(UploadPath(default("upload", "upload_path")), "--upload-path", metavar=choices_metavar(UploadPath),
                        help="How pixels reach the GPU (auto: by size).")
 MaxPixelsOpt = typer.Option(None, "--max-pixels", min=1, metavar="N",
                             help="Refuse images above N pixels (default 16384^2).")
@@ -152,19 +152,19 @@ MaxRatioOpt = typer.Option(None, "--max-ratio", min=0, metavar="R",
                                 "(default 1000; 0: no limit).")
 
 
-def _check_level(value: str) -> str:
+def check_level(value: str) -> str:
     """``--level``, checked once while the options are parsed: a number or ``all`` (exit 2 otherwise)."""
     if value != "all" and not value.isdigit():
-        _err(f"--level must be a number or 'all', got {value!r}")
+        print_error(f"--level must be a number or 'all', got {value!r}")
         raise typer.Exit(EXIT_USAGE)
     return value
 
 
-def _err(message: str) -> None:
-    typer.echo(f"gputex: {_printable(message)}", err=True)
+def print_error(message: str) -> None:
+    typer.echo(f"gputex: {printable(message)}", err=True)
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
     """One line, whatever the names in it: control characters (a newline in a file name) and
     bytes that are not UTF-8 (kept by Python as surrogates) are shown as backslash escapes."""
     import re
@@ -181,15 +181,15 @@ MipsOpt = typer.Option(False, "--mips", help="Generate the mip chain on the GPU.
 LevelsOpt = typer.Option(None, "--mip-count", min=1, metavar="N",
                          help="Make N mip levels (implies --mips; default: the full chain).")
 LevelsAliasOpt = typer.Option(None, "--levels", min=1, hidden=True)  # the old name of --mip-count
-FilterOpt = typer.Option(Filter(default("capture", "filter")), "--filter", metavar=_choices(Filter),
+FilterOpt = typer.Option(Filter(default("capture", "filter")), "--filter", metavar=choices_metavar(Filter),
                          help="Mip filter: box (exact area average) or a radius-3 kernel.")
-AlphaOpt = typer.Option(Alpha(default("capture", "alpha")), "--alpha", metavar=_choices(Alpha),
+AlphaOpt = typer.Option(Alpha(default("capture", "alpha")), "--alpha", metavar=choices_metavar(Alpha),
                         help="How mips treat alpha: weighted averages colour by alpha.")
 CoverageOpt = typer.Option(None, "--alpha-coverage", min=0.0, max=1.0, metavar="CUTOFF",
                            help="Keep the fraction of texels with alpha >= CUTOFF that level 0 has.")
 NormalOpt = typer.Option(False, "--normal-map",
                          help="Data is a normal map: linear (as --color-space linear); renormalize each level.")
-WrapOpt = typer.Option(Wrap(default("capture", "wrap")), "--wrap", metavar=_choices(Wrap),
+WrapOpt = typer.Option(Wrap(default("capture", "wrap")), "--wrap", metavar=choices_metavar(Wrap),
                        help="Edge handling for kernels wider than the footprint.")
 ResizeOpt = typer.Option(None, "--resize", metavar="WxH",
                          help="Resize level 0 to W x H on the GPU with --filter (a 0 side keeps the "

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import typer
 
-from .cli_options import _state
+from .cli_options import cli_state
 
-__all__ = ["_render_upload", "_render_bc_report", "_timings", "_render_capture", "_fmt_db", "_render_compare",
-           "_render_stats"]
+__all__ = ["render_upload", "render_bc_report", "timings_line", "render_capture", "fmt_db", "render_compare",
+           "render_stats"]
 
 
-def _render_upload(results, session) -> None:
+def render_upload(results, session) -> None:
     for r in results:
         if r.skipped:
             typer.echo(f"{r.source}: up to date")
@@ -29,28 +29,28 @@ def _render_upload(results, session) -> None:
             + (f"; {r.texture}" if r.texture and r.texture != "2d" else "")
             + (f"; {r.levels} levels" if r.levels and r.levels > 1 else "")
             + (f" -> {', '.join(r.outputs)}" if r.outputs else "")
-            + _timings(r)
+            + timings_line(r)
         )
-        _render_bc_report(r)
+        render_bc_report(r)
 
 
-def _render_bc_report(r) -> None:
+def render_bc_report(r) -> None:
     """``--report``: one line per encoded level (and layer)."""
     for row in r.bc_report or []:
         typer.echo(f"  {r.format} level {row['level']}" + (f" layer {row['layer']}" if "layer" in row else "")
-                   + f": PSNR {_fmt_db(row['psnr'])} dB"
-                   + (f", alpha {_fmt_db(row['psnr_alpha'])} dB" if "psnr_alpha" in row else "")
+                   + f": PSNR {fmt_db(row['psnr'])} dB"
+                   + (f", alpha {fmt_db(row['psnr_alpha'])} dB" if "psnr_alpha" in row else "")
                    + (f", SSIM {row['ssim']:.5f}" if row.get("ssim") is not None else ""))
 
 
-def _timings(r) -> str:
+def timings_line(r) -> str:
     """With -v: the input's stage timings."""
-    if not _state.get("verbose") or not r.timings:
+    if not cli_state.get("verbose") or not r.timings:
         return ""
     return "  [" + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in r.timings.items()) + "]"
 
 
-def _render_capture(results, session) -> None:
+def render_capture(results, session) -> None:
     for r in results:
         if r.skipped:
             typer.echo(f"{r.source}: up to date")
@@ -58,14 +58,14 @@ def _render_capture(results, session) -> None:
             typer.echo(f"{r.source} -> {', '.join(r.outputs)}  ({r.format} {r.width}x{r.height}"
                        + (f" from {r.resized_from[0]}x{r.resized_from[1]}" if r.resized_from else "")
                        + (f", {r.levels} levels" if r.levels and r.levels > 1 else "")
-                       + "".join(f"; {n}" for n in r.notes) + ")" + _timings(r))
+                       + "".join(f"; {n}" for n in r.notes) + ")" + timings_line(r))
 
 
-def _fmt_db(v) -> str:
+def fmt_db(v) -> str:
     return "inf" if v is None else f"{v:.2f}"
 
 
-def _render_compare(report: dict) -> None:
+def render_compare(report: dict) -> None:
     names = "rgba"
     for lv in report["levels"]:
         c = lv["channels"]
@@ -74,7 +74,7 @@ def _render_compare(report: dict) -> None:
         typer.echo(f"level {lv['level']} {lv['width']}x{lv['height']} {lv['format']}: "
                    f"max diff {per('max_abs_diff', lambda v: f'{v:g}')}; "
                    f"MAE {per('mae', lambda v: f'{v:.6g}')}; MSE {per('mse', lambda v: f'{v:.6g}')}; "
-                   f"PSNR {_fmt_db(lv['psnr_all'])} dB ({per('psnr', _fmt_db)}); "
+                   f"PSNR {fmt_db(lv['psnr_all'])} dB ({per('psnr', fmt_db)}); "
                    f"{lv['differing_texels']} texels differ; SSIM "
                    + ("n/a (under 11x11)" if lv["ssim"] is None else f"{lv['ssim']:.6f}"))
     verdict = "identical" if all(lv["identical"] for lv in report["levels"]) else (
@@ -82,7 +82,7 @@ def _render_compare(report: dict) -> None:
     typer.echo(f"{report['a']} vs {report['b']}: {verdict} ({report['readback_bytes']} bytes read back)")
 
 
-def _render_stats(results, session) -> None:
+def render_stats(results, session) -> None:
     for r in results:
         if not r.ok:
             continue

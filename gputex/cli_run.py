@@ -1,5 +1,5 @@
 """The CLI around a run: the device for the one-by-one commands, option checks that end in exit
-2, the inputs, and :func:`_run_batch`, which hands the batch to :func:`gputex.run.run`, prints
+2, the inputs, and :func:`run_batch`, which hands the batch to :func:`gputex.run.run`, prints
 each result as it comes (progress bar on a terminal), stops cleanly on Ctrl-C/SIGTERM and
 returns the exit code."""
 
@@ -21,16 +21,16 @@ from .cli_options import (
     Alpha,
     Filter,
     Wrap,
-    _err,
-    _state,
+    cli_state,
+    print_error,
 )
 from .errors import GputexError, NoAdapterError
 
-__all__ = ["_session", "_validate_format", "_validate_encoding", "_progress", "_inputs", "_run_batch", "_options",
-           "_mip_kwargs", "_transform", "_usage"]
+__all__ = ["open_session", "validate_format", "validate_encoding", "_progress", "cli_inputs", "run_batch", "build_options",
+           "mip_kwargs", "build_transform", "usage_checked"]
 
 
-def _session(adapter: Optional[str], backend: Optional[str], soon=None):
+def open_session(adapter: Optional[str], backend: Optional[str], soon=None):
     """The Session (``soon``: a Future of one, from :func:`gputex.device.session_soon`);
     adapter and usage errors end the command with their exit codes."""
     from .device import Session
@@ -38,14 +38,14 @@ def _session(adapter: Optional[str], backend: Optional[str], soon=None):
     try:
         return soon.result() if soon is not None else Session(adapter=adapter, backend=backend)
     except NoAdapterError as e:
-        _err(str(e))
+        print_error(str(e))
         raise typer.Exit(EXIT_NO_GPU)
     except ValueError as e:
-        _err(str(e))
+        print_error(str(e))
         raise typer.Exit(EXIT_USAGE)
 
 
-def _validate_format(name: Optional[str], encode: bool = False) -> None:
+def validate_format(name: Optional[str], encode: bool = False) -> None:
     """Exit 2 unless ``name`` is a format gputex fills from images (``encode``: or BC-encodes)."""
     if name is None:
         return
@@ -54,33 +54,33 @@ def _validate_format(name: Optional[str], encode: bool = False) -> None:
     try:
         fmt = get_format(name)
     except GputexError as e:
-        _err(str(e))
+        print_error(str(e))
         raise typer.Exit(EXIT_USAGE)
     from .bcenc import ENCODERS
 
     if not fmt.image and encode and fmt.name not in ENCODERS and fmt.name.startswith("bc"):
-        _err(f"format {fmt.name} is not encoded by gputex yet; it encodes {', '.join(ENCODERS)}")
+        print_error(f"format {fmt.name} is not encoded by gputex yet; it encodes {', '.join(ENCODERS)}")
         raise typer.Exit(EXIT_USAGE)
     if not fmt.image and not (encode and fmt.name in ENCODERS):
         from .formats import IMAGE_FORMATS
 
         also = f" (block-compressed: {', '.join(ENCODERS)})" if encode else ""
-        _err(f"format {fmt.name} cannot be filled from an image; use one of: {', '.join(IMAGE_FORMATS)}{also}")
+        print_error(f"format {fmt.name} cannot be filled from an image; use one of: {', '.join(IMAGE_FORMATS)}{also}")
         raise typer.Exit(EXIT_USAGE)
 
 
-def _validate_encoding(format: Optional[str], quality: str, report: bool, *, volume: bool, **options) -> None:
+def validate_encoding(format: Optional[str], quality: str, report: bool, *, volume: bool, **options) -> None:
     """Exit 2 for --quality/--report without a BC format gputex encodes, or options that do not fit it."""
     from .bcenc import check_options, encodable, parse_quality
 
     try:
         parse_quality(quality)
     except GputexError as e:
-        _err(str(e))
+        print_error(str(e))
         raise typer.Exit(EXIT_USAGE)
     if not (format and encodable(format)):
         if report or quality.strip().lower() != "normal":
-            _err(f"{'--report' if report else '--quality'} applies to block compression; add --format "
+            print_error(f"{'--report' if report else '--quality'} applies to block compression; add --format "
                  "bc1-rgba-unorm (or bc3/bc4/bc5)")
             raise typer.Exit(EXIT_USAGE)
         return
@@ -88,7 +88,7 @@ def _validate_encoding(format: Optional[str], quality: str, report: bool, *, vol
     if problem is None and volume:
         problem = f"--volume with {format}: WebGPU has no 3D BC textures (texture-compression-bc-sliced-3d)"
     if problem:
-        _err(problem)
+        print_error(problem)
         raise typer.Exit(EXIT_USAGE)
 
 
@@ -112,7 +112,7 @@ def _stderr_console():
     return Console(stderr=True)
 
 
-def _inputs(args: Optional[List[str]], recursive: bool, packs: Optional[List[str]] = None):
+def cli_inputs(args: Optional[List[str]], recursive: bool, packs: Optional[List[str]] = None):
     from .batch import expand_inputs
 
     items = expand_inputs(args or [], recursive)
@@ -122,15 +122,15 @@ def _inputs(args: Optional[List[str]], recursive: bool, packs: Optional[List[str
         try:
             items += [pack_item(spec) for spec in packs]
         except GputexError as e:
-            _err(str(e))
+            print_error(str(e))
             raise typer.Exit(EXIT_USAGE)
     if not items:
-        _err("no inputs")
+        print_error("no inputs")
         raise typer.Exit(EXIT_USAGE)
     return items
 
 
-def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, steps=None, one=None,
+def run_batch(items, as_json: bool, session, render, *, jobs: int = 1, steps=None, one=None,
                adapter_line: bool = False, manifest=None, memory=None, adapter: Optional[str] = None,
                backend: Optional[str] = None, workers: Optional[int] = None, sweep=()) -> int:
     """Run the inputs (``steps`` through :func:`gputex.run.run`, or ``one(path)`` per input on
@@ -146,7 +146,7 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, steps=No
     import time
 
     state = {"failed": 0, "bytes": 0, "t0": time.perf_counter(), "stop": False, "header": False}
-    quiet, verbose = _state.get("quiet", False), _state.get("verbose", False)
+    quiet, verbose = cli_state.get("quiet", False), cli_state.get("verbose", False)
     bar = _progress(len(items), not as_json and not quiet)
     results: list = []
 
@@ -174,14 +174,14 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, steps=No
             render([result], session)
         if not result.ok:
             state["failed"] += 1
-            if _state["debug"] and result.exception is not None:
+            if cli_state["debug"] and result.exception is not None:
                 import traceback
 
                 traceback.print_exception(result.exception, file=sys.stderr)
-            _err(result.error or f"{result.source}: failed")
+            print_error(result.error or f"{result.source}: failed")
         if not quiet:
             for w in result.warnings:
-                _err(f"warning: {w}")
+                print_error(f"warning: {w}")
         state["bytes"] += result.bytes or 0
         results.append(result)
         if bar:
@@ -208,7 +208,7 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, steps=No
             except (NoAdapterError, ValueError) as e:
                 if session is not None:  # not the device's: an input's error escaping is a bug
                     raise
-                _err(str(e))
+                print_error(str(e))
                 raise typer.Exit(EXIT_NO_GPU if isinstance(e, NoAdapterError) else EXIT_USAGE)
         if state["stop"] and len(results) < len(items):
             raise KeyboardInterrupt
@@ -218,8 +218,8 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, steps=No
             bar = None
         ok = sum(1 for r in results if r.ok)
         how = "terminated" if state["stop"] == getattr(signal, "SIGTERM", None) else "interrupted"
-        _state["announced"] = True
-        _err(f"{how} after {len(results)} of {len(items)} inputs ({ok} ok, {state['failed']} failed); "
+        cli_state["announced"] = True
+        print_error(f"{how} after {len(results)} of {len(items)} inputs ({ok} ok, {state['failed']} failed); "
              "every output written is complete")
         raise typer.Exit(exit_code(state["stop"]) if state["stop"] else EXIT_INTERRUPTED)
     finally:
@@ -232,7 +232,7 @@ def _run_batch(items, as_json: bool, session, render, *, jobs: int = 1, steps=No
     if not as_json and not quiet and (verbose or (sys.stderr.isatty() and len(items) > 1)):
         secs = time.perf_counter() - state["t0"]
         skipped = sum(1 for r in results if r.skipped)
-        _err(f"{len(results) - state['failed'] - skipped} ok, {state['failed']} failed"
+        print_error(f"{len(results) - state['failed'] - skipped} ok, {state['failed']} failed"
              + (f", {skipped} up to date" if skipped else "")
              + f", {secs:.2f} s, {state['bytes'] / max(secs, 1e-9) / 1e6:.0f} MB/s")
     from .errors import UsageError
@@ -248,20 +248,20 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def _options(**kw):
+def build_options(**kw):
     from .pipeline import Options
 
     return Options(**kw)
 
 
-def _mip_kwargs(filter: Filter, alpha: Alpha, alpha_coverage, normal_map: bool, wrap: Wrap):
+def mip_kwargs(filter: Filter, alpha: Alpha, alpha_coverage, normal_map: bool, wrap: Wrap):
     from .pipeline import MipOptions
 
     return MipOptions(filter=filter.value, alpha=alpha.value, alpha_coverage=alpha_coverage, normal_map=normal_map,
                       wrap=wrap.value)
 
 
-def _transform(resize: Optional[str], max_size: Optional[int], pot: bool, swizzle: Optional[str]):
+def build_transform(resize: Optional[str], max_size: Optional[int], pot: bool, swizzle: Optional[str]):
     """The --resize/--max-size/--pot/--swizzle flags as a :class:`gputex.transform.Transform`
     (None when none is given); a malformed value is a usage error."""
     if resize is None and max_size is None and not pot and swizzle is None:
@@ -272,16 +272,16 @@ def _transform(resize: Optional[str], max_size: Optional[int], pot: bool, swizzl
         return Transform(resize=parse_size(resize) if resize is not None else None, max_size=max_size, pot=pot,
                          swizzle=check_swizzle(swizzle) if swizzle is not None else None)
     except GputexError as e:
-        _err(str(e))
+        print_error(str(e))
         raise typer.Exit(EXIT_USAGE)
 
 
-def _usage(check) -> None:
+def usage_checked(check) -> None:
     """Run ``check()``; its :class:`~gputex.errors.UsageError` is one line and exit 2."""
     from .errors import UsageError
 
     try:
         check()
     except UsageError as e:
-        _err(str(e))
+        print_error(str(e))
         raise typer.Exit(EXIT_USAGE)

@@ -58,10 +58,10 @@ class Manifest:
         """Write the manifest of ``results`` (False, with one line on stderr, if it cannot be);
         ``inputs``: the files of one assembled texture (``--array``/``--cube``/``--volume``:
         one key over all of them)."""
-        from . import __version__
-        from .encode import write_atomic
+        from .atomic import write_atomic
         from .keys import cache_key, file_sha256, input_key
         from .settings import adapter_dependent, normalised
+        from .version import __version__
 
         info = session.info if session is not None else None
         entries, failed = [], []
@@ -88,13 +88,13 @@ class Manifest:
                "settings": normalised(self.command, self.settings, self.out),
                "adapter_dependent": adapter_dependent(self.command, self.settings),
                "adapter": info.as_dict() if info else None, "outputs": entries, "failed": failed}
-        from .cli_options import _err
+        from .cli_options import print_error
 
         try:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
             write_atomic(self.path, (json.dumps(doc, indent=1) + "\n").encode())
         except (GputexError, OSError) as e:
-            _err(str(e) if isinstance(e, GputexError) else f"{self.path}: cannot write the manifest "
+            print_error(str(e) if isinstance(e, GputexError) else f"{self.path}: cannot write the manifest "
                  f"({e.strerror or e})")
             return False
         return True
@@ -114,13 +114,13 @@ def manifest_for(command: str, path: Optional[str], out: Optional[str]) -> Optio
         from typer._click.globals import get_current_context
     except ImportError:
         from click import get_current_context
-    from .cli_options import EXIT_USAGE, _err
+    from .cli_options import EXIT_USAGE, print_error
 
     try:
         ctx = get_current_context()
         settings = cli_settings(command, ctx.params, ctx)
     except GputexError as e:
-        _err(str(e))
+        print_error(str(e))
         raise typer.Exit(EXIT_USAGE)
     return Manifest(path, command, settings, out)
 
@@ -145,10 +145,10 @@ def register(app: typer.Typer) -> None:
         on stdin ({"id": 1, "command": "capture", "inputs": ["a.png"], "out": "out/", "mips": true}),
         one JSON reply a line on stdout, in the order requests complete. Bad requests get an
         error reply; EOF or SIGTERM ends it (exit 0)."""
-        from .cli_options import EXIT_NO_GPU, EXIT_USAGE, _err
+        from .cli_options import EXIT_NO_GPU, EXIT_USAGE, print_error
 
         if not stdio:
-            _err("serve needs --stdio (the only transport)")
+            print_error("serve needs --stdio (the only transport)")
             raise typer.Exit(EXIT_USAGE)
         from .converter import Converter
 
@@ -159,10 +159,10 @@ def register(app: typer.Typer) -> None:
 
                 code = serve_stdio(conv, requests=requests or max(2, conv.threads))
         except NoAdapterError as e:
-            _err(str(e))
+            print_error(str(e))
             raise typer.Exit(EXIT_NO_GPU)
         except ValueError as e:  # an unknown backend
-            _err(str(e))
+            print_error(str(e))
             raise typer.Exit(EXIT_USAGE)
         raise typer.Exit(code)
 
@@ -179,10 +179,10 @@ def register(app: typer.Typer) -> None:
         content, the settings that change bytes, the gputex version and code, the codec
         libraries' versions, and the adapter where the output depends on it (mips,
         --bc-decode sampler). One line per input: KEY  PATH (one key for --array/--cube/--volume)."""
-        from .cli_options import EXIT_FAILED, EXIT_NO_GPU, EXIT_USAGE, _err
+        from .cli_options import EXIT_FAILED, EXIT_NO_GPU, EXIT_USAGE, print_error
 
         if command not in ("capture", "upload"):
-            _err(f"--for must be capture or upload, got {command!r}")
+            print_error(f"--for must be capture or upload, got {command!r}")
             raise typer.Exit(EXIT_USAGE)
         args = list(ctx.args)
         if command == "capture" and not any(a in ("-o", "--out") or a.startswith("--out=") for a in args):
@@ -193,7 +193,7 @@ def register(app: typer.Typer) -> None:
             params = sub_ctx.params
         except Exception as e:  # click's usage errors
             if hasattr(e, "format_message"):
-                _err(e.format_message())
+                print_error(e.format_message())
                 raise typer.Exit(EXIT_USAGE)
             raise
         from .batch import expand_inputs
@@ -205,10 +205,10 @@ def register(app: typer.Typer) -> None:
             out = params.get("out") if command == "upload" else None
             ident = adapter_identity(adapter, backend) if adapter_dependent(command, settings) else None
         except NoAdapterError as e:
-            _err(str(e))
+            print_error(str(e))
             raise typer.Exit(EXIT_NO_GPU)
         except GputexError as e:
-            _err(str(e))
+            print_error(str(e))
             raise typer.Exit(EXIT_USAGE)
         items = expand_inputs(params.get("sources") or params.get("images") or [], bool(settings.get("recursive")))
         failed = 0
@@ -220,7 +220,7 @@ def register(app: typer.Typer) -> None:
                 hashes.append((item.path, file_sha256(item.path)))
             except OSError as e:
                 failed += 1
-                _err(item.error or f"{item.path}: cannot read ({e.strerror or e})")
+                print_error(item.error or f"{item.path}: cannot read ({e.strerror or e})")
         if failed:
             raise typer.Exit(EXIT_FAILED)
         one = any(settings.get(k) for k in ("array", "cube", "volume"))

@@ -274,9 +274,9 @@ class Converter:
 
     def _run(self, paths: list[str], command: str, opts, target, settings: dict, emit) -> None:
         from .assembly import assemble_file
+        from .atomic import sweep_stale
         from .batch import expand_inputs, run_overlapped
         from .capture_stage import capture_encode_stage, capture_gpu_stage
-        from .encode import sweep_stale
         from .outputs import OutputNames
         from .pipeline import decode_stage
         from .upload_stage import upload_gpu_stage

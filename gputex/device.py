@@ -251,7 +251,7 @@ def _setup_instance(backend: str | None) -> None:
     _ = wgpu
 
 
-def _info(adapter) -> AdapterInfo:
+def adapter_info(adapter) -> AdapterInfo:
     info = adapter.info
     return AdapterInfo(
         name=info.get("device", "") or info.get("description", "") or "unknown",
@@ -308,19 +308,19 @@ class Session:
             raise NoAdapterError(f"no GPU adapter: wgpu could not start ({e})") from e
         everyone = candidates
         if adapter:
-            candidates = [a for a in candidates if adapter.lower() in _info(a).name.lower()]
+            candidates = [a for a in candidates if adapter.lower() in adapter_info(a).name.lower()]
         if not candidates:
             what = " ".join(x for x in (f"matching {adapter!r}" if adapter else "",
                                         f"on backend {backend}" if backend else "") if x)
             if everyone:  # a name that matches none of the adapters there are: list them
-                names = "; ".join(f"{i.name} ({i.backend}, {i.adapter_type})" for i in map(_info, everyone))
+                names = "; ".join(f"{i.name} ({i.backend}, {i.adapter_type})" for i in map(adapter_info, everyone))
                 raise NoAdapterError(f"no GPU adapter {what}; the adapters here are: {names}")
             raise NoAdapterError(
                 f"no GPU adapter {what}".rstrip() + " (install a Vulkan driver, or Mesa's lavapipe: "
                 "apt-get install mesa-vulkan-drivers)"
             )
         self.adapter = candidates[0]
-        self.info = _info(self.adapter)
+        self.info = adapter_info(self.adapter)
         self.info.chosen = True
         self._cache: dict[Any, Any] = {}  # pipelines, buffers reused across images
         self.device = self._create_device("create")

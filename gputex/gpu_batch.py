@@ -285,7 +285,7 @@ class _Group:
         """GPU side: level 0 copies, the mip chains, the read-back copies; one map asked for."""
         import wgpu
 
-        from .capture import _group_bytes, record_copies
+        from .capture import group_bytes, record_copies
 
         session = self.session
         enc = session.device.create_command_encoder()
@@ -301,7 +301,7 @@ class _Group:
         for tex in self.texs:
             tex.upload_path = "staging"
             _mips(tex, self.steps)
-        nbytes = _group_bytes(self.pieces)
+        nbytes = group_bytes(self.pieces)
         self.readback = _buffer(session, "readback", self.slot, nbytes)
         enc = session.device.create_command_encoder()
         record_copies(enc, self.pieces, self.readback[0])

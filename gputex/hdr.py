@@ -39,7 +39,7 @@ from .errors import DecodeError, FormatError, OutputError
 if TYPE_CHECKING:
     import numpy as np
 
-    from .decode import Image
+    from .image import Image
 
 __all__ = ["sniff", "tiff_pages", "tiff_for_libtiff", "decode_float", "encode_exr", "encode_hdr",
            "EXR_MAGIC", "NPY_MAGIC"]
@@ -167,7 +167,7 @@ def decode_float(path: str, data: bytes, kind: str, *, page: int = 0, pages: lis
     """Decode a float TIFF, EXR, Radiance HDR or NPY file (``kind`` from :func:`sniff`)."""
     import numpy as np
 
-    from .decode import Image
+    from .image import Image
 
     warnings: list[str] = []
     try:

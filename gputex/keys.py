@@ -71,17 +71,17 @@ def _libraries() -> dict[str, str]:
 
 def adapter_identity(adapter: str | None = None, backend: str | None = None) -> dict[str, str]:
     """Name, backend and driver of the adapter a Session would choose (no device is made)."""
-    from .device import _info, list_adapters
+    from .device import adapter_info, list_adapters
     from .errors import NoAdapterError
 
     adapter = adapter or os.environ.get("GPUTEX_ADAPTER") or None
     backend = backend or os.environ.get("GPUTEX_BACKEND") or None
     candidates = list_adapters(backend)
     if adapter:
-        candidates = [a for a in candidates if adapter.lower() in _info(a).name.lower()]
+        candidates = [a for a in candidates if adapter.lower() in adapter_info(a).name.lower()]
     if not candidates:
         raise NoAdapterError(f"no GPU adapter{f' matching {adapter!r}' if adapter else ''}")
-    return _identity(_info(candidates[0]))
+    return _identity(adapter_info(candidates[0]))
 
 
 def _identity(info) -> dict[str, str]:
@@ -94,8 +94,8 @@ def cache_key(input_hashes: list[str], command: str, settings: dict[str, Any], o
 
     ``adapter``: an :class:`~gputex.device.AdapterInfo` or identity dict, used only where the
     outputs depend on it; None there means "the adapter a Session would choose"."""
-    from . import __version__
     from .settings import adapter_dependent, normalised
+    from .version import __version__
 
     ident = None
     if adapter_dependent(command, settings):

@@ -26,7 +26,7 @@ TEXTURE_SUFFIXES = (".ktx2", ".dds")
 def prepare_folder(folder: str) -> None:
     """Create an output folder (OutputError, one line, when it cannot be) and remove the
     temporary files a killed run left in it."""
-    from .encode import sweep_stale
+    from .atomic import sweep_stale
 
     try:
         os.makedirs(folder, exist_ok=True)

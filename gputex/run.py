@@ -84,8 +84,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
     Session or None
         The session used (None when the run stopped before it was needed).
     """
+    from .atomic import sweep_stale
     from .batch import run_overlapped
-    from .encode import sweep_stale
     from .trace import enabled, mark, process_start
     from .workers import codec_workers, worker_count
 

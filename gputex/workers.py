@@ -87,7 +87,7 @@ def codec_workers(n: int):
 def sweep_shared() -> int:
     """Remove shared-memory files (``/dev/shm``, the temp folder) left by gputex processes that
     are no longer running (a batch killed with kill -9); returns how many."""
-    from .encode import sweep_stale
+    from .atomic import sweep_stale
 
     return sum(sweep_stale(folder) for folder in _folders())
 

@@ -122,7 +122,7 @@ def read_texture_file(path: str, *, data: bytes | None = None, inflate: bool = T
 
 def write_texture_file(tf: TextureFile, path: str, *, zstd: int | None = None) -> None:
     """Write ``tf`` in the container its suffix names (``.ktx2``, ``.dds``), whole or not at all."""
-    from ..encode import write_atomic
+    from ..atomic import write_atomic
 
     suffix = os.path.splitext(path)[1].lower()
     writers = [c for c in containers() if c.writer is not None]

@@ -141,7 +141,7 @@ def default_swizzle(fmt: Format) -> str | None:
 def _version() -> str:
     """gputex's version as ``gputex.__version__`` says (installed or not: outputs depend on the
     code's version only, never on how it was installed)."""
-    from .. import __version__
+    from ..version import __version__
 
     return __version__
 

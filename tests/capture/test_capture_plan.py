@@ -49,7 +49,7 @@ def test_pieces_cover_every_row_once_and_groups_respect_the_limit(fmt, w, h, lay
             assert p.offset % 256 == 0 and p.offset >= ends
             ends = p.offset + p.size
         one_row = len(g) == 1 and g[0].nz == 1 and g[0].y1 - g[0].y0 == 1
-        assert cap._group_bytes(g) <= limit or one_row
+        assert cap.group_bytes(g) <= limit or one_row
     for level, dst in rows.items():  # mark each piece's rows; each must be hit exactly once
         lay = tex.layout(level)
         hits = np.zeros(layers * lay.blocks_down, np.int64)
@@ -78,7 +78,7 @@ def test_copy_tasks_unpad_every_piece(monkeypatch, threads):
         pieces += cap._pieces(tex, level, 0, 2, d, 256 * 7)
     groups = cap.copy_groups(pieces, 1 << 20)
     assert len(groups) == 1
-    mapped = rng.integers(0, 256, cap._group_bytes(groups[0]), np.uint8)
+    mapped = rng.integers(0, 256, cap.group_bytes(groups[0]), np.uint8)
     tasks = cap._copy_tasks(groups[0], mapped, threads)
     assert len(tasks) >= (1 if threads == 1 else 2)
     gputex.parallel.run_all(tasks, threads)

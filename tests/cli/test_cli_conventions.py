@@ -171,7 +171,7 @@ def test_result_lines_stream_as_inputs_finish(gpu, tmp_path, monkeypatch):
     import gputex.cli as cli
 
     events = []
-    real_stage, real_render = pipeline.capture_gpu_stage, cli._render_capture
+    real_stage, real_render = pipeline.capture_gpu_stage, cli.render_capture
 
     def stage(session, names, opts):
         run_one = real_stage(session, names, opts)
@@ -187,7 +187,7 @@ def test_result_lines_stream_as_inputs_finish(gpu, tmp_path, monkeypatch):
         real_render(results, session)
 
     monkeypatch.setattr(pipeline, "capture_gpu_stage", stage)
-    monkeypatch.setattr(cli, "_render_capture", render)
+    monkeypatch.setattr(cli, "render_capture", render)
     paths = [p for p, _ in _pngs(tmp_path, 5)]
     r = run("capture", *paths, "-o", tmp_path / "out", "--jobs", "1")
     assert r.exit_code == 0, r.output

@@ -7,7 +7,9 @@ command's stdout with ``tests/golden/hashes.json``, made from main at commit f21
 restructure) by ``tests/golden/make_hashes.py`` on lavapipe. The KTX2 files are hashed whole
 (their ``KTXwriter`` is ``gputex 0.1.0``: stable until the version changes). A failure here means
 the restructure changed output bytes or messages; regenerate the file only for a change meant
-to do that, and say so in the commit. The PNG bytes also depend on the encoders installed (fpng,
+to do that, and say so in the commit. One deliberate change so far: ``upload -o`` prints "not
+verified" where it printed "exact round trip" (issue 13 item 3: ``--verify`` is off by default for
+file output); the files it writes are f212c5a's bytes. The PNG bytes also depend on the encoders installed (fpng,
 imagecodecs' zlib): after upgrading those, regenerate from the pre-restructure commit (f212c5a)
 and compare there first.
 """

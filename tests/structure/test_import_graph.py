@@ -10,49 +10,22 @@ from __future__ import annotations
 from structure.imports import cycle_edges, foreign_private_attributes, graph, imports, private_uses
 
 # Every import edge that lies on a cycle (edges inside a strongly connected component of the
-# import graph; module-level and function-level imports, not `if TYPE_CHECKING:`), at main
-# f212c5a: one component of 23 modules (the package's __init__ among them, reached from
-# cli/keys/ktx2 importing `__version__`; upload -> mips -> capture -> upload; texfile <->
-# ktx2/ktx1/dds) and cli <-> cli_scale. A new cycle needs a new edge, and that edge is on the
-# cycle, so any new cycle shows up here.
-KNOWN_CYCLES = {
-    "batch -> workers", "bcenc -> capture", "bcenc -> mips", "bcenc -> unblock", "bcenc -> upload",
-    "caps -> workers", "capture -> parallel", "capture -> texfile", "cli -> cli_scale",
-    "cli_scale -> cli", "converter -> batch", "converter -> caps", "converter -> encode",
-    "converter -> keys", "converter -> pipeline", "converter -> settings", "converter -> workers",
-    "dds -> texfile", "decode -> hdr", "decode -> texfile", "encode -> caps", "encode -> hdr",
-    "encode -> parallel", "gputex -> bcenc", "gputex -> capture", "gputex -> converter",
-    "gputex -> decode", "gputex -> encode", "gputex -> mips", "gputex -> texfile",
-    "gputex -> transform", "gputex -> upload", "hdr -> decode", "keys -> gputex",
-    "keys -> settings", "ktx1 -> texfile", "ktx2 -> decode", "ktx2 -> gputex", "ktx2 -> texfile",
-    "mips -> capture", "mips -> mips_int", "mips -> upload", "mips_int -> capture",
-    "mips_int -> decode", "mips_int -> mips", "mips_int -> upload", "parallel -> caps",
-    "pipeline -> batch", "pipeline -> bcenc", "pipeline -> capture", "pipeline -> decode",
-    "pipeline -> encode", "pipeline -> mips", "pipeline -> texfile", "pipeline -> transform",
-    "pipeline -> unblock", "pipeline -> upload", "pipeline -> workers", "settings -> bcenc",
-    "settings -> pipeline", "settings -> transform", "texfile -> dds", "texfile -> encode",
-    "texfile -> ktx1", "texfile -> ktx2", "transform -> batch", "transform -> decode",
-    "transform -> mips", "transform -> upload", "unblock -> mips", "unblock -> upload",
-    "upload -> mips", "upload -> parallel", "upload -> texfile", "workers -> decode",
-    "workers -> encode",
-}
+# import graph; module-level and function-level imports, not `if TYPE_CHECKING:`). At main
+# f212c5a there were 76 (one component of 23 modules, and cli <-> cli_scale); issue 12's
+# restructure removed them all. A new cycle needs a new edge, and that edge is on the cycle.
+KNOWN_CYCLES: set[str] = set()
 
-# "user: module._name": today's reaches into another gputex module's private names.
-KNOWN_PRIVATE_IMPORTS = {
-    "bcenc: mips._timestamps", "cli_scale: cli._err", "keys: device._info",
-    "mips_int: mips._pipeline", "mips_int: mips._timestamps", "pipeline: decode._check_ratio",
-    "transform: mips._PACK_FMT", "transform: mips._entries", "transform: mips._pack_kind",
-    "transform: mips._pipeline", "transform: mips._plain_entries", "transform: mips._reused",
-    "transform: mips._stand_in", "unblock: mips._pipeline",
-}
+# "user: module._name": reaches into another gputex module's private names (none).
+KNOWN_PRIVATE_IMPORTS: set[str] = set()
 
-# "user: object._name" on an object another module owns (the session's private cache; wgpu
-# and cffi internals gputex relies on knowingly).
+# "user: object._name" on an object another library owns, used knowingly: cffi's parsed
+# declarations (device.warm_types builds wgpu's C types from them, checked against a real parse),
+# wgpu-py's writable mapped view (the only one it offers, see the README), the process pool's
+# size and os._exit in worker processes.
 KNOWN_PRIVATE_ATTRIBUTES = {
-    "capture: session._cache", "device: ffi._get_cached_btype", "device: ffi._lock",
-    "device: ffi._parsed_types", "device: ffi._parser", "device: ffi._typeof",
-    "mips: session._cache", "upload: buf._experimental_get_mapped_range", "upload: session._cache",
-    "workers: broken._max_workers", "workers: os._exit",
+    "device: ffi._get_cached_btype", "device: ffi._lock", "device: ffi._parsed_types", "device: ffi._parser",
+    "device: ffi._typeof", "gpu_batch: buf._experimental_get_mapped_range",
+    "upload: buf._experimental_get_mapped_range", "workers: broken._max_workers", "workers: os._exit",
 }
 
 
