@@ -355,3 +355,32 @@ def test_basislz_global_data_rules_agree_with_ktx_validate(tmp_path):
         khr = {str(m["id"]) for m in json.loads(r.stdout)["messages"] if m["type"] in ("error", "fatal")}
         errors, _, _ = _ours(data)
         assert rule in errors and errors == khr, (rule, errors, khr)
+
+
+def test_cli_validate_limit_is_valid_and_rule_ids_in_json(tmp_path):
+    """``gputex validate``: a valid file gputex cannot read exits 0 (also with ``--strict``) and
+    says both; an invalid one exits 1 with Khronos's rule id on stderr; ``--json`` carries them."""
+    from typer.testing import CliRunner
+
+    from gputex.cli import app
+
+    limit = tmp_path / "r10x6.ktx2"
+    limit.write_bytes(texmaker.ktx2(1000156007, 4, 4, [bytes(32)], samples=[(6, 10, 0, 0, 1023)], block_bytes=2,
+                                    type_size=2))
+    bad = tmp_path / "swizzle.ktx2"
+    bad.write_bytes(CASES["7119-swizzle-value"][0])
+    runner = CliRunner()
+    for extra in ([], ["--strict"]):
+        r = runner.invoke(app, ["validate", str(limit), *extra])
+        assert r.exit_code == 0, r.output
+        assert r.output == (f"{limit}: valid KTX2; gputex cannot read it: gputex cannot upload "
+                            "VK_FORMAT_R10X6_UNORM_PACK16: WebGPU has no such texture format and gputex does not "
+                            "expand it\n")
+    r = runner.invoke(app, ["validate", str(bad)])
+    assert r.exit_code == 1
+    assert f"{bad}: error [7119] KTXswizzle character 3 is 'x', not one of rgba01" in r.output
+    r = runner.invoke(app, ["validate", "--json", str(limit), str(bad)])
+    assert r.exit_code == 1
+    first, second = (json.loads(line) for line in r.output.splitlines())
+    assert first["valid"] is True and first["problems"] == [] and len(first["gputex_limits"]) == 1
+    assert second["valid"] is False and [p["rule"] for p in second["problems"]] == ["7119"]
