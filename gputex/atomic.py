@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
+from typing import Any
 
 from .errors import OutputError
 
@@ -73,7 +74,7 @@ def _umask() -> int:
     return mask
 
 
-def _write_tmpfile(folder: str, path: str, data: bytes) -> bool:
+def _write_tmpfile(folder: str, path: str, data: bytes | list[bytes]) -> bool:
     """O_TMPFILE write + link; False where unsupported (the caller falls back)."""
     from .portable import disabled
 
@@ -118,7 +119,7 @@ def _write_tmpfile(folder: str, path: str, data: bytes) -> bool:
         os.close(fd)
 
 
-def _parts(data):
+def _parts(data: Any) -> Any:
     """The parts to write: a list, one bytes-like, or a function returning an iterator of parts
     (streamed encoders; called again if a write has to start over)."""
     if callable(data):

@@ -30,15 +30,15 @@ class Image:
 
     @property
     def height(self) -> int:
-        return self.pixels.shape[0]
+        return int(self.pixels.shape[0])
 
     @property
     def width(self) -> int:
-        return self.pixels.shape[1]
+        return int(self.pixels.shape[1])
 
     @property
     def channels(self) -> int:
-        return self.pixels.shape[2]
+        return int(self.pixels.shape[2])
 
     @property
     def kind(self) -> str:
