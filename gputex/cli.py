@@ -162,12 +162,13 @@ def upload(
     resize: Optional[str] = ResizeOpt, max_size: Optional[int] = MaxSizeOpt, pot: bool = PotOpt,
     swizzle: Optional[str] = SwizzleOpt, pack: Optional[List[str]] = PackOpt,
 ) -> None:
-    """Upload images and verify the GPU holds them exactly.
+    """Upload images (-o: write KTX2/DDS; else verify the copy).
 
-    Reads the texture back and compares it with what was sent, and shows the copy
-    layout (row pitch, padding, staging). Texture files (KTX2, KTX, DDS) are uploaded
-    as stored. With -o the texture, mips included, is written as KTX2 or DDS;
-    --format bc1/bc3/bc4/bc5/bc6h/bc7-* encodes its blocks on the GPU.
+    Without -o, reads the texture back and compares it with what was sent, and shows the
+    copy layout (row pitch, padding, staging). Texture files (KTX2, KTX, DDS) are uploaded
+    as stored. With -o the texture, mips included, is written as KTX2 or DDS (add --verify
+    to check the round trip too); --format bc1/bc3/bc4/bc5/bc6h/bc7-* encodes its blocks
+    on the GPU.
     """
     cli_state.update(debug=debug, quiet=quiet, verbose=verbose)
     levels = levels or levels_alias
