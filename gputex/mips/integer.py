@@ -39,28 +39,38 @@ def int_ok(tex: Texture, filter: str, normal_map: bool, coverage) -> bool:
             and tex.format.name in INT_FORMATS and tex.width * tex.height <= MAX_BASE_TEXELS)
 
 
-def _slots(channels: int) -> int:
+def slots(channels: int) -> int:
+    """Sum slots a texel keeps: colour (1 for one channel, else 3) plus alpha or a second channel."""
     return (3 if channels == 4 else 1) + (channels != 1)
 
 
-def _tables(session, bits: int, srgb: bool):
-    """L (2 words a code) then Q (3 words a code) for sRGB data; a stand-in for linear data."""
+def table_words(bits: int, srgb: bool, float_thresholds: bool = False):
+    """The tables the integer shaders read, as uint32 words: L (2 words a code) then Q (3 words
+    a code) for sRGB data, then with ``float_thresholds`` Q / 2**32 as float32 (what the
+    single-pass chain's float screen compares with); a stand-in for linear data."""
     import numpy as np
+
+    if not srgb:
+        return np.zeros(4, np.uint32)
+    lin = np.array(lin_table(bits, True), dtype=object)
+    thr = np.array(threshold_table(bits, True), dtype=object)
+    mask = 0xFFFFFFFF
+    parts = [np.stack([lin & mask, lin >> 32], -1).astype(np.uint64).astype(np.uint32).ravel(),
+             np.stack([thr & mask, (thr >> 32) & mask, thr >> 64], -1).astype(np.uint64).astype(np.uint32).ravel()]
+    if float_thresholds:
+        parts.append(np.array([float(q) / 2.0 ** 32 for q in thr], np.float64).astype(np.float32).view(np.uint32))
+    return np.concatenate(parts)
+
+
+def tables_buffer(session, bits: int, srgb: bool, float_thresholds: bool = False):
+    """:func:`table_words` in a storage buffer, made once per session."""
     import wgpu
 
     def make():
-        if not srgb:
-            data = np.zeros(4, np.uint32)
-        else:
-            lin = np.array(lin_table(bits, True), dtype=object)
-            thr = np.array(threshold_table(bits, True), dtype=object)
-            mask = 0xFFFFFFFF
-            lw = np.stack([lin & mask, lin >> 32], -1).astype(np.uint64).astype(np.uint32).ravel()
-            tw = np.stack([thr & mask, (thr >> 32) & mask, thr >> 64], -1).astype(np.uint64).astype(np.uint32).ravel()
-            data = np.concatenate([lw, tw])
+        data = table_words(bits, srgb, float_thresholds)
         return session.device.create_buffer_with_data(data=data.tobytes(), usage=wgpu.BufferUsage.STORAGE)
 
-    return session.cache("mip-int").get(("tables", bits, srgb), make)
+    return session.cache("mip-int").get(("tables", bits, srgb, float_thresholds), make)
 
 
 def _entries() -> list[dict]:
@@ -84,14 +94,14 @@ def int_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     session, device, fmt = tex.session, tex.session.device, tex.format
     channels, bits = fmt.channels, fmt.bits
     srgb = tex.color_space == "srgb"
-    slots = _slots(channels)
+    nslots = slots(channels)
     bpt = fmt.block_bytes
     limit = min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 1 << 30)
-    plan = plan_chain(tex.width, tex.height, tex.levels, slots * 12, limit)
+    plan = plan_chain(tex.width, tex.height, tex.levels, nslots * 12, limit)
     consts = {"CHANNELS": channels, "BITS": bits, "SRGB": srgb, "SRGB_VIEW": fmt.srgb,
               "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra}
     entries = _entries()
-    tables = _tables(session, bits, srgb)
+    tables = tables_buffer(session, bits, srgb)
     total = tex.width * tex.height
 
     # bands of destination rows: the output band and the partial sums each fit a binding
@@ -120,7 +130,7 @@ def int_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
         sums = {}
         for p, dw, dh, _, _ in work:
             if p.store:
-                sums[p.level] = buffer(dw * dh * slots * 12, wgpu.BufferUsage.STORAGE, "mip level sums")
+                sums[p.level] = buffer(dw * dh * nslots * 12, wgpu.BufferUsage.STORAGE, "mip level sums")
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
         query = timestamps(session, 2 * len(plan) + 8) if measure else None
@@ -139,7 +149,7 @@ def int_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
             src_size = tex.size(p.source)
             for r0 in range(0, dh, rows):
                 n = min(rows, dh - r0)
-                prm = struct.pack("<11I", *src_size, dw, dh, r0, n, pitch // 4, p.chunks, p.chunk_rows, total, slots)
+                prm = struct.pack("<11I", *src_size, dw, dh, r0, n, pitch // 4, p.chunks, p.chunk_rows, total, nslots)
                 res = [base, whole(out), {"buffer": session.uniform(prm)},
                        whole(sums[p.source]) if p.source else whole(stand_in),
                        whole(sums[p.level]) if p.store else whole(stand_in_w), whole(partial), whole(tables)]

@@ -30,6 +30,7 @@ import struct
 from typing import TYPE_CHECKING
 
 from ..layout import align_up
+from .integer import int_ok, slots, tables_buffer
 
 if TYPE_CHECKING:
     from ..texture import Texture
@@ -76,7 +77,6 @@ def _limit(session) -> int:
 
 def spd_ok(tex: Texture, filter: str, normal_map: bool, coverage) -> bool:
     """Whether this chain can make ``tex``'s box mips (the integer chain's cases that tile)."""
-    from .integer import int_ok
 
     if not int_ok(tex, filter, normal_map, coverage):
         return False
@@ -84,38 +84,9 @@ def spd_ok(tex: Texture, filter: str, normal_map: bool, coverage) -> bool:
     if plan is None:
         return False
     limit = _limit(tex.session)
-    slots = _slots(tex.format.channels)
+    nslots = slots(tex.format.channels)
     return all(_out_bytes(tex, s, n)[-1][0] <= limit
-               and tex.size(s + n)[0] * tex.size(s + n)[1] * slots * _WORDS * 4 <= limit for s, n in plan)
-
-
-def _slots(channels: int) -> int:
-    return (3 if channels == 4 else 1) + (channels != 1)
-
-
-def _tables(session, bits: int, srgb: bool):
-    """L (2 words a code), Q (3 words a code) and Q / 2**32 as float32 for sRGB data (the
-    integer chain's tables and the float thresholds round_fast screens with); a stand-in for
-    linear data."""
-    import numpy as np
-    import wgpu
-
-    from .intbox import lin_table, threshold_table
-
-    def make():
-        if not srgb:
-            data = np.zeros(4, np.uint32)
-        else:
-            lin = np.array(lin_table(bits, True), dtype=object)
-            thr = np.array(threshold_table(bits, True), dtype=object)
-            mask = 0xFFFFFFFF
-            lw = np.stack([lin & mask, lin >> 32], -1).astype(np.uint64).astype(np.uint32).ravel()
-            tw = np.stack([thr & mask, (thr >> 32) & mask, thr >> 64], -1).astype(np.uint64).astype(np.uint32).ravel()
-            qf = np.array([float(q) / 2.0 ** 32 for q in thr], np.float64).astype(np.float32).view(np.uint32)
-            data = np.concatenate([lw, tw, qf])
-        return session.device.create_buffer_with_data(data=data.tobytes(), usage=wgpu.BufferUsage.STORAGE)
-
-    return session.cache("mip-spd").get(("tables", bits, srgb), make)
+               and tex.size(s + n)[0] * tex.size(s + n)[1] * nslots * _WORDS * 4 <= limit for s, n in plan)
 
 
 def _entries() -> list[dict]:
@@ -143,7 +114,7 @@ def _params(tex: Texture, src: int, n: int, layout: list[tuple[int, int]]) -> by
                               (total // (tex.size(src + 1 + i)[0] * tex.size(src + 1 + i)[1])).bit_length() - 1, 0)
                   for i in range(n))
     pad = b"\0" * 16 * (6 - n)
-    return struct.pack("<4I", sw, sh, n, _slots(tex.format.channels)) + lv + pad + mt + pad
+    return struct.pack("<4I", sw, sh, n, slots(tex.format.channels)) + lv + pad + mt + pad
 
 
 def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
@@ -156,11 +127,11 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     plan = spd_plan(tex.width, tex.height, tex.levels)
-    slots = _slots(fmt.channels)
+    nslots = slots(fmt.channels)
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
               "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
     entries = _entries()
-    tables = _tables(session, fmt.bits, tex.color_space == "srgb")
+    tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
     owned = []
 
@@ -187,7 +158,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
         for (src, n), lay in zip(plan, layouts):
             store = src + n < tex.levels - 1
             last = tex.size(src + n)
-            new_sums = (buffer(last[0] * last[1] * slots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
+            new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
                         if store else None)
             pipe, bgl = pipeline(session, "mip_spd.wgsl", dict(consts, FROM_SUMS=src > 0, STORE=store), entries)
             prm = _params(tex, src, n, lay)
