@@ -8,29 +8,28 @@ from typing import List, Optional
 
 import typer
 
-from .cli_options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, AdapterOpt, BackendOpt, Command, print_error, version_line
+from .cli_options import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    AdapterOpt,
+    BackendOpt,
+    Command,
+    Commands,
+    print_error,
+    version_line,
+)
 from .cli_run import open_session
 from .errors import GputexError
 
 __all__ = ["register"]
 
-_COMMANDS: list = []
+_commands = Commands()
+#: Adds ``layout``, ``info`` and ``validate`` to the app.
+register = _commands.register
 
 
-def _command(**kw):
-    def deco(fn):
-        _COMMANDS.append((fn, kw))
-        return fn
-    return deco
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``layout``, ``info`` and ``validate`` to ``app``."""
-    for fn, kw in _COMMANDS:
-        app.command(**kw)(fn)
-
-
-@_command(cls=Command, epilog="""\b
+@_commands.command(cls=Command, epilog="""\b
 Examples:
   gputex layout 61 37
   gputex layout 1000 1000 --format bc7-rgba-unorm --json""")
@@ -60,7 +59,7 @@ def layout(
         typer.echo(f"{key:22} {value}")
 
 
-@_command(cls=Command, epilog="""\b
+@_commands.command(cls=Command, epilog="""\b
 Examples:
   gputex info
   gputex info sky.ktx2 --json""")
@@ -144,7 +143,7 @@ def _info_files(files: List[str], as_json: bool) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
-@_command(cls=Command, epilog="""\b
+@_commands.command(cls=Command, epilog="""\b
 Examples:
   gputex validate sky.ktx2
   gputex validate out/*.ktx2 --strict --json""")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from enum import Enum
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -23,7 +23,7 @@ __all__ = ['version_line', 'EXIT_OK', 'EXIT_FAILED', 'EXIT_USAGE', 'EXIT_NO_GPU'
            'MaxPixelsOpt', 'WorkersOpt', 'RecursiveOpt', 'JobsOpt', 'UploadJobsOpt', 'ThreadsOpt', 'MemoryOpt',
            'ManifestOpt', 'MaxRatioOpt', 'check_level', 'print_error', 'printable', 'MipsOpt', 'LevelsOpt',
            'LevelsAliasOpt', 'FilterOpt', 'AlphaOpt', 'CoverageOpt', 'NormalOpt', 'WrapOpt', 'ResizeOpt',
-           'MaxSizeOpt', 'PotOpt', 'SwizzleOpt', 'PackOpt']
+           'MaxSizeOpt', 'PotOpt', 'SwizzleOpt', 'PackOpt', 'Commands']
 
 
 def version_line() -> str:
@@ -158,6 +158,24 @@ def check_level(value: str) -> str:
         print_error(f"--level must be a number or 'all', got {value!r}")
         raise typer.Exit(EXIT_USAGE)
     return value
+
+
+class Commands:
+    """Commands a CLI module declares (``@commands.command(...)``, as ``@app.command``) and
+    adds to the app when the app is assembled (``commands.register(app)``), in declaration order."""
+
+    def __init__(self) -> None:
+        self.declared: list[tuple[Any, dict[str, Any]]] = []
+
+    def command(self, **kw: Any) -> Any:
+        def add(fn: Any) -> Any:
+            self.declared.append((fn, kw))
+            return fn
+        return add
+
+    def register(self, app: typer.Typer) -> None:
+        for fn, kw in self.declared:
+            app.command(**kw)(fn)
 
 
 def print_error(message: str) -> None:

@@ -18,6 +18,7 @@ from .cli_options import (
     BackendOpt,
     ColorSpace,
     Command,
+    Commands,
     DebugOpt,
     Filter,
     FilterOpt,
@@ -36,23 +37,12 @@ from .cli_render import render_compare, render_stats
 from .cli_run import build_options, cli_inputs, mip_kwargs, open_session, run_batch, validate_format
 from .errors import GputexError
 
-_COMMANDS: list = []
+_commands = Commands()
+#: Adds ``compare`` and ``stats`` to the app.
+register = _commands.register
 
 
-def _command(**kw):
-    def add(fn):
-        _COMMANDS.append((fn, kw))
-        return fn
-    return add
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``compare`` and ``stats`` to ``app``."""
-    for fn, kw in _COMMANDS:
-        app.command(**kw)(fn)
-
-
-@_command(cls=Command, epilog="""\b
+@_commands.command(cls=Command, epilog="""\b
 Examples:
   gputex compare a.png b.png
   gputex compare a.png b.png --max-diff 1 --diff-image diff/ab.png""")
@@ -114,7 +104,7 @@ def compare(
     raise typer.Exit(EXIT_OK if report["within"] else EXIT_FAILED)
 
 
-@_command(cls=Command, epilog="""\b
+@_commands.command(cls=Command, epilog="""\b
 Examples:
   gputex stats photo.png
   gputex stats height16.png --histogram 64 --json""")
