@@ -1,15 +1,25 @@
 """GPU mip chain against CPU implementations, measured in the same run.
 
-    python benchmarks/mips.py [--sizes 4096 8192 8191 4095x4097] [--repeat 3] [--json OUT.json] [--record]
+    python benchmarks/mips.py [--sizes 4096 8192 8191 4095x4097] [--repeat 15] [--json OUT.json] [--record]
     python benchmarks/mips.py --paths [--formats r8unorm rg8unorm rgb10a2unorm r16float rg16float]
     python benchmarks/mips.py --quality [--ktx PATH]
     python benchmarks/mips.py --hashes OUT.json [--against benchmarks/results/mip-hashes-lavapipe.json]
 
 Every size prints, for each ``--precisions`` (``exact``: the integer chain, correctly rounded,
 the default, in its single-pass form where the sizes halve (``gputex/mips/spd.py``); ``int``: the
-multi-pass integer chain, the same bytes; ``fast``: the float32 chain), the chain's GPU time (timestamp queries, best of
-``--repeat``) and its ratio to the **speed of light**: ``mip_sol.wgsl`` reads every base texel
-once and writes every texel of every level once, nothing else (the memory floor of any chain).
+multi-pass integer chain, the same bytes; ``fast``: the float32 chain), the chain's GPU time
+(timestamp queries) and its ratio to the **speed of light**: ``mip_sol.wgsl`` reads every base
+texel once and writes every texel of every level once, nothing else (the memory floor of any
+chain; 4x4 texels a thread, coalesced 8-byte stores).
+
+How it measures (a sub-millisecond dispatch on a GPU that idled reads several times slow: its
+clocks are down; on the H200 a cold 4096^2 speed-of-light dispatch took ~5x its warm time):
+``WARM_MS`` (200 ms) of speed-of-light dispatches first, then every measured run is queued behind
+``REWARM_MS`` of them, so the GPU is busy when it starts. The figure kept (``gpu_ms``, the ratio)
+is the **median** of ``--repeat`` runs (first pass begin to last pass end). Also printed: the
+same work ``BATCH`` times back to back (for the chain, ``BATCH`` chains queued behind a warm-up
+while the CPU encodes them, between two timestamps: including the copies after its last pass),
+over ``BATCH``; and one run after 1 s idle (``cold``), which is what the old best-of-3 saw.
 ``--json`` writes those figures; ``--record`` appends one line per size and precision to
 ``benchmarks/results/mips.jsonl`` (format: ``benchmarks/results/README.md``).
 
@@ -152,61 +162,152 @@ def commit() -> str:
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def speed_of_light(gpu, tex, repeat: int) -> int | None:
-    """GPU ns of mip_sol.wgsl over ``tex`` (best of ``repeat``): read level 0, write every level."""
-    import struct
+#: GPU time of sustained dispatches before the first measurement of a size (the clocks of a
+#: GPU that idled come up over ~100 ms; a cold sub-millisecond dispatch reads several times slow).
+WARM_MS = 200
+#: ... queued in front of every measured run, so that the GPU never idles before it.
+REWARM_MS = 20
+#: Chains (or speed-of-light dispatches) queued back to back in the batched measurement.
+BATCH = 20
 
-    import wgpu
 
-    from gputex.kernels import timestamps as _timestamps
-    from gputex.mips.common import pipeline as _pipeline
+class SpeedOfLight:
+    """``mip_sol.wgsl`` over one texture: read level 0 once, write every level once."""
 
+    def __init__(self, gpu, tex):
+        import struct
+
+        import wgpu
+
+        from gputex.mips.common import pipeline as _pipeline
+
+        s = wgpu.ShaderStage.COMPUTE
+        st = {"type": wgpu.BufferBindingType.storage}
+        entries = [{"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
+                                                              "view_dimension": "2d", "multisampled": False}},
+                   {"binding": 1, "visibility": s, "buffer": st},
+                   {"binding": 2, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.uniform}},
+                   {"binding": 3, "visibility": s, "buffer": st}]
+        self.gpu, self.tex = gpu, tex
+        self.pipe, bgl = _pipeline(gpu, "mip_sol.wgsl", {}, entries)
+        offsets, total = [0] * 16, 0
+        for lv in range(2, tex.levels):
+            offsets[lv] = total
+            total += max(1, tex.width >> lv) * max(1, tex.height >> lv)
+        w1, h1 = max(1, tex.width >> 1), max(1, tex.height >> 1)
+        self.bytes = tex.width * tex.height * 4 + 4 * (total + w1 * h1)
+        self.dst = gpu.device.create_buffer(size=max(16, 4 * total), usage=wgpu.BufferUsage.STORAGE)
+        self.dst1 = gpu.device.create_buffer(size=max(16, 8 * h1 * -(-w1 // 2)), usage=wgpu.BufferUsage.STORAGE)
+        prm = gpu.uniform(struct.pack("<4I16I", tex.width, tex.height, tex.levels, 0, *offsets))
+        view = tex.texture.create_view(base_mip_level=0, mip_level_count=1)
+        self.bind = gpu.device.create_bind_group(layout=bgl, entries=[
+            {"binding": 0, "resource": view},
+            {"binding": 1, "resource": {"buffer": self.dst, "offset": 0, "size": self.dst.size}},
+            {"binding": 2, "resource": {"buffer": prm}},
+            {"binding": 3, "resource": {"buffer": self.dst1, "offset": 0, "size": self.dst1.size}}])
+        self.groups = (-(-tex.width // 64), -(-tex.height // 64), 1)
+        self.per_ns = 1e6  # one dispatch's GPU time, refined by warm()
+
+    def submit(self, count: int, timed: bool = True):
+        """``count`` dispatches in one submission; with ``timed``: (last end - first begin, [each])."""
+        from gputex.kernels import timestamps as _timestamps
+
+        q = _timestamps(self.gpu, count) if timed else None
+        enc = self.gpu.device.create_command_encoder()
+        for _ in range(count):
+            ts = q.next() if q else None
+            cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
+            cpass.set_pipeline(self.pipe)
+            cpass.set_bind_group(0, self.bind)
+            cpass.dispatch_workgroups(*self.groups)
+            cpass.end()
+        if q:
+            q.resolve(enc)
+        self.gpu.device.queue.submit([enc.finish()])
+        return q.read() if q else None
+
+    def warm(self, ms: float = WARM_MS) -> None:
+        """Sustained dispatches for ``ms`` of GPU time (measured), clocks up."""
+        spent = 0
+        while spent < ms * 1e6:
+            total, each = self.submit(max(8, min(2000, int(50e6 / self.per_ns))))
+            spent += total
+            self.per_ns = sorted(each)[len(each) // 2]
+
+    def rewarm(self, ms: float = REWARM_MS) -> None:
+        """Queue ``ms`` of dispatches without waiting: the next submission finds the GPU busy."""
+        self.submit(max(1, min(5000, int(ms * 1e6 / self.per_ns))), timed=False)
+
+    def destroy(self) -> None:
+        self.dst.destroy()
+        self.dst1.destroy()
+
+
+def marker(gpu, q) -> None:
+    """An empty timed compute pass: a timestamp on the queue between two submissions."""
+    enc = gpu.device.create_command_encoder()
+    enc.begin_compute_pass(timestamp_writes=q.next()).end()
+    gpu.device.queue.submit([enc.finish()])
+
+
+def speed_of_light(gpu, sol: SpeedOfLight, repeat: int) -> dict | None:
+    """GPU ns of one speed-of-light dispatch: cold (after 1 s idle), and warm: the median of
+    ``BATCH`` timed dispatches in one submission and their (last end - first begin) / BATCH."""
     if not gpu.has_feature("timestamp-query"):
         return None
-    s = wgpu.ShaderStage.COMPUTE
-    entries = [{"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
-                                                          "view_dimension": "2d", "multisampled": False}},
-               {"binding": 1, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.storage}},
-               {"binding": 2, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.uniform}}]
-    pipe, bgl = _pipeline(gpu, "mip_sol.wgsl", {}, entries)
-    offsets, total = [0] * 16, 0
-    for lv in range(1, tex.levels):
-        offsets[lv] = total
-        total += max(1, tex.width >> lv) * max(1, tex.height >> lv)
-    dst = gpu.device.create_buffer(size=4 * total, usage=wgpu.BufferUsage.STORAGE)
-    prm = gpu.uniform(struct.pack("<4I16I", tex.width, tex.height, tex.levels, 0, *offsets))
-    view = tex.texture.create_view(base_mip_level=0, mip_level_count=1)
-    bind = gpu.device.create_bind_group(layout=bgl, entries=[
-        {"binding": 0, "resource": view}, {"binding": 1, "resource": {"buffer": dst, "offset": 0, "size": dst.size}},
-        {"binding": 2, "resource": {"buffer": prm}}])
-    best_ns = None
-    for _ in range(repeat + 1):  # the first run warms up
-        q = _timestamps(gpu, 1)
-        enc = gpu.device.create_command_encoder()
-        cpass = enc.begin_compute_pass(timestamp_writes=q.next())
-        cpass.set_pipeline(pipe)
-        cpass.set_bind_group(0, bind)
-        cpass.dispatch_workgroups(-(-tex.width // 8), -(-tex.height // 8), 1)
-        cpass.end()
-        q.resolve(enc)
-        gpu.device.queue.submit([enc.finish()])
-        ns = q.read()[0]
-        best_ns = ns if best_ns is None else min(best_ns, ns)
-    dst.destroy()
-    return best_ns
+    sol.submit(1)  # compiled, bound
+    time.sleep(1.0)
+    cold = sol.submit(1)[0]
+    sol.warm()
+    med, batch = [], []
+    for _ in range(max(1, repeat)):
+        sol.rewarm()
+        total, each = sol.submit(BATCH)
+        med.append(sorted(each)[len(each) // 2])
+        batch.append(total / BATCH)
+    return {"cold": cold, "median": sorted(med)[len(med) // 2], "batch": min(batch)}
 
 
-def time_chain(gpu, tex, precision: str, repeat: int):
-    """(best wall seconds, best GPU ns or None, report) of ``repeat`` chains after one warm-up."""
-    def chain():
-        r = generate_mips(tex, measure=True, precision=precision)
+def time_chain(gpu, tex, precision: str, repeat: int, sol: SpeedOfLight | None):
+    """(best wall seconds, GPU figures or None, report) of the chain.
+
+    GPU figures (ns): ``cold``, one chain after 1 s idle; ``median``, the median over ``repeat``
+    chains each queued behind ``REWARM_MS`` of dispatches (first pass begin to last pass end:
+    the chain's copies after its last pass are not in it); ``batch``, ``BATCH`` chains queued
+    back to back behind a warm-up (the CPU encodes them while the GPU is busy), from a timestamp
+    before the first to one after the last, over ``BATCH``: everything the chain costs the GPU."""
+    from gputex.kernels import timestamps as _timestamps
+
+    def chain(measure=True):
+        r = generate_mips(tex, measure=measure, precision=precision)
         gpu.wait()
         return r
 
     chain()  # pipelines, tables, self-check
-    wall, report = best(chain, repeat)
-    reports = [chain() for _ in range(repeat)] if report.gpu_ns is not None else []
-    return wall, (min(r.gpu_ns for r in reports) if reports else None), report
+    wall, report = best(chain, 3)
+    if report.gpu_ns is None or sol is None:
+        return wall, None, report
+    time.sleep(1.0)
+    cold = chain().gpu_ns
+    sol.warm()
+    runs = []
+    for _ in range(repeat):
+        sol.rewarm()
+        runs.append(generate_mips(tex, measure=True, precision=precision))
+    runs.sort(key=lambda r: r.gpu_ns)
+    report = runs[len(runs) // 2]
+    sol.rewarm(max(REWARM_MS, BATCH * 5.0))  # longer than the CPU takes to encode the batch
+    q = _timestamps(gpu, 2)
+    marker(gpu, q)
+    for _ in range(BATCH):
+        generate_mips(tex, precision=precision)
+    marker(gpu, q)
+    enc = gpu.device.create_command_encoder()
+    q.resolve(enc)
+    gpu.device.queue.submit([enc.finish()])
+    total, each = q.read()  # (B end - A begin, [A, B]): the chains lie between A's end and B's begin
+    batch = (total - sum(each)) / BATCH
+    return wall, {"cold": cold, "median": report.gpu_ns, "min": runs[0].gpu_ns, "batch": batch}, report
 
 
 def timings(gpu, args) -> list[dict]:
@@ -217,21 +318,33 @@ def timings(gpu, args) -> list[dict]:
         rng = np.random.default_rng(1)
         a = rng.integers(0, 256 if eight else 65536, (h, w, 4), np.uint8 if eight else np.uint16)
         tex = gputex.upload(gpu, gputex.from_array(a), args.format, mips=True, precision="fast")
-        sol = speed_of_light(gpu, tex, args.repeat)
-        print(f"\n{w}x{h} {args.format}, {tex.levels} levels; speed of light (read level 0, write every level): "
-              + (f"{sol / 1e6:.3f} ms GPU" if sol else "no timestamp queries"))
+        light = SpeedOfLight(gpu, tex) if gpu.has_feature("timestamp-query") else None
+        sol = speed_of_light(gpu, light, args.repeat) if light else None
+        print(f"\n{w}x{h} {args.format}, {tex.levels} levels; speed of light (read level 0, write every level, "
+              f"{light.bytes / 1e6 if light else 0:.0f} MB): " +
+              (f"GPU {sol['median'] / 1e6:.4f} ms warm median ({light.bytes / sol['median']:.0f} GB/s), "
+               f"{sol['batch'] / 1e6:.4f} ms back to back, {sol['cold'] / 1e6:.4f} ms cold" if sol
+               else "no timestamp queries"))
         for precision in args.precisions:
-            wall, gpu_ns, report = time_chain(gpu, tex, precision, args.repeat)
-            ratio = gpu_ns / sol if gpu_ns and sol else None
-            print(f"  {precision:>5} ({report.precision}) wall {wall * 1e3:9.2f} ms" +
-                  (f"   GPU {gpu_ns / 1e6:.3f} ms" if gpu_ns else "") +
+            wall, g, report = time_chain(gpu, tex, precision, args.repeat, light)
+            ratio = g["median"] / sol["median"] if g and sol else None
+            print(f"  {precision:>5} ({report.precision}) wall {wall * 1e3:8.2f} ms" +
+                  (f"   GPU {g['median'] / 1e6:.4f} ms warm median, {g['batch'] / 1e6:.4f} back to back, "
+                   f"{g['cold'] / 1e6:.4f} cold" if g else "") +
                   (f"   {ratio:.2f}x speed of light" if ratio else "") +
-                  (f"   {len(report.pass_ns)} passes" if report.pass_ns else "") +
+                  (f"   passes {' '.join(f'{t / 1e6:.4f}' for t in report.pass_ns)}" if report.pass_ns else "") +
                   (f"   [{report.note}]" if report.note else ""), flush=True)
             rows.append({"size": [w, h], "format": args.format, "levels": tex.levels, "precision": precision,
-                         "path": report.precision, "wall_ms": wall * 1e3, "gpu_ms": gpu_ns / 1e6 if gpu_ns else None,
-                         "sol_ms": sol / 1e6 if sol else None, "ratio_to_sol": ratio,
-                         "passes": len(report.pass_ns), "pass_ms": [round(t / 1e6, 4) for t in report.pass_ns]})
+                         "path": report.precision, "wall_ms": wall * 1e3,
+                         "gpu_ms": g["median"] / 1e6 if g else None, "gpu_min_ms": g["min"] / 1e6 if g else None,
+                         "gpu_batch_ms": g["batch"] / 1e6 if g else None, "gpu_cold_ms": g["cold"] / 1e6 if g else None,
+                         "sol_ms": sol["median"] / 1e6 if sol else None,
+                         "sol_batch_ms": sol["batch"] / 1e6 if sol else None,
+                         "sol_cold_ms": sol["cold"] / 1e6 if sol else None, "ratio_to_sol": ratio,
+                         "passes": len(report.pass_ns), "pass_ms": [round(t / 1e6, 4) for t in report.pass_ns],
+                         "timing": "warm median"})
+        if light:
+            light.destroy()
         if eight and not args.skip_cpu and w == h and w & (w - 1) == 0:
             cpu_baselines(gpu, tex, a)
         tex.destroy()
@@ -394,7 +507,7 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="+", default=["4096", "8192", "8191", "4095x4097"], help="N or WxH")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=15, help="measured runs per figure (the median is kept)")
     ap.add_argument("--precisions", nargs="+", default=["exact", "int", "fast"], choices=["exact", "int", "fast"],
                     help="int: the multi-pass integer chain (the reference the single-pass exact chain equals)")
     ap.add_argument("--skip-cpu", "--skip-numpy", action="store_true", help="no numpy/Pillow/OpenCV baselines")
