@@ -6,7 +6,8 @@ Times ``mip_spd.wgsl`` (rgba8unorm-srgb, weighted alpha) as it is and with parts
 by text edits of the shader (the bytes of the cut variants are wrong; the self-check is skipped
 for them): ``noround`` (a code is a few bits of its sums: no float estimate, no sRGB encode, no
 exact comparisons), ``noencode`` (the base's sRGB codes are not re-encoded from the texture's
-linear floats), ``both``; next to the float chain and the speed of light, measured as
+linear floats), ``both``, ``atomic`` (atomic output stores, as before), ``nocopy`` (the levels
+are not copied from the output buffer into the texture); next to the float chain and the speed of light, measured as
 ``benchmarks/mips.py`` does (warm GPU, median of ``--repeat``).
 """
 
@@ -47,11 +48,43 @@ def load_wgsl(name: str, **subs):
     return code
 
 
+def copies(gpu, tex, count: int) -> tuple[float, float]:
+    """GPU ns of one copy of level 1's bytes: buffer to texture, buffer to buffer (``count``
+    back to back between two timestamps, behind a warm-up)."""
+    import wgpu
+
+    w, h = tex.size(1)
+    pitch = -(-w * 4 // 256) * 256
+    src = gpu.device.create_buffer(size=pitch * h, usage=wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST)
+    dst = gpu.device.create_buffer(size=pitch * h, usage=wgpu.BufferUsage.COPY_DST)
+    out = []
+    for to_texture in (True, False):
+        q = kernels.timestamps(gpu, 2)
+        bench.marker(gpu, q)
+        enc = gpu.device.create_command_encoder()
+        for _ in range(count):
+            if to_texture:
+                enc.copy_buffer_to_texture({"buffer": src, "offset": 0, "bytes_per_row": pitch, "rows_per_image": h},
+                                           {"texture": tex.texture, "mip_level": 1, "origin": (0, 0, 0)}, (w, h, 1))
+            else:
+                enc.copy_buffer_to_buffer(src, 0, dst, 0, pitch * h)
+        gpu.device.queue.submit([enc.finish()])
+        bench.marker(gpu, q)
+        enc = gpu.device.create_command_encoder()
+        q.resolve(enc)
+        gpu.device.queue.submit([enc.finish()])
+        total, each = q.read()
+        out.append((total - sum(each)) / count)
+    src.destroy()
+    dst.destroy()
+    return out[0], out[1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="+", type=int, default=[4096, 8192])
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--variants", nargs="+", default=["base", "noround", "noencode", "both"])
+    ap.add_argument("--variants", nargs="+", default=["base", "atomic", "nocopy", "noround", "noencode", "both"])
     args = ap.parse_args()
     kernels.load_wgsl = load_wgsl
     gpu = gputex.Session()
@@ -64,11 +97,20 @@ def main() -> None:
         print(f"\n{n}x{n}: speed of light {sol['median'] / 1e6:.4f} ms warm median "
               f"({light.bytes / sol['median']:.0f} GB/s), {sol['batch'] / 1e6:.4f} back to back, "
               f"{sol['cold'] / 1e6:.4f} cold", flush=True)
+        light.rewarm(50)
+        tt, tb = copies(gpu, tex, 20)
+        print(f"  a copy of level 1 ({tex.size(1)[0]}^2, {tex.size(1)[0] ** 2 * 4 / 1e6:.1f} MB): buffer to texture "
+              f"{tt / 1e6:.4f} ms, buffer to buffer {tb / 1e6:.4f} ms", flush=True)
+        plain, encoder = dict(spd._PLAIN_STORES), type(gpu.device.create_command_encoder())
+        to_texture = encoder.copy_buffer_to_texture
         for variant in ["fast"] + args.variants:
             VARIANT["name"] = variant
             gpu.cache(kernels.PIPELINES).items.clear()
             if variant != "base":
                 spd.self_check = lambda *a, **k: (True, "")
+            spd._PLAIN_STORES.clear()
+            spd._PLAIN_STORES.update({} if variant == "atomic" else plain)
+            encoder.copy_buffer_to_texture = (lambda *a, **k: None) if variant == "nocopy" else to_texture
             wall, g, rep = bench.time_chain(gpu, tex, "fast" if variant == "fast" else "exact", args.repeat, light)
             print(f"  {variant:>9}: GPU {g['median'] / 1e6:.4f} ms warm median ({g['median'] / sol['median']:.2f}x SOL), "
                   f"{g['batch'] / 1e6:.4f} back to back, {g['cold'] / 1e6:.4f} cold; passes "

@@ -46,6 +46,10 @@ SCREEN = True
 _WORDS = 3
 
 
+#: Texels of 4 bytes or more own their output words: plain stores, not atomics.
+_PLAIN_STORES = {"OUT_WORD": "u32", "PUT_WORD": "out[i] = v", "OR_WORD": "out[i] |= v"}
+
+
 def _size(w: int, h: int, level: int) -> tuple[int, int]:
     return max(1, w >> level), max(1, h >> level)
 
@@ -122,8 +126,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     pass_ns): the source of each level is its pass's source (the base or the stored sums)."""
     import wgpu
 
-    from ..kernels import timestamps
-    from .common import pipeline
+    from ..kernels import compute_pipeline, timestamps
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     plan = spd_plan(tex.width, tex.height, tex.levels)
@@ -131,6 +134,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
               "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
     entries = _entries()
+    subs = {} if fmt.block_bytes < 4 else _PLAIN_STORES
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
     owned = []
@@ -160,7 +164,8 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
             last = tex.size(src + n)
             new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
                         if store else None)
-            pipe, bgl = pipeline(session, "mip_spd.wgsl", dict(consts, FROM_SUMS=src > 0, STORE=store), entries)
+            pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, subs=subs,
+                                         constants=dict(consts, FROM_SUMS=src > 0, STORE=store))
             prm = _params(tex, src, n, lay)
             bind = device.create_bind_group(layout=bgl, entries=[
                 {"binding": i, "resource": r} for i, r in enumerate(
