@@ -6,7 +6,7 @@ Times ``mip_spd.wgsl`` (rgba8unorm-srgb, weighted alpha) as it is and with parts
 by text edits of the shader (the bytes of the cut variants are wrong; the self-check is skipped
 for them): ``noround`` (a code is a few bits of its sums: no float estimate, no sRGB encode, no
 exact comparisons), ``noencode`` (the base's sRGB codes are not re-encoded from the texture's
-linear floats), ``both``, ``atomic`` (atomic output stores, as before), ``nocopy`` (the levels
+linear floats), ``both``, ``nocopy`` (the levels
 are not copied from the output buffer into the texture); next to the float chain and the speed of light, measured as
 ``benchmarks/mips.py`` does (warm GPU, median of ``--repeat``).
 """
@@ -84,7 +84,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="+", type=int, default=[4096, 8192])
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--variants", nargs="+", default=["base", "atomic", "nocopy", "noround", "noencode", "both"])
+    ap.add_argument("--variants", nargs="+", default=["base", "nocopy", "noround", "noencode", "both"])
     args = ap.parse_args()
     kernels.load_wgsl = load_wgsl
     gpu = gputex.Session()
@@ -101,15 +101,13 @@ def main() -> None:
         tt, tb = copies(gpu, tex, 20)
         print(f"  a copy of level 1 ({tex.size(1)[0]}^2, {tex.size(1)[0] ** 2 * 4 / 1e6:.1f} MB): buffer to texture "
               f"{tt / 1e6:.4f} ms, buffer to buffer {tb / 1e6:.4f} ms", flush=True)
-        plain, encoder = dict(spd._PLAIN_STORES), type(gpu.device.create_command_encoder())
+        encoder = type(gpu.device.create_command_encoder())
         to_texture = encoder.copy_buffer_to_texture
         for variant in ["fast"] + args.variants:
             VARIANT["name"] = variant
             gpu.cache(kernels.PIPELINES).items.clear()
             if variant != "base":
                 spd.self_check = lambda *a, **k: (True, "")
-            spd._PLAIN_STORES.clear()
-            spd._PLAIN_STORES.update({} if variant == "atomic" else plain)
             encoder.copy_buffer_to_texture = (lambda *a, **k: None) if variant == "nocopy" else to_texture
             wall, g, rep = bench.time_chain(gpu, tex, "fast" if variant == "fast" else "exact", args.repeat, light)
             print(f"  {variant:>9}: GPU {g['median'] / 1e6:.4f} ms warm median ({g['median'] / sol['median']:.2f}x SOL), "

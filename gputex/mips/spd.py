@@ -16,8 +16,11 @@ integer chain in the same run): 4096^2 1.89 ms against 4.76 ms, 8192^2 12.6 ms a
 (commit 4c1d476; first pass 1.49 and 10.8 ms). The float chain takes 0.28 and 0.65 ms, so that
 version was still bound by its integer arithmetic, not by memory: the passes over a few
 thousand texels took 0.1-0.5 ms, a sign of accumulators in local memory (arrays indexed by loop
-variables), which the shader no longer has (not yet measured on the H200). Alpha's exact ties
-(a quarter of level 1's texels) are rounded by a shift, not the search.
+variables), which the shader no longer has. Now (commit 0b6e42c, warm GPU, median of 15):
+4096^2 0.656 ms, 8192^2 2.40 ms; the speed of light 0.042 / 0.140 ms. Of 4096^2's time the
+first pass is 0.353 ms (its rounding 0.14), the second 0.042 and the buffer-to-texture copies
+between them 0.26 (``docs/performance.md``, ``benchmarks/mip_spd_variants.py``). Alpha's exact
+ties (a quarter of level 1's texels) are rounded by a shift, not the search.
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x16 chain
 (seven levels: two passes, both kinds of tile) whose bytes must equal ``intbox.model_chain``'s.
@@ -44,10 +47,6 @@ LEVELS_PER_PASS = 6
 SCREEN = True
 #: Words of sums a texel keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
-
-
-#: Texels of 4 bytes or more own their output words: plain stores, not atomics.
-_PLAIN_STORES = {"OUT_WORD": "u32", "PUT_WORD": "out[i] = v", "OR_WORD": "out[i] |= v"}
 
 
 def _size(w: int, h: int, level: int) -> tuple[int, int]:
@@ -126,7 +125,8 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     pass_ns): the source of each level is its pass's source (the base or the stored sums)."""
     import wgpu
 
-    from ..kernels import compute_pipeline, timestamps
+    from ..kernels import timestamps
+    from .common import pipeline
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     plan = spd_plan(tex.width, tex.height, tex.levels)
@@ -134,7 +134,6 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
               "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
     entries = _entries()
-    subs = {} if fmt.block_bytes < 4 else _PLAIN_STORES
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
     owned = []
@@ -164,8 +163,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
             last = tex.size(src + n)
             new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
                         if store else None)
-            pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, subs=subs,
-                                         constants=dict(consts, FROM_SUMS=src > 0, STORE=store))
+            pipe, bgl = pipeline(session, "mip_spd.wgsl", dict(consts, FROM_SUMS=src > 0, STORE=store), entries)
             prm = _params(tex, src, n, lay)
             bind = device.create_bind_group(layout=bgl, entries=[
                 {"binding": i, "resource": r} for i, r in enumerate(

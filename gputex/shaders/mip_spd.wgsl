@@ -1,7 +1,4 @@
 //! include mip_intmath.wgsl
-//! default OUT_WORD atomic<u32>
-//! default PUT_WORD atomicStore(&out[i], v)
-//! default OR_WORD atomicOr(&out[i], v)
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -51,7 +48,7 @@ struct Params {
 }
 
 @group(0) @binding(0) var src: texture_2d<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<OUT_WORD>;
+@group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
 @group(0) @binding(2) var<uniform> prm: Params;
 @group(0) @binding(3) var<storage, read> src_sums: array<u32>;
 @group(0) @binding(4) var<storage, read_write> dst_sums: array<u32>;
@@ -345,16 +342,6 @@ fn wide(n: Narrow) -> Acc {
     return Acc(ps[0], ps[1], ps[2], a, z, z, z);
 }
 
-// Output words: atomic where texels share a word (fewer than 4 bytes a texel: atomicOr), else
-// plain stores (spd.py substitutes OUT_WORD u32, PUT_WORD out[i] = v: no atomic per texel).
-fn put_word(i: u32, v: u32) {
-    PUT_WORD;
-}
-
-fn or_word(i: u32, v: u32) {
-    OR_WORD;
-}
-
 // Level i's texel (x, y): codes (r, g, b, a; grey in r, its alpha in g) into the output words
 fn write_texel(i: u32, x: u32, y: u32, codes: vec4<u32>) {
     var ch = vec4<u32>(codes.x, codes.w, 0u, 0u);
@@ -375,13 +362,13 @@ fn write_texel(i: u32, x: u32, y: u32, codes: vec4<u32>) {
         w1 = ch.z | (ch.w << 16u);
     }
     if (bpt == 8u) {
-        put_word(base + 2u * x, w0);
-        put_word(base + 2u * x + 1u, w1);
+        atomicStore(&out[base + 2u * x], w0);
+        atomicStore(&out[base + 2u * x + 1u], w1);
     } else if (bpt == 4u) {
-        put_word(base + x, w0);
+        atomicStore(&out[base + x], w0);
     } else {
         let byte = x * bpt;
-        or_word(base + byte / 4u, w0 << ((byte % 4u) * 8u));
+        atomicOr(&out[base + byte / 4u], w0 << ((byte % 4u) * 8u));
     }
 }
 
