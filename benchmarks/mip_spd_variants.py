@@ -6,8 +6,8 @@ Times ``mip_spd.wgsl`` (rgba8unorm-srgb, weighted alpha) as it is and with parts
 by text edits of the shader (the bytes of the cut variants are wrong; the self-check is skipped
 for them): ``noround`` (a code is a few bits of its sums: no float estimate, no sRGB encode, no
 exact comparisons), ``noencode`` (the base's sRGB codes are not re-encoded from the texture's
-linear floats), ``both``, ``nocopy`` (the levels
-are not copied from the output buffer into the texture); next to the float chain and the speed of light, measured as
+linear floats), ``both``, ``notile`` (levels 3.. of a pass, the ones made in workgroup memory, are not made), ``nocopy`` (the levels
+are not copied from the output buffer or atlas into the texture); next to the float chain and the speed of light, measured as
 ``benchmarks/mips.py`` does (warm GPU, median of ``--repeat``).
 """
 
@@ -33,6 +33,7 @@ CUTS = {
                  "code = (num.x ^ num.y ^ a.x) & 255u;")],
     "noencode": [("v = vec4<f32>(srgb_encode3(clamp(v.rgb, vec3<f32>(0.0), vec3<f32>(1.0))), v.a);", "")],
 }
+CUTS["notile"] = [("    if (n <= 2u) {\n        return;\n    }", "    if (n <= 64u) {\n        return;\n    }")]
 CUTS["both"] = CUTS["noround"] + CUTS["noencode"]
 
 _load = kernels.load_wgsl
@@ -102,13 +103,14 @@ def main() -> None:
         print(f"  a copy of level 1 ({tex.size(1)[0]}^2, {tex.size(1)[0] ** 2 * 4 / 1e6:.1f} MB): buffer to texture "
               f"{tt / 1e6:.4f} ms, buffer to buffer {tb / 1e6:.4f} ms", flush=True)
         encoder = type(gpu.device.create_command_encoder())
-        to_texture = encoder.copy_buffer_to_texture
+        to_texture, tex_to_tex = encoder.copy_buffer_to_texture, encoder.copy_texture_to_texture
         for variant in ["fast"] + args.variants:
             VARIANT["name"] = variant
             gpu.cache(kernels.PIPELINES).items.clear()
             if variant != "base":
                 spd.self_check = lambda *a, **k: (True, "")
             encoder.copy_buffer_to_texture = (lambda *a, **k: None) if variant == "nocopy" else to_texture
+            encoder.copy_texture_to_texture = (lambda *a, **k: None) if variant == "nocopy" else tex_to_tex
             wall, g, rep = bench.time_chain(gpu, tex, "fast" if variant == "fast" else "exact", args.repeat, light)
             print(f"  {variant:>9}: GPU {g['median'] / 1e6:.4f} ms warm median ({g['median'] / sol['median']:.2f}x SOL), "
                   f"{g['batch'] / 1e6:.4f} back to back, {g['cold'] / 1e6:.4f} cold; passes "
