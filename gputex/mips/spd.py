@@ -74,33 +74,6 @@ def _out_bytes(tex: Texture, src: int, n: int) -> list[tuple[int, int]]:
     return out + [(off, 0)]
 
 
-def _atlas_layout(tex: Texture, src: int, n: int) -> tuple[list[tuple[int, int]], tuple[int, int]]:
-    """Origins of a pass's levels in its atlas (the first at (0, 0), the others stacked to its
-    right) and the atlas's size."""
-    w1, h1 = tex.size(src + 1)
-    out, y = [(0, 0)], 0
-    for lv in range(src + 2, src + n + 1):
-        out.append((w1, y))
-        y += tex.size(lv)[1]
-    return out, (w1 + (tex.size(src + 2)[0] if n > 1 else 0), max(h1, y))
-
-
-def atlas_format(tex: Texture) -> str | None:
-    """The storage format the passes store their levels in (8-bit RGBA formats with a storage
-    twin, where the atlas fits the device), or None: an output buffer, copied to the texture."""
-    from .common import storage_twin
-
-    fmt = tex.format
-    if fmt.channels != 4 or fmt.bits != 8 or fmt.packed:
-        return None
-    twin = storage_twin(tex.session, fmt)
-    plan = spd_plan(tex.width, tex.height, tex.levels)
-    if twin is None or not plan:
-        return None
-    w, h = _atlas_layout(tex, plan[0][0], plan[0][1])[1]
-    return twin if max(w, h) <= tex.session.limits.get("max-texture-dimension-2d", 8192) else None
-
-
 def _limit(session) -> int:
     return min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 1 << 30)
 
@@ -119,7 +92,7 @@ def spd_ok(tex: Texture, filter: str, normal_map: bool, coverage) -> bool:
                and tex.size(s + n)[0] * tex.size(s + n)[1] * nslots * _WORDS * 4 <= limit for s, n in plan)
 
 
-def _entries(atlas: str) -> list[dict]:
+def _entries() -> list[dict]:
     import wgpu
 
     s = wgpu.ShaderStage.COMPUTE
@@ -130,9 +103,7 @@ def _entries(atlas: str) -> list[dict]:
     st, ro = wgpu.BufferBindingType.storage, wgpu.BufferBindingType.read_only_storage
     return [{"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
                                                         "view_dimension": "2d", "multisampled": False}},
-            buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, ro),
-            {"binding": 6, "visibility": s, "storage_texture": {"access": wgpu.StorageTextureAccess.write_only,
-                                                                 "format": atlas, "view_dimension": "2d"}}]
+            buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, ro)]
 
 
 def _params(tex: Texture, src: int, n: int, layout: list[tuple[int, int]]) -> bytes:
@@ -154,21 +125,17 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     pass_ns): the source of each level is its pass's source (the base or the stored sums)."""
     import wgpu
 
-    from ..kernels import compute_pipeline, timestamps
+    from ..kernels import timestamps
+    from .common import pipeline
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     plan = spd_plan(tex.width, tex.height, tex.levels)
-    assert plan is not None, "spd_chain serves the sizes spd_ok accepts"
     nslots = slots(fmt.channels)
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
               "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
-    atlas_fmt = atlas_format(tex)
-    subs = {"ATLAS_FORMAT": atlas_fmt or "rgba8unorm"}
-    entries = _entries(subs["ATLAS_FORMAT"])
+    entries = _entries()
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
-    if atlas_fmt:  # (x, y) origins in the atlas instead of (byte offset, pitch)
-        layouts = [[(4 * x, 4 * y) for x, y in _atlas_layout(tex, s, n)[0]] + [(0, 0)] for s, n in plan]
     owned = []
 
     def buffer(size, usage, what):
@@ -180,13 +147,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
         return {"buffer": b, "offset": 0, "size": b.size}
 
     try:
-        atlas_size = _atlas_layout(tex, plan[0][0], plan[0][1])[1] if atlas_fmt else (1, 1)
-        atlas = session.check(f"{tex.source}: mip atlas", device.create_texture, size=(*atlas_size, 1),
-                              format=atlas_fmt or "rgba8unorm",
-                              usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC)
-        owned.append(atlas)
-        atlas_view = atlas.create_view()
-        out = buffer(16 if atlas_fmt else max(lay[-1][0] for lay in layouts),
+        out = buffer(max(lay[-1][0] for lay in layouts),
                      wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
                      "mip output buffer")
         stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
@@ -202,13 +163,12 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
             last = tex.size(src + n)
             new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
                         if store else None)
-            pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, subs=subs,
-                                         constants=dict(consts, FROM_SUMS=src > 0, STORE=store, ATLAS=bool(atlas_fmt)))
+            pipe, bgl = pipeline(session, "mip_spd.wgsl", dict(consts, FROM_SUMS=src > 0, STORE=store), entries)
             prm = _params(tex, src, n, lay)
             bind = device.create_bind_group(layout=bgl, entries=[
                 {"binding": i, "resource": r} for i, r in enumerate(
                     [base, whole(out), {"buffer": session.uniform(prm)}, whole(sums) if sums else whole(stand_in),
-                     whole(new_sums) if new_sums else whole(stand_in_w), whole(tables), atlas_view])])
+                     whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)])])
             if fmt.block_bytes < 4:
                 enc.clear_buffer(out, 0, lay[-1][0])
             aw, ah = tex.size(src + min(2, n))
@@ -220,11 +180,6 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
             cpass.end()
             for i in range(n):
                 w, h = tex.size(src + 1 + i)
-                if atlas_fmt:
-                    enc.copy_texture_to_texture(
-                        {"texture": atlas, "mip_level": 0, "origin": (lay[i][0] // 4, lay[i][1] // 4, 0)},
-                        {"texture": tex.texture, "mip_level": src + 1 + i, "origin": (0, 0, layer)}, (w, h, 1))
-                    continue
                 enc.copy_buffer_to_texture(
                     {"buffer": out, "offset": lay[i][0], "bytes_per_row": lay[i][1], "rows_per_image": h},
                     {"texture": tex.texture, "mip_level": src + 1 + i, "origin": (0, 0, layer)}, (w, h, 1))

@@ -1,5 +1,4 @@
 //! include mip_intmath.wgsl
-//! default ATLAS_FORMAT rgba8unorm
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -22,7 +21,6 @@ override BGRA: bool = false;
 override FROM_SUMS: bool = false;  // the source is stored sums (else the base texture)
 override STORE: bool = false;      // keep the pass's last level's sums for the next pass
 override SCREEN: bool = true;      // the float estimate decides where it is clearly inside a code
-override ATLAS: bool = false;      // levels stored into the atlas (8-bit RGBA), not the out buffer
 
 override NC: u32 = select(1u, 3u, CHANNELS == 4u);
 override HAS_ALPHA: bool = CHANNELS != 1u;
@@ -35,8 +33,8 @@ struct Level {
 }
 
 struct Meta {
-    off: u32,    // first output word of the level (ATLAS: its x in the atlas)
-    pitch: u32,  // output words per row (ATLAS: its y in the atlas)
+    off: u32,    // first output word of the level
+    pitch: u32,  // output words per row
     s: u32,      // log2(base texels per texel)
     pad: u32,
 }
@@ -55,10 +53,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read> src_sums: array<u32>;
 @group(0) @binding(4) var<storage, read_write> dst_sums: array<u32>;
 @group(0) @binding(5) var<storage, read> tables: array<u32>;  // L (2 words), Q (3 words), Q / 2^32 (f32)
-// ATLAS: the pass's levels side by side in one storage texture (the texture's storage-capable
-// twin format), copied texture to texture into the levels: a copy from a buffer into a texture
-// ran at ~180 GB/s on the H200, a third of the pass's time at 4096^2 (spd.py).
-@group(0) @binding(6) var atlas: texture_storage_2d<ATLAS_FORMAT, write>;
 
 var<workgroup> tile: array<u32, 3072>;  // 16 x 16 texels x 4 slots x 3 words
 
@@ -350,10 +344,6 @@ fn wide(n: Narrow) -> Acc {
 
 // Level i's texel (x, y): codes (r, g, b, a; grey in r, its alpha in g) into the output words
 fn write_texel(i: u32, x: u32, y: u32, codes: vec4<u32>) {
-    if (ATLAS) {  // c / 255 is c after the store's conversion to 8 bits (the self-check checks it)
-        textureStore(atlas, vec2<i32>(vec2<u32>(prm.mt[i].off + x, prm.mt[i].pitch + y)), vec4<f32>(codes) / 255.0);
-        return;
-    }
     var ch = vec4<u32>(codes.x, codes.w, 0u, 0u);
     if (CHANNELS == 4u) {
         ch = codes;

@@ -14,7 +14,7 @@ from test_mips_int import _image, assert_correctly_rounded
 import gputex
 from gputex.layout import mip_count
 from gputex.mips.intbox import model_chain
-from gputex.mips.spd import _atlas_layout, atlas_format, spd_plan
+from gputex.mips.spd import spd_plan
 
 from reference import filter_levels
 
@@ -44,43 +44,6 @@ def test_plan_serves_halving_chains_only():
     assert spd_plan(96, 48, 6) is None  # 6x3 -> 3x1 does not
     for w, h in [(8191, 8191), (4095, 4097), (7, 13), (3, 2), (6, 4)]:
         assert spd_plan(w, h, mip_count(w, h)) is None
-
-
-class _Sizes:
-    def __init__(self, w, h):
-        self.w, self.h = w, h
-
-    def size(self, lv):
-        return max(1, self.w >> lv), max(1, self.h >> lv)
-
-
-@pytest.mark.parametrize("w,h", SPD_SIZES + [(8192, 8192), (128, 16), (4096, 2), (1, 4096)])
-def test_atlas_holds_each_level_of_a_pass_apart(w, h):
-    tex = _Sizes(w, h)
-    for src, n in spd_plan(w, h, mip_count(w, h)):
-        origins, (aw, ah) = _atlas_layout(tex, src, n)
-        rects = [(x, y, *tex.size(src + 1 + i)) for i, (x, y) in enumerate(origins)]
-        assert len(rects) == n
-        for x, y, rw, rh in rects:
-            assert 0 <= x and x + rw <= aw and 0 <= y and y + rh <= ah
-        for i, a in enumerate(rects):
-            for b in rects[i + 1:]:
-                assert a[0] + a[2] <= b[0] or b[0] + b[2] <= a[0] or a[1] + a[3] <= b[1] or b[1] + b[3] <= a[1]
-
-
-@pytest.mark.gpu
-def test_atlas_serves_8bit_rgba_only(gpu):
-    def fmt_of(name):
-        tex = gputex.upload(gpu, gputex.from_array(np.zeros((4, 4, 4), np.uint8 if "16" not in name else np.uint16)),
-                            name, mips=True, precision="fast")
-        try:
-            return atlas_format(tex)
-        finally:
-            tex.destroy()
-
-    assert fmt_of("rgba8unorm-srgb") == "rgba8unorm"
-    assert fmt_of("rgba8unorm") == "rgba8unorm"
-    assert fmt_of("rgba16unorm") is None
 
 
 @pytest.mark.gpu
