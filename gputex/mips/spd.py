@@ -16,10 +16,11 @@ integer chain in the same run): 4096^2 1.89 ms against 4.76 ms, 8192^2 12.6 ms a
 (commit 4c1d476; first pass 1.49 and 10.8 ms). The float chain takes 0.28 and 0.65 ms, so that
 version was still bound by its integer arithmetic, not by memory: the passes over a few
 thousand texels took 0.1-0.5 ms, a sign of accumulators in local memory (arrays indexed by loop
-variables), which the shader no longer has. Now (commit 0b6e42c, warm GPU, median of 15):
-4096^2 0.656 ms, 8192^2 2.40 ms; the speed of light 0.042 / 0.140 ms. Of 4096^2's time the
-first pass is 0.353 ms (its rounding 0.14), the second 0.042 and the buffer-to-texture copies
-between them 0.26 (``docs/performance.md``, ``benchmarks/mip_spd_variants.py``). Alpha's exact
+variables), which the shader no longer has. Now (commit 784e783, warm GPU, median of 15):
+4096^2 0.636 ms, 8192^2 2.31 ms; the speed of light 0.042 / 0.140 ms. Of 4096^2's time the
+first pass is 0.334 ms (0.353 before the levels in workgroup memory were rounded a channel per
+thread; 0.14 of that was rounding), the second 0.042, the buffer-to-texture copies between them
+0.26 (``docs/performance.md``, ``benchmarks/mip_spd_variants.py``). Alpha's exact
 ties (a quarter of level 1's texels) are rounded by a shift, not the search.
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x16 chain
