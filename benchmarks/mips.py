@@ -296,7 +296,7 @@ def time_chain(gpu, tex, precision: str, repeat: int, sol: SpeedOfLight | None):
         runs.append(generate_mips(tex, measure=True, precision=precision))
     runs.sort(key=lambda r: r.gpu_ns)
     report = runs[len(runs) // 2]
-    sol.rewarm(max(REWARM_MS, BATCH * 5.0))  # longer than the CPU takes to encode the batch
+    sol.rewarm(max(REWARM_MS, 1.5e3 * BATCH * wall))  # longer than the CPU takes to encode the batch
     q = _timestamps(gpu, 2)
     marker(gpu, q)
     for _ in range(BATCH):
