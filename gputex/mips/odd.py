@@ -1,0 +1,189 @@
+"""The cell chain: the integer box chain's bytes (:mod:`.integer`) for sizes whose levels do not
+halve, each level read from a grid of cell sums about 16 times its size instead of from the
+whole base (``mip_odd.wgsl``; the grids and why they are exact: :mod:`.cells`).
+
+The integer chain reads the base again for every level no earlier level tiles: all 13 levels
+of an 8191^2 chain (H200, rgba8unorm-srgb: 45.5 ms against 2.39 ms for 8192^2 in the single-pass
+chain). Here levels 1 and 2 read the base, the grid ``G(3)`` (3394^2 cells at 8191^2) is summed
+from the base once, and each later level and grid reads the grid before it: a quarter of the
+cells per level.
+
+The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
+(base levels, a grid from the base, grids from grids) whose bytes must equal
+``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
+report says so.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING
+
+from ..layout import align_up
+from .integer import int_ok, slots, tables_buffer
+
+if TYPE_CHECKING:
+    from ..texture import Texture
+
+__all__ = ["odd_ok", "odd_chain", "self_check", "CHECK_SIZE"]
+
+#: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
+_WORDS = 3
+
+
+def odd_ok(tex: Texture, filter: str, normal_map: bool, coverage) -> bool:
+    """Whether this chain can make ``tex``'s box mips (the integer chain's cases)."""
+    return int_ok(tex, filter, normal_map, coverage)
+
+
+def _limit(session) -> int:
+    return min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 1 << 30)
+
+
+def _entries() -> list[dict]:
+    import wgpu
+
+    s = wgpu.ShaderStage.COMPUTE
+
+    def buf(b, kind):
+        return {"binding": b, "visibility": s, "buffer": {"type": kind}}
+
+    st, ro = wgpu.BufferBindingType.storage, wgpu.BufferBindingType.read_only_storage
+    return [{"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
+                                                        "view_dimension": "2d", "multisampled": False}},
+            buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, ro), buf(6, ro)]
+
+
+def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False, first: int | None = None):
+    """Fill levels 1.. of ``tex`` with the cell chain. Returns (sources, gpu_ns, pass_ns): a
+    level's source is 0 (the base) or k (the cells of grid G(k), :mod:`.cells`)."""
+    import wgpu
+
+    from ..kernels import dispatch, timestamps
+    from .cells import FIRST_GRID, cell_plan
+    from .common import pipeline
+
+    session, device, fmt = tex.session, tex.session.device, tex.format
+    nslots = slots(fmt.channels)
+    cell_bytes = nslots * _WORDS * 4
+    limit = _limit(session)
+    plan = cell_plan(tex.width, tex.height, tex.levels, cell_bytes, limit, FIRST_GRID if first is None else first)
+    consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
+              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra}
+    entries = _entries()
+    tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb")
+    bpt = fmt.block_bytes
+    total = tex.width * tex.height
+
+    def band_rows(st) -> tuple[int, int]:  # (output row pitch, rows a dispatch)
+        pitch = align_up(st.size[0] * bpt, 256)
+        return pitch, max(1, min(st.size[1], min(limit, 64 << 20) // pitch))
+
+    levels = [st for st in plan.steps if st.kind == "level"]
+    owned = []
+
+    def buffer(size, usage, what):
+        b = session.check(f"{tex.source}: {what}", device.create_buffer, size=max(16, size), usage=usage)
+        owned.append(b)
+        return b
+
+    def whole(b):
+        return {"buffer": b, "offset": 0, "size": b.size}
+
+    try:
+        out = buffer(max([p * r for p, r in map(band_rows, levels)] + [16]),
+                     wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
+                     "mip output buffer")
+        stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+        stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+        index = session.check(f"{tex.source}: mip cell tables", device.create_buffer_with_data,
+                              data=plan.index.tobytes(), usage=wgpu.BufferUsage.STORAGE)
+        owned.append(index)
+        base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                                       array_layer_count=1, dimension="2d")
+        npasses = sum(1 if st.kind == "cells" else -(-st.size[1] // band_rows(st)[1]) for st in plan.steps)
+        query = timestamps(session, npasses + 4) if measure else None
+        enc = device.create_command_encoder()
+        grids: dict[int, object] = {}
+        for st in plan.steps:
+            src = grids[st.source] if st.source else stand_in
+            c = dict(consts, FROM_BASE=st.source == 0)
+            if st.kind == "cells":
+                dst = buffer(st.size[0] * st.size[1] * cell_bytes, wgpu.BufferUsage.STORAGE, "mip cell sums")
+                grids[st.level] = dst
+                prm = struct.pack("<12I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
+                                  st.x_off, st.y_off, 0)
+                pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "cells")
+                bind = device.create_bind_group(layout=bgl, entries=[
+                    {"binding": i, "resource": r} for i, r in enumerate(
+                        [base, whole(out), {"buffer": session.uniform(prm)}, whole(src), whole(dst), whole(tables),
+                         whole(index)])])
+                dispatch(enc, pipe, bind, (-(-st.size[0] // 8), -(-st.size[1] // 8), 1),
+                         query.next() if query else None)
+                continue
+            w, h = st.size
+            pitch, rows = band_rows(st)
+            pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "level")
+            for r0 in range(0, h, rows):
+                n = min(rows, h - r0)
+                prm = struct.pack("<12I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
+                                  st.x_off, st.y_off, 0)
+                bind = device.create_bind_group(layout=bgl, entries=[
+                    {"binding": i, "resource": r} for i, r in enumerate(
+                        [base, whole(out), {"buffer": session.uniform(prm)}, whole(src), whole(stand_in_w),
+                         whole(tables), whole(index)])])
+                if bpt < 4:
+                    enc.clear_buffer(out, 0, pitch * n)
+                dispatch(enc, pipe, bind, (-(-w // 8), -(-n // 8), 1), query.next() if query else None)
+                enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
+                                           {"texture": tex.texture, "mip_level": st.level, "origin": (0, r0, layer)},
+                                           (w, n, 1))
+        if query:
+            query.resolve(enc)
+        session.check(f"{tex.source}: mip chain (integer, cells)", device.queue.submit, [enc.finish()])
+        gpu_ns, pass_ns = query.read() if query else (None, [])
+    finally:
+        for b in owned:
+            b.destroy()
+    return plan.sources(), gpu_ns, pass_ns
+
+
+#: The self-check's image: levels from the base, a grid from the base and grids from grids.
+CHECK_SIZE = (45, 35)
+
+
+def self_check(session, fmt, color_space: str, alpha: str) -> tuple[bool, str]:
+    """Once per session and kind of chain: this chain's bytes for a 45x35 image must be those of
+    ``intbox.model_chain``. Returns (passed, what differed)."""
+    def run():
+        import numpy as np
+
+        from ..capture import capture
+        from ..decode import from_array
+        from ..layout import mip_count
+        from ..upload import upload
+        from . import intbox
+        from .integer import binding_usage, self_check_image
+
+        w, h = CHECK_SIZE
+        codes = np.ascontiguousarray(np.tile(self_check_image(fmt.channels, fmt.bits), (-(-h // 7), -(-w // 13), 1))[:h, :w])
+        levels = mip_count(w, h)
+        want = intbox.model_chain(codes.tolist(), fmt.channels, fmt.bits, color_space == "srgb",
+                                  alpha == "weighted", levels)
+        tex = upload(session, from_array(codes, color_space), fmt.name, levels=levels, color_space=color_space,
+                     usage=binding_usage())
+        try:
+            odd_chain(tex, alpha)
+            for lv in range(1, tex.levels):
+                got = capture(tex, lv)
+                exp = np.array(want[lv - 1], got.dtype).reshape(got.shape)
+                if not np.array_equal(got, exp):
+                    y, x = (int(b) for b in np.argwhere(got != exp)[0][:2])
+                    return False, (f"level {lv} texel ({y}, {x}): got {got[y, x].tolist()}, "
+                                   f"expected {exp[y, x].tolist()}")
+        finally:
+            tex.destroy()
+        return True, ""
+
+    key = ("mip-odd-self-check", fmt.name, color_space, alpha == "weighted" and fmt.channels != 1)
+    return session.cache("mip-odd").get(key, run)

@@ -1,0 +1,313 @@
+//! include mip_intmath.wgsl
+// The cell chain (mips/odd.py; the arithmetic is in mips/cells.py and mips/intbox.py): exact
+// integer sums of the integer box chain, a level's texels as weighted sums of the cells of a
+// grid (or of base texels) instead of the whole base footprint. Two entry points: `level`
+// (a level's texels: sums, then the codes by the exact threshold comparisons of mip_int.wgsl)
+// and `cells` (a grid's cell sums: plain sums of the source's cells).
+//
+// On each axis a texel's source cells i0 .. i1 weigh (m - r0) (cell i0, one base column),
+// m (between) and r1 (cell i1, one base column; none where r1 = 0): the axis table holds
+// (i0, i1, m - r0, r1) per texel. A grid's cell spans the source cells [t[i], t[i + 1]).
+//
+// Sums: colour c0-c2 (grey in c0), alpha a, plain colour p0-p2 (weighted alpha, where the
+// alpha sum is 0). Stored cells: SLOTS x 3 words, colour premultiplied, or plain where the
+// cell's alpha sum is 0 (its premultiplied sums are then 0).
+
+override CHANNELS: u32 = 4u;
+override BITS: u32 = 8u;
+override SRGB: bool = false;
+override SRGB_VIEW: bool = false;
+override WEIGHTED: bool = true;
+override BGRA: bool = false;
+override FROM_BASE: bool = true;   // the source cells are the base's texels (else stored cells)
+
+override NC: u32 = select(1u, 3u, CHANNELS == 4u);
+override HAS_ALPHA: bool = CHANNELS != 1u;
+override WA: bool = WEIGHTED && HAS_ALPHA;
+override SLOTS: u32 = NC + select(0u, 1u, HAS_ALPHA);
+
+struct Params {
+    src_w: u32,          // source cells (base texels) on each axis
+    src_h: u32,
+    dst_w: u32,          // texels of the level, or cells of the grid made
+    dst_h: u32,
+    row0: u32,           // first destination row of this band (level)
+    rows: u32,
+    words_per_row: u32,  // output row pitch / 4 (level)
+    total: u32,          // base texels: every texel's weights add up to this
+    channels: u32,       // = SLOTS as a uniform (finalize's loop not unrolled: compile time)
+    x_off: u32,          // word offsets of the axis tables in `index`
+    y_off: u32,
+    pad: u32,
+}
+
+@group(0) @binding(0) var src: texture_2d<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
+@group(0) @binding(2) var<uniform> prm: Params;
+@group(0) @binding(3) var<storage, read> src_cells: array<u32>;
+@group(0) @binding(4) var<storage, read_write> dst_cells: array<u32>;
+@group(0) @binding(5) var<storage, read> tables: array<u32>;  // L (2 words), then Q (3 words)
+@group(0) @binding(6) var<storage, read> index: array<u32>;   // the axis tables
+
+struct Acc {
+    c0: Big, c1: Big, c2: Big, a: Big, p0: Big, p1: Big, p2: Big,
+}
+
+fn zero_acc() -> Acc {
+    let z = Big(0u);
+    return Acc(z, z, z, z, z, z, z);
+}
+
+fn add_acc(a: Acc, b: Acc) -> Acc {
+    return Acc(add(a.c0, b.c0), add(a.c1, b.c1), add(a.c2, b.c2), add(a.a, b.a),
+               add(a.p0, b.p0), add(a.p1, b.p1), add(a.p2, b.p2));
+}
+
+fn mul_acc(a: Acc, w: u32) -> Acc {
+    if (NC == 1u) {
+        let z = Big(0u);
+        return Acc(mul(a.c0, w), z, z, mul(a.a, w), select(z, mul(a.p0, w), WA), z, z);
+    }
+    if (!WA) {
+        let z = Big(0u);
+        return Acc(mul(a.c0, w), mul(a.c1, w), mul(a.c2, w), mul(a.a, w), z, z, z);
+    }
+    return Acc(mul(a.c0, w), mul(a.c1, w), mul(a.c2, w), mul(a.a, w), mul(a.p0, w), mul(a.p1, w), mul(a.p2, w));
+}
+
+// num / den >= Q[k] (num * 2^32 >= Q[k] * den; num < 2^96, den < 2^64): as mip_int.wgsl
+fn reaches(num: Big, den: Big, k: u32, srgb: bool) -> bool {
+    var q = Big((1u << 31u), k - 1u, 0u, 0u);  // linear: k - 1/2
+    if (srgb) {
+        let i = 2u * (top() + 1u) + 3u * k;
+        q = Big(tables[i], tables[i + 1u], tables[i + 2u], 0u);
+    }
+    let rhs = add(mul(q, den.x), mul(Big(0u, q.x, q.y, q.z), den.y));
+    return ge(Big(0u, num.x, num.y, num.z), rhs);
+}
+
+// The code k with Q[k] <= num / den < Q[k + 1]: mip_int.wgsl's search (probes next to a float
+// estimate, then bisection; the estimate only decides how soon it ends).
+fn round_code(num: Big, den: Big, srgb: bool) -> u32 {
+    let m = f32(top());
+    var v = approx(num) / approx(den);
+    if (srgb) {
+        v = encode(v / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
+    }
+    var lo = 0u;
+    var hi = top();
+    var probe = max(1u, u32(clamp(floor(v + 0.5), 0.0, m)));
+    for (var i = 0u; i < 64u && lo < hi; i++) {
+        if (reaches(num, den, probe, srgb)) {
+            lo = probe;
+            probe = select((lo + hi + 1u) / 2u, lo + 1u, i < 2u);
+        } else {
+            hi = probe - 1u;
+            probe = select((lo + hi + 1u) / 2u, hi, i < 2u);
+        }
+        probe = clamp(probe, lo + 1u, max(hi, lo + 1u));
+    }
+    return lo;
+}
+
+fn codes_at(p: vec2<u32>) -> vec4<u32> {
+    var v = textureLoad(src, vec2<i32>(p), 0);
+    if (SRGB_VIEW) {
+        v = vec4<f32>(srgb_encode3(clamp(v.rgb, vec3<f32>(0.0), vec3<f32>(1.0))), v.a);
+    }
+    if (CHANNELS == 2u) {
+        v = vec4<f32>(v.r, 0.0, 0.0, v.g);
+    }
+    return vec4<u32>(floor(clamp(v, vec4<f32>(0.0), vec4<f32>(1.0)) * f32(top()) + vec4<f32>(0.5)));
+}
+
+// The sums of one source cell: a base texel, or a stored cell (collapsed sums: into the plain
+// slots where its alpha sum is 0).
+fn cell(x: u32, y: u32) -> Acc {
+    var r = zero_acc();
+    if (FROM_BASE) {
+        let c = codes_at(vec2<u32>(x, y));
+        r.a = Big(c.w, 0u, 0u, 0u);
+        let l0 = lin(c.x, SRGB);
+        let l1 = lin(c.y, SRGB);
+        let l2 = lin(c.z, SRGB);
+        if (WA) {
+            r.c0 = mul_lin(l0, c.w);
+            r.c1 = mul_lin(l1, c.w);
+            r.c2 = mul_lin(l2, c.w);
+            r.p0 = l0;
+            r.p1 = l1;
+            r.p2 = l2;
+        } else {
+            r.c0 = l0;
+            r.c1 = l1;
+            r.c2 = l2;
+        }
+        return r;
+    }
+    let i = (y * prm.src_w + x) * SLOTS * 3u;
+    let s0 = Big(src_cells[i], src_cells[i + 1u], src_cells[i + 2u], 0u);
+    var s1 = Big(0u);
+    var s2 = Big(0u);
+    var j = i + 3u;
+    if (NC == 3u) {
+        s1 = Big(src_cells[i + 3u], src_cells[i + 4u], src_cells[i + 5u], 0u);
+        s2 = Big(src_cells[i + 6u], src_cells[i + 7u], src_cells[i + 8u], 0u);
+        j = i + 9u;
+    }
+    if (HAS_ALPHA) {
+        r.a = Big(src_cells[j], src_cells[j + 1u], src_cells[j + 2u], 0u);
+    }
+    if (WA && !nonzero(r.a)) {
+        r.p0 = s0;
+        r.p1 = s1;
+        r.p2 = s2;
+    } else {
+        r.c0 = s0;
+        r.c1 = s1;
+        r.c2 = s2;
+    }
+    return r;
+}
+
+fn store_cell(j: u32, acc: Acc) {
+    var c0 = acc.c0;
+    var c1 = acc.c1;
+    var c2 = acc.c2;
+    if (WA && !nonzero(acc.a)) {
+        c0 = acc.p0;
+        c1 = acc.p1;
+        c2 = acc.p2;
+    }
+    dst_cells[j] = c0.x;
+    dst_cells[j + 1u] = c0.y;
+    dst_cells[j + 2u] = c0.z;
+    var k = j + 3u;
+    if (NC == 3u) {
+        dst_cells[j + 3u] = c1.x;
+        dst_cells[j + 4u] = c1.y;
+        dst_cells[j + 5u] = c1.z;
+        dst_cells[j + 6u] = c2.x;
+        dst_cells[j + 7u] = c2.y;
+        dst_cells[j + 8u] = c2.z;
+        k = j + 9u;
+    }
+    if (HAS_ALPHA) {
+        dst_cells[k] = acc.a.x;
+        dst_cells[k + 1u] = acc.a.y;
+        dst_cells[k + 2u] = acc.a.z;
+    }
+}
+
+fn write_texel(x: u32, row: u32, codes: vec4<u32>) {
+    var ch = vec4<u32>(codes.x, codes.w, 0u, 0u);
+    if (CHANNELS == 4u) {
+        ch = codes;
+        if (BGRA) {
+            ch = codes.zyxw;
+        }
+    } else if (CHANNELS == 1u) {
+        ch = vec4<u32>(codes.x, 0u, 0u, 0u);
+    }
+    let bpt = CHANNELS * BITS / 8u;
+    let base = row * prm.words_per_row;
+    var w0 = ch.x | (ch.y << 8u) | (ch.z << 16u) | (ch.w << 24u);
+    var w1 = 0u;
+    if (BITS == 16u) {
+        w0 = ch.x | (ch.y << 16u);
+        w1 = ch.z | (ch.w << 16u);
+    }
+    if (bpt == 8u) {
+        atomicStore(&out[base + 2u * x], w0);
+        atomicStore(&out[base + 2u * x + 1u], w1);
+    } else if (bpt == 4u) {
+        atomicStore(&out[base + x], w0);
+    } else {
+        let byte = x * bpt;
+        atomicOr(&out[base + byte / 4u], w0 << ((byte % 4u) * 8u));
+    }
+}
+
+fn pick(acc: Acc, c: u32, plain: bool) -> Big {
+    if (plain) {
+        return select(select(acc.p0, acc.p1, c == 1u), acc.p2, c == 2u);
+    }
+    return select(select(acc.c0, acc.c1, c == 1u), acc.c2, c == 2u);
+}
+
+fn finalize(x: u32, y: u32, acc: Acc) {
+    let a = acc.a;
+    let w = Big(prm.total, 0u, 0u, 0u);
+    let covered = WA && nonzero(a);
+    var codes = vec4<u32>(0u);
+    for (var c = 0u; c < prm.channels; c++) {  // (not unrolled: one copy of the search)
+        let alpha = c == NC;
+        let num = select(pick(acc, c, WA && !covered), a, alpha);
+        let code = round_code(num, select(w, a, covered && !alpha), SRGB && !alpha);
+        codes = select(codes, vec4<u32>(code), vec4<u32>(c) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    if (NC == 1u) {
+        codes = vec4<u32>(codes.x, 0u, 0u, codes.y);
+    }
+    write_texel(x, y - prm.row0, codes);
+}
+
+// Weighted sums of the source cells of one texel on one row of cells: the edge cells times
+// their weights, the cells between times m.
+fn row_sum(iy: u32, t: vec4<u32>, m: u32) -> Acc {
+    var edge = zero_acc();
+    var inner = zero_acc();
+    let end = select(t.y, t.y + 1u, t.w > 0u);
+    for (var ix = t.x; ix < end; ix++) {
+        let v = cell(ix, iy);
+        if (ix == t.x || ix == t.y) {
+            edge = add_acc(edge, mul_acc(v, select(t.w, t.z, ix == t.x)));
+        } else {
+            inner = add_acc(inner, v);
+        }
+    }
+    return add_acc(edge, mul_acc(inner, m));
+}
+
+@compute @workgroup_size(8, 8)
+fn level(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= prm.dst_w || gid.y >= prm.rows) {
+        return;
+    }
+    let x = gid.x;
+    let y = gid.y + prm.row0;
+    let tx = vec4<u32>(index[prm.x_off + 4u * x], index[prm.x_off + 4u * x + 1u],
+                       index[prm.x_off + 4u * x + 2u], index[prm.x_off + 4u * x + 3u]);
+    let ty = vec4<u32>(index[prm.y_off + 4u * y], index[prm.y_off + 4u * y + 1u],
+                       index[prm.y_off + 4u * y + 2u], index[prm.y_off + 4u * y + 3u]);
+    var acc = zero_acc();
+    let end = select(ty.y, ty.y + 1u, ty.w > 0u);
+    for (var iy = ty.x; iy < end; iy++) {
+        var wy = prm.dst_h;
+        if (iy == ty.x) {
+            wy = ty.z;
+        } else if (iy == ty.y) {
+            wy = ty.w;
+        }
+        acc = add_acc(acc, mul_acc(row_sum(iy, tx, prm.dst_w), wy));
+    }
+    finalize(x, y, acc);
+}
+
+@compute @workgroup_size(8, 8)
+fn cells(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= prm.dst_w || gid.y >= prm.dst_h) {
+        return;
+    }
+    let x0 = index[prm.x_off + gid.x];
+    let x1 = index[prm.x_off + gid.x + 1u];
+    let y0 = index[prm.y_off + gid.y];
+    let y1 = index[prm.y_off + gid.y + 1u];
+    var acc = zero_acc();
+    for (var iy = y0; iy < y1; iy++) {
+        for (var ix = x0; ix < x1; ix++) {
+            acc = add_acc(acc, cell(ix, iy));
+        }
+    }
+    store_cell((gid.y * prm.dst_w + gid.x) * SLOTS * 3u, acc);
+}
