@@ -209,6 +209,7 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
     single-pass form (:mod:`.spd`, the same bytes) where that serves the sizes, else its cell
     form (:mod:`.odd`, the same bytes)."""
     from .integer import int_chain, int_ok, self_check
+    from .odd import odd_ok
     from .spd import self_check as spd_self_check
     from .spd import spd_chain, spd_ok
 
@@ -222,7 +223,7 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
             return True
         report.note = (f"{tex.session.name}: the single-pass integer mip chain failed its self-check ({why}); "
                        "the integer chain was used")
-    elif single_pass:
+    elif single_pass and odd_ok(tex, filter, normal_map, coverage):
         from .odd import odd_chain
         from .odd import self_check as odd_self_check
 

@@ -32,8 +32,9 @@ _WORDS = 3
 
 
 def odd_ok(tex: Texture, filter: str, normal_map: bool, coverage) -> bool:
-    """Whether this chain can make ``tex``'s box mips (the integer chain's cases)."""
-    return int_ok(tex, filter, normal_map, coverage)
+    """Whether this chain can make ``tex``'s box mips (the integer chain's cases, sizes below
+    2^16: the shader's weights are 16-bit)."""
+    return int_ok(tex, filter, normal_map, coverage) and max(tex.width, tex.height) < 1 << 16
 
 
 def _limit(session) -> int:

@@ -9,9 +9,11 @@
 // m (between) and r1 (cell i1, one base column; none where r1 = 0): the axis table holds
 // (i0, i1, m - r0, r1) per texel. A grid's cell spans the source cells [t[i], t[i + 1]).
 //
-// Sums: colour c0-c2 (grey in c0), alpha a, plain colour p0-p2 (weighted alpha, where the
-// alpha sum is 0). Stored cells: SLOTS x 3 words, colour premultiplied, or plain where the
-// cell's alpha sum is 0 (its premultiplied sums are then 0).
+// Sums: colour (grey in c0) and alpha; with weighted alpha the colour is premultiplied, and a
+// texel or cell whose alpha sum is 0 sums its cells again for the plain colour (rare: no
+// plain slots carried along). Stored cells: SLOTS x 3 words, colour premultiplied, or plain
+// where the cell's alpha sum is 0 (its premultiplied sums are then 0). Weights are below 2^16
+// (odd.py: sizes below 2^16), so a weighted sum is two 16-bit products a word (mul_small).
 
 override CHANNELS: u32 = 4u;
 override BITS: u32 = 8u;
@@ -49,30 +51,38 @@ struct Params {
 @group(0) @binding(5) var<storage, read> tables: array<u32>;  // L (2 words), then Q (3 words)
 @group(0) @binding(6) var<storage, read> index: array<u32>;   // the axis tables
 
+// Sums of a texel or cell: colour c0-c2 (grey in c0; premultiplied with weighted alpha, or
+// plain: see `cell`) and alpha.
 struct Acc {
-    c0: Big, c1: Big, c2: Big, a: Big, p0: Big, p1: Big, p2: Big,
+    c0: Big, c1: Big, c2: Big, a: Big,
 }
 
 fn zero_acc() -> Acc {
     let z = Big(0u);
-    return Acc(z, z, z, z, z, z, z);
+    return Acc(z, z, z, z);
 }
 
 fn add_acc(a: Acc, b: Acc) -> Acc {
-    return Acc(add(a.c0, b.c0), add(a.c1, b.c1), add(a.c2, b.c2), add(a.a, b.a),
-               add(a.p0, b.p0), add(a.p1, b.p1), add(a.p2, b.p2));
+    if (NC == 1u) {
+        return Acc(add(a.c0, b.c0), a.c1, a.c2, add(a.a, b.a));
+    }
+    return Acc(add(a.c0, b.c0), add(a.c1, b.c1), add(a.c2, b.c2), add(a.a, b.a));
+}
+
+// a * w for w < 2^16 (the axis weights: sizes below 2^16): two 16 x 16-bit products a word
+fn mul_small(a: Big, w: u32) -> Big {
+    let l = (a & Big(0xffffu)) * w;
+    let h = (a >> Big(16u)) * w;
+    let lo = l + (h << Big(16u));
+    let c = select(Big(0u), Big(1u), lo < l);
+    return add(lo, Big(0u, (h.x >> 16u) + c.x, (h.y >> 16u) + c.y, (h.z >> 16u) + c.z));
 }
 
 fn mul_acc(a: Acc, w: u32) -> Acc {
     if (NC == 1u) {
-        let z = Big(0u);
-        return Acc(mul(a.c0, w), z, z, mul(a.a, w), select(z, mul(a.p0, w), WA), z, z);
+        return Acc(mul_small(a.c0, w), a.c1, a.c2, mul_small(a.a, w));
     }
-    if (!WA) {
-        let z = Big(0u);
-        return Acc(mul(a.c0, w), mul(a.c1, w), mul(a.c2, w), mul(a.a, w), z, z, z);
-    }
-    return Acc(mul(a.c0, w), mul(a.c1, w), mul(a.c2, w), mul(a.a, w), mul(a.p0, w), mul(a.p1, w), mul(a.p2, w));
+    return Acc(mul_small(a.c0, w), mul_small(a.c1, w), mul_small(a.c2, w), mul_small(a.a, w));
 }
 
 // num / den >= Q[k] (num * 2^32 >= Q[k] * den; num < 2^96, den < 2^64): as mip_int.wgsl
@@ -121,75 +131,54 @@ fn codes_at(p: vec2<u32>) -> vec4<u32> {
     return vec4<u32>(floor(clamp(v, vec4<f32>(0.0), vec4<f32>(1.0)) * f32(top()) + vec4<f32>(0.5)));
 }
 
-// The sums of one source cell: a base texel, or a stored cell (collapsed sums: into the plain
-// slots where its alpha sum is 0).
-fn cell(x: u32, y: u32) -> Acc {
+// The sums of one source cell: a base texel, or a stored cell (colour premultiplied, or plain
+// where its alpha sum is 0). With weighted alpha, `plain` false gives the premultiplied colour
+// (0 for a cell without alpha), true the plain colour (needed only where a texel's whole
+// footprint has no alpha: every cell then stores it).
+fn cell(x: u32, y: u32, plain: bool) -> Acc {
     var r = zero_acc();
     if (FROM_BASE) {
         let c = codes_at(vec2<u32>(x, y));
         r.a = Big(c.w, 0u, 0u, 0u);
-        let l0 = lin(c.x, SRGB);
-        let l1 = lin(c.y, SRGB);
-        let l2 = lin(c.z, SRGB);
-        if (WA) {
-            r.c0 = mul_lin(l0, c.w);
-            r.c1 = mul_lin(l1, c.w);
-            r.c2 = mul_lin(l2, c.w);
-            r.p0 = l0;
-            r.p1 = l1;
-            r.p2 = l2;
-        } else {
-            r.c0 = l0;
-            r.c1 = l1;
-            r.c2 = l2;
+        let wt = select(1u, c.w, WA && !plain);
+        r.c0 = mul_lin(lin(c.x, SRGB), wt);
+        if (NC == 3u) {
+            r.c1 = mul_lin(lin(c.y, SRGB), wt);
+            r.c2 = mul_lin(lin(c.z, SRGB), wt);
         }
         return r;
     }
     let i = (y * prm.src_w + x) * SLOTS * 3u;
-    let s0 = Big(src_cells[i], src_cells[i + 1u], src_cells[i + 2u], 0u);
-    var s1 = Big(0u);
-    var s2 = Big(0u);
     var j = i + 3u;
     if (NC == 3u) {
-        s1 = Big(src_cells[i + 3u], src_cells[i + 4u], src_cells[i + 5u], 0u);
-        s2 = Big(src_cells[i + 6u], src_cells[i + 7u], src_cells[i + 8u], 0u);
         j = i + 9u;
     }
     if (HAS_ALPHA) {
         r.a = Big(src_cells[j], src_cells[j + 1u], src_cells[j + 2u], 0u);
     }
-    if (WA && !nonzero(r.a)) {
-        r.p0 = s0;
-        r.p1 = s1;
-        r.p2 = s2;
-    } else {
-        r.c0 = s0;
-        r.c1 = s1;
-        r.c2 = s2;
+    if (WA && nonzero(r.a) == plain) {
+        return r;
+    }
+    r.c0 = Big(src_cells[i], src_cells[i + 1u], src_cells[i + 2u], 0u);
+    if (NC == 3u) {
+        r.c1 = Big(src_cells[i + 3u], src_cells[i + 4u], src_cells[i + 5u], 0u);
+        r.c2 = Big(src_cells[i + 6u], src_cells[i + 7u], src_cells[i + 8u], 0u);
     }
     return r;
 }
 
 fn store_cell(j: u32, acc: Acc) {
-    var c0 = acc.c0;
-    var c1 = acc.c1;
-    var c2 = acc.c2;
-    if (WA && !nonzero(acc.a)) {
-        c0 = acc.p0;
-        c1 = acc.p1;
-        c2 = acc.p2;
-    }
-    dst_cells[j] = c0.x;
-    dst_cells[j + 1u] = c0.y;
-    dst_cells[j + 2u] = c0.z;
+    dst_cells[j] = acc.c0.x;
+    dst_cells[j + 1u] = acc.c0.y;
+    dst_cells[j + 2u] = acc.c0.z;
     var k = j + 3u;
     if (NC == 3u) {
-        dst_cells[j + 3u] = c1.x;
-        dst_cells[j + 4u] = c1.y;
-        dst_cells[j + 5u] = c1.z;
-        dst_cells[j + 6u] = c2.x;
-        dst_cells[j + 7u] = c2.y;
-        dst_cells[j + 8u] = c2.z;
+        dst_cells[j + 3u] = acc.c1.x;
+        dst_cells[j + 4u] = acc.c1.y;
+        dst_cells[j + 5u] = acc.c1.z;
+        dst_cells[j + 6u] = acc.c2.x;
+        dst_cells[j + 7u] = acc.c2.y;
+        dst_cells[j + 8u] = acc.c2.z;
         k = j + 9u;
     }
     if (HAS_ALPHA) {
@@ -228,13 +217,12 @@ fn write_texel(x: u32, row: u32, codes: vec4<u32>) {
     }
 }
 
-fn pick(acc: Acc, c: u32, plain: bool) -> Big {
-    if (plain) {
-        return select(select(acc.p0, acc.p1, c == 1u), acc.p2, c == 2u);
-    }
+fn pick(acc: Acc, c: u32) -> Big {
     return select(select(acc.c0, acc.c1, c == 1u), acc.c2, c == 2u);
 }
 
+// Codes of a level's texel from its sums: colour over the alpha sum where it covers (weighted
+// alpha; the colour sums premultiplied), else over the weight total (plain colour sums).
 fn finalize(x: u32, y: u32, acc: Acc) {
     let a = acc.a;
     let w = Big(prm.total, 0u, 0u, 0u);
@@ -242,7 +230,7 @@ fn finalize(x: u32, y: u32, acc: Acc) {
     var codes = vec4<u32>(0u);
     for (var c = 0u; c < prm.channels; c++) {  // (not unrolled: one copy of the search)
         let alpha = c == NC;
-        let num = select(pick(acc, c, WA && !covered), a, alpha);
+        let num = select(pick(acc, c), a, alpha);
         let code = round_code(num, select(w, a, covered && !alpha), SRGB && !alpha);
         codes = select(codes, vec4<u32>(code), vec4<u32>(c) == vec4<u32>(0u, 1u, 2u, 3u));
     }
@@ -252,21 +240,38 @@ fn finalize(x: u32, y: u32, acc: Acc) {
     write_texel(x, y - prm.row0, codes);
 }
 
-// Weighted sums of the source cells of one texel on one row of cells: the edge cells times
-// their weights, the cells between times m.
-fn row_sum(iy: u32, t: vec4<u32>, m: u32) -> Acc {
-    var edge = zero_acc();
+// One row of source cells of a texel: the edge cells times their weights, the cells between
+// (added first) times m.
+fn row_sum(iy: u32, t: vec4<u32>, m: u32, plain: bool) -> Acc {
     var inner = zero_acc();
-    let end = select(t.y, t.y + 1u, t.w > 0u);
-    for (var ix = t.x; ix < end; ix++) {
-        let v = cell(ix, iy);
-        if (ix == t.x || ix == t.y) {
-            edge = add_acc(edge, mul_acc(v, select(t.w, t.z, ix == t.x)));
+    for (var ix = t.x + 1u; ix < t.y; ix++) {
+        inner = add_acc(inner, cell(ix, iy, plain));
+    }
+    var r = add_acc(mul_acc(cell(t.x, iy, plain), t.z), mul_acc(inner, m));
+    if (t.w > 0u) {
+        r = add_acc(r, mul_acc(cell(t.y, iy, plain), t.w));
+    }
+    return r;
+}
+
+// A texel's sums: the rows of its edge cells times their weights, the rows between (added
+// first) times the level's height.
+fn texel_sums(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> Acc {
+    var top = zero_acc();
+    var inner = zero_acc();
+    var bottom = zero_acc();
+    let end = select(ty.y, ty.y + 1u, ty.w > 0u);
+    for (var iy = ty.x; iy < end; iy++) {
+        let r = row_sum(iy, tx, prm.dst_w, plain);
+        if (iy == ty.x) {
+            top = r;
+        } else if (iy == ty.y) {
+            bottom = r;
         } else {
-            inner = add_acc(inner, v);
+            inner = add_acc(inner, r);
         }
     }
-    return add_acc(edge, mul_acc(inner, m));
+    return add_acc(add_acc(mul_acc(top, ty.z), mul_acc(inner, prm.dst_h)), mul_acc(bottom, ty.w));
 }
 
 @compute @workgroup_size(8, 8)
@@ -281,15 +286,11 @@ fn level(@builtin(global_invocation_id) gid: vec3<u32>) {
     let ty = vec4<u32>(index[prm.y_off + 4u * y], index[prm.y_off + 4u * y + 1u],
                        index[prm.y_off + 4u * y + 2u], index[prm.y_off + 4u * y + 3u]);
     var acc = zero_acc();
-    let end = select(ty.y, ty.y + 1u, ty.w > 0u);
-    for (var iy = ty.x; iy < end; iy++) {
-        var wy = prm.dst_h;
-        if (iy == ty.x) {
-            wy = ty.z;
-        } else if (iy == ty.y) {
-            wy = ty.w;
+    for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where no alpha covers
+        acc = texel_sums(tx, ty, sweep == 1u);
+        if (!WA || nonzero(acc.a)) {
+            break;
         }
-        acc = add_acc(acc, mul_acc(row_sum(iy, tx, prm.dst_w), wy));
     }
     finalize(x, y, acc);
 }
@@ -304,9 +305,15 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>) {
     let y0 = index[prm.y_off + gid.y];
     let y1 = index[prm.y_off + gid.y + 1u];
     var acc = zero_acc();
-    for (var iy = y0; iy < y1; iy++) {
-        for (var ix = x0; ix < x1; ix++) {
-            acc = add_acc(acc, cell(ix, iy));
+    for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where the alpha sum is 0
+        acc = zero_acc();
+        for (var iy = y0; iy < y1; iy++) {
+            for (var ix = x0; ix < x1; ix++) {
+                acc = add_acc(acc, cell(ix, iy, sweep == 1u));
+            }
+        }
+        if (!WA || nonzero(acc.a)) {
+            break;
         }
     }
     store_cell((gid.y * prm.dst_w + gid.x) * SLOTS * 3u, acc);
