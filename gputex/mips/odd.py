@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["odd_ok", "odd_chain", "self_check", "CHECK_SIZE"]
 
+#: Accept the float estimate of a code where it is clearly inside the code's interval, as the
+#: single-pass chain does (False: every code from the exact search; the tests compare both).
+SCREEN = True
 #: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
 
@@ -70,9 +73,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False, f
     limit = _limit(session)
     plan = cell_plan(tex.width, tex.height, tex.levels, cell_bytes, limit, FIRST_GRID if first is None else first)
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
-              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra}
+              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
     entries = _entries()
-    tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb")
+    tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     bpt = fmt.block_bytes
     total = tex.width * tex.height
 

@@ -22,6 +22,7 @@ override SRGB_VIEW: bool = false;
 override WEIGHTED: bool = true;
 override BGRA: bool = false;
 override FROM_BASE: bool = true;   // the source cells are the base's texels (else stored cells)
+override SCREEN: bool = true;      // the float estimate decides where it is clearly inside a code
 
 override NC: u32 = select(1u, 3u, CHANNELS == 4u);
 override HAS_ALPHA: bool = CHANNELS != 1u;
@@ -120,6 +121,78 @@ fn round_code(num: Big, den: Big, srgb: bool) -> u32 {
     return lo;
 }
 
+// 8-bit sRGB: L and the float thresholds in workgroup memory (as mip_spd.wgsl: a warp's
+// lookups of random codes in a storage buffer touch many cache lines)
+override SMEM_TABLES: bool = BITS == 8u && SRGB;
+var<workgroup> ltab: array<u32, 256>;
+var<workgroup> qtab: array<f32, 257>;
+
+fn load_tables(t: u32) {  // t: the invocation's index in its workgroup of 64
+    if (SMEM_TABLES) {
+        for (var k = t; k < 256u; k += 64u) {
+            ltab[k] = tables[2u * k];
+            qtab[k] = bitcast<f32>(tables[5u * 256u + k]);
+        }
+        if (t == 0u) {
+            qtab[256] = 3.4e38;  // above every value (k + 1 = 256 is never compared)
+        }
+    }
+    workgroupBarrier();
+}
+
+fn lin_code(c: u32) -> Big {
+    if (SMEM_TABLES) {
+        return Big(ltab[c & 255u], 0u, 0u, 0u);
+    }
+    return lin(c, SRGB);
+}
+
+// Q[k] / 2^32 as a float (k = top + 1: never reached)
+fn threshold_f(k: u32, srgb: bool) -> f32 {
+    if (!srgb) {
+        return f32(k) - 0.5;
+    }
+    if (SMEM_TABLES) {
+        return qtab[min(k, 256u)];
+    }
+    return bitcast<f32>(tables[5u * (top() + 1u) + k]);
+}
+
+// Relative distance from a threshold beyond which the float estimate decides (mip_spd.wgsl:
+// its own error is under 2^-20, so farther than 2^-18 the exact comparisons give its code).
+const MARGIN: f32 = 3.814697265625e-6;
+
+// The code k with Q[k] <= num / den < Q[k + 1]: mip_spd.wgsl's round_fast: the float estimate's
+// code where it lies clearly inside that code's interval; next to one threshold one exact
+// comparison with it; else the exact search (round_code).
+fn round_fast(num: Big, den: Big, srgb: bool) -> u32 {
+    let m = f32(top());
+    let x = approx(num) / approx(den);
+    var v = x;
+    if (srgb) {
+        v = encode(x / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
+    }
+    let k = u32(clamp(floor(v + 0.5), 0.0, m));
+    let tl = threshold_f(k, srgb);
+    let th = threshold_f(k + 1u, srgb);
+    let above = k == 0u || x >= tl * (1.0 + MARGIN);
+    let below = k == top() || x < th * (1.0 - MARGIN);
+    if (SCREEN && above && below) {
+        return k;
+    }
+    var j = 0u;  // the one threshold to compare with (0: none)
+    if (below && k > 0u && x >= tl * (1.0 - MARGIN) && (k == 1u || x >= threshold_f(k - 1u, srgb) * (1.0 + MARGIN))) {
+        j = k;
+    } else if (above && k < top() && x < th * (1.0 + MARGIN)
+               && (k + 1u == top() || x < threshold_f(k + 2u, srgb) * (1.0 - MARGIN))) {
+        j = k + 1u;
+    }
+    if (SCREEN && j > 0u) {
+        return select(j - 1u, j, reaches(num, den, j, srgb));
+    }
+    return round_code(num, den, srgb);
+}
+
 fn codes_at(p: vec2<u32>) -> vec4<u32> {
     var v = textureLoad(src, vec2<i32>(p), 0);
     if (SRGB_VIEW) {
@@ -141,10 +214,10 @@ fn cell(x: u32, y: u32, plain: bool) -> Acc {
         let c = codes_at(vec2<u32>(x, y));
         r.a = Big(c.w, 0u, 0u, 0u);
         let wt = select(1u, c.w, WA && !plain);
-        r.c0 = mul_lin(lin(c.x, SRGB), wt);
+        r.c0 = mul_lin(lin_code(c.x), wt);
         if (NC == 3u) {
-            r.c1 = mul_lin(lin(c.y, SRGB), wt);
-            r.c2 = mul_lin(lin(c.z, SRGB), wt);
+            r.c1 = mul_lin(lin_code(c.y), wt);
+            r.c2 = mul_lin(lin_code(c.z), wt);
         }
         return r;
     }
@@ -231,7 +304,7 @@ fn finalize(x: u32, y: u32, acc: Acc) {
     for (var c = 0u; c < prm.channels; c++) {  // (not unrolled: one copy of the search)
         let alpha = c == NC;
         let num = select(pick(acc, c), a, alpha);
-        let code = round_code(num, select(w, a, covered && !alpha), SRGB && !alpha);
+        let code = round_fast(num, select(w, a, covered && !alpha), SRGB && !alpha);
         codes = select(codes, vec4<u32>(code), vec4<u32>(c) == vec4<u32>(0u, 1u, 2u, 3u));
     }
     if (NC == 1u) {
@@ -275,7 +348,8 @@ fn texel_sums(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> Acc {
 }
 
 @compute @workgroup_size(8, 8)
-fn level(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn level(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
     if (gid.x >= prm.dst_w || gid.y >= prm.rows) {
         return;
     }
@@ -296,7 +370,8 @@ fn level(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 
 @compute @workgroup_size(8, 8)
-fn cells(@builtin(global_invocation_id) gid: vec3<u32>) {
+fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
     if (gid.x >= prm.dst_w || gid.y >= prm.dst_h) {
         return;
     }
