@@ -30,6 +30,9 @@ __all__ = ["odd_ok", "odd_chain", "self_check", "CHECK_SIZE"]
 #: Accept the float estimate of a code where it is clearly inside the code's interval, as the
 #: single-pass chain does (False: every code from the exact search; the tests compare both).
 SCREEN = True
+#: Read the base from a copy of its bytes where it fits one binding (False: textureLoad; the
+#: tests compare both).
+BASE_COPY = True
 #: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
 
@@ -55,7 +58,8 @@ def _entries() -> list[dict]:
     st, ro = wgpu.BufferBindingType.storage, wgpu.BufferBindingType.read_only_storage
     return [{"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
                                                         "view_dimension": "2d", "multisampled": False}},
-            buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, ro), buf(6, ro)]
+            buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, ro), buf(6, ro),
+            buf(7, ro)]
 
 
 def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False, first: int | None = None):
@@ -103,25 +107,37 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False, f
         index = session.check(f"{tex.source}: mip cell tables", device.create_buffer_with_data,
                               data=plan.index.tobytes(), usage=wgpu.BufferUsage.STORAGE)
         owned.append(index)
+        # the base's bytes in a buffer where they fit one binding: codes without textureLoad
+        # and the encode of -srgb loads (every base texel is read ~5 times at 8191^2)
+        pitch0 = align_up(tex.width * bpt, 256)
+        copy = BASE_COPY and bool(tex.texture.usage & wgpu.TextureUsage.COPY_SRC) and pitch0 * tex.height <= limit
+        base_bytes = stand_in
+        if copy:
+            base_bytes = buffer(pitch0 * tex.height, wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST,
+                                "mip base copy")
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
         npasses = sum(1 if st.kind == "cells" else -(-st.size[1] // band_rows(st)[1]) for st in plan.steps)
         query = timestamps(session, npasses + 4) if measure else None
         enc = device.create_command_encoder()
+        if copy:
+            enc.copy_texture_to_buffer({"texture": tex.texture, "mip_level": 0, "origin": (0, 0, layer)},
+                                       {"buffer": base_bytes, "offset": 0, "bytes_per_row": pitch0,
+                                        "rows_per_image": tex.height}, (tex.width, tex.height, 1))
         grids: dict[int, object] = {}
         for st in plan.steps:
             src = grids[st.source] if st.source else stand_in
-            c = dict(consts, FROM_BASE=st.source == 0)
+            c = dict(consts, FROM_BASE=st.source == 0, BASE_BUFFER=copy)
             if st.kind == "cells":
                 dst = buffer(st.size[0] * st.size[1] * cell_bytes, wgpu.BufferUsage.STORAGE, "mip cell sums")
                 grids[st.level] = dst
                 prm = struct.pack("<12I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
-                                  st.x_off, st.y_off, 0)
+                                  st.x_off, st.y_off, pitch0)
                 pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "cells")
                 bind = device.create_bind_group(layout=bgl, entries=[
                     {"binding": i, "resource": r} for i, r in enumerate(
                         [base, whole(out), {"buffer": session.uniform(prm)}, whole(src), whole(dst), whole(tables),
-                         whole(index)])])
+                         whole(index), whole(base_bytes)])])
                 dispatch(enc, pipe, bind, (-(-st.size[0] // 8), -(-st.size[1] // 8), 1),
                          query.next() if query else None)
                 continue
@@ -131,11 +147,11 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False, f
             for r0 in range(0, h, rows):
                 n = min(rows, h - r0)
                 prm = struct.pack("<12I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
-                                  st.x_off, st.y_off, 0)
+                                  st.x_off, st.y_off, pitch0)
                 bind = device.create_bind_group(layout=bgl, entries=[
                     {"binding": i, "resource": r} for i, r in enumerate(
                         [base, whole(out), {"buffer": session.uniform(prm)}, whole(src), whole(stand_in_w),
-                         whole(tables), whole(index)])])
+                         whole(tables), whole(index), whole(base_bytes)])])
                 if bpt < 4:
                     enc.clear_buffer(out, 0, pitch * n)
                 dispatch(enc, pipe, bind, (-(-w // 8), -(-n // 8), 1), query.next() if query else None)

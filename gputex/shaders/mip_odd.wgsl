@@ -23,6 +23,8 @@ override WEIGHTED: bool = true;
 override BGRA: bool = false;
 override FROM_BASE: bool = true;   // the source cells are the base's texels (else stored cells)
 override SCREEN: bool = true;      // the float estimate decides where it is clearly inside a code
+override BASE_BUFFER: bool = true; // base texels from a copy of its bytes (else textureLoad, whose
+                                   // -srgb loads need an encode to give the codes back)
 
 override NC: u32 = select(1u, 3u, CHANNELS == 4u);
 override HAS_ALPHA: bool = CHANNELS != 1u;
@@ -41,7 +43,7 @@ struct Params {
     channels: u32,       // = SLOTS as a uniform (finalize's loop not unrolled: compile time)
     x_off: u32,          // word offsets of the axis tables in `index`
     y_off: u32,
-    pad: u32,
+    base_pitch: u32,     // bytes a row of `base` (BASE_BUFFER)
 }
 
 @group(0) @binding(0) var src: texture_2d<f32>;
@@ -51,6 +53,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> dst_cells: array<u32>;
 @group(0) @binding(5) var<storage, read> tables: array<u32>;  // L (2 words), then Q (3 words)
 @group(0) @binding(6) var<storage, read> index: array<u32>;   // the axis tables
+@group(0) @binding(7) var<storage, read> base: array<u32>;    // the base's bytes (BASE_BUFFER)
 
 // Sums of a texel or cell: colour c0-c2 (grey in c0; premultiplied with weighted alpha, or
 // plain: see `cell`) and alpha.
@@ -193,7 +196,41 @@ fn round_fast(num: Big, den: Big, srgb: bool) -> u32 {
     return round_code(num, den, srgb);
 }
 
+// The codes of a base texel in `base` (as stored: BGRA's bytes swapped back), in the order
+// codes_at gives them.
+fn codes_stored(p: vec2<u32>) -> vec4<u32> {
+    let bpt = CHANNELS * BITS / 8u;
+    let byte = p.y * prm.base_pitch + p.x * bpt;
+    let w0 = base[byte / 4u];
+    var c = vec4<u32>(0u);
+    if (bpt == 8u) {
+        let w1 = base[byte / 4u + 1u];
+        c = vec4<u32>(w0 & 0xffffu, w0 >> 16u, w1 & 0xffffu, w1 >> 16u);
+    } else if (bpt == 4u && BITS == 8u) {
+        c = (vec4<u32>(w0) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u);
+        if (BGRA) {
+            c = c.zyxw;
+        }
+    } else if (bpt == 4u) {
+        c = vec4<u32>(w0 & 0xffffu, w0 >> 16u, 0u, 0u);
+    } else {
+        let w = w0 >> ((byte % 4u) * 8u);
+        let mask = (1u << BITS) - 1u;
+        c = vec4<u32>(w & mask, (w >> BITS) & mask, 0u, 0u);
+    }
+    if (CHANNELS == 2u) {
+        return vec4<u32>(c.x, 0u, 0u, c.y);
+    }
+    if (CHANNELS == 1u) {
+        return vec4<u32>(c.x, 0u, 0u, top());
+    }
+    return c;
+}
+
 fn codes_at(p: vec2<u32>) -> vec4<u32> {
+    if (BASE_BUFFER) {
+        return codes_stored(p);
+    }
     var v = textureLoad(src, vec2<i32>(p), 0);
     if (SRGB_VIEW) {
         v = vec4<f32>(srgb_encode3(clamp(v.rgb, vec3<f32>(0.0), vec3<f32>(1.0))), v.a);
