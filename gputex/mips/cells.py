@@ -24,8 +24,10 @@ bytes of :func:`.intbox.model_chain`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["FIRST_GRID", "cut_points", "Step", "CellPlan", "cell_plan"]
 
@@ -41,6 +43,8 @@ def _size(n: int, level: int) -> int:
 def cut_points(n: int, m: int) -> np.ndarray:
     """P(m): the edges ``j * n // m`` of an axis of ``n`` texels reduced to ``m`` and the
     points one past them, within [0, n], sorted."""
+    import numpy as np
+
     a = np.arange(m + 1, dtype=np.int64) * n // m
     return np.unique(np.concatenate([a, np.minimum(a + 1, n)]))
 
@@ -48,6 +52,8 @@ def cut_points(n: int, m: int) -> np.ndarray:
 def level_table(n: int, m: int, grid: np.ndarray | None) -> np.ndarray:
     """Per texel of the axis (n to m): (index of the cell starting at a0, index of the cell
     starting at a1, m - r0, r1) in ``grid``'s cells (None: the base's texels)."""
+    import numpy as np
+
     j = np.arange(m, dtype=np.int64)
     a0, r0 = divmod(j * n, m)
     a1, r1 = divmod((j + 1) * n, m)
@@ -59,6 +65,8 @@ def level_table(n: int, m: int, grid: np.ndarray | None) -> np.ndarray:
 def merge_table(target: np.ndarray, grid: np.ndarray | None) -> np.ndarray:
     """Per cut point of ``target``: its index in ``grid`` (None: the base), so target cell i is
     the source cells [t[i], t[i + 1])."""
+    import numpy as np
+
     return (target if grid is None else np.searchsorted(grid, target)).astype(np.uint32)
 
 
@@ -87,6 +95,8 @@ def cell_plan(width: int, height: int, levels: int, cell_bytes: int, max_binding
     """The steps of the chain: levels before ``first`` from the base, then ``G(first)`` from the
     base, each level l from G(l) and G(l + 1) from G(l). ``first`` moves deeper until its grid's
     sums (``cell_bytes`` a cell) fit one storage binding."""
+    import numpy as np
+
     last = levels - 1
     dims = (width, height)
     grids: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -113,20 +123,22 @@ def cell_plan(width: int, height: int, levels: int, cell_bytes: int, max_binding
 
     steps = []
     for lv in range(1, levels):
-        src = lv if lv >= first else 0
-        g = grids[src] if src else (None, None)
-        ssize = (len(g[0]) - 1, len(g[1]) - 1) if src else dims
         size = (_size(width, lv), _size(height, lv))
-        if src and lv > first:  # G(lv) from G(lv - 1)
-            prev = grids[lv - 1]
-            steps.append(Step("cells", lv, lv - 1, (len(g[0]) - 1, len(g[1]) - 1),
-                              (len(prev[0]) - 1, len(prev[1]) - 1),
-                              table(merge_table(g[0], prev[0])), table(merge_table(g[1], prev[1]))))
-        elif src:  # G(first) from the base
-            steps.append(Step("cells", lv, 0, ssize, dims, table(merge_table(g[0], None)),
-                              table(merge_table(g[1], None))))
-        steps.append(Step("level", lv, src, size, ssize, table(level_table(width, size[0], g[0])),
-                          table(level_table(height, size[1], g[1]))))
+        if lv < first:  # from the base
+            steps.append(Step("level", lv, 0, size, dims, table(level_table(width, size[0], None)),
+                              table(level_table(height, size[1], None))))
+            continue
+        gx, gy = grids[lv]
+        cells_size = (len(gx) - 1, len(gy) - 1)
+        if lv > first:  # G(lv) from G(lv - 1)
+            px, py = grids[lv - 1]
+            steps.append(Step("cells", lv, lv - 1, cells_size, (len(px) - 1, len(py) - 1),
+                              table(merge_table(gx, px)), table(merge_table(gy, py))))
+        else:  # G(first) from the base
+            steps.append(Step("cells", lv, 0, cells_size, dims, table(merge_table(gx, None)),
+                              table(merge_table(gy, None))))
+        steps.append(Step("level", lv, lv, size, cells_size, table(level_table(width, size[0], gx)),
+                          table(level_table(height, size[1], gy))))
     index = np.concatenate(tables) if tables else np.zeros(4, np.uint32)
     return CellPlan(steps, index.astype(np.uint32))
 
@@ -135,6 +147,8 @@ def model_cells(codes: np.ndarray, plan: CellPlan) -> list[np.ndarray]:
     """The chain's level sums in numpy integers (object dtype, one value: a single-channel
     ``codes`` of linear values), computed the way the GPU does, for the tests: per level the
     array of exact sums (h, w)."""
+    import numpy as np
+
     h, w = codes.shape
     cur = codes.astype(object)  # the current source: the base, or a grid's cell sums
     base = cur

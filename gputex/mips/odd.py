@@ -30,6 +30,8 @@ __all__ = ["odd_ok", "odd_chain", "self_check", "CHECK_SIZE"]
 #: Accept the float estimate of a code where it is clearly inside the code's interval, as the
 #: single-pass chain does (False: every code from the exact search; the tests compare both).
 SCREEN = True
+#: Sum runs of 8-bit base texels in 32-bit lanes (False: in 96-bit sums; the tests compare both).
+NARROW = True
 #: Read the base from a copy of its bytes where it fits one binding (False: textureLoad; the
 #: tests compare both).
 BASE_COPY = True
@@ -60,6 +62,16 @@ def _entries() -> list[dict]:
                                                         "view_dimension": "2d", "multisampled": False}},
             buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, ro), buf(6, ro),
             buf(7, ro)]
+
+
+def _run(plan, st) -> int:
+    """The most source cells a texel (level) or cell of step ``st`` spans on the x axis."""
+    import numpy as np
+
+    if st.kind == "cells":
+        return int(np.diff(plan.index[st.x_off:st.x_off + st.size[0] + 1].astype(np.int64)).max())
+    t = plan.index[st.x_off:st.x_off + 4 * st.size[0]].reshape(-1, 4).astype(np.int64)
+    return int((t[:, 1] - t[:, 0]).max()) + 1
 
 
 def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False, first: int | None = None):
@@ -127,7 +139,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False, f
         grids: dict[int, object] = {}
         for st in plan.steps:
             src = grids[st.source] if st.source else stand_in
-            c = dict(consts, FROM_BASE=st.source == 0, BASE_BUFFER=copy)
+            c = dict(consts, FROM_BASE=st.source == 0, BASE_BUFFER=copy,
+                     NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256)
             if st.kind == "cells":
                 dst = buffer(st.size[0] * st.size[1] * cell_bytes, wgpu.BufferUsage.STORAGE, "mip cell sums")
                 grids[st.level] = dst

@@ -23,6 +23,8 @@ override WEIGHTED: bool = true;
 override BGRA: bool = false;
 override FROM_BASE: bool = true;   // the source cells are the base's texels (else stored cells)
 override SCREEN: bool = true;      // the float estimate decides where it is clearly inside a code
+override NARROW: bool = false;     // 8 bits, runs of base texels below 257 (odd.py): row sums in
+                                   // 32-bit lanes (16-bit halves of L times alpha: < 2^24 each)
 override BASE_BUFFER: bool = true; // base texels from a copy of its bytes (else textureLoad, whose
                                    // -srgb loads need an encode to give the codes back)
 
@@ -277,6 +279,28 @@ fn cell(x: u32, y: u32, plain: bool) -> Acc {
     return r;
 }
 
+// The sums of base texels x0 .. x1 - 1 of row y (NARROW: at most 256 of them), as cell() gives
+// them, added in 32-bit lanes: the high and low 16 bits of L times the weight (< 2^24 each).
+fn row_narrow(y: u32, x0: u32, x1: u32, plain: bool) -> Acc {
+    var nh = vec3<u32>(0u);
+    var nl = vec3<u32>(0u);
+    var na = 0u;
+    for (var x = x0; x < x1; x++) {
+        let c = codes_at(vec2<u32>(x, y));
+        var l = c.xyz;
+        if (SMEM_TABLES) {
+            l = vec3<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u]);
+        }
+        let wt = select(1u, c.w, WA && !plain);
+        nh += (l >> vec3<u32>(16u)) * wt;
+        nl += (l & vec3<u32>(0xffffu)) * wt;
+        na += c.w;
+    }
+    let lo = (nh << vec3<u32>(16u)) + nl;
+    let hi = (nh >> vec3<u32>(16u)) + select(vec3<u32>(0u), vec3<u32>(1u), lo < nl);
+    return Acc(Big(lo.x, hi.x, 0u, 0u), Big(lo.y, hi.y, 0u, 0u), Big(lo.z, hi.z, 0u, 0u), Big(na, 0u, 0u, 0u));
+}
+
 fn store_cell(j: u32, acc: Acc) {
     dst_cells[j] = acc.c0.x;
     dst_cells[j + 1u] = acc.c0.y;
@@ -354,8 +378,12 @@ fn finalize(x: u32, y: u32, acc: Acc) {
 // (added first) times m.
 fn row_sum(iy: u32, t: vec4<u32>, m: u32, plain: bool) -> Acc {
     var inner = zero_acc();
-    for (var ix = t.x + 1u; ix < t.y; ix++) {
-        inner = add_acc(inner, cell(ix, iy, plain));
+    if (NARROW) {
+        inner = row_narrow(iy, t.x + 1u, t.y, plain);
+    } else {
+        for (var ix = t.x + 1u; ix < t.y; ix++) {
+            inner = add_acc(inner, cell(ix, iy, plain));
+        }
     }
     var r = add_acc(mul_acc(cell(t.x, iy, plain), t.z), mul_acc(inner, m));
     if (t.w > 0u) {
@@ -420,6 +448,10 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
     for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where the alpha sum is 0
         acc = zero_acc();
         for (var iy = y0; iy < y1; iy++) {
+            if (NARROW) {
+                acc = add_acc(acc, row_narrow(iy, x0, x1, sweep == 1u));
+                continue;
+            }
             for (var ix = x0; ix < x1; ix++) {
                 acc = add_acc(acc, cell(ix, iy, sweep == 1u));
             }

@@ -133,14 +133,16 @@ def test_formats_and_sources_equal_the_model(gpu, monkeypatch, fmt, channels, bi
 @pytest.mark.parametrize("fmt,channels,bits,space", [("bgra8unorm-srgb", 4, 8, "srgb"), ("rgba16unorm", 4, 16, "srgb"),
                                                      ("rg8unorm", 2, 8, "linear"), ("r16unorm", 1, 16, "linear")])
 def test_texture_loads_and_exact_search_give_the_same_bytes(gpu, monkeypatch, fmt, channels, bits, space):
-    """The base read with textureLoad instead of from a copy of its bytes, and every code from
-    the exact search instead of the float screen: the same bytes."""
+    """The base read with textureLoad instead of from a copy of its bytes, its runs summed in
+    96-bit sums instead of 32-bit lanes, and every code from the exact search instead of the
+    float screen: the same bytes."""
     import gputex.mips.odd as odd
 
     a = _image(np.random.default_rng(2250 + channels + bits), 130, 67, channels, bits, "holes")
     _, fast = _levels(gpu, a, fmt, space, "weighted", "exact")
     monkeypatch.setattr(odd, "BASE_COPY", False)
     monkeypatch.setattr(odd, "SCREEN", False)
+    monkeypatch.setattr(odd, "NARROW", False)
     report, plain = _levels(gpu, a, fmt, space, "weighted", "exact")
     assert report.precision == "integer" and report.note == ""
     for lv, (f, p) in enumerate(zip(fast, plain), start=1):
