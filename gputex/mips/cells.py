@@ -85,6 +85,7 @@ class Step:
 class CellPlan:
     steps: list[Step]
     index: np.ndarray  # uint32 axis tables
+    extents: dict[int, int]  # per grid G(k): the most base texels a cell covers
 
     def sources(self) -> list[int]:
         return [s.source for s in self.steps if s.kind == "level"]
@@ -140,7 +141,9 @@ def cell_plan(width: int, height: int, levels: int, cell_bytes: int, max_binding
         steps.append(Step("level", lv, lv, size, cells_size, table(level_table(width, size[0], gx)),
                           table(level_table(height, size[1], gy))))
     index = np.concatenate(tables) if tables else np.zeros(4, np.uint32)
-    return CellPlan(steps, index.astype(np.uint32))
+    extents = {lv: int(np.diff(gx).max()) * int(np.diff(gy).max())
+               for lv, (gx, gy) in grids.items() if lv >= first}
+    return CellPlan(steps, index.astype(np.uint32), extents)
 
 
 def model_cells(codes: np.ndarray, plan: CellPlan) -> list[np.ndarray]:

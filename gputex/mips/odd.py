@@ -20,6 +20,7 @@ import struct
 from typing import TYPE_CHECKING
 
 from ..layout import align_up
+from .intbox import lin_table
 from .integer import int_ok, slots, tables_buffer
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ __all__ = ["odd_ok", "odd_chain", "self_check", "CHECK_SIZE"]
 SCREEN = True
 #: Sum runs of 8-bit base texels in 32-bit lanes (False: in 96-bit sums; the tests compare both).
 NARROW = True
+#: Keep a grid's sums in 2 words a slot where they fit 64 bits (False: 3; the tests compare both).
+TWO_WORDS = True
 #: Read the base from a copy of its bytes where it fits one binding (False: textureLoad; the
 #: tests compare both).
 BASE_COPY = True
@@ -85,9 +88,15 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False, f
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     nslots = slots(fmt.channels)
-    cell_bytes = nslots * _WORDS * 4
+    cell_bytes = nslots * _WORDS * 4  # (the plan's binding check: at most 3 words a slot)
     limit = _limit(session)
     plan = cell_plan(tex.width, tex.height, tex.levels, cell_bytes, limit, FIRST_GRID if first is None else first)
+    top = (1 << fmt.bits) - 1
+    most = max(lin_table(fmt.bits, tex.color_space == "srgb")) * (top if alpha == "weighted" else 1)
+
+    def words(grid: int) -> int:  # a slot's words: 2 where every sum of the grid's cells fits 64 bits
+        return 2 if TWO_WORDS and plan.extents[grid] * most < 1 << 64 else 3
+
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
               "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
     entries = _entries()
@@ -139,10 +148,12 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False, f
         grids: dict[int, object] = {}
         for st in plan.steps:
             src = grids[st.source] if st.source else stand_in
-            c = dict(consts, FROM_BASE=st.source == 0, BASE_BUFFER=copy,
+            c = dict(consts, FROM_BASE=st.source == 0, BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
+                     WORDS_OUT=words(st.level) if st.kind == "cells" else 3,
                      NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256)
             if st.kind == "cells":
-                dst = buffer(st.size[0] * st.size[1] * cell_bytes, wgpu.BufferUsage.STORAGE, "mip cell sums")
+                dst = buffer(st.size[0] * st.size[1] * nslots * words(st.level) * 4, wgpu.BufferUsage.STORAGE,
+                             "mip cell sums")
                 grids[st.level] = dst
                 prm = struct.pack("<12I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
                                   st.x_off, st.y_off, pitch0)

@@ -11,7 +11,7 @@
 //
 // Sums: colour (grey in c0) and alpha; with weighted alpha the colour is premultiplied, and a
 // texel or cell whose alpha sum is 0 sums its cells again for the plain colour (rare: no
-// plain slots carried along). Stored cells: SLOTS x 3 words, colour premultiplied, or plain
+// plain slots carried along). Stored cells: SLOTS x WORDS words (2 or 3), colour premultiplied, or plain
 // where the cell's alpha sum is 0 (its premultiplied sums are then 0). Weights are below 2^16
 // (odd.py: sizes below 2^16), so a weighted sum is two 16-bit products a word (mul_small).
 
@@ -23,6 +23,8 @@ override WEIGHTED: bool = true;
 override BGRA: bool = false;
 override FROM_BASE: bool = true;   // the source cells are the base's texels (else stored cells)
 override SCREEN: bool = true;      // the float estimate decides where it is clearly inside a code
+override WORDS_IN: u32 = 3u;      // words a slot of the source cells (2 where the sums fit 64 bits)
+override WORDS_OUT: u32 = 3u;     // ... of the cells made
 override NARROW: bool = false;     // 8 bits, runs of base texels below 257 (odd.py): row sums in
                                    // 32-bit lanes (16-bit halves of L times alpha: < 2^24 each)
 override BASE_BUFFER: bool = true; // base texels from a copy of its bytes (else textureLoad, whose
@@ -260,23 +262,34 @@ fn cell(x: u32, y: u32, plain: bool) -> Acc {
         }
         return r;
     }
-    let i = (y * prm.src_w + x) * SLOTS * 3u;
-    var j = i + 3u;
-    if (NC == 3u) {
-        j = i + 9u;
-    }
+    let i = (y * prm.src_w + x) * SLOTS * WORDS_IN;
     if (HAS_ALPHA) {
-        r.a = Big(src_cells[j], src_cells[j + 1u], src_cells[j + 2u], 0u);
+        r.a = load_big(i + NC * WORDS_IN);
     }
     if (WA && nonzero(r.a) == plain) {
         return r;
     }
-    r.c0 = Big(src_cells[i], src_cells[i + 1u], src_cells[i + 2u], 0u);
+    r.c0 = load_big(i);
     if (NC == 3u) {
-        r.c1 = Big(src_cells[i + 3u], src_cells[i + 4u], src_cells[i + 5u], 0u);
-        r.c2 = Big(src_cells[i + 6u], src_cells[i + 7u], src_cells[i + 8u], 0u);
+        r.c1 = load_big(i + WORDS_IN);
+        r.c2 = load_big(i + 2u * WORDS_IN);
     }
     return r;
+}
+
+fn load_big(i: u32) -> Big {
+    if (WORDS_IN == 2u) {
+        return Big(src_cells[i], src_cells[i + 1u], 0u, 0u);
+    }
+    return Big(src_cells[i], src_cells[i + 1u], src_cells[i + 2u], 0u);
+}
+
+fn put_big(i: u32, b: Big) {
+    dst_cells[i] = b.x;
+    dst_cells[i + 1u] = b.y;
+    if (WORDS_OUT == 3u) {
+        dst_cells[i + 2u] = b.z;
+    }
 }
 
 // The sums of base texels x0 .. x1 - 1 of row y (NARROW: at most 256 of them), as cell() gives
@@ -302,23 +315,13 @@ fn row_narrow(y: u32, x0: u32, x1: u32, plain: bool) -> Acc {
 }
 
 fn store_cell(j: u32, acc: Acc) {
-    dst_cells[j] = acc.c0.x;
-    dst_cells[j + 1u] = acc.c0.y;
-    dst_cells[j + 2u] = acc.c0.z;
-    var k = j + 3u;
+    put_big(j, acc.c0);
     if (NC == 3u) {
-        dst_cells[j + 3u] = acc.c1.x;
-        dst_cells[j + 4u] = acc.c1.y;
-        dst_cells[j + 5u] = acc.c1.z;
-        dst_cells[j + 6u] = acc.c2.x;
-        dst_cells[j + 7u] = acc.c2.y;
-        dst_cells[j + 8u] = acc.c2.z;
-        k = j + 9u;
+        put_big(j + WORDS_OUT, acc.c1);
+        put_big(j + 2u * WORDS_OUT, acc.c2);
     }
     if (HAS_ALPHA) {
-        dst_cells[k] = acc.a.x;
-        dst_cells[k + 1u] = acc.a.y;
-        dst_cells[k + 2u] = acc.a.z;
+        put_big(j + NC * WORDS_OUT, acc.a);
     }
 }
 
@@ -460,5 +463,5 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
             break;
         }
     }
-    store_cell((gid.y * prm.dst_w + gid.x) * SLOTS * 3u, acc);
+    store_cell((gid.y * prm.dst_w + gid.x) * SLOTS * WORDS_OUT, acc);
 }

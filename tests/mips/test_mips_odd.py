@@ -134,7 +134,7 @@ def test_formats_and_sources_equal_the_model(gpu, monkeypatch, fmt, channels, bi
                                                      ("rg8unorm", 2, 8, "linear"), ("r16unorm", 1, 16, "linear")])
 def test_texture_loads_and_exact_search_give_the_same_bytes(gpu, monkeypatch, fmt, channels, bits, space):
     """The base read with textureLoad instead of from a copy of its bytes, its runs summed in
-    96-bit sums instead of 32-bit lanes, and every code from the exact search instead of the
+    96-bit sums instead of 32-bit lanes, grid sums in 3 words a slot instead of 2, and every code from the exact search instead of the
     float screen: the same bytes."""
     import gputex.mips.odd as odd
 
@@ -143,6 +143,7 @@ def test_texture_loads_and_exact_search_give_the_same_bytes(gpu, monkeypatch, fm
     monkeypatch.setattr(odd, "BASE_COPY", False)
     monkeypatch.setattr(odd, "SCREEN", False)
     monkeypatch.setattr(odd, "NARROW", False)
+    monkeypatch.setattr(odd, "TWO_WORDS", False)
     report, plain = _levels(gpu, a, fmt, space, "weighted", "exact")
     assert report.precision == "integer" and report.note == ""
     for lv, (f, p) in enumerate(zip(fast, plain), start=1):
