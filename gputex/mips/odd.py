@@ -3,10 +3,20 @@ halve, each level read from a grid of cell sums about 16 times its size instead 
 whole base (``mip_odd.wgsl``; the grids and why they are exact: :mod:`.cells`).
 
 The integer chain reads the base again for every level no earlier level tiles: all 13 levels
-of an 8191^2 chain (H200, rgba8unorm-srgb: 45.5 ms against 2.39 ms for 8192^2 in the single-pass
-chain). Here levels 1 and 2 read the base, the grid ``G(3)`` (3394^2 cells at 8191^2) is summed
-from the base once, and each later level and grid reads the grid before it: a quarter of the
-cells per level.
+of an 8191^2 chain. Here levels 1 and 2 read the base, the grid ``G(3)`` (3394^2 cells at
+8191^2) is summed from the base once, and each later level and grid reads the grid before it:
+a quarter of the cells per level. The base is read from a copy of its bytes (no textureLoad and
+sRGB encode per read), runs of 8-bit texels are summed in 32-bit lanes, a grid keeps 2 words a
+slot where its sums fit 64 bits, and the codes come from the single-pass chain's float screen.
+
+Measured on the H200 (``benchmarks/mips.py --sizes 4096 8192 8191 4095x4097 --skip-cpu``, GPU
+time, rgba8unorm-srgb, weighted alpha, commit 9fe8a6c; ``benchmarks/results/mips-odd-h200-9fe8a6c.txt``):
+8191^2 5.81 ms against 45.4 ms for the integer chain (7.8x) and 2.39 ms for 8192^2 (2.43x);
+4095x4097 1.62 ms against 12.4 ms (7.6x) and 0.652 ms for 4096^2 (2.49x). The target, 1.3x the
+power-of-two time, is not reached: levels 1 and 2 and ``G(3)`` (three passes over the base, ~9
+texel reads per level-1 texel, 12 products of 96-bit sums a texel) take 3.3 of the 5.8 ms, and the
+~16 passes of the small levels ~15 us each. ``G(4)`` first (``benchmarks/mips_odd.py``) measured
+5.64 ms, within noise of ``G(3)``.
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
