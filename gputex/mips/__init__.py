@@ -53,7 +53,7 @@ RENDER_KINDS = ("unorm8", "float16", "rgb10a2")
 @dataclass
 class MipReport:
     levels: int
-    sources: list[int] = field(default_factory=list)  # source level of each level >= 1
+    sources: list[int] = field(default_factory=list)  # source level of each level >= 1 (cells: grid G(k))
     alpha_scales: list[float] = field(default_factory=list)
     gpu_ns: int | None = None  # GPU time of the chain (timestamp queries), when measured
     pass_ns: list[int] = field(default_factory=list)  # time inside each compute pass
