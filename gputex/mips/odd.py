@@ -27,14 +27,17 @@ report says so.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..layout import align_up
 from .intbox import lin_table
 from .integer import int_ok, slots, tables_buffer
 
 if TYPE_CHECKING:
+    from ..device import Session
+    from ..formats import Format
     from ..texture import Texture
+    from .cells import CellPlan, Step
 
 __all__ = ["odd_ok", "odd_chain", "self_check", "CHECK_SIZE"]
 
@@ -52,22 +55,22 @@ BASE_COPY = True
 _WORDS = 3
 
 
-def odd_ok(tex: Texture, filter: str, normal_map: bool, coverage) -> bool:
+def odd_ok(tex: Texture, filter: str, normal_map: bool, coverage: float | None) -> bool:
     """Whether this chain can make ``tex``'s box mips (the integer chain's cases, sizes below
     2^16: the shader's weights are 16-bit)."""
     return int_ok(tex, filter, normal_map, coverage) and max(tex.width, tex.height) < 1 << 16
 
 
-def _limit(session) -> int:
-    return min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 1 << 30)
+def _limit(session: Session) -> int:
+    return min(int(session.limits.get("max-storage-buffer-binding-size", 128 << 20)), 1 << 30)
 
 
-def _entries() -> list[dict]:
+def _entries() -> list[dict[str, Any]]:
     import wgpu
 
     s = wgpu.ShaderStage.COMPUTE
 
-    def buf(b, kind):
+    def buf(b: int, kind: Any) -> dict[str, Any]:
         return {"binding": b, "visibility": s, "buffer": {"type": kind}}
 
     st, ro = wgpu.BufferBindingType.storage, wgpu.BufferBindingType.read_only_storage
@@ -77,7 +80,7 @@ def _entries() -> list[dict]:
             buf(7, ro)]
 
 
-def _run(plan, st) -> int:
+def _run(plan: CellPlan, st: Step) -> int:
     """The most source cells a texel (level) or cell of step ``st`` spans on the x axis."""
     import numpy as np
 
@@ -87,7 +90,8 @@ def _run(plan, st) -> int:
     return int((t[:, 1] - t[:, 0]).max()) + 1
 
 
-def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False, first: int | None = None):
+def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
+              first: int | None = None) -> tuple[list[int], int | None, list[int]]:
     """Fill levels 1.. of ``tex`` with the cell chain. Returns (sources, gpu_ns, pass_ns): a
     level's source is 0 (the base) or k (the cells of grid G(k), :mod:`.cells`)."""
     import wgpu
@@ -114,19 +118,19 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False, f
     bpt = fmt.block_bytes
     total = tex.width * tex.height
 
-    def band_rows(st) -> tuple[int, int]:  # (output row pitch, rows a dispatch)
+    def band_rows(st: Step) -> tuple[int, int]:  # (output row pitch, rows a dispatch)
         pitch = align_up(st.size[0] * bpt, 256)
         return pitch, max(1, min(st.size[1], min(limit, 64 << 20) // pitch))
 
     levels = [st for st in plan.steps if st.kind == "level"]
-    owned = []
+    owned: list[Any] = []
 
-    def buffer(size, usage, what):
+    def buffer(size: int, usage: int, what: str) -> Any:
         b = session.check(f"{tex.source}: {what}", device.create_buffer, size=max(16, size), usage=usage)
         owned.append(b)
         return b
 
-    def whole(b):
+    def whole(b: Any) -> dict[str, Any]:
         return {"buffer": b, "offset": 0, "size": b.size}
 
     try:
@@ -206,10 +210,10 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False, f
 CHECK_SIZE = (45, 35)
 
 
-def self_check(session, fmt, color_space: str, alpha: str) -> tuple[bool, str]:
+def self_check(session: Session, fmt: Format, color_space: str, alpha: str) -> tuple[bool, str]:
     """Once per session and kind of chain: this chain's bytes for a 45x35 image must be those of
     ``intbox.model_chain``. Returns (passed, what differed)."""
-    def run():
+    def run() -> tuple[bool, str]:
         import numpy as np
 
         from ..capture import capture
@@ -240,4 +244,5 @@ def self_check(session, fmt, color_space: str, alpha: str) -> tuple[bool, str]:
         return True, ""
 
     key = ("mip-odd-self-check", fmt.name, color_space, alpha == "weighted" and fmt.channels != 1)
-    return session.cache("mip-odd").get(key, run)
+    result: tuple[bool, str] = session.cache("mip-odd").get(key, run)
+    return result
