@@ -7,7 +7,8 @@
 2. ``precision="exact"`` (default), box filter, 8- and 16-bit unorm formats: the integer
    chain, correctly rounded and the same bytes on every adapter that passes its self-check
    (:mod:`.integer`, arithmetic in :mod:`.intbox`); six levels a dispatch (:mod:`.spd`, the
-   same bytes) where every level halves each axis.
+   same bytes) where every level halves each axis, else each level from a grid of cell sums
+   (:mod:`.odd`, the same bytes) instead of the whole base.
 3. Where float64 is allowed (:func:`use_float64`): box mips of 16-bit and float32 formats
    and kernel chains of those and the 4-byte 8-bit formats in float64 (:mod:`.exact`).
 4. Everything else: the float32 chain (:mod:`.chain`), drawn by a fragment shader instead
@@ -39,7 +40,7 @@ __all__ = ["generate_mips", "MipReport", "FILTERS", "FILTER_NAMES", "ALPHA_MODES
 #: ``exact``: integer chain where it applies, float64 where the device has it, else float32;
 #: ``fast``: no integer chain; ``float32``: float32 only (what an adapter without shader-f64 runs);
 #: ``int``: ``exact`` with the multi-pass integer chain only (the reference the single-pass form,
-#: :mod:`.spd`, is checked and timed against: the same bytes).
+#: :mod:`.spd`, and the cell form, :mod:`.odd`, are checked and timed against: the same bytes).
 PRECISIONS = ("exact", "fast", "float32", "int")
 #: How renderable formats without a storage-capable twin get their levels (the default is
 #: chosen by measurement: ``benchmarks/mips.py --paths``; see README).
@@ -52,7 +53,7 @@ RENDER_KINDS = ("unorm8", "float16", "rgb10a2")
 @dataclass
 class MipReport:
     levels: int
-    sources: list[int] = field(default_factory=list)  # source level of each level >= 1
+    sources: list[int] = field(default_factory=list)  # source level of each level >= 1 (cells: grid G(k))
     alpha_scales: list[float] = field(default_factory=list)
     gpu_ns: int | None = None  # GPU time of the chain (timestamp queries), when measured
     pass_ns: list[int] = field(default_factory=list)  # time inside each compute pass
@@ -132,8 +133,8 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
         ``shader-f64``. ``fast``: the float chains (float32, within 1 LSB at 8 bits; float64
         for 16-bit and float32 formats where the device has ``shader-f64``). ``float32``:
         float32 only, as on an adapter without ``shader-f64``. ``int``: ``exact`` without the
-        single-pass form of the integer chain (:mod:`.spd`, the same bytes): the multi-pass
-        chain it is checked and timed against.
+        single-pass and cell forms of the integer chain (:mod:`.spd`, :mod:`.odd`, the same
+        bytes): the multi-pass chain they are checked and timed against.
     path
         ``compute`` or ``render``: how renderable formats without a storage-capable twin
         (r8unorm, rg8unorm, rgb10a2unorm, r16float, rg16float) get their levels; the render
@@ -205,8 +206,10 @@ def _float_chain(tex: Texture, report: MipReport, kind: str, filter: str, alpha:
 def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_map: bool, coverage: float | None,
                layer: int, measure: bool, single_pass: bool = True) -> bool:
     """The integer chain, where it applies and this adapter passes its self-check; its
-    single-pass form (:mod:`.spd`, the same bytes) where that serves the sizes."""
+    single-pass form (:mod:`.spd`, the same bytes) where that serves the sizes, else its cell
+    form (:mod:`.odd`, the same bytes)."""
     from .integer import int_chain, int_ok, self_check
+    from .odd import odd_ok
     from .spd import self_check as spd_self_check
     from .spd import spd_chain, spd_ok
 
@@ -219,6 +222,17 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
             report.exact, report.precision = True, "integer"
             return True
         report.note = (f"{tex.session.name}: the single-pass integer mip chain failed its self-check ({why}); "
+                       "the integer chain was used")
+    elif single_pass and odd_ok(tex, filter, normal_map, coverage):
+        from .odd import odd_chain
+        from .odd import self_check as odd_self_check
+
+        ok, why = odd_self_check(tex.session, tex.format, tex.color_space, alpha)
+        if ok:
+            report.sources, report.gpu_ns, report.pass_ns = odd_chain(tex, alpha, layer, measure)
+            report.exact, report.precision = True, "integer"
+            return True
+        report.note = (f"{tex.session.name}: the cell mip chain failed its self-check ({why}); "
                        "the integer chain was used")
     passed, why = self_check(tex.session, tex.format, tex.color_space, alpha)
     if not passed:

@@ -203,7 +203,9 @@ def test_failed_self_check_falls_back_and_says_so(gpu, monkeypatch):
     import gputex.mips.intbox as intbox
 
     key = ("self-check", "rg8unorm", "linear", True)
+    odd_key = ("mip-odd-self-check", "rg8unorm", "linear", True)  # (the cell chain's check fails too)
     gpu.cache("mip-int").pop(key)
+    gpu.cache("mip-odd").pop(odd_key)
     real = intbox.model_chain
 
     def wrong(*args):  # an adapter that disagrees: the expected bytes differ from what it gives
@@ -223,6 +225,7 @@ def test_failed_self_check_falls_back_and_says_so(gpu, monkeypatch):
         assert report.note.endswith("); the float path was used")
     finally:
         gpu.cache("mip-int").pop(key)
+        gpu.cache("mip-odd").pop(odd_key)
 
 
 @pytest.mark.gpu
@@ -252,7 +255,7 @@ def test_chunked_footprints_and_unstored_levels_give_the_same_bytes(gpu, monkeyp
         return p
 
     monkeypatch.setattr(mips_int, "plan_chain", small)
-    chunked = _run(gpu, a, "rgba8unorm", "srgb")
+    chunked = _run(gpu, a, "rgba8unorm", "srgb", precision="int")  # (exact: the cell chain, mips/odd.py)
     assert any(p.chunks > 1 for p in plans[-1]) and any(p.source for p in plans[-1])
     assert not plans[-1][2].store  # level 3 (32x16) would have been stored
     for lv, (p, c) in enumerate(zip(plain, chunked), start=1):

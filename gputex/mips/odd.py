@@ -1,0 +1,248 @@
+"""The cell chain: the integer box chain's bytes (:mod:`.integer`) for sizes whose levels do not
+halve, each level read from a grid of cell sums about 16 times its size instead of from the
+whole base (``mip_odd.wgsl``; the grids and why they are exact: :mod:`.cells`).
+
+The integer chain reads the base again for every level no earlier level tiles: all 13 levels
+of an 8191^2 chain. Here levels 1 and 2 read the base, the grid ``G(3)`` (3394^2 cells at
+8191^2) is summed from the base once, and each later level and grid reads the grid before it:
+a quarter of the cells per level. The base is read from a copy of its bytes (no textureLoad and
+sRGB encode per read), runs of 8-bit texels are summed in 32-bit lanes, a grid keeps 2 words a
+slot where its sums fit 64 bits, and the codes come from the single-pass chain's float screen.
+
+Measured on the H200 (``benchmarks/mips.py --sizes 4096 8192 8191 4095x4097 --skip-cpu``, GPU
+time, rgba8unorm-srgb, weighted alpha, commit 9fe8a6c; ``benchmarks/results/mips-odd-h200-9fe8a6c.txt``):
+8191^2 5.81 ms against 45.4 ms for the integer chain (7.8x) and 2.39 ms for 8192^2 (2.43x);
+4095x4097 1.62 ms against 12.4 ms (7.6x) and 0.652 ms for 4096^2 (2.49x). The target, 1.3x the
+power-of-two time, is not reached: levels 1 and 2 and ``G(3)`` (three passes over the base, ~9
+texel reads per level-1 texel, 12 products of 96-bit sums a texel) take 3.3 of the 5.8 ms, and the
+~16 passes of the small levels ~15 us each. ``G(4)`` first (``benchmarks/mips_odd.py``) measured
+5.64 ms, within noise of ``G(3)``.
+
+The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
+(base levels, a grid from the base, grids from grids) whose bytes must equal
+``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
+report says so.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Any
+
+from ..layout import align_up
+from .intbox import lin_table
+from .integer import int_ok, slots, tables_buffer
+
+if TYPE_CHECKING:
+    from ..device import Session
+    from ..formats import Format
+    from ..texture import Texture
+    from .cells import CellPlan, Step
+
+__all__ = ["odd_ok", "odd_chain", "self_check", "CHECK_SIZE"]
+
+#: Accept the float estimate of a code where it is clearly inside the code's interval, as the
+#: single-pass chain does (False: every code from the exact search; the tests compare both).
+SCREEN = True
+#: Sum runs of 8-bit base texels in 32-bit lanes (False: in 96-bit sums; the tests compare both).
+NARROW = True
+#: Keep a grid's sums in 2 words a slot where they fit 64 bits (False: 3; the tests compare both).
+TWO_WORDS = True
+#: Read the base from a copy of its bytes where it fits one binding (False: textureLoad; the
+#: tests compare both).
+BASE_COPY = True
+#: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
+_WORDS = 3
+
+
+def odd_ok(tex: Texture, filter: str, normal_map: bool, coverage: float | None) -> bool:
+    """Whether this chain can make ``tex``'s box mips (the integer chain's cases, sizes below
+    2^16: the shader's weights are 16-bit)."""
+    return int_ok(tex, filter, normal_map, coverage) and max(tex.width, tex.height) < 1 << 16
+
+
+def _limit(session: Session) -> int:
+    return min(int(session.limits.get("max-storage-buffer-binding-size", 128 << 20)), 1 << 30)
+
+
+def _entries() -> list[dict[str, Any]]:
+    import wgpu
+
+    s = wgpu.ShaderStage.COMPUTE
+
+    def buf(b: int, kind: Any) -> dict[str, Any]:
+        return {"binding": b, "visibility": s, "buffer": {"type": kind}}
+
+    st, ro = wgpu.BufferBindingType.storage, wgpu.BufferBindingType.read_only_storage
+    return [{"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
+                                                        "view_dimension": "2d", "multisampled": False}},
+            buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, ro), buf(6, ro),
+            buf(7, ro)]
+
+
+def _run(plan: CellPlan, st: Step) -> int:
+    """The most source cells a texel (level) or cell of step ``st`` spans on the x axis."""
+    import numpy as np
+
+    if st.kind == "cells":
+        return int(np.diff(plan.index[st.x_off:st.x_off + st.size[0] + 1].astype(np.int64)).max())
+    t = plan.index[st.x_off:st.x_off + 4 * st.size[0]].reshape(-1, 4).astype(np.int64)
+    return int((t[:, 1] - t[:, 0]).max()) + 1
+
+
+def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
+              first: int | None = None) -> tuple[list[int], int | None, list[int]]:
+    """Fill levels 1.. of ``tex`` with the cell chain. Returns (sources, gpu_ns, pass_ns): a
+    level's source is 0 (the base) or k (the cells of grid G(k), :mod:`.cells`)."""
+    import wgpu
+
+    from ..kernels import dispatch, timestamps
+    from .cells import FIRST_GRID, cell_plan
+    from .common import pipeline
+
+    session, device, fmt = tex.session, tex.session.device, tex.format
+    nslots = slots(fmt.channels)
+    cell_bytes = nslots * _WORDS * 4  # (the plan's binding check: at most 3 words a slot)
+    limit = _limit(session)
+    plan = cell_plan(tex.width, tex.height, tex.levels, cell_bytes, limit, FIRST_GRID if first is None else first)
+    top = (1 << fmt.bits) - 1
+    most = max(lin_table(fmt.bits, tex.color_space == "srgb")) * (top if alpha == "weighted" else 1)
+
+    def words(grid: int) -> int:  # a slot's words: 2 where every sum of the grid's cells fits 64 bits
+        return 2 if TWO_WORDS and plan.extents[grid] * most < 1 << 64 else 3
+
+    consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
+              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
+    entries = _entries()
+    tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
+    bpt = fmt.block_bytes
+    total = tex.width * tex.height
+
+    def band_rows(st: Step) -> tuple[int, int]:  # (output row pitch, rows a dispatch)
+        pitch = align_up(st.size[0] * bpt, 256)
+        return pitch, max(1, min(st.size[1], min(limit, 64 << 20) // pitch))
+
+    levels = [st for st in plan.steps if st.kind == "level"]
+    owned: list[Any] = []
+
+    def buffer(size: int, usage: int, what: str) -> Any:
+        b = session.check(f"{tex.source}: {what}", device.create_buffer, size=max(16, size), usage=usage)
+        owned.append(b)
+        return b
+
+    def whole(b: Any) -> dict[str, Any]:
+        return {"buffer": b, "offset": 0, "size": b.size}
+
+    try:
+        out = buffer(max([p * r for p, r in map(band_rows, levels)] + [16]),
+                     wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
+                     "mip output buffer")
+        stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+        stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+        index = session.check(f"{tex.source}: mip cell tables", device.create_buffer_with_data,
+                              data=plan.index.tobytes(), usage=wgpu.BufferUsage.STORAGE)
+        owned.append(index)
+        # the base's bytes in a buffer where they fit one binding: codes without textureLoad
+        # and the encode of -srgb loads (every base texel is read ~5 times at 8191^2)
+        pitch0 = align_up(tex.width * bpt, 256)
+        copy = BASE_COPY and bool(tex.texture.usage & wgpu.TextureUsage.COPY_SRC) and pitch0 * tex.height <= limit
+        base_bytes = stand_in
+        if copy:
+            base_bytes = buffer(pitch0 * tex.height, wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST,
+                                "mip base copy")
+        base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                                       array_layer_count=1, dimension="2d")
+        npasses = sum(1 if st.kind == "cells" else -(-st.size[1] // band_rows(st)[1]) for st in plan.steps)
+        query = timestamps(session, npasses + 4) if measure else None
+        enc = device.create_command_encoder()
+        if copy:
+            enc.copy_texture_to_buffer({"texture": tex.texture, "mip_level": 0, "origin": (0, 0, layer)},
+                                       {"buffer": base_bytes, "offset": 0, "bytes_per_row": pitch0,
+                                        "rows_per_image": tex.height}, (tex.width, tex.height, 1))
+        grids: dict[int, object] = {}
+        for st in plan.steps:
+            src = grids[st.source] if st.source else stand_in
+            c = dict(consts, FROM_BASE=st.source == 0, BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
+                     WORDS_OUT=words(st.level) if st.kind == "cells" else 3,
+                     NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256)
+            if st.kind == "cells":
+                dst = buffer(st.size[0] * st.size[1] * nslots * words(st.level) * 4, wgpu.BufferUsage.STORAGE,
+                             "mip cell sums")
+                grids[st.level] = dst
+                prm = struct.pack("<12I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
+                                  st.x_off, st.y_off, pitch0)
+                pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "cells")
+                bind = device.create_bind_group(layout=bgl, entries=[
+                    {"binding": i, "resource": r} for i, r in enumerate(
+                        [base, whole(out), {"buffer": session.uniform(prm)}, whole(src), whole(dst), whole(tables),
+                         whole(index), whole(base_bytes)])])
+                dispatch(enc, pipe, bind, (-(-st.size[0] // 8), -(-st.size[1] // 8), 1),
+                         query.next() if query else None)
+                continue
+            w, h = st.size
+            pitch, rows = band_rows(st)
+            pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "level")
+            for r0 in range(0, h, rows):
+                n = min(rows, h - r0)
+                prm = struct.pack("<12I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
+                                  st.x_off, st.y_off, pitch0)
+                bind = device.create_bind_group(layout=bgl, entries=[
+                    {"binding": i, "resource": r} for i, r in enumerate(
+                        [base, whole(out), {"buffer": session.uniform(prm)}, whole(src), whole(stand_in_w),
+                         whole(tables), whole(index), whole(base_bytes)])])
+                if bpt < 4:
+                    enc.clear_buffer(out, 0, pitch * n)
+                dispatch(enc, pipe, bind, (-(-w // 8), -(-n // 8), 1), query.next() if query else None)
+                enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
+                                           {"texture": tex.texture, "mip_level": st.level, "origin": (0, r0, layer)},
+                                           (w, n, 1))
+        if query:
+            query.resolve(enc)
+        session.check(f"{tex.source}: mip chain (integer, cells)", device.queue.submit, [enc.finish()])
+        gpu_ns, pass_ns = query.read() if query else (None, [])
+    finally:
+        for b in owned:
+            b.destroy()
+    return plan.sources(), gpu_ns, pass_ns
+
+
+#: The self-check's image: levels from the base, a grid from the base and grids from grids.
+CHECK_SIZE = (45, 35)
+
+
+def self_check(session: Session, fmt: Format, color_space: str, alpha: str) -> tuple[bool, str]:
+    """Once per session and kind of chain: this chain's bytes for a 45x35 image must be those of
+    ``intbox.model_chain``. Returns (passed, what differed)."""
+    def run() -> tuple[bool, str]:
+        import numpy as np
+
+        from ..capture import capture
+        from ..decode import from_array
+        from ..layout import mip_count
+        from ..upload import upload
+        from . import intbox
+        from .integer import binding_usage, self_check_image
+
+        w, h = CHECK_SIZE
+        codes = np.ascontiguousarray(np.tile(self_check_image(fmt.channels, fmt.bits), (-(-h // 7), -(-w // 13), 1))[:h, :w])
+        levels = mip_count(w, h)
+        want = intbox.model_chain(codes.tolist(), fmt.channels, fmt.bits, color_space == "srgb",
+                                  alpha == "weighted", levels)
+        tex = upload(session, from_array(codes, color_space), fmt.name, levels=levels, color_space=color_space,
+                     usage=binding_usage())
+        try:
+            odd_chain(tex, alpha)
+            for lv in range(1, tex.levels):
+                got = capture(tex, lv)
+                exp = np.array(want[lv - 1], got.dtype).reshape(got.shape)
+                if not np.array_equal(got, exp):
+                    y, x = (int(b) for b in np.argwhere(got != exp)[0][:2])
+                    return False, (f"level {lv} texel ({y}, {x}): got {got[y, x].tolist()}, "
+                                   f"expected {exp[y, x].tolist()}")
+        finally:
+            tex.destroy()
+        return True, ""
+
+    key = ("mip-odd-self-check", fmt.name, color_space, alpha == "weighted" and fmt.channels != 1)
+    result: tuple[bool, str] = session.cache("mip-odd").get(key, run)
+    return result

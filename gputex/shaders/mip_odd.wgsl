@@ -1,0 +1,467 @@
+//! include mip_intmath.wgsl
+// The cell chain (mips/odd.py; the arithmetic is in mips/cells.py and mips/intbox.py): exact
+// integer sums of the integer box chain, a level's texels as weighted sums of the cells of a
+// grid (or of base texels) instead of the whole base footprint. Two entry points: `level`
+// (a level's texels: sums, then the codes by the exact threshold comparisons of mip_int.wgsl)
+// and `cells` (a grid's cell sums: plain sums of the source's cells).
+//
+// On each axis a texel's source cells i0 .. i1 weigh (m - r0) (cell i0, one base column),
+// m (between) and r1 (cell i1, one base column; none where r1 = 0): the axis table holds
+// (i0, i1, m - r0, r1) per texel. A grid's cell spans the source cells [t[i], t[i + 1]).
+//
+// Sums: colour (grey in c0) and alpha; with weighted alpha the colour is premultiplied, and a
+// texel or cell whose alpha sum is 0 sums its cells again for the plain colour (rare: no
+// plain slots carried along). Stored cells: SLOTS x WORDS words (2 or 3), colour premultiplied, or plain
+// where the cell's alpha sum is 0 (its premultiplied sums are then 0). Weights are below 2^16
+// (odd.py: sizes below 2^16), so a weighted sum is two 16-bit products a word (mul_small).
+
+override CHANNELS: u32 = 4u;
+override BITS: u32 = 8u;
+override SRGB: bool = false;
+override SRGB_VIEW: bool = false;
+override WEIGHTED: bool = true;
+override BGRA: bool = false;
+override FROM_BASE: bool = true;   // the source cells are the base's texels (else stored cells)
+override SCREEN: bool = true;      // the float estimate decides where it is clearly inside a code
+override WORDS_IN: u32 = 3u;      // words a slot of the source cells (2 where the sums fit 64 bits)
+override WORDS_OUT: u32 = 3u;     // ... of the cells made
+override NARROW: bool = false;     // 8 bits, runs of base texels below 257 (odd.py): row sums in
+                                   // 32-bit lanes (16-bit halves of L times alpha: < 2^24 each)
+override BASE_BUFFER: bool = true; // base texels from a copy of its bytes (else textureLoad, whose
+                                   // -srgb loads need an encode to give the codes back)
+
+override NC: u32 = select(1u, 3u, CHANNELS == 4u);
+override HAS_ALPHA: bool = CHANNELS != 1u;
+override WA: bool = WEIGHTED && HAS_ALPHA;
+override SLOTS: u32 = NC + select(0u, 1u, HAS_ALPHA);
+
+struct Params {
+    src_w: u32,          // source cells (base texels) on each axis
+    src_h: u32,
+    dst_w: u32,          // texels of the level, or cells of the grid made
+    dst_h: u32,
+    row0: u32,           // first destination row of this band (level)
+    rows: u32,
+    words_per_row: u32,  // output row pitch / 4 (level)
+    total: u32,          // base texels: every texel's weights add up to this
+    channels: u32,       // = SLOTS as a uniform (finalize's loop not unrolled: compile time)
+    x_off: u32,          // word offsets of the axis tables in `index`
+    y_off: u32,
+    base_pitch: u32,     // bytes a row of `base` (BASE_BUFFER)
+}
+
+@group(0) @binding(0) var src: texture_2d<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
+@group(0) @binding(2) var<uniform> prm: Params;
+@group(0) @binding(3) var<storage, read> src_cells: array<u32>;
+@group(0) @binding(4) var<storage, read_write> dst_cells: array<u32>;
+@group(0) @binding(5) var<storage, read> tables: array<u32>;  // L (2 words), then Q (3 words)
+@group(0) @binding(6) var<storage, read> index: array<u32>;   // the axis tables
+@group(0) @binding(7) var<storage, read> base: array<u32>;    // the base's bytes (BASE_BUFFER)
+
+// Sums of a texel or cell: colour c0-c2 (grey in c0; premultiplied with weighted alpha, or
+// plain: see `cell`) and alpha.
+struct Acc {
+    c0: Big, c1: Big, c2: Big, a: Big,
+}
+
+fn zero_acc() -> Acc {
+    let z = Big(0u);
+    return Acc(z, z, z, z);
+}
+
+fn add_acc(a: Acc, b: Acc) -> Acc {
+    if (NC == 1u) {
+        return Acc(add(a.c0, b.c0), a.c1, a.c2, add(a.a, b.a));
+    }
+    return Acc(add(a.c0, b.c0), add(a.c1, b.c1), add(a.c2, b.c2), add(a.a, b.a));
+}
+
+// a * w for w < 2^16 (the axis weights: sizes below 2^16): two 16 x 16-bit products a word
+fn mul_small(a: Big, w: u32) -> Big {
+    let l = (a & Big(0xffffu)) * w;
+    let h = (a >> Big(16u)) * w;
+    let lo = l + (h << Big(16u));
+    let c = select(Big(0u), Big(1u), lo < l);
+    return add(lo, Big(0u, (h.x >> 16u) + c.x, (h.y >> 16u) + c.y, (h.z >> 16u) + c.z));
+}
+
+fn mul_acc(a: Acc, w: u32) -> Acc {
+    if (NC == 1u) {
+        return Acc(mul_small(a.c0, w), a.c1, a.c2, mul_small(a.a, w));
+    }
+    return Acc(mul_small(a.c0, w), mul_small(a.c1, w), mul_small(a.c2, w), mul_small(a.a, w));
+}
+
+// num / den >= Q[k] (num * 2^32 >= Q[k] * den; num < 2^96, den < 2^64): as mip_int.wgsl
+fn reaches(num: Big, den: Big, k: u32, srgb: bool) -> bool {
+    var q = Big((1u << 31u), k - 1u, 0u, 0u);  // linear: k - 1/2
+    if (srgb) {
+        let i = 2u * (top() + 1u) + 3u * k;
+        q = Big(tables[i], tables[i + 1u], tables[i + 2u], 0u);
+    }
+    let rhs = add(mul(q, den.x), mul(Big(0u, q.x, q.y, q.z), den.y));
+    return ge(Big(0u, num.x, num.y, num.z), rhs);
+}
+
+// The code k with Q[k] <= num / den < Q[k + 1]: mip_int.wgsl's search (probes next to a float
+// estimate, then bisection; the estimate only decides how soon it ends).
+fn round_code(num: Big, den: Big, srgb: bool) -> u32 {
+    let m = f32(top());
+    var v = approx(num) / approx(den);
+    if (srgb) {
+        v = encode(v / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
+    }
+    var lo = 0u;
+    var hi = top();
+    var probe = max(1u, u32(clamp(floor(v + 0.5), 0.0, m)));
+    for (var i = 0u; i < 64u && lo < hi; i++) {
+        if (reaches(num, den, probe, srgb)) {
+            lo = probe;
+            probe = select((lo + hi + 1u) / 2u, lo + 1u, i < 2u);
+        } else {
+            hi = probe - 1u;
+            probe = select((lo + hi + 1u) / 2u, hi, i < 2u);
+        }
+        probe = clamp(probe, lo + 1u, max(hi, lo + 1u));
+    }
+    return lo;
+}
+
+// 8-bit sRGB: L and the float thresholds in workgroup memory (as mip_spd.wgsl: a warp's
+// lookups of random codes in a storage buffer touch many cache lines)
+override SMEM_TABLES: bool = BITS == 8u && SRGB;
+var<workgroup> ltab: array<u32, 256>;
+var<workgroup> qtab: array<f32, 257>;
+
+fn load_tables(t: u32) {  // t: the invocation's index in its workgroup of 64
+    if (SMEM_TABLES) {
+        for (var k = t; k < 256u; k += 64u) {
+            ltab[k] = tables[2u * k];
+            qtab[k] = bitcast<f32>(tables[5u * 256u + k]);
+        }
+        if (t == 0u) {
+            qtab[256] = 3.4e38;  // above every value (k + 1 = 256 is never compared)
+        }
+    }
+    workgroupBarrier();
+}
+
+fn lin_code(c: u32) -> Big {
+    if (SMEM_TABLES) {
+        return Big(ltab[c & 255u], 0u, 0u, 0u);
+    }
+    return lin(c, SRGB);
+}
+
+// Q[k] / 2^32 as a float (k = top + 1: never reached)
+fn threshold_f(k: u32, srgb: bool) -> f32 {
+    if (!srgb) {
+        return f32(k) - 0.5;
+    }
+    if (SMEM_TABLES) {
+        return qtab[min(k, 256u)];
+    }
+    return bitcast<f32>(tables[5u * (top() + 1u) + k]);
+}
+
+// Relative distance from a threshold beyond which the float estimate decides (mip_spd.wgsl:
+// its own error is under 2^-20, so farther than 2^-18 the exact comparisons give its code).
+const MARGIN: f32 = 3.814697265625e-6;
+
+// The code k with Q[k] <= num / den < Q[k + 1]: mip_spd.wgsl's round_fast: the float estimate's
+// code where it lies clearly inside that code's interval; next to one threshold one exact
+// comparison with it; else the exact search (round_code).
+fn round_fast(num: Big, den: Big, srgb: bool) -> u32 {
+    let m = f32(top());
+    let x = approx(num) / approx(den);
+    var v = x;
+    if (srgb) {
+        v = encode(x / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
+    }
+    let k = u32(clamp(floor(v + 0.5), 0.0, m));
+    let tl = threshold_f(k, srgb);
+    let th = threshold_f(k + 1u, srgb);
+    let above = k == 0u || x >= tl * (1.0 + MARGIN);
+    let below = k == top() || x < th * (1.0 - MARGIN);
+    if (SCREEN && above && below) {
+        return k;
+    }
+    var j = 0u;  // the one threshold to compare with (0: none)
+    if (below && k > 0u && x >= tl * (1.0 - MARGIN) && (k == 1u || x >= threshold_f(k - 1u, srgb) * (1.0 + MARGIN))) {
+        j = k;
+    } else if (above && k < top() && x < th * (1.0 + MARGIN)
+               && (k + 1u == top() || x < threshold_f(k + 2u, srgb) * (1.0 - MARGIN))) {
+        j = k + 1u;
+    }
+    if (SCREEN && j > 0u) {
+        return select(j - 1u, j, reaches(num, den, j, srgb));
+    }
+    return round_code(num, den, srgb);
+}
+
+// The codes of a base texel in `base` (as stored: BGRA's bytes swapped back), in the order
+// codes_at gives them.
+fn codes_stored(p: vec2<u32>) -> vec4<u32> {
+    let bpt = CHANNELS * BITS / 8u;
+    let byte = p.y * prm.base_pitch + p.x * bpt;
+    let w0 = base[byte / 4u];
+    var c = vec4<u32>(0u);
+    if (bpt == 8u) {
+        let w1 = base[byte / 4u + 1u];
+        c = vec4<u32>(w0 & 0xffffu, w0 >> 16u, w1 & 0xffffu, w1 >> 16u);
+    } else if (bpt == 4u && BITS == 8u) {
+        c = (vec4<u32>(w0) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u);
+        if (BGRA) {
+            c = c.zyxw;
+        }
+    } else if (bpt == 4u) {
+        c = vec4<u32>(w0 & 0xffffu, w0 >> 16u, 0u, 0u);
+    } else {
+        let w = w0 >> ((byte % 4u) * 8u);
+        let mask = (1u << BITS) - 1u;
+        c = vec4<u32>(w & mask, (w >> BITS) & mask, 0u, 0u);
+    }
+    if (CHANNELS == 2u) {
+        return vec4<u32>(c.x, 0u, 0u, c.y);
+    }
+    if (CHANNELS == 1u) {
+        return vec4<u32>(c.x, 0u, 0u, top());
+    }
+    return c;
+}
+
+fn codes_at(p: vec2<u32>) -> vec4<u32> {
+    if (BASE_BUFFER) {
+        return codes_stored(p);
+    }
+    var v = textureLoad(src, vec2<i32>(p), 0);
+    if (SRGB_VIEW) {
+        v = vec4<f32>(srgb_encode3(clamp(v.rgb, vec3<f32>(0.0), vec3<f32>(1.0))), v.a);
+    }
+    if (CHANNELS == 2u) {
+        v = vec4<f32>(v.r, 0.0, 0.0, v.g);
+    }
+    return vec4<u32>(floor(clamp(v, vec4<f32>(0.0), vec4<f32>(1.0)) * f32(top()) + vec4<f32>(0.5)));
+}
+
+// The sums of one source cell: a base texel, or a stored cell (colour premultiplied, or plain
+// where its alpha sum is 0). With weighted alpha, `plain` false gives the premultiplied colour
+// (0 for a cell without alpha), true the plain colour (needed only where a texel's whole
+// footprint has no alpha: every cell then stores it).
+fn cell(x: u32, y: u32, plain: bool) -> Acc {
+    var r = zero_acc();
+    if (FROM_BASE) {
+        let c = codes_at(vec2<u32>(x, y));
+        r.a = Big(c.w, 0u, 0u, 0u);
+        let wt = select(1u, c.w, WA && !plain);
+        r.c0 = mul_lin(lin_code(c.x), wt);
+        if (NC == 3u) {
+            r.c1 = mul_lin(lin_code(c.y), wt);
+            r.c2 = mul_lin(lin_code(c.z), wt);
+        }
+        return r;
+    }
+    let i = (y * prm.src_w + x) * SLOTS * WORDS_IN;
+    if (HAS_ALPHA) {
+        r.a = load_big(i + NC * WORDS_IN);
+    }
+    if (WA && nonzero(r.a) == plain) {
+        return r;
+    }
+    r.c0 = load_big(i);
+    if (NC == 3u) {
+        r.c1 = load_big(i + WORDS_IN);
+        r.c2 = load_big(i + 2u * WORDS_IN);
+    }
+    return r;
+}
+
+fn load_big(i: u32) -> Big {
+    if (WORDS_IN == 2u) {
+        return Big(src_cells[i], src_cells[i + 1u], 0u, 0u);
+    }
+    return Big(src_cells[i], src_cells[i + 1u], src_cells[i + 2u], 0u);
+}
+
+fn put_big(i: u32, b: Big) {
+    dst_cells[i] = b.x;
+    dst_cells[i + 1u] = b.y;
+    if (WORDS_OUT == 3u) {
+        dst_cells[i + 2u] = b.z;
+    }
+}
+
+// The sums of base texels x0 .. x1 - 1 of row y (NARROW: at most 256 of them), as cell() gives
+// them, added in 32-bit lanes: the high and low 16 bits of L times the weight (< 2^24 each).
+fn row_narrow(y: u32, x0: u32, x1: u32, plain: bool) -> Acc {
+    var nh = vec3<u32>(0u);
+    var nl = vec3<u32>(0u);
+    var na = 0u;
+    for (var x = x0; x < x1; x++) {
+        let c = codes_at(vec2<u32>(x, y));
+        var l = c.xyz;
+        if (SMEM_TABLES) {
+            l = vec3<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u]);
+        }
+        let wt = select(1u, c.w, WA && !plain);
+        nh += (l >> vec3<u32>(16u)) * wt;
+        nl += (l & vec3<u32>(0xffffu)) * wt;
+        na += c.w;
+    }
+    let lo = (nh << vec3<u32>(16u)) + nl;
+    let hi = (nh >> vec3<u32>(16u)) + select(vec3<u32>(0u), vec3<u32>(1u), lo < nl);
+    return Acc(Big(lo.x, hi.x, 0u, 0u), Big(lo.y, hi.y, 0u, 0u), Big(lo.z, hi.z, 0u, 0u), Big(na, 0u, 0u, 0u));
+}
+
+fn store_cell(j: u32, acc: Acc) {
+    put_big(j, acc.c0);
+    if (NC == 3u) {
+        put_big(j + WORDS_OUT, acc.c1);
+        put_big(j + 2u * WORDS_OUT, acc.c2);
+    }
+    if (HAS_ALPHA) {
+        put_big(j + NC * WORDS_OUT, acc.a);
+    }
+}
+
+fn write_texel(x: u32, row: u32, codes: vec4<u32>) {
+    var ch = vec4<u32>(codes.x, codes.w, 0u, 0u);
+    if (CHANNELS == 4u) {
+        ch = codes;
+        if (BGRA) {
+            ch = codes.zyxw;
+        }
+    } else if (CHANNELS == 1u) {
+        ch = vec4<u32>(codes.x, 0u, 0u, 0u);
+    }
+    let bpt = CHANNELS * BITS / 8u;
+    let base = row * prm.words_per_row;
+    var w0 = ch.x | (ch.y << 8u) | (ch.z << 16u) | (ch.w << 24u);
+    var w1 = 0u;
+    if (BITS == 16u) {
+        w0 = ch.x | (ch.y << 16u);
+        w1 = ch.z | (ch.w << 16u);
+    }
+    if (bpt == 8u) {
+        atomicStore(&out[base + 2u * x], w0);
+        atomicStore(&out[base + 2u * x + 1u], w1);
+    } else if (bpt == 4u) {
+        atomicStore(&out[base + x], w0);
+    } else {
+        let byte = x * bpt;
+        atomicOr(&out[base + byte / 4u], w0 << ((byte % 4u) * 8u));
+    }
+}
+
+fn pick(acc: Acc, c: u32) -> Big {
+    return select(select(acc.c0, acc.c1, c == 1u), acc.c2, c == 2u);
+}
+
+// Codes of a level's texel from its sums: colour over the alpha sum where it covers (weighted
+// alpha; the colour sums premultiplied), else over the weight total (plain colour sums).
+fn finalize(x: u32, y: u32, acc: Acc) {
+    let a = acc.a;
+    let w = Big(prm.total, 0u, 0u, 0u);
+    let covered = WA && nonzero(a);
+    var codes = vec4<u32>(0u);
+    for (var c = 0u; c < prm.channels; c++) {  // (not unrolled: one copy of the search)
+        let alpha = c == NC;
+        let num = select(pick(acc, c), a, alpha);
+        let code = round_fast(num, select(w, a, covered && !alpha), SRGB && !alpha);
+        codes = select(codes, vec4<u32>(code), vec4<u32>(c) == vec4<u32>(0u, 1u, 2u, 3u));
+    }
+    if (NC == 1u) {
+        codes = vec4<u32>(codes.x, 0u, 0u, codes.y);
+    }
+    write_texel(x, y - prm.row0, codes);
+}
+
+// One row of source cells of a texel: the edge cells times their weights, the cells between
+// (added first) times m.
+fn row_sum(iy: u32, t: vec4<u32>, m: u32, plain: bool) -> Acc {
+    var inner = zero_acc();
+    if (NARROW) {
+        inner = row_narrow(iy, t.x + 1u, t.y, plain);
+    } else {
+        for (var ix = t.x + 1u; ix < t.y; ix++) {
+            inner = add_acc(inner, cell(ix, iy, plain));
+        }
+    }
+    var r = add_acc(mul_acc(cell(t.x, iy, plain), t.z), mul_acc(inner, m));
+    if (t.w > 0u) {
+        r = add_acc(r, mul_acc(cell(t.y, iy, plain), t.w));
+    }
+    return r;
+}
+
+// A texel's sums: the rows of its edge cells times their weights, the rows between (added
+// first) times the level's height.
+fn texel_sums(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> Acc {
+    var top = zero_acc();
+    var inner = zero_acc();
+    var bottom = zero_acc();
+    let end = select(ty.y, ty.y + 1u, ty.w > 0u);
+    for (var iy = ty.x; iy < end; iy++) {
+        let r = row_sum(iy, tx, prm.dst_w, plain);
+        if (iy == ty.x) {
+            top = r;
+        } else if (iy == ty.y) {
+            bottom = r;
+        } else {
+            inner = add_acc(inner, r);
+        }
+    }
+    return add_acc(add_acc(mul_acc(top, ty.z), mul_acc(inner, prm.dst_h)), mul_acc(bottom, ty.w));
+}
+
+@compute @workgroup_size(8, 8)
+fn level(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
+    if (gid.x >= prm.dst_w || gid.y >= prm.rows) {
+        return;
+    }
+    let x = gid.x;
+    let y = gid.y + prm.row0;
+    let tx = vec4<u32>(index[prm.x_off + 4u * x], index[prm.x_off + 4u * x + 1u],
+                       index[prm.x_off + 4u * x + 2u], index[prm.x_off + 4u * x + 3u]);
+    let ty = vec4<u32>(index[prm.y_off + 4u * y], index[prm.y_off + 4u * y + 1u],
+                       index[prm.y_off + 4u * y + 2u], index[prm.y_off + 4u * y + 3u]);
+    var acc = zero_acc();
+    for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where no alpha covers
+        acc = texel_sums(tx, ty, sweep == 1u);
+        if (!WA || nonzero(acc.a)) {
+            break;
+        }
+    }
+    finalize(x, y, acc);
+}
+
+@compute @workgroup_size(8, 8)
+fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
+    if (gid.x >= prm.dst_w || gid.y >= prm.dst_h) {
+        return;
+    }
+    let x0 = index[prm.x_off + gid.x];
+    let x1 = index[prm.x_off + gid.x + 1u];
+    let y0 = index[prm.y_off + gid.y];
+    let y1 = index[prm.y_off + gid.y + 1u];
+    var acc = zero_acc();
+    for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where the alpha sum is 0
+        acc = zero_acc();
+        for (var iy = y0; iy < y1; iy++) {
+            if (NARROW) {
+                acc = add_acc(acc, row_narrow(iy, x0, x1, sweep == 1u));
+                continue;
+            }
+            for (var ix = x0; ix < x1; ix++) {
+                acc = add_acc(acc, cell(ix, iy, sweep == 1u));
+            }
+        }
+        if (!WA || nonzero(acc.a)) {
+            break;
+        }
+    }
+    store_cell((gid.y * prm.dst_w + gid.x) * SLOTS * WORDS_OUT, acc);
+}
