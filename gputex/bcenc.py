@@ -140,14 +140,14 @@ QUALITIES = ("fast", "normal", "best")
 
 #: WGSL constants of each quality (see the module docstring's table)
 _SETTINGS = {
-    "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "CLUSTER_SKIP": "0.0", "PERTURB": "0u", "TRY_THREE": "false",
-             "RAMP_IN": "0", "RAMP_LS": "0u", "RAMP_DESC": "2u", "RAMP_STRIDE": "1", "RAMP_SIX_ALWAYS": "false",
+    "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "CLUSTER_SKIP": "0.0", "CLUSTER_WIN": "0", "PERTURB": "0u", "TRY_THREE": "false",
+             "RAMP_IN": "0", "RAMP_LS": "0u", "RAMP_DESC": "2u", "RAMP_STRIDE": "1", "RAMP_SIX_ALWAYS": "false", "RAMP_CHEAP": "false", "BC5_LANES": "2u",
              "BC7_REFINE": "1u", "BC7_P1_TOP": "1u", "BC6_MODE10": "false"},
-    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "CLUSTER_SKIP": "0.0", "PERTURB": "2u", "TRY_THREE": "false",
-               "RAMP_IN": "1", "RAMP_LS": "2u", "RAMP_DESC": "12u", "RAMP_STRIDE": "4", "RAMP_SIX_ALWAYS": "false",
+    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "CLUSTER_SKIP": "0.0", "CLUSTER_WIN": "0", "PERTURB": "2u", "TRY_THREE": "false",
+               "RAMP_IN": "1", "RAMP_LS": "2u", "RAMP_DESC": "12u", "RAMP_STRIDE": "4", "RAMP_SIX_ALWAYS": "false", "RAMP_CHEAP": "true", "BC5_LANES": "2u",
                "BC7_REFINE": "2u", "BC7_P1_TOP": "4u", "BC6_MODE10": "false"},
-    "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "CLUSTER_SKIP": "0.0", "PERTURB": "8u", "TRY_THREE": "true",
-             "RAMP_IN": "3", "RAMP_LS": "4u", "RAMP_DESC": "24u", "RAMP_STRIDE": "8", "RAMP_SIX_ALWAYS": "true",
+    "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "CLUSTER_SKIP": "0.0", "CLUSTER_WIN": "0", "PERTURB": "8u", "TRY_THREE": "true",
+             "RAMP_IN": "3", "RAMP_LS": "4u", "RAMP_DESC": "24u", "RAMP_STRIDE": "8", "RAMP_SIX_ALWAYS": "true", "RAMP_CHEAP": "true", "BC5_LANES": "2u",
              "BC7_REFINE": "4u", "BC7_P1_TOP": "64u", "BC6_MODE10": "true"},
 }
 
@@ -158,7 +158,7 @@ _BODY = {
     4: "let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;",
     # BC5: one loop over the two halves (one copy of the ramp code: on the H200 two inlined
     # calls ran at 420 MP/s against BC4's 2580)
-    5: ("for (var c = 0u; c < 2u; c++) {\n        let r = encode_ramp(c);\n        out[w + 2u * c] = r.x;\n"
+    5: ("for (var c = lane; c < 2u; c += LANES) {\n        let r = encode_ramp(c);\n        out[w + 2u * c] = r.x;\n"
         "        out[w + 2u * c + 1u] = r.y;\n    }"),
     6: ("var b = encode_bc6h();\n    MODE10\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
         "    out[w + 3u] = b.w;"),
@@ -228,11 +228,16 @@ def check_options(fmt_name: str, *, normal_map: bool = False, alpha: str = "weig
     return None
 
 
+def _lanes(kind: int, quality: str) -> int:
+    """Invocations per block: BC5 (BC5_LANES 2) encodes its two halves in two invocations."""
+    return int(_SETTINGS[quality]["BC5_LANES"].rstrip("u")) if kind == 5 else 1
+
+
 def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool) -> str:
     """The specialised WGSL of one encoder pipeline."""
     from .kernels import load_wgsl
 
-    consts = dict(_SETTINGS[quality], KIND=f"{kind}u", SIGNED=str(signed).lower(),
+    consts = dict(_SETTINGS[quality], KIND=f"{kind}u", LANES=f"{_lanes(kind, quality)}u", SIGNED=str(signed).lower(),
                   SRC_SRGB=str(src_srgb).lower(), SRC_ROUND=str(src_round).lower(),
                   FOUR_ALWAYS=str(kind == 3).lower(), BLOCK_WORDS="2u" if kind in (1, 4) else "4u",
                   RAW_FLOAT=str(kind == 6).lower(), INT_FAST=str(quality == "fast" and src_round).lower())
@@ -351,6 +356,7 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
         raise LimitError(f"{tex.source}: level 0 of {fmt.name} needs a {max(sizes)}-byte storage buffer; the "
                          f"device's max-storage-buffer-binding-size is {biggest}")
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+    lanes = _lanes(kind, quality)
     buf = None
     query = _timestamps(session, tex.levels) if measure else None
     try:
@@ -371,7 +377,7 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
             cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
             cpass.set_pipeline(pipe)
             cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(-(-lay.blocks_across // 8), -(-lay.blocks_down // 8), tex.layers)
+            cpass.dispatch_workgroups(-(-lay.blocks_across * lanes // 8), -(-lay.blocks_down // 8), tex.layers)
             cpass.end()
         for level, lay in enumerate(lays):
             enc.copy_buffer_to_texture(

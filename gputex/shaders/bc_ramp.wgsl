@@ -48,6 +48,29 @@ fn ramp_pick(v: f32, hi: i32, lo: i32, n: i32) -> vec2<f32> {
 
 fn ramp_err(hi: i32, lo: i32, n: i32) -> f32 {
     var err = 0.0;
+    if (RAMP_CHEAP) {
+        // per pair one division; per texel a multiply-add, a floor and the palette value as
+        // lo + j * step (within a few ULP of the specification's quotient; the indices written
+        // come from ramp_pick)
+        let fl = f32(lo);
+        let fn_ = f32(n);
+        let span = f32(hi - lo);
+        let scale = select(0.0, fn_ / span, hi > lo);
+        let step = span / fn_;
+        for (var i = 0u; i < 16u; i++) {
+            let x = rv[i] - fl;
+            let j = clamp(floor(x * scale + 0.5), 0.0, fn_);
+            let d = x - j * step;
+            var e = d * d;
+            if (n == 5) {
+                let dl = rv[i] - RAMP_MIN;
+                let dh = rv[i] - RAMP_MAX;
+                e = min(e, min(dl * dl, dh * dh));
+            }
+            err += e;
+        }
+        return err;
+    }
     for (var i = 0u; i < 16u; i++) {
         err += ramp_pick(rv[i], hi, lo, n).x;
     }
@@ -94,6 +117,9 @@ fn ramp_around(c: vec3<i32>, at: vec2<i32>, n: i32, s: i32) -> vec3<i32> {
     for (var d = 0; d < 9; d++) {
         let hi = at.x + (d / 3 - 1) * s;
         let lo = at.y + (d % 3 - 1) * s;
+        if (RAMP_CHEAP && d == 4 && all(at == c.xy)) {
+            continue;  // the centre is the current best: never strictly better
+        }
         if (ramp_ok(hi, lo, n)) {
             let e = ramp_err(hi, lo, n);
             if (e < bitcast<f32>(b.z)) {
@@ -136,7 +162,8 @@ fn encode_ramp(ch: u32) -> vec2<u32> {
     var lo6 = RAMP_MAX;
     var hi6 = RAMP_MIN;
     for (var i = 0u; i < 16u; i++) {
-        var v = texel[i][ch];
+        let t = texel[i];
+        var v = select(select(select(t.x, t.y, ch == 1u), t.z, ch == 2u), t.w, ch == 3u);
         if (SIGNED) {
             v = v * (254.0 / 255.0) - 127.0;  // [0, 1] -> [-1, 1], in snorm codes
         }
