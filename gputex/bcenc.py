@@ -140,21 +140,23 @@ QUALITIES = ("fast", "normal", "best")
 
 #: WGSL constants of each quality (see the module docstring's table)
 _SETTINGS = {
-    "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "CLUSTER_SKIP": "0.0", "CLUSTER_WIN": "0", "PERTURB": "0u", "TRY_THREE": "false",
-             "RAMP_IN": "0", "RAMP_LS": "0u", "RAMP_DESC": "2u", "RAMP_STRIDE": "1", "RAMP_SIX_ALWAYS": "false", "RAMP_CHEAP": "false", "BC5_LANES": "2u",
+    "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "CLUSTER_SKIP": "0.0", "CLUSTER_WIN": "16", "PERTURB": "0u", "TRY_THREE": "false",
+             "RAMP_IN": "0", "RAMP_LS": "0u", "RAMP_DESC": "2u", "RAMP_STRIDE": "1", "RAMP_SIX_ALWAYS": "false", "BC5_LANES": "2u", "BC3_LANES": "1u",
              "BC7_REFINE": "1u", "BC7_P1_TOP": "1u", "BC6_MODE10": "false"},
-    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "CLUSTER_SKIP": "0.0", "CLUSTER_WIN": "0", "PERTURB": "2u", "TRY_THREE": "false",
-               "RAMP_IN": "1", "RAMP_LS": "2u", "RAMP_DESC": "12u", "RAMP_STRIDE": "4", "RAMP_SIX_ALWAYS": "false", "RAMP_CHEAP": "true", "BC5_LANES": "2u",
+    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "CLUSTER_SKIP": "0.0", "CLUSTER_WIN": "16", "PERTURB": "2u", "TRY_THREE": "false",
+               "RAMP_IN": "1", "RAMP_LS": "2u", "RAMP_DESC": "12u", "RAMP_STRIDE": "4", "RAMP_SIX_ALWAYS": "false", "BC5_LANES": "2u", "BC3_LANES": "1u",
                "BC7_REFINE": "2u", "BC7_P1_TOP": "4u", "BC6_MODE10": "false"},
-    "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "CLUSTER_SKIP": "0.0", "CLUSTER_WIN": "0", "PERTURB": "8u", "TRY_THREE": "true",
-             "RAMP_IN": "3", "RAMP_LS": "4u", "RAMP_DESC": "24u", "RAMP_STRIDE": "8", "RAMP_SIX_ALWAYS": "true", "RAMP_CHEAP": "true", "BC5_LANES": "2u",
+    "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "CLUSTER_SKIP": "0.0", "CLUSTER_WIN": "16", "PERTURB": "8u", "TRY_THREE": "true",
+             "RAMP_IN": "3", "RAMP_LS": "4u", "RAMP_DESC": "24u", "RAMP_STRIDE": "8", "RAMP_SIX_ALWAYS": "true", "BC5_LANES": "2u", "BC3_LANES": "1u",
              "BC7_REFINE": "4u", "BC7_P1_TOP": "64u", "BC6_MODE10": "true"},
 }
 
 _BODY = {
     1: "let c = encode_color(alpha_mask());\n    out[w] = c.x;\n    out[w + 1u] = c.y;",
-    3: ("let a = encode_ramp(3u);\n    out[w] = a.x;\n    out[w + 1u] = a.y;\n"
-        "    let c = encode_color(0xffffu);\n    out[w + 2u] = c.x;\n    out[w + 3u] = c.y;"),
+    # BC3: alpha then colour, or (BC3_LANES 2) each in its own invocation
+    3: ("if (LANES == 1u || lane == 1u) {\n        let a = encode_ramp(3u);\n        out[w] = a.x;\n"
+        "        out[w + 1u] = a.y;\n    }\n    if (LANES == 1u || lane == 0u) {\n"
+        "        let c = encode_color(0xffffu);\n        out[w + 2u] = c.x;\n        out[w + 3u] = c.y;\n    }"),
     4: "let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;",
     # BC5: one loop over the two halves (one copy of the ramp code: on the H200 two inlined
     # calls ran at 420 MP/s against BC4's 2580)
@@ -229,8 +231,10 @@ def check_options(fmt_name: str, *, normal_map: bool = False, alpha: str = "weig
 
 
 def _lanes(kind: int, quality: str) -> int:
-    """Invocations per block: BC5 (BC5_LANES 2) encodes its two halves in two invocations."""
-    return int(_SETTINGS[quality]["BC5_LANES"].rstrip("u")) if kind == 5 else 1
+    """Invocations per block: BC5 (BC5_LANES 2) encodes its two halves in two invocations, BC3
+    (BC3_LANES 2) its alpha and colour; each workgroup holds one lane (no divergence)."""
+    key = {5: "BC5_LANES", 3: "BC3_LANES"}.get(kind)
+    return int(_SETTINGS[quality][key].rstrip("u")) if key else 1
 
 
 def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool) -> str:
@@ -377,7 +381,7 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
             cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
             cpass.set_pipeline(pipe)
             cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(-(-lay.blocks_across * lanes // 8), -(-lay.blocks_down // 8), tex.layers)
+            cpass.dispatch_workgroups(-(-lay.blocks_across // 8) * lanes, -(-lay.blocks_down // 8), tex.layers)
             cpass.end()
         for level, lay in enumerate(lays):
             enc.copy_buffer_to_texture(

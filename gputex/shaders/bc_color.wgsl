@@ -136,91 +136,17 @@ fn nudge(c: u32, ch: u32, up: bool) -> u32 {
 }
 
 
-// Cluster fit (CLUSTER_ITERS > 0): the texels ordered along the axis, every split of that order into
-// consecutive runs taking indices e0, 2/3, 1/3, e1 (three-colour mode: e0, 1/2, e1) gets
-// least-squares endpoints in closed form from running sums; the split whose quantised
-// endpoints give the smallest closed-form error wins. (Choosing the split by the
-// unquantised error and quantising only the winner cost 0.16 dB on the photos; a local search
-// over splits from the quartiles, moving one boundary by 1 or 2 texels, cost 0.12 dB.)
-fn cluster_fit(three: bool, axis: vec3<f32>) -> vec2<u32> {
-    var xs: array<vec3<f32>, 16>;
-    var ts: array<f32, 16>;
-    var n = 0u;
-    for (var i = 0u; i < 16u; i++) {
-        if (((cmask >> i) & 1u) != 0u) {
-            let t = dot(texel[i].rgb, axis);
-            var j = n;
-            while (j > 0u && ts[j - 1u] > t) {  // insertion sort (stable: ties keep texel order)
-                ts[j] = ts[j - 1u];
-                xs[j] = xs[j - 1u];
-                j--;
-            }
-            ts[j] = t;
-            xs[j] = texel[i].rgb;
-            n++;
-        }
-    }
-    var total = vec3<f32>(0.0);
-    for (var i = 0u; i < n; i++) {
-        total += xs[i];
-    }
-    let w1 = select(2.0 / 3.0, 0.5, three);
-    let w2 = 1.0 / 3.0;
-    let grid = vec3<f32>(31.0, 63.0, 31.0);
-    var best_err = 1e30;
-    var best = vec2<u32>(0u, 0u);
-    var part0 = vec3<f32>(0.0);
-    for (var c0 = 0u; c0 <= n; c0++) {
-        var part1 = vec3<f32>(0.0);
-        for (var c1 = 0u; c0 + c1 <= n; c1++) {
-            var part2 = vec3<f32>(0.0);
-            let c2_end = select(n - c0 - c1, 0u, three);
-            for (var c2 = 0u; c2 <= c2_end; c2++) {
-                let c3 = n - c0 - c1 - c2;
-                let ax = part0 + part1 * w1 + part2 * w2;
-                let bx = total - ax;
-                let f1 = f32(c1);
-                let f2 = f32(c2);
-                let aa = f32(c0) + f1 * w1 * w1 + f2 * w2 * w2;
-                let bb = f32(c3) + f1 * (1.0 - w1) * (1.0 - w1) + f2 * (1.0 - w2) * (1.0 - w2);
-                let ab = f1 * w1 * (1.0 - w1) + f2 * w2 * (1.0 - w2);
-                let det = aa * bb - ab * ab;
-                if (abs(det) > 1e-6) {
-                    let a = clamp((ax * bb - bx * ab) / det, vec3<f32>(0.0), vec3<f32>(255.0));
-                    let b = clamp((bx * aa - ax * ab) / det, vec3<f32>(0.0), vec3<f32>(255.0));
-                    let qa = quant565(a);
-                    let qb = quant565(b);
-                    let ea = expand565(qa);
-                    let eb = expand565(qb);
-                    let e = ea * ea * aa + eb * eb * bb + 2.0 * ea * eb * ab - 2.0 * ea * ax - 2.0 * eb * bx;
-                    let err = e.x + e.y + e.z;
-                    if (err < best_err) {
-                        best_err = err;
-                        best = vec2<u32>(qa, qb);
-                    }
-                }
-                if (c0 + c1 + c2 < n) {
-                    part2 += xs[c0 + c1 + c2];
-                }
-            }
-            if (c0 + c1 < n) {
-                part1 += xs[c0 + c1];
-            }
-        }
-        if (c0 < n) {
-            part0 += xs[c0];
-        }
-    }
-    return best;
-}
-
-
-// Windowed cluster fit (CLUSTER_WIN > 0): as cluster_fit, but only the splits whose three
-// boundaries lie within CLUSTER_WIN texels of those of the current fit `cur` (its indices
-// counted in axis order), from prefix sums of the ordered texels; per split one reciprocal
-// instead of six divisions, and the 5:6:5 rounding done in float (floor(q * 8.25) and
-// floor(q * 4.0625) are the bit replications exactly).
-fn cluster_fit_win(three: bool, axis: vec3<f32>, cur: ColorFit) -> vec2<u32> {
+// Cluster fit (CLUSTER_ITERS > 0): the texels ordered along the axis, every split of that order
+// into consecutive runs taking indices e0, 2/3, 1/3, e1 (three-colour mode: e0, 1/2, e1) whose
+// three boundaries lie within CLUSTER_WIN texels of those of the current fit `cur` (its indices
+// counted in axis order; CLUSTER_WIN 16: all 969 splits) gets least-squares endpoints in closed
+// form from prefix sums; the split whose quantised endpoints give the smallest closed-form error
+// wins. Per split one reciprocal (not six divisions) and the 5:6:5 rounding in float
+// (floor(q * 8.25) and floor(q * 4.0625) are the bit replications exactly). (Choosing the split
+// by the unquantised error and quantising only the winner cost 0.16 dB on the photos; a local
+// search over splits from the quartiles, moving one boundary by 1 or 2 texels, cost 0.12 dB;
+// CLUSTER_WIN 3 (up to 343 splits) cost 0.06 dB on the 4096^2 composite, 2 cost 0.09 dB.)
+fn cluster_fit(three: bool, axis: vec3<f32>, cur: ColorFit) -> vec2<u32> {
     var xs: array<vec3<f32>, 16>;
     var ts: array<f32, 16>;
     var n = 0u;
@@ -499,12 +425,7 @@ fn fit_color(three: bool) -> ColorFit {
     // blocks runs the fit if any of them does; not measured on the H200)
     var order_axis = axis;
     for (var it = 0u; it < CLUSTER_ITERS && n > 2.0 && best.err > CLUSTER_SKIP; it++) {
-        var e: vec2<u32>;
-        if (CLUSTER_WIN > 0) {
-            e = cluster_fit_win(three, order_axis, best);
-        } else {
-            e = cluster_fit(three, order_axis);
-        }
+        let e = cluster_fit(three, order_axis, best);
         let f = eval_color(e.x, e.y, three);
         if (f.err < best.err) {
             best = f;

@@ -50,9 +50,11 @@ fn load_block(bx: u32, by: u32, layer: u32) {
 
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    // LANES invocations side by side per block (BC5: one per channel), `lane` says which
-    let bx = gid.x / LANES;
-    let lane = gid.x % LANES;
+    // LANES invocations per block (BC5: one per channel), `lane` says which; each workgroup
+    // holds one lane of 8 x 8 blocks (no divergence between the lanes' code)
+    let wgx = gid.x / 8u;
+    let lane = wgx % LANES;
+    let bx = (wgx / LANES) * 8u + gid.x % 8u;
     if (bx >= prm.blocks_x || gid.y >= prm.blocks_y) {
         return;
     }
