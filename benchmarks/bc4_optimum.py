@@ -107,7 +107,6 @@ def main() -> None:
         enc = {q: gpu_encode(session, img, "bc4-r-unorm", q, 1)[2] for q in ("normal", "best")}
         for dname, pal in (("spec", spec), ("t2d", t2dp)):
             opt = np.array([optimum(blocks_v[i], pal) for i in pick])
-            row = [name, dname]
             whole, drawn = {}, {}
             for q, data in enc.items():
                 dec = decode_pal(data, pal)

@@ -140,14 +140,17 @@ QUALITIES = ("fast", "normal", "best")
 
 #: WGSL constants of each quality (see the module docstring's table)
 _SETTINGS = {
-    "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "CLUSTER_SKIP": "0.0", "CLUSTER_WIN": "16", "PERTURB": "0u", "TRY_THREE": "false",
-             "RAMP_IN": "0", "RAMP_LS": "0u", "RAMP_DESC": "2u", "RAMP_STRIDE": "1", "RAMP_SIX_ALWAYS": "false", "BC5_LANES": "2u", "BC3_LANES": "1u",
+    "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "CLUSTER_SKIP": "0.0", "PERTURB": "0u", "TRY_THREE": "false",
+             "RAMP_IN": "0", "RAMP_LS": "0u", "RAMP_DESC": "2u", "RAMP_STRIDE": "1", "RAMP_SIX_ALWAYS": "false",
+             "CLUSTER_WIN": "16", "BC5_LANES": "2u", "BC3_LANES": "1u",
              "BC7_REFINE": "1u", "BC7_P1_TOP": "1u", "BC6_MODE10": "false"},
-    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "CLUSTER_SKIP": "48.0", "CLUSTER_WIN": "16", "PERTURB": "1u", "TRY_THREE": "false",
-               "RAMP_IN": "1", "RAMP_LS": "2u", "RAMP_DESC": "12u", "RAMP_STRIDE": "4", "RAMP_SIX_ALWAYS": "false", "BC5_LANES": "2u", "BC3_LANES": "1u",
+    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "CLUSTER_SKIP": "48.0", "PERTURB": "1u", "TRY_THREE": "false",
+               "RAMP_IN": "1", "RAMP_LS": "2u", "RAMP_DESC": "12u", "RAMP_STRIDE": "4", "RAMP_SIX_ALWAYS": "false",
+               "CLUSTER_WIN": "16", "BC5_LANES": "2u", "BC3_LANES": "1u",
                "BC7_REFINE": "2u", "BC7_P1_TOP": "4u", "BC6_MODE10": "false"},
-    "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "CLUSTER_SKIP": "0.0", "CLUSTER_WIN": "16", "PERTURB": "8u", "TRY_THREE": "true",
-             "RAMP_IN": "3", "RAMP_LS": "4u", "RAMP_DESC": "24u", "RAMP_STRIDE": "8", "RAMP_SIX_ALWAYS": "true", "BC5_LANES": "2u", "BC3_LANES": "1u",
+    "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "CLUSTER_SKIP": "0.0", "PERTURB": "8u", "TRY_THREE": "true",
+             "RAMP_IN": "3", "RAMP_LS": "4u", "RAMP_DESC": "24u", "RAMP_STRIDE": "8", "RAMP_SIX_ALWAYS": "true",
+             "CLUSTER_WIN": "16", "BC5_LANES": "2u", "BC3_LANES": "1u",
              "BC7_REFINE": "4u", "BC7_P1_TOP": "64u", "BC6_MODE10": "true"},
 }
 
