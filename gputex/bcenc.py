@@ -16,14 +16,20 @@ Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.w
   (power iteration on the covariance), least-squares refits of the endpoints against the
   chosen indices, a cluster fit, then a local search moving one 5:6:5 channel of one endpoint
   by one step while that lowers the error; BC1 blocks with texels of alpha < 128 use the
-  three-colour + transparent mode (those texels get index 3).
+  three-colour + transparent mode (those texels get index 3). The palette is held in four
+  registers, not a per-thread array: on the H200 that array (indexed in the texel loop, so
+  kept in local memory) made every colour quality about 6x slower. The cluster fit works
+  from prefix sums of the ordered texels with one reciprocal per split.
 * ramp (BC4, BC5, BC3's alpha): every texel takes the nearest of the 8 palette entries (the
   specification's float palette: hardware decodes BC4/BC5 at more than 8 bits, so rounded
   codes are the wrong target; texture2ddecoder truncates them, which costs about 0.25 dB in
   its PSNR) for every endpoint pair tried: the block's range inset by a few codes, least-squares
   refits, then a pattern search (3x3 neighbours STRIDE codes apart, the stride halved when
   none is better) in the 8-value mode and, for blocks reaching 0 or 255 (``best``: all), the
-  6-value mode. On a 64x256 astronaut crop ``best`` is within 0.002 dB of the per-block
+  6-value mode. The block's 16 values sit in four vec4 registers (a per-thread array of them
+  made BC4 ``normal`` about 5x slower on the H200) and a pair's palette is walked as
+  lo + j (hi - lo) / n with one division per pair (within a few ULP of the specification's
+  quotient). BC5 encodes its two halves in two invocations, each workgroup one half. On a 64x256 astronaut crop ``best`` is within 0.002 dB of the per-block
   optimum (every pair within 8 codes of the range ends, both modes), ``normal`` within 0.2.
 * BC7: two of its eight modes, the lower error wins. Mode 6 (one subset, RGBA, 4-bit
   indices): principal axis in RGBA, every p-bit pair, least-squares refits. Mode 1 (two
@@ -47,8 +53,9 @@ fast      colour: integer axis (see Determinism), 1 integer least-squares refit 
           float sources: 4 power iterations, 1 refit); ramp: the block's range, then 2 steps
           of the 3x3 search
 normal    colour: 8 iterations, 2 refits, cluster fit (all 969 splits of the texels ordered
-          along the axis into the four indices), 2 local-search passes; ramp: insets 0..1
-          on each side, 2 refits, pattern search from stride 4 (up to 12 steps)
+          along the axis into the four indices) for blocks the refits leave above 48
+          (summed squared error), 1 local-search pass; ramp: insets 0..1 on each side,
+          2 refits, pattern search from stride 4 (up to 12 steps)
 best      colour: as normal, cluster fit repeated along the found endpoints' axis (up to
           4 times), up to 8 search passes, the three-colour mode tried for opaque BC1
           blocks too; ramp: insets 0..3, 4 refits, pattern search from stride 8 (up to 24
@@ -69,12 +76,16 @@ cluster fit is what lifts BC1/BC3 ``normal`` above bc7enc-py's default (level 10
 scikit-image photos (35.68 against 35.64 dB; 35.47 without it); BC4 on the eight photos' red
 channel (spec float decode / texture2ddecoder): fast 43.44 / 43.17, normal 44.02 / 43.77, best
 44.10 / 43.86 dB, where the previous rounded-palette search with refits got 43.46 by
-texture2ddecoder at normal and the per-block optimum is about 44.1 (mean of the photos: grass
-38.4 and gravel 40.4 pull it down, so issue 18's 45 dB cannot be met on these photos by any
-BC4 encoder); quicktex's BC4 gets 42.39, etcpak's 39.71. On the H200 (``benchmarks/results/bc-h200-2026-11-30.txt``,
-4096^2 composite) BC4 encodes at 9.1 / 2.58 / 0.47 GP/s (fast / normal / best); BC5 ran at
-2.4 / 0.42 / 0.30 GP/s there with its two halves inlined, since encoded in one loop (not yet
-measured on the H200); mode 1 lifts BC7 from 42.4 dB
+texture2ddecoder at normal. The per-block optimum, exhaustive over all 65536 endpoint pairs on
+200 random blocks per photo (``benchmarks/bc4_optimum.py``,
+``benchmarks/results/bc4-optimum-lavapipe-450d687.txt``), is 44.19 dB by the spec decode and
+44.26 by texture2ddecoder's (mean of the photos; grass 38.6, gravel 40.5 pull it down), so
+issue 18's 45 dB cannot be met on these photos by any BC4 encoder; quicktex's BC4 gets 42.39,
+etcpak's 39.71. On the H200 (``benchmarks/results/bc-h200-450d687.txt``, 4096^2 composite,
+GPU MP/s; the same pipeline was timed up to 5x apart between runs there, so the fastest run and
+``bc.py``'s are both given): ``normal`` BC1 2450 (bc.py 430), BC3 2580 (450), BC4 5700-27600
+(4810), BC5 2580-4240 (2570); ``fast`` BC1 57000 (10500), BC4 89000; ``best`` BC1 880, BC4
+1940, BC5 1000. At 9a9ca24 (``bc.py``) ``normal`` was 279 / 332 / 824 / 418. Mode 1 lifts BC7 from 42.4 dB
 (mode 6 alone, astronaut crop) to 44.6 at ``normal``, past bc7enc-py's 44.35 (plain weights,
 uber 0).
 
@@ -100,10 +111,13 @@ signed by exact integer covariances, the least-squares refits solve in integers,
 value and error is an integer below 2^24 held exactly in f32, and no f32 result lands on a
 rounding tie), so those bytes match on every conformant adapter; this cost 0.04 dB against the
 float principal axis (34.90 against 34.94 dB on the photos). The ramp encoder (BC4, BC5,
-BC3's alpha) fits the float palette (division by 7 or 5), ``normal``/``best``, snorm, BC7
+BC3's alpha) fits the float palette (lo + j (hi - lo) / n), ``normal``/``best``, snorm, BC7
 and BC6H use floating point (power iteration, cluster fit, refits, pow), which WGSL lets
 adapters round differently (division to 2.5 ULP, fused multiply-add), so their bytes can
-differ between adapters (not measured: only lavapipe was available here).
+differ between adapters (not measured: only lavapipe was available here). The ramp's bytes
+(BC4, BC5, BC3's alpha; ``fast`` too) changed once, when the palette walk replaced the
+division per texel (ties between equally near entries resolve differently); BC1/BC3 ``fast``
+colour bytes did not.
 """
 
 from __future__ import annotations
