@@ -29,8 +29,9 @@ Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.w
   6-value mode. The block's 16 values sit in four vec4 registers (a per-thread array of them
   made BC4 ``normal`` about 5x slower on the H200) and a pair's palette is walked as
   lo + j (hi - lo) / n with one division per pair (within a few ULP of the specification's
-  quotient). BC5 encodes its two halves in two invocations, each workgroup one half. On a 64x256 astronaut crop ``best`` is within 0.002 dB of the per-block
-  optimum (every pair within 8 codes of the range ends, both modes), ``normal`` within 0.2.
+  quotient). BC5 encodes its two halves in two invocations, each workgroup one half. On a
+  64x256 astronaut crop ``best`` is within 0.002 dB of the per-block optimum (every pair
+  within 8 codes of the range ends, both modes), ``normal`` within 0.2.
 * BC7: two of its eight modes, the lower error wins. Mode 6 (one subset, RGBA, 4-bit
   indices): principal axis in RGBA, every p-bit pair, least-squares refits. Mode 1 (two
   subsets, RGB, 3-bit indices): the 64 partitions ranked by how far their subsets' texels lie
