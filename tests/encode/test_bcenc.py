@@ -192,6 +192,15 @@ def test_bc5_halves_and_bc3_alpha_are_bc4_blocks(gpu, quality):
     assert [b[:8] for b in bc3] == bc4_of(3)
 
 
+def test_565_expansion_in_float_is_bit_replication():
+    """bc_color.wgsl's cluster fit expands quantised 5:6:5 endpoints as floor(q * 8.25) and
+    floor(q * 4.0625) in f32: the specification's bit replication, for every code."""
+    r = np.arange(32, dtype=np.float32)
+    g = np.arange(64, dtype=np.float32)
+    assert np.array_equal(np.floor(r * np.float32(8.25)), (np.arange(32) << 3) | (np.arange(32) >> 2))
+    assert np.array_equal(np.floor(g * np.float32(4.0625)), (np.arange(64) << 2) | (np.arange(64) >> 4))
+
+
 def test_bc1_punch_through_alpha(gpu):
     """Texels with alpha < 128 become transparent (three-colour mode, index 3); the rest opaque."""
     rng = np.random.default_rng(43)
