@@ -7,7 +7,8 @@ Images: scikit-image's photographs (astronaut, chelsea, coffee, rocket, motorcyc
 gravel, brick; grey ones as RGB), each cropped to whole blocks, and a COMPOSITE x COMPOSITE
 mosaic of them. For each format and quality, gputex's GPU encode of level 0 (GPU time from
 timestamp queries where the adapter has them, the sum of the encode passes; wall time from the
-call to the blocks being written, submission and wait included; best of --repeat), and the PSNR
+call to the blocks being written, submission and wait included; best of --repeat, after
+--warmup seconds of untimed encodes of the same image), and the PSNR
 of the blocks decoded by texture2ddecoder (independent of gputex) against the source: RGB for
 BC1/BC3/BC7, R for BC4, RG for BC5, the mean of the photos' PSNRs and the composite's own.
 texture2ddecoder truncates BC4/BC5's interpolated values to whole codes, where the
@@ -215,8 +216,9 @@ def timed(fn, repeat: int):
 
 # -- GPU -----------------------------------------------------------------------------------
 
-def gpu_encode(session, rgba, fmt_name: str, quality: str, repeat: int):
-    """(gpu seconds or None, wall seconds, level-0 blocks)"""
+def gpu_encode(session, rgba, fmt_name: str, quality: str, repeat: int, warmup: float = 0.0):
+    """(gpu seconds or None, wall seconds, level-0 blocks); first ``warmup`` seconds of untimed
+    encodes of the same image (none at 0)"""
     import wgpu
 
     import gputex
@@ -230,6 +232,9 @@ def gpu_encode(session, rgba, fmt_name: str, quality: str, repeat: int):
         tex = gputex.upload(session, gputex.from_array(rgba), "rgba8unorm", color_space="srgb",
                             usage=wgpu.TextureUsage.TEXTURE_BINDING)
     try:
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < warmup:
+            encode_levels(tex, fmt_name, quality, measure=True)[0].destroy()
         best_gpu, best_wall, blocks = None, float("inf"), None
         for _ in range(repeat):
             t0 = time.perf_counter()
@@ -270,6 +275,9 @@ def main() -> None:
     ap.add_argument("--photos", nargs="+", default=PHOTOS)
     ap.add_argument("--composite", type=int, default=4096, help="mosaic size (0: none)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--warmup", type=float, default=0.2,
+                    help="seconds of untimed encodes of each image before its timed ones (0: none; "
+                         "H200 timings of one pipeline varied up to 5x between runs without it)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="CPU encoders' threads")
     ap.add_argument("--no-cpu", action="store_true")
     ap.add_argument("--warm-cache", action="store_true", help="keep Mesa's shader cache")
@@ -334,7 +342,7 @@ def main() -> None:
             for set_name, imgs in sets:
                 gsecs, wsecs, ps, pe, have_gpu = 0.0, 0.0, [], [], True
                 for a in imgs.values():
-                    g, w, blocks = gpu_encode(session, a, FORMATS[f], q, args.repeat)
+                    g, w, blocks = gpu_encode(session, a, FORMATS[f], q, args.repeat, args.warmup)
                     if g is None:
                         have_gpu = False
                     else:

@@ -28,6 +28,7 @@ def main() -> None:
     ap.add_argument("--composite", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--crop", type=int, default=0, help="top-left CROP x CROP of each photo (0: whole)")
+    ap.add_argument("--warmup", type=float, default=0.0, help="seconds of untimed encodes first (bc.py --warmup)")
     args = ap.parse_args()
     images = photos(args.photos)
     if args.crop:
@@ -43,7 +44,7 @@ def main() -> None:
         bcenc.QUALITIES = bcenc.QUALITIES + (name,)
         gsecs, wsecs, ps, pe, mp = 0.0, 0.0, [], [], 0.0
         for a in images.values():
-            g, w, blocks = gpu_encode(session, a, FORMATS[f], name, args.repeat)
+            g, w, blocks = gpu_encode(session, a, FORMATS[f], name, args.repeat, args.warmup)
             gsecs += g if g is not None else w
             wsecs += w
             ps.append(psnr(f, blocks, a))

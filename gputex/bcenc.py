@@ -16,15 +16,22 @@ Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.w
   (power iteration on the covariance), least-squares refits of the endpoints against the
   chosen indices, a cluster fit, then a local search moving one 5:6:5 channel of one endpoint
   by one step while that lowers the error; BC1 blocks with texels of alpha < 128 use the
-  three-colour + transparent mode (those texels get index 3).
+  three-colour + transparent mode (those texels get index 3). The palette is held in four
+  registers, not a per-thread array: on the H200 that array (indexed in the texel loop, so
+  kept in local memory) made every colour quality about 6x slower. The cluster fit works
+  from prefix sums of the ordered texels with one reciprocal per split.
 * ramp (BC4, BC5, BC3's alpha): every texel takes the nearest of the 8 palette entries (the
   specification's float palette: hardware decodes BC4/BC5 at more than 8 bits, so rounded
   codes are the wrong target; texture2ddecoder truncates them, which costs about 0.25 dB in
   its PSNR) for every endpoint pair tried: the block's range inset by a few codes, least-squares
   refits, then a pattern search (3x3 neighbours STRIDE codes apart, the stride halved when
   none is better) in the 8-value mode and, for blocks reaching 0 or 255 (``best``: all), the
-  6-value mode. On a 64x256 astronaut crop ``best`` is within 0.002 dB of the per-block
-  optimum (every pair within 8 codes of the range ends, both modes), ``normal`` within 0.2.
+  6-value mode. The block's 16 values sit in four vec4 registers (a per-thread array of them
+  made BC4 ``normal`` about 5x slower on the H200) and a pair's palette is walked as
+  lo + j (hi - lo) / n with one division per pair (within a few ULP of the specification's
+  quotient). BC5 encodes its two halves in two invocations, each workgroup one half. On a
+  64x256 astronaut crop ``best`` is within 0.002 dB of the per-block optimum (every pair
+  within 8 codes of the range ends, both modes), ``normal`` within 0.2.
 * BC7: two of its eight modes, the lower error wins. Mode 6 (one subset, RGBA, 4-bit
   indices): principal axis in RGBA, every p-bit pair, least-squares refits. Mode 1 (two
   subsets, RGB, 3-bit indices): the 64 partitions ranked by how far their subsets' texels lie
@@ -47,8 +54,9 @@ fast      colour: integer axis (see Determinism), 1 integer least-squares refit 
           float sources: 4 power iterations, 1 refit); ramp: the block's range, then 2 steps
           of the 3x3 search
 normal    colour: 8 iterations, 2 refits, cluster fit (all 969 splits of the texels ordered
-          along the axis into the four indices), 2 local-search passes; ramp: insets 0..1
-          on each side, 2 refits, pattern search from stride 4 (up to 12 steps)
+          along the axis into the four indices) for blocks the refits leave above 48
+          (summed squared error), 1 local-search pass; ramp: insets 0..1 on each side,
+          2 refits, pattern search from stride 4 (up to 12 steps)
 best      colour: as normal, cluster fit repeated along the found endpoints' axis (up to
           4 times), up to 8 search passes, the three-colour mode tried for opaque BC1
           blocks too; ramp: insets 0..3, 4 refits, pattern search from stride 8 (up to 24
@@ -69,12 +77,16 @@ cluster fit is what lifts BC1/BC3 ``normal`` above bc7enc-py's default (level 10
 scikit-image photos (35.68 against 35.64 dB; 35.47 without it); BC4 on the eight photos' red
 channel (spec float decode / texture2ddecoder): fast 43.44 / 43.17, normal 44.02 / 43.77, best
 44.10 / 43.86 dB, where the previous rounded-palette search with refits got 43.46 by
-texture2ddecoder at normal and the per-block optimum is about 44.1 (mean of the photos: grass
-38.4 and gravel 40.4 pull it down, so issue 18's 45 dB cannot be met on these photos by any
-BC4 encoder); quicktex's BC4 gets 42.39, etcpak's 39.71. On the H200 (``benchmarks/results/bc-h200-2026-11-30.txt``,
-4096^2 composite) BC4 encodes at 9.1 / 2.58 / 0.47 GP/s (fast / normal / best); BC5 ran at
-2.4 / 0.42 / 0.30 GP/s there with its two halves inlined, since encoded in one loop (not yet
-measured on the H200); mode 1 lifts BC7 from 42.4 dB
+texture2ddecoder at normal. The per-block optimum, exhaustive over all 65536 endpoint pairs on
+200 random blocks per photo (``benchmarks/bc4_optimum.py``,
+``benchmarks/results/bc4-optimum-lavapipe-450d687.txt``), is 44.19 dB by the spec decode and
+44.26 by texture2ddecoder's (mean of the photos; grass 38.6, gravel 40.5 pull it down), so
+issue 18's 45 dB cannot be met on these photos by any BC4 encoder; quicktex's BC4 gets 42.39,
+etcpak's 39.71. On the H200 (``benchmarks/results/bc-h200-450d687.txt``, 4096^2 composite,
+GPU MP/s; the same pipeline was timed up to 5x apart between runs there, so the fastest run and
+``bc.py``'s are both given): ``normal`` BC1 2450 (bc.py 430), BC3 2580 (450), BC4 5700-27600
+(4810), BC5 2580-4240 (2570); ``fast`` BC1 57000 (10500), BC4 89000; ``best`` BC1 880, BC4
+1940, BC5 1000. At 9a9ca24 (``bc.py``) ``normal`` was 279 / 332 / 824 / 418. Mode 1 lifts BC7 from 42.4 dB
 (mode 6 alone, astronaut crop) to 44.6 at ``normal``, past bc7enc-py's 44.35 (plain weights,
 uber 0).
 
@@ -100,10 +112,13 @@ signed by exact integer covariances, the least-squares refits solve in integers,
 value and error is an integer below 2^24 held exactly in f32, and no f32 result lands on a
 rounding tie), so those bytes match on every conformant adapter; this cost 0.04 dB against the
 float principal axis (34.90 against 34.94 dB on the photos). The ramp encoder (BC4, BC5,
-BC3's alpha) fits the float palette (division by 7 or 5), ``normal``/``best``, snorm, BC7
+BC3's alpha) fits the float palette (lo + j (hi - lo) / n), ``normal``/``best``, snorm, BC7
 and BC6H use floating point (power iteration, cluster fit, refits, pow), which WGSL lets
 adapters round differently (division to 2.5 ULP, fused multiply-add), so their bytes can
-differ between adapters (not measured: only lavapipe was available here).
+differ between adapters (not measured: only lavapipe was available here). The ramp's bytes
+(BC4, BC5, BC3's alpha; ``fast`` too) changed once, when the palette walk replaced the
+division per texel (ties between equally near entries resolve differently); BC1/BC3 ``fast``
+colour bytes did not.
 """
 
 from __future__ import annotations
@@ -142,23 +157,28 @@ QUALITIES = ("fast", "normal", "best")
 _SETTINGS = {
     "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "CLUSTER_SKIP": "0.0", "PERTURB": "0u", "TRY_THREE": "false",
              "RAMP_IN": "0", "RAMP_LS": "0u", "RAMP_DESC": "2u", "RAMP_STRIDE": "1", "RAMP_SIX_ALWAYS": "false",
+             "CLUSTER_WIN": "16", "BC5_LANES": "2u", "BC3_LANES": "1u",
              "BC7_REFINE": "1u", "BC7_P1_TOP": "1u", "BC6_MODE10": "false"},
-    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "CLUSTER_SKIP": "0.0", "PERTURB": "2u", "TRY_THREE": "false",
+    "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "CLUSTER_SKIP": "48.0", "PERTURB": "1u", "TRY_THREE": "false",
                "RAMP_IN": "1", "RAMP_LS": "2u", "RAMP_DESC": "12u", "RAMP_STRIDE": "4", "RAMP_SIX_ALWAYS": "false",
+               "CLUSTER_WIN": "16", "BC5_LANES": "2u", "BC3_LANES": "1u",
                "BC7_REFINE": "2u", "BC7_P1_TOP": "4u", "BC6_MODE10": "false"},
     "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "CLUSTER_SKIP": "0.0", "PERTURB": "8u", "TRY_THREE": "true",
              "RAMP_IN": "3", "RAMP_LS": "4u", "RAMP_DESC": "24u", "RAMP_STRIDE": "8", "RAMP_SIX_ALWAYS": "true",
+             "CLUSTER_WIN": "16", "BC5_LANES": "2u", "BC3_LANES": "1u",
              "BC7_REFINE": "4u", "BC7_P1_TOP": "64u", "BC6_MODE10": "true"},
 }
 
 _BODY = {
     1: "let c = encode_color(alpha_mask());\n    out[w] = c.x;\n    out[w + 1u] = c.y;",
-    3: ("let a = encode_ramp(3u);\n    out[w] = a.x;\n    out[w + 1u] = a.y;\n"
-        "    let c = encode_color(0xffffu);\n    out[w + 2u] = c.x;\n    out[w + 3u] = c.y;"),
+    # BC3: alpha then colour, or (BC3_LANES 2) each in its own invocation
+    3: ("if (LANES == 1u || lane == 1u) {\n        let a = encode_ramp(3u);\n        out[w] = a.x;\n"
+        "        out[w + 1u] = a.y;\n    }\n    if (LANES == 1u || lane == 0u) {\n"
+        "        let c = encode_color(0xffffu);\n        out[w + 2u] = c.x;\n        out[w + 3u] = c.y;\n    }"),
     4: "let r = encode_ramp(0u);\n    out[w] = r.x;\n    out[w + 1u] = r.y;",
     # BC5: one loop over the two halves (one copy of the ramp code: on the H200 two inlined
     # calls ran at 420 MP/s against BC4's 2580)
-    5: ("for (var c = 0u; c < 2u; c++) {\n        let r = encode_ramp(c);\n        out[w + 2u * c] = r.x;\n"
+    5: ("for (var c = lane; c < 2u; c += LANES) {\n        let r = encode_ramp(c);\n        out[w + 2u * c] = r.x;\n"
         "        out[w + 2u * c + 1u] = r.y;\n    }"),
     6: ("var b = encode_bc6h();\n    MODE10\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
         "    out[w + 3u] = b.w;"),
@@ -228,11 +248,18 @@ def check_options(fmt_name: str, *, normal_map: bool = False, alpha: str = "weig
     return None
 
 
+def _lanes(kind: int, quality: str) -> int:
+    """Invocations per block: BC5 (BC5_LANES 2) encodes its two halves in two invocations, BC3
+    (BC3_LANES 2) its alpha and colour; each workgroup holds one lane (no divergence)."""
+    key = {5: "BC5_LANES", 3: "BC3_LANES"}.get(kind)
+    return int(_SETTINGS[quality][key].rstrip("u")) if key else 1
+
+
 def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool) -> str:
     """The specialised WGSL of one encoder pipeline."""
     from .kernels import load_wgsl
 
-    consts = dict(_SETTINGS[quality], KIND=f"{kind}u", SIGNED=str(signed).lower(),
+    consts = dict(_SETTINGS[quality], KIND=f"{kind}u", LANES=f"{_lanes(kind, quality)}u", SIGNED=str(signed).lower(),
                   SRC_SRGB=str(src_srgb).lower(), SRC_ROUND=str(src_round).lower(),
                   FOUR_ALWAYS=str(kind == 3).lower(), BLOCK_WORDS="2u" if kind in (1, 4) else "4u",
                   RAW_FLOAT=str(kind == 6).lower(), INT_FAST=str(quality == "fast" and src_round).lower())
@@ -351,6 +378,7 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
         raise LimitError(f"{tex.source}: level 0 of {fmt.name} needs a {max(sizes)}-byte storage buffer; the "
                          f"device's max-storage-buffer-binding-size is {biggest}")
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+    lanes = _lanes(kind, quality)
     buf = None
     query = _timestamps(session, tex.levels) if measure else None
     try:
@@ -371,7 +399,7 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
             cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
             cpass.set_pipeline(pipe)
             cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(-(-lay.blocks_across // 8), -(-lay.blocks_down // 8), tex.layers)
+            cpass.dispatch_workgroups(-(-lay.blocks_across // 8) * lanes, -(-lay.blocks_down // 8), tex.layers)
             cpass.end()
         for level, lay in enumerate(lays):
             enc.copy_buffer_to_texture(

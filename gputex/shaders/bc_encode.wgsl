@@ -50,10 +50,15 @@ fn load_block(bx: u32, by: u32, layer: u32) {
 
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x >= prm.blocks_x || gid.y >= prm.blocks_y) {
+    // LANES invocations per block (BC5: one per channel), `lane` says which; each workgroup
+    // holds one lane of 8 x 8 blocks (no divergence between the lanes' code)
+    let wgx = gid.x / 8u;
+    let lane = wgx % LANES;
+    let bx = (wgx / LANES) * 8u + gid.x % 8u;
+    if (bx >= prm.blocks_x || gid.y >= prm.blocks_y) {
         return;
     }
-    load_block(gid.x, gid.y, gid.z);
-    let w = gid.z * prm.image_words + gid.y * prm.pitch_words + gid.x * BLOCK_WORDS;
+    load_block(bx, gid.y, gid.z);
+    let w = gid.z * prm.image_words + gid.y * prm.pitch_words + bx * BLOCK_WORDS;
     ENCODE_BLOCK
 }

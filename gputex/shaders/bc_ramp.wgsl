@@ -9,49 +9,55 @@
 // the best pair, RAMP_STRIDE codes apart, halved each time no neighbour is better (RAMP_DESC
 // steps), in each mode.
 
-var<private> rv: array<f32, 16>;
+// The block's 16 values sit in four vec4 registers (rows 0..3), not in an array: a per-thread
+// array indexed in a loop the compiler does not unroll lives in local memory (on the H200 that
+// made BC4 several times slower); every per-texel step below is written for a row of four.
+var<private> rv0: vec4<f32>;
+var<private> rv1: vec4<f32>;
+var<private> rv2: vec4<f32>;
+var<private> rv3: vec4<f32>;
 
 const RAMP_MIN: f32 = select(0.0, -127.0, SIGNED);
 const RAMP_MAX: f32 = select(255.0, 127.0, SIGNED);
 
-// palette value at ramp position j (0 = lo .. n = hi): the specification's, in float (what
-// hardware decodes; the codes gputex's own decoder rounds it to are the nearest to it)
-fn ramp_val(hi: i32, lo: i32, j: i32, n: i32) -> f32 {
-    return f32(j * hi + (n - j) * lo) / f32(n);
+// A pair's palette walk: texel value v -> ramp position j = round((v - lo) * n / (hi - lo)),
+// clamped to 0..n (the palette is evenly spaced, so that is the nearest entry), value
+// lo + j * (hi - lo) / n (the specification's float palette, within a few ULP of its quotient;
+// one division per pair, none per texel).
+struct Walk {
+    lo: f32,
+    scale: f32,
+    step: f32,
+    n: f32,
 }
 
-// (squared error, ramp position: 0..n, n + 1 = the low extreme, n + 2 = the high one) of v:
-// the ramp is evenly spaced, so the nearest position is v's own, rounded
-fn ramp_pick(v: f32, hi: i32, lo: i32, n: i32) -> vec2<f32> {
-    let span = hi - lo;
-    var j = 0;
-    if (span > 0) {
-        j = clamp(i32(floor((v - f32(lo)) * f32(n) / f32(span) + 0.5)), 0, n);
-    }
-    let d = v - ramp_val(hi, lo, j, n);
-    var best = d * d;
-    var bj = j;
-    if (n == 5) {
+fn walk(hi: i32, lo: i32, n: i32) -> Walk {
+    let span = f32(hi - lo);
+    let fnn = f32(n);
+    return Walk(f32(lo), select(0.0, fnn / span, hi > lo), span / fnn, fnn);
+}
+
+fn row_pos(v: vec4<f32>, k: Walk) -> vec4<f32> {
+    return clamp(floor((v - k.lo) * k.scale + 0.5), vec4<f32>(0.0), vec4<f32>(k.n));
+}
+
+// squared errors of a row: the nearest ramp entry, or (6-value mode) an extreme if nearer
+fn row_err(v: vec4<f32>, k: Walk, six: bool) -> vec4<f32> {
+    let d = v - k.lo - row_pos(v, k) * k.step;
+    var e = d * d;
+    if (six) {
         let dl = v - RAMP_MIN;
-        if (dl * dl < best) {
-            best = dl * dl;
-            bj = 6;
-        }
         let dh = v - RAMP_MAX;
-        if (dh * dh < best) {
-            best = dh * dh;
-            bj = 7;
-        }
+        e = min(e, min(dl * dl, dh * dh));
     }
-    return vec2<f32>(best, f32(bj));
+    return e;
 }
 
 fn ramp_err(hi: i32, lo: i32, n: i32) -> f32 {
-    var err = 0.0;
-    for (var i = 0u; i < 16u; i++) {
-        err += ramp_pick(rv[i], hi, lo, n).x;
-    }
-    return err;
+    let k = walk(hi, lo, n);
+    let six = n == 5;
+    let e = row_err(rv0, k, six) + row_err(rv1, k, six) + row_err(rv2, k, six) + row_err(rv3, k, six);
+    return e.x + e.y + e.z + e.w;
 }
 
 // a pair the mode can hold (8 values: hi > lo; 6 values: lo <= hi), inside the code range
@@ -59,25 +65,45 @@ fn ramp_ok(hi: i32, lo: i32, n: i32) -> bool {
     return lo >= i32(RAMP_MIN) && hi <= i32(RAMP_MAX) && (hi > lo || (n == 5 && hi == lo));
 }
 
+// texels of a row on the ramp (1.0; 0.0: an extreme is strictly nearer, 6-value mode)
+fn row_on(v: vec4<f32>, k: Walk, six: bool) -> vec4<f32> {
+    if (!six) {
+        return vec4<f32>(1.0);
+    }
+    let d = v - k.lo - row_pos(v, k) * k.step;
+    let dl = v - RAMP_MIN;
+    let dh = v - RAMP_MAX;
+    return select(vec4<f32>(1.0), vec4<f32>(0.0), min(dl * dl, dh * dh) < d * d);
+}
+
+// least-squares sums of a row: (aa, bb, ab, ax), bx = sum(on wb v) returned apart
+struct Sums {
+    m: vec4<f32>,   // aa, bb, ab, ax
+    bx: f32,
+}
+
+fn row_sums(v: vec4<f32>, k: Walk, six: bool, acc: Sums) -> Sums {
+    let on = row_on(v, k, six);
+    let wb = row_pos(v, k) / k.n;
+    let wa = (1.0 - wb) * on;
+    let wbo = wb * on;
+    return Sums(acc.m + vec4<f32>(dot(wa, wa), dot(wbo, wbo), dot(wa, wbo), dot(wa, v)), acc.bx + dot(wbo, v));
+}
+
 // least-squares (hi, lo) for the ramp positions the pair's texels take (extremes left out)
 fn ramp_refit(hi: i32, lo: i32, n: i32) -> vec2<i32> {
-    var aa = 0.0;
-    var bb = 0.0;
-    var ab = 0.0;
-    var ax = 0.0;
-    var bx = 0.0;
-    for (var i = 0u; i < 16u; i++) {
-        let j = i32(ramp_pick(rv[i], hi, lo, n).y);
-        if (j <= n) {
-            let wb = f32(j) / f32(n);
-            let wa = 1.0 - wb;
-            aa += wa * wa;
-            bb += wb * wb;
-            ab += wa * wb;
-            ax += wa * rv[i];
-            bx += wb * rv[i];
-        }
-    }
+    let k = walk(hi, lo, n);
+    let six = n == 5;
+    var s = Sums(vec4<f32>(0.0), 0.0);
+    s = row_sums(rv0, k, six, s);
+    s = row_sums(rv1, k, six, s);
+    s = row_sums(rv2, k, six, s);
+    s = row_sums(rv3, k, six, s);
+    let aa = s.m.x;
+    let bb = s.m.y;
+    let ab = s.m.z;
+    let ax = s.m.w;
+    let bx = s.bx;
     let det = aa * bb - ab * ab;
     if (abs(det) < 1e-6) {
         return vec2<i32>(hi, lo);
@@ -94,6 +120,9 @@ fn ramp_around(c: vec3<i32>, at: vec2<i32>, n: i32, s: i32) -> vec3<i32> {
     for (var d = 0; d < 9; d++) {
         let hi = at.x + (d / 3 - 1) * s;
         let lo = at.y + (d % 3 - 1) * s;
+        if (d == 4 && all(at == c.xy)) {
+            continue;  // the centre is the current best: never strictly better
+        }
         if (ramp_ok(hi, lo, n)) {
             let e = ramp_err(hi, lo, n);
             if (e < bitcast<f32>(b.z)) {
@@ -129,25 +158,54 @@ fn ramp_search(hi0: i32, lo0: i32, n: i32) -> vec3<i32> {
     return b;
 }
 
+// the 3-bit indices of a row, packed in 12 bits. 8 values: ramp position j = 7 -> 0, j = 0 -> 1,
+// else 8 - j; 6 values: 0 -> 0, 5 -> 1, else j + 1, the low extreme 6, the high one 7
+fn row_bits(v: vec4<f32>, k: Walk, n: i32) -> u32 {
+    let j = vec4<u32>(row_pos(v, k));
+    var idx: vec4<u32>;
+    if (n == 7) {
+        idx = select(select(8u - j, vec4<u32>(1u), j == vec4<u32>(0u)), vec4<u32>(0u), j == vec4<u32>(7u));
+    } else {
+        idx = select(select(j + 1u, vec4<u32>(1u), j == vec4<u32>(5u)), vec4<u32>(0u), j == vec4<u32>(0u));
+        let d = v - k.lo - row_pos(v, k) * k.step;
+        let el = (v - RAMP_MIN) * (v - RAMP_MIN);
+        let eh = (v - RAMP_MAX) * (v - RAMP_MAX);
+        let low = el < d * d;
+        idx = select(idx, vec4<u32>(6u), low);
+        idx = select(idx, vec4<u32>(7u), eh < select(d * d, el, low));
+    }
+    return idx.x | (idx.y << 3u) | (idx.z << 6u) | (idx.w << 9u);
+}
+
+fn chan(t: vec4<f32>, ch: u32) -> f32 {
+    var v = select(select(select(t.x, t.y, ch == 1u), t.z, ch == 2u), t.w, ch == 3u);
+    if (SIGNED) {
+        v = v * (254.0 / 255.0) - 127.0;  // [0, 1] -> [-1, 1], in snorm codes
+    }
+    return v;
+}
+
 // The two words of the ramp block of channel `ch` (0 r, 1 g, 3 alpha).
 fn encode_ramp(ch: u32) -> vec2<u32> {
-    var lo = RAMP_MAX;
-    var hi = RAMP_MIN;
-    var lo6 = RAMP_MAX;
-    var hi6 = RAMP_MIN;
-    for (var i = 0u; i < 16u; i++) {
-        var v = texel[i][ch];
-        if (SIGNED) {
-            v = v * (254.0 / 255.0) - 127.0;  // [0, 1] -> [-1, 1], in snorm codes
-        }
-        rv[i] = v;
-        lo = min(lo, v);
-        hi = max(hi, v);
-        if (v > RAMP_MIN + 0.5 && v < RAMP_MAX - 0.5) {
-            lo6 = min(lo6, v);
-            hi6 = max(hi6, v);
-        }
-    }
+    rv0 = vec4<f32>(chan(texel[0], ch), chan(texel[1], ch), chan(texel[2], ch), chan(texel[3], ch));
+    rv1 = vec4<f32>(chan(texel[4], ch), chan(texel[5], ch), chan(texel[6], ch), chan(texel[7], ch));
+    rv2 = vec4<f32>(chan(texel[8], ch), chan(texel[9], ch), chan(texel[10], ch), chan(texel[11], ch));
+    rv3 = vec4<f32>(chan(texel[12], ch), chan(texel[13], ch), chan(texel[14], ch), chan(texel[15], ch));
+    let lo4 = min(min(rv0, rv1), min(rv2, rv3));
+    let hi4 = max(max(rv0, rv1), max(rv2, rv3));
+    let lo = min(min(lo4.x, lo4.y), min(lo4.z, lo4.w));
+    let hi = max(max(hi4.x, hi4.y), max(hi4.z, hi4.w));
+    // the range without the texels at an extreme (6-value mode's endpoints)
+    let mid0 = rv0 > vec4<f32>(RAMP_MIN + 0.5) & rv0 < vec4<f32>(RAMP_MAX - 0.5);
+    let mid1 = rv1 > vec4<f32>(RAMP_MIN + 0.5) & rv1 < vec4<f32>(RAMP_MAX - 0.5);
+    let mid2 = rv2 > vec4<f32>(RAMP_MIN + 0.5) & rv2 < vec4<f32>(RAMP_MAX - 0.5);
+    let mid3 = rv3 > vec4<f32>(RAMP_MIN + 0.5) & rv3 < vec4<f32>(RAMP_MAX - 0.5);
+    let big = vec4<f32>(RAMP_MAX);
+    let small = vec4<f32>(RAMP_MIN);
+    let l6 = min(min(select(big, rv0, mid0), select(big, rv1, mid1)), min(select(big, rv2, mid2), select(big, rv3, mid3)));
+    let h6 = max(max(select(small, rv0, mid0), select(small, rv1, mid1)), max(select(small, rv2, mid2), select(small, rv3, mid3)));
+    let lo6 = min(min(l6.x, l6.y), min(l6.z, l6.w));
+    let hi6 = max(max(h6.x, h6.y), max(h6.z, h6.w));
     let ilo = i32(floor(lo + 0.5));
     let ihi = i32(floor(hi + 0.5));
     var n = 5;
@@ -175,32 +233,14 @@ fn encode_ramp(ch: u32) -> vec2<u32> {
             }
         }
     }
-    // pack: 8 values e0 = hi, e1 = lo; 6 values e0 = lo, e1 = hi. Index of ramp position j:
-    // 8 values: j = 7 -> 0, j = 0 -> 1, else 8 - j; 6 values: 0 -> 0, 5 -> 1, else j + 1,
-    // extremes 6 (low) and 7 (high)
-    var lo_bits = 0u;
-    var hi_bits = 0u;
-    for (var i = 0u; i < 16u; i++) {
-        let j = u32(ramp_pick(rv[i], b.x, b.y, n).y);
-        var idx: u32;
-        if (n == 7) {
-            idx = select(select(8u - j, 1u, j == 0u), 0u, j == 7u);
-        } else {
-            idx = select(select(j + 1u, 1u, j == 5u), 0u, j == 0u);
-            if (j > 5u) {
-                idx = j;
-            }
-        }
-        let bit = 3u * i;  // within the 48 index bits
-        if (bit < 16u) {
-            lo_bits |= idx << bit;
-            if (bit > 13u) {
-                hi_bits |= idx >> (16u - bit);
-            }
-        } else {
-            hi_bits |= idx << (bit - 16u);
-        }
-    }
+    // pack (index order in row_bits): 48 index bits, 12 per row
+    let k = walk(b.x, b.y, n);
+    let g0 = row_bits(rv0, k, n);
+    let g1 = row_bits(rv1, k, n);
+    let g2 = row_bits(rv2, k, n);
+    let g3 = row_bits(rv3, k, n);
+    let lo_bits = g0 | ((g1 & 0xfu) << 12u);
+    let hi_bits = (g1 >> 4u) | (g2 << 8u) | (g3 << 20u);
     var e0 = u32(b.x);
     var e1 = u32(b.y);
     if (n == 5) {

@@ -167,6 +167,40 @@ def test_color_indices_are_the_nearest(gpu, fmt):
         assert np.array_equal(chosen, err.min(axis=1)), (fmt, bi)
 
 
+@pytest.mark.parametrize("quality", ["fast", "normal"])
+def test_bc5_halves_and_bc3_alpha_are_bc4_blocks(gpu, quality):
+    """BC5 encodes its two halves in two invocations (one workgroup per half), BC3 its alpha
+    with the same ramp code: each half is, byte for byte, the BC4 block of that channel moved
+    to red, on a size whose block columns do not fill the last workgroup (25 x 9 blocks);
+    and a second BC5 encode gives the same bytes."""
+    rng = np.random.default_rng(61)
+    img = rng.integers(0, 256, (36, 100, 4), dtype=np.uint8)
+    img[:16, :40] = _photo("astronaut", 16, 40)[:, :, [0, 1, 2, 0]]  # photo texture
+    img[16:20, :8, 1] = 255  # green blocks reaching the extremes (6-value mode)
+    img[20:24, :8, 3] = rng.integers(0, 3, (4, 8))
+
+    def bc4_of(ch: int) -> list[bytes]:
+        moved = img.copy()
+        moved[:, :, 0] = img[:, :, ch]
+        return _blocks(_encode(gpu, moved, "bc4-r-unorm", quality)[0][0], 8)
+
+    bc5 = _blocks(_encode(gpu, img, "bc5-rg-unorm", quality)[0][0], 16)
+    assert [b[:8] for b in bc5] == bc4_of(0)
+    assert [b[8:] for b in bc5] == bc4_of(1)
+    assert _blocks(_encode(gpu, img, "bc5-rg-unorm", quality)[0][0], 16) == bc5
+    bc3 = _blocks(_encode(gpu, img, "bc3-rgba-unorm", quality)[0][0], 16)
+    assert [b[:8] for b in bc3] == bc4_of(3)
+
+
+def test_565_expansion_in_float_is_bit_replication():
+    """bc_color.wgsl's cluster fit expands quantised 5:6:5 endpoints as floor(q * 8.25) and
+    floor(q * 4.0625) in f32: the specification's bit replication, for every code."""
+    r = np.arange(32, dtype=np.float32)
+    g = np.arange(64, dtype=np.float32)
+    assert np.array_equal(np.floor(r * np.float32(8.25)), (np.arange(32) << 3) | (np.arange(32) >> 2))
+    assert np.array_equal(np.floor(g * np.float32(4.0625)), (np.arange(64) << 2) | (np.arange(64) >> 4))
+
+
 def test_bc1_punch_through_alpha(gpu):
     """Texels with alpha < 128 become transparent (three-colour mode, index 3); the rest opaque."""
     rng = np.random.default_rng(43)
