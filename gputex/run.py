@@ -40,7 +40,7 @@ class Stages:
 
 def stages(command: str, opts: Options, names=None) -> Stages:
     """The stages of ``capture`` (decode, upload + mips + capture, encode) or ``upload``
-    (decode, upload + verify + texture-file write)."""
+    (decode, upload + verify + capture, texture-file write)."""
     from .capture_stage import capture_encode_stage, capture_gpu_stage
     from .pipeline import decode_stage
     from .upload_stage import upload_gpu_stage
@@ -49,6 +49,11 @@ def stages(command: str, opts: Options, names=None) -> Stages:
         return Stages(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),
                       capture_encode_stage(opts))
     if command == "upload":
+        if opts.out:  # texture files are written in the pool (worker processes), not on the GPU thread
+            from .upload_stage import upload_encode_stage
+
+            return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names, defer=True),
+                          upload_encode_stage(opts))
         return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names))
     raise ValueError(f"unknown command {command!r}; use capture or upload")
 

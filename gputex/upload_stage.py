@@ -4,7 +4,8 @@ one device thread (:mod:`gputex.run`); errors go into the input's :class:`~gpute
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from . import pipeline
 from .pipeline import Decoded, Options, Result, is_texfile, note_texture, run_one, timed, upload_format
@@ -12,59 +13,130 @@ from .pipeline import Decoded, Options, Result, is_texfile, note_texture, run_on
 if TYPE_CHECKING:
     from .device import Session
     from .outputs import OutputNames
+    from .texfile import TextureFile
     from .texture import Texture
 from .outputs import texture_output
 
-__all__ = ["upload_gpu_stage", "verify_and_write"]
+__all__ = ["upload_gpu_stage", "upload_encode_stage", "PendingWrite", "verify_and_write"]
 
 
-def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None = None):
+def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None = None, *,
+                     defer: bool = False):
     """Upload, read back and verify that the GPU holds exactly what was sent.
 
     Texture files are uploaded as stored (block-compressed ones stay compressed) and every
     level, layer and face is compared. With ``opts.out`` the texture, mips included, is
     written as KTX2 or DDS: a path ending in ``.ktx2``/``.dds``, or a folder (then
-    ``<stem>.<opts.container>``, names never colliding).
+    ``<stem>.<opts.container>``, names never colliding). ``defer``: the file is not written
+    here but returned as a :class:`PendingWrite` for :func:`upload_encode_stage` (the pool),
+    its levels captured straight into shared memory a writer process maps when worker
+    processes run; the in-order thread then only uploads, makes the mips and copies out.
     """
 
     def run(item, decoded: Decoded, result: Result):
         image = decoded.take()
+        pending: list = []
 
         def work() -> None:
+            _drop(pending)  # a retry after a device loss
             tex = pipeline.upload_image(session, image, opts, result, decode_blocks=False)
             try:
-                verify_and_write(tex, image, item, opts, names, result)
+                verify_and_write(tex, image, item, opts, names, result, pending if defer else None)
             finally:
                 tex.destroy()
 
         run_one(result, work, session)
-        return None
+        if pending and not result.ok:
+            _drop(pending)
+        return pending[0] if pending else None
 
     return run
 
 
-def verify_and_write(tex: Texture, source, item, opts: Options, names, result: Result) -> None:
+@dataclass
+class PendingWrite:
+    """A texture file captured on the in-order thread, to be written in the pool: its levels
+    may live in ``block`` (a :class:`~gputex.workers.SharedBlock`, closed by the write)."""
+
+    stored: TextureFile
+    path: str
+    block: Any = None
+
+
+def _drop(pending: list) -> None:
+    while pending:
+        block = pending.pop().block
+        if block is not None:
+            block.close()
+
+
+def upload_encode_stage(opts: Options):
+    """Write each :class:`PendingWrite` (runs in the encode pool: in a worker process when
+    they run, through :func:`gputex.workers.write_texture`)."""
+    def run(item, pending: PendingWrite, result: Result) -> None:
+        from .workers import write_texture
+
+        def work() -> None:
+            with timed(result, "encode"):
+                write_texture(pending.stored, pending.path, pending.block, zstd=opts.zstd)
+            result.outputs.append(pending.path)
+
+        run_one(result, work)
+
+    return run
+
+
+def verify_and_write(tex: Texture, source, item, opts: Options, names, result: Result,
+                     pending: list | None = None) -> None:
+    """Verify (``opts.verifies()``) and write the texture file of ``opts.out``; with a
+    ``pending`` list, the write is appended to it as a :class:`PendingWrite` instead."""
     encoded = None if is_texfile(source) else _bc_encode(tex, opts, result)
     try:
-        _check_and_write(tex, encoded, source, item, opts, names, result)
+        _check_and_write(tex, encoded, source, item, opts, names, result, pending)
     finally:
         if encoded is not None:
             encoded.destroy()
 
 
+def _block_for(tex: Texture):
+    """A shared-memory block for every level of ``tex`` (None without worker processes)."""
+    from .workers import shared_block
+
+    total = sum(-(-tex.layout(lv).bytes_per_row * tex.layout(lv).blocks_down * tex.level_images(lv) // 64) * 64
+                for lv in range(tex.levels))
+    return shared_block(total)
+
+
 def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: Options, names,
-                     result: Result) -> None:
+                     result: Result, pending: list | None = None) -> None:
     """Verify ``tex`` against what was sent; write ``encoded`` (its BC encoding) or ``tex``."""
     import numpy as np
 
-    from .capture import capture_bytes, capture_texture_file
+    from .capture import capture_texture_file
 
     result.layout = tex.layout(0).as_dict()
     stored = None
+    block = None
     shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
-    with timed(result, "capture"):
-        if opts.out or (is_texfile(source) and opts.verifies()):
-            stored = capture_texture_file(encoded or tex, budget=opts.budget)
+    try:
+        with timed(result, "capture"):
+            if opts.out or (is_texfile(source) and opts.verifies()):
+                block = _block_for(encoded or tex) if opts.out and pending is not None else None
+                into = (lambda n: block.array((n,), np.uint8)) if block is not None else None
+                stored = capture_texture_file(encoded or tex, budget=opts.budget, into=into)
+        _verify_and_write(tex, encoded, stored, shape, source, item, opts, names, result, pending, block)
+    except BaseException:
+        if block is not None:
+            block.close()
+        raise
+
+
+def _verify_and_write(tex: Texture, encoded: Texture | None, stored, shape, source, item, opts: Options,
+                      names, result: Result, pending: list | None, block) -> None:
+    import numpy as np
+
+    from .capture import capture_bytes
+
     if encoded is not None:
         result.layout = encoded.layout(0).as_dict()
 
@@ -83,9 +155,14 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
 
         stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
         path = texture_output(opts.out, opts.container, names, item)
+        if pending is not None:
+            pending.append(PendingWrite(stored, path, block))
+            return
         with timed(result, "encode"):
             write_texture_file(stored, path, zstd=opts.zstd)
         result.outputs.append(path)
+    elif block is not None:
+        block.close()
 
 
 def _verify(source, stored, level0, item, opts: Options, tex: Texture, result: Result) -> None:
