@@ -31,11 +31,13 @@ __all__ = ["Stages", "stages", "run", "upload_files", "capture_files"]
 class Stages:
     """One input's steps for the batch runner: ``decode(item) -> (result, data)`` in the pool;
     ``gpu(session) -> (item, data, result) -> payload`` in input order; ``encode(item, payload,
-    result)`` in the pool (None: the command writes nothing from the pool)."""
+    result)`` in the pool (None: the command writes nothing from the pool). ``pools``: the
+    kinds of codec worker processes the run starts (see :func:`gputex.workers.codec_workers`)."""
 
     decode: Callable[[Item], tuple[Any, Any]]
     gpu: Callable[[Session], Callable[..., Any]]
     encode: Callable[..., None] | None = None
+    pools: tuple[str, ...] = ("decode", "encode")
 
 
 def stages(command: str, opts: Options, names=None) -> Stages:
@@ -49,11 +51,13 @@ def stages(command: str, opts: Options, names=None) -> Stages:
         return Stages(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),
                       capture_encode_stage(opts))
     if command == "upload":
-        if opts.out:  # texture files are written in the pool (worker processes), not on the GPU thread
+        if opts.out:
+            # texture files are written by the pool's threads, not on the GPU thread; images are
+            # decoded in worker processes (a write is a copy into the page cache: no process for it)
             from .upload_stage import upload_encode_stage
 
             return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names, defer=True),
-                          upload_encode_stage(opts))
+                          upload_encode_stage(opts), pools=("decode",))
         return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names))
     raise ValueError(f"unknown command {command!r}; use capture or upload")
 
@@ -104,7 +108,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         mark("startup", process_start())  # interpreter, imports, argument parsing
     n = worker_count(jobs, len(items), workers) if steps.encode is not None else 0
     held: list = [session]
-    with codec_workers(n):
+    with codec_workers(n, steps.pools):
         # after the workers are spawned (the GIL is not fought over while the parent spawns them):
         # the device is made on a thread of its own while they start and decode the first inputs
         soon = None

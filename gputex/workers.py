@@ -46,10 +46,13 @@ WORKER_NICE = 10
 
 
 @contextmanager
-def codec_workers(n: int):
+def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode")):
     """Within this block, :func:`decode_image` / :func:`encode_images` run in worker processes:
     ``n`` for decoding and ``n`` for encoding (separate, so the in-order GPU thread's next
-    decode never queues behind encodes; processes start as work arrives)."""
+    decode never queues behind encodes; processes start as work arrives). ``kinds``: the pools
+    to start; without an ``"encode"`` pool encodes and texture-file writes run in the calling
+    process (``upload -o``: a write is one copy into the page cache, not worth 16 more
+    processes starting beside the device on a 16-core host)."""
     if n <= 0 or _POOLS:
         yield
         return
@@ -67,8 +70,8 @@ def codec_workers(n: int):
     with spawn_shielded(), span("spawn"):  # a terminal's Ctrl-C never reaches a starting worker
         # two pools, measured on the H200 host against one shared pool of n (0.52-0.57 at fast PNG
         # against 0.67): a decode the in-order thread waits for never queues behind encodes
-        _POOLS.update(decode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init),
-                      encode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init))
+        _POOLS.update({kind: ProcessPoolExecutor(n, mp_context=ctx, initializer=_init)
+                       for kind in ("decode", "encode") if kind in kinds})
         pools = list(_POOLS.values())
         for pool in pools:  # start every process now, in parallel with whatever comes next
             for _ in range(n):
@@ -274,7 +277,7 @@ def _unlink_quietly(name: str) -> None:
 def shared_block(nbytes: int) -> SharedBlock | None:
     """A :class:`SharedBlock` of at least ``nbytes`` when worker processes are running (else
     None: no one to share with); one handed back is reused if it is not over twice the size."""
-    if not _POOLS:
+    if "encode" not in _POOLS:
         return None
     with _FREE_LOCK:
         for i, block in enumerate(_FREE):
@@ -354,7 +357,7 @@ def decode_image(path: str, **kwargs) -> Image:
     """``gputex.decode(path, **kwargs)``, in a worker process when a pool is active."""
     from .decode import Image, decode
 
-    if not _POOLS:
+    if "decode" not in _POOLS:
         from .trace import span
 
         with span("decode", path=path):
@@ -409,7 +412,7 @@ def encode_images(outputs: list[tuple[str, np.ndarray]], block: SharedBlock | No
     The block is closed (its file unlinked) on return."""
     import numpy as np
 
-    if not _POOLS:
+    if "encode" not in _POOLS:
         from .trace import span
 
         try:
@@ -501,7 +504,7 @@ def write_texture(tf, path: str, block: SharedBlock | None = None, *, zstd: int 
     from dataclasses import replace
 
     try:
-        if not _POOLS:
+        if "encode" not in _POOLS:
             from .texfile import write_texture_file
             from .trace import span
 
