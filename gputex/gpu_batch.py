@@ -49,7 +49,8 @@ if TYPE_CHECKING:
     from .texfile import TextureFile
     from .texture import Texture
 
-__all__ = ["GpuSteps", "process_group", "iter_groups", "plan_groups", "DEFAULT_GROUP_BUDGET"]
+__all__ = ["GpuSteps", "process_group", "iter_groups", "plan_groups", "DEFAULT_GROUP_BUDGET", "Readback",
+           "start_readback", "DEFER_MAX_BYTES", "DEFER_BUFFERS"]
 
 #: Host memory (staging + read-back buffers) one group may use, bytes.
 DEFAULT_GROUP_BUDGET = 256 << 20
@@ -369,3 +370,141 @@ def _grouped(session, images, fmts, costs, groups, steps, budget) -> Iterator[Te
             inflight.release()
         _forget(session)
         raise
+
+
+# -- one texture's read-back, finished on another thread ---------------------------------------
+
+#: A texture file whose padded read-back is at most this many bytes may be read back after the
+#: in-order thread has moved on (:func:`start_readback`); bigger ones go through
+#: :func:`gputex.capture.capture_texture_file` (several maps, copies on the read threads).
+DEFER_MAX_BYTES = 64 << 20
+#: Read-back buffers in flight at once for deferred read-backs: host memory is bounded by this
+#: many times :data:`DEFER_MAX_BYTES` however long the batch (the in-order thread waits for one).
+DEFER_BUFFERS = 6
+
+
+class Readback:
+    """Every level of one texture being copied into a read-back buffer of its own, its map
+    requested. :meth:`finish` (on any thread) waits for it, copies the rows out and returns the
+    :class:`~gputex.texfile.TextureFile` (exactly :func:`~gputex.capture.capture_texture_file`'s
+    bytes); :meth:`cancel` gives the buffer back unread. One of the two must be called."""
+
+    def __init__(self, ring: _Ring, buf, group: list, stored: TextureFile, promise):
+        self._ring, self._buf, self._group, self.stored, self._promise = ring, buf, group, stored, promise
+
+    def finish(self) -> TextureFile:
+        from .capture import copy_out
+
+        buf, self._buf = self._buf, None
+        if buf is None:
+            raise RuntimeError("read-back already finished")
+        try:
+            self._ring.session.check(f"{self.stored.source}: map readback buffer", self._promise.sync_wait)
+            copy_out(self._group, buf, threads=1)  # one thread: the pool's other threads copy other images
+        except BaseException:
+            self._ring.give(buf, usable=False)
+            raise
+        self._ring.give(buf)
+        return self.stored
+
+    def cancel(self) -> None:
+        buf, self._buf = self._buf, None
+        if buf is None:
+            return
+        try:
+            self._promise.sync_wait()
+            buf.unmap()
+        except Exception:  # noqa: BLE001 - the buffer is dropped instead
+            self._ring.give(buf, usable=False)
+            return
+        self._ring.give(buf)
+
+
+class _Ring:
+    """At most :data:`DEFER_BUFFERS` ``MAP_READ | COPY_DST`` buffers, handed from the in-order
+    thread (:meth:`take`, waiting while all are in flight) to the pool and back (:meth:`give`)."""
+
+    def __init__(self, session: Session):
+        import threading
+
+        self.session = session
+        self.free: list = []
+        self.count = 0
+        self.cond = threading.Condition()
+
+    def take(self, size: int):
+        import wgpu
+
+        old = None
+        with self.cond:
+            while True:
+                fit = next((b for b in self.free if b.size >= size), None)
+                if fit is not None:
+                    self.free.remove(fit)
+                    return fit
+                if self.free:  # too small: replaced by a bigger one
+                    old = self.free.pop()
+                    break
+                if self.count < DEFER_BUFFERS:
+                    self.count += 1
+                    break
+                self.cond.wait()
+        if old is not None:
+            old.destroy()
+        try:
+            return self.session.check("readback buffer", self.session.device.create_buffer,
+                                      size=align_up(max(size, 256), 1 << 20),
+                                      usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        except BaseException:
+            self.give(None, usable=False)
+            raise
+
+    def give(self, buf, usable: bool = True) -> None:
+        with self.cond:
+            if usable:
+                self.free.append(buf)
+            else:
+                self.count -= 1
+            self.cond.notify()
+        if not usable and buf is not None:
+            try:
+                buf.destroy()
+            except Exception:  # noqa: BLE001 - already gone with the device
+                pass
+
+
+def start_readback(tex: Texture) -> Readback | None:
+    """Record the copies of every level of ``tex`` into a read-back buffer, submit them and
+    request the map, without waiting; None when the padded copy exceeds
+    :data:`DEFER_MAX_BYTES` (read it back with :func:`gputex.capture.capture_texture_file`).
+    ``tex`` may be destroyed once this returns (WebGPU keeps it for the submitted copies)."""
+    import wgpu
+
+    from .capture import as_texture_file, copy_groups, group_bytes, record_copies, texture_file_pieces
+
+    if tex.format.compressed:
+        from .capabilities import require
+
+        require(tex.session, "compressed-copy", tex.source)
+    session = tex.session
+    limit = min(DEFER_MAX_BYTES, session.limits.get("max-buffer-size", 256 << 20))
+    padded = sum(tex.level_images(lv) * copy_layout(tex.format, *tex.size(lv)).staging_bytes
+                 for lv in range(tex.levels))
+    if padded > limit:
+        return None
+    out, pieces = texture_file_pieces(tex, None, limit)
+    groups = copy_groups(pieces, limit)
+    if len(groups) != 1:
+        return None
+    group = groups[0]
+    ring = session.cache("gpu-batch").get("readback-ring", lambda: _Ring(session))
+    buf = ring.take(group_bytes(group))
+    try:
+        enc = session.device.create_command_encoder()
+        record_copies(enc, group, buf)
+        session.device.queue.submit([enc.finish()])
+        promise = buf.map_async(wgpu.MapMode.READ, 0, group_bytes(group))
+    except BaseException:
+        ring.give(buf, usable=False)
+        raise
+    return Readback(ring, buf, group, as_texture_file(tex, out), promise)

@@ -61,13 +61,16 @@ class PendingWrite:
     stored: TextureFile
     path: str
     block: Any = None
+    readback: Any = None  # a gputex.gpu_batch.Readback still to finish (it fills ``stored``)
 
 
 def _drop(pending: list) -> None:
     while pending:
-        block = pending.pop().block
-        if block is not None:
-            block.close()
+        job = pending.pop()
+        if job.readback is not None:
+            job.readback.cancel()
+        if job.block is not None:
+            job.block.close()
 
 
 def upload_encode_stage(opts: Options):
@@ -77,11 +80,19 @@ def upload_encode_stage(opts: Options):
         from .workers import write_texture
 
         def work() -> None:
+            if pending.readback is not None:
+                readback, pending.readback = pending.readback, None
+                with timed(result, "capture"):
+                    readback.finish()
+            block, pending.block = pending.block, None  # closed by the write
             with timed(result, "encode"):
-                write_texture(pending.stored, pending.path, pending.block, zstd=opts.zstd)
+                write_texture(pending.stored, pending.path, block, zstd=opts.zstd)
             result.outputs.append(pending.path)
 
-        run_one(result, work)
+        try:
+            run_one(result, work)
+        finally:
+            _drop([pending])
 
     return run
 
@@ -115,6 +126,9 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
     from .capture import capture_texture_file
 
     result.layout = tex.layout(0).as_dict()
+    if pending is not None and opts.out and not opts.verifies() and _defer_readback(tex, encoded, source, item, opts,
+                                                                                   names, result, pending):
+        return
     stored = None
     block = None
     shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
@@ -129,6 +143,30 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
         if block is not None:
             block.close()
         raise
+
+
+def _defer_readback(tex: Texture, encoded: Texture | None, source, item, opts: Options, names, result: Result,
+                    pending: list) -> bool:
+    """No check wanted: the copies of every level are submitted and the read-back is left to
+    the write in the pool (:class:`~gputex.gpu_batch.Readback`), so the in-order thread goes on
+    to the next input while the GPU copies; False when the texture is too big for that."""
+    from .gpu_batch import start_readback
+
+    with timed(result, "capture"):
+        readback = start_readback(encoded or tex)
+    if readback is None:
+        return False
+    if encoded is not None:
+        result.layout = encoded.layout(0).as_dict()
+    result.verified = None
+    readback.stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
+    try:
+        path = texture_output(opts.out, opts.container, names, item)
+    except BaseException:
+        readback.cancel()
+        raise
+    pending.append(PendingWrite(readback.stored, path, readback=readback))
+    return True
 
 
 def _verify_and_write(tex: Texture, encoded: Texture | None, stored, shape, source, item, opts: Options,
