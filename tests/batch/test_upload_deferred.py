@@ -1,0 +1,99 @@
+"""``upload -o`` batches: the read-back and the texture-file write of each input happen on the
+pool's threads (``upload_stage.upload_encode_stage``, ``gpu_batch.Readback``) while the
+in-order thread goes on. The files must be what the texture holds: level 0 the pixels sent,
+the smaller levels the correctly rounded box chain, and byte for byte the files of the
+synchronous path (read back and written on the in-order thread)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+import pytest
+
+from gputex.mips.intbox import EPSILON_LSB
+from gputex.pipeline import Options
+from gputex.run import Stages, run, stages
+from gputex.texfile import read_texture_file
+from gputex.upload_stage import upload_gpu_stage
+
+from factory import write
+from reference import filter_levels
+
+SIZES = [(64, 64), (37, 53), (128, 96), (1, 1)]
+
+
+def assert_correctly_rounded(got: np.ndarray, ref: np.ndarray, top: int, what: str) -> None:
+    """``got`` is round-to-nearest of ``ref * top``, either neighbour within EPSILON_LSB of a tie
+    (as tests/mips/test_mips_int.py holds the integer chain)."""
+    x = np.clip(ref, 0, 1) * top
+    tie = np.abs(x - np.floor(x) - 0.5) <= EPSILON_LSB + 1e-9
+    g = got.astype(np.float64)
+    assert g.shape == x.shape, f"{what}: shape {g.shape} vs {x.shape}"
+    bad = (g != np.floor(x + 0.5)) & ~(tie & (np.abs(g - x) <= 0.5 + EPSILON_LSB + 1e-9))
+    assert not bad.any(), f"{what}: {int(bad.sum())} texels not correctly rounded"
+
+
+def _inputs(rng, folder) -> list[tuple[str, np.ndarray]]:
+    out = []
+    for i, (w, h) in enumerate(SIZES):
+        a = rng.integers(0, 256, (h, w, 4), np.uint8)
+        a[..., 3] = 255  # opaque: the weighted box is the plain box
+        out.append((write(os.path.join(folder, f"in{i}.png"), a), a))
+    return out
+
+
+def _run(paths, out, container, deferred: bool) -> list:
+    from gputex.batch import expand_inputs
+    from gputex.outputs import texture_names
+
+    opts = Options(mips=True, format="rgba8unorm", out=str(out), container=container)
+    items = expand_inputs(paths)
+    names, _ = texture_names(opts.out, paths)
+    steps = stages("upload", opts, names)
+    if not deferred:  # the synchronous stage: read back and written on the in-order thread
+        steps = Stages(steps.decode, lambda session: upload_gpu_stage(session, opts, names))
+    results: list = []
+    run(items, steps, on_result=lambda r, s: results.append(r), jobs=2, workers=0)
+    return results
+
+
+def _digest(folder) -> dict:
+    return {n: hashlib.sha256(open(os.path.join(folder, n), "rb").read()).hexdigest()
+            for n in sorted(os.listdir(folder))}
+
+
+@pytest.mark.parametrize("container", ["ktx2", "dds"])
+def test_deferred_files_hold_the_texture(rng, gpu, tmp_path, container):
+    made = _inputs(rng, tmp_path / "in")
+    paths = [p for p, _ in made]
+    results = _run(paths, tmp_path / "deferred", container, deferred=True)
+    assert [r.ok for r in results] == [True] * len(made), [r.error for r in results]
+    assert [r.source for r in results] == paths  # input order
+    for r, (_, a) in zip(results, made):
+        assert r.outputs and r.outputs[0].endswith("." + container)
+        assert {"upload", "capture", "encode"} <= set(r.timings)
+        tf = read_texture_file(r.outputs[0])
+        h, w = a.shape[:2]
+        assert (tf.width, tf.height, len(tf.levels)) == (w, h, max(w, h).bit_length())
+        assert bytes(tf.levels[0]) == a.tobytes()  # level 0: exactly the pixels sent
+        ref = filter_levels(a / 255, 4, srgb=True)  # a PNG without colour chunks is sRGB
+        for lv, want in enumerate(ref, start=1):
+            lw, lh = max(1, w >> lv), max(1, h >> lv)
+            got = np.frombuffer(bytes(tf.levels[lv]), np.uint8).reshape(lh, lw, 4)
+            assert_correctly_rounded(got, want, 255, f"{r.source} level {lv}")
+    sync = _run(paths, tmp_path / "sync", container, deferred=False)
+    assert all(r.ok for r in sync)
+    assert _digest(tmp_path / "deferred") == _digest(tmp_path / "sync")
+
+
+def test_deferred_batch_goes_on_past_a_bad_file(rng, gpu, tmp_path):
+    made = _inputs(rng, tmp_path / "in")
+    bad = tmp_path / "in" / "bad.png"
+    bad.write_bytes(open(made[0][0], "rb").read()[:60])  # signature and IHDR, no image data
+    paths = [made[0][0], str(bad), made[1][0]]
+    results = _run(paths, tmp_path / "out", "ktx2", deferred=True)
+    assert [r.ok for r in results] == [True, False, True]
+    assert results[1].error.startswith(f"{bad}: ")
+    assert sorted(os.listdir(tmp_path / "out")) == ["in0.ktx2", "in1.ktx2"]
