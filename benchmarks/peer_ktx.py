@@ -2,7 +2,8 @@
 
     python benchmarks/peer_ktx.py [--sizes 2048 4096 8192] [--count 48] [--batch-size 2048]
                                   [--jobs N] [--ktx PATH] [--skip-single] [--skip-batch]
-                                  [--trace] [--profile N] [--repeat N]
+                                  [--trace] [--profile N] [--repeat N] [--variants ENV=V ...]
+                                  [--compare-with CHECKOUT]
 
 Builds its own corpus (photo-like RGBA PNGs, written by fpng as ``benchmarks/batch.py`` does),
 then measures, each as a fresh process timed from start to exit:
@@ -24,7 +25,11 @@ then measures, each as a fresh process timed from start to exit:
 ``GPUTEX_PROFILE`` (its time not counted) and prints the in-order thread's N costliest
 functions. ``--repeat N`` runs the KTX2 batch and the codecs alone N times each, alternating,
 and prints every time (the ratio uses the best of each). The corpus is written by ``--jobs``
-processes (same files as one process would write).
+processes (same files as one process would write). ``--variants`` runs the KTX2 batch again
+under each environment setting (``GPUTEX_WORKERS=8``; several joined by ``,``).
+``--compare-with CHECKOUT`` runs the KTX2 batch once more with another checkout of gputex
+(e.g. the commit before a change: the "before" column of the same run), and says whether its
+files are byte-identical to this checkout's.
 
 It prints seconds and ratios (>1: gputex faster). ``ktx`` is looked up at ``--ktx``, then
 ``../shared/peers/ktx`` beside the checkout, then PATH; without it the peer columns are
@@ -129,6 +134,13 @@ def _codec_one(path: str, out: str) -> None:
     write_texture_file(tf, os.path.join(out, os.path.basename(path) + ".ktx2"))
 
 
+def _digests(folder: str) -> dict[str, str]:
+    import hashlib
+
+    return {n: hashlib.sha256(open(os.path.join(folder, n), "rb").read()).hexdigest()
+            for n in sorted(os.listdir(folder))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="*", default=[2048, 4096, 8192])
@@ -141,6 +153,8 @@ def main() -> None:
     ap.add_argument("--trace", action="store_true")
     ap.add_argument("--profile", type=int, default=0, metavar="N")
     ap.add_argument("--repeat", type=int, default=1, metavar="N")
+    ap.add_argument("--variants", nargs="*", default=[], metavar="ENV=V")
+    ap.add_argument("--compare-with", metavar="CHECKOUT")
     args = ap.parse_args()
     ktx = find_ktx(args.ktx)
     print(f"ktx: {ktx or 'not found: peer columns skipped'}; jobs {args.jobs}")
@@ -168,13 +182,19 @@ def main() -> None:
             paths = make_corpus(corpus, args.count, args.batch_size, args.jobs)
             rows = []
 
-            def upload(container: str, env=None) -> float:
-                out = os.path.join(tmp, "g_" + container)
+            def upload(container: str, env=None, folder: str | None = None, root: str = ROOT) -> float:
+                out = os.path.join(tmp, folder or "g_" + container)
                 shutil.rmtree(out, ignore_errors=True)
                 os.makedirs(out)
+                # the checkout ``root`` first on PYTHONPATH, and the temp folder as cwd (``-m gputex``
+                # puts cwd first): the run imports that checkout's gputex
+                env = dict(env or os.environ)
+                rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                        if p and os.path.abspath(p) not in (ROOT, root)]
+                env["PYTHONPATH"] = os.pathsep.join([root, *rest])
                 return timed(GPUTEX + ["upload", *paths, "--format", "rgba8unorm-srgb", "--mips", "--filter",
                                        "box", "-o", out, "--container", container, "--jobs", str(args.jobs)],
-                             env=env)
+                             env=env, cwd=tmp)
 
             trace = os.path.join(tmp, "trace.jsonl")
             ktx2 = upload("ktx2", dict(os.environ, GPUTEX_TRACE=trace) if args.trace else None)
@@ -191,6 +211,15 @@ def main() -> None:
                 print("\nin-order thread of the KTX2 batch (cProfile, cumulative):", flush=True)
                 pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(args.profile)
                 pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(args.profile)
+            for variant in args.variants:
+                env = dict(os.environ, **dict(kv.split("=", 1) for kv in variant.split(",")))
+                rows.append((f"  ktx2 with {variant}", upload("ktx2", env, folder="variant")))
+            if args.compare_with:
+                other = os.path.abspath(args.compare_with)
+                rows.append(("  ktx2 with --compare-with", upload("ktx2", folder="other", root=other)))
+                mine, theirs = _digests(os.path.join(tmp, "g_ktx2")), _digests(os.path.join(tmp, "other"))
+                print(f"KTX2 files of {other}: {'byte-identical' if mine == theirs else 'DIFFERENT'} "
+                      f"({len(mine)} and {len(theirs)} files)", flush=True)
             rows.append(("gputex upload -> dds", upload("dds")))
             out = os.path.join(tmp, "g_png")
             os.makedirs(out)
