@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import FormatError
 from .formats import Format, get_format
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .texture import Texture
 
 __all__ = ["GpuSteps", "process_group", "iter_groups", "plan_groups", "DEFAULT_GROUP_BUDGET", "Readback",
-           "start_readback", "DEFER_MAX_BYTES", "DEFER_BUFFERS"]
+           "start_readback", "start_level_readback", "DEFER_MAX_BYTES", "DEFER_BUFFERS"]
 
 #: Host memory (staging + read-back buffers) one group may use, bytes.
 DEFAULT_GROUP_BUDGET = 256 << 20
@@ -384,22 +384,24 @@ DEFER_BUFFERS = 6
 
 
 class Readback:
-    """Every level of one texture being copied into a read-back buffer of its own, its map
-    requested. :meth:`finish` (on any thread) waits for it, copies the rows out and returns the
-    :class:`~gputex.texfile.TextureFile` (exactly :func:`~gputex.capture.capture_texture_file`'s
-    bytes); :meth:`cancel` gives the buffer back unread. One of the two must be called."""
+    """Copies out of one texture into a read-back buffer of its own, its map requested.
+    :meth:`finish` (on any thread) waits for it, copies the rows into their arrays and returns
+    ``stored`` (what the arrays belong to: a :class:`~gputex.texfile.TextureFile` holding
+    exactly :func:`~gputex.capture.capture_texture_file`'s bytes, or a list of captured
+    levels); :meth:`cancel` gives the buffer back unread. One of the two must be called."""
 
-    def __init__(self, ring: _Ring, buf, group: list, stored: TextureFile, promise):
+    def __init__(self, ring: _Ring, buf, group: list, stored: Any, promise, source: str):
         self._ring, self._buf, self._group, self.stored, self._promise = ring, buf, group, stored, promise
+        self._source = source
 
-    def finish(self) -> TextureFile:
+    def finish(self) -> Any:
         from .capture import copy_out
 
         buf, self._buf = self._buf, None
         if buf is None:
             raise RuntimeError("read-back already finished")
         try:
-            self._ring.session.check(f"{self.stored.source}: map readback buffer", self._promise.sync_wait)
+            self._ring.session.check(f"{self._source}: map readback buffer", self._promise.sync_wait)
             copy_out(self._group, buf, threads=1)  # one thread: the pool's other threads copy other images
         except BaseException:
             self._ring.give(buf, usable=False)
@@ -478,25 +480,56 @@ def start_readback(tex: Texture) -> Readback | None:
     request the map, without waiting; None when the padded copy exceeds
     :data:`DEFER_MAX_BYTES` (read it back with :func:`gputex.capture.capture_texture_file`).
     ``tex`` may be destroyed once this returns (WebGPU keeps it for the submitted copies)."""
-    import wgpu
-
-    from .capture import as_texture_file, copy_groups, group_bytes, record_copies, texture_file_pieces
+    from .capture import as_texture_file, texture_file_pieces
 
     if tex.format.compressed:
         from .capabilities import require
 
         require(tex.session, "compressed-copy", tex.source)
-    session = tex.session
-    limit = min(DEFER_MAX_BYTES, session.limits.get("max-buffer-size", 256 << 20))
-    padded = sum(tex.level_images(lv) * copy_layout(tex.format, *tex.size(lv)).staging_bytes
-                 for lv in range(tex.levels))
-    if padded > limit:
+    limit = _defer_limit(tex.session)
+    if _padded(tex, range(tex.levels), tex.level_images) > limit:
         return None
     out, pieces = texture_file_pieces(tex, None, limit)
+    return _submit(tex, pieces, limit, lambda: as_texture_file(tex, out))
+
+
+def start_level_readback(tex: Texture, levels: list[int], layer: int, into) -> Readback | None:
+    """:func:`start_readback` for ``levels`` of one ``layer``, each into the array
+    ``into(level, shape, dtype)`` returns (as :func:`gputex.capture.capture_levels` with
+    ``into``); :meth:`Readback.finish` returns those arrays. None when the format needs a
+    conversion on the way or the copies exceed :data:`DEFER_MAX_BYTES`."""
+    from .capture import level_pieces
+
+    limit = _defer_limit(tex.session)
+    if _padded(tex, levels, lambda lv: 1) > limit:
+        return None
+    planned = level_pieces(tex, levels, layer, into, limit)
+    if planned is None:
+        return None
+    arrays, pieces = planned
+    return _submit(tex, pieces, limit, lambda: arrays)
+
+
+def _defer_limit(session: Session) -> int:
+    return min(DEFER_MAX_BYTES, session.limits.get("max-buffer-size", 256 << 20))
+
+
+def _padded(tex: Texture, levels, images) -> int:
+    return sum(images(lv) * copy_layout(tex.format, *tex.size(lv)[:2]).staging_bytes for lv in levels)
+
+
+def _submit(tex: Texture, pieces: list, limit: int, stored) -> Readback | None:
+    """Record ``pieces`` (one group of at most ``limit`` bytes, else None) into a ring buffer,
+    submit, request the map."""
+    import wgpu
+
+    from .capture import copy_groups, group_bytes, record_copies
+
     groups = copy_groups(pieces, limit)
     if len(groups) != 1:
         return None
     group = groups[0]
+    session = tex.session
     ring = session.cache("gpu-batch").get("readback-ring", lambda: _Ring(session))
     buf = ring.take(group_bytes(group))
     try:
@@ -507,4 +540,4 @@ def start_readback(tex: Texture) -> Readback | None:
     except BaseException:
         ring.give(buf, usable=False)
         raise
-    return Readback(ring, buf, group, as_texture_file(tex, out), promise)
+    return Readback(ring, buf, group, stored(), promise, tex.source)
