@@ -1,4 +1,4 @@
-"""``upload -o`` batches: the read-back and the texture-file write of each input happen on the
+"""``upload -o`` and ``capture`` batches: the read-back (and the texture-file write) of each input happen on the
 pool's threads (``upload_stage.upload_encode_stage``, ``gpu_batch.Readback``) while the
 in-order thread goes on. The files must be what the texture holds: level 0 the pixels sent,
 the smaller levels the correctly rounded box chain, and byte for byte the files of the
@@ -97,3 +97,33 @@ def test_deferred_batch_goes_on_past_a_bad_file(rng, gpu, tmp_path):
     assert [r.ok for r in results] == [True, False, True]
     assert results[1].error.startswith(f"{bad}: ")
     assert sorted(os.listdir(tmp_path / "out")) == ["in0.ktx2", "in1.ktx2"]
+
+
+def _capture(paths, out, workers: int) -> list:
+    from gputex.batch import expand_inputs
+    from gputex.outputs import OutputNames, prepare_folder
+
+    opts = Options(mips=True, level="all")
+    prepare_folder(str(out))
+    steps = stages("capture", opts, OutputNames(str(out), paths))
+    results: list = []
+    run(expand_inputs(paths), steps, on_result=lambda r, s: results.append(r), jobs=2, workers=workers)
+    return results
+
+
+def test_capture_levels_read_back_in_the_pool(rng, gpu, tmp_path):
+    """With worker processes, ``capture --mips --level all`` submits the level copies and
+    leaves the read-back to the encode: the PNGs are those of the in-thread path, level 0 the
+    pixels sent."""
+    import gputex
+
+    made = _inputs(rng, tmp_path / "in")
+    paths = [p for p, _ in made]
+    deferred = _capture(paths, tmp_path / "deferred", workers=2)
+    assert all(r.ok for r in deferred), [r.error for r in deferred]
+    for r, (_, a) in zip(deferred, made):
+        assert len(r.outputs) == max(a.shape[:2]).bit_length()
+        assert np.array_equal(gputex.decode(r.outputs[0]).pixels, a)
+    inline = _capture(paths, tmp_path / "inline", workers=0)
+    assert all(r.ok for r in inline)
+    assert _digest(tmp_path / "deferred") == _digest(tmp_path / "inline")
