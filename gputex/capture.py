@@ -363,38 +363,31 @@ def _placed(a: np.ndarray, level: int, into) -> np.ndarray:
     return dst
 
 
-def capture_texture_file(tex: Texture, *, budget: int = 64 << 20, levels: list[int] | None = None,
-                         into: Callable[[int], np.ndarray] | None = None):
+def capture_texture_file(tex: Texture, *, budget: int = 64 << 20, levels: list[int] | None = None):
     """Read every level (or ``levels``), layer, face and slice back as a :class:`TextureFile`:
     exactly the bytes the GPU holds, tight, in block rows (for writing KTX2 / DDS). Levels are
-    ``bytes`` filled in place (:func:`fresh_bytes`), or with ``into(nbytes)`` the flat uint8
-    arrays it returns (e.g. shared memory a writer process maps); every copy is planned at once
-    (see the module docstring)."""
+    ``bytes`` filled in place (:func:`fresh_bytes`); every copy is planned at once (see the
+    module docstring)."""
     if tex.format.compressed:
         from .capabilities import require
 
         require(tex.session, "compressed-copy", tex.source)
     limit = min(budget // 2, tex.session.limits.get("max-buffer-size", 256 << 20))
-    out, pieces = texture_file_pieces(tex, levels, limit, into)
+    out, pieces = texture_file_pieces(tex, levels, limit)
     _read_pieces(pieces, budget=budget)
     return as_texture_file(tex, out)
 
 
-def texture_file_pieces(tex: Texture, levels: list[int] | None, limit: int,
-                        into: Callable[[int], np.ndarray] | None = None) -> tuple[list, list[_Piece]]:
-    """The level buffers (tight ``bytes``, every layer; with ``into``, the arrays it returns)
-    of ``tex`` and the copies that fill them, each at most ``limit`` padded bytes (for
-    :func:`_read_pieces`; ``gpu_batch`` plans several textures' copies into one map this way)."""
+def texture_file_pieces(tex: Texture, levels: list[int] | None, limit: int) -> tuple[list, list[_Piece]]:
+    """The level buffers (tight ``bytes``, every layer) of ``tex`` and the copies that fill
+    them, each at most ``limit`` padded bytes (for :func:`_read_pieces`; ``gpu_batch`` plans
+    several textures' copies into one map this way)."""
     wanted = list(levels if levels is not None else range(tex.levels))
     out, pieces = [], []
     for level in wanted:
         _check_level(tex, level)
         lay, n = tex.layout(level), tex.level_images(level)
-        nbytes = lay.bytes_per_row * lay.blocks_down * n
-        if into is not None:
-            data = flat = into(nbytes)
-        else:
-            data, flat = fresh_bytes(nbytes)
+        data, flat = fresh_bytes(lay.bytes_per_row * lay.blocks_down * n)
         out.append(data)
         rows = flat.reshape(n * lay.blocks_down, lay.bytes_per_row)
         pieces += _pieces(tex, level, 0, n, rows, limit)

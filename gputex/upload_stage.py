@@ -28,9 +28,10 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
     level, layer and face is compared. With ``opts.out`` the texture, mips included, is
     written as KTX2 or DDS: a path ending in ``.ktx2``/``.dds``, or a folder (then
     ``<stem>.<opts.container>``, names never colliding). ``defer``: the file is not written
-    here but returned as a :class:`PendingWrite` for :func:`upload_encode_stage` (the pool),
-    its levels captured straight into shared memory a writer process maps when worker
-    processes run; the in-order thread then only uploads, makes the mips and copies out.
+    here but returned as a :class:`PendingWrite` for :func:`upload_encode_stage` (the pool's
+    threads), with the read-back itself left to it where the texture allows
+    (:func:`gputex.gpu_batch.start_readback`): the in-order thread then only uploads, makes
+    the mips and submits the copies.
     """
 
     def run(item, decoded: Decoded, result: Result):
@@ -55,12 +56,11 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
 
 @dataclass
 class PendingWrite:
-    """A texture file captured on the in-order thread, to be written in the pool: its levels
-    may live in ``block`` (a :class:`~gputex.workers.SharedBlock`, closed by the write)."""
+    """A texture file to be written in the pool; with ``readback``, its levels are still being
+    copied out of the GPU (:meth:`~gputex.gpu_batch.Readback.finish` fills them)."""
 
     stored: TextureFile
     path: str
-    block: Any = None
     readback: Any = None  # a gputex.gpu_batch.Readback still to finish (it fills ``stored``)
 
 
@@ -69,8 +69,6 @@ def _drop(pending: list) -> None:
         job = pending.pop()
         if job.readback is not None:
             job.readback.cancel()
-        if job.block is not None:
-            job.block.close()
 
 
 def upload_encode_stage(opts: Options):
@@ -84,9 +82,8 @@ def upload_encode_stage(opts: Options):
                 readback, pending.readback = pending.readback, None
                 with timed(result, "capture"):
                     readback.finish()
-            block, pending.block = pending.block, None  # closed by the write
             with timed(result, "encode"):
-                write_texture(pending.stored, pending.path, block, zstd=opts.zstd)
+                write_texture(pending.stored, pending.path, zstd=opts.zstd)
             result.outputs.append(pending.path)
 
         try:
@@ -109,40 +106,47 @@ def verify_and_write(tex: Texture, source, item, opts: Options, names, result: R
             encoded.destroy()
 
 
-def _block_for(tex: Texture):
-    """A shared-memory block for every level of ``tex`` (None without worker processes)."""
-    from .workers import shared_block
-
-    total = sum(-(-tex.layout(lv).bytes_per_row * tex.layout(lv).blocks_down * tex.level_images(lv) // 64) * 64
-                for lv in range(tex.levels))
-    return shared_block(total)
-
-
 def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: Options, names,
                      result: Result, pending: list | None = None) -> None:
-    """Verify ``tex`` against what was sent; write ``encoded`` (its BC encoding) or ``tex``."""
+    """Verify ``tex`` against what was sent; write ``encoded`` (its BC encoding) or ``tex``
+    (with ``pending``: hand the write over as a :class:`PendingWrite`)."""
     import numpy as np
 
-    from .capture import capture_texture_file
+    from .capture import capture_bytes, capture_texture_file
 
     result.layout = tex.layout(0).as_dict()
     if pending is not None and opts.out and not opts.verifies() and _defer_readback(tex, encoded, source, item, opts,
                                                                                    names, result, pending):
         return
     stored = None
-    block = None
     shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
-    try:
-        with timed(result, "capture"):
-            if opts.out or (is_texfile(source) and opts.verifies()):
-                block = _block_for(encoded or tex) if opts.out and pending is not None else None
-                into = (lambda n: block.array((n,), np.uint8)) if block is not None else None
-                stored = capture_texture_file(encoded or tex, budget=opts.budget, into=into)
-        _verify_and_write(tex, encoded, stored, shape, source, item, opts, names, result, pending, block)
-    except BaseException:
-        if block is not None:
-            block.close()
-        raise
+    with timed(result, "capture"):
+        if opts.out or (is_texfile(source) and opts.verifies()):
+            stored = capture_texture_file(encoded or tex, budget=opts.budget)
+    if encoded is not None:
+        result.layout = encoded.layout(0).as_dict()
+
+    def level0(z: int):
+        if stored is None or encoded is not None:
+            return capture_bytes(tex, 0, z, budget=opts.budget)
+        n = stored.image_bytes(0)
+        return np.frombuffer(memoryview(stored.levels[0])[z * n: (z + 1) * n], np.uint8).reshape(shape)
+
+    if not opts.verifies():
+        result.verified = None
+    else:
+        _verify(source, stored, level0, item, opts, tex, result)
+    if opts.out and result.ok:
+        from .texfile import write_texture_file
+
+        stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
+        path = texture_output(opts.out, opts.container, names, item)
+        if pending is not None:
+            pending.append(PendingWrite(stored, path))
+            return
+        with timed(result, "encode"):
+            write_texture_file(stored, path, zstd=opts.zstd)
+        result.outputs.append(path)
 
 
 def _defer_readback(tex: Texture, encoded: Texture | None, source, item, opts: Options, names, result: Result,
@@ -167,40 +171,6 @@ def _defer_readback(tex: Texture, encoded: Texture | None, source, item, opts: O
         raise
     pending.append(PendingWrite(readback.stored, path, readback=readback))
     return True
-
-
-def _verify_and_write(tex: Texture, encoded: Texture | None, stored, shape, source, item, opts: Options,
-                      names, result: Result, pending: list | None, block) -> None:
-    import numpy as np
-
-    from .capture import capture_bytes
-
-    if encoded is not None:
-        result.layout = encoded.layout(0).as_dict()
-
-    def level0(z: int):
-        if stored is None or encoded is not None:
-            return capture_bytes(tex, 0, z, budget=opts.budget)
-        n = stored.image_bytes(0)
-        return np.frombuffer(memoryview(stored.levels[0])[z * n: (z + 1) * n], np.uint8).reshape(shape)
-
-    if not opts.verifies():
-        result.verified = None
-    else:
-        _verify(source, stored, level0, item, opts, tex, result)
-    if opts.out and result.ok:
-        from .texfile import write_texture_file
-
-        stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
-        path = texture_output(opts.out, opts.container, names, item)
-        if pending is not None:
-            pending.append(PendingWrite(stored, path, block))
-            return
-        with timed(result, "encode"):
-            write_texture_file(stored, path, zstd=opts.zstd)
-        result.outputs.append(path)
-    elif block is not None:
-        block.close()
 
 
 def _verify(source, stored, level0, item, opts: Options, tex: Texture, result: Result) -> None:

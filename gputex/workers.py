@@ -496,70 +496,31 @@ def _encode_in_worker(name: str, jobs: list, kwargs: dict):
 
 # -- texture files (upload -o) -----------------------------------------------------------------
 
-def write_texture(tf, path: str, block: SharedBlock | None = None, *, zstd: int | None = None) -> float:
+def write_texture(tf, path: str, *, zstd: int | None = None) -> float:
     """``gputex.texfile.write_texture_file(tf, path, zstd=zstd)``, in an encode worker process
-    when a pool is active; returns the seconds spent writing. Levels that live in ``block``
-    (captured straight into it) reach the worker by offset, others are pickled; the block is
-    closed on return. Raises what the writer raises."""
-    from dataclasses import replace
-
-    try:
-        if "encode" not in _POOLS:
-            from .texfile import write_texture_file
-            from .trace import span
-
-            t0 = time.perf_counter()
-            with span("encode", path=path):
-                write_texture_file(tf, path, zstd=zstd)
-            return time.perf_counter() - t0
-        where = []
-        for data in tf.levels:
-            offset = block.offset_of(data) if block is not None and hasattr(data, "__array_interface__") else None
-            where.append((offset, len(data)) if offset is not None else bytes(data))
-        shell = replace(tf, levels=[])
-        seconds, error = _call("encode", _write_in_worker, block.name if block is not None else None, where,
-                               shell, path, zstd, path=path)
-    finally:
-        if block is not None:
-            block.close()
+    when that pool is active (the levels pickled to it), else here; returns the seconds spent
+    writing. Raises what the writer raises. (``upload -o`` starts no encode pool: a write is
+    one copy into the page cache, done by the batch pool's threads.)"""
+    if "encode" not in _POOLS:
+        return _write(tf, path, zstd)
+    seconds, error = _call("encode", _write_in_worker, tf, path, zstd, path=path)
     if error is not None:
         raise error
     return seconds
 
 
-def _write_in_worker(name: str | None, where: list, shell, path: str, zstd: int | None):
-    from dataclasses import replace
-
+def _write(tf, path: str, zstd: int | None) -> float:
     from .texfile import write_texture_file
     from .trace import span
 
     t0 = time.perf_counter()
+    with span("encode", path=path):
+        write_texture_file(tf, path, zstd=zstd)
+    return time.perf_counter() - t0
+
+
+def _write_in_worker(tf, path: str, zstd: int | None):
     try:
-        fd = os.open(name, os.O_RDONLY) if name is not None else -1
-        try:
-            levels = [_pread(fd, *w) if isinstance(w, tuple) else w for w in where]
-        finally:
-            if fd >= 0:
-                os.close(fd)
-        with span("encode", path=path):
-            write_texture_file(replace(shell, levels=levels), path, zstd=zstd)
+        return _write(tf, path, zstd), None
     except GputexError as e:
         return 0.0, e
-    return time.perf_counter() - t0, None
-
-
-def _pread(fd: int, offset: int, nbytes: int) -> bytes:
-    """``nbytes`` at ``offset`` as ``bytes`` (one copy out of shared memory, into what the
-    writer takes as it is); a short read (over 2 GiB on Linux) is continued."""
-    data = os.pread(fd, nbytes, offset)
-    if len(data) == nbytes:
-        return data
-    parts = [data]
-    got = len(data)
-    while got < nbytes:
-        more = os.pread(fd, nbytes - got, offset + got)
-        if not more:
-            raise OSError(f"shared-memory file ended at {offset + got} of {offset + nbytes}")
-        parts.append(more)
-        got += len(more)
-    return b"".join(parts)

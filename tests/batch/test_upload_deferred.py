@@ -127,3 +127,26 @@ def test_capture_levels_read_back_in_the_pool(rng, gpu, tmp_path):
     inline = _capture(paths, tmp_path / "inline", workers=0)
     assert all(r.ok for r in inline)
     assert _digest(tmp_path / "deferred") == _digest(tmp_path / "inline")
+
+
+def test_write_texture_in_an_encode_worker(rng, tmp_path):
+    """``workers.write_texture`` in an encode worker process writes the bytes the writer writes
+    here, and a writer error comes back as the same one-line error."""
+    from gputex.errors import FormatError
+    from gputex.formats import get_format
+    from gputex.texfile import TextureFile, write_texture_file
+    from gputex.workers import codec_workers, write_texture
+
+    a = rng.integers(0, 256, (5, 7, 4), np.uint8)
+    tf = TextureFile(format=get_format("rgba8unorm"), width=7, height=5, levels=[a.tobytes()],
+                     color_space="linear", source="made")
+    write_texture_file(tf, str(tmp_path / "here.ktx2"))
+    with codec_workers(1):
+        assert write_texture(tf, str(tmp_path / "there.ktx2")) >= 0
+        with pytest.raises(FormatError) as here:
+            write_texture_file(tf, str(tmp_path / "x.png"))
+        with pytest.raises(FormatError) as there:
+            write_texture(tf, str(tmp_path / "x.png"))
+    assert (tmp_path / "there.ktx2").read_bytes() == (tmp_path / "here.ktx2").read_bytes()
+    assert str(there.value) == str(here.value)
+    assert not (tmp_path / "x.png").exists()
