@@ -418,6 +418,11 @@ class Readback:
         self._ring.give(buf)
         return self.stored
 
+    def __del__(self) -> None:  # dropped unfinished (a run torn down mid-way): the ring gets its slot back
+        buf, self._buf = getattr(self, "_buf", None), None
+        if buf is not None:
+            self._ring.give(buf, usable=False)
+
     def cancel(self) -> None:
         buf, self._buf = self._buf, None
         if buf is None:
