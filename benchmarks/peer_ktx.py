@@ -2,6 +2,8 @@
 
     python benchmarks/peer_ktx.py [--sizes 2048 4096 8192] [--count 48] [--batch-size 2048]
                                   [--jobs N] [--ktx PATH] [--skip-single] [--skip-batch]
+                                  [--trace] [--profile N] [--repeat N] [--variants ENV=V ...]
+                                  [--compare-with CHECKOUT]
 
 Builds its own corpus (photo-like RGBA PNGs, written by fpng as ``benchmarks/batch.py`` does),
 then measures, each as a fresh process timed from start to exit:
@@ -17,6 +19,17 @@ then measures, each as a fresh process timed from start to exit:
 3. the codecs alone for the KTX2 path: the same decodes and the same file writes (the mip
    chain's bytes, computed once beforehand, written as KTX2 by gputex's writer), same pool
    size, no GPU.
+
+``--trace`` records the KTX2 batch run (``GPUTEX_TRACE``) and prints where its wall time went
+(``benchmarks/timeline.py``); ``--profile N`` adds one more KTX2 batch run under
+``GPUTEX_PROFILE`` (its time not counted) and prints the in-order thread's N costliest
+functions. ``--repeat N`` runs the KTX2 batch and the codecs alone N times each, alternating,
+and prints every time (the ratio uses the best of each). The corpus is written by ``--jobs``
+processes (same files as one process would write). ``--variants`` runs the KTX2 batch again
+under each environment setting (``GPUTEX_WORKERS=8``; several joined by ``,``).
+``--compare-with CHECKOUT`` runs the KTX2 batch once more with another checkout of gputex
+(e.g. the commit before a change: the "before" column of the same run), and says whether its
+files are byte-identical to this checkout's.
 
 It prints seconds and ratios (>1: gputex faster). ``ktx`` is looked up at ``--ktx``, then
 ``../shared/peers/ktx`` beside the checkout, then PATH; without it the peer columns are
@@ -38,7 +51,26 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from batch import make_corpus, photo  # noqa: E402
+from batch import photo  # noqa: E402
+
+
+def _write_one(job: tuple[str, int, int, int]) -> str:
+    import fpng
+
+    path, h, w, seed = job
+    with open(path, "wb") as f:
+        f.write(fpng.from_ndarray(photo(h, w, seed)))
+    return path
+
+
+def make_corpus(folder: str, count: int, size: int, jobs: int) -> list[str]:
+    """``benchmarks/batch.py``'s corpus (the same files), written by ``jobs`` processes."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    todo = [(os.path.join(folder, f"img{i:03d}.png"), *((size, size) if i % 6 else (size - 49, size - 511)), i)
+            for i in range(count)]
+    with ProcessPoolExecutor(max(1, jobs)) as ex:
+        return list(ex.map(_write_one, todo))
 
 
 def find_ktx(explicit: str | None) -> str | None:
@@ -102,6 +134,13 @@ def _codec_one(path: str, out: str) -> None:
     write_texture_file(tf, os.path.join(out, os.path.basename(path) + ".ktx2"))
 
 
+def _digests(folder: str) -> dict[str, str]:
+    import hashlib
+
+    return {n: hashlib.sha256(open(os.path.join(folder, n), "rb").read()).hexdigest()
+            for n in sorted(os.listdir(folder))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="*", default=[2048, 4096, 8192])
@@ -111,6 +150,11 @@ def main() -> None:
     ap.add_argument("--ktx")
     ap.add_argument("--skip-single", action="store_true")
     ap.add_argument("--skip-batch", action="store_true")
+    ap.add_argument("--trace", action="store_true")
+    ap.add_argument("--profile", type=int, default=0, metavar="N")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N")
+    ap.add_argument("--variants", nargs="*", default=[], metavar="ENV=V")
+    ap.add_argument("--compare-with", metavar="CHECKOUT")
     args = ap.parse_args()
     ktx = find_ktx(args.ktx)
     print(f"ktx: {ktx or 'not found: peer columns skipped'}; jobs {args.jobs}")
@@ -135,14 +179,48 @@ def main() -> None:
         if not args.skip_batch:
             corpus = os.path.join(tmp, "batch")
             os.makedirs(corpus)
-            paths = make_corpus(corpus, args.count, args.batch_size)
+            paths = make_corpus(corpus, args.count, args.batch_size, args.jobs)
             rows = []
-            for container in ("ktx2", "dds"):
-                out = os.path.join(tmp, "g_" + container)
+
+            def upload(container: str, env=None, folder: str | None = None, root: str = ROOT) -> float:
+                out = os.path.join(tmp, folder or "g_" + container)
+                shutil.rmtree(out, ignore_errors=True)
                 os.makedirs(out)
-                rows.append((f"gputex upload -> {container}",
-                             timed(GPUTEX + ["upload", *paths, "--format", "rgba8unorm-srgb", "--mips", "--filter",
-                                             "box", "-o", out, "--container", container, "--jobs", str(args.jobs)])))
+                # the checkout ``root`` first on PYTHONPATH, and the temp folder as cwd (``-m gputex``
+                # puts cwd first): the run imports that checkout's gputex
+                env = dict(env or os.environ)
+                rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                        if p and os.path.abspath(p) not in (ROOT, root)]
+                env["PYTHONPATH"] = os.pathsep.join([root, *rest])
+                return timed(GPUTEX + ["upload", *paths, "--format", "rgba8unorm-srgb", "--mips", "--filter",
+                                       "box", "-o", out, "--container", container, "--jobs", str(args.jobs)],
+                             env=env, cwd=tmp)
+
+            trace = os.path.join(tmp, "trace.jsonl")
+            ktx2 = upload("ktx2", dict(os.environ, GPUTEX_TRACE=trace) if args.trace else None)
+            rows.append(("gputex upload -> ktx2", ktx2))
+            if args.trace:
+                from timeline import summary
+
+                print("\ntrace of the KTX2 batch:\n" + summary(trace, args.jobs), flush=True)
+            if args.profile:
+                import pstats
+
+                prof = os.path.join(tmp, "profile.out")
+                upload("ktx2", dict(os.environ, GPUTEX_PROFILE=prof))
+                print("\nin-order thread of the KTX2 batch (cProfile, cumulative):", flush=True)
+                pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(args.profile)
+                pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(args.profile)
+            for variant in args.variants:
+                env = dict(os.environ, **dict(kv.split("=", 1) for kv in variant.split(",")))
+                rows.append((f"  ktx2 with {variant}", upload("ktx2", env, folder="variant")))
+            if args.compare_with:
+                other = os.path.abspath(args.compare_with)
+                rows.append(("  ktx2 with --compare-with", upload("ktx2", folder="other", root=other)))
+                mine, theirs = _digests(os.path.join(tmp, "g_ktx2")), _digests(os.path.join(tmp, "other"))
+                print(f"KTX2 files of {other}: {'byte-identical' if mine == theirs else 'DIFFERENT'} "
+                      f"({len(mine)} and {len(theirs)} files)", flush=True)
+            rows.append(("gputex upload -> dds", upload("dds")))
             out = os.path.join(tmp, "g_png")
             os.makedirs(out)
             rows.append(("gputex capture -> png levels",
@@ -151,7 +229,15 @@ def main() -> None:
             out = os.path.join(tmp, "codecs")
             os.makedirs(out)
             codecs = codecs_alone(paths, out, args.jobs)
-            rows.append(("codecs alone (ktx2 path)", codecs))
+            if args.repeat > 1:
+                times = {"ktx2": [ktx2], "codecs": [codecs]}
+                for _ in range(args.repeat - 1):
+                    times["ktx2"].append(upload("ktx2"))
+                    times["codecs"].append(codecs_alone(paths, out, args.jobs))
+                print("\nrepeats: " + "; ".join(f"{k} " + " ".join(f"{t:.2f}" for t in v) for k, v in times.items()))
+                ktx2, codecs = min(times["ktx2"]), min(times["codecs"])
+                rows[0] = ("gputex upload -> ktx2 (best)", ktx2)
+            rows.append(("codecs alone (ktx2 path)" + (" (best)" if args.repeat > 1 else ""), codecs))
             k = float("nan")
             if ktx:
                 out = os.path.join(tmp, "k")

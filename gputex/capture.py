@@ -331,6 +331,29 @@ def capture_levels(tex: Texture, levels: list[int], layer: int = 0, *, budget: i
             for level, (_, raw) in zip(levels, raws)]
 
 
+def level_pieces(tex: Texture, levels: list[int], layer: int, into: Callable[[int, tuple, np.dtype], np.ndarray],
+                 limit: int) -> tuple[list[np.ndarray], list[_Piece]] | None:
+    """The arrays ``into(level, shape, dtype)`` gives for ``levels`` of ``layer`` and the copies
+    that fill them straight from a read-back buffer (each at most ``limit`` padded bytes), as
+    :func:`capture_levels` plans them; None when the format needs a conversion on the way
+    (packed, BGRA, block-compressed). ``gputex.gpu_batch.start_level_readback`` submits them."""
+    import numpy as np
+
+    fmt = tex.format
+    if fmt.compressed or fmt.packed or fmt.bgra:
+        return None
+    for level in levels:
+        _check_level(tex, level, layer)
+    arrays, pieces = [], []
+    for level in levels:
+        lay = tex.layout(level)
+        dst = into(level, (lay.height, lay.width, fmt.channels), np.dtype(fmt.component_dtype))
+        pieces += _pieces(tex, level, layer, 1, dst.reshape(-1).view(np.uint8).reshape(lay.blocks_down,
+                                                                                     lay.bytes_per_row), limit)
+        arrays.append(dst)
+    return arrays, pieces
+
+
 def _placed(a: np.ndarray, level: int, into) -> np.ndarray:
     """``a``, copied into ``into``'s array for ``level`` when there is one."""
     if into is None:

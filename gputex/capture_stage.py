@@ -59,13 +59,27 @@ def capture_gpu_stage(session: Session, names: OutputNames, opts: Options):
                 total = sum(tex.layout(lv).data_bytes * tex.level_images(lv) for lv in levels)
                 if total > BIG_CAPTURE_BYTES and not sheet:
                     _capture_encode_each(tex, levels, keep, stem, item, names, opts, result, flips)
-                    meta[:] = [tex.color_space, tex.format.packed, None]
+                    meta[:] = [tex.color_space, tex.format.packed, None, None]
                     return
                 if not keep and not sheet and tex.format.image:  # levels go straight to memory encoders map
                     from .workers import shared_block
 
                     block = shared_block(_level_bytes(tex, levels))
                 into = (lambda level, shape, dtype: block.array(shape, dtype)) if block is not None else None
+                if into is not None and tex.images == 1 and not any(flips):
+                    from .gpu_batch import start_level_readback
+
+                    # the copies are submitted and the read-back left to the encode in the pool:
+                    # this thread goes on to the next input while the GPU copies
+                    with timed(result, "capture"):
+                        readback = start_level_readback(tex, levels, 0, into)
+                    if readback is not None:
+                        for level, pixels in zip(levels, readback.stored):
+                            outputs.append((names.take(_image_name(tex, stem, level, 0),
+                                                       output_suffix(pixels.dtype, opts.float_as), item.subdir),
+                                            pixels))
+                        meta[:] = [tex.color_space, tex.format.packed, block, readback]
+                        return
                 for z, here in _images_by_layer(tex, levels):
                     with timed(result, "capture"):
                         captured = capture_levels(tex, here, layer=z, budget=opts.budget, into=into)
@@ -84,7 +98,7 @@ def capture_gpu_stage(session: Session, names: OutputNames, opts: Options):
                     whole = contact_sheet(shown)
                     outputs.append((names.take(stem + "_sheet", output_suffix(whole.dtype, opts.float_as),
                                                item.subdir), whole))
-                meta[:] = [tex.color_space, tex.format.packed, block]
+                meta[:] = [tex.color_space, tex.format.packed, block, None]
             finally:
                 tex.destroy()
 
@@ -92,6 +106,8 @@ def capture_gpu_stage(session: Session, names: OutputNames, opts: Options):
         run_one(result, work, session)
         if result.ok and outputs:
             return Captured(outputs, *meta)
+        if len(meta) > 3 and meta[3] is not None:
+            meta[3].cancel()
         if block is not None:
             block.close()
         return None
@@ -194,7 +210,18 @@ def _encode_into(result: Result, outputs: list, space: str, packed: bool, opts: 
 def capture_encode_stage(opts: Options):
     """Encode each captured level to its reserved path (runs in the encode pool)."""
     def run(item, captured: Captured, result: Result) -> None:
-        run_one(result, lambda: _encode_into(result, captured.outputs, captured.color_space, captured.packed, opts,
-                                             captured.block))
+        def work() -> None:
+            if captured.readback is not None:  # the copies were submitted by the GPU step: rows out now
+                readback, captured.readback = captured.readback, None
+                try:
+                    with timed(result, "capture"):
+                        readback.finish()
+                except BaseException:
+                    if captured.block is not None:
+                        captured.block.close()
+                    raise
+            _encode_into(result, captured.outputs, captured.color_space, captured.packed, opts, captured.block)
+
+        run_one(result, work)
 
     return run

@@ -78,6 +78,7 @@ class Captured:
     color_space: str
     packed: bool
     block: Any = None  # a gputex.workers.SharedBlock, or None
+    readback: Any = None  # a gputex.gpu_batch.Readback that fills the outputs' pixels, or None
 
 
 @dataclass

@@ -31,16 +31,30 @@ __all__ = ["Stages", "stages", "run", "upload_files", "capture_files"]
 class Stages:
     """One input's steps for the batch runner: ``decode(item) -> (result, data)`` in the pool;
     ``gpu(session) -> (item, data, result) -> payload`` in input order; ``encode(item, payload,
-    result)`` in the pool (None: the command writes nothing from the pool)."""
+    result)`` in the pool (None: the command writes nothing from the pool). ``pools``: the
+    kinds of codec worker processes the run starts (see :func:`gputex.workers.codec_workers`);
+    ``processes(jobs)``: at most that many per kind when neither ``--workers`` nor
+    ``GPUTEX_WORKERS`` chose (None: ``jobs``)."""
 
     decode: Callable[[Item], tuple[Any, Any]]
     gpu: Callable[[Session], Callable[..., Any]]
     encode: Callable[..., None] | None = None
+    pools: tuple[str, ...] = ("decode", "encode")
+    processes: Callable[[int], int] | None = None
+
+
+def _half(jobs: int) -> int:
+    """Decode processes for ``upload -o``: half of ``jobs``, at least 3. Its in-order GPU thread
+    needs 20-40 ms per 2048² image and one process decodes one in 70-100 ms, so a few keep it
+    fed; each process more only starts (imports) beside the device and the GPU thread. H200
+    host, 48 images, ``--jobs 16``: 2.27 s with 8 decode processes, 2.87 s with 16 (one run each,
+    ``benchmarks/peer_ktx.py --variants GPUTEX_WORKERS=8``)."""
+    return max(3, -(-jobs // 2))
 
 
 def stages(command: str, opts: Options, names=None) -> Stages:
     """The stages of ``capture`` (decode, upload + mips + capture, encode) or ``upload``
-    (decode, upload + verify + texture-file write)."""
+    (decode, upload + verify + capture, texture-file write)."""
     from .capture_stage import capture_encode_stage, capture_gpu_stage
     from .pipeline import decode_stage
     from .upload_stage import upload_gpu_stage
@@ -49,6 +63,13 @@ def stages(command: str, opts: Options, names=None) -> Stages:
         return Stages(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),
                       capture_encode_stage(opts))
     if command == "upload":
+        if opts.out:
+            # texture files are written by the pool's threads, not on the GPU thread; images are
+            # decoded in worker processes (a write is a copy into the page cache: no process for it)
+            from .upload_stage import upload_encode_stage
+
+            return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names, defer=True),
+                          upload_encode_stage(opts), pools=("decode",), processes=_half)
         return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names))
     raise ValueError(f"unknown command {command!r}; use capture or upload")
 
@@ -98,8 +119,13 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
     if enabled():
         mark("startup", process_start())  # interpreter, imports, argument parsing
     n = worker_count(jobs, len(items), workers) if steps.encode is not None else 0
+    if steps.processes is not None and workers is None:
+        from .devflags import int_flag
+
+        if int_flag("GPUTEX_WORKERS") is None:
+            n = min(n, steps.processes(jobs))
     held: list = [session]
-    with codec_workers(n):
+    with codec_workers(n, steps.pools):
         # after the workers are spawned (the GIL is not fought over while the parent spawns them):
         # the device is made on a thread of its own while they start and decode the first inputs
         soon = None

@@ -174,8 +174,11 @@ def _staging_bands(tex, lay, parts, convert, level, layer, progress) -> None:
     pitch = lay.padded_bytes_per_row
     biggest = max(y1 - y0 for y0, y1 in parts) * pitch
     ring = _staging_ring(session, biggest)
-    for i, (y0, y1) in enumerate(parts):
-        slot = ring[i % 2]
+    for y0, y1 in parts:
+        # the buffers take turns across bands and across uploads: the next image's first band
+        # does not wait for this image's last copy (nor for what was submitted after it)
+        slot = ring[0]
+        ring.append(ring.pop(0))
         buf, pending = slot
         if pending is not None:  # mapped once the copy from it two bands ago finished
             session.check("map staging buffer", pending.sync_wait)

@@ -4,7 +4,8 @@ one device thread (:mod:`gputex.run`); errors go into the input's :class:`~gpute
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from . import pipeline
 from .pipeline import Decoded, Options, Result, is_texfile, note_texture, run_one, timed, upload_format
@@ -12,54 +13,111 @@ from .pipeline import Decoded, Options, Result, is_texfile, note_texture, run_on
 if TYPE_CHECKING:
     from .device import Session
     from .outputs import OutputNames
+    from .texfile import TextureFile
     from .texture import Texture
 from .outputs import texture_output
 
-__all__ = ["upload_gpu_stage", "verify_and_write"]
+__all__ = ["upload_gpu_stage", "upload_encode_stage", "PendingWrite", "verify_and_write"]
 
 
-def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None = None):
+def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None = None, *,
+                     defer: bool = False):
     """Upload, read back and verify that the GPU holds exactly what was sent.
 
     Texture files are uploaded as stored (block-compressed ones stay compressed) and every
     level, layer and face is compared. With ``opts.out`` the texture, mips included, is
     written as KTX2 or DDS: a path ending in ``.ktx2``/``.dds``, or a folder (then
-    ``<stem>.<opts.container>``, names never colliding).
+    ``<stem>.<opts.container>``, names never colliding). ``defer``: the file is not written
+    here but returned as a :class:`PendingWrite` for :func:`upload_encode_stage` (the pool's
+    threads), with the read-back itself left to it where the texture allows
+    (:func:`gputex.gpu_batch.start_readback`): the in-order thread then only uploads, makes
+    the mips and submits the copies.
     """
 
     def run(item, decoded: Decoded, result: Result):
         image = decoded.take()
+        pending: list = []
 
         def work() -> None:
+            _drop(pending)  # a retry after a device loss
             tex = pipeline.upload_image(session, image, opts, result, decode_blocks=False)
             try:
-                verify_and_write(tex, image, item, opts, names, result)
+                verify_and_write(tex, image, item, opts, names, result, pending if defer else None)
             finally:
                 tex.destroy()
 
         run_one(result, work, session)
-        return None
+        if pending and not result.ok:
+            _drop(pending)
+        return pending[0] if pending else None
 
     return run
 
 
-def verify_and_write(tex: Texture, source, item, opts: Options, names, result: Result) -> None:
+@dataclass
+class PendingWrite:
+    """A texture file to be written in the pool; with ``readback``, its levels are still being
+    copied out of the GPU (:meth:`~gputex.gpu_batch.Readback.finish` fills them)."""
+
+    stored: TextureFile
+    path: str
+    readback: Any = None  # a gputex.gpu_batch.Readback still to finish (it fills ``stored``)
+
+
+def _drop(pending: list) -> None:
+    while pending:
+        job = pending.pop()
+        if job.readback is not None:
+            job.readback.cancel()
+
+
+def upload_encode_stage(opts: Options):
+    """Write each :class:`PendingWrite` (runs in the encode pool: in a worker process when
+    they run, through :func:`gputex.workers.write_texture`)."""
+    def run(item, pending: PendingWrite, result: Result) -> None:
+        from .workers import write_texture
+
+        def work() -> None:
+            if pending.readback is not None:
+                readback, pending.readback = pending.readback, None
+                with timed(result, "capture"):
+                    readback.finish()
+            with timed(result, "encode"):
+                write_texture(pending.stored, pending.path, zstd=opts.zstd)
+            result.outputs.append(pending.path)
+
+        try:
+            run_one(result, work)
+        finally:
+            _drop([pending])
+
+    return run
+
+
+def verify_and_write(tex: Texture, source, item, opts: Options, names, result: Result,
+                     pending: list | None = None) -> None:
+    """Verify (``opts.verifies()``) and write the texture file of ``opts.out``; with a
+    ``pending`` list, the write is appended to it as a :class:`PendingWrite` instead."""
     encoded = None if is_texfile(source) else _bc_encode(tex, opts, result)
     try:
-        _check_and_write(tex, encoded, source, item, opts, names, result)
+        _check_and_write(tex, encoded, source, item, opts, names, result, pending)
     finally:
         if encoded is not None:
             encoded.destroy()
 
 
 def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: Options, names,
-                     result: Result) -> None:
-    """Verify ``tex`` against what was sent; write ``encoded`` (its BC encoding) or ``tex``."""
+                     result: Result, pending: list | None = None) -> None:
+    """Verify ``tex`` against what was sent; write ``encoded`` (its BC encoding) or ``tex``
+    (with ``pending``: hand the write over as a :class:`PendingWrite`)."""
     import numpy as np
 
     from .capture import capture_bytes, capture_texture_file
 
     result.layout = tex.layout(0).as_dict()
+    if pending is not None and opts.out and not opts.verifies() and _defer_readback(tex, encoded, source, item, opts,
+                                                                                   names, result, pending):
+        return
     stored = None
     shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
     with timed(result, "capture"):
@@ -83,9 +141,36 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
 
         stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
         path = texture_output(opts.out, opts.container, names, item)
+        if pending is not None:
+            pending.append(PendingWrite(stored, path))
+            return
         with timed(result, "encode"):
             write_texture_file(stored, path, zstd=opts.zstd)
         result.outputs.append(path)
+
+
+def _defer_readback(tex: Texture, encoded: Texture | None, source, item, opts: Options, names, result: Result,
+                    pending: list) -> bool:
+    """No check wanted: the copies of every level are submitted and the read-back is left to
+    the write in the pool (:class:`~gputex.gpu_batch.Readback`), so the in-order thread goes on
+    to the next input while the GPU copies; False when the texture is too big for that."""
+    from .gpu_batch import start_readback
+
+    with timed(result, "capture"):
+        readback = start_readback(encoded or tex)
+    if readback is None:
+        return False
+    if encoded is not None:
+        result.layout = encoded.layout(0).as_dict()
+    result.verified = None
+    readback.stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
+    try:
+        path = texture_output(opts.out, opts.container, names, item)
+    except BaseException:
+        readback.cancel()
+        raise
+    pending.append(PendingWrite(readback.stored, path, readback=readback))
+    return True
 
 
 def _verify(source, stored, level0, item, opts: Options, tex: Texture, result: Result) -> None:

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 from .caps import worker_count  # noqa: E402,F401  (lives with the other resource caps)
 
-__all__ = ["codec_workers", "worker_count", "sweep_shared", "decode_image", "encode_images", "SharedBlock", "shared_block"]
+__all__ = ["codec_workers", "worker_count", "sweep_shared", "decode_image", "encode_images", "SharedBlock", "shared_block",
+           "write_texture"]
 
 _POOLS: dict = {}  # "decode" and "encode": two pools, so decodes never wait behind encodes
 _PREFIX = ".gputex-"
@@ -45,10 +46,13 @@ WORKER_NICE = 10
 
 
 @contextmanager
-def codec_workers(n: int):
+def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode")):
     """Within this block, :func:`decode_image` / :func:`encode_images` run in worker processes:
     ``n`` for decoding and ``n`` for encoding (separate, so the in-order GPU thread's next
-    decode never queues behind encodes; processes start as work arrives)."""
+    decode never queues behind encodes; processes start as work arrives). ``kinds``: the pools
+    to start; without an ``"encode"`` pool encodes and texture-file writes run in the calling
+    process (``upload -o``: a write is one copy into the page cache, not worth 16 more
+    processes starting beside the device on a 16-core host)."""
     if n <= 0 or _POOLS:
         yield
         return
@@ -66,8 +70,8 @@ def codec_workers(n: int):
     with spawn_shielded(), span("spawn"):  # a terminal's Ctrl-C never reaches a starting worker
         # two pools, measured on the H200 host against one shared pool of n (0.52-0.57 at fast PNG
         # against 0.67): a decode the in-order thread waits for never queues behind encodes
-        _POOLS.update(decode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init),
-                      encode=ProcessPoolExecutor(n, mp_context=ctx, initializer=_init))
+        _POOLS.update({kind: ProcessPoolExecutor(n, mp_context=ctx, initializer=_init)
+                       for kind in ("decode", "encode") if kind in kinds})
         pools = list(_POOLS.values())
         for pool in pools:  # start every process now, in parallel with whatever comes next
             for _ in range(n):
@@ -273,7 +277,7 @@ def _unlink_quietly(name: str) -> None:
 def shared_block(nbytes: int) -> SharedBlock | None:
     """A :class:`SharedBlock` of at least ``nbytes`` when worker processes are running (else
     None: no one to share with); one handed back is reused if it is not over twice the size."""
-    if not _POOLS:
+    if "encode" not in _POOLS:
         return None
     with _FREE_LOCK:
         for i, block in enumerate(_FREE):
@@ -353,7 +357,7 @@ def decode_image(path: str, **kwargs) -> Image:
     """``gputex.decode(path, **kwargs)``, in a worker process when a pool is active."""
     from .decode import Image, decode
 
-    if not _POOLS:
+    if "decode" not in _POOLS:
         from .trace import span
 
         with span("decode", path=path):
@@ -408,7 +412,7 @@ def encode_images(outputs: list[tuple[str, np.ndarray]], block: SharedBlock | No
     The block is closed (its file unlinked) on return."""
     import numpy as np
 
-    if not _POOLS:
+    if "encode" not in _POOLS:
         from .trace import span
 
         try:
@@ -488,3 +492,35 @@ def _encode_in_worker(name: str, jobs: list, kwargs: dict):
         return written, warnings + chatter, seconds, None
     except GputexError as e:
         return e.written, getattr(e, "warnings", []), 0.0, e
+
+
+# -- texture files (upload -o) -----------------------------------------------------------------
+
+def write_texture(tf, path: str, *, zstd: int | None = None) -> float:
+    """``gputex.texfile.write_texture_file(tf, path, zstd=zstd)``, in an encode worker process
+    when that pool is active (the levels pickled to it), else here; returns the seconds spent
+    writing. Raises what the writer raises. (``upload -o`` starts no encode pool: a write is
+    one copy into the page cache, done by the batch pool's threads.)"""
+    if "encode" not in _POOLS:
+        return _write(tf, path, zstd)
+    seconds, error = _call("encode", _write_in_worker, tf, path, zstd, path=path)
+    if error is not None:
+        raise error
+    return seconds
+
+
+def _write(tf, path: str, zstd: int | None) -> float:
+    from .texfile import write_texture_file
+    from .trace import span
+
+    t0 = time.perf_counter()
+    with span("encode", path=path):
+        write_texture_file(tf, path, zstd=zstd)
+    return time.perf_counter() - t0
+
+
+def _write_in_worker(tf, path: str, zstd: int | None):
+    try:
+        return _write(tf, path, zstd), None
+    except GputexError as e:
+        return 0.0, e

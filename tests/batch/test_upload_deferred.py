@@ -1,0 +1,152 @@
+"""``upload -o`` and ``capture`` batches: the read-back (and the texture-file write) of each input happen on the
+pool's threads (``upload_stage.upload_encode_stage``, ``gpu_batch.Readback``) while the
+in-order thread goes on. The files must be what the texture holds: level 0 the pixels sent,
+the smaller levels the correctly rounded box chain, and byte for byte the files of the
+synchronous path (read back and written on the in-order thread)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+import pytest
+
+from gputex.mips.intbox import EPSILON_LSB
+from gputex.pipeline import Options
+from gputex.run import Stages, run, stages
+from gputex.texfile import read_texture_file
+from gputex.upload_stage import upload_gpu_stage
+
+from factory import write
+from reference import filter_levels
+
+SIZES = [(64, 64), (37, 53), (128, 96), (1, 1)]
+
+
+def assert_correctly_rounded(got: np.ndarray, ref: np.ndarray, top: int, what: str) -> None:
+    """``got`` is round-to-nearest of ``ref * top``, either neighbour within EPSILON_LSB of a tie
+    (as tests/mips/test_mips_int.py holds the integer chain)."""
+    x = np.clip(ref, 0, 1) * top
+    tie = np.abs(x - np.floor(x) - 0.5) <= EPSILON_LSB + 1e-9
+    g = got.astype(np.float64)
+    assert g.shape == x.shape, f"{what}: shape {g.shape} vs {x.shape}"
+    bad = (g != np.floor(x + 0.5)) & ~(tie & (np.abs(g - x) <= 0.5 + EPSILON_LSB + 1e-9))
+    assert not bad.any(), f"{what}: {int(bad.sum())} texels not correctly rounded"
+
+
+def _inputs(rng, folder) -> list[tuple[str, np.ndarray]]:
+    out = []
+    for i, (w, h) in enumerate(SIZES):
+        a = rng.integers(0, 256, (h, w, 4), np.uint8)
+        a[..., 3] = 255  # opaque: the weighted box is the plain box
+        out.append((write(os.path.join(folder, f"in{i}.png"), a), a))
+    return out
+
+
+def _run(paths, out, container, deferred: bool) -> list:
+    from gputex.batch import expand_inputs
+    from gputex.outputs import texture_names
+
+    opts = Options(mips=True, format="rgba8unorm", out=str(out), container=container)
+    items = expand_inputs(paths)
+    names, _ = texture_names(opts.out, paths)
+    steps = stages("upload", opts, names)
+    if not deferred:  # the synchronous stage: read back and written on the in-order thread
+        steps = Stages(steps.decode, lambda session: upload_gpu_stage(session, opts, names))
+    results: list = []
+    run(items, steps, on_result=lambda r, s: results.append(r), jobs=2, workers=0)
+    return results
+
+
+def _digest(folder) -> dict:
+    return {n: hashlib.sha256(open(os.path.join(folder, n), "rb").read()).hexdigest()
+            for n in sorted(os.listdir(folder))}
+
+
+@pytest.mark.parametrize("container", ["ktx2", "dds"])
+def test_deferred_files_hold_the_texture(rng, gpu, tmp_path, container):
+    made = _inputs(rng, tmp_path / "in")
+    paths = [p for p, _ in made]
+    results = _run(paths, tmp_path / "deferred", container, deferred=True)
+    assert [r.ok for r in results] == [True] * len(made), [r.error for r in results]
+    assert [r.source for r in results] == paths  # input order
+    for r, (_, a) in zip(results, made):
+        assert r.outputs and r.outputs[0].endswith("." + container)
+        assert {"upload", "capture", "encode"} <= set(r.timings)
+        tf = read_texture_file(r.outputs[0])
+        h, w = a.shape[:2]
+        assert (tf.width, tf.height, len(tf.levels)) == (w, h, max(w, h).bit_length())
+        assert bytes(tf.levels[0]) == a.tobytes()  # level 0: exactly the pixels sent
+        ref = filter_levels(a / 255, 4, srgb=True)  # a PNG without colour chunks is sRGB
+        for lv, want in enumerate(ref, start=1):
+            lw, lh = max(1, w >> lv), max(1, h >> lv)
+            got = np.frombuffer(bytes(tf.levels[lv]), np.uint8).reshape(lh, lw, 4)
+            assert_correctly_rounded(got, want, 255, f"{r.source} level {lv}")
+    sync = _run(paths, tmp_path / "sync", container, deferred=False)
+    assert all(r.ok for r in sync)
+    assert _digest(tmp_path / "deferred") == _digest(tmp_path / "sync")
+
+
+def test_deferred_batch_goes_on_past_a_bad_file(rng, gpu, tmp_path):
+    made = _inputs(rng, tmp_path / "in")
+    bad = tmp_path / "in" / "bad.png"
+    bad.write_bytes(open(made[0][0], "rb").read()[:60])  # signature and IHDR, no image data
+    paths = [made[0][0], str(bad), made[1][0]]
+    results = _run(paths, tmp_path / "out", "ktx2", deferred=True)
+    assert [r.ok for r in results] == [True, False, True]
+    assert results[1].error.startswith(f"{bad}: ")
+    assert sorted(os.listdir(tmp_path / "out")) == ["in0.ktx2", "in1.ktx2"]
+
+
+def _capture(paths, out, workers: int) -> list:
+    from gputex.batch import expand_inputs
+    from gputex.outputs import OutputNames, prepare_folder
+
+    opts = Options(mips=True, level="all")
+    prepare_folder(str(out))
+    steps = stages("capture", opts, OutputNames(str(out), paths))
+    results: list = []
+    run(expand_inputs(paths), steps, on_result=lambda r, s: results.append(r), jobs=2, workers=workers)
+    return results
+
+
+def test_capture_levels_read_back_in_the_pool(rng, gpu, tmp_path):
+    """With worker processes, ``capture --mips --level all`` submits the level copies and
+    leaves the read-back to the encode: the PNGs are those of the in-thread path, level 0 the
+    pixels sent."""
+    import gputex
+
+    made = _inputs(rng, tmp_path / "in")
+    paths = [p for p, _ in made]
+    deferred = _capture(paths, tmp_path / "deferred", workers=2)
+    assert all(r.ok for r in deferred), [r.error for r in deferred]
+    for r, (_, a) in zip(deferred, made):
+        assert len(r.outputs) == max(a.shape[:2]).bit_length()
+        assert np.array_equal(gputex.decode(r.outputs[0]).pixels, a)
+    inline = _capture(paths, tmp_path / "inline", workers=0)
+    assert all(r.ok for r in inline)
+    assert _digest(tmp_path / "deferred") == _digest(tmp_path / "inline")
+
+
+def test_write_texture_in_an_encode_worker(rng, tmp_path):
+    """``workers.write_texture`` in an encode worker process writes the bytes the writer writes
+    here, and a writer error comes back as the same one-line error."""
+    from gputex.errors import FormatError
+    from gputex.formats import get_format
+    from gputex.texfile import TextureFile, write_texture_file
+    from gputex.workers import codec_workers, write_texture
+
+    a = rng.integers(0, 256, (5, 7, 4), np.uint8)
+    tf = TextureFile(format=get_format("rgba8unorm"), width=7, height=5, levels=[a.tobytes()],
+                     color_space="linear", source="made")
+    write_texture_file(tf, str(tmp_path / "here.ktx2"))
+    with codec_workers(1):
+        assert write_texture(tf, str(tmp_path / "there.ktx2")) >= 0
+        with pytest.raises(FormatError) as here:
+            write_texture_file(tf, str(tmp_path / "x.png"))
+        with pytest.raises(FormatError) as there:
+            write_texture(tf, str(tmp_path / "x.png"))
+    assert (tmp_path / "there.ktx2").read_bytes() == (tmp_path / "here.ktx2").read_bytes()
+    assert str(there.value) == str(here.value)
+    assert not (tmp_path / "x.png").exists()
