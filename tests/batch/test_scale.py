@@ -157,14 +157,16 @@ def test_memory_gate_admits_in_order_within_the_cap(tmp_path):
 def test_thread_cap(monkeypatch):
     from gputex.caps import capped, set_thread_cap
 
-    monkeypatch.delenv("GPUTEX_THREADS", raising=False)
-    monkeypatch.delenv("LP_NUM_THREADS", raising=False)
+    # setenv first so that monkeypatch restores the variables' absence: cap_jobs and
+    # set_thread_cap set them, and a delenv of an absent variable records nothing to undo.
+    for name in ("GPUTEX_THREADS", "LP_NUM_THREADS", "GPUTEX_WORKERS"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     assert capped(16) == 16
     set_thread_cap(3)
     assert (capped(16), capped(2), os.environ["LP_NUM_THREADS"]) == (3, 2, "3")
     from gputex.caps import cap_jobs
 
-    monkeypatch.delenv("GPUTEX_WORKERS", raising=False)
     assert cap_jobs(16, None) == 16 and "GPUTEX_WORKERS" not in os.environ
     assert cap_jobs(16, 8) == 4 and os.environ["GPUTEX_THREADS"] == "8"  # 2 pools x 4 processes
     assert "GPUTEX_WORKERS" not in os.environ
