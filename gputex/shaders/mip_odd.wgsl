@@ -1,4 +1,5 @@
 //! include mip_intmath.wgsl
+//! include mip_screen.wgsl
 // The cell chain (mips/odd.py; the arithmetic is in mips/cells.py and mips/intbox.py): exact
 // integer sums of the integer box chain, a level's texels as weighted sums of the cells of a
 // grid (or of base texels) instead of the whole base footprint. Two entry points: `level`
@@ -93,41 +94,6 @@ fn mul_acc(a: Acc, w: u32) -> Acc {
     return Acc(mul_small(a.c0, w), mul_small(a.c1, w), mul_small(a.c2, w), mul_small(a.a, w));
 }
 
-// num / den >= Q[k] (num * 2^32 >= Q[k] * den; num < 2^96, den < 2^64): as mip_int.wgsl
-fn reaches(num: Big, den: Big, k: u32, srgb: bool) -> bool {
-    var q = Big((1u << 31u), k - 1u, 0u, 0u);  // linear: k - 1/2
-    if (srgb) {
-        let i = 2u * (top() + 1u) + 3u * k;
-        q = Big(tables[i], tables[i + 1u], tables[i + 2u], 0u);
-    }
-    let rhs = add(mul(q, den.x), mul(Big(0u, q.x, q.y, q.z), den.y));
-    return ge(Big(0u, num.x, num.y, num.z), rhs);
-}
-
-// The code k with Q[k] <= num / den < Q[k + 1]: mip_int.wgsl's search (probes next to a float
-// estimate, then bisection; the estimate only decides how soon it ends).
-fn round_code(num: Big, den: Big, srgb: bool) -> u32 {
-    let m = f32(top());
-    var v = approx(num) / approx(den);
-    if (srgb) {
-        v = encode(v / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
-    }
-    var lo = 0u;
-    var hi = top();
-    var probe = max(1u, u32(clamp(floor(v + 0.5), 0.0, m)));
-    for (var i = 0u; i < 64u && lo < hi; i++) {
-        if (reaches(num, den, probe, srgb)) {
-            lo = probe;
-            probe = select((lo + hi + 1u) / 2u, lo + 1u, i < 2u);
-        } else {
-            hi = probe - 1u;
-            probe = select((lo + hi + 1u) / 2u, hi, i < 2u);
-        }
-        probe = clamp(probe, lo + 1u, max(hi, lo + 1u));
-    }
-    return lo;
-}
-
 // 8-bit sRGB: L and the float thresholds in workgroup memory (as mip_spd.wgsl: a warp's
 // lookups of random codes in a storage buffer touch many cache lines)
 override SMEM_TABLES: bool = BITS == 8u && SRGB;
@@ -152,52 +118,6 @@ fn lin_code(c: u32) -> Big {
         return Big(ltab[c & 255u], 0u, 0u, 0u);
     }
     return lin(c, SRGB);
-}
-
-// Q[k] / 2^32 as a float (k = top + 1: never reached)
-fn threshold_f(k: u32, srgb: bool) -> f32 {
-    if (!srgb) {
-        return f32(k) - 0.5;
-    }
-    if (SMEM_TABLES) {
-        return qtab[min(k, 256u)];
-    }
-    return bitcast<f32>(tables[5u * (top() + 1u) + k]);
-}
-
-// Relative distance from a threshold beyond which the float estimate decides (mip_spd.wgsl:
-// its own error is under 2^-20, so farther than 2^-18 the exact comparisons give its code).
-const MARGIN: f32 = 3.814697265625e-6;
-
-// The code k with Q[k] <= num / den < Q[k + 1]: mip_spd.wgsl's round_fast: the float estimate's
-// code where it lies clearly inside that code's interval; next to one threshold one exact
-// comparison with it; else the exact search (round_code).
-fn round_fast(num: Big, den: Big, srgb: bool) -> u32 {
-    let m = f32(top());
-    let x = approx(num) / approx(den);
-    var v = x;
-    if (srgb) {
-        v = encode(x / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
-    }
-    let k = u32(clamp(floor(v + 0.5), 0.0, m));
-    let tl = threshold_f(k, srgb);
-    let th = threshold_f(k + 1u, srgb);
-    let above = k == 0u || x >= tl * (1.0 + MARGIN);
-    let below = k == top() || x < th * (1.0 - MARGIN);
-    if (SCREEN && above && below) {
-        return k;
-    }
-    var j = 0u;  // the one threshold to compare with (0: none)
-    if (below && k > 0u && x >= tl * (1.0 - MARGIN) && (k == 1u || x >= threshold_f(k - 1u, srgb) * (1.0 + MARGIN))) {
-        j = k;
-    } else if (above && k < top() && x < th * (1.0 + MARGIN)
-               && (k + 1u == top() || x < threshold_f(k + 2u, srgb) * (1.0 - MARGIN))) {
-        j = k + 1u;
-    }
-    if (SCREEN && j > 0u) {
-        return select(j - 1u, j, reaches(num, den, j, srgb));
-    }
-    return round_code(num, den, srgb);
 }
 
 // The codes of a base texel in `base` (as stored: BGRA's bytes swapped back), in the order

@@ -1,4 +1,5 @@
 //! include mip_intmath.wgsl
+//! include mip_screen.wgsl
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -65,88 +66,6 @@ var<workgroup> qtab: array<f32, 257>;
 // (No loops over words or channels below: an array or vector indexed by a loop variable lives in
 // local memory on some compilers, which made the first version of this shader 10x slower on the
 // H200 than its arithmetic.)
-
-// num / den >= Q[k] (num * 2^32 >= Q[k] * den; num < 2^96, den < 2^64): as mip_int.wgsl
-fn reaches(num: Big, den: Big, k: u32, srgb: bool) -> bool {
-    var q = Big((1u << 31u), k - 1u, 0u, 0u);
-    if (srgb) {
-        let i = 2u * (top() + 1u) + 3u * k;
-        q = Big(tables[i], tables[i + 1u], tables[i + 2u], 0u);
-    }
-    let rhs = add(mul(q, den.x), mul(Big(0u, q.x, q.y, q.z), den.y));
-    return ge(Big(0u, num.x, num.y, num.z), rhs);
-}
-
-// The code k with Q[k] <= num / den < Q[k + 1] (mip_int.wgsl's search: a float estimate, probes
-// next to it, then bisection; the estimate only decides how fast the search ends).
-fn round_code(num: Big, den: Big, srgb: bool) -> u32 {
-    let m = f32(top());
-    var v = approx(num) / approx(den);
-    if (srgb) {
-        v = encode(v / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
-    }
-    var lo = 0u;
-    var hi = top();
-    var probe = max(1u, u32(clamp(floor(v + 0.5), 0.0, m)));
-    for (var i = 0u; i < 64u && lo < hi; i++) {
-        if (reaches(num, den, probe, srgb)) {
-            lo = probe;
-            probe = select((lo + hi + 1u) / 2u, lo + 1u, i < 2u);
-        } else {
-            hi = probe - 1u;
-            probe = select((lo + hi + 1u) / 2u, hi, i < 2u);
-        }
-        probe = clamp(probe, lo + 1u, max(hi, lo + 1u));
-    }
-    return lo;
-}
-
-// Q[k] / 2^32 as a float (k = top + 1: never reached)
-fn threshold_f(k: u32, srgb: bool) -> f32 {
-    if (!srgb) {
-        return f32(k) - 0.5;
-    }
-    if (SMEM_TABLES) {
-        return qtab[min(k, 256u)];
-    }
-    return bitcast<f32>(tables[5u * (top() + 1u) + k]);
-}
-
-// Relative distance from a threshold beyond which the float estimate decides: its own error
-// (a few 2^-24: three roundings in each approx(), the division, the table's float) is under
-// 2^-20, so where the estimate is farther than 2^-18 the exact comparisons give the same code.
-const MARGIN: f32 = 3.814697265625e-6;
-
-// The code k with Q[k] <= num / den < Q[k + 1]: the float estimate's code where it lies clearly
-// inside that code's interval; next to one threshold (within MARGIN of it, clearly inside the two
-// intervals beside it) one exact comparison with it; else the exact search (round_code).
-fn round_fast(num: Big, den: Big, srgb: bool) -> u32 {
-    let m = f32(top());
-    let x = approx(num) / approx(den);
-    var v = x;
-    if (srgb) {
-        v = encode(x / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
-    }
-    let k = u32(clamp(floor(v + 0.5), 0.0, m));
-    let tl = threshold_f(k, srgb);
-    let th = threshold_f(k + 1u, srgb);
-    let above = k == 0u || x >= tl * (1.0 + MARGIN);
-    let below = k == top() || x < th * (1.0 - MARGIN);
-    if (SCREEN && above && below) {
-        return k;
-    }
-    var j = 0u;  // the one threshold to compare with (0: none)
-    if (below && k > 0u && x >= tl * (1.0 - MARGIN) && (k == 1u || x >= threshold_f(k - 1u, srgb) * (1.0 + MARGIN))) {
-        j = k;
-    } else if (above && k < top() && x < th * (1.0 + MARGIN)
-               && (k + 1u == top() || x < threshold_f(k + 2u, srgb) * (1.0 - MARGIN))) {
-        j = k + 1u;
-    }
-    if (SCREEN && j > 0u) {
-        return select(j - 1u, j, reaches(num, den, j, srgb));
-    }
-    return round_code(num, den, srgb);
-}
 
 // The code of a linear value num / 2^s (1 <= s <= 30): exact, round half up (= round_code's
 // answer with the linear thresholds (2k - 1) / 2: num + 2^(s-1) >= k 2^s).
