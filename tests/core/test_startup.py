@@ -43,3 +43,28 @@ def test_shader_cache_dir_moves_to_temp_when_home_is_a_file(tmp_path):
     env = {"HOME": str(home)}
     got = shader_cache_dir(env)
     assert env["MESA_SHADER_CACHE_DIR"] == got and "gputex-mesa-shader-cache-" in got
+
+
+def test_warm_types_gives_what_cffi_parses():
+    """Every type :func:`warm_types` puts in wgpu's cffi cache (built from parsed declarations, or
+    parsed all in one run) is the type cffi gives for that string in a fresh FFI of the same
+    header, function-type flag included; in a fresh process, so nothing was parsed before."""
+    import subprocess
+    import sys
+
+    code = (
+        "from cffi import FFI\n"
+        "from wgpu.backends.wgpu_native._ffi import ffi, get_wgpu_header\n"
+        "from gputex.device import WGPU_CTYPES, warm_types\n"
+        "warm_types()\n"
+        "fresh = FFI(); fresh.cdef(get_wgpu_header())\n"
+        "for n in WGPU_CTYPES:\n"
+        "    btype, is_function = ffi._parsed_types[n]\n"
+        "    want = fresh._typeof(n, consider_function_as_funcptr=True)\n"
+        "    assert (fresh.getctype(want), is_function) == (ffi.getctype(btype), n.startswith('void(')), n\n"
+        "print(len(WGPU_CTYPES))\n"
+    )
+    pytest.importorskip("wgpu")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["52"]
