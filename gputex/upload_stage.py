@@ -60,6 +60,9 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
     from .capture import capture_bytes, capture_texture_file
 
     result.layout = tex.layout(0).as_dict()
+    if opts.out and not opts.verifies() and opts.zstd is None and _stream_to_file(tex, encoded, source, item, opts,
+                                                                                  names, result):
+        return
     stored = None
     shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
     with timed(result, "capture"):
@@ -86,6 +89,25 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
         with timed(result, "encode"):
             write_texture_file(stored, path, zstd=opts.zstd)
         result.outputs.append(path)
+
+
+def _stream_to_file(tex: Texture, encoded: Texture | None, source, item, opts: Options, names,
+                    result: Result) -> bool:
+    """Capture ``encoded`` or ``tex`` straight into its texture file (nothing to verify, no
+    Zstandard): :func:`~gputex.capture.capture_to_file`, the levels copied from the read-back
+    buffer into the file's pages; timed as ``capture``. False where the container cannot."""
+    from .capture import capture_to_file
+
+    path = texture_output(opts.out, opts.container, names, item)
+    premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
+    with timed(result, "capture"):
+        if not capture_to_file(encoded or tex, path, budget=opts.budget, premultiplied=premultiplied):
+            return False
+    if encoded is not None:
+        result.layout = encoded.layout(0).as_dict()
+    result.verified = None
+    result.outputs.append(path)
+    return True
 
 
 def _verify(source, stored, level0, item, opts: Options, tex: Texture, result: Result) -> None:
