@@ -185,10 +185,12 @@ def _parse_at_once(ffi, names: list[str]) -> None:
         pass
 
 
-def session_soon(adapter: str | None = None, backend: str | None = None):
+def session_soon(adapter: str | None = None, backend: str | None = None, warm=None):
     """A Future of a :class:`Session` made on a thread of its own: a batch's worker processes
     start and its first images decode meanwhile, and the in-order thread only waits
-    (``result()`` raises what ``Session`` raised)."""
+    (``result()`` raises what ``Session`` raised). ``warm(session)``, if given, runs on that
+    thread before the session is handed over (:func:`gputex.warmup.rehearsal`: the first
+    chain's pipelines made while the first image still decodes); its errors are ignored."""
     import threading
     from concurrent.futures import Future
 
@@ -199,9 +201,17 @@ def session_soon(adapter: str | None = None, backend: str | None = None):
 
         try:
             with span("device"):
-                future.set_result(Session(adapter=adapter, backend=backend))
+                session = Session(adapter=adapter, backend=backend)
         except BaseException as e:  # handed to whoever waits for the session
             future.set_exception(e)
+            return
+        if warm is not None:
+            try:
+                with span("warm"):
+                    warm(session)
+            except Exception:  # noqa: BLE001 - a rehearsal never fails the run
+                pass
+        future.set_result(session)
 
     threading.Thread(target=run, name="gputex-device", daemon=True).start()
     _PENDING.append(future)

@@ -36,6 +36,9 @@ class Stages:
     decode: Callable[[Item], tuple[Any, Any]]
     gpu: Callable[[Session], Callable[..., Any]]
     encode: Callable[..., None] | None = None
+    #: ``warm(first input's path)``: what the device thread runs once the session is made, or
+    #: None (:func:`gputex.warmup.rehearsal`).
+    warm: Callable[[Any], Callable[[Session], None] | None] | None = None
 
 
 def stages(command: str, opts: Options, names=None) -> Stages:
@@ -44,12 +47,14 @@ def stages(command: str, opts: Options, names=None) -> Stages:
     from .capture_stage import capture_encode_stage, capture_gpu_stage
     from .pipeline import decode_stage
     from .upload_stage import upload_gpu_stage
+    from .warmup import rehearsal
 
     if command == "capture":
         return Stages(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),
-                      capture_encode_stage(opts))
+                      capture_encode_stage(opts), warm=lambda path: rehearsal(opts, path))
     if command == "upload":
-        return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names))
+        return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names),
+                      warm=lambda path: rehearsal(opts, path))
     raise ValueError(f"unknown command {command!r}; use capture or upload")
 
 
@@ -106,7 +111,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         if session is None:
             from .device import session_soon
 
-            soon = session_soon(adapter, backend)
+            warm = steps.warm(items[0].path) if steps.warm is not None and items else None
+            soon = session_soon(adapter, backend, warm=warm)
 
         def start():
             if held[0] is None:
