@@ -2,6 +2,7 @@
 
     python benchmarks/peer_ktx.py [--sizes 2048 4096 8192] [--count 48] [--batch-size 2048]
                                   [--jobs N] [--ktx PATH] [--skip-single] [--skip-batch]
+                                  [--before CHECKOUT] [--skip-dds] [--trace DIR]
 
 Builds its own corpus (photo-like RGBA PNGs, written by fpng as ``benchmarks/batch.py`` does),
 then measures, each as a fresh process timed from start to exit:
@@ -17,6 +18,11 @@ then measures, each as a fresh process timed from start to exit:
 3. the codecs alone for the KTX2 path: the same decodes and the same file writes (the mip
    chain's bytes, computed once beforehand, written as KTX2 by gputex's writer), same pool
    size, no GPU.
+
+``--before CHECKOUT`` adds a column for the single images: the same ``gputex upload -o X.ktx2``
+run from another checkout (e.g. the main branch), in the same run, and its ratio to this one's.
+``--trace DIR`` writes a ``GPUTEX_TRACE`` of each single-image KTX2 run there (read them with
+``benchmarks/timeline.py``).
 
 It prints seconds and ratios (>1: gputex faster). ``ktx`` is looked up at ``--ktx``, then
 ``../shared/peers/ktx`` beside the checkout, then PATH; without it the peer columns are
@@ -60,6 +66,16 @@ def timed(cmd: list[str], **kw) -> float:
 GPUTEX = [sys.executable, "-m", "gputex"]
 KTX_ARGS = ["create", "--format", "R8G8B8A8_SRGB", "--assign-tf", "srgb", "--generate-mipmap",
             "--mipmap-filter", "box", "--mipmap-wrap", "clamp"]
+
+
+def with_tree(tree: str | None, trace: str | None = None) -> dict:
+    """The environment of a gputex run from checkout ``tree`` (None: this one), tracing to ``trace``."""
+    env = dict(os.environ)
+    if tree:
+        env["PYTHONPATH"] = os.path.abspath(tree) + os.pathsep + env.get("PYTHONPATH", "")
+    if trace:
+        env["GPUTEX_TRACE"] = trace
+    return env
 
 
 def decode_alone(path: str) -> float:
@@ -111,6 +127,9 @@ def main() -> None:
     ap.add_argument("--ktx")
     ap.add_argument("--skip-single", action="store_true")
     ap.add_argument("--skip-batch", action="store_true")
+    ap.add_argument("--skip-dds", action="store_true")
+    ap.add_argument("--before", help="another checkout whose `gputex upload -o X.ktx2` is timed too")
+    ap.add_argument("--trace", help="folder for a GPUTEX_TRACE of each single-image KTX2 run")
     args = ap.parse_args()
     ktx = find_ktx(args.ktx)
     print(f"ktx: {ktx or 'not found: peer columns skipped'}; jobs {args.jobs}")
@@ -120,18 +139,28 @@ def main() -> None:
             import fpng
 
             print(f"\n{'image':>10} {'decode':>8} {'gputex ktx2':>12} {'gputex dds':>11} {'ktx':>8} "
-                  f"{'ktx/gputex':>10} {'gputex/decode':>13}")
+                  f"{'ktx/gputex':>10} {'gputex/decode':>13}" + (f" {'before ktx2':>12} {'before/now':>10}"
+                                                                  if args.before else ""))
+            if args.trace:
+                os.makedirs(args.trace, exist_ok=True)
             for size in args.sizes:
                 src = os.path.join(tmp, f"one{size}.png")
                 with open(src, "wb") as f:
                     f.write(fpng.from_ndarray(photo(size, size, size)))
                 dec = decode_alone(src)
-                g = timed(GPUTEX + ["upload", src, "--format", "rgba8unorm-srgb", "--mips", "--filter", "box",
-                                    "-o", os.path.join(tmp, f"g{size}.ktx2")])
-                gd = timed(GPUTEX + ["upload", src, "--format", "rgba8unorm-srgb", "--mips", "--filter", "box",
-                                     "-o", os.path.join(tmp, f"g{size}.dds")])
+                ktx2 = ["upload", src, "--format", "rgba8unorm-srgb", "--mips", "--filter", "box", "-o"]
+                trace = os.path.join(args.trace, f"gputex-{size}.jsonl") if args.trace else None
+                g = timed(GPUTEX + ktx2 + [os.path.join(tmp, f"g{size}.ktx2")], env=with_tree(None, trace))
+                gd = float("nan") if args.skip_dds else timed(GPUTEX + ktx2 + [os.path.join(tmp, f"g{size}.dds")])
                 k = timed([ktx, *KTX_ARGS, src, os.path.join(tmp, f"k{size}.ktx2")]) if ktx else float("nan")
-                print(f"{size:>9}² {dec:>8.2f} {g:>12.2f} {gd:>11.2f} {k:>8.2f} {k / g:>10.2f} {g / dec:>13.2f}")
+                row = f"{size:>9}² {dec:>8.2f} {g:>12.2f} {gd:>11.2f} {k:>8.2f} {k / g:>10.2f} {g / dec:>13.2f}"
+                if args.before:
+                    b = timed(GPUTEX + ktx2 + [os.path.join(tmp, f"b{size}.ktx2")], env=with_tree(args.before))
+                    with open(os.path.join(tmp, f"b{size}.ktx2"), "rb") as f1, \
+                            open(os.path.join(tmp, f"g{size}.ktx2"), "rb") as f2:
+                        same = f1.read() == f2.read()
+                    row += f" {b:>12.2f} {b / g:>10.2f}" + ("" if same else "  OUTPUTS DIFFER")
+                print(row, flush=True)
         if not args.skip_batch:
             corpus = os.path.join(tmp, "batch")
             os.makedirs(corpus)
