@@ -97,6 +97,13 @@ def codecs_alone(paths: list[str], out: str, jobs: int) -> float:
     return timed([sys.executable, "-c", code, spec])
 
 
+def _write_photo(path: str, size: int) -> None:
+    import fpng
+
+    with open(path, "wb") as f:
+        f.write(fpng.from_ndarray(photo(size, size, size)))
+
+
 def _codec_one(path: str, out: str) -> None:
     import numpy as np
 
@@ -136,17 +143,17 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="gputex-peer-")
     try:
         if not args.skip_single:
-            import fpng
-
             print(f"\n{'image':>10} {'decode':>8} {'gputex ktx2':>12} {'gputex dds':>11} {'ktx':>8} "
                   f"{'ktx/gputex':>10} {'gputex/decode':>13}" + (f" {'before ktx2':>12} {'before/now':>10}"
                                                                   if args.before else ""))
             if args.trace:
                 os.makedirs(args.trace, exist_ok=True)
-            for size in args.sizes:
-                src = os.path.join(tmp, f"one{size}.png")
-                with open(src, "wb") as f:
-                    f.write(fpng.from_ndarray(photo(size, size, size)))
+            from concurrent.futures import ProcessPoolExecutor
+
+            srcs = [os.path.join(tmp, f"one{size}.png") for size in args.sizes]
+            with ProcessPoolExecutor(max(1, min(len(srcs), os.cpu_count() or 1))) as pool:  # the images, at once
+                list(pool.map(_write_photo, srcs, args.sizes))
+            for size, src in zip(args.sizes, srcs):
                 dec = decode_alone(src)
                 ktx2 = ["upload", src, "--format", "rgba8unorm-srgb", "--mips", "--filter", "box", "-o"]
                 trace = os.path.join(args.trace, f"gputex-{size}.jsonl") if args.trace else None
