@@ -5,13 +5,14 @@ The first mip chain of a process pays for its pipelines (naga's translation, the
 compile or cache look-up) and the integer chains' self-checks: ~0.2 s on lavapipe with Mesa's
 shader cache warm (``benchmarks/startup.py``, "first mips+capture"). For a large image the
 decode outlasts the device's creation, so that time can be spent before the pixels arrive:
-:func:`rehearsal` uploads a 64-pixel image (channels, depth and colour space as the decoder
-will give them: :func:`png_shape`) through the same :func:`gputex.pipeline.upload_image`
+:func:`rehearsal` uploads a one-pixel-high image as wide as the input's long side (channels,
+depth and colour space as the decoder will give them: :func:`png_shape`; the same levels and
+passes: :func:`shape_for`) through the same :func:`gputex.pipeline.upload_image`
 (format, levels, mips as the options say) and drops it; the real chain then finds its
 pipelines in the session's caches.
 
 Only where the rehearsal takes the path the real image will: a PNG whose width and height are
-powers of two (the tiny image is then too, so it meets the same chain), no resize. Anything
+powers of two (the thin image is then too, so it meets the same chain), no resize. Anything
 else, and any error, and the rehearsal does nothing: it never fails a run.
 """
 
@@ -25,10 +26,8 @@ if TYPE_CHECKING:
     from .device import Session
     from .pipeline import Options
 
-__all__ = ["rehearsal", "png_shape"]
+__all__ = ["rehearsal", "png_shape", "shape_for"]
 
-#: Side of the rehearsal image (at most; smaller sides of the input stay as they are).
-SIDE = 64
 _CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}
 
 
@@ -60,6 +59,14 @@ def png_shape(path: str) -> tuple[int, int, int, int, str] | None:
     return None
 
 
+def shape_for(w: int, h: int) -> tuple[int, int]:
+    """(height, width) of the rehearsal image for a ``w`` x ``h`` power-of-two input: its long
+    side kept, the other one pixel, so the chain has the same levels and the same passes (the
+    single-pass chain's pipelines differ by pass: whether it reads the sums of one before and
+    stores sums for one after; a 64x64 image's one pass made none of an 8192² image's three)."""
+    return (1, w) if w >= h else (h, 1)
+
+
 def rehearsal(opts: Options, path: Any) -> Callable[[Session], None] | None:
     """What to run on the device thread right after the session is made, for a run whose first
     input is ``path``; None where a rehearsal would not meet the real image's pipelines."""
@@ -80,7 +87,7 @@ def rehearsal(opts: Options, path: Any) -> Callable[[Session], None] | None:
         from .pipeline import Result, upload_image
 
         try:
-            pixels = np.zeros((min(h, SIDE), min(w, SIDE), channels), np.uint8 if depth == 8 else np.uint16)
+            pixels = np.zeros(shape_for(w, h) + (channels,), np.uint8 if depth == 8 else np.uint16)
             tex = upload_image(session, from_array(pixels, space, source="<rehearsal>"), opts, Result("<rehearsal>"))
             tex.destroy()
         except Exception:  # noqa: BLE001 - the real image meets any problem itself

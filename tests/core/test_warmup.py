@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gputex.pipeline import MipOptions, Options, Result, upload_image
-from gputex.warmup import png_shape, rehearsal
+from gputex.warmup import png_shape, rehearsal, shape_for
 
 
 def test_png_shape_reads_the_ihdr(tmp_png, tmp_path, rng):
@@ -37,14 +37,22 @@ def test_rehearsal_only_where_it_meets_the_real_chain(tmp_png, rng):
     assert rehearsal(Options(mips=True), "-") is None
 
 
+def test_the_rehearsal_image_keeps_the_long_side():
+    assert shape_for(8192, 8192) == (1, 8192) and shape_for(64, 4096) == (4096, 1) and shape_for(1, 1) == (1, 1)
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("channels,dtype", [(4, np.uint8), (1, np.uint16)])
-def test_after_a_rehearsal_the_real_chain_makes_no_pipeline(gpu, tmp_png, rng, channels, dtype):
+@pytest.mark.parametrize("h,w,channels,dtype", [
+    (256, 512, 4, np.uint8),
+    (128, 128, 1, np.uint16),
+    (64, 8192, 4, np.uint8),  # 14 levels: three passes of the single-pass chain, each its own pipeline
+])
+def test_after_a_rehearsal_the_real_chain_makes_no_pipeline(gpu, tmp_png, rng, h, w, channels, dtype):
     from gputex.decode import decode
     from gputex.device import Session
 
     top = 255 if dtype == np.uint8 else 65535
-    path = tmp_png(rng.integers(0, top + 1, (256, 512, channels), dtype).squeeze(), "in.png")
+    path = tmp_png(rng.integers(0, top + 1, (h, w, channels), dtype).squeeze(), "in.png")
     opts = Options(mips=True, mip_options=MipOptions(filter="box"))
     session = Session()  # fresh caches
     run = rehearsal(opts, path)
@@ -54,7 +62,7 @@ def test_after_a_rehearsal_the_real_chain_makes_no_pipeline(gpu, tmp_png, rng, c
     assert before, "the rehearsal made nothing"
     tex = upload_image(session, decode(path), opts, Result(path))
     try:
-        assert tex.levels == 10
+        assert tex.levels == max(w, h).bit_length()
         after = {name: c.stats() for name, c in session.caches().items()}
         grown = {n: (before.get(n, {}).get("misses", 0), s["misses"]) for n, s in after.items()
                  if s["misses"] != before.get(n, {}).get("misses", 0)}
