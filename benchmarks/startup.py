@@ -10,7 +10,9 @@ Each figure comes from a fresh Python process (best of ``--repeat``), in one run
   integer chain and its self-check) plus the capture of its levels;
 * ``second``: the same again in the same process (pipelines cached by the session);
 * ``Session()`` in parts (``--parts``, a process of its own each): ``import wgpu`` and its cffi
-  header parse (``ffi``), :func:`gputex.device.warm_types`, adapter enumeration, device.
+  header parse (``import_ffi``; from the user's cache after the first process:
+  :func:`gputex.device.import_wgpu_ffi`), :func:`gputex.device.warm_types`, adapter
+  enumeration, device.
 
 Shader-cache modes for Mesa drivers (lavapipe): ``cold`` (an empty
 ``MESA_SHADER_CACHE_DIR``), ``warm`` (the same directory again: what every run after the first
@@ -60,8 +62,11 @@ print(json.dumps(out))
 PARTS = r"""
 import json, time
 t = [time.perf_counter()]
-import wgpu
-from wgpu.backends.wgpu_native import _ffi  # noqa: F401  (wgpu's header, parsed by cffi)
+try:
+    from gputex.device import import_wgpu_ffi  # the header's parse from the user's cache
+    import_wgpu_ffi()
+except ImportError:  # an older checkout
+    from wgpu.backends.wgpu_native import _ffi  # noqa: F401  (wgpu's header, parsed by cffi)
 t.append(time.perf_counter())
 from gputex.device import list_adapters, warm_types
 warm_types()
