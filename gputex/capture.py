@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import LimitError
+from .errors import LimitError, OutputError
 from .layout import bands
 
 if TYPE_CHECKING:
@@ -380,8 +380,13 @@ def capture_to_file(tex: Texture, path: str, *, budget: int = 64 << 20, premulti
     if lay is None:
         return False
     limit = min(budget // 2, tex.session.limits.get("max-buffer-size", 256 << 20))
-    with AtomicFile(path) as f:
+    f = AtomicFile(path)
+    try:
         mapped = f.map(lay.size)
+    except OutputError:  # a file system that cannot map it (or no room): the other way decides
+        f.discard()
+        return False
+    with f:
         try:
             whole = np.frombuffer(mapped, np.uint8)
             whole[: len(lay.head)] = np.frombuffer(lay.head, np.uint8)

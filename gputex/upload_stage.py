@@ -60,9 +60,11 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
     from .capture import capture_bytes, capture_texture_file
 
     result.layout = tex.layout(0).as_dict()
-    if opts.out and not opts.verifies() and opts.zstd is None and _stream_to_file(tex, encoded, source, item, opts,
-                                                                                  names, result):
-        return
+    reserved = None  # the output's name, where the streamed write took it and then could not map
+    if opts.out and not opts.verifies() and opts.zstd is None:
+        reserved = texture_output(opts.out, opts.container, names, item)
+        if _stream_to_file(tex, encoded, source, reserved, opts, result):
+            return
     stored = None
     shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
     with timed(result, "capture"):
@@ -85,20 +87,19 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
         from .texfile import write_texture_file
 
         stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
-        path = texture_output(opts.out, opts.container, names, item)
+        path = reserved or texture_output(opts.out, opts.container, names, item)
         with timed(result, "encode"):
             write_texture_file(stored, path, zstd=opts.zstd)
         result.outputs.append(path)
 
 
-def _stream_to_file(tex: Texture, encoded: Texture | None, source, item, opts: Options, names,
+def _stream_to_file(tex: Texture, encoded: Texture | None, source, path: str, opts: Options,
                     result: Result) -> bool:
-    """Capture ``encoded`` or ``tex`` straight into its texture file (nothing to verify, no
-    Zstandard): :func:`~gputex.capture.capture_to_file`, the levels copied from the read-back
-    buffer into the file's pages; timed as ``capture``. False where the container cannot."""
+    """Capture ``encoded`` or ``tex`` straight into its texture file ``path`` (nothing to verify,
+    no Zstandard): :func:`~gputex.capture.capture_to_file`, the levels copied from the read-back
+    buffer into the file's pages; timed as ``capture``. False where it cannot (nothing written)."""
     from .capture import capture_to_file
 
-    path = texture_output(opts.out, opts.container, names, item)
     premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
     with timed(result, "capture"):
         if not capture_to_file(encoded or tex, path, budget=opts.budget, premultiplied=premultiplied):

@@ -64,6 +64,14 @@ def test_capture_to_file_is_whole_or_nothing(gpu, tmp_path, monkeypatch):
             cap.capture_to_file(tex, str(tmp_path / "x.png"))
         (tmp_path / "old.ktx2").write_bytes(b"before")
 
+        def unmappable(self, size):
+            raise gputex.OutputError("no map here")
+
+        with monkeypatch.context() as m:  # a file system that cannot map: nothing written, False
+            m.setattr(AtomicFile, "map", unmappable)
+            assert cap.capture_to_file(tex, str(tmp_path / "old.ktx2")) is False
+            assert sorted(os.listdir(tmp_path)) == ["old.ktx2"]
+
         def broken(pieces, **kw):
             raise gputex.GPUError("copy failed")
 
@@ -118,3 +126,25 @@ def test_streamed_zstd_ktx2_equals_the_in_memory_writer(tmp_path, level):
     if KTX:
         done = subprocess.run([KTX, "validate", path], capture_output=True, text=True)
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.gpu
+def test_upload_falls_back_to_the_whole_write_under_the_same_name(gpu, tmp_path, tmp_png, monkeypatch, rng):
+    """Where the file cannot be mapped, ``upload -o FOLDER`` writes it the other way, under the
+    name it reserved (not a second one), with the same bytes."""
+    from gputex.pipeline import Options
+    from gputex.run import upload_files
+
+    src = tmp_png(rng.integers(0, 256, (24, 40, 4), np.uint8), "in.png")
+    outs = []
+    for broken in (False, True):
+        out = tmp_path / f"out{int(broken)}"
+        out.mkdir()
+        with monkeypatch.context() as m:
+            if broken:
+                m.setattr(AtomicFile, "map", lambda self, size: (_ for _ in ()).throw(gputex.OutputError("no map")))
+            (r,) = upload_files([src], Options(mips=True, container="ktx2"), session=gpu, out=str(out))
+        assert r.ok and r.outputs == [str(out / "in.ktx2")], r.error
+        assert sorted(os.listdir(out)) == ["in.ktx2"]
+        outs.append((out / "in.ktx2").read_bytes())
+    assert outs[0] == outs[1]
