@@ -16,7 +16,7 @@ from test_capture_plan import _filled
 import gputex
 from gputex.atomic import AtomicFile
 from gputex.containers.dds import write_dds
-from gputex.containers.ktx2 import write_ktx2
+from gputex.containers.ktx2 import stream_ktx2, write_ktx2
 from gputex.texfile import read_texture_file, write_texture_file
 
 cap = importlib.import_module("gputex.capture")
@@ -123,6 +123,11 @@ def test_streamed_zstd_ktx2_equals_the_in_memory_writer(tmp_path, level):
     with open(path, "rb") as f:
         assert f.read() == b"".join(write_ktx2(tf, zstd=level))
     assert [bytes(lv) for lv in read_texture_file(path).levels] == tf.levels
+    plain = str(tmp_path / "plain.ktx2")
+    with AtomicFile(plain) as f:  # the streamer without zstd: levels at the layout's offsets
+        stream_ktx2(tf, f)
+    with open(plain, "rb") as f:
+        assert f.read() == b"".join(write_ktx2(tf))
     if KTX:
         done = subprocess.run([KTX, "validate", path], capture_output=True, text=True)
         assert done.returncode == 0, done.stdout + done.stderr
