@@ -3,7 +3,8 @@
     python benchmarks/peer_ktx.py [--sizes 2048 4096 8192] [--count 48] [--batch-size 2048]
                                   [--jobs N] [--ktx PATH] [--skip-single] [--skip-batch]
                                   [--trace] [--profile N] [--repeat N] [--variants ENV=V ...]
-                                  [--compare-with CHECKOUT]
+                                  [--compare-with CHECKOUT] [--before CHECKOUT] [--skip-dds]
+                                  [--trace-single DIR]
 
 Builds its own corpus (photo-like RGBA PNGs, written by fpng as ``benchmarks/batch.py`` does),
 then measures, each as a fresh process timed from start to exit:
@@ -30,6 +31,10 @@ under each environment setting (``GPUTEX_WORKERS=8``; several joined by ``,``).
 ``--compare-with CHECKOUT`` runs the KTX2 batch once more with another checkout of gputex
 (e.g. the commit before a change: the "before" column of the same run), and says whether its
 files are byte-identical to this checkout's.
+``--before CHECKOUT`` adds a column for the single images: the same ``gputex upload -o X.ktx2``
+run from another checkout (e.g. the main branch), in the same run, and its ratio to this one's.
+``--trace-single DIR`` writes a ``GPUTEX_TRACE`` of each single-image KTX2 run there (read them
+with ``benchmarks/timeline.py``).
 
 It prints seconds and ratios (>1: gputex faster). ``ktx`` is looked up at ``--ktx``, then
 ``../shared/peers/ktx`` beside the checkout, then PATH; without it the peer columns are
@@ -94,6 +99,16 @@ KTX_ARGS = ["create", "--format", "R8G8B8A8_SRGB", "--assign-tf", "srgb", "--gen
             "--mipmap-filter", "box", "--mipmap-wrap", "clamp"]
 
 
+def with_tree(tree: str | None, trace: str | None = None) -> dict:
+    """The environment of a gputex run from checkout ``tree`` (None: this one), tracing to ``trace``."""
+    env = dict(os.environ)
+    if tree:
+        env["PYTHONPATH"] = os.path.abspath(tree) + os.pathsep + env.get("PYTHONPATH", "")
+    if trace:
+        env["GPUTEX_TRACE"] = trace
+    return env
+
+
 def decode_alone(path: str) -> float:
     code = f"import gputex; gputex.decode({path!r})"
     return timed([sys.executable, "-c", code])
@@ -111,6 +126,13 @@ def codecs_alone(paths: list[str], out: str, jobs: int) -> float:
             "    list(ex.map(_codec_one, s['paths'], [s['out']] * len(s['paths'])))\n"
             % (HERE, jobs))
     return timed([sys.executable, "-c", code, spec])
+
+
+def _write_photo(path: str, size: int) -> None:
+    import fpng
+
+    with open(path, "wb") as f:
+        f.write(fpng.from_ndarray(photo(size, size, size)))
 
 
 def _codec_one(path: str, out: str) -> None:
@@ -155,27 +177,40 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, metavar="N")
     ap.add_argument("--variants", nargs="*", default=[], metavar="ENV=V")
     ap.add_argument("--compare-with", metavar="CHECKOUT")
+    ap.add_argument("--skip-dds", action="store_true")
+    ap.add_argument("--before", help="another checkout whose `gputex upload -o X.ktx2` is timed too")
+    ap.add_argument("--trace-single", metavar="DIR", help="folder for a GPUTEX_TRACE of each single-image KTX2 run")
     args = ap.parse_args()
     ktx = find_ktx(args.ktx)
     print(f"ktx: {ktx or 'not found: peer columns skipped'}; jobs {args.jobs}")
     tmp = tempfile.mkdtemp(prefix="gputex-peer-")
     try:
         if not args.skip_single:
-            import fpng
-
             print(f"\n{'image':>10} {'decode':>8} {'gputex ktx2':>12} {'gputex dds':>11} {'ktx':>8} "
-                  f"{'ktx/gputex':>10} {'gputex/decode':>13}")
-            for size in args.sizes:
-                src = os.path.join(tmp, f"one{size}.png")
-                with open(src, "wb") as f:
-                    f.write(fpng.from_ndarray(photo(size, size, size)))
+                  f"{'ktx/gputex':>10} {'gputex/decode':>13}" + (f" {'before ktx2':>12} {'before/now':>10}"
+                                                                  if args.before else ""))
+            if args.trace_single:
+                os.makedirs(args.trace_single, exist_ok=True)
+            from concurrent.futures import ProcessPoolExecutor
+
+            srcs = [os.path.join(tmp, f"one{size}.png") for size in args.sizes]
+            with ProcessPoolExecutor(max(1, min(len(srcs), os.cpu_count() or 1))) as pool:  # the images, at once
+                list(pool.map(_write_photo, srcs, args.sizes))
+            for size, src in zip(args.sizes, srcs):
                 dec = decode_alone(src)
-                g = timed(GPUTEX + ["upload", src, "--format", "rgba8unorm-srgb", "--mips", "--filter", "box",
-                                    "-o", os.path.join(tmp, f"g{size}.ktx2")])
-                gd = timed(GPUTEX + ["upload", src, "--format", "rgba8unorm-srgb", "--mips", "--filter", "box",
-                                     "-o", os.path.join(tmp, f"g{size}.dds")])
+                ktx2 = ["upload", src, "--format", "rgba8unorm-srgb", "--mips", "--filter", "box", "-o"]
+                trace = os.path.join(args.trace_single, f"gputex-{size}.jsonl") if args.trace_single else None
+                g = timed(GPUTEX + ktx2 + [os.path.join(tmp, f"g{size}.ktx2")], env=with_tree(None, trace))
+                gd = float("nan") if args.skip_dds else timed(GPUTEX + ktx2 + [os.path.join(tmp, f"g{size}.dds")])
                 k = timed([ktx, *KTX_ARGS, src, os.path.join(tmp, f"k{size}.ktx2")]) if ktx else float("nan")
-                print(f"{size:>9}² {dec:>8.2f} {g:>12.2f} {gd:>11.2f} {k:>8.2f} {k / g:>10.2f} {g / dec:>13.2f}")
+                row = f"{size:>9}² {dec:>8.2f} {g:>12.2f} {gd:>11.2f} {k:>8.2f} {k / g:>10.2f} {g / dec:>13.2f}"
+                if args.before:
+                    b = timed(GPUTEX + ktx2 + [os.path.join(tmp, f"b{size}.ktx2")], env=with_tree(args.before))
+                    with open(os.path.join(tmp, f"b{size}.ktx2"), "rb") as f1, \
+                            open(os.path.join(tmp, f"g{size}.ktx2"), "rb") as f2:
+                        same = f1.read() == f2.read()
+                    row += f" {b:>12.2f} {b / g:>10.2f}" + ("" if same else "  OUTPUTS DIFFER")
+                print(row, flush=True)
         if not args.skip_batch:
             corpus = os.path.join(tmp, "batch")
             os.makedirs(corpus)

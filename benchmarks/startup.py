@@ -8,7 +8,11 @@ Each figure comes from a fresh Python process (best of ``--repeat``), in one run
 * ``session``: ``gputex.Session()`` (instance, adapter, device, wgpu type warm-up);
 * ``first``: the first mip chain of a 64x64 image (every pipeline it needs compiled: the
   integer chain and its self-check) plus the capture of its levels;
-* ``second``: the same again in the same process (pipelines cached by the session).
+* ``second``: the same again in the same process (pipelines cached by the session);
+* ``Session()`` in parts (``--parts``, a process of its own each): ``import wgpu`` and its cffi
+  header parse (``import_ffi``; from the user's cache after the first process:
+  :func:`gputex.device.import_wgpu_ffi`), :func:`gputex.device.warm_types`, adapter
+  enumeration, device.
 
 Shader-cache modes for Mesa drivers (lavapipe): ``cold`` (an empty
 ``MESA_SHADER_CACHE_DIR``), ``warm`` (the same directory again: what every run after the first
@@ -55,6 +59,26 @@ print(json.dumps(out))
 """
 
 
+PARTS = r"""
+import json, time
+t = [time.perf_counter()]
+try:
+    from gputex.device import import_wgpu_ffi  # the header's parse from the user's cache
+    import_wgpu_ffi()
+except ImportError:  # an older checkout
+    from wgpu.backends.wgpu_native import _ffi  # noqa: F401  (wgpu's header, parsed by cffi)
+t.append(time.perf_counter())
+from gputex.device import list_adapters, warm_types
+warm_types()
+t.append(time.perf_counter())
+a = list_adapters(None)[0]
+t.append(time.perf_counter())
+a.request_device_sync(label="x")
+t.append(time.perf_counter())
+print(json.dumps(dict(zip(("import_ffi", "warm_types", "enumerate", "device"), (b - a for a, b in zip(t, t[1:]))))))
+"""
+
+
 def _files(path: str) -> int:
     return sum(len(f) for _, _, f in os.walk(path))
 
@@ -72,6 +96,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--parts", action="store_true", help="also time Session()'s parts")
     args = ap.parse_args()
     base = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     base.pop("MESA_SHADER_CACHE_DISABLE", None)
@@ -80,6 +105,11 @@ def main() -> None:
     print(f'python -c "import gputex": {bare * 1e3:.0f} ms (process wall, best of {args.repeat})')
 
     results: dict = {"import_process_s": bare, "modes": {}}
+    if args.parts:
+        rows = [json.loads(_run(PARTS, base)[1]) for _ in range(args.repeat)]
+        parts = {k: min(r[k] for r in rows) for k in rows[0]}
+        results["session_parts"] = parts
+        print(f"Session() in parts (best of {args.repeat}): " + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in parts.items()))
     with tempfile.TemporaryDirectory(prefix="gputex-mesa-cache-") as cache:
         modes = []
         env_cache = dict(base, MESA_SHADER_CACHE_DIR=cache)

@@ -24,7 +24,7 @@ def summary(path: str, cores: int | None = None) -> str:
     for e in ev:
         by[e["what"]].append(e)
     lines = [f"wall {wall:.3f} s (first span start to last span end)"]
-    order = ["startup", "spawn", "device", "warm-types", "worker-warm", "decode", "gpu", "encode"]
+    order = ["startup", "spawn", "device", "warm-types", "warm", "worker-warm", "decode", "gpu", "encode"]
     for what in order + sorted(set(by) - set(order)):
         es = by.get(what, [])
         if not es:

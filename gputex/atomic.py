@@ -13,9 +13,19 @@ from typing import Any
 
 from .errors import OutputError
 
-__all__ = ["write_atomic", "sweep_stale", "TMP_PREFIX"]
+__all__ = ["write_atomic", "AtomicFile", "sweep_stale", "TMP_PREFIX"]
 
 TMP_PREFIX = ".gputex-"
+
+
+def _check_target(path: str) -> str:
+    """The folder ``path`` goes in; :class:`OutputError` where it cannot be written there."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise OutputError(f"{path}: output folder {folder} does not exist")
+    if os.path.isdir(path):
+        raise OutputError(f"{path}: is a folder; cannot write the output there")
+    return folder
 
 
 def write_atomic(path: str, data: bytes | list[bytes]) -> None:
@@ -27,11 +37,7 @@ def write_atomic(path: str, data: bytes | list[bytes]) -> None:
     ``.gputex-<pid>-*.part`` in the folder is renamed over ``path``; stale ones of dead
     processes are removed by :func:`sweep_stale`.
     """
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise OutputError(f"{path}: output folder {folder} does not exist")
-    if os.path.isdir(path):
-        raise OutputError(f"{path}: is a folder; cannot write the output there")
+    folder = _check_target(path)
     try:
         if _write_tmpfile(folder, path, data):
             return
@@ -125,6 +131,173 @@ def _parts(data: Any) -> Any:
     if callable(data):
         return data()
     return data if isinstance(data, list) else [data]
+
+
+class AtomicFile:
+    """A file written in place, piece by piece or through a memory map, that appears at ``path``
+    whole on :meth:`commit` or not at all (a context manager: committed when the block ends
+    without an error, discarded otherwise).
+
+    What :func:`write_atomic` does for data held whole in memory, for writers that stream: the
+    texture-file writers put levels in as the GPU copies them out (:meth:`map`: the capture's
+    threads copy rows straight into the file's pages, one copy in all) or as worker threads
+    compress them, and fill a reserved index last (:meth:`write_at`). On Linux the file is an
+    unnamed ``O_TMPFILE`` linked under its name after ``fsync``; elsewhere a named
+    ``.gputex-<pid>-*.part`` renamed over ``path``. Write errors raise :class:`OutputError`
+    naming ``path``.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self.folder = _check_target(path)
+        self.tmp: str | None = None  # the named temporary, where O_TMPFILE is not used
+        self.fd = -1
+        self._maps: list[Any] = []
+        from .portable import disabled
+
+        flag = 0 if disabled("otmpfile") else getattr(os, "O_TMPFILE", 0)
+        try:
+            if flag:
+                try:
+                    self.fd = os.open(self.folder, flag | os.O_RDWR, 0o666)  # the umask applies
+                except OSError as e:
+                    if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+                        raise
+            if self.fd < 0:
+                self.fd, self.tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", suffix=".part",
+                                                     dir=self.folder)
+                if hasattr(os, "fchmod"):
+                    os.fchmod(self.fd, 0o666 & ~_umask())
+        except OSError as e:
+            raise self._error(e) from None
+
+    def _error(self, e: OSError) -> OutputError:
+        if isinstance(e, PermissionError):
+            return OutputError(f"{self.path}: output folder {self.folder} is not writable")
+        return OutputError(f"{self.path}: write failed ({e.strerror or e})")
+
+    def write_at(self, offset: int, data: Any) -> None:
+        """Write ``data`` (bytes-like) at byte ``offset``."""
+        view = memoryview(data).cast("B")
+        try:
+            while view:
+                n = os.pwrite(self.fd, view, offset)
+                view, offset = view[n:], offset + n
+        except OSError as e:
+            raise self._error(e) from None
+
+    def map(self, size: int) -> Any:
+        """Make the file ``size`` bytes long and return a writable ``mmap`` of all of it (closed
+        before the commit; hold no view of it past that)."""
+        import mmap
+
+        try:
+            os.ftruncate(self.fd, size)
+            if hasattr(os, "posix_fallocate"):  # the blocks now: a full disk fails here, not in a page fault
+                try:
+                    os.posix_fallocate(self.fd, 0, size)
+                except OSError as e:
+                    if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                        raise
+            m = mmap.mmap(self.fd, size) if size else None
+        except OSError as e:
+            raise self._error(e) from None
+        if m is not None:
+            self._maps.append(m)
+        return m
+
+    def _close_maps(self) -> None:
+        for m in self._maps:
+            try:
+                m.close()
+            except BufferError:  # a view still holds it: flushed by the fsync all the same
+                pass
+        self._maps.clear()
+
+    def commit(self) -> None:
+        """fsync, then give the file its name (atomic: the old file, if any, is replaced)."""
+        self._close_maps()
+        try:
+            os.fsync(self.fd)
+            if self.tmp is None:
+                self._link()
+            else:
+                os.replace(self.tmp, self.path)
+                self.tmp = None
+        except OSError as e:
+            raise self._error(e) from None
+        finally:
+            self._close()
+
+    def _link(self) -> None:
+        dfd = os.open(self.folder, os.O_RDONLY)
+        proc = f"/proc/self/fd/{self.fd}"
+        try:
+            try:
+                os.link(proc, self.path, src_dir_fd=dfd, follow_symlinks=True)
+                return
+            except FileExistsError:
+                pass
+            except OSError as e:
+                if e.errno != errno.EXDEV:
+                    raise
+                self._copy_out()  # no linkat through /proc here: a named copy is renamed instead
+                return
+            tmp = os.path.join(self.folder, f"{TMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.part")
+            os.link(proc, tmp, src_dir_fd=dfd, follow_symlinks=True)
+            try:
+                os.replace(tmp, self.path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        finally:
+            os.close(dfd)
+
+    def _copy_out(self) -> None:
+        size = os.fstat(self.fd).st_size
+        fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", suffix=".part", dir=self.folder)
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())
+            at = 0
+            while at < size:
+                chunk = os.pread(self.fd, min(64 << 20, size - at), at)
+                os.write(fd, chunk)
+                at += len(chunk)
+            os.fsync(fd)
+            os.replace(tmp, self.path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        finally:
+            os.close(fd)
+
+    def _close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def discard(self) -> None:
+        """Drop what was written: nothing appears at ``path``."""
+        self._close_maps()
+        self._close()
+        if self.tmp is not None:
+            try:
+                os.unlink(self.tmp)
+            except OSError:
+                pass
+            self.tmp = None
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            self.discard()
 
 
 def sweep_stale(folder: str) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import LimitError
+from .errors import LimitError, OutputError
 from .layout import bands
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from .texture import Texture
 
-__all__ = ["capture", "capture_bytes", "capture_levels", "capture_texture_file"]
+__all__ = ["capture", "capture_bytes", "capture_levels", "capture_texture_file", "capture_to_file"]
 
 Progress = Callable[[int, int], None]
 
@@ -376,6 +376,54 @@ def capture_texture_file(tex: Texture, *, budget: int = 64 << 20, levels: list[i
     out, pieces = texture_file_pieces(tex, levels, limit)
     _read_pieces(pieces, budget=budget)
     return as_texture_file(tex, out)
+
+
+def capture_to_file(tex: Texture, path: str, *, budget: int = 64 << 20, premultiplied: bool = False) -> bool:
+    """Write every level, layer, face and slice of ``tex`` into the texture file ``path`` (KTX2
+    or DDS by its suffix, uncompressed), the same bytes as ``write_texture_file(
+    capture_texture_file(tex), path)``, with the levels streamed: the file is made its final
+    size and mapped, and the capture's threads copy each group's rows out of the read-back
+    buffer straight into the file's pages as the GPU hands them over (one host copy in all,
+    where the other way copies each level into memory and then once more into the file, on one
+    thread). Whole or not at all (:class:`~gputex.atomic.AtomicFile`). False (nothing
+    written) where the container has no fixed layout.
+    """
+    import numpy as np
+
+    from .atomic import AtomicFile
+    from .containers import texture_file_layout
+
+    if tex.format.compressed:
+        from .capabilities import require
+
+        require(tex.session, "compressed-copy", tex.source)
+    shape = as_texture_file(tex, [b""] * tex.levels)
+    shape.premultiplied = premultiplied
+    lay = texture_file_layout(shape, path)
+    if lay is None:
+        return False
+    limit = min(budget // 2, tex.session.limits.get("max-buffer-size", 256 << 20))
+    f = AtomicFile(path)
+    try:
+        mapped = f.map(lay.size)
+    except OutputError:  # a file system that cannot map it (or no room): the other way decides
+        f.discard()
+        return False
+    with f:
+        try:
+            whole = np.frombuffer(mapped, np.uint8)
+            whole[: len(lay.head)] = np.frombuffer(lay.head, np.uint8)
+            pieces = []
+            for level, start, length, at in lay.places:
+                lv = tex.layout(level)
+                per_image = lv.bytes_per_row * lv.blocks_down
+                z0, nz = start // per_image, length // per_image
+                rows = whole[at: at + length].reshape(nz * lv.blocks_down, lv.bytes_per_row)
+                pieces += _pieces(tex, level, z0, nz, rows, limit)
+            _read_pieces(pieces, budget=budget)
+        finally:
+            pieces = rows = whole = None  # type: ignore[assignment]  # no view of the map outlives it
+    return True
 
 
 def texture_file_pieces(tex: Texture, levels: list[int] | None, limit: int) -> tuple[list, list[_Piece]]:

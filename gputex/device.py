@@ -123,47 +123,173 @@ def warm_types() -> None:
 
     ``NAME *`` and ``NAME[]`` of a typedef'd NAME are built from the declaration cffi parsed when
     wgpu loaded (the same objects a parse gives: the first one is checked against a real parse,
-    and any surprise in cffi's internals falls back to parsing); the few others are parsed.
+    and where it differs they are dropped and cffi parses them when used); the few others
+    (function types, ``char []``) are parsed, all in one pycparser run (:func:`_parse_at_once`).
     """
     try:
         from cffi import model
-        from wgpu.backends.wgpu_native._ffi import ffi
 
+        ffi = import_wgpu_ffi()
         declarations = ffi._parser._declarations
         cache = ffi._parsed_types
     except Exception:
         return
-    fast, checked = True, False
+    built: dict[str, Any] = {}
+    rest: list[str] = []  # parsed, all at once
     for name in WGPU_CTYPES:
         if name in cache:
             continue
         stem = name.strip()
         kind = "*" if stem.endswith("*") else "[]" if stem.endswith("[]") else ""
         decl = declarations.get("typedef " + stem[: -len(kind)].strip()) if kind else None
-        if fast and decl is not None:
+        if decl is not None:
             try:
                 tp = model.PointerType(decl[0]) if kind == "*" else model.ArrayType(decl[0], None)
                 with ffi._lock:
-                    built = ffi._get_cached_btype(tp)
-                if not checked:  # the first one: what a parse gives (a differently spelt key parses)
-                    checked = True
-                    if ffi._typeof(" " + name) is not built:
-                        fast = False
-                        continue
-                cache.setdefault(name, (built, False))
+                    built[name] = ffi._get_cached_btype(tp)
                 continue
             except Exception:
-                fast = False
+                pass
+        rest.append(name)
+    probe = " " + next(iter(built)) if built else None  # a differently spelt key: cffi parses it
+    _parse_at_once(ffi, rest + [probe] if probe else rest)
+    if probe and cache.get(probe, (None,))[0] is built[probe[1:]]:  # what a parse gives: keep them
+        for name, btype in built.items():
+            cache.setdefault(name, (btype, False))
+
+
+def import_wgpu_ffi():
+    """wgpu-py's cffi ``ffi``, imported with its header's parse taken from a per-user cache.
+
+    Importing wgpu-py's backend hands its whole C header (~3500 declarations) to ``ffi.cdef``,
+    which parses it with pycparser: 0.15-0.2 s of pure Python in every process here, on the
+    device thread while the first image decodes (holding the GIL the decode thread needs
+    between its C calls). The parser's result is plain data, so the first process pickles it
+    (:func:`_cdef_cache`) and later ones load it (2 ms) instead of parsing. Only for the cdef
+    calls made while wgpu-py's module is imported here, only for a header with no types left
+    to complete, keyed by the header's SHA-256 and the cffi, pycparser and Python versions, and
+    only from a file and folder this user owns that nobody else can write; anything else (or
+    any error) parses as before. Where wgpu-py is already imported, its ``ffi`` is returned.
+    """
+    import sys
+
+    name = "wgpu.backends.wgpu_native._ffi"
+    if name not in sys.modules:
+        import cffi
+
+        original = cffi.FFI.cdef
+
+        def cdef(self, csource, override=False, packed=False, pack=None):
+            if override or packed or pack is not None or not isinstance(csource, str) or len(csource) < 4096:
+                return original(self, csource, override=override, packed=packed, pack=pack)
+            return _cdef_cached(self, csource, original)
+
+        cffi.FFI.cdef = cdef
         try:
-            ffi._typeof(name, consider_function_as_funcptr=True)
-        except Exception:
-            pass
+            import wgpu.backends.wgpu_native._ffi  # noqa: F401
+        finally:
+            cffi.FFI.cdef = original
+    return sys.modules[name].ffi
 
 
-def session_soon(adapter: str | None = None, backend: str | None = None):
+def _cdef_cache(csource: str) -> tuple[str, str] | None:
+    """(path, key) of the cached parse of ``csource``, or None where there is no private cache
+    folder (``$XDG_CACHE_HOME/gputex``, else ``~/.cache/gputex``, made 0700)."""
+    import hashlib
+    import sys
+
+    import cffi
+    import pycparser  # type: ignore[import-untyped]
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "gputex")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        if not _private(folder):
+            return None
+    except OSError:
+        return None
+    key = hashlib.sha256("\0".join((csource, cffi.__version__, pycparser.__version__, sys.version)).encode()).hexdigest()
+    return os.path.join(folder, f"wgpu-cdef-{key[:24]}.pickle"), key
+
+
+def _private(path: str) -> bool:
+    """Whether ``path`` belongs to this user and nobody else may write it."""
+    st = os.stat(path)
+    return (not hasattr(os, "getuid") or st.st_uid == os.getuid()) and not st.st_mode & 0o022
+
+
+def _cdef_cached(ffi, csource: str, original) -> None:
+    """``ffi.cdef(csource)`` through the cache of :func:`import_wgpu_ffi`."""
+    import pickle
+
+    where = None
+    try:
+        where = _cdef_cache(csource)
+        if where is not None and os.path.exists(where[0]) and _private(where[0]) and not ffi._parser._declarations:
+            with open(where[0], "rb") as f:
+                saved = pickle.load(f)
+            if saved.get("key") == where[1]:
+                with ffi._lock:  # what FFI._cdef does, with the parse's result loaded
+                    ffi._cdef_version = object()
+                    ffi._parser.__dict__.update(saved["parser"])
+                    ffi._cdefsources.append(csource)
+                return
+    except Exception:  # noqa: BLE001 - a cache that cannot be read is parsed again (and rewritten)
+        pass
+    original(ffi, csource)
+    if where is None or ffi._parser._recomplete:
+        return
+    try:
+        import tempfile
+
+        state = {k: v for k, v in ffi._parser.__dict__.items() if k != "_structnode2type"}  # weak refs
+        data = pickle.dumps({"key": where[1], "parser": state}, protocol=pickle.HIGHEST_PROTOCOL)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(where[0]), prefix=".wgpu-cdef-", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, where[0])
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except Exception:  # noqa: BLE001 - no cache written: the next process parses too
+        pass
+
+
+def _parse_at_once(ffi, names: list[str]) -> None:
+    """Parse the C types ``names`` into cffi's type cache in one pycparser run, not one each.
+
+    cffi's parser prefixes every parse with a ``typedef int X;`` for each of wgpu's ~430
+    typedefs, so eight types parsed one by one cost eight parses of that list: 0.25 s of pure
+    Python here, on the device thread while the first image decodes, against 0.04 s at once.
+    The steps after the parse are cffi's own (``FFI._typeof_locked``); any surprise leaves the
+    names to cffi, which parses each one when it is first used, as it always did.
+    """
+    try:
+        parser, cache = ffi._parser, ffi._parsed_types
+        dummies = [f"__gputex_warm{i}" for i in range(len(names))]
+        source = "\n".join(f"void {d}(\n{name}\n);" for d, name in zip(dummies, names))
+        with ffi._lock:
+            decls = parser._parse(source)[0].ext[-len(names):]
+            if [d.name for d in decls] != dummies:
+                return
+            for name, decl in zip(names, decls):
+                tp = parser._get_type_and_quals(decl.type.args.params[0].type)[0]
+                really_a_function_type = tp.is_raw_function
+                if really_a_function_type:
+                    tp = tp.as_function_pointer()
+                cache.setdefault(name, (ffi._get_cached_btype(tp), really_a_function_type))
+    except Exception:  # noqa: BLE001 - cffi parses what is missing when it is used
+        pass
+
+
+def session_soon(adapter: str | None = None, backend: str | None = None, warm=None):
     """A Future of a :class:`Session` made on a thread of its own: a batch's worker processes
     start and its first images decode meanwhile, and the in-order thread only waits
-    (``result()`` raises what ``Session`` raised)."""
+    (``result()`` raises what ``Session`` raised). ``warm(session)``, if given, runs on that
+    thread before the session is handed over (:func:`gputex.warmup.rehearsal`: the first
+    chain's pipelines made while the first image still decodes); its errors are ignored."""
     import threading
     from concurrent.futures import Future
 
@@ -174,9 +300,17 @@ def session_soon(adapter: str | None = None, backend: str | None = None):
 
         try:
             with span("device"):
-                future.set_result(Session(adapter=adapter, backend=backend))
+                session = Session(adapter=adapter, backend=backend)
         except BaseException as e:  # handed to whoever waits for the session
             future.set_exception(e)
+            return
+        if warm is not None:
+            try:
+                with span("warm"):
+                    warm(session)
+            except Exception:  # noqa: BLE001 - a rehearsal never fails the run
+                pass
+        future.set_result(session)
 
     threading.Thread(target=run, name="gputex-device", daemon=True).start()
     _PENDING.append(future)

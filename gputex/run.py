@@ -41,6 +41,9 @@ class Stages:
     encode: Callable[..., None] | None = None
     pools: tuple[str, ...] = ("decode", "encode")
     processes: Callable[[int], int] | None = None
+    #: ``warm(first input's path)``: what the device thread runs once the session is made, or
+    #: None (:func:`gputex.warmup.rehearsal`).
+    warm: Callable[[Any], Callable[[Session], None] | None] | None = None
 
 
 def _half(jobs: int) -> int:
@@ -58,10 +61,11 @@ def stages(command: str, opts: Options, names=None) -> Stages:
     from .capture_stage import capture_encode_stage, capture_gpu_stage
     from .pipeline import decode_stage
     from .upload_stage import upload_gpu_stage
+    from .warmup import rehearsal
 
     if command == "capture":
         return Stages(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),
-                      capture_encode_stage(opts))
+                      capture_encode_stage(opts), warm=lambda path: rehearsal(opts, path))
     if command == "upload":
         if opts.out:
             # texture files are written by the pool's threads, not on the GPU thread; images are
@@ -69,8 +73,10 @@ def stages(command: str, opts: Options, names=None) -> Stages:
             from .upload_stage import upload_encode_stage
 
             return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names, defer=True),
-                          upload_encode_stage(opts), pools=("decode",), processes=_half)
-        return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names))
+                          upload_encode_stage(opts), pools=("decode",), processes=_half,
+                          warm=lambda path: rehearsal(opts, path))
+        return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names),
+                      warm=lambda path: rehearsal(opts, path))
     raise ValueError(f"unknown command {command!r}; use capture or upload")
 
 
@@ -132,7 +138,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         if session is None:
             from .device import session_soon
 
-            soon = session_soon(adapter, backend)
+            warm = steps.warm(items[0].path) if steps.warm is not None and items else None
+            soon = session_soon(adapter, backend, warm=warm)
 
         def start():
             if held[0] is None:

@@ -118,6 +118,12 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
     if pending is not None and opts.out and not opts.verifies() and _defer_readback(tex, encoded, source, item, opts,
                                                                                    names, result, pending):
         return
+    # too big to defer (or no pool): the levels copied straight into the mapped file
+    reserved = None  # the output's name, where the streamed write took it and then could not map
+    if opts.out and not opts.verifies() and opts.zstd is None:
+        reserved = texture_output(opts.out, opts.container, names, item)
+        if _stream_to_file(tex, encoded, source, reserved, opts, result):
+            return
     stored = None
     shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
     with timed(result, "capture"):
@@ -140,7 +146,7 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
         from .texfile import write_texture_file
 
         stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
-        path = texture_output(opts.out, opts.container, names, item)
+        path = reserved or texture_output(opts.out, opts.container, names, item)
         if pending is not None:
             pending.append(PendingWrite(stored, path))
             return
@@ -170,6 +176,24 @@ def _defer_readback(tex: Texture, encoded: Texture | None, source, item, opts: O
         readback.cancel()
         raise
     pending.append(PendingWrite(readback.stored, path, readback=readback))
+    return True
+
+
+def _stream_to_file(tex: Texture, encoded: Texture | None, source, path: str, opts: Options,
+                    result: Result) -> bool:
+    """Capture ``encoded`` or ``tex`` straight into its texture file ``path`` (nothing to verify,
+    no Zstandard): :func:`~gputex.capture.capture_to_file`, the levels copied from the read-back
+    buffer into the file's pages; timed as ``capture``. False where it cannot (nothing written)."""
+    from .capture import capture_to_file
+
+    premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
+    with timed(result, "capture"):
+        if not capture_to_file(encoded or tex, path, budget=opts.budget, premultiplied=premultiplied):
+            return False
+    if encoded is not None:
+        result.layout = encoded.layout(0).as_dict()
+    result.verified = None
+    result.outputs.append(path)
     return True
 
 

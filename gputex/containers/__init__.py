@@ -26,7 +26,7 @@ from .model import (
     level_bytes,
 )
 
-__all__ = ["Container", "register", "containers", "sniff", "is_texture_file", "read_texture_file",
+__all__ = ["Container", "FileLayout", "register", "texture_file_layout", "containers", "sniff", "is_texture_file", "read_texture_file",
            "write_texture_file", "TextureFile", "image_bytes", "level_bytes", "check_shape",
            "default_color_space", "MAX_TEXTURE_DIMENSION", "MAX_TEXTURE_BYTES"]
 
@@ -37,7 +37,10 @@ class Container:
 
     ``reader(data, source, **options)`` returns a :class:`TextureFile` (options named in
     ``read_options`` only); ``writer(tf, **options)`` returns the file as a list of parts.
-    ``rank`` orders containers in messages ("not a KTX2, KTX or DDS file").
+    ``rank`` orders containers in messages ("not a KTX2, KTX or DDS file"). Writers that
+    stream have ``layout(tf)`` (a :class:`FileLayout`: where each level's bytes go, so the
+    capture can copy them straight into the file) and ``streamer(tf, f, **options)`` (writes
+    into a :class:`~gputex.atomic.AtomicFile`, e.g. levels compressed on threads as they finish).
     """
 
     name: str
@@ -49,6 +52,19 @@ class Container:
     read_options: tuple[str, ...] = ()
     write_options: tuple[str, ...] = ()
     rank: int = 100
+    layout: Callable | None = None
+    streamer: Callable | None = None
+
+
+@dataclass
+class FileLayout:
+    """Where a texture file's bytes go: ``head`` at offset 0 (headers, index), then each
+    ``(level, offset in the level's bytes, length, offset in the file)`` of ``places``; the
+    file is ``size`` bytes, anything not covered zeros (alignment padding)."""
+
+    head: bytes
+    places: list[tuple[int, int, int, int]]
+    size: int
 
 
 _REGISTRY: dict[str, Container] = {}
@@ -120,10 +136,8 @@ def read_texture_file(path: str, *, data: bytes | None = None, inflate: bool = T
     return tf
 
 
-def write_texture_file(tf: TextureFile, path: str, *, zstd: int | None = None) -> None:
-    """Write ``tf`` in the container its suffix names (``.ktx2``, ``.dds``), whole or not at all."""
-    from ..atomic import write_atomic
-
+def _writer(path: str, zstd: int | None) -> Container:
+    """The container ``path``'s suffix names, checked to take ``zstd``."""
     suffix = os.path.splitext(path)[1].lower()
     writers = [c for c in containers() if c.writer is not None]
     match = [c for c in writers if suffix in c.suffixes]
@@ -131,9 +145,31 @@ def write_texture_file(tf: TextureFile, path: str, *, zstd: int | None = None) -
         raise FormatError(f"{path}: texture files are written as "
                           f"{_labels([s for c in writers for s in c.suffixes])}")
     c = match[0]
-    options = {"zstd": zstd} if zstd is not None else {}
     if zstd is not None and "zstd" not in c.write_options:
         raise FormatError(f"{path}: --zstd applies to "
                           f"{_labels([w.label for w in writers if 'zstd' in w.write_options])} only")
+    return c
+
+
+def write_texture_file(tf: TextureFile, path: str, *, zstd: int | None = None) -> None:
+    """Write ``tf`` in the container its suffix names (``.ktx2``, ``.dds``), whole or not at all.
+
+    Streamed where the container can (no whole-file buffer; with ``zstd`` the levels are
+    compressed on threads while the finished ones are written), else from the writer's parts."""
+    from ..atomic import AtomicFile, write_atomic
+
+    c = _writer(path, zstd)
+    options = {"zstd": zstd} if zstd is not None else {}
+    if c.streamer is not None and zstd is not None:
+        with AtomicFile(path) as f:
+            c.streamer(tf, f, **options)
+        return
     assert c.writer is not None
     write_atomic(path, c.writer(tf, **options))
+
+
+def texture_file_layout(tf: TextureFile, path: str) -> FileLayout | None:
+    """Where each level of ``tf`` (its shape; its level contents are not read) goes in the
+    uncompressed file ``path`` names, or None where that container has no fixed layout."""
+    c = _writer(path, None)
+    return c.layout(tf) if c.layout is not None else None

@@ -18,11 +18,11 @@ import struct
 
 from ..errors import DecodeError, FormatError
 from ..formats import FORMATS, Format
-from . import Container, register
+from . import Container, FileLayout, register
 from .expand import expand_levels, stored_format
 from .model import TextureFile, check_shape, default_color_space, image_bytes, level_bytes
 
-__all__ = ["read_dds", "write_dds"]
+__all__ = ["read_dds", "write_dds", "dds_layout"]
 
 DDS_MAGIC = b"DDS "
 #: WebGPU format -> DXGI_FORMAT (the DDS DX10 header).
@@ -209,8 +209,8 @@ def _levels_that_fit(tf: TextureFile, have: int) -> int:
     return n
 
 
-def write_dds(tf: TextureFile) -> list[bytes]:
-    """Serialize as DDS with a DX10 header (every format gputex writes has a DXGI code)."""
+def _head(tf: TextureFile) -> bytes:
+    """The DDS and DX10 headers of ``tf`` (every format gputex writes has a DXGI code)."""
     fmt: Format = tf.format
     try:
         dxgi = DXGI_FORMATS[fmt.name]
@@ -242,14 +242,30 @@ def write_dds(tf: TextureFile) -> list[bytes]:
                          caps, caps2, 0, 0, 0)
     dx10 = DX10.pack(dxgi, DIM_TEXTURE3D if tf.volume else DIM_TEXTURE2D, MISC_TEXTURECUBE if tf.cube else 0,
                      tf.layers, 2 if tf.premultiplied else 1)
-    parts = [header, dx10]
-    for image in range(tf.images):
-        for i in range(nlevels):
-            w, h, d = tf.level_size(i)
-            n = image_bytes(fmt, w, h) * d
-            level = memoryview(tf.levels[i])
-            parts.append(bytes(level[image * n: (image + 1) * n]))
+    return header + dx10
+
+
+def write_dds(tf: TextureFile) -> list[bytes]:
+    """Serialize as DDS with a DX10 header (every format gputex writes has a DXGI code)."""
+    lay = dds_layout(tf)
+    parts = [lay.head]
+    for i, at, n, _ in lay.places:
+        parts.append(memoryview(tf.levels[i])[at: at + n])
     return parts
 
 
-register(Container("dds", "DDS", DDS_MAGIC, read_dds, write_dds, suffixes=(".dds",), rank=30))
+def dds_layout(tf: TextureFile) -> FileLayout:
+    """Where each image of each level goes in the DDS of ``tf`` (``tf.levels``: how many there
+    are): every level of image 0, then of image 1, ... (DDS's order), no padding."""
+    head = _head(tf)
+    places, pos = [], len(head)
+    for image in range(tf.images):
+        for i in range(len(tf.levels)):
+            w, h, d = tf.level_size(i)
+            n = image_bytes(tf.format, w, h) * d
+            places.append((i, image * n, n, pos))
+            pos += n
+    return FileLayout(head, places, pos)
+
+
+register(Container("dds", "DDS", DDS_MAGIC, read_dds, write_dds, suffixes=(".dds",), rank=30, layout=dds_layout))

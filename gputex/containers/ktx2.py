@@ -15,18 +15,22 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import TYPE_CHECKING
 
 from ..errors import DecodeError, FormatError
 from ..formats import FORMATS, Format
 from ..layout import align_up
-from . import Container, register
+from . import Container, FileLayout, register
 from .dfd import dfd_for
 from .expand import plan
 from .ktx2_rules import HEADER, KTX2_MAGIC, LEVEL, MODEL_ETC1S, MODEL_UASTC, SCHEMES, Problem, Walk, report, walk
 from .model import TextureFile, check_shape, level_bytes
 from .vkformat import VK_ALIASES, VK_BY_CODE, VK_FORMATS, has_srgb_variant, vk_name
 
-__all__ = ["write_ktx2", "read_ktx2", "validate", "validate_report", "Problem", "dfd_for", "WRITER",
+if TYPE_CHECKING:
+    from ..atomic import AtomicFile
+
+__all__ = ["write_ktx2", "ktx2_layout", "stream_ktx2", "read_ktx2", "validate", "validate_report", "Problem", "dfd_for", "WRITER",
            "default_swizzle", "KTX2_MAGIC"]
 
 WRITER = "gputex"
@@ -72,6 +76,36 @@ def write_ktx2(tf: TextureFile, *, zstd: int | None = None) -> list[bytes]:
 
     ``zstd``: a Zstandard level (1-22) to supercompress each level with, or None.
     """
+    payloads = []
+    for i, data in enumerate(tf.levels):
+        raw = _level(tf, i, data)
+        if zstd is not None:
+            import imagecodecs
+
+            payloads.append(imagecodecs.zstd_encode(raw, level=zstd))
+        else:
+            payloads.append(raw)
+    head, offsets = _layout(tf, [len(p) for p in payloads], zstd)
+    parts = [head]
+    pos = len(head)
+    for i in reversed(range(len(payloads))):  # levels are stored smallest first
+        if offsets[i] > pos:
+            parts.append(b"\0" * (offsets[i] - pos))
+        parts.append(payloads[i])
+        pos = offsets[i] + len(payloads[i])
+    return parts
+
+
+def _level(tf: TextureFile, i: int, data) -> bytes:
+    raw = bytes(data) if not isinstance(data, bytes) else data
+    if len(raw) != level_bytes(tf, i):
+        raise FormatError(f"{tf.source}: level {i} holds {len(raw)} bytes, {level_bytes(tf, i)} expected")
+    return raw
+
+
+def _layout(tf: TextureFile, stored: list[int], zstd: int | None) -> tuple[bytes, list[int]]:
+    """The bytes before the first level (header, level index, DFD, key/value data) and each
+    level's offset, for levels of ``stored`` bytes each (compressed sizes with ``zstd``)."""
     fmt = tf.format
     vk = vk_format_for(fmt, tf.color_space)
     vfmt, _ = format_from_vk(vk, tf.source)
@@ -81,7 +115,7 @@ def write_ktx2(tf: TextureFile, *, zstd: int | None = None) -> list[bytes]:
     srgb_tf = vfmt.srgb or vk in (15, 22) or (tf.color_space == "srgb" and not vfmt.srgb_name
                                               and not has_srgb_variant(vk))
     scheme = 2 if zstd is not None else 0
-    n = len(tf.levels)
+    n = len(stored)
     type_size = 1 if fmt.compressed else (4 if fmt.packed else max(1, fmt.block_bytes // max(fmt.channels, 1)))
     dfd = dfd_for(vfmt, bool(srgb_tf), tf.premultiplied)
     orientation = b"rdi\0" if tf.volume else b"rd\0"
@@ -92,40 +126,66 @@ def write_ktx2(tf: TextureFile, *, zstd: int | None = None) -> list[bytes]:
     if zstd is not None:
         kv["KTXwriterScParams"] = f"--zstd {zstd}".encode() + b"\0"
     kvd = _kvd(kv)
-    payloads = []
-    for i, data in enumerate(tf.levels):
-        raw = bytes(data) if not isinstance(data, bytes) else data
-        if len(raw) != level_bytes(tf, i):
-            raise FormatError(f"{tf.source}: level {i} holds {len(raw)} bytes, {level_bytes(tf, i)} expected")
-        if zstd is not None:
-            import imagecodecs
-
-            payloads.append((imagecodecs.zstd_encode(raw, level=zstd), len(raw)))
-        else:
-            payloads.append((raw, len(raw)))
     index_at = HEADER.size
     dfd_at = index_at + LEVEL.size * n
     kvd_at = dfd_at + len(dfd)
     data_at = kvd_at + len(kvd)
     align = 1 if scheme else math.lcm(fmt.block_bytes, 4)
-    # levels are stored smallest first
-    offsets: dict[int, int] = {}
+    offsets = [0] * n
     pos = data_at
-    parts_data: list[bytes] = []
-    for i in reversed(range(n)):
-        pad = align_up(pos, align) - pos
-        if pad:
-            parts_data.append(b"\0" * pad)
-            pos += pad
-        offsets[i] = pos
-        parts_data.append(payloads[i][0])
-        pos += len(payloads[i][0])
+    for i in reversed(range(n)):  # levels are stored smallest first
+        offsets[i] = pos = align_up(pos, align)
+        pos += stored[i]
     layer_count = tf.layers if tf.array else 0
     header = HEADER.pack(KTX2_MAGIC, vk, type_size, tf.width, tf.height, tf.depth if tf.volume else 0,
                          layer_count, tf.faces, n, scheme,
                          dfd_at, len(dfd), kvd_at, len(kvd), 0, 0)
-    index = b"".join(LEVEL.pack(offsets[i], len(payloads[i][0]), payloads[i][1]) for i in range(n))
-    return [header, index, dfd, kvd, *parts_data]
+    index = b"".join(LEVEL.pack(offsets[i], stored[i], level_bytes(tf, i)) for i in range(n))
+    return b"".join([header, index, dfd, kvd]), offsets
+
+
+def ktx2_layout(tf: TextureFile) -> FileLayout:
+    """Where each level of an uncompressed KTX2 of ``tf``'s shape goes (``tf.levels``: how many
+    there are; their contents are not read): what :func:`write_ktx2` writes, placed."""
+    sizes = [level_bytes(tf, i) for i in range(len(tf.levels))]
+    head, offsets = _layout(tf, sizes, None)
+    return FileLayout(head, [(i, 0, sizes[i], offsets[i]) for i in range(len(sizes))],
+                      offsets[0] + sizes[0] if sizes else len(head))
+
+
+def stream_ktx2(tf: TextureFile, f: AtomicFile, *, zstd: int | None = None, threads: int | None = None) -> None:
+    """Write ``tf`` as KTX2 into ``f``, the same bytes as :func:`write_ktx2`: with ``zstd`` the
+    levels are compressed on ``threads`` threads (default: the cores; zstd releases the GIL),
+    each written as soon as it and the smaller levels before it in the file are done, and the
+    level index (its place reserved) last; no whole-file buffer."""
+    if zstd is None:
+        lay = ktx2_layout(tf)
+        f.write_at(0, lay.head)
+        for i, _, _n, at in lay.places:
+            f.write_at(at, _level(tf, i, tf.levels[i]))
+        return
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    import imagecodecs
+
+    n = len(tf.levels)
+    raws = [_level(tf, i, data) for i, data in enumerate(tf.levels)]
+    head_probe, _ = _layout(tf, [0] * n, zstd)  # the head's size does not depend on the level sizes
+    pos = len(head_probe)
+    stored = [0] * n
+    workers = max(1, min(n, threads or os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers, thread_name_prefix="gputex-zstd") as pool:
+        # the largest first, so the one that takes longest starts first; written in file order
+        futures = {i: pool.submit(imagecodecs.zstd_encode, raws[i], level=zstd) for i in range(n)}
+        for i in reversed(range(n)):
+            payload = futures.pop(i).result()
+            f.write_at(pos, payload)
+            stored[i] = len(payload)
+            pos += len(payload)
+            del payload
+    head, _ = _layout(tf, stored, zstd)
+    f.write_at(0, head)
 
 
 def default_swizzle(fmt: Format) -> str | None:
@@ -304,4 +364,5 @@ def validate_report(data: bytes, path: str, *, strict: bool = False) -> tuple[di
 
 
 register(Container("ktx2", "KTX2", KTX2_MAGIC, read_ktx2, write_ktx2, suffixes=(".ktx2",),
-                   read_options=("inflate", "max_pixels", "max_ratio"), write_options=("zstd",), rank=10))
+                   read_options=("inflate", "max_pixels", "max_ratio"), write_options=("zstd",), rank=10,
+                   layout=ktx2_layout, streamer=stream_ktx2))

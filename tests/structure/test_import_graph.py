@@ -19,12 +19,15 @@ KNOWN_CYCLES: set[str] = set()
 KNOWN_PRIVATE_IMPORTS: set[str] = set()
 
 # "user: object._name" on an object another library owns, used knowingly: cffi's parsed
-# declarations (device.warm_types builds wgpu's C types from them, checked against a real parse),
+# declarations and parser (device.warm_types builds wgpu's C types from them, checked against a
+# real parse, and parses the rest in one run; device.import_wgpu_ffi loads a cached parse of
+# wgpu's header as FFI._cdef would store it),
 # wgpu-py's writable mapped view (the only one it offers, see the README), the process pool's
-# size and os._exit in worker processes.
+# size and os._exit in worker processes and at the end of a CLI run (atexit handlers run first).
 KNOWN_PRIVATE_ATTRIBUTES = {
+    "cli: atexit._run_exitfuncs", "cli: os._exit",
     "device: ffi._get_cached_btype", "device: ffi._lock", "device: ffi._parsed_types", "device: ffi._parser",
-    "device: ffi._typeof", "gpu_batch: buf._experimental_get_mapped_range",
+    "device: ffi._cdefsources", "device: parser._get_type_and_quals", "device: parser._parse", "gpu_batch: buf._experimental_get_mapped_range",
     "upload: buf._experimental_get_mapped_range", "workers: broken._max_workers", "workers: os._exit",
 }
 

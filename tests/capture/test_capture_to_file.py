@@ -1,0 +1,155 @@
+"""Texture files streamed from the capture (``capture_to_file``) and written through
+``AtomicFile``: the same bytes as the in-memory writers over the bytes the test put in, whole or
+nothing, and ``ktx validate`` passing where the tool is present."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from test_capture_plan import _filled
+
+import gputex
+from gputex.atomic import AtomicFile
+from gputex.containers.dds import write_dds
+from gputex.containers.ktx2 import stream_ktx2, write_ktx2
+from gputex.texfile import read_texture_file, write_texture_file
+
+cap = importlib.import_module("gputex.capture")
+KTX = next((p for p in (os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "peers", "ktx"),
+                        shutil.which("ktx") or "") if p and os.path.isfile(p)), None)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,w,h,layers", [
+    ("rgba8unorm", 61, 37, 3),  # rows padded to 256 in the read-back buffer, an array texture
+    ("r8unorm", 1000, 7, 1),
+    ("rgba16float", 5, 300, 2),
+])
+@pytest.mark.parametrize("budget", [2048, 64 << 20])  # many groups (row bands), one group
+def test_capture_to_file_writes_what_the_writers_write(gpu, tmp_path, name, w, h, layers, budget):
+    levels = max(w, h).bit_length()
+    tex, want = _filled(gpu, name, w, h, layers, levels)
+    tex.array = layers > 1  # stored as an array texture (a file reads back as the shape written)
+    try:
+        expected = cap.as_texture_file(tex, want)  # the bytes the test put in, not read back
+        for suffix, writer in ((".ktx2", write_ktx2), (".dds", write_dds)):
+            for premultiplied in (False, True):
+                expected.premultiplied = premultiplied
+                path = str(tmp_path / f"t{int(premultiplied)}{suffix}")
+                assert cap.capture_to_file(tex, path, budget=budget, premultiplied=premultiplied)
+                with open(path, "rb") as f:
+                    got = f.read()
+                assert got == b"".join(bytes(p) for p in writer(expected)), (suffix, premultiplied)
+                assert [bytes(lv) for lv in read_texture_file(path).levels] == want
+                if KTX and suffix == ".ktx2":
+                    done = subprocess.run([KTX, "validate", path], capture_output=True, text=True)
+                    assert done.returncode == 0, done.stdout + done.stderr
+        assert sorted(os.listdir(tmp_path)) == ["t0.dds", "t0.ktx2", "t1.dds", "t1.ktx2"]
+    finally:
+        tex.destroy()
+
+
+@pytest.mark.gpu
+def test_capture_to_file_is_whole_or_nothing(gpu, tmp_path, monkeypatch):
+    tex, _ = _filled(gpu, "rgba8unorm", 40, 20, 1, 3)
+    try:
+        with pytest.raises(gputex.OutputError, match=r"nowhere/x\.ktx2: output folder .*nowhere does not exist"):
+            cap.capture_to_file(tex, str(tmp_path / "nowhere" / "x.ktx2"))
+        with pytest.raises(gputex.FormatError, match=r"x\.png: texture files are written as "):
+            cap.capture_to_file(tex, str(tmp_path / "x.png"))
+        (tmp_path / "old.ktx2").write_bytes(b"before")
+
+        def unmappable(self, size):
+            raise gputex.OutputError("no map here")
+
+        with monkeypatch.context() as m:  # a file system that cannot map: nothing written, False
+            m.setattr(AtomicFile, "map", unmappable)
+            assert cap.capture_to_file(tex, str(tmp_path / "old.ktx2")) is False
+            assert sorted(os.listdir(tmp_path)) == ["old.ktx2"]
+
+        def broken(pieces, **kw):
+            raise gputex.GPUError("copy failed")
+
+        monkeypatch.setattr(cap, "_read_pieces", broken)
+        for otmpfile in (True, False):
+            if not otmpfile:
+                monkeypatch.setenv("GPUTEX_PORTABLE", "otmpfile")
+            with pytest.raises(gputex.GPUError, match="copy failed"):
+                cap.capture_to_file(tex, str(tmp_path / "old.ktx2"))
+            with pytest.raises(gputex.GPUError, match="copy failed"):
+                cap.capture_to_file(tex, str(tmp_path / "new.dds"))
+            assert sorted(os.listdir(tmp_path)) == ["old.ktx2"]  # untouched, no temporary left
+            assert (tmp_path / "old.ktx2").read_bytes() == b"before"
+    finally:
+        tex.destroy()
+
+
+@pytest.mark.parametrize("otmpfile", [True, False])
+def test_atomic_file_pieces_and_map(tmp_path, monkeypatch, otmpfile):
+    if not otmpfile:
+        monkeypatch.setenv("GPUTEX_PORTABLE", "otmpfile")
+    path = str(tmp_path / "f.bin")
+    with AtomicFile(path) as f:
+        m = f.map(10)
+        m[2:5] = b"abc"
+        f.write_at(8, b"yz")
+        assert os.listdir(tmp_path) == ([] if otmpfile else [os.path.basename(f.tmp or "")])
+    assert open(path, "rb").read() == b"\0\0abc\0\0\0yz"
+    assert os.listdir(tmp_path) == ["f.bin"]
+    with pytest.raises(gputex.OutputError, match=r"f\.bin/x: output folder .*f\.bin does not exist"):
+        AtomicFile(path + "/x")
+    with pytest.raises(gputex.OutputError, match=r": is a folder; cannot write the output there"):
+        AtomicFile(str(tmp_path))
+
+
+@pytest.mark.parametrize("level", [1, 19])
+def test_streamed_zstd_ktx2_equals_the_in_memory_writer(tmp_path, level):
+    """``--zstd``: levels compressed on threads and written as they finish, the index last; the
+    file is the in-memory writer's, and reads back to the levels the test made."""
+    from gputex.formats import get_format
+    from gputex.texfile import TextureFile, level_bytes
+
+    rng = np.random.default_rng(level)
+    tf = TextureFile(format=get_format("rgba8unorm-srgb"), width=300, height=70, levels=[b""] * 9,
+                     color_space="srgb", source="t")
+    tf.levels = [(rng.integers(0, 8, level_bytes(tf, i), np.uint8) * 3).tobytes() for i in range(9)]
+    path = str(tmp_path / "z.ktx2")
+    write_texture_file(tf, path, zstd=level)
+    with open(path, "rb") as f:
+        assert f.read() == b"".join(write_ktx2(tf, zstd=level))
+    assert [bytes(lv) for lv in read_texture_file(path).levels] == tf.levels
+    plain = str(tmp_path / "plain.ktx2")
+    with AtomicFile(plain) as f:  # the streamer without zstd: levels at the layout's offsets
+        stream_ktx2(tf, f)
+    with open(plain, "rb") as f:
+        assert f.read() == b"".join(write_ktx2(tf))
+    if KTX:
+        done = subprocess.run([KTX, "validate", path], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.gpu
+def test_upload_falls_back_to_the_whole_write_under_the_same_name(gpu, tmp_path, tmp_png, monkeypatch, rng):
+    """Where the file cannot be mapped, ``upload -o FOLDER`` writes it the other way, under the
+    name it reserved (not a second one), with the same bytes."""
+    from gputex.pipeline import Options
+    from gputex.run import upload_files
+
+    src = tmp_png(rng.integers(0, 256, (24, 40, 4), np.uint8), "in.png")
+    outs = []
+    for broken in (False, True):
+        out = tmp_path / f"out{int(broken)}"
+        out.mkdir()
+        with monkeypatch.context() as m:
+            if broken:
+                m.setattr(AtomicFile, "map", lambda self, size: (_ for _ in ()).throw(gputex.OutputError("no map")))
+            (r,) = upload_files([src], Options(mips=True, container="ktx2"), session=gpu, out=str(out))
+        assert r.ok and r.outputs == [str(out / "in.ktx2")], r.error
+        assert sorted(os.listdir(out)) == ["in.ktx2"]
+        outs.append((out / "in.ktx2").read_bytes())
+    assert outs[0] == outs[1]

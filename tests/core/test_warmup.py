@@ -1,0 +1,71 @@
+"""The rehearsal on the device thread (gputex.warmup): which first inputs get one, and that it
+leaves the real chain nothing to make (every pipeline cache hit)."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+from gputex.pipeline import MipOptions, Options, Result, upload_image
+from gputex.warmup import png_shape, rehearsal, shape_for
+
+
+def test_png_shape_reads_the_ihdr(tmp_png, tmp_path, rng):
+    assert png_shape(tmp_png(rng.integers(0, 256, (8, 32, 4), np.uint8), "a.png")) == (32, 8, 4, 8, "srgb")
+    assert png_shape(tmp_png(rng.integers(0, 65536, (5, 3), np.uint16), "b.png")) == (3, 5, 1, 16, "linear")
+    for name, chunk in (("e.png", b"gAMA"), ("f.png", b"tRNS")):  # another colour space, an added alpha
+        data = (tmp_path / "a.png").read_bytes()
+        extra = struct.pack(">I4s", 4, chunk) + bytes(4) + struct.pack(">I", zlib.crc32(chunk + bytes(4)))
+        (tmp_path / name).write_bytes(data[:33] + extra + data[33:])
+        assert png_shape(str(tmp_path / name)) is None
+    (tmp_path / "c.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x04\0\0\0\x04\x08\x03")  # palette
+    assert png_shape(str(tmp_path / "c.png")) is None
+    (tmp_path / "d.png").write_bytes(b"GIF89a" + bytes(40))
+    assert png_shape(str(tmp_path / "d.png")) is None
+    assert png_shape(str(tmp_path / "missing.png")) is None
+
+
+def test_rehearsal_only_where_it_meets_the_real_chain(tmp_png, rng):
+    pot = tmp_png(rng.integers(0, 256, (64, 128, 4), np.uint8), "pot.png")
+    odd = tmp_png(rng.integers(0, 256, (63, 128, 4), np.uint8), "odd.png")
+    assert rehearsal(Options(mips=True), pot) is not None
+    assert rehearsal(Options(mips=True), odd) is None  # another chain than a 64-pixel image's
+    assert rehearsal(Options(mips=False), pot) is None
+    assert rehearsal(Options(mips=True), "-") is None
+
+
+def test_the_rehearsal_image_keeps_the_long_side():
+    assert shape_for(8192, 8192) == (1, 8192) and shape_for(64, 4096) == (4096, 1) and shape_for(1, 1) == (1, 1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("h,w,channels,dtype", [
+    (256, 512, 4, np.uint8),
+    (128, 128, 1, np.uint16),
+    (64, 8192, 4, np.uint8),  # 14 levels: three passes of the single-pass chain, each its own pipeline
+])
+def test_after_a_rehearsal_the_real_chain_makes_no_pipeline(gpu, tmp_png, rng, h, w, channels, dtype):
+    from gputex.decode import decode
+    from gputex.device import Session
+
+    top = 255 if dtype == np.uint8 else 65535
+    path = tmp_png(rng.integers(0, top + 1, (h, w, channels), dtype).squeeze(), "in.png")
+    opts = Options(mips=True, mip_options=MipOptions(filter="box"))
+    session = Session()  # fresh caches
+    run = rehearsal(opts, path)
+    assert run is not None
+    run(session)
+    before = {name: c.stats() for name, c in session.caches().items()}
+    assert before, "the rehearsal made nothing"
+    tex = upload_image(session, decode(path), opts, Result(path))
+    try:
+        assert tex.levels == max(w, h).bit_length()
+        after = {name: c.stats() for name, c in session.caches().items()}
+        grown = {n: (before.get(n, {}).get("misses", 0), s["misses"]) for n, s in after.items()
+                 if s["misses"] != before.get(n, {}).get("misses", 0)}
+        assert not grown, f"caches that missed after the rehearsal: {grown}"
+    finally:
+        tex.destroy()
