@@ -151,6 +151,15 @@ _SETTINGS = {
              "BC7_REFINE": "4u", "BC7_P1_TOP": "64u", "BC6_MODE10": "true"},
 }
 
+#: BC6H's WGSL constants per quality: the modes tried (bit m - 1: mode m), how many of the 32
+#: two-region partitions (best-ranked) the two-region modes are tried on, least-squares refits
+#: (see the module docstring)
+_BC6H = {
+    "fast": {"BC6_MODES": "0x3c00u", "BC6_PARTS": "0u", "BC6_REFINE": "1u"},
+    "normal": {"BC6_MODES": "0x3fffu", "BC6_PARTS": "2u", "BC6_REFINE": "2u"},
+    "best": {"BC6_MODES": "0x3fffu", "BC6_PARTS": "8u", "BC6_REFINE": "4u"},
+}
+
 _BODY = {
     1: "let c = encode_color(alpha_mask());\n    out[w] = c.x;\n    out[w + 1u] = c.y;",
     3: ("let a = encode_ramp(3u);\n    out[w] = a.x;\n    out[w + 1u] = a.y;\n"
@@ -160,7 +169,7 @@ _BODY = {
     # calls ran at 420 MP/s against BC4's 2580)
     5: ("for (var c = 0u; c < 2u; c++) {\n        let r = encode_ramp(c);\n        out[w + 2u * c] = r.x;\n"
         "        out[w + 2u * c + 1u] = r.y;\n    }"),
-    6: ("var b = encode_bc6h();\n    MODE10\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
+    6: ("let b = encode_bc6h();\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
         "    out[w + 3u] = b.w;"),
     7: ("var b = encode_bc7_mode6();\n    let b1 = encode_bc7_mode1();\n    if (m1_err < m6_err) {\n"
         "        b = b1;\n    }\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
@@ -239,11 +248,11 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
     types = {"true": "bool", "false": "bool"}
     head = "".join(f"const {k}: {types.get(v, 'u32' if v.endswith('u') else 'f32' if '.' in v else 'i32')} = {v};\n"
                    for k, v in sorted(consts.items()))
-    body = _BODY[kind]
-    if kind == 6:  # BC6H: mode 10 (two regions) tried too at the qualities that have it
-        body = body.replace("MODE10", "let b10 = encode_bc6h_mode10();\n    if (m10_err < m11_err) {\n"
-                            "        b = b10;\n    }" if _SETTINGS[quality]["BC6_MODE10"] == "true" else "")
-    code = head + load_wgsl("bc_encode.wgsl", ENCODE_BLOCK=body)
+    if kind == 6:
+        from .bc6h import wgsl_tables
+
+        head += "".join(f"const {k}: u32 = {v};\n" for k, v in sorted(_BC6H[quality].items())) + wgsl_tables()
+    code = head + load_wgsl("bc_encode.wgsl", ENCODE_BLOCK=_BODY[kind])
     if kind in (1, 3):
         code += load_wgsl("bc_color.wgsl")
     if kind in (3, 4, 5):
@@ -251,9 +260,7 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
     if kind == 7:
         code += load_wgsl("bc7_mode6.wgsl") + load_wgsl("bc7_mode1.wgsl")
     if kind == 6:
-        code += load_wgsl("bc6h_mode11.wgsl")
-        if _SETTINGS[quality]["BC6_MODE10"] == "true":
-            code += load_wgsl("bc6h_mode10.wgsl")
+        code += load_wgsl("bc6h_encode.wgsl")
     return code
 
 
@@ -278,6 +285,9 @@ def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, sr
             {"binding": 1, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.storage}},
             {"binding": 2, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.uniform}},
         ]
+        if kind == 6:  # BC6H's header layouts (bc6h.layout_words)
+            entries.append({"binding": 3, "visibility": s,
+                            "buffer": {"type": wgpu.BufferBindingType.read_only_storage}})
         device = session.device
         code = shader_source(kind, signed, quality, src_srgb, src_round)
         module = session.check(f"compile the BC{kind} encoder", device.create_shader_module, code=code,
@@ -291,6 +301,19 @@ def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, sr
 
     pipe, bgl = session.cache(PIPELINES).get(key, make)
     return pipe, bgl, spent
+
+
+def _bc6h_layout(session):
+    """The read-only storage buffer of BC6H's header layouts (one per session)."""
+    import wgpu
+
+    from .bc6h import layout_words
+    from .kernels import PIPELINES
+
+    words = layout_words()
+    data = struct.pack(f"<{len(words)}I", *words)
+    return session.cache(PIPELINES).get(("bc6h-layout",), lambda: session.device.create_buffer_with_data(
+        data=data, usage=wgpu.BufferUsage.STORAGE))
 
 
 def _check_source(tex: Texture, fmt) -> None:
@@ -351,6 +374,7 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
         raise LimitError(f"{tex.source}: level 0 of {fmt.name} needs a {max(sizes)}-byte storage buffer; the "
                          f"device's max-storage-buffer-binding-size is {biggest}")
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+    extra = [{"binding": 3, "resource": {"buffer": _bc6h_layout(session)}}] if kind == 6 else []
     buf = None
     query = _timestamps(session, tex.levels) if measure else None
     try:
@@ -366,7 +390,7 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
                 {"binding": 0, "resource": tex.texture.create_view(dimension="2d-array", base_mip_level=level,
                                                                    mip_level_count=1)},
                 {"binding": 1, "resource": {"buffer": buf, "offset": offsets[level], "size": sizes[level]}},
-                {"binding": 2, "resource": {"buffer": session.uniform(prm)}}])
+                {"binding": 2, "resource": {"buffer": session.uniform(prm)}}] + extra)
             ts = query.next() if query else None
             cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
             cpass.set_pipeline(pipe)
