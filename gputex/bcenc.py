@@ -110,6 +110,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .errors import FormatError, LimitError, UsageError
@@ -237,8 +238,10 @@ def check_options(fmt_name: str, *, normal_map: bool = False, alpha: str = "weig
     return None
 
 
-def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool) -> str:
-    """The specialised WGSL of one encoder pipeline."""
+def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool,
+                  bc6h_modes: int | None = None) -> str:
+    """The specialised WGSL of one encoder pipeline (``bc6h_modes``: :func:`encode_levels`'s, as a
+    bit mask, bit m - 1 for mode m)."""
     from .kernels import load_wgsl
 
     consts = dict(_SETTINGS[quality], KIND=f"{kind}u", SIGNED=str(signed).lower(),
@@ -251,7 +254,8 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
     if kind == 6:
         from .bc6h import wgsl_tables
 
-        head += "".join(f"const {k}: u32 = {v};\n" for k, v in sorted(_BC6H[quality].items())) + wgsl_tables()
+        bc6 = dict(_BC6H[quality], **({"BC6_MODES": f"{bc6h_modes:#x}u"} if bc6h_modes else {}))
+        head += "".join(f"const {k}: u32 = {v};\n" for k, v in sorted(bc6.items())) + wgsl_tables()
     code = head + load_wgsl("bc_encode.wgsl", ENCODE_BLOCK=_BODY[kind])
     if kind in (1, 3):
         code += load_wgsl("bc_color.wgsl")
@@ -264,7 +268,8 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
     return code
 
 
-def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool):
+def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool,
+              bc6h_modes: int | None = None):
     """(pipeline, bind group layout, seconds spent creating it: 0 when cached)."""
     import time
 
@@ -272,7 +277,7 @@ def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, sr
 
     from .kernels import PIPELINES
 
-    key = ("bc-encode", kind, signed, quality, src_srgb, src_round)
+    key = ("bc-encode", kind, signed, quality, src_srgb, src_round, bc6h_modes)
     spent = 0.0
 
     def make():
@@ -289,7 +294,7 @@ def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, sr
             entries.append({"binding": 3, "visibility": s,
                             "buffer": {"type": wgpu.BufferBindingType.read_only_storage}})
         device = session.device
-        code = shader_source(kind, signed, quality, src_srgb, src_round)
+        code = shader_source(kind, signed, quality, src_srgb, src_round, bc6h_modes)
         module = session.check(f"compile the BC{kind} encoder", device.create_shader_module, code=code,
                                label=f"bc{kind}_encode_{quality}")
         bgl = device.create_bind_group_layout(entries=entries)
@@ -331,10 +336,12 @@ def _check_source(tex: Texture, fmt) -> None:
                           "textures without texture-compression-bc-sliced-3d)")
 
 
-def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
-                  measure: bool = False) -> tuple[Texture, EncodeReport]:
+def encode_levels(tex: Texture, format: str, quality: str = "normal", *, measure: bool = False,
+                  bc6h_modes: Iterable[int] | None = None) -> tuple[Texture, EncodeReport]:
     """:func:`encode_blocks`, also returning an :class:`EncodeReport` (with ``measure``: GPU
-    time from timestamp queries where the device has them; the call waits for the GPU)."""
+    time from timestamp queries where the device has them; the call waits for the GPU).
+    ``bc6h_modes`` (BC6H only; tests and tuning): the modes tried (1-14) instead of the
+    quality's (its partition count and refits stay)."""
     import wgpu
 
     from .formats import get_format
@@ -356,9 +363,16 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
                                "give linear data (float images are; --color-space linear for others)")
     session, device = tex.session, tex.session.device
     kind, words = ENCODERS[fmt.name]
+    mask = None
+    if bc6h_modes is not None:
+        modes = sorted(set(bc6h_modes))
+        if kind != 6 or not modes or not set(modes) <= set(range(1, 15)):
+            raise FormatError(f"{tex.source}: bc6h_modes={modes} with {fmt.name}: BC6H modes are 1-14, "
+                              "for bc6h-rgb-ufloat/float only")
+        mask = sum(1 << (m - 1) for m in modes)
     src_round = tex.format.kind == "unorm" and tex.format.bits == 8
     signed = fmt.kind in ("snorm", "float")  # bc4/bc5 snorm, bc6h-rgb-float
-    pipe, bgl, compile_s = _pipeline(session, kind, signed, quality, tex.format.srgb, src_round)
+    pipe, bgl, compile_s = _pipeline(session, kind, signed, quality, tex.format.srgb, src_round, mask)
     report = EncodeReport(fmt.name, quality, compile_s)
     out = create_texture(session, fmt, tex.width, tex.height, layers=tex.layers, levels=tex.levels,
                          usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC
