@@ -110,12 +110,13 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .errors import FormatError, LimitError, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from .texture import Texture
 
 __all__ = ["EncodeUsageError", "encode_blocks", "encode_levels", "psnr_report", "kind_of", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
