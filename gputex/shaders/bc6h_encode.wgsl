@@ -139,7 +139,14 @@ fn bc6_line(mask: u32, anchor: u32) -> Bc6Line {
             c2 += d * d.z;
         }
     }
-    var axis = hi - lo;
+    // start from the covariance column of the widest channel (the bounding box's diagonal is
+    // perpendicular to some lines: (1, -1, 0) from (1, 1, 0), and the iteration stays put)
+    var axis = c0;
+    if (c1.y > max(c0.x, c2.z)) {
+        axis = c1;
+    } else if (c2.z > c0.x) {
+        axis = c2;
+    }
     for (var it = 0u; it < POWER_ITERS; it++) {
         let v = c0 * axis.x + c1 * axis.y + c2 * axis.z;
         let m = max(abs(v.x), max(abs(v.y), abs(v.z)));
