@@ -95,11 +95,12 @@ def mode_words() -> list[int]:
             | int(m.transformed) << 25 | int(m.regions == 2) << 26 for m in MODES]
 
 
-def layout_words() -> list[int]:
-    """Every mode's header layout, 84 bytes a mode (field << 4 | bit, four to a u32): the
-    read-only storage buffer ``bc6_layout`` of ``bc6h_encode.wgsl`` (a private array of this
-    size made lavapipe's loops end early in some lanes: garbage blocks)."""
-    words = []
+def layout_words(modes: int = 0) -> list[int]:
+    """The read-only storage buffer ``bc6_layout`` of ``bc6h_encode.wgsl``: the mask of modes
+    tried (0: the quality's), then every mode's header layout, 84 bytes a mode (field << 4 |
+    bit, four to a u32). A buffer, not a WGSL array: the mask changes no pipeline, and the
+    table is read where it is needed."""
+    words = [modes]
     for m in MODES:
         bits = layout_bits(m)
         words += [sum((f << 4 | b) << (8 * k) for k, (f, b) in enumerate(bits[i:i + 4])) for i in range(0, 84, 4)]

@@ -239,10 +239,8 @@ def check_options(fmt_name: str, *, normal_map: bool = False, alpha: str = "weig
     return None
 
 
-def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool,
-                  bc6h_modes: int | None = None) -> str:
-    """The specialised WGSL of one encoder pipeline (``bc6h_modes``: :func:`encode_levels`'s, as a
-    bit mask, bit m - 1 for mode m)."""
+def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool) -> str:
+    """The specialised WGSL of one encoder pipeline."""
     from .kernels import load_wgsl
 
     consts = dict(_SETTINGS[quality], KIND=f"{kind}u", SIGNED=str(signed).lower(),
@@ -255,8 +253,7 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
     if kind == 6:
         from .bc6h import wgsl_tables
 
-        bc6 = dict(_BC6H[quality], **({"BC6_MODES": f"{bc6h_modes:#x}u"} if bc6h_modes else {}))
-        head += "".join(f"const {k}: u32 = {v};\n" for k, v in sorted(bc6.items())) + wgsl_tables()
+        head += "".join(f"const {k}: u32 = {v};\n" for k, v in sorted(_BC6H[quality].items())) + wgsl_tables()
     code = head + load_wgsl("bc_encode.wgsl", ENCODE_BLOCK=_BODY[kind])
     if kind in (1, 3):
         code += load_wgsl("bc_color.wgsl")
@@ -269,8 +266,7 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
     return code
 
 
-def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool,
-              bc6h_modes: int | None = None):
+def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, src_round: bool):
     """(pipeline, bind group layout, seconds spent creating it: 0 when cached)."""
     import time
 
@@ -278,7 +274,7 @@ def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, sr
 
     from .kernels import PIPELINES
 
-    key = ("bc-encode", kind, signed, quality, src_srgb, src_round, bc6h_modes)
+    key = ("bc-encode", kind, signed, quality, src_srgb, src_round)
     spent = 0.0
 
     def make():
@@ -295,7 +291,7 @@ def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, sr
             entries.append({"binding": 3, "visibility": s,
                             "buffer": {"type": wgpu.BufferBindingType.read_only_storage}})
         device = session.device
-        code = shader_source(kind, signed, quality, src_srgb, src_round, bc6h_modes)
+        code = shader_source(kind, signed, quality, src_srgb, src_round)
         module = session.check(f"compile the BC{kind} encoder", device.create_shader_module, code=code,
                                label=f"bc{kind}_encode_{quality}")
         bgl = device.create_bind_group_layout(entries=entries)
@@ -309,16 +305,17 @@ def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, sr
     return pipe, bgl, spent
 
 
-def _bc6h_layout(session):
-    """The read-only storage buffer of BC6H's header layouts (one per session)."""
+def _bc6h_layout(session, modes: int):
+    """The read-only storage buffer of BC6H's modes tried and header layouts (one per session
+    and ``modes``: :func:`gputex.bc6h.layout_words`)."""
     import wgpu
 
     from .bc6h import layout_words
     from .kernels import PIPELINES
 
-    words = layout_words()
+    words = layout_words(modes)
     data = struct.pack(f"<{len(words)}I", *words)
-    return session.cache(PIPELINES).get(("bc6h-layout",), lambda: session.device.create_buffer_with_data(
+    return session.cache(PIPELINES).get(("bc6h-layout", modes), lambda: session.device.create_buffer_with_data(
         data=data, usage=wgpu.BufferUsage.STORAGE))
 
 
@@ -364,7 +361,7 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *, measure
                                "give linear data (float images are; --color-space linear for others)")
     session, device = tex.session, tex.session.device
     kind, words = ENCODERS[fmt.name]
-    mask = None
+    mask = 0
     if bc6h_modes is not None:
         modes = sorted(set(bc6h_modes))
         if kind != 6 or not modes or not set(modes) <= set(range(1, 15)):
@@ -373,7 +370,7 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *, measure
         mask = sum(1 << (m - 1) for m in modes)
     src_round = tex.format.kind == "unorm" and tex.format.bits == 8
     signed = fmt.kind in ("snorm", "float")  # bc4/bc5 snorm, bc6h-rgb-float
-    pipe, bgl, compile_s = _pipeline(session, kind, signed, quality, tex.format.srgb, src_round, mask)
+    pipe, bgl, compile_s = _pipeline(session, kind, signed, quality, tex.format.srgb, src_round)
     report = EncodeReport(fmt.name, quality, compile_s)
     out = create_texture(session, fmt, tex.width, tex.height, layers=tex.layers, levels=tex.levels,
                          usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC
@@ -389,7 +386,7 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *, measure
         raise LimitError(f"{tex.source}: level 0 of {fmt.name} needs a {max(sizes)}-byte storage buffer; the "
                          f"device's max-storage-buffer-binding-size is {biggest}")
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
-    extra = [{"binding": 3, "resource": {"buffer": _bc6h_layout(session)}}] if kind == 6 else []
+    extra = [{"binding": 3, "resource": {"buffer": _bc6h_layout(session, mask)}}] if kind == 6 else []
     buf = None
     query = _timestamps(session, tex.levels) if measure else None
     try:

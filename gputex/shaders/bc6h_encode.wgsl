@@ -296,7 +296,7 @@ fn bc6_pack(m: u32, c: u32) -> vec4<u32> {
     var bits = vec4<u32>(0u);
     let head = select(65u, 82u, two);
     for (var j = 0u; j < 82u; j++) {
-        let f = (bc6_layout[m * 21u + (j >> 2u)] >> (8u * (j & 3u))) & 255u;
+        let f = (bc6_layout[1u + m * 21u + (j >> 2u)] >> (8u * (j & 3u))) & 255u;
         bits = bc6_put(bits, j, 1u, select(0u, (vals[f >> 4u] >> (f & 15u)) & 1u, j < head));
     }
     let anchor = select(0u, BC6_A2[min(c, 31u)], two);
@@ -360,6 +360,7 @@ fn encode_bc6h() -> vec4<u32> {
     var best_err = 1e30;
     var best_m = 10u;
     var best_c = 32u;
+    let modes = select(BC6_MODES, bc6_layout[0], bc6_layout[0] != 0u);  // bcenc's bc6h_modes
     for (var km = 0u; km < 14u * (BC6_PARTS + 1u); km++) {
         let k = km / 14u;
         let m = km % 14u;
@@ -367,7 +368,7 @@ fn encode_bc6h() -> vec4<u32> {
         let c = select(cand_p[min(slot, 7u)], 32u, k == 0u);
         let two = c < 32u;
         let d = bc6_mode_desc(m);
-        let tried = k <= ncand && ((BC6_MODES >> m) & 1u) != 0u && (((d >> 26u) & 1u) != 0u) == two;
+        let tried = k <= ncand && ((modes >> m) & 1u) != 0u && (((d >> 26u) & 1u) != 0u) == two;
         for (var j = 0u; j < 4u; j++) {
             fe[j] = cand_e[4u * slot + j];
         }
