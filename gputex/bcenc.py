@@ -10,7 +10,7 @@ texture, so ``capture`` (which decodes it), ``compare`` and the texture-file wri
 as they take any texture.
 
 Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.wgsl``,
-``bc6h_mode11.wgsl``, ``bc6h_mode10.wgsl``):
+``bc6h_encode.wgsl`` with the mode tables of :mod:`gputex.bc6h`):
 
 * colour (BC1, BC3's colour half): endpoints from the principal axis of the block's colours
   (power iteration on the covariance), least-squares refits of the endpoints against the
@@ -30,15 +30,25 @@ Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.w
   subsets, RGB, 3-bit indices): the 64 partitions ranked by how far their subsets' texels lie
   from each subset's principal line, the best-ranked fitted in full the same way. The other
   modes (0, 2, 3, 4, 5, 7: three subsets, separate alpha, 2-bit indices) are not tried.
-* BC6H: mode 11 (one region, 10-bit endpoints, 4-bit indices), fitted on the half-float bit
-  patterns read as sign and magnitude (where the decoder interpolates; ``bc6h_mode11.wgsl``);
-  at ``best`` also mode 10 (two regions from the 32 partitions, all fitted, 6-bit endpoints,
-  3-bit indices; ``bc6h_mode10.wgsl``), the lower error wins. The delta-coded modes (1-9,
-  12-14) are not tried. The endpoints are held inside the block's (region's) per-channel
-  range: in ``bc6h-rgb-float`` blocks whose values cross zero the bit patterns form two
-  clusters far apart, and a line fitted through them extrapolated (astronaut in linear light
-  x 8 - 2: RMS error 36, a texel of 1.32 decoded as 7460; held inside: RMS 0.137 at ``fast``
-  and ``normal``, 0.111 at ``best`` with mode 10; unsigned x 8: 0.0567 and 0.0544).
+* BC6H: all fourteen modes from one shader: the one-region modes 11 (10-bit endpoints) and
+  12, 13, 14 (11, 12, 16 bits, the second endpoint a 9, 8, 4-bit signed delta), the
+  two-region modes 10 (6-bit endpoints) and 1-9 (7 to 11 bits, three deltas of 4 to 6 bits
+  per channel), signed and unsigned. The error is measured on the half-float bit patterns
+  read as sign and magnitude (relative, as HDR wants); endpoints are fitted where the decoder
+  interpolates (those integers x 64/31, signed 32/31). Per region layout (the whole block;
+  the partitions ranked by how far their regions' texels lie from each region's principal
+  line) one line fit per region, endpoints held inside the region's per-channel range (in
+  ``bc6h-rgb-float`` blocks whose values cross zero the bit patterns form two clusters far
+  apart, and a line through them extrapolated: a texel of 1.32 decoded as 7460), oriented so
+  each anchor texel is nearer its region's first endpoint (its index's top bit is implicit).
+  Then per mode: quantise, clamp each delta from w into its field (a valid block that fits
+  less well rather than none), nearest palette entries, least-squares refits while the error
+  falls; the lowest error wins. The header bit layouts are a table (``bc6h.layout_words``, a
+  storage buffer) read by one packing loop; every mode is checked bit-exact against
+  lavapipe's decoder and texture2ddecoder (``tests/encode/test_bc6h.py``). Every loop in
+  ``bc6h_encode.wgsl`` has a constant trip count (a run-time bound is a guard inside): with
+  bounds computed at run time lavapipe (LLVM 15) ran the packing loops once in some lanes,
+  which wrote garbage blocks.
 
 Quality levels (``quality=``; the CLI's ``--quality``; also 0, 1, 2):
 
@@ -55,14 +65,21 @@ best      colour: as normal, cluster fit repeated along the found endpoints' axi
           steps), the 6-value mode for every block
 ========  ===============================================================================
 
-BC6H ``best``: mode 10 as well (above).
+BC6H (``_BC6H``): ``fast`` tries the one-region modes 11-14 with 1 refit; ``normal`` all 14
+modes, the two-region ones on the 2 best-ranked partitions, 2 refits; ``best`` all 14 on the
+best 8, 4 refits. RMS error of lavapipe's decode (128^2, ``test_bc6h.py``), against the
+mode-11-only (``fast``, ``normal``) and mode-10/11 (``best``) encoder this replaced: HDR sky
+gradient 0.0106 / 0.0102 / 0.0102 against 0.0166; astronaut linearised x 16: 0.111 / 0.092 /
+0.090 against 0.114 / 0.114 / 0.108 (ISPC's BC6H ``veryslow``, ispc-texcomp: 0.092, its
+``basic`` 0.093); signed (x 8 - 2, crossing zero): 0.136 / 0.111 / 0.108 against 0.137 /
+0.137 / 0.111. ``fast`` gains little on photos: the delta modes that help them have two regions,
+and ranking the 32 partitions is most of ``normal``'s cost.
 
 BC7: ``fast`` fits mode 1 on the best-ranked partition with 1 refit, ``normal`` on the best
 4 with 2 refits, ``best`` on all 64 with 4 refits (mode 6 with the same refits). Fitting all 64
 rather than the best-ranked 16 is what put ``best`` past bc7enc-py's uber level 4 on the H200
 (photos 45.68 against 45.47 dB, 4096^2 composite 44.29 against 43.97, at 79 MP/s; with 16:
-45.29 against 45.47): the ranking misjudges textured blocks (grass +0.26 dB, gravel +0.30). BC6H:
-1, 2 and 4 refits.
+45.29 against 45.47): the ranking misjudges textured blocks (grass +0.26 dB, gravel +0.30).
 
 What decided it (``benchmarks/bc.py`` on 2-core lavapipe, RGB PSNR by texture2ddecoder):
 cluster fit is what lifts BC1/BC3 ``normal`` above bc7enc-py's default (level 10) on the
@@ -86,7 +103,7 @@ source's [0, 1] as [-1, 1] (``2 x - 1``: how normal maps are stored in unorm ima
 Compile cost (lavapipe compiles WGSL with LLVM): each pipeline is specialised by substituting
 ``const`` values (format kind, source conversion, quality) into the WGSL text and holds only
 the functions its format needs, and a function called for several cases (BC1's four- and
-three-colour fits, BC7 mode 1's and BC6H mode 10's two subsets, BC5's two halves) is called
+three-colour fits, BC7 mode 1's and BC6H's two regions and fourteen modes, BC5's two halves) is called
 from one loop so that one copy of it is inlined: cold compile + first run on 256^2 with
 ``MESA_SHADER_CACHE_DISABLE=true`` on the 2-core machine (load 6-13 from other jobs) went from
 16 to 4.8 s (BC1 best), 13.5 to 8.6 s (BC7 best), 20.6 to 10.8 s (BC6H signed best); every
