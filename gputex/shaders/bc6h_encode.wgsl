@@ -35,6 +35,7 @@ var<private> qe: array<vec3<i32>, 4>;      // the same quantised (absolute value
 var<private> cur: array<u32, 2>;           // the trial's indices, 4 bits a texel
 var<private> best_q: array<vec3<i32>, 4>;  // the best trial's qe and cur
 var<private> best_i: array<u32, 2>;
+var<private> best_err: f32;
 var<private> cand_p: array<u32, 8>;        // best-ranked partitions, their residuals and line fits
 var<private> cand_r: array<f32, 8>;
 var<private> cand_e: array<vec3<f32>, 36>; // 4 per partition; 32..35: the whole block's
@@ -263,6 +264,62 @@ fn bc6_refit(c: u32, r: u32, four: bool) {
 
 // bits with the n-bit value v put at bit pos (the words picked by select: written through a
 // dynamic index into a private array, lavapipe packed garbage in some lanes)
+// whether qe (endpoints 0..2 nreg - 1) is storable in mode descriptor d: every endpoint in the
+// precision's range, and in the transformed modes every delta from w in its field
+fn bc6_storable(d: u32, two: bool) -> bool {
+    let p = d & 31u;
+    var top = select((1 << p) - 1, (1 << (p - 1u)) - 1, SIGNED);
+    if (p >= 16u) {
+        top = select(65535, 32767, SIGNED);
+    }
+    let bottom = select(0, -top, SIGNED);
+    let bits = vec3<u32>((d >> 5u) & 31u, (d >> 10u) & 31u, (d >> 15u) & 31u);
+    let dtop = vec3<i32>((vec3<u32>(1u) << (bits - vec3<u32>(1u))) - vec3<u32>(1u));
+    let transformed = ((d >> 25u) & 1u) != 0u;
+    var ok = true;
+    for (var j = 0u; j < 4u; j++) {
+        let used = j < 2u || two;
+        let e = qe[j];
+        ok = ok && (!used || (all(e >= vec3<i32>(bottom)) && all(e <= vec3<i32>(top))));
+        let dv = e - qe[0];
+        ok = ok && (!used || j == 0u || !transformed || (all(dv >= -dtop - vec3<i32>(1)) && all(dv <= dtop)));
+    }
+    return ok;
+}
+
+// BC6_PERTURB passes over the best block's endpoints: each channel of each endpoint moved by one
+// step either way, kept when the block stays storable and its error falls
+fn bc6_perturb(m: u32, c: u32) {
+    let d = bc6_mode_desc(m);
+    let two = ((d >> 26u) & 1u) != 0u;
+    for (var sweep = 0u; sweep < BC6_PERTURB; sweep++) {
+        for (var k = 0u; k < 24u; k++) {
+            let j = k / 6u;
+            let ch = (k >> 1u) % 3u;
+            for (var i = 0u; i < 4u; i++) {
+                qe[i] = best_q[i];
+            }
+            qe[j][ch] += select(-1, 1, (k & 1u) != 0u);
+            if ((j < 2u || two) && bc6_storable(d, two)) {
+                cur[0] = 0u;
+                cur[1] = 0u;
+                var err = 0.0;
+                for (var r = 0u; r < 2u; r++) {
+                    err += bc6_eval(c, r, d & 31u, !two);
+                }
+                if (err < best_err) {
+                    best_err = err;
+                    for (var i = 0u; i < 4u; i++) {
+                        best_q[i] = qe[i];
+                    }
+                    best_i[0] = cur[0];
+                    best_i[1] = cur[1];
+                }
+            }
+        }
+    }
+}
+
 fn bc6_put(bits: vec4<u32>, pos: u32, n: u32, v: u32) -> vec4<u32> {
     let w = vec4<u32>(pos >> 5u);
     let o = pos & 31u;
@@ -357,7 +414,7 @@ fn encode_bc6h() -> vec4<u32> {
         }
     }
     // every mode tried on its layouts: the whole block first, then the ranked partitions
-    var best_err = 1e30;
+    best_err = 1e30;
     var best_m = 10u;
     var best_c = 32u;
     let modes = select(BC6_MODES, bc6_layout[0], bc6_layout[0] != 0u);  // bcenc's bc6h_modes
@@ -404,5 +461,6 @@ fn encode_bc6h() -> vec4<u32> {
             }
         }
     }
+    bc6_perturb(best_m, best_c);
     return bc6_pack(best_m, best_c);
 }
