@@ -177,8 +177,9 @@ _SETTINGS = {
 }
 
 #: BC6H's WGSL constants per quality: the modes tried (bit m - 1: mode m), how many of the 32
-#: two-region partitions (best-ranked) the two-region modes are tried on, least-squares refits
-#: (see the module docstring)
+#: two-region partitions (best-ranked) the two-region modes are tried on, least-squares refits,
+#: endpoint-search passes on the winner (see the module docstring). ``_SETTINGS``' BC6_MODE10
+#: is no longer read.
 _BC6H = {
     "fast": {"BC6_MODES": "0x3c00u", "BC6_PARTS": "0u", "BC6_REFINE": "1u", "BC6_PERTURB": "0u"},
     "normal": {"BC6_MODES": "0x3fffu", "BC6_PARTS": "2u", "BC6_REFINE": "2u", "BC6_PERTURB": "1u"},
