@@ -68,18 +68,19 @@ best      colour: as normal, cluster fit repeated along the found endpoints' axi
 BC6H (``_BC6H``): ``fast`` tries the one-region modes 11-14 with 1 refit; ``normal`` all 14
 modes, the two-region ones on the 2 best-ranked partitions, 2 refits, then one pass of endpoint
 search on the winner (each channel of each endpoint one quantisation step either way, kept
-while the error falls and the block stays storable); ``best`` all 14 on the best 8, 4 refits,
-2 search passes. RMS error of lavapipe's decode (128^2 crops, ``test_bc6h.py``) against the
-same search restricted to mode 11 (``fast``, ``normal``) and modes 10/11 (``best``), as the
-encoder this replaced did, without the endpoint search: HDR sky
-gradient 0.0106 / 0.0098 / 0.0096 against 0.0166; astronaut linearised x 16: 0.111 / 0.091 /
-0.088 against 0.114 / 0.114 / 0.108; with noise on the gradient, ISPC's BC6H (ispc-texcomp
-``veryslow``) 0.01465 and 0.0919 on the astronaut, gputex ``best`` 0.01450 and 0.0884. Signed
-(x 8 - 2, crossing zero): 0.136 / 0.113 / 0.114 against 0.137 / 0.137 / 0.111 (``best`` lowers
-the half-float bit error, which is what it measures, while the linear RMS rises a little).
-``fast`` gains little on photos: the delta modes that help them have two regions, and ranking
-the 32 partitions is most of ``normal``'s cost (lavapipe, 256^2: fast 0.03 s, normal 0.4 s,
-best 0.6-1.2 s under load).
+while the error falls, the block stays storable and the endpoint within a step of its region's
+range: moved outside, it lowered the half-float bit error of signed blocks crossing zero while
+bright texels decoded several times too bright, RMS 0.22 -> 0.26 on the astronaut x 8 - 2);
+``best`` all 14 on the best 8, 4 refits, 2 search passes. RMS error of lavapipe's decode
+(128^2 crops, ``test_bc6h.py``) against the same search restricted to mode 11 (``fast``,
+``normal``) and modes 10/11 (``best``), as the encoder this replaced did, without the endpoint
+search: HDR sky gradient 0.0106 / 0.0098 / 0.0097 against 0.0166; astronaut linearised x 16:
+0.111 / 0.091 / 0.089 against 0.114 / 0.114 / 0.108; signed (x 8 - 2, crossing zero): 0.136 /
+0.112 / 0.108 against 0.137 / 0.137 / 0.111. With noise on the gradient, ISPC's BC6H
+(ispc-texcomp ``veryslow``) 0.01465 and 0.0919 on the astronaut, gputex ``best`` 0.01463 and
+0.0886. ``fast`` gains little on photos: the delta modes that help them have two regions, and
+ranking the 32 partitions is most of ``normal``'s cost (lavapipe, 256^2: fast 0.03 s, normal
+0.4 s, best 0.6-1.2 s under load).
 
 BC7: ``fast`` fits mode 1 on the best-ranked partition with 1 refit, ``normal`` on the best
 4 with 2 refits, ``best`` on all 64 with 4 refits (mode 6 with the same refits). Fitting all 64

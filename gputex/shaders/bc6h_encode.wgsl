@@ -287,8 +287,29 @@ fn bc6_storable(d: u32, two: bool) -> bool {
     return ok;
 }
 
+// whether endpoint j of qe (unquantized) lies within its region's range, give or take one step
+// (the fits' rule: in signed blocks crossing zero an endpoint moved outside lowers the error on
+// half-float bit patterns while a bright texel decodes several times too bright)
+fn bc6_inside(c: u32, j: u32, p: u32) -> bool {
+    let scale = bc6_scale();
+    let mask = bc6_mask(c, j >> 1u);
+    var lo = vec3<f32>(1e30);
+    var hi = vec3<f32>(-1e30);
+    for (var t = 0u; t < 16u; t++) {
+        if (((mask >> t) & 1u) != 0u) {
+            lo = min(lo, hv[t] * scale);
+            hi = max(hi, hv[t] * scale);
+        }
+    }
+    let step = f32(1u << (16u - min(p, 16u)));
+    let e = qe[j];
+    let u = vec3<f32>(f32(bc6_unq(e.x, p)), f32(bc6_unq(e.y, p)), f32(bc6_unq(e.z, p)));
+    return all(u >= lo - vec3<f32>(step)) && all(u <= hi + vec3<f32>(step));
+}
+
 // BC6_PERTURB passes over the best block's endpoints: each channel of each endpoint moved by one
-// step either way, kept when the block stays storable and its error falls
+// step either way, kept when the block stays storable, the endpoint inside its region's range
+// (bc6_inside) and the error falls
 fn bc6_perturb(m: u32, c: u32) {
     let d = bc6_mode_desc(m);
     let two = ((d >> 26u) & 1u) != 0u;
@@ -300,7 +321,7 @@ fn bc6_perturb(m: u32, c: u32) {
                 qe[i] = best_q[i];
             }
             qe[j][ch] += select(-1, 1, (k & 1u) != 0u);
-            if ((j < 2u || two) && bc6_storable(d, two)) {
+            if ((j < 2u || two) && bc6_storable(d, two) && bc6_inside(c, j, d & 31u)) {
                 cur[0] = 0u;
                 cur[1] = 0u;
                 var err = 0.0;
