@@ -24,6 +24,13 @@ A library that is not installed gets "-" with the reason in the header. BC7: bc7
 weights (``m_perceptual = False``, weights 1, 1, 1, 1) at uber level 0 (its default) and 4 (its
 slowest).
 
+BC6H: a table of its own after the others, on the same image sets in linear light (x^2.2)
+scaled to 0..16 (``bc6h-rgb-ufloat``) and to -2..6 (``bc6h-rgb-float``: blocks crossing zero):
+MP/s and the RMS error of the values and of their log2, decoded by the adapter's texture unit
+(texture2ddecoder's BC6H decode is 8-bit and clamped to [0, 1]), beside ISPC's BC6H encoder
+(``pip install ispc-texcomp``: a binary wheel, unsigned only) at veryfast, basic and veryslow;
+``--no-bc6h`` skips it.
+
 Tuning: ``benchmarks/bc_tune.py`` runs variants of a quality's WGSL constants side by side;
 ``benchmarks/results/bc-h200-*.txt`` holds H200 runs of this script.
 
