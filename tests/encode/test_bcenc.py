@@ -324,10 +324,10 @@ def test_bc6h_blocks(gpu, fmt):
 def test_bc6h_signed_across_zero(gpu):
     """bc6h-rgb-float on a photo in linear light x 8 - 2 (blocks whose values cross zero): every
     decoded value (lavapipe's texture unit) stays within its block's channel range, as half-float
-    bits read as sign and magnitude, give or take one endpoint step (64) and the decoder's 31/32
-    finish; and the RMS error is small (measured here 0.137 at every quality; before the
-    endpoints were held inside the range a fitted line extrapolated: RMS 36, one texel of 1.32
-    decoded as 7460)."""
+    bits read as sign and magnitude, give or take one endpoint step of the coarsest mode (mode
+    10's 6 bits: 1024) and the decoder's 31/32 finish; and the RMS error is small (measured here
+    0.137 with mode 11 alone, 0.113 at ``fast`` with every mode; before the endpoints were held
+    inside the range a fitted line extrapolated: RMS 36, one texel of 1.32 decoded as 7460)."""
     import wgpu
 
     from gputex.unblock import decode_blocks
@@ -357,7 +357,7 @@ def test_bc6h_signed_across_zero(gpu):
         return a.reshape(16, 4, 16, 4, 3).transpose(0, 2, 1, 3, 4).reshape(256, 16, 3)
 
     s, d = blocks(as_int(src)), blocks(as_int(dec))
-    assert (d >= s.min(1, keepdims=True) - 64).all() and (d <= s.max(1, keepdims=True) + 64).all()
+    assert (d >= s.min(1, keepdims=True) - 1024).all() and (d <= s.max(1, keepdims=True) + 1024).all()
     rmse = float(np.sqrt(np.mean((dec.astype(np.float64) - src) ** 2)))
     assert rmse < 0.2, rmse
     assert (np.sign(src) != 0).any() and (src < 0).any() and (src > 0).any()  # it does cross zero
