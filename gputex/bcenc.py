@@ -80,10 +80,9 @@ search: HDR sky gradient 0.0102 / 0.0098 / 0.0097 against 0.0166; astronaut line
 0.094 / 0.091 / 0.089 against 0.114 / 0.114 / 0.108; signed (x 8 - 2, crossing zero): 0.113 /
 0.112 / 0.108 against 0.137 / 0.137 / 0.111. With noise on the gradient, ISPC's BC6H
 (ispc-texcomp ``veryslow``) 0.01465 and 0.0919 on the astronaut, gputex ``best`` 0.01463 and
-0.0886; ``benchmarks/bc.py`` (astronaut, coffee, chelsea, rocket x 16, lavapipe; ``fast``
-then tried the one-region modes only): RMS 0.196 / 0.153 / 0.151 against ISPC's veryfast /
-basic / veryslow 0.201 / 0.159 / 0.156 (log2 RMS 0.201 / 0.131 / 0.130 against 0.197 / 0.133 /
-0.132). Ranking the 32 partitions (33 line fits) is most of ``fast``'s cost (lavapipe, 256^2:
+0.0886; ``benchmarks/bc.py`` (astronaut, coffee, chelsea, rocket x 16, lavapipe): RMS 0.158 /
+0.153 / 0.151 against ISPC's veryfast / basic / veryslow 0.201 / 0.159 / 0.156 (log2 RMS 0.135
+/ 0.131 / 0.130 against 0.197 / 0.133 / 0.132). Ranking the 32 partitions (33 line fits) is most of ``fast``'s cost (lavapipe, 256^2:
 fast 0.08 s, normal 0.4 s, best 0.6-1.2 s under load).
 
 BC7: ``fast`` fits mode 1 on the best-ranked partition with 1 refit, ``normal`` on the best
