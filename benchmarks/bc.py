@@ -25,6 +25,13 @@ A library that is not installed gets "-" with the reason in the header. BC7: bc7
 weights (``m_perceptual = False``, weights 1, 1, 1, 1) at uber level 0 (its default) and 4 (its
 slowest).
 
+BC6H: a table of its own after the others, on the same image sets in linear light (x^2.2)
+scaled to 0..16 (``bc6h-rgb-ufloat``) and to -2..6 (``bc6h-rgb-float``: blocks crossing zero):
+MP/s and the RMS error of the values and of their log2, decoded by the adapter's texture unit
+(texture2ddecoder's BC6H decode is 8-bit and clamped to [0, 1]), beside ISPC's BC6H encoder
+(``pip install ispc-texcomp``: a binary wheel, unsigned only) at veryfast, basic and veryslow;
+``--no-bc6h`` skips it.
+
 Tuning: ``benchmarks/bc_tune.py`` runs variants of a quality's WGSL constants side by side;
 ``benchmarks/results/bc-h200-*.txt`` holds H200 runs of this script.
 
@@ -268,6 +275,113 @@ def compile_times(session, formats, qualities):
     return rows
 
 
+# -- BC6H ---------------------------------------------------------------------------------
+
+def hdr_images(images):
+    """BC6H inputs: each photo in linear light (x^2.2) scaled to 0..16 for ``bc6h-rgb-ufloat``
+    and to -2..6 (x 8 - 2: blocks crossing zero) for ``bc6h-rgb-float``, RGBA float32."""
+    import numpy as np
+
+    lin = {n: (a.astype(np.float32) / 255.0) ** 2.2 for n, a in images.items()}
+    for a in lin.values():
+        a[:, :, 3] = 1.0
+    return ({n: a * np.float32(16) for n, a in lin.items()},
+            {n: a * np.float32(8) - np.float32(2) for n, a in lin.items()})
+
+
+def bc6h_errors(src, dec) -> tuple[float, float]:
+    """(RMS error of the RGB values, RMS error of their log2: relative, as HDR is viewed)."""
+    import numpy as np
+
+    a = src[:, :, :3].astype(np.float16).astype(np.float64)  # as uploaded (rgba16float)
+    b = dec[:, :, :3].astype(np.float64)
+    lg = np.log2(np.abs(b) + 2.0 ** -14) - np.log2(np.abs(a) + 2.0 ** -14)
+    return float(np.sqrt(np.mean((a - b) ** 2))), float(np.sqrt(np.mean(lg ** 2)))
+
+
+def bc6h_decode(session, tf, blocks: bytes):
+    """Level-0 ``blocks`` of the texture file ``tf`` decoded by the adapter's texture unit
+    (lavapipe: Mesa's BPTC decoder; texture2ddecoder's BC6H decode is 8-bit and clamped, so it
+    cannot judge HDR): float RGBA."""
+    import dataclasses
+
+    import wgpu
+
+    import gputex
+    from gputex.unblock import decode_blocks
+    from gputex.upload import upload_texture_file
+
+    tex = upload_texture_file(session, dataclasses.replace(tf, levels=[blocks]),
+                              usage=wgpu.TextureUsage.TEXTURE_BINDING)
+    try:
+        dec = decode_blocks(tex, mode="sampler")
+        try:
+            return gputex.capture(dec)
+        finally:
+            dec.destroy()
+    finally:
+        tex.destroy()
+
+
+def bc6h_table(session, sets, qualities, repeat: int, pool, threads: int, cpu: bool) -> None:
+    """GPU BC6H against ISPC's (ispc-texcomp, unsigned only: its BC6H encoder has no signed
+    mode) on :func:`hdr_images` of each image set: MP/s (GPU: timestamps where the adapter has
+    them, else wall) and the errors of the adapter's decode (means over the set's images)."""
+    import numpy as np
+    import wgpu
+
+    import gputex
+    from gputex.bcenc import encode_blocks
+    from gputex.capture import capture_texture_file
+
+    try:
+        import ispc_texcomp as ispc
+        why = "--no-cpu"
+    except ImportError as e:
+        ispc, why = None, f"{type(e).__name__}: {e}; pip install ispc-texcomp"
+    print(f"\nBC6H (RMS of the values and of their log2, decoded by {session.name}'s texture unit)"
+          + ("" if ispc and cpu else f"; ispc-texcomp not run ({why})"))
+    print(f"{'format':16s} {'images':16s} {'encoder':22s} {'MP/s':>9s} {'RMS':>8s} {'log2 RMS':>9s}")
+    work = [(fmt, set_name, hdr_images(images)[i]) for set_name, images in sets
+            for i, fmt in enumerate(("bc6h-rgb-ufloat", "bc6h-rgb-float"))]
+    for fmt, set_name, imgs in sorted(work, key=lambda w: w[0], reverse=True):
+
+        def row(name, mp, secs, errs, fmt=fmt, set_name=set_name):
+            print(f"{fmt:16s} {set_name:16s} {name:22s} {mp / secs:9.1f} {np.mean([e[0] for e in errs]):8.4f} "
+                  f"{np.mean([e[1] for e in errs]):9.4f}", flush=True)
+
+        mp = sum(a.shape[0] * a.shape[1] for a in imgs.values()) / 1e6
+        files = {}  # a texture file of each image's size and format (ISPC's blocks go in it)
+        for n, a in imgs.items():
+            tex = gputex.upload(session, gputex.from_array(a), "rgba16float", usage=wgpu.TextureUsage.TEXTURE_BINDING)
+            enc = encode_blocks(tex, fmt, "fast")
+            files[n] = capture_texture_file(enc)
+            enc.destroy()
+            tex.destroy()
+        for q in qualities:
+            secs, errs = 0.0, []
+            for n, a in imgs.items():
+                g, w, blocks = gpu_encode(session, a, fmt, q, repeat)
+                secs += g if g is not None else w
+                errs.append(bc6h_errors(a, bc6h_decode(session, files[n], blocks)))
+            row(f"gputex {q}", mp, secs, errs)
+        if ispc is None or not cpu or fmt != "bc6h-rgb-ufloat":
+            continue
+        for prof in ("veryfast", "basic", "veryslow"):
+            settings = ispc.BC6HEncSettings.from_profile(prof)
+
+            def enc_ispc(a, settings=settings):
+                h = np.ascontiguousarray(a[:, :, :4].astype(np.float16))
+                return ispc.compress_blocks_bc6h(ispc.RGBASurface(h.tobytes(), a.shape[1], a.shape[0],
+                                                                  a.shape[1] * 8), settings)
+            secs, errs = 0.0, []
+            for n, a in imgs.items():
+                t, blocks = timed(lambda a=a: run_strips(enc_ispc, a, pool, threads), repeat)
+                secs += t
+                errs.append(bc6h_errors(a, bc6h_decode(session, files[n], blocks)))
+            row(f"ispc-texcomp {prof}", mp, secs, errs)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--formats", nargs="+", default=list(FORMATS), choices=list(FORMATS))
@@ -280,6 +394,7 @@ def main() -> None:
                          "H200 timings of one pipeline varied up to 5x between runs without it)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="CPU encoders' threads")
     ap.add_argument("--no-cpu", action="store_true")
+    ap.add_argument("--no-bc6h", action="store_true", help="skip the BC6H table")
     ap.add_argument("--warm-cache", action="store_true", help="keep Mesa's shader cache")
     args = ap.parse_args()
     if not args.warm_cache:
@@ -360,6 +475,8 @@ def main() -> None:
                 if pe:
                     line += f" | spec float decode {np.mean(pe):6.2f}"
                 print(line, flush=True)
+    if not args.no_bc6h:
+        bc6h_table(session, sets, args.qualities, args.repeat, pool, args.threads, not args.no_cpu)
     pool.shutdown()
 
 

@@ -10,7 +10,7 @@ texture, so ``capture`` (which decodes it), ``compare`` and the texture-file wri
 as they take any texture.
 
 Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.wgsl``,
-``bc6h_mode11.wgsl``, ``bc6h_mode10.wgsl``):
+``bc6h_encode.wgsl`` with the mode tables of :mod:`gputex.bc6h`):
 
 * colour (BC1, BC3's colour half): endpoints from the principal axis of the block's colours
   (power iteration on the covariance), least-squares refits of the endpoints against the
@@ -37,15 +37,25 @@ Encoders (``bc_color.wgsl``, ``bc_ramp.wgsl``, ``bc7_mode6.wgsl``, ``bc7_mode1.w
   subsets, RGB, 3-bit indices): the 64 partitions ranked by how far their subsets' texels lie
   from each subset's principal line, the best-ranked fitted in full the same way. The other
   modes (0, 2, 3, 4, 5, 7: three subsets, separate alpha, 2-bit indices) are not tried.
-* BC6H: mode 11 (one region, 10-bit endpoints, 4-bit indices), fitted on the half-float bit
-  patterns read as sign and magnitude (where the decoder interpolates; ``bc6h_mode11.wgsl``);
-  at ``best`` also mode 10 (two regions from the 32 partitions, all fitted, 6-bit endpoints,
-  3-bit indices; ``bc6h_mode10.wgsl``), the lower error wins. The delta-coded modes (1-9,
-  12-14) are not tried. The endpoints are held inside the block's (region's) per-channel
-  range: in ``bc6h-rgb-float`` blocks whose values cross zero the bit patterns form two
-  clusters far apart, and a line fitted through them extrapolated (astronaut in linear light
-  x 8 - 2: RMS error 36, a texel of 1.32 decoded as 7460; held inside: RMS 0.137 at ``fast``
-  and ``normal``, 0.111 at ``best`` with mode 10; unsigned x 8: 0.0567 and 0.0544).
+* BC6H: all fourteen modes from one shader: the one-region modes 11 (10-bit endpoints) and
+  12, 13, 14 (11, 12, 16 bits, the second endpoint a 9, 8, 4-bit signed delta), the
+  two-region modes 10 (6-bit endpoints) and 1-9 (7 to 11 bits, three deltas of 4 to 6 bits
+  per channel), signed and unsigned. The error is measured on the half-float bit patterns
+  read as sign and magnitude (relative, as HDR wants); endpoints are fitted where the decoder
+  interpolates (those integers x 64/31, signed 32/31). Per region layout (the whole block;
+  the partitions ranked by how far their regions' texels lie from each region's principal
+  line) one line fit per region, endpoints held inside the region's per-channel range (in
+  ``bc6h-rgb-float`` blocks whose values cross zero the bit patterns form two clusters far
+  apart, and a line through them extrapolated: a texel of 1.32 decoded as 7460), oriented so
+  each anchor texel is nearer its region's first endpoint (its index's top bit is implicit).
+  Then per mode: quantise, clamp each delta from w into its field (a valid block that fits
+  less well rather than none), nearest palette entries, least-squares refits while the error
+  falls; the lowest error wins. The header bit layouts are a table (``bc6h.layout_words``, a
+  storage buffer) read by one packing loop; every mode is checked bit-exact against
+  lavapipe's decoder and texture2ddecoder (``tests/encode/test_bc6h.py``). Every loop in
+  ``bc6h_encode.wgsl`` has a constant trip count (a run-time bound is a guard inside): with
+  bounds computed at run time lavapipe (LLVM 15) ran the packing loops once in some lanes,
+  which wrote garbage blocks.
 
 Quality levels (``quality=``; the CLI's ``--quality``; also 0, 1, 2):
 
@@ -63,14 +73,31 @@ best      colour: as normal, cluster fit repeated along the found endpoints' axi
           steps), the 6-value mode for every block
 ========  ===============================================================================
 
-BC6H ``best``: mode 10 as well (above).
+BC6H (``_BC6H``): ``fast`` tries all 14 modes, the two-region ones on the best-ranked
+partition, 1 refit (the one-region modes alone: 0.029 s instead of 0.083 on lavapipe at 256^2,
+RMS 0.111 instead of 0.094 on the astronaut x 16 below); ``normal`` the two-region ones on the
+2 best-ranked partitions, 2 refits, then one pass of endpoint
+search on the winner (each channel of each endpoint one quantisation step either way, kept
+while the error falls, the block stays storable and the endpoint within a step of its region's
+range: moved outside, it lowered the half-float bit error of signed blocks crossing zero while
+bright texels decoded several times too bright, RMS 0.22 -> 0.26 on the astronaut x 8 - 2);
+``best`` all 14 on the best 8, 4 refits, 2 search passes. RMS error of lavapipe's decode
+(128^2 crops, ``test_bc6h.py``) against the same search restricted to mode 11 (``fast``,
+``normal``) and modes 10/11 (``best``), as the encoder this replaced did, without the endpoint
+search: HDR sky gradient 0.0102 / 0.0098 / 0.0097 against 0.0166; astronaut linearised x 16:
+0.094 / 0.091 / 0.089 against 0.114 / 0.114 / 0.108; signed (x 8 - 2, crossing zero): 0.113 /
+0.112 / 0.108 against 0.137 / 0.137 / 0.111. With noise on the gradient, ISPC's BC6H
+(ispc-texcomp ``veryslow``) 0.01465 and 0.0919 on the astronaut, gputex ``best`` 0.01463 and
+0.0886; ``benchmarks/bc.py`` (astronaut, coffee, chelsea, rocket x 16, lavapipe): RMS 0.158 /
+0.153 / 0.151 against ISPC's veryfast / basic / veryslow 0.201 / 0.159 / 0.156 (log2 RMS 0.135
+/ 0.131 / 0.130 against 0.197 / 0.133 / 0.132). Ranking the 32 partitions (33 line fits) is most of ``fast``'s cost (lavapipe, 256^2:
+fast 0.08 s, normal 0.4 s, best 0.6-1.2 s under load).
 
 BC7: ``fast`` fits mode 1 on the best-ranked partition with 1 refit, ``normal`` on the best
 4 with 2 refits, ``best`` on all 64 with 4 refits (mode 6 with the same refits). Fitting all 64
 rather than the best-ranked 16 is what put ``best`` past bc7enc-py's uber level 4 on the H200
 (photos 45.68 against 45.47 dB, 4096^2 composite 44.29 against 43.97, at 79 MP/s; with 16:
-45.29 against 45.47): the ranking misjudges textured blocks (grass +0.26 dB, gravel +0.30). BC6H:
-1, 2 and 4 refits.
+45.29 against 45.47): the ranking misjudges textured blocks (grass +0.26 dB, gravel +0.30).
 
 What decided it (``benchmarks/bc.py`` on 2-core lavapipe, RGB PSNR by texture2ddecoder):
 cluster fit is what lifts BC1/BC3 ``normal`` above bc7enc-py's default (level 10) on the
@@ -98,7 +125,7 @@ source's [0, 1] as [-1, 1] (``2 x - 1``: how normal maps are stored in unorm ima
 Compile cost (lavapipe compiles WGSL with LLVM): each pipeline is specialised by substituting
 ``const`` values (format kind, source conversion, quality) into the WGSL text and holds only
 the functions its format needs, and a function called for several cases (BC1's four- and
-three-colour fits, BC7 mode 1's and BC6H mode 10's two subsets, BC5's two halves) is called
+three-colour fits, BC7 mode 1's and BC6H's two regions and fourteen modes, BC5's two halves) is called
 from one loop so that one copy of it is inlined: cold compile + first run on 256^2 with
 ``MESA_SHADER_CACHE_DISABLE=true`` on the 2-core machine (load 6-13 from other jobs) went from
 16 to 4.8 s (BC1 best), 13.5 to 8.6 s (BC7 best), 20.6 to 10.8 s (BC6H signed best); every
@@ -130,6 +157,8 @@ from typing import TYPE_CHECKING
 from .errors import FormatError, LimitError, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from .texture import Texture
 
 __all__ = ["EncodeUsageError", "encode_blocks", "encode_levels", "psnr_report", "kind_of", "EncodeReport", "ENCODERS", "QUALITIES", "parse_quality",
@@ -158,15 +187,24 @@ _SETTINGS = {
     "fast": {"POWER_ITERS": "4u", "REFINE": "1u", "CLUSTER_ITERS": "0u", "CLUSTER_SKIP": "0.0", "PERTURB": "0u", "TRY_THREE": "false",
              "RAMP_IN": "0", "RAMP_LS": "0u", "RAMP_DESC": "2u", "RAMP_STRIDE": "1", "RAMP_SIX_ALWAYS": "false",
              "CLUSTER_WIN": "16", "BC5_LANES": "2u", "BC3_LANES": "1u",
-             "BC7_REFINE": "1u", "BC7_P1_TOP": "1u", "BC6_MODE10": "false"},
+             "BC7_REFINE": "1u", "BC7_P1_TOP": "1u"},
     "normal": {"POWER_ITERS": "8u", "REFINE": "2u", "CLUSTER_ITERS": "1u", "CLUSTER_SKIP": "48.0", "PERTURB": "1u", "TRY_THREE": "false",
                "RAMP_IN": "1", "RAMP_LS": "2u", "RAMP_DESC": "12u", "RAMP_STRIDE": "4", "RAMP_SIX_ALWAYS": "false",
                "CLUSTER_WIN": "16", "BC5_LANES": "2u", "BC3_LANES": "1u",
-               "BC7_REFINE": "2u", "BC7_P1_TOP": "4u", "BC6_MODE10": "false"},
+               "BC7_REFINE": "2u", "BC7_P1_TOP": "4u"},
     "best": {"POWER_ITERS": "8u", "REFINE": "4u", "CLUSTER_ITERS": "4u", "CLUSTER_SKIP": "0.0", "PERTURB": "8u", "TRY_THREE": "true",
              "RAMP_IN": "3", "RAMP_LS": "4u", "RAMP_DESC": "24u", "RAMP_STRIDE": "8", "RAMP_SIX_ALWAYS": "true",
              "CLUSTER_WIN": "16", "BC5_LANES": "2u", "BC3_LANES": "1u",
-             "BC7_REFINE": "4u", "BC7_P1_TOP": "64u", "BC6_MODE10": "true"},
+             "BC7_REFINE": "4u", "BC7_P1_TOP": "64u"},
+}
+
+#: BC6H's WGSL constants per quality: the modes tried (bit m - 1: mode m), how many of the 32
+#: two-region partitions (best-ranked) the two-region modes are tried on, least-squares refits,
+#: endpoint-search passes on the winner (see the module docstring).
+_BC6H = {
+    "fast": {"BC6_MODES": "0x3fffu", "BC6_PARTS": "1u", "BC6_REFINE": "1u", "BC6_PERTURB": "0u"},
+    "normal": {"BC6_MODES": "0x3fffu", "BC6_PARTS": "2u", "BC6_REFINE": "2u", "BC6_PERTURB": "1u"},
+    "best": {"BC6_MODES": "0x3fffu", "BC6_PARTS": "8u", "BC6_REFINE": "4u", "BC6_PERTURB": "2u"},
 }
 
 _BODY = {
@@ -180,7 +218,7 @@ _BODY = {
     # calls ran at 420 MP/s against BC4's 2580)
     5: ("for (var c = lane; c < 2u; c += LANES) {\n        let r = encode_ramp(c);\n        out[w + 2u * c] = r.x;\n"
         "        out[w + 2u * c + 1u] = r.y;\n    }"),
-    6: ("var b = encode_bc6h();\n    MODE10\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
+    6: ("let b = encode_bc6h();\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
         "    out[w + 3u] = b.w;"),
     7: ("var b = encode_bc7_mode6();\n    let b1 = encode_bc7_mode1();\n    if (m1_err < m6_err) {\n"
         "        b = b1;\n    }\n    out[w] = b.x;\n    out[w + 1u] = b.y;\n    out[w + 2u] = b.z;\n"
@@ -266,11 +304,11 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
     types = {"true": "bool", "false": "bool"}
     head = "".join(f"const {k}: {types.get(v, 'u32' if v.endswith('u') else 'f32' if '.' in v else 'i32')} = {v};\n"
                    for k, v in sorted(consts.items()))
-    body = _BODY[kind]
-    if kind == 6:  # BC6H: mode 10 (two regions) tried too at the qualities that have it
-        body = body.replace("MODE10", "let b10 = encode_bc6h_mode10();\n    if (m10_err < m11_err) {\n"
-                            "        b = b10;\n    }" if _SETTINGS[quality]["BC6_MODE10"] == "true" else "")
-    code = head + load_wgsl("bc_encode.wgsl", ENCODE_BLOCK=body)
+    if kind == 6:
+        from .bc6h import wgsl_tables
+
+        head += "".join(f"const {k}: u32 = {v};\n" for k, v in sorted(_BC6H[quality].items())) + wgsl_tables()
+    code = head + load_wgsl("bc_encode.wgsl", ENCODE_BLOCK=_BODY[kind])
     if kind in (1, 3):
         code += load_wgsl("bc_color.wgsl")
     if kind in (3, 4, 5):
@@ -278,9 +316,7 @@ def shader_source(kind: int, signed: bool, quality: str, src_srgb: bool, src_rou
     if kind == 7:
         code += load_wgsl("bc7_mode6.wgsl") + load_wgsl("bc7_mode1.wgsl")
     if kind == 6:
-        code += load_wgsl("bc6h_mode11.wgsl")
-        if _SETTINGS[quality]["BC6_MODE10"] == "true":
-            code += load_wgsl("bc6h_mode10.wgsl")
+        code += load_wgsl("bc6h_encode.wgsl")
     return code
 
 
@@ -305,6 +341,9 @@ def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, sr
             {"binding": 1, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.storage}},
             {"binding": 2, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.uniform}},
         ]
+        if kind == 6:  # BC6H's header layouts (bc6h.layout_words)
+            entries.append({"binding": 3, "visibility": s,
+                            "buffer": {"type": wgpu.BufferBindingType.read_only_storage}})
         device = session.device
         code = shader_source(kind, signed, quality, src_srgb, src_round)
         module = session.check(f"compile the BC{kind} encoder", device.create_shader_module, code=code,
@@ -318,6 +357,20 @@ def _pipeline(session, kind: int, signed: bool, quality: str, src_srgb: bool, sr
 
     pipe, bgl = session.cache(PIPELINES).get(key, make)
     return pipe, bgl, spent
+
+
+def _bc6h_layout(session, modes: int):
+    """The read-only storage buffer of BC6H's modes tried and header layouts (one per session
+    and ``modes``: :func:`gputex.bc6h.layout_words`)."""
+    import wgpu
+
+    from .bc6h import layout_words
+    from .kernels import PIPELINES
+
+    words = layout_words(modes)
+    data = struct.pack(f"<{len(words)}I", *words)
+    return session.cache(PIPELINES).get(("bc6h-layout", modes), lambda: session.device.create_buffer_with_data(
+        data=data, usage=wgpu.BufferUsage.STORAGE))
 
 
 def _check_source(tex: Texture, fmt) -> None:
@@ -335,10 +388,12 @@ def _check_source(tex: Texture, fmt) -> None:
                           "textures without texture-compression-bc-sliced-3d)")
 
 
-def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
-                  measure: bool = False) -> tuple[Texture, EncodeReport]:
+def encode_levels(tex: Texture, format: str, quality: str = "normal", *, measure: bool = False,
+                  bc6h_modes: Iterable[int] | None = None) -> tuple[Texture, EncodeReport]:
     """:func:`encode_blocks`, also returning an :class:`EncodeReport` (with ``measure``: GPU
-    time from timestamp queries where the device has them; the call waits for the GPU)."""
+    time from timestamp queries where the device has them; the call waits for the GPU).
+    ``bc6h_modes`` (BC6H only; tests and tuning): the modes tried (1-14) instead of the
+    quality's (its partition count and refits stay)."""
     import wgpu
 
     from .formats import get_format
@@ -360,6 +415,13 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
                                "give linear data (float images are; --color-space linear for others)")
     session, device = tex.session, tex.session.device
     kind, words = ENCODERS[fmt.name]
+    mask = 0
+    if bc6h_modes is not None:
+        modes = sorted(set(bc6h_modes))
+        if kind != 6 or not modes or not set(modes) <= set(range(1, 15)):
+            raise FormatError(f"{tex.source}: bc6h_modes={modes} with {fmt.name}: BC6H modes are 1-14, "
+                              "for bc6h-rgb-ufloat/float only")
+        mask = sum(1 << (m - 1) for m in modes)
     src_round = tex.format.kind == "unorm" and tex.format.bits == 8
     signed = fmt.kind in ("snorm", "float")  # bc4/bc5 snorm, bc6h-rgb-float
     pipe, bgl, compile_s = _pipeline(session, kind, signed, quality, tex.format.srgb, src_round)
@@ -379,6 +441,7 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
                          f"device's max-storage-buffer-binding-size is {biggest}")
     offsets = [sum(sizes[:i]) for i in range(len(sizes))]
     lanes = _lanes(kind, quality)
+    extra = [{"binding": 3, "resource": {"buffer": _bc6h_layout(session, mask)}}] if kind == 6 else []
     buf = None
     query = _timestamps(session, tex.levels) if measure else None
     try:
@@ -394,7 +457,7 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *,
                 {"binding": 0, "resource": tex.texture.create_view(dimension="2d-array", base_mip_level=level,
                                                                    mip_level_count=1)},
                 {"binding": 1, "resource": {"buffer": buf, "offset": offsets[level], "size": sizes[level]}},
-                {"binding": 2, "resource": {"buffer": session.uniform(prm)}}])
+                {"binding": 2, "resource": {"buffer": session.uniform(prm)}}] + extra)
             ts = query.next() if query else None
             cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
             cpass.set_pipeline(pipe)

@@ -289,13 +289,15 @@ def _half_bits(a: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("fmt", ["bc6h-rgb-ufloat", "bc6h-rgb-float"])
 def test_bc6h_blocks(gpu, fmt):
-    """BC6H (mode 11): the endpoints and indices parsed here give, with the spec's unquantize /
+    """BC6H mode 11 (alone: ``bc6h_modes=[11]``; every mode: test_bc6h.py): the endpoints and
+    indices parsed here give, with the spec's unquantize /
     interpolation / finish written out here, exactly the half floats lavapipe's texture units
     decode; each texel's index is one of the nearest entries by half-float bits; and the
     decode is close to the source (median relative error under 3%). Signed: the same content,
     negated in its right half (no block crosses zero)."""
     import wgpu
 
+    from gputex.bcenc import encode_levels
     from gputex.unblock import decode_blocks
 
     signed = fmt.endswith("-float")
@@ -305,7 +307,7 @@ def test_bc6h_blocks(gpu, fmt):
     tex = gputex.upload(gpu, gputex.from_array(img), "rgba16float", usage=wgpu.TextureUsage.TEXTURE_BINDING)
     try:
         src = gputex.capture(tex)[:, :, :3]
-        enc = gputex.encode_blocks(tex, fmt)
+        enc = encode_levels(tex, fmt, bc6h_modes=[11])[0]
         try:
             blocks = bytes(capture_texture_file(enc).levels[0])
             dec_tex = decode_blocks(enc, mode="sampler")
@@ -356,10 +358,10 @@ def test_bc6h_blocks(gpu, fmt):
 def test_bc6h_signed_across_zero(gpu):
     """bc6h-rgb-float on a photo in linear light x 8 - 2 (blocks whose values cross zero): every
     decoded value (lavapipe's texture unit) stays within its block's channel range, as half-float
-    bits read as sign and magnitude, give or take one endpoint step (64) and the decoder's 31/32
-    finish; and the RMS error is small (measured here 0.137 at every quality; before the
-    endpoints were held inside the range a fitted line extrapolated: RMS 36, one texel of 1.32
-    decoded as 7460)."""
+    bits read as sign and magnitude, give or take one endpoint step of the coarsest mode (mode
+    10's 6 bits: 1024) and the decoder's 31/32 finish; and the RMS error is small (measured here
+    at ``fast``: 0.170, 0.198 with mode 11 alone; before the endpoints were held inside the
+    range a fitted line extrapolated: RMS 36, one texel of 1.32 decoded as 7460)."""
     import wgpu
 
     from gputex.unblock import decode_blocks
@@ -389,66 +391,10 @@ def test_bc6h_signed_across_zero(gpu):
         return a.reshape(16, 4, 16, 4, 3).transpose(0, 2, 1, 3, 4).reshape(256, 16, 3)
 
     s, d = blocks(as_int(src)), blocks(as_int(dec))
-    assert (d >= s.min(1, keepdims=True) - 64).all() and (d <= s.max(1, keepdims=True) + 64).all()
+    assert (d >= s.min(1, keepdims=True) - 1024).all() and (d <= s.max(1, keepdims=True) + 1024).all()
     rmse = float(np.sqrt(np.mean((dec.astype(np.float64) - src) ** 2)))
     assert rmse < 0.2, rmse
     assert (np.sign(src) != 0).any() and (src < 0).any() and (src > 0).any()  # it does cross zero
-
-
-def _bc6h_round_trip(gpu, fmt: str, img: np.ndarray, quality: str):
-    """(source, lavapipe's decode, level-0 blocks) of ``img`` encoded as ``fmt``."""
-    import wgpu
-
-    from gputex.unblock import decode_blocks
-
-    tex = gputex.upload(gpu, gputex.from_array(img), "rgba16float", usage=wgpu.TextureUsage.TEXTURE_BINDING)
-    try:
-        src = gputex.capture(tex)[:, :, :3]
-        enc = gputex.encode_blocks(tex, fmt, quality=quality)
-        try:
-            blocks = bytes(capture_texture_file(enc).levels[0])
-            dec_tex = decode_blocks(enc, mode="sampler")
-            try:
-                dec = gputex.capture(dec_tex)[:, :, :3]
-            finally:
-                dec_tex.destroy()
-        finally:
-            enc.destroy()
-    finally:
-        tex.destroy()
-    return src, dec, blocks
-
-
-@pytest.mark.parametrize("fmt, gain", [("bc6h-rgb-float", 0.9), ("bc6h-rgb-ufloat", 1.0)])
-def test_bc6h_best_tries_two_regions(gpu, fmt, gain):
-    """``best`` tries BC6H mode 10 (two regions, 6-bit endpoints) against mode 11: on a photo in
-    linear light (x 8 - 2 for the signed format, whose blocks then cross zero) some blocks take
-    it, every mode-10 block decodes (lavapipe's texture unit) inside its block's range in the
-    sign-and-magnitude bit space give or take one 6-bit endpoint step (1024; a wrong bit layout
-    decodes far outside), and the RMS error falls below ``fast``'s (mode 11 only) by ``gain``.
-    Measured here on a 128^2 crop: signed 0.137 -> 0.111, unsigned 0.0567 -> 0.0544."""
-    img = _photo("astronaut", 64, 64).astype(np.float32) / 255.0
-    lin = (img ** 2.2 * 8 - (2 if fmt.endswith("-float") else 0)).astype(np.float32)
-    src, fast, _ = _bc6h_round_trip(gpu, fmt, lin, "fast")
-    src, best, blocks = _bc6h_round_trip(gpu, fmt, lin, "best")
-
-    def as_int(a):
-        bits = np.asarray(a, np.float16).view(np.uint16).astype(np.int64)
-        return np.where(bits & 0x8000, -(bits & 0x7FFF), bits)
-
-    def per_block(a):
-        return a.reshape(16, 4, 16, 4, 3).transpose(0, 2, 1, 3, 4).reshape(256, 16, 3)
-
-    modes = np.array([b[0] & 0x1F for b in _blocks(blocks, 16)])
-    ten = modes == 0x1E
-    assert ten.any() and (modes[~ten] == 3).all(), np.unique(modes)
-    s, d = per_block(as_int(src))[ten], per_block(as_int(best))[ten]
-    assert (d >= s.min(1, keepdims=True) - 1024).all() and (d <= s.max(1, keepdims=True) + 1024).all()
-
-    def rmse(a):
-        return float(np.sqrt(np.mean((a.astype(np.float64) - src) ** 2)))
-
-    assert rmse(best) <= rmse(fast) * gain, (rmse(best), rmse(fast))
 
 
 def test_bc6h_files_and_srgb_refused(gpu, tmp_path):

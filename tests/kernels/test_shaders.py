@@ -48,7 +48,7 @@ def test_shader_compiles(gpu, name):
     code = shader_source(name)
     codes = [code]
     if name == "bc_encode.wgsl":  # assembled per format and quality: BC3 holds bc_color + bc_ramp, BC7 the
-        from gputex.bcenc import shader_source as bc_source  # bc7_* files, BC6H bc6h_mode11
+        from gputex.bcenc import shader_source as bc_source  # bc7_* files, BC6H bc6h_encode
 
         codes = [bc_source(3, False, "best", False, True), bc_source(7, False, "best", True, False),
                  bc_source(6, False, "normal", False, False)]
