@@ -109,11 +109,11 @@ texture2ddecoder at normal. The per-block optimum, exhaustive over all 65536 end
 ``benchmarks/results/bc4-optimum-lavapipe-450d687.txt``), is 44.19 dB by the spec decode and
 44.26 by texture2ddecoder's (mean of the photos; grass 38.6, gravel 40.5 pull it down), so
 issue 18's 45 dB cannot be met on these photos by any BC4 encoder; quicktex's BC4 gets 42.39,
-etcpak's 39.71. On the H200 (``benchmarks/results/bc-h200-450d687.txt``, 4096^2 composite,
-GPU MP/s; the same pipeline was timed up to 5x apart between runs there, so the fastest run and
-``bc.py``'s are both given): ``normal`` BC1 2450 (bc.py 430), BC3 2580 (450), BC4 5700-27600
-(4810), BC5 2580-4240 (2570); ``fast`` BC1 57000 (10500), BC4 89000; ``best`` BC1 880, BC4
-1940, BC5 1000. At 9a9ca24 (``bc.py``) ``normal`` was 279 / 332 / 824 / 418. Mode 1 lifts BC7 from 42.4 dB
+etcpak's 39.71. On the H200 (``benchmarks/results/bc-h200-4bc6b6b.txt``, ``bc.py --warmup 0.5``,
+4096^2 composite, GPU MP/s): ``normal`` BC1 2450, BC3 2580, BC4 7300, BC5 5060; ``fast`` BC1
+10400, BC4 15700; ``best`` BC1 880, BC3 1150, BC4 4830, BC5 5700. Without the warm-up the same
+pipelines timed up to 5x slower (``bc-h200-450d687.txt``; consistent with the GPU's clocks
+dropping while the CPU encoders run: it idled at 345 of 1980 MHz). At 9a9ca24 (``bc.py``) ``normal`` was 279 / 332 / 824 / 418. Mode 1 lifts BC7 from 42.4 dB
 (mode 6 alone, astronaut crop) to 44.6 at ``normal``, past bc7enc-py's 44.35 (plain weights,
 uber 0).
 
