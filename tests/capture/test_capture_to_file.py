@@ -153,3 +153,20 @@ def test_upload_falls_back_to_the_whole_write_under_the_same_name(gpu, tmp_path,
         assert sorted(os.listdir(out)) == ["in.ktx2"]
         outs.append((out / "in.ktx2").read_bytes())
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("otmpfile", [True, False])
+def test_atomic_file_failed_commit_leaves_nothing(tmp_path, monkeypatch, otmpfile):
+    """A commit that cannot give the file its name (the target became a folder) raises a
+    one-line error naming the path and leaves no ``.gputex-*.part`` temporary behind."""
+    if not otmpfile:
+        monkeypatch.setenv("GPUTEX_PORTABLE", "otmpfile")
+    path = tmp_path / "f.bin"
+    f = AtomicFile(str(path))
+    f.write_at(0, b"data")
+    path.mkdir()  # the name is taken by a folder now: the rename / link fails
+    with pytest.raises(gputex.OutputError, match=r"f\.bin: write failed") as e:
+        f.commit()
+    assert "\n" not in str(e.value)
+    assert os.listdir(tmp_path) == ["f.bin"] and path.is_dir() and os.listdir(path) == []
+    assert f.fd == -1 and f.tmp is None
