@@ -72,6 +72,16 @@ def test_capture_to_file_is_whole_or_nothing(gpu, tmp_path, monkeypatch):
             assert cap.capture_to_file(tex, str(tmp_path / "old.ktx2")) is False
             assert sorted(os.listdir(tmp_path)) == ["old.ktx2"]
 
+        def interrupted(self, size):
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as m:  # any other error from the map: raised, no temporary left
+            m.setattr(AtomicFile, "map", interrupted)
+            m.setenv("GPUTEX_PORTABLE", "otmpfile")  # a named temporary, which would show
+            with pytest.raises(KeyboardInterrupt):
+                cap.capture_to_file(tex, str(tmp_path / "new.ktx2"))
+            assert sorted(os.listdir(tmp_path)) == ["old.ktx2"]
+
         def broken(pieces, **kw):
             raise gputex.GPUError("copy failed")
 
