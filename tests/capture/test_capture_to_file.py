@@ -147,18 +147,29 @@ def test_streamed_zstd_ktx2_equals_the_in_memory_writer(tmp_path, level):
 def test_upload_falls_back_to_the_whole_write_under_the_same_name(gpu, tmp_path, tmp_png, monkeypatch, rng):
     """Where the file cannot be mapped, ``upload -o FOLDER`` writes it the other way, under the
     name it reserved (not a second one), with the same bytes."""
+    from gputex import gpu_batch
     from gputex.pipeline import Options
     from gputex.run import upload_files
 
     src = tmp_png(rng.integers(0, 256, (24, 40, 4), np.uint8), "in.png")
+    monkeypatch.setattr(gpu_batch, "DEFER_MAX_BYTES", 0)  # no deferred read-back: the streamed write
+    real_map = AtomicFile.map
     outs = []
     for broken in (False, True):
         out = tmp_path / f"out{int(broken)}"
         out.mkdir()
-        with monkeypatch.context() as m:
+        mapped: list[int] = []
+
+        def map_(self, size, broken=broken, mapped=mapped):
+            mapped.append(size)
             if broken:
-                m.setattr(AtomicFile, "map", lambda self, size: (_ for _ in ()).throw(gputex.OutputError("no map")))
+                raise gputex.OutputError("no map")
+            return real_map(self, size)
+
+        with monkeypatch.context() as m:
+            m.setattr(AtomicFile, "map", map_)
             (r,) = upload_files([src], Options(mips=True, container="ktx2"), session=gpu, out=str(out))
+        assert mapped, "the streamed write (capture_to_file) was not tried"
         assert r.ok and r.outputs == [str(out / "in.ktx2")], r.error
         assert sorted(os.listdir(out)) == ["in.ktx2"]
         outs.append((out / "in.ktx2").read_bytes())
