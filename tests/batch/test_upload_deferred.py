@@ -150,3 +150,33 @@ def test_write_texture_in_an_encode_worker(rng, tmp_path):
     assert (tmp_path / "there.ktx2").read_bytes() == (tmp_path / "here.ktx2").read_bytes()
     assert str(there.value) == str(here.value)
     assert not (tmp_path / "x.png").exists()
+
+
+def test_capture_readback_given_back_when_a_name_fails(rng, gpu, tmp_path, monkeypatch):
+    """``capture --mips -o one.png`` (worker processes, levels read back in the pool): the
+    second level's name is refused after the copies were submitted; the input fails with that
+    one-line error and its read-back buffer goes back to the ring unread (none left mapped)."""
+    from gputex import gpu_batch
+    from gputex.batch import expand_inputs
+    from gputex.outputs import SingleOutput
+
+    started: list = []
+    real = gpu_batch.start_level_readback
+
+    def spy(*a, **kw):
+        rb = real(*a, **kw)
+        started.append(rb)
+        return rb
+
+    monkeypatch.setattr(gpu_batch, "start_level_readback", spy)
+    paths = [p for p, _ in _inputs(rng, tmp_path / "in")[:2]]  # two: worker processes run
+    out = str(tmp_path / "one.png")
+    steps = stages("capture", Options(mips=True, level="all"), SingleOutput(out, paths))
+    results: list = []
+    run(expand_inputs(paths), steps, on_result=lambda r, s: results.append(r), jobs=2, workers=2)
+    assert [r.ok for r in results] == [False, False]
+    for r in results:
+        assert r.error.startswith(f"{out}: this capture has more than one output"), r.error
+    assert len(started) == 2 and None not in started  # the deferred read-backs were started
+    assert all(rb._buf is None for rb in started)  # cancelled: the buffer is back in the ring
+    assert not os.path.exists(out)
