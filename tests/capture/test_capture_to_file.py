@@ -191,3 +191,35 @@ def test_atomic_file_failed_commit_leaves_nothing(tmp_path, monkeypatch, otmpfil
     assert "\n" not in str(e.value)
     assert os.listdir(tmp_path) == ["f.bin"] and path.is_dir() and os.listdir(path) == []
     assert f.fd == -1 and f.tmp is None
+
+
+@pytest.mark.gpu
+def test_upload_retry_after_device_loss_writes_the_same_name(gpu, tmp_path, tmp_png, monkeypatch, rng):
+    """A device lost during the streamed write: the input is retried and writes the name it
+    reserved the first time (``in.ktx2``, not ``in-2.ktx2``), whole."""
+    from gputex import gpu_batch
+    from gputex.errors import DeviceLostError
+    from gputex.pipeline import Options
+    from gputex.run import upload_files
+
+    a = rng.integers(0, 256, (24, 40, 4), np.uint8)
+    src = tmp_png(a, "in.png")
+    monkeypatch.setattr(gpu_batch, "DEFER_MAX_BYTES", 0)  # no deferred read-back: the streamed write
+    monkeypatch.setattr(gpu, "recreate", lambda *a, **kw: None)  # the test's session is kept
+    real, calls = cap.capture_to_file, []
+
+    def lost_once(tex, path, **kw):
+        calls.append(path)
+        if len(calls) == 1:
+            raise DeviceLostError("GPU device lost (made by the test)")
+        return real(tex, path, **kw)
+
+    monkeypatch.setattr(cap, "capture_to_file", lost_once)
+    out = tmp_path / "out"
+    out.mkdir()
+    (r,) = upload_files([src], Options(mips=True, container="ktx2"), session=gpu, out=str(out))
+    assert r.ok and r.outputs == [str(out / "in.ktx2")], r.error
+    assert calls == [str(out / "in.ktx2")] * 2
+    assert any("device recreated, input retried" in w for w in r.warnings), r.warnings
+    assert sorted(os.listdir(out)) == ["in.ktx2"]
+    assert bytes(read_texture_file(str(out / "in.ktx2")).levels[0]) == a.tobytes()
