@@ -161,7 +161,7 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
     if opts.out and result.ok:
         from .texfile import write_texture_file
 
-        stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
+        stored.premultiplied = _premultiplied(opts, source)
         path = name()
         if pending is not None:
             pending.append(PendingWrite(stored, path))
@@ -185,7 +185,7 @@ def _defer_readback(tex: Texture, encoded: Texture | None, source, opts: Options
     if encoded is not None:
         result.layout = encoded.layout(0).as_dict()
     result.verified = None
-    readback.stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
+    readback.stored.premultiplied = _premultiplied(opts, source)
     try:
         path = name()
     except BaseException:
@@ -202,7 +202,7 @@ def _stream_to_file(tex: Texture, encoded: Texture | None, source, path: str, op
     buffer into the file's pages; timed as ``capture``. False where it cannot (nothing written)."""
     from .capture import capture_to_file
 
-    premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
+    premultiplied = _premultiplied(opts, source)
     with timed(result, "capture"):
         if not capture_to_file(encoded or tex, path, budget=opts.budget, premultiplied=premultiplied):
             return False
@@ -211,6 +211,12 @@ def _stream_to_file(tex: Texture, encoded: Texture | None, source, path: str, op
     result.verified = None
     result.outputs.append(path)
     return True
+
+
+def _premultiplied(opts: Options, source) -> bool:
+    """Whether the written texture file is marked premultiplied: ``--premultiply``, or a texture
+    file uploaded as stored that was marked so."""
+    return bool(opts.premultiply or (is_texfile(source) and source.premultiplied))
 
 
 def _verify(source, stored, level0, item, opts: Options, tex: Texture, result: Result) -> None:

@@ -223,3 +223,25 @@ def test_upload_retry_after_device_loss_writes_the_same_name(gpu, tmp_path, tmp_
     assert any("device recreated, input retried" in w for w in r.warnings), r.warnings
     assert sorted(os.listdir(out)) == ["in.ktx2"]
     assert bytes(read_texture_file(str(out / "in.ktx2")).levels[0]) == a.tobytes()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("way", ["deferred", "streamed", "whole"])
+def test_upload_marks_premultiplied_on_every_write_path(gpu, tmp_path, tmp_png, monkeypatch, rng, way):
+    """``upload --premultiply -o``: the file is marked premultiplied (and only then) whichever
+    way it is written: read back in the pool, streamed into the mapped file, or written whole
+    (``--zstd``)."""
+    from gputex import gpu_batch
+    from gputex.pipeline import Options
+    from gputex.run import upload_files
+
+    src = tmp_png(rng.integers(0, 256, (24, 40, 4), np.uint8), "in.png")
+    if way != "deferred":
+        monkeypatch.setattr(gpu_batch, "DEFER_MAX_BYTES", 0)
+    for premultiply in (False, True):
+        out = tmp_path / f"out{int(premultiply)}"
+        out.mkdir()
+        opts = Options(mips=True, container="ktx2", premultiply=premultiply, zstd=3 if way == "whole" else None)
+        (r,) = upload_files([src], opts, session=gpu, out=str(out))
+        assert r.ok, r.error
+        assert read_texture_file(str(out / "in.ktx2")).premultiplied is premultiply
