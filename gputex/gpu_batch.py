@@ -387,8 +387,11 @@ def _grouped(session, images, fmts, costs, groups, steps, budget) -> Iterator[Te
 #: in-order thread has moved on (:func:`start_readback`); bigger ones go through
 #: :func:`gputex.capture.capture_texture_file` (several maps, copies on the read threads).
 DEFER_MAX_BYTES = 64 << 20
-#: Read-back buffers in flight at once for deferred read-backs: host memory is bounded by this
-#: many times :data:`DEFER_MAX_BYTES` however long the batch (the in-order thread waits for one).
+#: Read-back buffers in flight at once for deferred read-backs: their (mapped) memory is bounded
+#: by this many times :data:`DEFER_MAX_BYTES` however long the batch (the in-order thread waits
+#: for one). Besides that, each pending write holds its own level bytes (what the rows are
+#: copied into: up to :data:`DEFER_MAX_BYTES` each, allocated when its copies are submitted and
+#: held until its file is written), one per deferred input not yet written.
 DEFER_BUFFERS = 6
 
 
