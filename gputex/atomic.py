@@ -215,7 +215,8 @@ class AtomicFile:
         self._maps.clear()
 
     def commit(self) -> None:
-        """fsync, then give the file its name (atomic: the old file, if any, is replaced)."""
+        """fsync, then give the file its name (atomic: the old file, if any, is replaced). Where
+        that fails, the temporary is removed too (nothing is left behind)."""
         self._close_maps()
         try:
             os.fsync(self.fd)
@@ -224,8 +225,11 @@ class AtomicFile:
             else:
                 os.replace(self.tmp, self.path)
                 self.tmp = None
-        except OSError as e:
-            raise self._error(e) from None
+        except BaseException as e:
+            self.discard()
+            if isinstance(e, OSError):
+                raise self._error(e) from None
+            raise
         finally:
             self._close()
 

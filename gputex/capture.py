@@ -406,9 +406,11 @@ def capture_to_file(tex: Texture, path: str, *, budget: int = 64 << 20, premulti
     f = AtomicFile(path)
     try:
         mapped = f.map(lay.size)
-    except OutputError:  # a file system that cannot map it (or no room): the other way decides
+    except BaseException as e:  # nothing left behind, whatever the error
         f.discard()
-        return False
+        if isinstance(e, OutputError):  # a file system that cannot map it (or no room): the other way decides
+            return False
+        raise
     with f:
         try:
             whole = np.frombuffer(mapped, np.uint8)

@@ -74,10 +74,14 @@ def capture_gpu_stage(session: Session, names: OutputNames, opts: Options):
                     with timed(result, "capture"):
                         readback = start_level_readback(tex, levels, 0, into)
                     if readback is not None:
-                        for level, pixels in zip(levels, readback.stored):
-                            outputs.append((names.take(_image_name(tex, stem, level, 0),
-                                                       output_suffix(pixels.dtype, opts.float_as), item.subdir),
-                                            pixels))
+                        try:
+                            for level, pixels in zip(levels, readback.stored):
+                                outputs.append((names.take(_image_name(tex, stem, level, 0),
+                                                           output_suffix(pixels.dtype, opts.float_as), item.subdir),
+                                                pixels))
+                        except BaseException:  # no name: the buffer goes back to the ring unread
+                            readback.cancel()
+                            raise
                         meta[:] = [tex.color_space, tex.format.packed, block, readback]
                         return
                 for z, here in _images_by_layer(tex, levels):

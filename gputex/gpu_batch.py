@@ -387,8 +387,11 @@ def _grouped(session, images, fmts, costs, groups, steps, budget) -> Iterator[Te
 #: in-order thread has moved on (:func:`start_readback`); bigger ones go through
 #: :func:`gputex.capture.capture_texture_file` (several maps, copies on the read threads).
 DEFER_MAX_BYTES = 64 << 20
-#: Read-back buffers in flight at once for deferred read-backs: host memory is bounded by this
-#: many times :data:`DEFER_MAX_BYTES` however long the batch (the in-order thread waits for one).
+#: Read-back buffers in flight at once for deferred read-backs: their (mapped) memory is bounded
+#: by this many times :data:`DEFER_MAX_BYTES` however long the batch (the in-order thread waits
+#: for one). Besides that, each pending write holds its own level bytes (what the rows are
+#: copied into: up to :data:`DEFER_MAX_BYTES` each, allocated when its copies are submitted and
+#: held until its file is written), one per deferred input not yet written.
 DEFER_BUFFERS = 6
 
 
@@ -397,7 +400,11 @@ class Readback:
     :meth:`finish` (on any thread) waits for it, copies the rows into their arrays and returns
     ``stored`` (what the arrays belong to: a :class:`~gputex.texfile.TextureFile` holding
     exactly :func:`~gputex.capture.capture_texture_file`'s bytes, or a list of captured
-    levels); :meth:`cancel` gives the buffer back unread. One of the two must be called."""
+    levels); :meth:`cancel` gives the buffer back unread. One of the two must be called.
+
+    :meth:`finish` runs after the input's GPU step, so a device lost by then is not retried as
+    :func:`~gputex.pipeline.run_one` retries one lost in that step: the input fails with one line
+    that says so (its buffer is dropped; the next GPU step meets the loss and recreates the device)."""
 
     def __init__(self, ring: _Ring, buf, group: list, stored: Any, promise, source: str):
         self._ring, self._buf, self._group, self.stored, self._promise = ring, buf, group, stored, promise
@@ -405,6 +412,7 @@ class Readback:
 
     def finish(self) -> Any:
         from .capture import copy_out
+        from .errors import DeviceLostError
 
         buf, self._buf = self._buf, None
         if buf is None:
@@ -412,6 +420,9 @@ class Readback:
         try:
             self._ring.session.check(f"{self._source}: map readback buffer", self._promise.sync_wait)
             copy_out(self._group, buf, threads=1)  # one thread: the pool's other threads copy other images
+        except DeviceLostError as e:
+            self._ring.give(buf, usable=False)
+            raise DeviceLostError(f"{e}; not retried (read back after its GPU step), nothing written") from e
         except BaseException:
             self._ring.give(buf, usable=False)
             raise

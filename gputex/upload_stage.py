@@ -37,12 +37,13 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
     def run(item, decoded: Decoded, result: Result):
         image = decoded.take()
         pending: list = []
+        name = OutputName(opts, names, item)  # taken once: a retry after a device loss writes the same file
 
         def work() -> None:
             _drop(pending)  # a retry after a device loss
             tex = pipeline.upload_image(session, image, opts, result, decode_blocks=False)
             try:
-                verify_and_write(tex, image, item, opts, names, result, pending if defer else None)
+                verify_and_write(tex, image, item, opts, names, result, pending if defer else None, name=name)
             finally:
                 tex.destroy()
 
@@ -52,6 +53,21 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
         return pending[0] if pending else None
 
     return run
+
+
+class OutputName:
+    """The texture file of one input for ``opts.out``
+    (:func:`~gputex.outputs.texture_output`), reserved on the first call and the same on every
+    call after it (the streamed write's fallback, a retry after a device loss)."""
+
+    def __init__(self, opts: Options, names, item):
+        self.opts, self.names, self.item = opts, names, item
+        self.path: str | None = None
+
+    def __call__(self) -> str:
+        if self.path is None:
+            self.path = texture_output(self.opts.out, self.opts.container, self.names, self.item)
+        return self.path
 
 
 @dataclass
@@ -95,18 +111,19 @@ def upload_encode_stage(opts: Options):
 
 
 def verify_and_write(tex: Texture, source, item, opts: Options, names, result: Result,
-                     pending: list | None = None) -> None:
+                     pending: list | None = None, *, name: OutputName | None = None) -> None:
     """Verify (``opts.verifies()``) and write the texture file of ``opts.out``; with a
-    ``pending`` list, the write is appended to it as a :class:`PendingWrite` instead."""
+    ``pending`` list, the write is appended to it as a :class:`PendingWrite` instead.
+    ``name``: the input's :class:`OutputName` where the caller may call this again for it."""
     encoded = None if is_texfile(source) else _bc_encode(tex, opts, result)
     try:
-        _check_and_write(tex, encoded, source, item, opts, names, result, pending)
+        _check_and_write(tex, encoded, source, item, opts, name or OutputName(opts, names, item), result, pending)
     finally:
         if encoded is not None:
             encoded.destroy()
 
 
-def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: Options, names,
+def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: Options, name: OutputName,
                      result: Result, pending: list | None = None) -> None:
     """Verify ``tex`` against what was sent; write ``encoded`` (its BC encoding) or ``tex``
     (with ``pending``: hand the write over as a :class:`PendingWrite`)."""
@@ -115,14 +132,13 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
     from .capture import capture_bytes, capture_texture_file
 
     result.layout = tex.layout(0).as_dict()
-    if pending is not None and opts.out and not opts.verifies() and _defer_readback(tex, encoded, source, item, opts,
-                                                                                   names, result, pending):
+    if pending is not None and opts.out and not opts.verifies() and _defer_readback(tex, encoded, source, opts,
+                                                                                   name, result, pending):
         return
-    # too big to defer (or no pool): the levels copied straight into the mapped file
-    reserved = None  # the output's name, where the streamed write took it and then could not map
+    # too big to defer (or no pool): the levels copied straight into the mapped file (where it
+    # cannot map, the whole write below uses the same name)
     if opts.out and not opts.verifies() and opts.zstd is None:
-        reserved = texture_output(opts.out, opts.container, names, item)
-        if _stream_to_file(tex, encoded, source, reserved, opts, result):
+        if _stream_to_file(tex, encoded, source, name(), opts, result):
             return
     stored = None
     shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
@@ -145,8 +161,8 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
     if opts.out and result.ok:
         from .texfile import write_texture_file
 
-        stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
-        path = reserved or texture_output(opts.out, opts.container, names, item)
+        stored.premultiplied = _premultiplied(opts, source)
+        path = name()
         if pending is not None:
             pending.append(PendingWrite(stored, path))
             return
@@ -155,8 +171,8 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
         result.outputs.append(path)
 
 
-def _defer_readback(tex: Texture, encoded: Texture | None, source, item, opts: Options, names, result: Result,
-                    pending: list) -> bool:
+def _defer_readback(tex: Texture, encoded: Texture | None, source, opts: Options, name: OutputName,
+                    result: Result, pending: list) -> bool:
     """No check wanted: the copies of every level are submitted and the read-back is left to
     the write in the pool (:class:`~gputex.gpu_batch.Readback`), so the in-order thread goes on
     to the next input while the GPU copies; False when the texture is too big for that."""
@@ -169,9 +185,9 @@ def _defer_readback(tex: Texture, encoded: Texture | None, source, item, opts: O
     if encoded is not None:
         result.layout = encoded.layout(0).as_dict()
     result.verified = None
-    readback.stored.premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
+    readback.stored.premultiplied = _premultiplied(opts, source)
     try:
-        path = texture_output(opts.out, opts.container, names, item)
+        path = name()
     except BaseException:
         readback.cancel()
         raise
@@ -186,7 +202,7 @@ def _stream_to_file(tex: Texture, encoded: Texture | None, source, path: str, op
     buffer into the file's pages; timed as ``capture``. False where it cannot (nothing written)."""
     from .capture import capture_to_file
 
-    premultiplied = opts.premultiply or (is_texfile(source) and source.premultiplied)
+    premultiplied = _premultiplied(opts, source)
     with timed(result, "capture"):
         if not capture_to_file(encoded or tex, path, budget=opts.budget, premultiplied=premultiplied):
             return False
@@ -195,6 +211,12 @@ def _stream_to_file(tex: Texture, encoded: Texture | None, source, path: str, op
     result.verified = None
     result.outputs.append(path)
     return True
+
+
+def _premultiplied(opts: Options, source) -> bool:
+    """Whether the written texture file is marked premultiplied: ``--premultiply``, or a texture
+    file uploaded as stored that was marked so."""
+    return bool(opts.premultiply or (is_texfile(source) and source.premultiplied))
 
 
 def _verify(source, stored, level0, item, opts: Options, tex: Texture, result: Result) -> None:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import TYPE_CHECKING
+import threading
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DecodeError, FormatError
 from ..formats import FORMATS, Format
@@ -28,6 +29,9 @@ from .model import TextureFile, check_shape, level_bytes
 from .vkformat import VK_ALIASES, VK_BY_CODE, VK_FORMATS, has_srgb_variant, vk_name
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from concurrent.futures import Future
+
     from ..atomic import AtomicFile
 
 __all__ = ["write_ktx2", "ktx2_layout", "stream_ktx2", "read_ktx2", "validate", "validate_report", "Problem", "dfd_for", "WRITER",
@@ -153,20 +157,17 @@ def ktx2_layout(tf: TextureFile) -> FileLayout:
                       offsets[0] + sizes[0] if sizes else len(head))
 
 
-def stream_ktx2(tf: TextureFile, f: AtomicFile, *, zstd: int | None = None, threads: int | None = None) -> None:
+def stream_ktx2(tf: TextureFile, f: AtomicFile, *, zstd: int | None = None) -> None:
     """Write ``tf`` as KTX2 into ``f``, the same bytes as :func:`write_ktx2`: with ``zstd`` the
-    levels are compressed on ``threads`` threads (default: the cores; zstd releases the GIL),
-    each written as soon as it and the smaller levels before it in the file are done, and the
-    level index (its place reserved) last; no whole-file buffer."""
+    levels are compressed on the process's one Zstandard pool (:func:`_zstd_submit`; zstd
+    releases the GIL), each written as soon as it and the smaller levels before it in the file
+    are done, and the level index (its place reserved) last; no whole-file buffer."""
     if zstd is None:
         lay = ktx2_layout(tf)
         f.write_at(0, lay.head)
         for i, _, _n, at in lay.places:
             f.write_at(at, _level(tf, i, tf.levels[i]))
         return
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
     import imagecodecs
 
     n = len(tf.levels)
@@ -174,18 +175,68 @@ def stream_ktx2(tf: TextureFile, f: AtomicFile, *, zstd: int | None = None, thre
     head_probe, _ = _layout(tf, [0] * n, zstd)  # the head's size does not depend on the level sizes
     pos = len(head_probe)
     stored = [0] * n
-    workers = max(1, min(n, threads or os.cpu_count() or 1))
-    with ThreadPoolExecutor(workers, thread_name_prefix="gputex-zstd") as pool:
-        # the largest first, so the one that takes longest starts first; written in file order
-        futures = {i: pool.submit(imagecodecs.zstd_encode, raws[i], level=zstd) for i in range(n)}
+    # the largest first, so the one that takes longest starts first; written in file order
+    futures = {i: _zstd_submit(imagecodecs.zstd_encode, raws[i], level=zstd) for i in range(n)}
+    try:
         for i in reversed(range(n)):
             payload = futures.pop(i).result()
             f.write_at(pos, payload)
             stored[i] = len(payload)
             pos += len(payload)
             del payload
+    finally:
+        for fut in futures.values():  # a failed write: the levels not yet started are dropped
+            fut.cancel()
     head, _ = _layout(tf, stored, zstd)
     f.write_at(0, head)
+
+
+# -- the Zstandard pool: one per process, shared by every write --------------------------------
+
+_ZSTD_LOCK = threading.Lock()
+_ZSTD_TASKS: Any = None  # a queue.SimpleQueue of (future, fn, args, kwargs), made on first use
+_zstd_threads = 0  # started (they never stop)
+_zstd_idle = 0  # waiting for a task
+
+
+def _zstd_submit(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
+    """``fn(*args, **kwargs)`` on the process's Zstandard threads: started as tasks need them, at
+    most :func:`~gputex.caps.capped` (the cores) however many writes run at once (``upload -o``
+    writes several on the pool's threads); daemon threads, so an idle pool holds no exit up."""
+    import os
+    import queue
+    from concurrent.futures import Future
+
+    from ..caps import capped
+
+    global _ZSTD_TASKS, _zstd_threads
+    fut: Future = Future()
+    with _ZSTD_LOCK:
+        if _ZSTD_TASKS is None:
+            _ZSTD_TASKS = queue.SimpleQueue()
+        _ZSTD_TASKS.put((fut, fn, args, kwargs))
+        if _zstd_threads < capped(os.cpu_count() or 1) and _zstd_idle < _ZSTD_TASKS.qsize():
+            _zstd_threads += 1
+            threading.Thread(target=_zstd_worker, args=(_ZSTD_TASKS,), name=f"gputex-zstd_{_zstd_threads - 1}",
+                             daemon=True).start()
+    return fut
+
+
+def _zstd_worker(tasks: Any) -> None:
+    global _zstd_idle
+    while True:
+        with _ZSTD_LOCK:
+            _zstd_idle += 1
+        fut, fn, args, kwargs = tasks.get()
+        with _ZSTD_LOCK:
+            _zstd_idle -= 1
+        if not fut.set_running_or_notify_cancel():
+            continue
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # noqa: BLE001 - handed to the writer waiting on it
+            fut.set_exception(e)
+        del fut, fn, args, kwargs  # no level held while idle
 
 
 def default_swizzle(fmt: Format) -> str | None:

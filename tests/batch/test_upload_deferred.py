@@ -150,3 +150,62 @@ def test_write_texture_in_an_encode_worker(rng, tmp_path):
     assert (tmp_path / "there.ktx2").read_bytes() == (tmp_path / "here.ktx2").read_bytes()
     assert str(there.value) == str(here.value)
     assert not (tmp_path / "x.png").exists()
+
+
+def test_capture_readback_given_back_when_a_name_fails(rng, gpu, tmp_path, monkeypatch):
+    """``capture --mips -o one.png`` (worker processes, levels read back in the pool): the
+    second level's name is refused after the copies were submitted; the input fails with that
+    one-line error and its read-back buffer goes back to the ring unread (none left mapped)."""
+    from gputex import gpu_batch
+    from gputex.batch import expand_inputs
+    from gputex.outputs import SingleOutput
+
+    started: list = []
+    real = gpu_batch.start_level_readback
+
+    def spy(*a, **kw):
+        rb = real(*a, **kw)
+        started.append(rb)
+        return rb
+
+    monkeypatch.setattr(gpu_batch, "start_level_readback", spy)
+    paths = [p for p, _ in _inputs(rng, tmp_path / "in")[:2]]  # two: worker processes run
+    out = str(tmp_path / "one.png")
+    steps = stages("capture", Options(mips=True, level="all"), SingleOutput(out, paths))
+    results: list = []
+    run(expand_inputs(paths), steps, on_result=lambda r, s: results.append(r), jobs=2, workers=2)
+    assert [r.ok for r in results] == [False, False]
+    for r in results:
+        assert r.error.startswith(f"{out}: this capture has more than one output"), r.error
+    assert len(started) == 2 and None not in started  # the deferred read-backs were started
+    assert all(rb._buf is None for rb in started)  # cancelled: the buffer is back in the ring
+    assert not os.path.exists(out)
+
+
+def test_device_lost_in_a_deferred_readback_fails_that_input_only(rng, gpu, tmp_path, monkeypatch):
+    """A device lost while the pool finishes an input's read-back (after its GPU step, so it
+    cannot be retried there): that input fails with one line saying so and writes nothing; the
+    next input is written."""
+    from gputex import gpu_batch
+
+    real, started = gpu_batch._submit, []
+
+    class Lost:
+        def sync_wait(self):
+            raise RuntimeError("Device lost (made by the test)")
+
+    def submit(*a, **kw):
+        rb = real(*a, **kw)
+        if rb is not None and not started:
+            rb._promise = Lost()  # the map of the first input's read-back fails as a lost device
+        started.append(rb)
+        return rb
+
+    monkeypatch.setattr(gpu_batch, "_submit", submit)
+    made = _inputs(rng, tmp_path / "in")[:2]
+    results = _run([p for p, _ in made], tmp_path / "out", "ktx2", deferred=True)
+    assert len(started) == 2 and None not in started  # both read back in the pool
+    assert [r.ok for r in results] == [False, True], [r.error for r in results]
+    assert results[0].error == (f"{made[0][0]}: map readback buffer: GPU device lost (Device lost (made by "
+                                "the test)); not retried (read back after its GPU step), nothing written")
+    assert sorted(os.listdir(tmp_path / "out")) == ["in1.ktx2"]

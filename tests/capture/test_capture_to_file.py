@@ -72,6 +72,16 @@ def test_capture_to_file_is_whole_or_nothing(gpu, tmp_path, monkeypatch):
             assert cap.capture_to_file(tex, str(tmp_path / "old.ktx2")) is False
             assert sorted(os.listdir(tmp_path)) == ["old.ktx2"]
 
+        def interrupted(self, size):
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as m:  # any other error from the map: raised, no temporary left
+            m.setattr(AtomicFile, "map", interrupted)
+            m.setenv("GPUTEX_PORTABLE", "otmpfile")  # a named temporary, which would show
+            with pytest.raises(KeyboardInterrupt):
+                cap.capture_to_file(tex, str(tmp_path / "new.ktx2"))
+            assert sorted(os.listdir(tmp_path)) == ["old.ktx2"]
+
         def broken(pieces, **kw):
             raise gputex.GPUError("copy failed")
 
@@ -137,19 +147,101 @@ def test_streamed_zstd_ktx2_equals_the_in_memory_writer(tmp_path, level):
 def test_upload_falls_back_to_the_whole_write_under_the_same_name(gpu, tmp_path, tmp_png, monkeypatch, rng):
     """Where the file cannot be mapped, ``upload -o FOLDER`` writes it the other way, under the
     name it reserved (not a second one), with the same bytes."""
+    from gputex import gpu_batch
     from gputex.pipeline import Options
     from gputex.run import upload_files
 
     src = tmp_png(rng.integers(0, 256, (24, 40, 4), np.uint8), "in.png")
+    monkeypatch.setattr(gpu_batch, "DEFER_MAX_BYTES", 0)  # no deferred read-back: the streamed write
+    real_map = AtomicFile.map
     outs = []
     for broken in (False, True):
         out = tmp_path / f"out{int(broken)}"
         out.mkdir()
-        with monkeypatch.context() as m:
+        mapped: list[int] = []
+
+        def map_(self, size, broken=broken, mapped=mapped):
+            mapped.append(size)
             if broken:
-                m.setattr(AtomicFile, "map", lambda self, size: (_ for _ in ()).throw(gputex.OutputError("no map")))
+                raise gputex.OutputError("no map")
+            return real_map(self, size)
+
+        with monkeypatch.context() as m:
+            m.setattr(AtomicFile, "map", map_)
             (r,) = upload_files([src], Options(mips=True, container="ktx2"), session=gpu, out=str(out))
+        assert mapped, "the streamed write (capture_to_file) was not tried"
         assert r.ok and r.outputs == [str(out / "in.ktx2")], r.error
         assert sorted(os.listdir(out)) == ["in.ktx2"]
         outs.append((out / "in.ktx2").read_bytes())
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("otmpfile", [True, False])
+def test_atomic_file_failed_commit_leaves_nothing(tmp_path, monkeypatch, otmpfile):
+    """A commit that cannot give the file its name (the target became a folder) raises a
+    one-line error naming the path and leaves no ``.gputex-*.part`` temporary behind."""
+    if not otmpfile:
+        monkeypatch.setenv("GPUTEX_PORTABLE", "otmpfile")
+    path = tmp_path / "f.bin"
+    f = AtomicFile(str(path))
+    f.write_at(0, b"data")
+    path.mkdir()  # the name is taken by a folder now: the rename / link fails
+    with pytest.raises(gputex.OutputError, match=r"f\.bin: write failed") as e:
+        f.commit()
+    assert "\n" not in str(e.value)
+    assert os.listdir(tmp_path) == ["f.bin"] and path.is_dir() and os.listdir(path) == []
+    assert f.fd == -1 and f.tmp is None
+
+
+@pytest.mark.gpu
+def test_upload_retry_after_device_loss_writes_the_same_name(gpu, tmp_path, tmp_png, monkeypatch, rng):
+    """A device lost during the streamed write: the input is retried and writes the name it
+    reserved the first time (``in.ktx2``, not ``in-2.ktx2``), whole."""
+    from gputex import gpu_batch
+    from gputex.errors import DeviceLostError
+    from gputex.pipeline import Options
+    from gputex.run import upload_files
+
+    a = rng.integers(0, 256, (24, 40, 4), np.uint8)
+    src = tmp_png(a, "in.png")
+    monkeypatch.setattr(gpu_batch, "DEFER_MAX_BYTES", 0)  # no deferred read-back: the streamed write
+    monkeypatch.setattr(gpu, "recreate", lambda *a, **kw: None)  # the test's session is kept
+    real, calls = cap.capture_to_file, []
+
+    def lost_once(tex, path, **kw):
+        calls.append(path)
+        if len(calls) == 1:
+            raise DeviceLostError("GPU device lost (made by the test)")
+        return real(tex, path, **kw)
+
+    monkeypatch.setattr(cap, "capture_to_file", lost_once)
+    out = tmp_path / "out"
+    out.mkdir()
+    (r,) = upload_files([src], Options(mips=True, container="ktx2"), session=gpu, out=str(out))
+    assert r.ok and r.outputs == [str(out / "in.ktx2")], r.error
+    assert calls == [str(out / "in.ktx2")] * 2
+    assert any("device recreated, input retried" in w for w in r.warnings), r.warnings
+    assert sorted(os.listdir(out)) == ["in.ktx2"]
+    assert bytes(read_texture_file(str(out / "in.ktx2")).levels[0]) == a.tobytes()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("way", ["deferred", "streamed", "whole"])
+def test_upload_marks_premultiplied_on_every_write_path(gpu, tmp_path, tmp_png, monkeypatch, rng, way):
+    """``upload --premultiply -o``: the file is marked premultiplied (and only then) whichever
+    way it is written: read back in the pool, streamed into the mapped file, or written whole
+    (``--zstd``)."""
+    from gputex import gpu_batch
+    from gputex.pipeline import Options
+    from gputex.run import upload_files
+
+    src = tmp_png(rng.integers(0, 256, (24, 40, 4), np.uint8), "in.png")
+    if way != "deferred":
+        monkeypatch.setattr(gpu_batch, "DEFER_MAX_BYTES", 0)
+    for premultiply in (False, True):
+        out = tmp_path / f"out{int(premultiply)}"
+        out.mkdir()
+        opts = Options(mips=True, container="ktx2", premultiply=premultiply, zstd=3 if way == "whole" else None)
+        (r,) = upload_files([src], opts, session=gpu, out=str(out))
+        assert r.ok, r.error
+        assert read_texture_file(str(out / "in.ktx2")).premultiplied is premultiply

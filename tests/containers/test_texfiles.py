@@ -612,3 +612,61 @@ def test_capture_texture_file_one_copy_equals_layer_by_layer(rng, gpu, tmp_path,
     assert len(whole.levels) == len(tf.levels) > 1
     for lv, (a, b, c) in enumerate(zip(whole.levels, banded.levels, tf.levels)):
         assert bytes(a) == bytes(b) == bytes(c), (kind, lv)
+
+
+def test_zstd_writes_share_one_capped_pool(rng, tmp_path, monkeypatch):
+    """Several ``--zstd`` writes at once (``upload -o`` writes on the pool's threads) compress on
+    one pool of at most the thread cap, daemon threads (no exit held up), and each file is the
+    in-memory writer's bytes."""
+    import threading
+    import time
+
+    import imagecodecs
+
+    from gputex.containers import ktx2
+    from gputex.texfile import TextureFile, level_bytes, write_texture_file
+
+    monkeypatch.setenv("GPUTEX_THREADS", "2")
+    for name, fresh in (("_ZSTD_TASKS", None), ("_zstd_threads", 0), ("_zstd_idle", 0)):
+        monkeypatch.setattr(ktx2, name, fresh)  # a pool of its own (one made earlier in this process is left idle)
+    real = imagecodecs.zstd_encode
+    seen: set = set()
+    lock, busy, most = threading.Lock(), [0], [0]
+
+    def encode(data, level=None):
+        with lock:
+            seen.add(threading.current_thread())
+            busy[0] += 1
+            most[0] = max(most[0], busy[0])
+        try:
+            time.sleep(0.02)  # the writes overlap
+            return real(data, level=level)
+        finally:
+            with lock:
+                busy[0] -= 1
+
+    monkeypatch.setattr(imagecodecs, "zstd_encode", encode)
+    files = []
+    for k in range(4):
+        tf = TextureFile(format=get_format("rgba8unorm"), width=64, height=32, levels=[b""] * 7,
+                         color_space="linear", source=f"t{k}")
+        tf.levels = [rng.integers(0, 4, level_bytes(tf, i), np.uint8).tobytes() for i in range(7)]
+        files.append(tf)
+    errors: list = []
+
+    def write(k):
+        try:
+            write_texture_file(files[k], str(tmp_path / f"z{k}.ktx2"), zstd=3)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    writers = [threading.Thread(target=write, args=(k,)) for k in range(4)]
+    for t in writers:
+        t.start()
+    for t in writers:
+        t.join()
+    assert not errors, errors
+    assert most[0] <= 2 and len(seen) <= 2, (most[0], sorted(t.name for t in seen))
+    assert all(t.daemon and t.name.startswith("gputex-zstd") for t in seen)
+    for k, tf in enumerate(files):
+        assert (tmp_path / f"z{k}.ktx2").read_bytes() == _join(write_ktx2(tf, zstd=3))
