@@ -9,6 +9,7 @@ substring of the adapter's name) and ``backend`` narrow the choice; the
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,22 +175,29 @@ def import_wgpu_ffi():
     import sys
 
     name = "wgpu.backends.wgpu_native._ffi"
-    if name not in sys.modules:
-        import cffi
+    with _CDEF_PATCH_LOCK:  # cffi.FFI.cdef is patched for the whole process: one thread at a time
+        if name not in sys.modules:
+            import cffi
 
-        original = cffi.FFI.cdef
+            original = cffi.FFI.cdef
 
-        def cdef(self, csource, override=False, packed=False, pack=None):
-            if override or packed or pack is not None or not isinstance(csource, str) or len(csource) < 4096:
-                return original(self, csource, override=override, packed=packed, pack=pack)
-            return _cdef_cached(self, csource, original)
+            def cdef(self, csource, override=False, packed=False, pack=None):
+                if override or packed or pack is not None or not isinstance(csource, str) or len(csource) < 4096:
+                    return original(self, csource, override=override, packed=packed, pack=pack)
+                return _cdef_cached(self, csource, original)
 
-        cffi.FFI.cdef = cdef
-        try:
-            import wgpu.backends.wgpu_native._ffi  # noqa: F401
-        finally:
-            cffi.FFI.cdef = original
+            cffi.FFI.cdef = cdef
+            try:
+                import wgpu.backends.wgpu_native._ffi  # noqa: F401
+            finally:
+                if cffi.FFI.__dict__.get("cdef") is cdef:  # not where someone else has patched it since
+                    cffi.FFI.cdef = original
     return sys.modules[name].ffi
+
+
+#: Held while :func:`import_wgpu_ffi` has cffi.FFI.cdef patched (an RLock: an import it triggers
+#: may come back to it).
+_CDEF_PATCH_LOCK = threading.RLock()
 
 
 def _cdef_cache(csource: str) -> tuple[str, str] | None:

@@ -120,3 +120,56 @@ def test_wgpu_header_parse_is_cached_privately(tmp_path):
         path.chmod(mode)
         child()  # not loaded: parsed as before, and the cache written again
         assert path.read_bytes() == good and os.stat(path).st_mode & 0o777 == 0o600
+
+
+_PATCH_CHILD = (
+    "import importlib.abc, importlib.util, sys, threading, time\n"
+    "import cffi\n"
+    "from gputex.device import import_wgpu_ffi\n"
+    "original = cffi.FFI.__dict__['cdef']\n"
+    "entered, go, seen, hooks = threading.Event(), threading.Event(), [], []\n"
+    "class Fake(importlib.abc.MetaPathFinder, importlib.abc.Loader):\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == 'wgpu' or name.startswith('wgpu.'):\n"
+    "            return importlib.util.spec_from_loader(name, self, is_package=not name.endswith('_ffi'))\n"
+    "    def create_module(self, spec):\n"
+    "        return None\n"
+    "    def exec_module(self, module):\n"
+    "        if module.__name__ == 'wgpu':\n"
+    "            hooks[-1]()\n"
+    "        module.ffi = 'fake ffi'\n"
+    "sys.meta_path.insert(0, Fake())\n"
+    "def hold():\n"
+    "    seen.append(cffi.FFI.__dict__['cdef']); entered.set(); go.wait(10)\n"
+    "hooks.append(hold)\n"
+    "a = threading.Thread(target=import_wgpu_ffi); a.start(); entered.wait(10)\n"
+    "b = threading.Thread(target=import_wgpu_ffi); b.start(); time.sleep(0.3)\n"
+    "waited = cffi.FFI.__dict__['cdef'] is seen[0] is not original\n"
+    "go.set(); a.join(); b.join()\n"
+    "print('second caller waits', waited)\n"
+    "print('restored', cffi.FFI.__dict__['cdef'] is original)\n"
+    "for n in [m for m in sys.modules if m == 'wgpu' or m.startswith('wgpu.')]:\n"
+    "    del sys.modules[n]\n"
+    "def other(self, *a, **k):\n"
+    "    pass\n"
+    "def repatch():\n"
+    "    cffi.FFI.cdef = other\n"
+    "hooks.append(repatch)\n"
+    "print('ffi', import_wgpu_ffi())\n"
+    "print('later patch kept', cffi.FFI.__dict__['cdef'] is other)\n"
+)
+
+
+def test_cdef_patch_is_one_thread_at_a_time_and_restored():
+    """import_wgpu_ffi patches cffi.FFI.cdef for the whole process while wgpu-py's module imports
+    (here a stand-in that blocks until told): a second thread calling it meanwhile waits instead
+    of patching over the first thread's patch (which it would then "restore" for good), the
+    original is back once both are done, and a patch someone else makes during the import is
+    left in place."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _PATCH_CHILD], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["second caller waits True", "restored True", "ffi fake ffi",
+                                        "later patch kept True"], done.stdout + done.stderr[-2000:]
