@@ -70,11 +70,25 @@ def test_warm_types_gives_what_cffi_parses():
     assert done.stdout.split() == ["52"]
 
 
-_CDEF_CHILD = (
-    "import os, sys\n"
-    "from gputex.device import import_wgpu_ffi, warm_types\n"
-    "from cffi import FFI\n"
+# Counts cffi's parses of a whole header (what the cache saves) while import_wgpu_ffi runs and
+# prints "parsed N".
+_COUNT_PARSES = (
+    "import cffi.cparser\n"
+    "from gputex.device import import_wgpu_ffi\n"
+    "parses, real_parse = [], cffi.cparser.Parser.parse\n"
+    "def counted(self, csource, *a, **k):\n"
+    "    parses.extend([1] if len(csource) >= 4096 else [])\n"
+    "    return real_parse(self, csource, *a, **k)\n"
+    "cffi.cparser.Parser.parse = counted\n"
     "ffi = import_wgpu_ffi()\n"
+    "cffi.cparser.Parser.parse = real_parse\n"
+    "print('parsed', len(parses))\n"
+)
+
+_CDEF_CHILD = _COUNT_PARSES + (
+    "import os, sys\n"
+    "from gputex.device import warm_types\n"
+    "from cffi import FFI\n"
     "from wgpu.backends.wgpu_native._ffi import get_wgpu_header\n"
     "fresh = FFI(); fresh.cdef(get_wgpu_header())\n"
     "mine, want = ffi._parser._declarations, fresh._parser._declarations\n"
@@ -89,11 +103,16 @@ _CDEF_CHILD = (
 )
 
 
+def _parses(out: str) -> int:
+    (n,) = [int(line.split()[1]) for line in out.splitlines() if line.startswith("parsed ")]
+    return n
+
+
 def test_wgpu_header_parse_is_cached_privately(tmp_path):
     """The parse of wgpu's C header is pickled in the user's cache folder by the first process
-    and loaded by the next: the declarations equal a fresh parse's and a round trip through the
-    GPU works. A cache file others may write, or one of another key, is not loaded (and is
-    replaced by a good one)."""
+    and loaded by the next (which parses nothing and leaves the file as it is): the
+    declarations equal a fresh parse's and a round trip through the GPU works. A cache file
+    others may write, or one of another key, is not loaded (and is replaced by a good one)."""
     import os
     import pickle
     import subprocess
@@ -102,23 +121,25 @@ def test_wgpu_header_parse_is_cached_privately(tmp_path):
     pytest.importorskip("wgpu")
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
 
-    def child() -> None:
+    def child() -> int:
         done = subprocess.run([sys.executable, "-c", _CDEF_CHILD], env=env, capture_output=True, text=True)
         assert done.returncode == 0 and done.stdout.split()[-1:] == ["ok"], done.stderr[-2000:]
+        return _parses(done.stdout)
 
-    child()  # parses and writes the cache
+    assert child() == 1  # parses and writes the cache
     folder = tmp_path / "gputex"
     (path,) = folder.glob("wgpu-cdef-*.pickle")
     assert (os.stat(folder).st_mode & 0o777, os.stat(path).st_mode & 0o777) == (0o700, 0o600)
-    good = path.read_bytes()
-    child()  # loads it
-    assert path.read_bytes() == good
+    good, before = path.read_bytes(), os.stat(path)
+    assert child() == 0  # loads it: no parse, the file untouched
+    after = os.stat(path)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns) and path.read_bytes() == good
     saved = pickle.loads(good)
     bad = pickle.dumps({"key": saved["key"], "parser": {"_declarations": {}}})
     for mode, key in ((0o666, saved["key"]), (0o600, "another key")):
         path.write_bytes(pickle.dumps({"key": key, "parser": {"_declarations": {}}}) if key != saved["key"] else bad)
         path.chmod(mode)
-        child()  # not loaded: parsed as before, and the cache written again
+        assert child() == 1  # not loaded: parsed as before, and the cache written again
         assert path.read_bytes() == good and os.stat(path).st_mode & 0o777 == 0o600
 
 
