@@ -143,6 +143,106 @@ def test_wgpu_header_parse_is_cached_privately(tmp_path):
         assert path.read_bytes() == good and os.stat(path).st_mode & 0o777 == 0o600
 
 
+@pytest.fixture(scope="module")
+def good_cdef_cache(tmp_path_factory):
+    """A cache folder holding a good cached parse (written by one process, loaded by the next),
+    and a function running a process with a given cache home that returns how often it parsed."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("wgpu")
+
+    def child(home) -> int:
+        env = dict(os.environ, XDG_CACHE_HOME=str(home))
+        done = subprocess.run([sys.executable, "-c", _COUNT_PARSES], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return _parses(done.stdout)
+
+    home = tmp_path_factory.mktemp("real")
+    assert child(home) == 1 and child(home) == 0  # written, then loaded: a cache that works
+    (path,) = (home / "gputex").glob("wgpu-cdef-*.pickle")
+    return path, child
+
+
+def _unchanged(path, before) -> bool:
+    import os
+
+    st = os.stat(path, follow_symlinks=False)
+    return (st.st_ino, st.st_mtime_ns, st.st_size) == (before.st_ino, before.st_mtime_ns, before.st_size)
+
+
+def test_cdef_cache_in_a_symlinked_folder_is_not_used(good_cdef_cache, tmp_path):
+    """A cache folder that is a symlink (to a folder with a good cache) is neither loaded from
+    nor written to."""
+    import os
+
+    good, child = good_cdef_cache
+    before, names = os.stat(good), sorted(os.listdir(good.parent))
+    (tmp_path / "gputex").symlink_to(good.parent, target_is_directory=True)
+    assert child(tmp_path) == 1
+    assert _unchanged(good, before) and sorted(os.listdir(good.parent)) == names
+
+
+def test_cdef_cache_file_that_is_a_symlink_or_fifo_is_not_loaded(good_cdef_cache, tmp_path):
+    """A cache file that is a symlink (to a good cache) is not followed: parsed, and the link
+    replaced by a file of this process's own; a FIFO in its place is not read (nor waited on)."""
+    import os
+
+    good, child = good_cdef_cache
+    before = os.stat(good)
+    folder = tmp_path / "link" / "gputex"
+    folder.mkdir(parents=True, mode=0o700)
+    (folder / good.name).symlink_to(good)
+    assert child(tmp_path / "link") == 1
+    assert not (folder / good.name).is_symlink() and (folder / good.name).read_bytes() == good.read_bytes()
+    assert _unchanged(good, before)
+    folder = tmp_path / "fifo" / "gputex"
+    folder.mkdir(parents=True, mode=0o700)
+    os.mkfifo(folder / good.name, 0o600)
+    assert child(tmp_path / "fifo") == 1
+
+
+def test_cdef_cache_in_a_group_writable_folder_is_not_used(good_cdef_cache, tmp_path):
+    """A good cache file in a folder others may write is neither loaded nor rewritten."""
+    import os
+    import shutil
+
+    good, child = good_cdef_cache
+    folder = tmp_path / "gputex"
+    folder.mkdir(mode=0o700)
+    copy = folder / good.name
+    shutil.copyfile(good, copy)
+    copy.chmod(0o600)
+    assert child(tmp_path) == 0  # the copy itself is a good cache
+    folder.chmod(0o770)
+    before = os.stat(copy)
+    assert child(tmp_path) == 1
+    assert _unchanged(copy, before)
+
+
+def test_cdef_cache_owned_by_another_user_is_not_used(good_cdef_cache, tmp_path):
+    """A good cache file, or its folder, owned by another user is not loaded."""
+    import os
+    import shutil
+
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    good, child = good_cdef_cache
+    folder = tmp_path / "gputex"
+    folder.mkdir(mode=0o700)
+    copy = folder / good.name
+    shutil.copyfile(good, copy)
+    copy.chmod(0o600)
+    assert child(tmp_path) == 0  # the copy itself is a good cache
+    os.chown(copy, 54321, 54321)
+    assert child(tmp_path) == 1  # not loaded; replaced by a file of this user's
+    assert os.stat(copy).st_uid == os.getuid() and child(tmp_path) == 0
+    before = os.stat(copy)
+    os.chown(folder, 54321, 54321)
+    assert child(tmp_path) == 1 and _unchanged(copy, before)
+
 _PATCH_CHILD = (
     "import importlib.abc, importlib.util, sys, threading, time\n"
     "import cffi\n"
