@@ -43,6 +43,7 @@ def test_lean_exit_runs_after_threaded_copies(gpu, rng, tmp_path):
     log = tmp_path / "log"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), GPUTEX_COPY_THREADS="2",
                LOG=str(log))
+    env.pop("GPUTEX_THREADS", None)  # a thread cap of 1 would leave the pool unused
     done = subprocess.run([sys.executable, "-c", _CHILD, "upload", src, "--mips", "-o", str(out)],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -52,10 +53,12 @@ def test_lean_exit_runs_after_threaded_copies(gpu, rng, tmp_path):
     assert data[:12] == b"\xabKTX 20\xbb\r\n\x1a\n" and len(data) > 8 << 20
 
 
-def test_parallel_shutdown_stops_the_pool_threads_and_a_later_copy_starts_anew():
+def test_parallel_shutdown_stops_the_pool_threads_and_a_later_copy_starts_anew(monkeypatch):
     import threading
 
     from gputex import parallel
+
+    monkeypatch.delenv("GPUTEX_THREADS", raising=False)  # a cap of 1 would run the tasks inline
 
     def pool_threads() -> list[str]:
         return [t.name for t in threading.enumerate() if t.name.startswith("gputex-copy") and t.is_alive()]
