@@ -452,12 +452,16 @@ def _lean_exit(code: int) -> None:
     Every output is written and linked by now, so what a normal exit still does is free memory
     and drop wgpu objects one by one (the device, the adapter, cached pipelines and buffers):
     0.15 s of a 2048² ``upload -o`` on lavapipe, for nothing the user sees. So the streams are
-    flushed, the ``atexit`` handlers run (weakref finalizers: shared-memory files unlinked),
-    and the process ends with ``os._exit``. Where a non-daemon thread is still alive (work this
+    flushed, the idle copy pool stopped (:func:`gputex.parallel.shutdown`), the ``atexit``
+    handlers run (weakref finalizers: shared-memory files unlinked), and the process ends with
+    ``os._exit``. Where a non-daemon thread is still alive (work this
     does not know about) or a flush fails (a closed pipe), the normal exit runs instead.
     """
     import threading
 
+    parallel = sys.modules.get("gputex.parallel")
+    if parallel is not None:  # the copy pool's idle threads are not daemons: stop them first
+        parallel.shutdown()
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
     if others or "gputex.device" not in sys.modules:  # no device made: the normal exit is quick
         sys.exit(code)

@@ -9,6 +9,7 @@ substring of the adapter's name) and ``backend`` narrow the choice; the
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,90 +169,135 @@ def import_wgpu_ffi():
     (:func:`_cdef_cache`) and later ones load it (2 ms) instead of parsing. Only for the cdef
     calls made while wgpu-py's module is imported here, only for a header with no types left
     to complete, keyed by the header's SHA-256 and the cffi, pycparser and Python versions, and
-    only from a file and folder this user owns that nobody else can write; anything else (or
-    any error) parses as before. Where wgpu-py is already imported, its ``ffi`` is returned.
+    only from a regular file and folder this user owns that nobody else can write, opened
+    without following symlinks and checked on the open descriptors; anything else (or any
+    error) parses as before. Where wgpu-py is already imported, its ``ffi`` is returned.
     """
     import sys
 
     name = "wgpu.backends.wgpu_native._ffi"
-    if name not in sys.modules:
-        import cffi
+    with _CDEF_PATCH_LOCK:  # cffi.FFI.cdef is patched for the whole process: one thread at a time
+        if name not in sys.modules:
+            import cffi
 
-        original = cffi.FFI.cdef
+            original = cffi.FFI.cdef
 
-        def cdef(self, csource, override=False, packed=False, pack=None):
-            if override or packed or pack is not None or not isinstance(csource, str) or len(csource) < 4096:
-                return original(self, csource, override=override, packed=packed, pack=pack)
-            return _cdef_cached(self, csource, original)
+            def cdef(self, csource, override=False, packed=False, pack=None):
+                if override or packed or pack is not None or not isinstance(csource, str) or len(csource) < 4096:
+                    return original(self, csource, override=override, packed=packed, pack=pack)
+                return _cdef_cached(self, csource, original)
 
-        cffi.FFI.cdef = cdef
-        try:
-            import wgpu.backends.wgpu_native._ffi  # noqa: F401
-        finally:
-            cffi.FFI.cdef = original
+            cffi.FFI.cdef = cdef
+            try:
+                import wgpu.backends.wgpu_native._ffi  # noqa: F401
+            finally:
+                if cffi.FFI.__dict__.get("cdef") is cdef:  # not where someone else has patched it since
+                    cffi.FFI.cdef = original
     return sys.modules[name].ffi
 
 
-def _cdef_cache(csource: str) -> tuple[str, str] | None:
-    """(path, key) of the cached parse of ``csource``, or None where there is no private cache
-    folder (``$XDG_CACHE_HOME/gputex``, else ``~/.cache/gputex``, made 0700)."""
+#: Held while :func:`import_wgpu_ffi` has cffi.FFI.cdef patched (an RLock: an import it triggers
+#: may come back to it).
+_CDEF_PATCH_LOCK = threading.RLock()
+
+
+def _cdef_cache(csource: str) -> tuple[int, str, str] | None:
+    """(descriptor of the cache folder, file name, key) of the cached parse of ``csource``, or
+    None where there is no private cache folder (``$XDG_CACHE_HOME/gputex``, else
+    ``~/.cache/gputex``, made 0700). The folder is opened without following a symlink and
+    checked on that descriptor (a directory this user owns that nobody else can write), so it
+    cannot be swapped between the check and its use; the caller closes the descriptor. None
+    where the system cannot open files that way (no ``O_NOFOLLOW``, no ``dir_fd``)."""
     import hashlib
+    import stat
     import sys
 
     import cffi
     import pycparser  # type: ignore[import-untyped]
 
+    if not (hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY") and os.open in os.supports_dir_fd
+            and os.rename in os.supports_dir_fd and os.unlink in os.supports_dir_fd):
+        return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     folder = os.path.join(base, "gputex")
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        if not _private(folder):
-            return None
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
+    st = os.fstat(fd)
+    if not stat.S_ISDIR(st.st_mode) or not _private(st):
+        os.close(fd)
+        return None
     key = hashlib.sha256("\0".join((csource, cffi.__version__, pycparser.__version__, sys.version)).encode()).hexdigest()
-    return os.path.join(folder, f"wgpu-cdef-{key[:24]}.pickle"), key
+    return fd, f"wgpu-cdef-{key[:24]}.pickle", key
 
 
-def _private(path: str) -> bool:
-    """Whether ``path`` belongs to this user and nobody else may write it."""
-    st = os.stat(path)
+def _private(st: os.stat_result) -> bool:
+    """Whether the file of ``st`` belongs to this user and nobody else may write it."""
     return (not hasattr(os, "getuid") or st.st_uid == os.getuid()) and not st.st_mode & 0o022
+
+
+def _load_cached(folder: int, name: str) -> Any:
+    """The pickled parse ``name`` in the folder open as ``folder``; None where there is none.
+    Opened without following a symlink (nor waiting on a FIFO), and loaded only where that
+    descriptor is a regular file this user owns that nobody else can write."""
+    import pickle
+    import stat
+
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), dir_fd=folder)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not _private(st):
+            return None
+        return pickle.load(f)
 
 
 def _cdef_cached(ffi, csource: str, original) -> None:
     """``ffi.cdef(csource)`` through the cache of :func:`import_wgpu_ffi`."""
-    import pickle
-
     where = None
     try:
-        where = _cdef_cache(csource)
-        if where is not None and os.path.exists(where[0]) and _private(where[0]) and not ffi._parser._declarations:
-            with open(where[0], "rb") as f:
-                saved = pickle.load(f)
-            if saved.get("key") == where[1]:
+        try:
+            where = _cdef_cache(csource)
+            saved = _load_cached(where[0], where[1]) if where is not None and not ffi._parser._declarations else None
+            if where is not None and isinstance(saved, dict) and saved.get("key") == where[2]:
                 with ffi._lock:  # what FFI._cdef does, with the parse's result loaded
                     ffi._cdef_version = object()
                     ffi._parser.__dict__.update(saved["parser"])
                     ffi._cdefsources.append(csource)
                 return
-    except Exception:  # noqa: BLE001 - a cache that cannot be read is parsed again (and rewritten)
-        pass
-    original(ffi, csource)
-    if where is None or ffi._parser._recomplete:
-        return
-    try:
-        import tempfile
+        except Exception:  # noqa: BLE001 - a cache that cannot be read is parsed again (and rewritten)
+            pass
+        original(ffi, csource)
+        if where is not None and not ffi._parser._recomplete:
+            _write_cached(ffi, *where)
+    finally:
+        if where is not None:
+            os.close(where[0])
 
+
+def _write_cached(ffi, folder: int, name: str, key: str) -> None:
+    """Pickle ``ffi``'s parse as ``name`` in the folder open as ``folder`` (a new 0600 file
+    renamed over it); any error leaves no cache, and the next process parses too."""
+    import contextlib
+    import pickle
+
+    try:
         state = {k: v for k, v in ffi._parser.__dict__.items() if k != "_structnode2type"}  # weak refs
-        data = pickle.dumps({"key": where[1], "parser": state}, protocol=pickle.HIGHEST_PROTOCOL)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(where[0]), prefix=".wgpu-cdef-", suffix=".part")
+        data = pickle.dumps({"key": key, "parser": state}, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp = f".wgpu-cdef-{os.getpid()}-{os.urandom(6).hex()}.part"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600,
+                     dir_fd=folder)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-            os.replace(tmp, where[0])
+            os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
-            os.unlink(tmp)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=folder)
             raise
     except Exception:  # noqa: BLE001 - no cache written: the next process parses too
         pass

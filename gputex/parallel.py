@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["for_row_chunks", "run_all", "copy_threads", "set_copy_threads", "read_threads", "set_read_threads", "MAX_COPY_THREADS",
-           "MAX_READ_THREADS", "MIN_CHUNK_BYTES"]
+           "MAX_READ_THREADS", "MIN_CHUNK_BYTES", "shutdown"]
 
 #: At most this many threads copy one band into staging memory (more did not pay on the H200:
 #: benchmarks/transfer.py).
@@ -92,6 +92,16 @@ def _get_pool() -> Any:
         _pool = ThreadPoolExecutor(max_workers=max(MAX_COPY_THREADS, MAX_READ_THREADS, os.cpu_count() or 1),
                                    thread_name_prefix="gputex-copy")
     return _pool
+
+
+def shutdown() -> None:
+    """Stop the copy pool's threads (idle once every :func:`run_all` has returned) and wait for
+    them; a later copy starts a new pool. The CLI calls it before its lean exit, which only runs
+    where no other non-daemon thread is alive (``gputex.cli._lean_exit``)."""
+    global _pool
+    pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=True)
 
 
 def run_all(tasks: list[Callable[[], None]], threads: int | None = None) -> None:

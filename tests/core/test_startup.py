@@ -70,11 +70,25 @@ def test_warm_types_gives_what_cffi_parses():
     assert done.stdout.split() == ["52"]
 
 
-_CDEF_CHILD = (
-    "import os, sys\n"
-    "from gputex.device import import_wgpu_ffi, warm_types\n"
-    "from cffi import FFI\n"
+# Counts cffi's parses of a whole header (what the cache saves) while import_wgpu_ffi runs and
+# prints "parsed N".
+_COUNT_PARSES = (
+    "import cffi.cparser\n"
+    "from gputex.device import import_wgpu_ffi\n"
+    "parses, real_parse = [], cffi.cparser.Parser.parse\n"
+    "def counted(self, csource, *a, **k):\n"
+    "    parses.extend([1] if len(csource) >= 4096 else [])\n"
+    "    return real_parse(self, csource, *a, **k)\n"
+    "cffi.cparser.Parser.parse = counted\n"
     "ffi = import_wgpu_ffi()\n"
+    "cffi.cparser.Parser.parse = real_parse\n"
+    "print('parsed', len(parses))\n"
+)
+
+_CDEF_CHILD = _COUNT_PARSES + (
+    "import os, sys\n"
+    "from gputex.device import warm_types\n"
+    "from cffi import FFI\n"
     "from wgpu.backends.wgpu_native._ffi import get_wgpu_header\n"
     "fresh = FFI(); fresh.cdef(get_wgpu_header())\n"
     "mine, want = ffi._parser._declarations, fresh._parser._declarations\n"
@@ -89,11 +103,16 @@ _CDEF_CHILD = (
 )
 
 
+def _parses(out: str) -> int:
+    (n,) = [int(line.split()[1]) for line in out.splitlines() if line.startswith("parsed ")]
+    return n
+
+
 def test_wgpu_header_parse_is_cached_privately(tmp_path):
     """The parse of wgpu's C header is pickled in the user's cache folder by the first process
-    and loaded by the next: the declarations equal a fresh parse's and a round trip through the
-    GPU works. A cache file others may write, or one of another key, is not loaded (and is
-    replaced by a good one)."""
+    and loaded by the next (which parses nothing and leaves the file as it is): the
+    declarations equal a fresh parse's and a round trip through the GPU works. A cache file
+    others may write, or one of another key, is not loaded (and is replaced by a good one)."""
     import os
     import pickle
     import subprocess
@@ -102,21 +121,176 @@ def test_wgpu_header_parse_is_cached_privately(tmp_path):
     pytest.importorskip("wgpu")
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
 
-    def child() -> None:
+    def child() -> int:
         done = subprocess.run([sys.executable, "-c", _CDEF_CHILD], env=env, capture_output=True, text=True)
         assert done.returncode == 0 and done.stdout.split()[-1:] == ["ok"], done.stderr[-2000:]
+        return _parses(done.stdout)
 
-    child()  # parses and writes the cache
+    assert child() == 1  # parses and writes the cache
     folder = tmp_path / "gputex"
     (path,) = folder.glob("wgpu-cdef-*.pickle")
     assert (os.stat(folder).st_mode & 0o777, os.stat(path).st_mode & 0o777) == (0o700, 0o600)
-    good = path.read_bytes()
-    child()  # loads it
-    assert path.read_bytes() == good
+    good, before = path.read_bytes(), os.stat(path)
+    assert child() == 0  # loads it: no parse, the file untouched
+    after = os.stat(path)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns) and path.read_bytes() == good
     saved = pickle.loads(good)
     bad = pickle.dumps({"key": saved["key"], "parser": {"_declarations": {}}})
     for mode, key in ((0o666, saved["key"]), (0o600, "another key")):
         path.write_bytes(pickle.dumps({"key": key, "parser": {"_declarations": {}}}) if key != saved["key"] else bad)
         path.chmod(mode)
-        child()  # not loaded: parsed as before, and the cache written again
+        assert child() == 1  # not loaded: parsed as before, and the cache written again
         assert path.read_bytes() == good and os.stat(path).st_mode & 0o777 == 0o600
+
+
+@pytest.fixture(scope="module")
+def good_cdef_cache(tmp_path_factory):
+    """A cache folder holding a good cached parse (written by one process, loaded by the next),
+    and a function running a process with a given cache home that returns how often it parsed."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("wgpu")
+
+    def child(home) -> int:
+        env = dict(os.environ, XDG_CACHE_HOME=str(home))
+        done = subprocess.run([sys.executable, "-c", _COUNT_PARSES], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return _parses(done.stdout)
+
+    home = tmp_path_factory.mktemp("real")
+    assert child(home) == 1 and child(home) == 0  # written, then loaded: a cache that works
+    (path,) = (home / "gputex").glob("wgpu-cdef-*.pickle")
+    return path, child
+
+
+def _unchanged(path, before) -> bool:
+    import os
+
+    st = os.stat(path, follow_symlinks=False)
+    return (st.st_ino, st.st_mtime_ns, st.st_size) == (before.st_ino, before.st_mtime_ns, before.st_size)
+
+
+def test_cdef_cache_in_a_symlinked_folder_is_not_used(good_cdef_cache, tmp_path):
+    """A cache folder that is a symlink (to a folder with a good cache) is neither loaded from
+    nor written to."""
+    import os
+
+    good, child = good_cdef_cache
+    before, names = os.stat(good), sorted(os.listdir(good.parent))
+    (tmp_path / "gputex").symlink_to(good.parent, target_is_directory=True)
+    assert child(tmp_path) == 1
+    assert _unchanged(good, before) and sorted(os.listdir(good.parent)) == names
+
+
+def test_cdef_cache_file_that_is_a_symlink_or_fifo_is_not_loaded(good_cdef_cache, tmp_path):
+    """A cache file that is a symlink (to a good cache) is not followed: parsed, and the link
+    replaced by a file of this process's own; a FIFO in its place is not read (nor waited on)."""
+    import os
+
+    good, child = good_cdef_cache
+    before = os.stat(good)
+    folder = tmp_path / "link" / "gputex"
+    folder.mkdir(parents=True, mode=0o700)
+    (folder / good.name).symlink_to(good)
+    assert child(tmp_path / "link") == 1
+    assert not (folder / good.name).is_symlink() and (folder / good.name).read_bytes() == good.read_bytes()
+    assert _unchanged(good, before)
+    folder = tmp_path / "fifo" / "gputex"
+    folder.mkdir(parents=True, mode=0o700)
+    os.mkfifo(folder / good.name, 0o600)
+    assert child(tmp_path / "fifo") == 1
+
+
+def test_cdef_cache_in_a_group_writable_folder_is_not_used(good_cdef_cache, tmp_path):
+    """A good cache file in a folder others may write is neither loaded nor rewritten."""
+    import os
+    import shutil
+
+    good, child = good_cdef_cache
+    folder = tmp_path / "gputex"
+    folder.mkdir(mode=0o700)
+    copy = folder / good.name
+    shutil.copyfile(good, copy)
+    copy.chmod(0o600)
+    assert child(tmp_path) == 0  # the copy itself is a good cache
+    folder.chmod(0o770)
+    before = os.stat(copy)
+    assert child(tmp_path) == 1
+    assert _unchanged(copy, before)
+
+
+def test_cdef_cache_owned_by_another_user_is_not_used(good_cdef_cache, tmp_path):
+    """A good cache file, or its folder, owned by another user is not loaded."""
+    import os
+    import shutil
+
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    good, child = good_cdef_cache
+    folder = tmp_path / "gputex"
+    folder.mkdir(mode=0o700)
+    copy = folder / good.name
+    shutil.copyfile(good, copy)
+    copy.chmod(0o600)
+    assert child(tmp_path) == 0  # the copy itself is a good cache
+    os.chown(copy, 54321, 54321)
+    assert child(tmp_path) == 1  # not loaded; replaced by a file of this user's
+    assert os.stat(copy).st_uid == os.getuid() and child(tmp_path) == 0
+    before = os.stat(copy)
+    os.chown(folder, 54321, 54321)
+    assert child(tmp_path) == 1 and _unchanged(copy, before)
+
+_PATCH_CHILD = (
+    "import importlib.abc, importlib.util, sys, threading, time\n"
+    "import cffi\n"
+    "from gputex.device import import_wgpu_ffi\n"
+    "original = cffi.FFI.__dict__['cdef']\n"
+    "entered, go, seen, hooks = threading.Event(), threading.Event(), [], []\n"
+    "class Fake(importlib.abc.MetaPathFinder, importlib.abc.Loader):\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == 'wgpu' or name.startswith('wgpu.'):\n"
+    "            return importlib.util.spec_from_loader(name, self, is_package=not name.endswith('_ffi'))\n"
+    "    def create_module(self, spec):\n"
+    "        return None\n"
+    "    def exec_module(self, module):\n"
+    "        if module.__name__ == 'wgpu':\n"
+    "            hooks[-1]()\n"
+    "        module.ffi = 'fake ffi'\n"
+    "sys.meta_path.insert(0, Fake())\n"
+    "def hold():\n"
+    "    seen.append(cffi.FFI.__dict__['cdef']); entered.set(); go.wait(10)\n"
+    "hooks.append(hold)\n"
+    "a = threading.Thread(target=import_wgpu_ffi); a.start(); entered.wait(10)\n"
+    "b = threading.Thread(target=import_wgpu_ffi); b.start(); time.sleep(0.3)\n"
+    "waited = cffi.FFI.__dict__['cdef'] is seen[0] is not original\n"
+    "go.set(); a.join(); b.join()\n"
+    "print('second caller waits', waited)\n"
+    "print('restored', cffi.FFI.__dict__['cdef'] is original)\n"
+    "for n in [m for m in sys.modules if m == 'wgpu' or m.startswith('wgpu.')]:\n"
+    "    del sys.modules[n]\n"
+    "def other(self, *a, **k):\n"
+    "    pass\n"
+    "def repatch():\n"
+    "    cffi.FFI.cdef = other\n"
+    "hooks.append(repatch)\n"
+    "print('ffi', import_wgpu_ffi())\n"
+    "print('later patch kept', cffi.FFI.__dict__['cdef'] is other)\n"
+)
+
+
+def test_cdef_patch_is_one_thread_at_a_time_and_restored():
+    """import_wgpu_ffi patches cffi.FFI.cdef for the whole process while wgpu-py's module imports
+    (here a stand-in that blocks until told): a second thread calling it meanwhile waits instead
+    of patching over the first thread's patch (which it would then "restore" for good), the
+    original is back once both are done, and a patch someone else makes during the import is
+    left in place."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _PATCH_CHILD], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["second caller waits True", "restored True", "ffi fake ffi",
+                                        "later patch kept True"], done.stdout + done.stderr[-2000:]
