@@ -113,9 +113,9 @@ etcpak's 39.71. On the H200 (``benchmarks/results/bc-h200-4bc6b6b.txt``, ``bc.py
 4096^2 composite, GPU MP/s): ``normal`` BC1 2450, BC3 2580, BC4 7300, BC5 5060; ``fast`` BC1
 10400, BC4 15700; ``best`` BC1 880, BC3 1150, BC4 4830, BC5 5700. Without the warm-up the same
 pipelines timed up to 5x slower (``bc-h200-450d687.txt``; consistent with the GPU's clocks
-dropping while the CPU encoders run: it idled at 345 of 1980 MHz). At 9a9ca24 (``bc.py``) ``normal`` was 279 / 332 / 824 / 418. Mode 1 lifts BC7 from 42.4 dB
-(mode 6 alone, astronaut crop) to 44.6 at ``normal``, past bc7enc-py's 44.35 (plain weights,
-uber 0).
+dropping while the CPU encoders run: it idled at 345 of 1980 MHz). At 9a9ca24 (``bc.py``)
+``normal`` was 279 / 332 / 824 / 418. Mode 1 lifts BC7 from 42.4 dB (mode 6 alone, astronaut
+crop) to 44.6 at ``normal``, past bc7enc-py's 44.35 (plain weights, uber 0).
 
 Errors are plain RGB(A) squared differences (weights 1, 1, 1) against the palette the
 specification decodes (as ``bc_decode.wgsl``), in the stored code units: sRGB formats are
