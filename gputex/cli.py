@@ -397,8 +397,23 @@ def _quiet_stdout() -> None:
         pass
 
 
+class _Done(SystemExit):
+    """:func:`main`'s normal end (every output written): :func:`console` ends the process leanly
+    on it; a program that calls ``main()`` itself gets an ordinary SystemExit."""
+
+
+def console() -> None:
+    """The ``gputex`` command (the console script and ``python -m gputex``): :func:`main`, then,
+    where the run ended normally, the lean exit (:func:`_lean_exit`)."""
+    try:
+        main()
+    except _Done as e:
+        _lean_exit(e.code if isinstance(e.code, int) else EXIT_OK)
+
+
 def main() -> None:
-    """Entry point of the ``gputex`` command."""
+    """The ``gputex`` command's work; ends with SystemExit (the exit code) and never ends the
+    process itself, so a program or test may call it and go on."""
     debug = "--debug" in sys.argv
     _quiet_libraries(debug)
     for stream in (sys.stdout, sys.stderr):  # names that are not UTF-8 print as their own bytes
@@ -412,7 +427,7 @@ def main() -> None:
         if e.exit_code in (EXIT_INTERRUPTED, 143):
             _settle()
             sys.exit(e.exit_code)
-        _lean_exit(e.exit_code)
+        raise _Done(e.exit_code) from None
     except BrokenPipeError:  # `gputex info | head -2`: the reader has all it wanted
         _quiet_stdout()
         sys.exit(EXIT_OK)
@@ -443,7 +458,7 @@ def main() -> None:
     if code in (EXIT_INTERRUPTED, 143):
         _settle()
         sys.exit(code)
-    _lean_exit(code if isinstance(code, int) else EXIT_OK)
+    raise _Done(code if isinstance(code, int) else EXIT_OK)
 
 
 def _lean_exit(code: int) -> None:

@@ -28,9 +28,9 @@ _CHILD = (
     "    note('pool') if p._pool is None else None\n"
     "    return get()\n"
     "p._get_pool = pool\n"
-    "from gputex.cli import main\n"
+    "from gputex.cli import console\n"
     "sys.argv = ['gputex'] + sys.argv[1:]\n"
-    "main()\n"
+    "console()\n"
 )
 
 
@@ -72,3 +72,18 @@ def test_parallel_shutdown_stops_the_pool_threads_and_a_later_copy_starts_anew(m
     assert sorted(seen) == list(range(8))
     parallel.shutdown()
     assert pool_threads() == []
+
+
+def test_main_called_by_a_program_returns_to_it(gpu, rng, tmp_path):
+    """``gputex.cli.main()`` (not the console entry) ends with an ordinary SystemExit after the
+    same kind of run, so the calling program goes on: the lean exit is the command's alone."""
+    src = write(tmp_path / "big.png", noise(rng, 1024, 2048, 4))
+    out = tmp_path / "big.ktx2"
+    code = ("import sys\nfrom gputex.cli import main\nsys.argv = ['gputex'] + sys.argv[1:]\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    print('returned', e.code)\n")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), GPUTEX_COPY_THREADS="2")
+    done = subprocess.run([sys.executable, "-c", code, "upload", src, "--mips", "-o", str(out)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "returned 0"
+    assert out.read_bytes()[:12] == b"\xabKTX 20\xbb\r\n\x1a\n"
