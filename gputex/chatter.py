@@ -9,7 +9,11 @@ appeared meanwhile into one line: ``<file>: <first line> (+N more lines)``.
 
 In a worker process one task runs at a time, so what it collects is exactly its input's. In
 the batch's own process, decodes on several threads overlap: a line printed while two of them
-run is reported for both (never lost, never a bare line on stderr).
+run is reported for both (never lost, never a bare line on stderr). A decode's watch is a
+*claim* (``watch(..., claim=True)``): another input's GPU step watched meanwhile (the GPU
+thread works on input k while input k + 1 decodes) leaves out what appeared during a claim,
+since descriptor 2's text comes from the C decoders, and wgpu's warnings, which do belong to
+the GPU step, come through the logger, per thread.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ from contextlib import contextmanager
 __all__ = ["captured", "watch", "summarize"]
 
 _state: dict = {}  # "file": the capture file, "saved": the real stderr's descriptor
+#: the capture file's byte ranges [start, end) of claiming watches (end None: still running);
+#: the last _CLAIMS_KEPT, enough for the watches that can overlap one another
+_claims: list[list] = []
+_CLAIMS_KEPT = 256
 _LOCK = threading.RLock()
 _local = threading.local()
 
@@ -78,6 +86,7 @@ def captured():
                 sys.stderr.flush()
             except (AttributeError, OSError, ValueError):
                 pass
+            _claims.clear()  # byte ranges of an earlier capture file mean nothing in this one
             saved = os.dup(2)
             tmp = tempfile.TemporaryFile()
             os.dup2(tmp.fileno(), 2)
@@ -145,10 +154,22 @@ def _size() -> int | None:
         return None
 
 
+def _unclaimed(start: int, end: int) -> list[tuple[int, int]]:
+    """The parts of [start, end) of the capture file no claiming watch covered (or covers)."""
+    parts = [(start, end)]
+    with _LOCK:
+        claims = [(a, end if b is None else b) for a, b in _claims]
+    for a, b in claims:
+        parts = [piece for s, e in parts
+                 for piece in ((s, min(e, a)), (max(s, b), e)) if piece[0] < piece[1]]
+    return parts
+
+
 @contextmanager
-def watch(path: str, warnings: list):
+def watch(path: str, warnings: list, claim: bool = False):
     """What the C libraries print (and wgpu logs) during this block becomes at most one line
-    appended to ``warnings``; nothing happens outside :func:`captured`."""
+    appended to ``warnings``; nothing happens outside :func:`captured`. ``claim``: a decode,
+    whose descriptor-2 text other inputs' unclaimed watches leave out (module docstring)."""
     start = _size()
     if start is None:
         yield
@@ -157,6 +178,11 @@ def watch(path: str, warnings: list):
     records: list = []
     outer = getattr(_local, "records", None)
     _local.records = records
+    mine = [start, None]
+    if claim:
+        with _LOCK:
+            _claims.append(mine)
+            del _claims[:-_CLAIMS_KEPT]
     try:
         yield
     finally:
@@ -164,10 +190,16 @@ def watch(path: str, warnings: list):
         end = _size()
         text = ""
         if end is not None and end > start:
+            if claim:
+                mine[1] = end
+            parts = [(start, end)] if claim else _unclaimed(start, end)
             try:
-                text = os.pread(_state["file"].fileno(), min(end - start, 1 << 16), start).decode("utf-8", "replace")
+                text = "".join(os.pread(_state["file"].fileno(), min(e - s, 1 << 16), s).decode("utf-8", "replace")
+                               for s, e in parts)
             except (OSError, KeyError, ValueError):
                 text = ""
+        elif claim:
+            mine[1] = start
         line = summarize(path, text.splitlines() + "".join(records).splitlines())
         if line:
             warnings.append(line)

@@ -385,16 +385,18 @@ def note_texture(result: Result, tex: Texture, format_name: str | None = None) -
     result.levels, result.color_space, result.upload_path = tex.levels, tex.color_space, tex.upload_path
 
 
-def run_one(result: Result, fn: Callable[[], None], session: Session | None = None) -> Result:
+def run_one(result: Result, fn: Callable[[], None], session: Session | None = None, *,
+            decode: bool = False) -> Result:
     """Run one input's work; its errors go into ``result``. A lost device is recreated and
-    the input retried once."""
+    the input retried once. ``decode``: the work is a decode, whose C libraries' chatter it
+    claims (:func:`gputex.chatter.watch`)."""
     from .chatter import watch
     from .errors import DeviceLostError
 
     chatter: list[str] = []  # C libraries' stderr and wgpu's log, as one line (gputex.chatter)
     try:
         try:
-            with watch(result.source, chatter):
+            with watch(result.source, chatter, claim=decode):
                 fn()
         except DeviceLostError as e:
             if session is None:
@@ -402,7 +404,7 @@ def run_one(result: Result, fn: Callable[[], None], session: Session | None = No
             session.recreate()
             result.warnings.append(f"{result.source}: {e}; device recreated, input retried")
             chatter.clear()
-            with watch(result.source, chatter):
+            with watch(result.source, chatter, claim=decode):
                 fn()
         result.warnings.extend(w for w in chatter if w not in result.warnings)  # a failure's line says it all
     except GputexError as e:
@@ -451,7 +453,7 @@ def decode_stage(opts: Options, names: OutputNames | None = None):
             result.skipped = True
             return result, None
         holder: list = []
-        run_one(result, lambda: holder.append(decode_input(item.path, opts, result, item)))
+        run_one(result, lambda: holder.append(decode_input(item.path, opts, result, item)), decode=True)
         if holder:
             got = holder[0]
             result.warnings.extend(w for w in getattr(got, "warnings", ()) if w not in result.warnings)

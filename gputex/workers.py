@@ -384,7 +384,7 @@ def _decode_in_worker(path: str, kwargs: dict) -> dict:
 
     warnings: list[str] = []
     try:
-        with span("decode", path=path), watch(path, warnings):
+        with span("decode", path=path), watch(path, warnings, claim=True):
             image = decode(path, **kwargs)
     except GputexError as e:
         return {"error": e}
