@@ -26,7 +26,7 @@ from .intbox import MAX_BASE_TEXELS, lin_table, plan_chain, threshold_table
 if TYPE_CHECKING:
     from ..texture import Texture
 
-__all__ = ["INT_FORMATS", "int_ok", "int_chain", "self_check"]
+__all__ = ["INT_FORMATS", "int_ok", "int_chain", "self_check", "matches_model"]
 
 #: Formats the integer chain serves (unorm, 8 or 16 bits a channel).
 INT_FORMATS = ("r8unorm", "rg8unorm", "rgba8unorm", "rgba8unorm-srgb", "bgra8unorm", "bgra8unorm-srgb",
@@ -190,37 +190,47 @@ def self_check_image(channels: int, bits: int):
     return v.astype(np.uint8 if bits == 8 else np.uint16)
 
 
+def matches_model(session, fmt, color_space: str, alpha: str, chain, size: tuple[int, int] | None,
+                  levels: int) -> tuple[bool, str]:
+    """Run ``chain(tex, alpha)`` over :func:`self_check_image` (tiled to ``size``, or as it is)
+    uploaded as ``fmt`` with ``levels`` levels: (True, "") where every level has the bytes of
+    ``intbox.model_chain`` (the same integers computed in Python), else (False, the first texel
+    that differs). The self-checks of the integer chains (this one, spd, odd) share it."""
+    import numpy as np
+
+    from ..capture import capture
+    from ..decode import from_array
+    from ..upload import upload
+    from .intbox import model_chain
+
+    codes = self_check_image(fmt.channels, fmt.bits)
+    if size is not None:
+        w, h = size
+        codes = np.ascontiguousarray(np.tile(codes, (-(-h // 7), -(-w // 13), 1))[:h, :w])
+    want = model_chain(codes.tolist(), fmt.channels, fmt.bits, color_space == "srgb", alpha == "weighted", levels)
+    tex = upload(session, from_array(codes, color_space), fmt.name, levels=levels, color_space=color_space,
+                 usage=binding_usage())
+    try:
+        chain(tex, alpha)
+        for lv in range(1, tex.levels):
+            got = capture(tex, lv)
+            exp = np.array(want[lv - 1], got.dtype).reshape(got.shape)
+            if not np.array_equal(got, exp):
+                y, x = (int(b) for b in np.argwhere(got != exp)[0][:2])
+                return False, (f"level {lv} texel ({y}, {x}): got {got[y, x].tolist()}, "
+                               f"expected {exp[y, x].tolist()}")
+    finally:
+        tex.destroy()
+    return True, ""
+
+
 def self_check(session, fmt, color_space: str, alpha: str) -> tuple[bool, str]:
     """Once per session and kind of chain: the integer chain of :func:`self_check_image` must give
     the bytes of ``intbox.model_chain`` (the same integers computed in Python). Returns (passed,
     what differed)."""
-    def run():
-        import numpy as np
-
-        from ..capture import capture
-        from ..decode import from_array
-        from ..upload import upload
-        from .intbox import model_chain
-
-        codes = self_check_image(fmt.channels, fmt.bits)
-        want = model_chain(codes.tolist(), fmt.channels, fmt.bits, color_space == "srgb", alpha == "weighted", 4)
-        tex = upload(session, from_array(codes, color_space), fmt.name, levels=4, color_space=color_space,
-                     usage=binding_usage())
-        try:
-            int_chain(tex, alpha)
-            for lv in range(1, tex.levels):
-                got = capture(tex, lv)
-                exp = np.array(want[lv - 1], got.dtype).reshape(got.shape)
-                if not np.array_equal(got, exp):
-                    y, x = (int(b) for b in np.argwhere(got != exp)[0][:2])
-                    return False, (f"level {lv} texel ({y}, {x}): got {got[y, x].tolist()}, "
-                                   f"expected {exp[y, x].tolist()}")
-        finally:
-            tex.destroy()
-        return True, ""
-
     key = ("self-check", fmt.name, color_space, alpha == "weighted" and fmt.channels != 1)
-    return session.cache("mip-int").get(key, run)
+    return session.cache("mip-int").get(key, lambda: matches_model(session, fmt, color_space, alpha, int_chain,
+                                                                   None, 4))
 
 
 def binding_usage() -> int:

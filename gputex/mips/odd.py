@@ -213,36 +213,11 @@ CHECK_SIZE = (45, 35)
 def self_check(session: Session, fmt: Format, color_space: str, alpha: str) -> tuple[bool, str]:
     """Once per session and kind of chain: this chain's bytes for a 45x35 image must be those of
     ``intbox.model_chain``. Returns (passed, what differed)."""
-    def run() -> tuple[bool, str]:
-        import numpy as np
+    from ..layout import mip_count
+    from .integer import matches_model
 
-        from ..capture import capture
-        from ..decode import from_array
-        from ..layout import mip_count
-        from ..upload import upload
-        from . import intbox
-        from .integer import binding_usage, self_check_image
-
-        w, h = CHECK_SIZE
-        codes = np.ascontiguousarray(np.tile(self_check_image(fmt.channels, fmt.bits), (-(-h // 7), -(-w // 13), 1))[:h, :w])
-        levels = mip_count(w, h)
-        want = intbox.model_chain(codes.tolist(), fmt.channels, fmt.bits, color_space == "srgb",
-                                  alpha == "weighted", levels)
-        tex = upload(session, from_array(codes, color_space), fmt.name, levels=levels, color_space=color_space,
-                     usage=binding_usage())
-        try:
-            odd_chain(tex, alpha)
-            for lv in range(1, tex.levels):
-                got = capture(tex, lv)
-                exp = np.array(want[lv - 1], got.dtype).reshape(got.shape)
-                if not np.array_equal(got, exp):
-                    y, x = (int(b) for b in np.argwhere(got != exp)[0][:2])
-                    return False, (f"level {lv} texel ({y}, {x}): got {got[y, x].tolist()}, "
-                                   f"expected {exp[y, x].tolist()}")
-        finally:
-            tex.destroy()
-        return True, ""
-
+    w, h = CHECK_SIZE
     key = ("mip-odd-self-check", fmt.name, color_space, alpha == "weighted" and fmt.channels != 1)
-    result: tuple[bool, str] = session.cache("mip-odd").get(key, run)
+    result: tuple[bool, str] = session.cache("mip-odd").get(
+        key, lambda: matches_model(session, fmt, color_space, alpha, odd_chain, CHECK_SIZE, mip_count(w, h)))
     return result
