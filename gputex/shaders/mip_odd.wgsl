@@ -1,5 +1,6 @@
 //! include mip_intmath.wgsl
 //! include mip_screen.wgsl
+//! include mip_store.wgsl
 // The cell chain (mips/odd.py; the arithmetic is in mips/cells.py and mips/intbox.py): exact
 // integer sums of the integer box chain, a level's texels as weighted sums of the cells of a
 // grid (or of base texels) instead of the whole base footprint. Two entry points: `level`
@@ -246,32 +247,7 @@ fn store_cell(j: u32, acc: Acc) {
 }
 
 fn write_texel(x: u32, row: u32, codes: vec4<u32>) {
-    var ch = vec4<u32>(codes.x, codes.w, 0u, 0u);
-    if (CHANNELS == 4u) {
-        ch = codes;
-        if (BGRA) {
-            ch = codes.zyxw;
-        }
-    } else if (CHANNELS == 1u) {
-        ch = vec4<u32>(codes.x, 0u, 0u, 0u);
-    }
-    let bpt = CHANNELS * BITS / 8u;
-    let base = row * prm.words_per_row;
-    var w0 = ch.x | (ch.y << 8u) | (ch.z << 16u) | (ch.w << 24u);
-    var w1 = 0u;
-    if (BITS == 16u) {
-        w0 = ch.x | (ch.y << 16u);
-        w1 = ch.z | (ch.w << 16u);
-    }
-    if (bpt == 8u) {
-        atomicStore(&out[base + 2u * x], w0);
-        atomicStore(&out[base + 2u * x + 1u], w1);
-    } else if (bpt == 4u) {
-        atomicStore(&out[base + x], w0);
-    } else {
-        let byte = x * bpt;
-        atomicOr(&out[base + byte / 4u], w0 << ((byte % 4u) * 8u));
-    }
+    store_codes(row * prm.words_per_row, x, codes);
 }
 
 fn pick(acc: Acc, c: u32) -> Big {

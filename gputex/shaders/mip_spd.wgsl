@@ -1,5 +1,6 @@
 //! include mip_intmath.wgsl
 //! include mip_screen.wgsl
+//! include mip_store.wgsl
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -263,32 +264,7 @@ fn wide(n: Narrow) -> Acc {
 
 // Level i's texel (x, y): codes (r, g, b, a; grey in r, its alpha in g) into the output words
 fn write_texel(i: u32, x: u32, y: u32, codes: vec4<u32>) {
-    var ch = vec4<u32>(codes.x, codes.w, 0u, 0u);
-    if (CHANNELS == 4u) {
-        ch = codes;
-        if (BGRA) {
-            ch = codes.zyxw;
-        }
-    } else if (CHANNELS == 1u) {
-        ch = vec4<u32>(codes.x, 0u, 0u, 0u);
-    }
-    let bpt = CHANNELS * BITS / 8u;
-    let base = prm.mt[i].off + y * prm.mt[i].pitch;
-    var w0 = ch.x | (ch.y << 8u) | (ch.z << 16u) | (ch.w << 24u);
-    var w1 = 0u;
-    if (BITS == 16u) {
-        w0 = ch.x | (ch.y << 16u);
-        w1 = ch.z | (ch.w << 16u);
-    }
-    if (bpt == 8u) {
-        atomicStore(&out[base + 2u * x], w0);
-        atomicStore(&out[base + 2u * x + 1u], w1);
-    } else if (bpt == 4u) {
-        atomicStore(&out[base + x], w0);
-    } else {
-        let byte = x * bpt;
-        atomicOr(&out[base + byte / 4u], w0 << ((byte % 4u) * 8u));
-    }
+    store_codes(prm.mt[i].off + y * prm.mt[i].pitch, x, codes);
 }
 
 fn pick(acc: Acc, c: u32, plain: bool) -> Big {
