@@ -121,7 +121,8 @@ def main() -> None:
     allowed = os.sched_getaffinity(0)
     cpu = args.cpu if args.cpu is not None else max(allowed)
     os.sched_setaffinity(0, {cpu})
-    threads, pngdec.DECODE_THREADS = pngdec.DECODE_THREADS, 1  # one core: decode() inflates on one thread
+    threads = pngdec.decode_threads()
+    os.environ["GPUTEX_DECODE_THREADS"] = "1"  # one core: decode() inflates on one thread
     print(f"one core (CPU {cpu}), {args.size}^2, best of {args.repeat}; imagecodecs {imagecodecs.__version__}, "
           f"Pillow {PILImage.__version__}, numpy {np.__version__}")
     files = corpus(args.size)

@@ -49,11 +49,21 @@ try:
 except ImportError:  # not built (no C compiler at install): libpng decodes these PNGs instead
     _pngfilter = None
 
-__all__ = ["decode", "available", "idat_spans", "idat_stream", "inflate_parallel"]
+__all__ = ["decode", "available", "decode_threads", "idat_spans", "idat_stream", "inflate_parallel"]
 
 _CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}
-#: Threads that inflate one large PNG with restart points (``GPUTEX_DECODE_THREADS``; 1: never).
-DECODE_THREADS = max(1, min(16, int(os.environ.get("GPUTEX_DECODE_THREADS", os.cpu_count() or 1))))
+
+
+def decode_threads() -> int:
+    """Threads that inflate one large PNG with restart points: ``GPUTEX_DECODE_THREADS`` as it is
+    when the decode runs (a codec worker process sets it to 1), else the cores;
+    1 to 16 (1: never in parallel)."""
+    from .devflags import int_flag
+
+    n = int_flag("GPUTEX_DECODE_THREADS")
+    return max(1, min(16, n if n is not None else os.cpu_count() or 1))
+
+
 #: Smaller images are inflated on the calling thread.
 PARALLEL_MIN_BYTES = 32 << 20
 _ACTIVE = [0]  # decodes running in this process (a batch's threads: no threads of our own then)
@@ -128,7 +138,7 @@ def decode(data: bytes, header, threads: int | None = None) -> np.ndarray | None
     ``header`` is ``png.read_header(data)`` (chunks walked, CRCs checked). The returned array
     views one buffer holding the image (plus ``height`` spare bytes at its end). ``threads``
     inflate a large stream in parallel where it has restart points (:func:`inflate_parallel`);
-    default ``DECODE_THREADS``, but 1 while another decode runs in this process (a batch's
+    default :func:`decode_threads`, but 1 while another decode runs in this process (a batch's
     threads, or its worker processes, already keep the cores busy: in a thread of their own
     the segments cost ~25% more CPU than one serial inflate, measured here).
     """
@@ -158,7 +168,7 @@ def _decode(data: bytes, header, threads: int | None) -> np.ndarray | None:
     stride = w * bpp
     buf = np.empty(h * (stride + 1), np.uint8)
     if threads is None:  # several threads only while no other decode runs in this process
-        threads = DECODE_THREADS if _ACTIVE[0] == 1 else 1
+        threads = decode_threads() if _ACTIVE[0] == 1 else 1
     if not (threads > 1 and buf.size >= PARALLEL_MIN_BYTES and inflate_parallel(data, spans, buf, threads)):
         try:  # libdeflate: zlib header and Adler-32 checked
             out = imagecodecs.deflate_decode(idat_stream(data, spans), out=buf)

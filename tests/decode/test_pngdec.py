@@ -482,7 +482,7 @@ def test_threads_only_while_no_other_decode_runs(monkeypatch):
     header = png.read_header(data)
     calls = []
     monkeypatch.setattr(pngdec, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(pngdec, "DECODE_THREADS", 5)
+    monkeypatch.setenv("GPUTEX_DECODE_THREADS", "5")  # read when the decode runs
     monkeypatch.setattr(pngdec, "inflate_parallel", lambda d, s, b, threads: calls.append(threads) and False)
     np.testing.assert_array_equal(pngdec.decode(data, header), a)
     assert calls == [5]
