@@ -208,32 +208,25 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
     """The integer chain, where it applies and this adapter passes its self-check; its
     single-pass form (:mod:`.spd`, the same bytes) where that serves the sizes, else its cell
     form (:mod:`.odd`, the same bytes)."""
+    from . import odd, spd
     from .integer import int_chain, int_ok, self_check
-    from .odd import odd_ok
-    from .spd import self_check as spd_self_check
-    from .spd import spd_chain, spd_ok
 
     if not int_ok(tex, filter, normal_map, coverage):
         return False
-    if single_pass and spd_ok(tex, filter, normal_map, coverage):
-        ok, why = spd_self_check(tex.session, tex.format, tex.color_space, alpha)
+    # the first faster form (same bytes) that serves the sizes, where its self-check passes;
+    # else the multi-pass chain, saying why
+    forms = (("single-pass integer", spd.spd_ok, spd.self_check, spd.spd_chain),
+             ("cell", odd.odd_ok, odd.self_check, odd.odd_chain))
+    for name, serves, check, chain in forms if single_pass else ():
+        if not serves(tex, filter, normal_map, coverage):
+            continue
+        ok, why = check(tex.session, tex.format, tex.color_space, alpha)
         if ok:
-            report.sources, report.gpu_ns, report.pass_ns = spd_chain(tex, alpha, layer, measure)
+            report.sources, report.gpu_ns, report.pass_ns = chain(tex, alpha, layer, measure)
             report.exact, report.precision = True, "integer"
             return True
-        report.note = (f"{tex.session.name}: the single-pass integer mip chain failed its self-check ({why}); "
-                       "the integer chain was used")
-    elif single_pass and odd_ok(tex, filter, normal_map, coverage):
-        from .odd import odd_chain
-        from .odd import self_check as odd_self_check
-
-        ok, why = odd_self_check(tex.session, tex.format, tex.color_space, alpha)
-        if ok:
-            report.sources, report.gpu_ns, report.pass_ns = odd_chain(tex, alpha, layer, measure)
-            report.exact, report.precision = True, "integer"
-            return True
-        report.note = (f"{tex.session.name}: the cell mip chain failed its self-check ({why}); "
-                       "the integer chain was used")
+        report.note = f"{tex.session.name}: the {name} mip chain failed its self-check ({why}); the integer chain was used"
+        break
     passed, why = self_check(tex.session, tex.format, tex.color_space, alpha)
     if not passed:
         report.note = (f"{tex.session.name}: the integer mip chain failed its self-check ({why}); "

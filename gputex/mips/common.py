@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..formats import Format
     from ..texture import Texture
 
-__all__ = ["PACK_FMT", "REUSE_MAX_BYTES", "format_kind", "pack_kind", "pipeline", "reduce_render_pipeline",
+__all__ = ["PACK_FMT", "integer_entries", "REUSE_MAX_BYTES", "format_kind", "pack_kind", "pipeline", "reduce_render_pipeline",
            "entries", "plain_entries", "stand_in", "reused", "storage_twin", "box_source_level", "REUSE_CACHE"]
 
 #: FMT override of the mip shaders per encoding kind.
@@ -72,6 +72,20 @@ def reduce_render_pipeline(session: Session, constants: dict[str, Any], entries:
     """The render path's pipeline: ``mip_reduce.wgsl``'s full-screen triangle writing ``target``."""
     return render_pipeline(session, "mip_reduce.wgsl", entries, target, vertex="vs_level", fragment="fs_level",
                            constants=constants)
+
+
+def integer_entries(buffers: str) -> list[Entry]:
+    """Bind group layout of the integer chains (integer, spd, odd): the base texture at binding
+    0, then one buffer a letter of ``buffers`` at bindings 1, 2, ...: ``s`` storage, ``r``
+    read-only storage, ``u`` uniform."""
+    import wgpu
+
+    s = wgpu.ShaderStage.COMPUTE
+    kinds = {"s": wgpu.BufferBindingType.storage, "r": wgpu.BufferBindingType.read_only_storage,
+             "u": wgpu.BufferBindingType.uniform}
+    return [{"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
+                                                        "view_dimension": "2d", "multisampled": False}}] + [
+        {"binding": b, "visibility": s, "buffer": {"type": kinds[k]}} for b, k in enumerate(buffers, start=1)]
 
 
 def entries(kind: str, out_format: str = "", stage: int = 0) -> list[Entry]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..kernels import dispatch, timestamps
 from ..layout import align_up
-from .common import pipeline
+from .common import integer_entries, pipeline
 from .intbox import MAX_BASE_TEXELS, lin_table, plan_chain, threshold_table
 
 if TYPE_CHECKING:
@@ -73,20 +73,6 @@ def tables_buffer(session, bits: int, srgb: bool, float_thresholds: bool = False
     return session.cache("mip-int").get(("tables", bits, srgb, float_thresholds), make)
 
 
-def _entries() -> list[dict]:
-    import wgpu
-
-    s = wgpu.ShaderStage.COMPUTE
-
-    def buf(b, kind):
-        return {"binding": b, "visibility": s, "buffer": {"type": kind}}
-
-    st, ro = wgpu.BufferBindingType.storage, wgpu.BufferBindingType.read_only_storage
-    return [{"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
-                                                        "view_dimension": "2d", "multisampled": False}},
-            buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, st), buf(6, ro)]
-
-
 def int_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     """Fill levels 1.. of ``tex`` with the integer box chain. Returns (sources, gpu_ns, pass_ns)."""
     import wgpu
@@ -100,7 +86,7 @@ def int_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     plan = plan_chain(tex.width, tex.height, tex.levels, nslots * 12, limit)
     consts = {"CHANNELS": channels, "BITS": bits, "SRGB": srgb, "SRGB_VIEW": fmt.srgb,
               "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra}
-    entries = _entries()
+    entries = integer_entries("surssr")
     tables = tables_buffer(session, bits, srgb)
     total = tex.width * tex.height
 

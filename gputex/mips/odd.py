@@ -65,21 +65,6 @@ def _limit(session: Session) -> int:
     return min(int(session.limits.get("max-storage-buffer-binding-size", 128 << 20)), 1 << 30)
 
 
-def _entries() -> list[dict[str, Any]]:
-    import wgpu
-
-    s = wgpu.ShaderStage.COMPUTE
-
-    def buf(b: int, kind: Any) -> dict[str, Any]:
-        return {"binding": b, "visibility": s, "buffer": {"type": kind}}
-
-    st, ro = wgpu.BufferBindingType.storage, wgpu.BufferBindingType.read_only_storage
-    return [{"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
-                                                        "view_dimension": "2d", "multisampled": False}},
-            buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, ro), buf(6, ro),
-            buf(7, ro)]
-
-
 def _run(plan: CellPlan, st: Step) -> int:
     """The most source cells a texel (level) or cell of step ``st`` spans on the x axis."""
     import numpy as np
@@ -98,7 +83,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
 
     from ..kernels import dispatch, timestamps
     from .cells import FIRST_GRID, cell_plan
-    from .common import pipeline
+    from .common import integer_entries, pipeline
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     nslots = slots(fmt.channels)
@@ -113,7 +98,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
 
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
               "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
-    entries = _entries()
+    entries = integer_entries("sursrrr")
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     bpt = fmt.block_bytes
     total = tex.width * tex.height

@@ -93,20 +93,6 @@ def spd_ok(tex: Texture, filter: str, normal_map: bool, coverage) -> bool:
                and tex.size(s + n)[0] * tex.size(s + n)[1] * nslots * _WORDS * 4 <= limit for s, n in plan)
 
 
-def _entries() -> list[dict]:
-    import wgpu
-
-    s = wgpu.ShaderStage.COMPUTE
-
-    def buf(b, kind):
-        return {"binding": b, "visibility": s, "buffer": {"type": kind}}
-
-    st, ro = wgpu.BufferBindingType.storage, wgpu.BufferBindingType.read_only_storage
-    return [{"binding": 0, "visibility": s, "texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
-                                                        "view_dimension": "2d", "multisampled": False}},
-            buf(1, st), buf(2, wgpu.BufferBindingType.uniform), buf(3, ro), buf(4, st), buf(5, ro)]
-
-
 def _params(tex: Texture, src: int, n: int, layout: list[tuple[int, int]]) -> bytes:
     """Params of mip_spd.wgsl: the source size, then per level its size and log2 texel ratio
     to the source, and its output offset, pitch (words) and log2 of base texels per texel."""
@@ -127,14 +113,14 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     import wgpu
 
     from ..kernels import timestamps
-    from .common import pipeline
+    from .common import integer_entries, pipeline
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     plan = spd_plan(tex.width, tex.height, tex.levels)
     nslots = slots(fmt.channels)
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
               "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
-    entries = _entries()
+    entries = integer_entries("sursr")
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
     owned = []
