@@ -85,8 +85,8 @@ bright texels decoded several times too bright, RMS 0.22 -> 0.26 on the astronau
 (128^2 crops, ``test_bc6h.py``) against the same search restricted to mode 11 (``fast``,
 ``normal``) and modes 10/11 (``best``), as the encoder this replaced did, without the endpoint
 search: HDR sky gradient 0.0102 / 0.0098 / 0.0097 against 0.0166 / 0.0140 / 0.0137; astronaut linearised x 16:
-0.094 / 0.091 / 0.089 against 0.114 / 0.114 / 0.108; signed (x 8 - 2, crossing zero): 0.113 /
-0.112 / 0.108 against 0.137 / 0.137 / 0.111. With noise on the gradient, ISPC's BC6H
+0.094 / 0.091 / 0.089 against 0.114 / 0.114 / 0.106; signed (x 8 - 2, crossing zero): 0.113 /
+0.112 / 0.108 against 0.137 / 0.139 / 0.111. With noise on the gradient, ISPC's BC6H
 (ispc-texcomp ``veryslow``) 0.01465 and 0.0919 on the astronaut, gputex ``best`` 0.01463 and
 0.0886; ``benchmarks/bc.py`` (astronaut, coffee, chelsea, rocket x 16, lavapipe): RMS 0.158 /
 0.153 / 0.151 against ISPC's veryfast / basic / veryslow 0.201 / 0.159 / 0.156 (log2 RMS 0.135
