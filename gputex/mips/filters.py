@@ -99,19 +99,19 @@ def _kaiser_v(x: np.ndarray) -> np.ndarray:
     # (x / 3) ** 2 as Python floats: that is C pow, which differs from numpy's x * x in the last
     # bit now and then; so the weights are those of _kaiser to the bit
     sq = np.array([v ** 2 for v in (x / 3).ravel().tolist()], np.float64).reshape(x.shape)
-    return np.sinc(x) * np.i0(4 * np.sqrt(np.maximum(0.0, 1 - sq))) / np.i0(4)
+    return np.asarray(np.sinc(x) * np.i0(4 * np.sqrt(np.maximum(0.0, 1 - sq))) / np.i0(4), np.float64)
 
 
 def _lanczos_v(x: np.ndarray) -> np.ndarray:
     import numpy as np
 
-    return np.sinc(x) * np.sinc(x / 3)
+    return np.asarray(np.sinc(x) * np.sinc(x / 3), np.float64)
 
 
 def _triangle_v(x: np.ndarray) -> np.ndarray:
     import numpy as np
 
-    return np.maximum(0.0, 1.0 - np.abs(x))
+    return np.asarray(np.maximum(0.0, 1.0 - np.abs(x)), np.float64)
 
 
 def _triangle(x: float) -> float:
