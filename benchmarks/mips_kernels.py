@@ -2,7 +2,7 @@
 
     python benchmarks/mips_kernels.py [--sizes 4096 8192 4095x4097] [--filters kaiser lanczos]
                                       [--repeat 7] [--json OUT.json]
-    python benchmarks/mips_kernels.py --quality [--sizes 257x131 1000x999]
+    python benchmarks/mips_kernels.py --quality [--sizes 257x131 1000x999] [--wraps clamp mirror]
 
 For each size, an ``rgba8unorm-srgb`` noise image with random alpha (weighted alpha, the
 default, so the float64 chain carries the premultiplied and the plain colour) is uploaded and
@@ -15,7 +15,8 @@ bound it (``B.begin - A.end``: every pass and copy of the chain). The figure is 
 family; ``float``: the float32 chain), GPU ms, the ratio to the speed of light and to the box
 chain (default precision: the integer chain), the wall time of the first chain of that size
 (the CPU computes the taps: what one image costs) and of a warm one, and a hash of every level's
-bytes (to compare two commits' outputs).
+bytes (to compare two commits' outputs). ``--with-2d`` also times the float64 chain with the
+2D-footprint shader (``mip_exact_kernel.wgsl``, what ran before ``mip_exact_sep.wgsl``).
 
 ``--quality`` prints, per size, filter and level, max / mean |code - exact| in LSB against the
 float64 reference (``tests/reference.py``) and the texels that are not the reference rounded to
@@ -118,7 +119,15 @@ def timings(gpu, args) -> list[dict]:
         print(f"\n{w}x{h} rgba8unorm-srgb, weighted alpha, {tex.levels} levels; speed of light "
               f"{sol_ns / 1e6:.4f} ms", flush=True)
         box_ns = None
-        for filt in ["box"] + args.filters:
+        from gputex.mips import exact
+
+        sep = getattr(exact, "sep_tables", None)
+        variants = [("box", "box", False)] + [(f, f, False) for f in args.filters]
+        if args.with_2d and sep:
+            variants += [(f, f + " 2D", True) for f in args.filters]
+        for filt, label, two_d in variants:
+            if two_d:  # the 2D-footprint shader the separable one replaced
+                exact.sep_tables = lambda *_: None  # type: ignore[attr-defined]
             clear_taps()
             t0 = time.perf_counter()
             report = generate_mips(tex, filter=filt)
@@ -132,10 +141,12 @@ def timings(gpu, args) -> list[dict]:
             ns = gpu_median(gpu, sol, lambda: generate_mips(tex, filter=filt), args.repeat, warm)
             box_ns = box_ns or ns
             digest = level_hash(tex)
-            print(f"  {filt:>8} ({report.precision:>7}) GPU {ns / 1e6:9.4f} ms  {ns / sol_ns:7.1f}x speed of light  "
+            if two_d:
+                exact.sep_tables = sep  # type: ignore[attr-defined]
+            print(f"  {label:>10} ({report.precision:>7}) GPU {ns / 1e6:9.4f} ms  {ns / sol_ns:7.1f}x speed of light  "
                   f"{ns / box_ns:6.1f}x box   wall first {first * 1e3:8.1f} ms, warm {warm * 1e3:7.1f} ms   "
                   f"levels {digest}", flush=True)
-            rows.append({"size": [w, h], "filter": filt, "path": report.precision, "gpu_ms": ns / 1e6,
+            rows.append({"size": [w, h], "filter": label, "path": report.precision, "gpu_ms": ns / 1e6,
                          "sol_ms": sol_ns / 1e6, "ratio_to_sol": ns / sol_ns, "ratio_to_box": ns / box_ns,
                          "wall_first_ms": first * 1e3, "wall_warm_ms": warm * 1e3, "levels_sha256": digest})
         sol.destroy()
@@ -144,23 +155,48 @@ def timings(gpu, args) -> list[dict]:
 
 
 def quality(gpu, args) -> None:
+    """Per size, filter and level, for the chain as it is and (where the separable shader exists)
+    for the 2D-footprint shader it replaced, on the same image: max / mean |code - exact| (LSB),
+    texels not the reference rounded to nearest, and texels where the two differ."""
     sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from gputex.mips import exact
+
     from reference import filter_levels
 
+    def levels(a, filt, wrap, fmt):
+        tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), fmt, mips=True, filter=filt, wrap=wrap)
+        try:
+            return [gputex.capture(tex, lv).astype(np.float64) for lv in range(1, tex.levels)]
+        finally:
+            tex.destroy()
+
+    def stats(g, exact_):
+        d = np.abs(g - exact_)
+        return f"{d.max():.4f} / {d.mean():.4f}, {int((g != np.floor(exact_ + 0.5)).sum())}"
+
+    sep = getattr(exact, "sep_tables", None)
+    print("| size, filter, wrap, level | now: max / mean LSB, not rounded to nearest |"
+          + (" 2D-footprint shader (before) | texels that differ |" if sep else ""))
     for text in args.sizes:
         w, h = bm.parse_size(text)
         a = image(w, h)
         for filt in args.filters:
-            tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True, filter=filt)
-            got = [gputex.capture(tex, lv).astype(np.float64) for lv in range(1, tex.levels)]
-            tex.destroy()
-            ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted", filter=filt)
-            for lv, (g, r) in enumerate(zip(got, ref), start=1):
-                exact = np.clip(r, 0, 1) * 255
-                d = np.abs(g - exact)
-                off = int((g != np.floor(exact + 0.5)).sum())
-                print(f"{w}x{h} {filt:>8} level {lv:2}: max {d.max():.4f} mean {d.mean():.4f} LSB, "
-                      f"{off} of {g.size} not rounded to nearest", flush=True)
+            for wrap in args.wraps:
+                got = levels(a, filt, wrap, args.format)
+                before = None
+                if sep:
+                    exact.sep_tables = lambda *_: None  # type: ignore[attr-defined]
+                    try:
+                        before = levels(a, filt, wrap, args.format)
+                    finally:
+                        exact.sep_tables = sep  # type: ignore[attr-defined]
+                ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted", filter=filt, wrap_mode=wrap)
+                for lv, r in enumerate(ref, start=1):
+                    e = np.clip(r, 0, 1) * 255
+                    line = f"| {w}x{h} {filt} {wrap} {lv} | {stats(got[lv - 1], e)} |"
+                    if before is not None:
+                        line += f" {stats(before[lv - 1], e)} | {int((before[lv - 1] != got[lv - 1]).sum())} |"
+                    print(line, flush=True)
 
 
 def main() -> None:
@@ -170,6 +206,9 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--json")
     p.add_argument("--quality", action="store_true")
+    p.add_argument("--with-2d", action="store_true", help="also time the 2D-footprint float64 shader, same run")
+    p.add_argument("--wraps", nargs="+", default=["clamp"], help="--quality: wrap modes")
+    p.add_argument("--format", default="rgba8unorm-srgb", help="--quality: texture format (8-bit rgba/bgra)")
     args = p.parse_args()
     gpu = gputex.Session()
     print(f"adapter: {gpu.name}; shader-f64: {gpu.has_feature('shader-f64')}; commit {bm.commit()}", flush=True)
