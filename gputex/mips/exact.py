@@ -9,7 +9,7 @@ import functools
 import struct
 from typing import TYPE_CHECKING
 
-from ..kernels import dispatch
+from ..kernels import dispatch, timestamps
 from ..layout import align_up, bands
 from .common import entries as layout_entries
 from .common import pipeline
@@ -152,9 +152,11 @@ def sep_tables(pw: int, ph: int, dw: int, dh: int, filter: str, wrap: str) -> tu
     return data, w, (2 * dw, xlists, ylists, widx)
 
 
-def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: int) -> None:
+def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: int,
+                       measure: bool = False) -> tuple[int | None, list[int]]:
     """Each level from the previous one's float64 values: ``mip_exact_sep.wgsl`` (separable, in
-    tiles), else ``mip_exact_kernel.wgsl`` (each texel's 2D footprint)."""
+    tiles), else ``mip_exact_kernel.wgsl`` (each texel's 2D footprint). With ``measure`` (and
+    timestamp queries): (GPU ns from the first pass's begin to the last one's end, each pass's ns)."""
     import numpy as np
     import wgpu
 
@@ -172,6 +174,7 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
     base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                    array_layer_count=1, dimension="2d")
     keep = []
+    query = timestamps(session, tex.levels) if measure else None
     try:
         enc = device.create_command_encoder()
         prev = device.create_buffer(size=64, usage=wgpu.BufferUsage.STORAGE)  # level 1 reads the base
@@ -217,12 +220,15 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
                 {"binding": 4, "resource": {"buffer": nxt, "offset": 0, "size": nxt.size}},
                 {"binding": 5, "resource": {"buffer": taps_buf, "offset": 0, "size": taps_buf.size}},
                 {"binding": 6, "resource": {"buffer": w_buf, "offset": 0, "size": w_buf.size}}])
-            dispatch(enc, pipe, bind, groups)
+            dispatch(enc, pipe, bind, groups, query.next() if query else None)
             enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": dh},
                                        {"texture": tex.texture, "mip_level": level, "origin": (0, 0, layer)},
                                        (dw, dh, 1))
             prev = nxt
+        if query:
+            query.resolve(enc)
         session.check(f"{tex.source}: mip chain (float64 kernels)", device.queue.submit, [enc.finish()])
+        return query.read() if query else (None, [])
     finally:
         for b in keep:
             b.destroy()
