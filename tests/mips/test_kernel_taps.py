@@ -1,6 +1,7 @@
-"""The kernel chains' taps (``gputex.mips.filters.kernel_taps``, computed for all texels of an axis
-at once) against the one-tap-at-a-time definition with each filter's scalar weight function:
-the same indices and the same float64 weights, to the bit."""
+"""The float64 kernel chains' taps and tiles: ``gputex.mips.filters.kernel_taps`` (all texels of
+an axis at once) against the one-tap-at-a-time definition with each filter's scalar weight
+function (the same indices and float64 weights, to the bit); every chain level fits the
+separable shader's tiles (``mip_exact_sep.wgsl``); its 2D-footprint fallback stays right."""
 
 from __future__ import annotations
 
@@ -49,3 +50,57 @@ def test_taps_equal_the_scalar_definition(filter, wrap, n, m):
     for j, ((wi, ww), (gi, gw)) in enumerate(zip(want, got)):
         assert gi == wi, f"texel {j}: indices {gi} vs {wi}"
         assert np.array_equal(gw, np.array(ww)), f"texel {j}: weights differ by {np.abs(gw - ww).max()}"
+
+
+@pytest.mark.parametrize("filter", ["kaiser", "triangle"])
+@pytest.mark.parametrize("wrap", ["clamp", "repeat", "mirror"])
+def test_every_chain_level_fits_the_separable_tiles(filter, wrap):
+    """mip_exact_sep.wgsl holds at most SEP_SLOTS source columns / rows per tile: every level of a
+    chain (each from the one before, at most 2 + 1/size times smaller) fits, so the 2D-footprint
+    shader is never needed there; a resize-like ratio does not fit and gets None."""
+    from gputex.layout import mip_size
+    from gputex.mips.exact import sep_tables
+
+    for w, h in [(1, 1), (1, 9), (9, 1), (3, 3), (5, 7), (13, 7), (61, 37), (255, 2), (257, 131), (1000, 999),
+                 (4095, 4097), (8191, 31)]:
+        level = 1
+        while True:
+            (pw, ph), (dw, dh) = mip_size(w, h, level - 1), mip_size(w, h, level)
+            if (pw, ph) == (1, 1):
+                break
+            assert sep_tables(pw, ph, dw, dh, filter, wrap) is not None, f"{w}x{h} level {level}"
+            level += 1
+    assert sep_tables(300, 300, 30, 30, filter, wrap) is None
+
+
+@pytest.mark.parametrize("filter", ["kaiser", "lanczos"])
+def test_the_2d_footprint_fallback_matches_the_reference(rng, gpu, filter, monkeypatch):
+    """Where the tiles would not hold a level (not in a mip chain) mip_exact_kernel.wgsl runs:
+    forced here, it is held to the same bar, and gives the separable shader's bytes on this
+    image (the two sum in another order: they could differ only within ~1e-13 LSB of a tie)."""
+    import gputex
+    from gputex.mips import exact
+
+    from reference import filter_levels
+
+    if not gpu.has_feature("shader-f64"):
+        pytest.skip(f"{gpu.name} lacks shader-f64")
+    a = rng.integers(0, 256, (37, 61, 4), np.uint8)
+    a[..., 3] = np.where(rng.random((37, 61)) < 0.3, 0, a[..., 3])
+
+    def levels():
+        tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True, filter=filter,
+                            precision="fast")
+        try:
+            return [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+        finally:
+            tex.destroy()
+
+    sep = levels()
+    monkeypatch.setattr(exact, "sep_tables", lambda *_: None)
+    two_d = levels()
+    ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted", filter=filter)
+    for i, (g, r) in enumerate(zip(two_d, ref), start=1):
+        d = np.abs(g.astype(np.float64) - np.clip(r, 0, 1) * 255)
+        assert d.max() <= 0.5 + 1e-6, f"level {i}: {d.max():.4f} LSB"
+    assert all(np.array_equal(x, y) for x, y in zip(sep, two_d))
