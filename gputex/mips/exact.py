@@ -177,7 +177,9 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
     query = timestamps(session, tex.levels) if measure else None
     try:
         enc = device.create_command_encoder()
-        prev = device.create_buffer(size=64, usage=wgpu.BufferUsage.STORAGE)  # level 1 reads the base
+        # level 1 reads the base; where its codes are decoded by tables (4-byte 8-bit formats,
+        # separable shader), `prev` holds them: 256 colour values, 256 alpha values
+        prev = device.create_buffer(size=512 * 8, usage=wgpu.BufferUsage.STORAGE)
         keep.append(prev)
         for level in range(1, tex.levels):
             (pw, ph), (dw, dh) = tex.size(level - 1), tex.size(level)
@@ -208,6 +210,17 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
             consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": weighted, "DECODE_SRGB": srgb,
                       "ENCODE_SRGB": srgb, "SRC_IS_BASE": level == 1, "SRGB_FORMAT": fmt.srgb, "BGRA": fmt.bgra}
             pipe, bgl = pipeline(session, shader, consts, entries)
+            if tables is not None and level == 1 and code == 0 and channels == 4:  # the tables first (their own pass)
+                make, _ = pipeline(session, shader, consts, entries, "make_tables")
+                dispatch(enc, make, device.create_bind_group(layout=bgl, entries=[
+                    {"binding": 0, "resource": base},
+                    {"binding": 1, "resource": {"buffer": out, "offset": 0, "size": out.size}},
+                    {"binding": 2, "resource": {"buffer": session.uniform(bytes(32))}},
+                    {"binding": 3, "resource": {"buffer": nxt, "offset": 0, "size": nxt.size}},
+                    {"binding": 4, "resource": {"buffer": prev, "offset": 0, "size": prev.size}},
+                    {"binding": 5, "resource": {"buffer": taps_buf, "offset": 0, "size": taps_buf.size}},
+                    {"binding": 6, "resource": {"buffer": w_buf, "offset": 0, "size": w_buf.size}}]), (4, 1, 1),
+                    query.next() if query else None)
             if tables is not None:
                 prm = struct.pack("<8I", dw, dh, pitch // 4, pw, ytaps, xlists, ylists, widx)
             else:

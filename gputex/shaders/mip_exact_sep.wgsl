@@ -10,7 +10,8 @@
 // gives each texel's taps as slots into those lists. The workgroup
 //   1. (level 1 of a 4-byte 8-bit format) loads each source texel of the tile once, recovers its
 //      four codes and keeps them; 256-entry tables hold the float64 value of each code
-//      (decode1 for sRGB colour), computed by the same functions as mip_exact_kernel.wgsl;
+//      (decode1 for sRGB colour; made once by make_tables with the functions of
+//      mip_exact_kernel.wgsl);
 //   2. filters along x: for each listed source row, the TW sums over the row's x taps;
 //   3. filters those along y: one output texel per invocation.
 // Per output texel that is ~2.6 x-sums of ~12 taps and one y-sum of ~12, against 144 taps
@@ -104,6 +105,20 @@ fn word_of(c: f64) -> u32 {
     return bitcast<u32>(f32(c));
 }
 
+// Level 1 of a 4-byte 8-bit format: each code's float64 value (colour: decode1 for sRGB data;
+// alpha: k / 255) into `next` (512 values), which main then reads as `prev`: computed once
+// per chain instead of once per workgroup, by the same functions as mip_exact_kernel.wgsl.
+@compute @workgroup_size(64)
+fn make_tables(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let k = gid.x;
+    if (k >= 256u) {
+        return;
+    }
+    let v = f64(k) / 255.0;
+    next[k] = select(v, decode1(v), DECODE_SRGB);
+    next[256u + k] = v;
+}
+
 @compute @workgroup_size(8, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {
@@ -121,11 +136,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (li < SYMAX) {
         rows[li] = taps[yl + 1u + li];
     }
-    if (staged()) {
+    if (staged()) {  // the tables, made once by make_tables, in `prev` at level 1
         for (var k = li; k < 256u; k += THREADS) {
-            let v = f64(k) / 255.0;
-            level[k] = v;
-            colour[k] = select(v, decode1(v), DECODE_SRGB);
+            colour[k] = prev[k];
+            level[k] = prev[256u + k];
         }
     }
     workgroupBarrier();
