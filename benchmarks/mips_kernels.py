@@ -16,7 +16,8 @@ family; ``float``: the float32 chain), GPU ms, the ratio to the speed of light a
 chain (default precision: the integer chain), the wall time of the first chain of that size
 (the CPU computes the taps: what one image costs) and of a warm one, and a hash of every level's
 bytes (to compare two commits' outputs). ``--with-2d`` also times the float64 chain with the
-2D-footprint shader (``mip_exact_kernel.wgsl``, what ran before ``mip_exact_sep.wgsl``).
+2D-footprint shader (``mip_exact_kernel.wgsl``, what ran before ``mip_exact_sep.wgsl``);
+``--with-float32`` the float32 chain (``mip_reduce.wgsl``, what runs without ``shader-f64``).
 
 ``--quality`` prints, per size, filter and level, max / mean |code - exact| in LSB against the
 float64 reference (``tests/reference.py``) and the texels that are not the reference rounded to
@@ -122,25 +123,28 @@ def timings(gpu, args) -> list[dict]:
         from gputex.mips import exact
 
         sep = getattr(exact, "sep_tables", None)
-        variants = [("box", "box", False)] + [(f, f, False) for f in args.filters]
+        variants = [("box", "box", False, "exact")] + [(f, f, False, "exact") for f in args.filters]
         if args.with_2d and sep:
-            variants += [(f, f + " 2D", True) for f in args.filters]
-        for filt, label, two_d in variants:
+            variants += [(f, f + " 2D", True, "exact") for f in args.filters]
+        if args.with_float32:
+            variants += [(f, f + " f32", False, "float32") for f in args.filters]
+        for filt, label, two_d, precision in variants:
             if two_d:  # the 2D-footprint shader the separable one replaced
                 exact.sep_tables = lambda *_: None  # type: ignore[attr-defined]
             clear_taps()
             t0 = time.perf_counter()
-            report = generate_mips(tex, filter=filt)
+            report = generate_mips(tex, filter=filt, precision=precision)
             gpu.wait()
             first = time.perf_counter() - t0
             t0 = time.perf_counter()
-            generate_mips(tex, filter=filt)
+            generate_mips(tex, filter=filt, precision=precision)
             gpu.wait()
             warm = time.perf_counter() - t0
             sol.warm()
-            ns = gpu_median(gpu, sol, lambda: generate_mips(tex, filter=filt), args.repeat, warm)
+            ns = gpu_median(gpu, sol, lambda: generate_mips(tex, filter=filt, precision=precision), args.repeat,
+                            warm)
             box_ns = box_ns or ns
-            timed = generate_mips(tex, filter=filt, measure=True)  # per pass, where the chain times them
+            timed = generate_mips(tex, filter=filt, precision=precision, measure=True)  # per pass, where the chain times them
             gpu.wait()
             digest = level_hash(tex)
             if two_d:
@@ -212,6 +216,7 @@ def main() -> None:
     p.add_argument("--json")
     p.add_argument("--quality", action="store_true")
     p.add_argument("--with-2d", action="store_true", help="also time the 2D-footprint float64 shader, same run")
+    p.add_argument("--with-float32", action="store_true", help="also time the float32 chain (precision='float32')")
     p.add_argument("--wraps", nargs="+", default=["clamp"], help="--quality: wrap modes")
     p.add_argument("--format", default="rgba8unorm-srgb", help="--quality: texture format (8-bit rgba/bgra)")
     args = p.parse_args()
