@@ -15,8 +15,9 @@ bound it (``B.begin - A.end``: every pass and copy of the chain). The figure is 
 family; ``float``: the float32 chain), GPU ms, the ratio to the speed of light and to the box
 chain (default precision: the integer chain), the wall time of the first chain of that size
 (the CPU computes the taps: what one image costs) and of a warm one, and a hash of every level's
-bytes (to compare two commits' outputs). ``--with-2d`` also times the float64 chain with the
-2D-footprint shader (``mip_exact_kernel.wgsl``, what ran before ``mip_exact_sep.wgsl``);
+bytes (to compare two commits' outputs). ``--shaders`` also times the float64 chain with each
+of its shaders forced (``GPUTEX_MIPS_KERNEL``: ``sep``, ``mip_exact_sep.wgsl``; ``2d``, the
+2D-footprint ``mip_exact_kernel.wgsl`` that ran everywhere before);
 ``--with-float32`` the float32 chain (``mip_reduce.wgsl``, what runs without ``shader-f64``).
 
 ``--quality`` prints, per size, filter and level, max / mean |code - exact| in LSB against the
@@ -122,15 +123,15 @@ def timings(gpu, args) -> list[dict]:
         box_ns = None
         from gputex.mips import exact
 
-        sep = getattr(exact, "sep_tables", None)
-        variants = [("box", "box", False, "exact")] + [(f, f, False, "exact") for f in args.filters]
-        if args.with_2d and sep:
-            variants += [(f, f + " 2D", True, "exact") for f in args.filters]
+        shaders = getattr(exact, "KERNEL_SHADERS", ())
+        variants = [("box", "box", None, "exact")] + [(f, f, None, "exact") for f in args.filters]
+        if args.shaders:  # each float64 kernel shader, whatever the adapter's default
+            variants += [(f, f"{f} {sh}", sh, "exact") for sh in shaders for f in args.filters]
         if args.with_float32:
-            variants += [(f, f + " f32", False, "float32") for f in args.filters]
-        for filt, label, two_d, precision in variants:
-            if two_d:  # the 2D-footprint shader the separable one replaced
-                exact.sep_tables = lambda *_: None  # type: ignore[attr-defined]
+            variants += [(f, f + " f32", None, "float32") for f in args.filters]
+        for filt, label, shader, precision in variants:
+            if shader:
+                os.environ["GPUTEX_MIPS_KERNEL"] = shader
             clear_taps()
             t0 = time.perf_counter()
             report = generate_mips(tex, filter=filt, precision=precision)
@@ -147,8 +148,7 @@ def timings(gpu, args) -> list[dict]:
             timed = generate_mips(tex, filter=filt, precision=precision, measure=True)  # per pass, where the chain times them
             gpu.wait()
             digest = level_hash(tex)
-            if two_d:
-                exact.sep_tables = sep  # type: ignore[attr-defined]
+            os.environ.pop("GPUTEX_MIPS_KERNEL", None)
             print(f"  {label:>10} ({report.precision:>7}) GPU {ns / 1e6:9.4f} ms  {ns / sol_ns:7.1f}x speed of light  "
                   f"{ns / box_ns:6.1f}x box   wall first {first * 1e3:8.1f} ms, warm {warm * 1e3:7.1f} ms   "
                   f"levels {digest}", flush=True)
@@ -183,9 +183,10 @@ def quality(gpu, args) -> None:
         d = np.abs(g - exact_)
         return f"{d.max():.4f} / {d.mean():.4f}, {int((g != np.floor(exact_ + 0.5)).sum())}"
 
-    sep = getattr(exact, "sep_tables", None)
-    print("| size, filter, wrap, level | now: max / mean LSB, not rounded to nearest |"
-          + (" 2D-footprint shader (before) | texels that differ |" if sep else ""))
+    sep = hasattr(exact, "KERNEL_SHADERS")
+    os.environ["GPUTEX_MIPS_KERNEL"] = "sep"  # "now": the separable shader, whatever the adapter's default
+    print("| size, filter, wrap, level | separable: max / mean LSB, not rounded to nearest |"
+          + (" 2D footprint | texels that differ |" if sep else ""))
     for text in args.sizes:
         w, h = bm.parse_size(text)
         a = image(w, h)
@@ -194,11 +195,11 @@ def quality(gpu, args) -> None:
                 got = levels(a, filt, wrap, args.format)
                 before = None
                 if sep:
-                    exact.sep_tables = lambda *_: None  # type: ignore[attr-defined]
+                    os.environ["GPUTEX_MIPS_KERNEL"] = "2d"
                     try:
                         before = levels(a, filt, wrap, args.format)
                     finally:
-                        exact.sep_tables = sep  # type: ignore[attr-defined]
+                        os.environ["GPUTEX_MIPS_KERNEL"] = "sep"
                 ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted", filter=filt, wrap_mode=wrap)
                 for lv, r in enumerate(ref, start=1):
                     e = np.clip(r, 0, 1) * 255
@@ -215,7 +216,8 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--json")
     p.add_argument("--quality", action="store_true")
-    p.add_argument("--with-2d", action="store_true", help="also time the 2D-footprint float64 shader, same run")
+    p.add_argument("--shaders", action="store_true",
+                   help="also time each float64 kernel shader (sep, 2d) whatever the adapter's default")
     p.add_argument("--with-float32", action="store_true", help="also time the float32 chain (precision='float32')")
     p.add_argument("--wraps", nargs="+", default=["clamp"], help="--quality: wrap modes")
     p.add_argument("--format", default="rgba8unorm-srgb", help="--quality: texture format (8-bit rgba/bgra)")

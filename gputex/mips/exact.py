@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from ..texture import Texture
 
 __all__ = ["EXACT_FORMATS", "EXACT_KERNEL_FORMATS", "EXACT_LOOP_LIMIT", "exact_ok", "exact_chain",
-           "exact_kernel_ok", "exact_kernel_chain", "record_exact_bands"]
+           "exact_kernel_ok", "exact_kernel_chain", "record_exact_bands", "kernel_shader", "sep_tables",
+           "KERNEL_SHADER", "KERNEL_SHADERS"]
 
 
 #: Formats whose box mips are computed in float64 (mip_exact.wgsl) where the device has
@@ -152,10 +153,35 @@ def sep_tables(pw: int, ph: int, dw: int, dh: int, filter: str, wrap: str) -> tu
     return data, w, (2 * dw, xlists, ylists, widx)
 
 
+#: ``mip_exact_sep.wgsl`` (``sep``) or ``mip_exact_kernel.wgsl`` (``2d``) for the float64 kernel
+#: chains, per adapter type; measured (``benchmarks/mips_kernels.py --shaders``,
+#: ``benchmarks/results/mips-kernels-h200-8f10067.txt``): on lavapipe the separable shader is
+#: 3.5-4x faster; on the H200 its first version was 1.6x slower (its level 1 14.7 ms against
+#: 6.05 ms at 4096^2), and the version without local arrays is not measured there yet.
+KERNEL_SHADER = {"CPU": "sep"}
+KERNEL_SHADERS = ("sep", "2d")
+
+
+def kernel_shader(session) -> str:
+    """Which float64 kernel shader runs on ``session``'s adapter: the developer override
+    ``GPUTEX_MIPS_KERNEL`` (``sep`` or ``2d``), else :data:`KERNEL_SHADER` by adapter type
+    (``2d`` where it has no entry)."""
+    from ..devflags import flag
+    from ..errors import FormatError
+
+    env = flag("GPUTEX_MIPS_KERNEL")
+    if env is not None:
+        if env.lower() not in KERNEL_SHADERS:
+            raise FormatError(f"GPUTEX_MIPS_KERNEL must be sep or 2d, got {env!r}")
+        return env.lower()
+    return KERNEL_SHADER.get(getattr(session.info, "adapter_type", ""), "2d")
+
+
 def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: int,
                        measure: bool = False) -> tuple[int | None, list[int]]:
     """Each level from the previous one's float64 values: ``mip_exact_sep.wgsl`` (separable, in
-    tiles), else ``mip_exact_kernel.wgsl`` (each texel's 2D footprint). With ``measure`` (and
+    tiles) where :func:`kernel_shader` says ``sep`` and the level fits its tiles, else
+    ``mip_exact_kernel.wgsl`` (each texel's 2D footprint). With ``measure`` (and
     timestamp queries): (GPU ns from the first pass's begin to the last one's end, each pass's ns)."""
     import numpy as np
     import wgpu
@@ -174,6 +200,7 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
     base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                    array_layer_count=1, dimension="2d")
     keep = []
+    sep = kernel_shader(session) == "sep"
     query = timestamps(session, tex.levels) if measure else None
     try:
         enc = device.create_command_encoder()
@@ -183,7 +210,7 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
         keep.append(prev)
         for level in range(1, tex.levels):
             (pw, ph), (dw, dh) = tex.size(level - 1), tex.size(level)
-            tables = sep_tables(pw, ph, dw, dh, filter, wrap)
+            tables = sep_tables(pw, ph, dw, dh, filter, wrap) if sep else None
             if tables is not None:
                 tap_data, weight_data, (ytaps, xlists, ylists, widx) = tables
                 shader, groups = "mip_exact_sep.wgsl", (-(-dw // SEP_TILE[0]), -(-dh // SEP_TILE[1]), 1)

@@ -1,7 +1,8 @@
 """The float64 kernel chains' taps and tiles: ``gputex.mips.filters.kernel_taps`` (all texels of
 an axis at once) against the one-tap-at-a-time definition with each filter's scalar weight
 function (the same indices and float64 weights, to the bit); every chain level fits the
-separable shader's tiles (``mip_exact_sep.wgsl``); its 2D-footprint fallback stays right."""
+separable shader's tiles (``mip_exact_sep.wgsl``); both float64 kernel shaders stay right; which
+one runs where."""
 
 from __future__ import annotations
 
@@ -74,12 +75,12 @@ def test_every_chain_level_fits_the_separable_tiles(filter, wrap):
 
 
 @pytest.mark.parametrize("filter", ["kaiser", "lanczos"])
-def test_the_2d_footprint_fallback_matches_the_reference(rng, gpu, filter, monkeypatch):
-    """Where the tiles would not hold a level (not in a mip chain) mip_exact_kernel.wgsl runs:
-    forced here, it is held to the same bar, and gives the separable shader's bytes on this
-    image (the two sum in another order: they could differ only within ~1e-13 LSB of a tie)."""
+def test_both_float64_kernel_shaders_match_the_reference(rng, gpu, filter, monkeypatch):
+    """mip_exact_sep.wgsl and mip_exact_kernel.wgsl (the 2D footprint: the default on GPUs, and
+    wherever a level would not fit the tiles), each forced: within half an LSB of the float64
+    reference, and the same bytes on this image (they sum in another order: they could differ
+    only within ~1e-13 LSB of a tie)."""
     import gputex
-    from gputex.mips import exact
 
     from reference import filter_levels
 
@@ -96,11 +97,28 @@ def test_the_2d_footprint_fallback_matches_the_reference(rng, gpu, filter, monke
         finally:
             tex.destroy()
 
+    monkeypatch.setenv("GPUTEX_MIPS_KERNEL", "sep")
     sep = levels()
-    monkeypatch.setattr(exact, "sep_tables", lambda *_: None)
+    monkeypatch.setenv("GPUTEX_MIPS_KERNEL", "2d")
     two_d = levels()
     ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted", filter=filter)
-    for i, (g, r) in enumerate(zip(two_d, ref), start=1):
-        d = np.abs(g.astype(np.float64) - np.clip(r, 0, 1) * 255)
-        assert d.max() <= 0.5 + 1e-6, f"level {i}: {d.max():.4f} LSB"
+    for got in (sep, two_d):
+        for i, (g, r) in enumerate(zip(got, ref), start=1):
+            d = np.abs(g.astype(np.float64) - np.clip(r, 0, 1) * 255)
+            assert d.max() <= 0.5 + 1e-6, f"level {i}: {d.max():.4f} LSB"
     assert all(np.array_equal(x, y) for x, y in zip(sep, two_d))
+
+
+def test_kernel_shader_policy(gpu, monkeypatch):
+    """The separable shader on CPU adapters (lavapipe: measured faster), the 2D footprint elsewhere
+    (H200: measured faster), the developer override over both, a bad value a clear error."""
+    from gputex.errors import FormatError
+    from gputex.mips.exact import kernel_shader
+
+    monkeypatch.delenv("GPUTEX_MIPS_KERNEL", raising=False)
+    assert kernel_shader(gpu) == ("sep" if gpu.info.adapter_type == "CPU" else "2d")
+    monkeypatch.setenv("GPUTEX_MIPS_KERNEL", "2D")
+    assert kernel_shader(gpu) == "2d"
+    monkeypatch.setenv("GPUTEX_MIPS_KERNEL", "tiled")
+    with pytest.raises(FormatError, match="^GPUTEX_MIPS_KERNEL must be sep or 2d, got 'tiled'$"):
+        kernel_shader(gpu)
