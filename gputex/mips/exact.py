@@ -156,7 +156,7 @@ def sep_tables(pw: int, ph: int, dw: int, dh: int, filter: str, wrap: str) -> tu
 #: ``mip_exact_sep.wgsl`` (``sep``) or ``mip_exact_kernel.wgsl`` (``2d``) for the float64 kernel
 #: chains, per adapter type; measured (``benchmarks/mips_kernels.py --shaders``,
 #: ``benchmarks/results/mips-kernels-h200-8f10067.txt``): on lavapipe the separable shader is
-#: 3.5-4x faster; on the H200 its first version was 1.6x slower (its level 1 14.7 ms against
+#: 3-5x faster; on the H200 its first version was 1.6x slower (its level 1 14.7 ms against
 #: 6.05 ms at 4096^2), and the version without local arrays is not measured there yet.
 KERNEL_SHADER = {"CPU": "sep"}
 KERNEL_SHADERS = ("sep", "2d")
