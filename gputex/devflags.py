@@ -28,6 +28,8 @@ variable                    what it overrides
                             caller did not choose (``generate_mips(path=...)``, :mod:`gputex.mips`).
 ``GPUTEX_MIPS_F64``         ``0`` turns the float64 (``shader-f64``) mip and resize paths off (as on
                             an adapter without ``shader-f64``).
+``GPUTEX_MIPS_KERNEL``      ``sep`` or ``2d``: the float64 Kaiser/Lanczos shader of the mip chains
+                            (default by adapter type, :func:`gputex.mips.exact.kernel_shader`).
 ==========================  ===================================================================
 
 ``GPUTEX_ADAPTER`` and ``GPUTEX_BACKEND`` are not developer flags: they are the documented
@@ -53,6 +55,7 @@ FLAGS = {
     "GPUTEX_PROFILE": "cProfile file of the in-order GPU thread",
     "GPUTEX_MIPS_PATH": "compute or render mips for renderable non-storage formats",
     "GPUTEX_MIPS_F64": "0: no float64 mip/resize paths",
+    "GPUTEX_MIPS_KERNEL": "sep or 2d: the float64 kernel mip shader",
 }
 
 

@@ -5,10 +5,11 @@ weights come from the CPU in float64 (``mip_exact_kernel.wgsl``, :func:`.filters
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import TYPE_CHECKING
 
-from ..kernels import dispatch
+from ..kernels import dispatch, timestamps
 from ..layout import align_up, bands
 from .common import entries as layout_entries
 from .common import pipeline
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
     from ..texture import Texture
 
 __all__ = ["EXACT_FORMATS", "EXACT_KERNEL_FORMATS", "EXACT_LOOP_LIMIT", "exact_ok", "exact_chain",
-           "exact_kernel_ok", "exact_kernel_chain", "record_exact_bands"]
+           "exact_kernel_ok", "exact_kernel_chain", "record_exact_bands", "kernel_shader", "sep_tables",
+           "KERNEL_SHADER", "KERNEL_SHADERS"]
 
 
 #: Formats whose box mips are computed in float64 (mip_exact.wgsl) where the device has
@@ -102,7 +104,85 @@ def exact_kernel_ok(tex: Texture, filter: str, normal_map: bool, coverage, float
     return w1 * h1 * 64 <= limit
 
 
-def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: int) -> None:
+#: Tile of a level one workgroup of ``mip_exact_sep.wgsl`` makes, and the most distinct source
+#: columns / rows its taps may reach (the shader's TW, TH, SXMAX, SYMAX).
+SEP_TILE = (8, 16)
+SEP_SLOTS = (32, 48)
+
+
+def _tile_axis(taps, tile: int, cap: int):
+    """Per tile of ``tile`` texels: the distinct source indices its taps reach (None if more than
+    ``cap``), and each texel's taps as positions in that list."""
+    slots, lists, weights = [], [], []
+    for g0 in range(0, len(taps), tile):
+        group = taps[g0:g0 + tile]
+        union = sorted(set().union(*(ids for ids, _ in group)))
+        if len(union) > cap:
+            return None
+        pos = {v: i for i, v in enumerate(union)}
+        lists += [len(union)] + union + [0] * (cap - len(union))
+        for ids, w in group:
+            slots.append([pos[i] for i in ids])
+            weights.append(w)
+    return slots, lists, weights
+
+
+@functools.lru_cache(maxsize=64)
+def sep_tables(pw: int, ph: int, dw: int, dh: int, filter: str, wrap: str) -> tuple[bytes, bytes, tuple[int, ...]] | None:
+    """``mip_exact_sep.wgsl``'s taps (u32: x and y (start, count) pairs, the taps as slots, the
+    tiles' source lists), weights (float64) and offsets (ytaps, xlists, ylists, widx) for a level
+    going from pw x ph to dw x dh; None where a tile would reach more source texels than the
+    shader holds (not in a mip chain: a level is at most 2 + 1/size times smaller)."""
+    import numpy as np
+
+    ax = _tile_axis(kernel_taps(pw, dw, filter, wrap), SEP_TILE[0], SEP_SLOTS[0])
+    ay = _tile_axis(kernel_taps(ph, dh, filter, wrap), SEP_TILE[1], SEP_SLOTS[1])
+    if ax is None or ay is None:
+        return None
+    widx = 2 * (dw + dh)
+    pairs: list[int] = []
+    flat: list[int] = []
+    for slots in (ax[0], ay[0]):
+        for s in slots:
+            pairs += [widx + len(flat), len(s)]
+            flat += s
+    xlists = widx + len(flat)
+    ylists = xlists + len(ax[1])
+    data = np.array(pairs + flat + ax[1] + ay[1], np.uint32).tobytes()
+    w = np.concatenate(ax[2] + ay[2]).astype(np.float64).tobytes()
+    return data, w, (2 * dw, xlists, ylists, widx)
+
+
+#: ``mip_exact_sep.wgsl`` (``sep``) or ``mip_exact_kernel.wgsl`` (``2d``) for the float64 kernel
+#: chains, per adapter type; measured (``benchmarks/mips_kernels.py --shaders``,
+#: ``benchmarks/results/mips-kernels-h200-8f10067.txt``): on lavapipe the separable shader is
+#: 3-5x faster; on the H200 its first version was 1.6x slower (its level 1 14.7 ms against
+#: 6.05 ms at 4096^2), and the version without local arrays is not measured there yet.
+KERNEL_SHADER = {"CPU": "sep"}
+KERNEL_SHADERS = ("sep", "2d")
+
+
+def kernel_shader(session) -> str:
+    """Which float64 kernel shader runs on ``session``'s adapter: the developer override
+    ``GPUTEX_MIPS_KERNEL`` (``sep`` or ``2d``), else :data:`KERNEL_SHADER` by adapter type
+    (``2d`` where it has no entry)."""
+    from ..devflags import flag
+    from ..errors import FormatError
+
+    env = flag("GPUTEX_MIPS_KERNEL")
+    if env is not None:
+        if env.lower() not in KERNEL_SHADERS:
+            raise FormatError(f"GPUTEX_MIPS_KERNEL must be sep or 2d, got {env!r}")
+        return env.lower()
+    return KERNEL_SHADER.get(getattr(session.info, "adapter_type", ""), "2d")
+
+
+def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: int,
+                       measure: bool = False) -> tuple[int | None, list[int]]:
+    """Each level from the previous one's float64 values: ``mip_exact_sep.wgsl`` (separable, in
+    tiles) where :func:`kernel_shader` says ``sep`` and the level fits its tiles, else
+    ``mip_exact_kernel.wgsl`` (each texel's 2D footprint). With ``measure`` (and
+    timestamp queries): (GPU ns from the first pass's begin to the last one's end, each pass's ns)."""
     import numpy as np
     import wgpu
 
@@ -120,22 +200,32 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
     base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                    array_layer_count=1, dimension="2d")
     keep = []
+    sep = kernel_shader(session) == "sep"
+    query = timestamps(session, tex.levels) if measure else None
     try:
         enc = device.create_command_encoder()
-        prev = device.create_buffer(size=64, usage=wgpu.BufferUsage.STORAGE)  # level 1 reads the base
+        # level 1 reads the base; where its codes are decoded by tables (4-byte 8-bit formats,
+        # separable shader), `prev` holds them: 256 colour values, 256 alpha values
+        prev = device.create_buffer(size=512 * 8, usage=wgpu.BufferUsage.STORAGE)
         keep.append(prev)
         for level in range(1, tex.levels):
             (pw, ph), (dw, dh) = tex.size(level - 1), tex.size(level)
-            xt, yt = kernel_taps(pw, dw, filter, wrap), kernel_taps(ph, dh, filter, wrap)
-            pairs, idx, wts = [], [], []
-            start = 2 * (dw + dh)
-            for taps_ in (xt, yt):
-                for ids, w in taps_:
-                    pairs += [start + len(idx), len(ids)]
-                    idx += ids
-                    wts.append(w)
-            tap_data = np.array(pairs + idx, np.uint32).tobytes()
-            weight_data = np.concatenate(wts).astype(np.float64).tobytes()
+            tables = sep_tables(pw, ph, dw, dh, filter, wrap) if sep else None
+            if tables is not None:
+                tap_data, weight_data, (ytaps, xlists, ylists, widx) = tables
+                shader, groups = "mip_exact_sep.wgsl", (-(-dw // SEP_TILE[0]), -(-dh // SEP_TILE[1]), 1)
+            else:
+                xt, yt = kernel_taps(pw, dw, filter, wrap), kernel_taps(ph, dh, filter, wrap)
+                pairs, idx, wts = [], [], []
+                widx = 2 * (dw + dh)
+                for taps_ in (xt, yt):
+                    for ids, w in taps_:
+                        pairs += [widx + len(idx), len(ids)]
+                        idx += ids
+                        wts.append(w)
+                tap_data = np.array(pairs + idx, np.uint32).tobytes()
+                weight_data = np.concatenate(wts).astype(np.float64).tobytes()
+                shader, groups = "mip_exact_kernel.wgsl", (-(-dw // 8), -(-dh // 8), 1)
             taps_buf = device.create_buffer_with_data(data=tap_data, usage=wgpu.BufferUsage.STORAGE)
             w_buf = device.create_buffer_with_data(data=weight_data, usage=wgpu.BufferUsage.STORAGE)
             nxt = session.check(f"{tex.source}: mip level values", device.create_buffer, size=dw * dh * 64,
@@ -146,8 +236,22 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
             keep += [taps_buf, w_buf, nxt, out]
             consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": weighted, "DECODE_SRGB": srgb,
                       "ENCODE_SRGB": srgb, "SRC_IS_BASE": level == 1, "SRGB_FORMAT": fmt.srgb, "BGRA": fmt.bgra}
-            pipe, bgl = pipeline(session, "mip_exact_kernel.wgsl", consts, entries)
-            prm = struct.pack("<5I", dw, dh, pitch // 4, pw, start)
+            pipe, bgl = pipeline(session, shader, consts, entries)
+            if tables is not None and level == 1 and code == 0 and channels == 4:  # the tables first (their own pass)
+                make, _ = pipeline(session, shader, consts, entries, "make_tables")
+                dispatch(enc, make, device.create_bind_group(layout=bgl, entries=[
+                    {"binding": 0, "resource": base},
+                    {"binding": 1, "resource": {"buffer": out, "offset": 0, "size": out.size}},
+                    {"binding": 2, "resource": {"buffer": session.uniform(bytes(32))}},
+                    {"binding": 3, "resource": {"buffer": nxt, "offset": 0, "size": nxt.size}},
+                    {"binding": 4, "resource": {"buffer": prev, "offset": 0, "size": prev.size}},
+                    {"binding": 5, "resource": {"buffer": taps_buf, "offset": 0, "size": taps_buf.size}},
+                    {"binding": 6, "resource": {"buffer": w_buf, "offset": 0, "size": w_buf.size}}]), (4, 1, 1),
+                    query.next() if query else None)
+            if tables is not None:
+                prm = struct.pack("<8I", dw, dh, pitch // 4, pw, ytaps, xlists, ylists, widx)
+            else:
+                prm = struct.pack("<5I", dw, dh, pitch // 4, pw, widx)
             bind = device.create_bind_group(layout=bgl, entries=[
                 {"binding": 0, "resource": base},
                 {"binding": 1, "resource": {"buffer": out, "offset": 0, "size": out.size}},
@@ -156,12 +260,15 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
                 {"binding": 4, "resource": {"buffer": nxt, "offset": 0, "size": nxt.size}},
                 {"binding": 5, "resource": {"buffer": taps_buf, "offset": 0, "size": taps_buf.size}},
                 {"binding": 6, "resource": {"buffer": w_buf, "offset": 0, "size": w_buf.size}}])
-            dispatch(enc, pipe, bind, (-(-dw // 8), -(-dh // 8), 1))
+            dispatch(enc, pipe, bind, groups, query.next() if query else None)
             enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": dh},
                                        {"texture": tex.texture, "mip_level": level, "origin": (0, 0, layer)},
                                        (dw, dh, 1))
             prev = nxt
+        if query:
+            query.resolve(enc)
         session.check(f"{tex.source}: mip chain (float64 kernels)", device.queue.submit, [enc.finish()])
+        return query.read() if query else (None, [])
     finally:
         for b in keep:
             b.destroy()

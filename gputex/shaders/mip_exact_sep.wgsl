@@ -1,0 +1,258 @@
+//! include mip_f64.wgsl
+// One level of a Kaiser or Lanczos chain in float64, separable and tiled: what
+// mip_exact_kernel.wgsl computes (the same CPU float64 taps and weights, each level from the
+// previous one's float64 values, with weighted alpha the premultiplied and the plain colour
+// chained separately), with the two axes filtered one after the other in workgroup memory.
+//
+// A workgroup makes a TW x TH tile of the level. The CPU lists, per tile column and tile row,
+// the distinct source columns / rows its texels' taps reach (after --wrap; at most SXMAX /
+// SYMAX, which a mip chain never exceeds: the ratio between levels is at most 2 + 1/size), and
+// gives each texel's taps as slots into those lists. The workgroup
+//   1. (level 1 of a 4-byte 8-bit format) loads each source texel of the tile once, recovers its
+//      four codes and keeps them; 256-entry tables hold the float64 value of each code
+//      (decode1 for sRGB colour; made once by make_tables with the functions of
+//      mip_exact_kernel.wgsl);
+//   2. filters along x: for each listed source row, the TW sums over the row's x taps;
+//   3. filters those along y: one output texel per invocation.
+// Per output texel that is ~2.6 x-sums of ~12 taps and one y-sum of ~12, against 144 taps
+// (each with its own sRGB decode) of the 2D footprint; float64 sums in another order (the
+// difference is ~1e-16 relative, far below half an ulp of any output format).
+
+override BGRA: bool = false;
+override WEIGHTED: bool = true;
+override ENCODE_SRGB: bool = false;
+override SRC_IS_BASE: bool = true;
+
+const TW: u32 = 8u;
+const TH: u32 = 16u;
+const SXMAX: u32 = 32u;
+const SYMAX: u32 = 48u;
+const NV: u32 = 7u;   // pm rgba, plain rgb
+const THREADS: u32 = 128u;
+
+struct Params {
+    dst_size: vec2<u32>,
+    words_per_row: u32,
+    src_width: u32,
+    ytaps: u32,    // where the y (start, count) pairs start in `taps` (x pairs start at 0)
+    xlists: u32,   // per tile column: count, then SXMAX source columns
+    ylists: u32,   // per tile row: count, then SYMAX source rows
+    widx: u32,     // weights[i - widx] goes with the slot taps[i]
+}
+
+@group(0) @binding(0) var src: texture_2d<f32>;
+@group(0) @binding(1) var<storage, read_write> packed: array<u32>;
+@group(0) @binding(2) var<uniform> prm: Params;
+@group(0) @binding(3) var<storage, read> prev: array<f64>;        // 8 per texel: pm rgba, plain rgb, -
+@group(0) @binding(4) var<storage, read_write> next: array<f64>;
+@group(0) @binding(5) var<storage, read> taps: array<u32>;
+@group(0) @binding(6) var<storage, read> weights: array<f64>;
+
+var<workgroup> hsum: array<f64, 2688>;     // TW * SYMAX * NV: the x-filtered rows
+var<workgroup> codes: array<u32, 1536>;    // SXMAX * SYMAX: a source texel's codes, r | g << 8 | b << 16 | a << 24
+var<workgroup> colour: array<f64, 256>;    // a colour code's linear value
+var<workgroup> level: array<f64, 256>;     // k / 255 (alpha)
+var<workgroup> cols: array<u32, 32>;
+var<workgroup> rows: array<u32, 48>;
+var<workgroup> counts: vec2<u32>;
+
+fn staged() -> bool {
+    return SRC_IS_BASE && FMT == 0u && CHANNELS == 4u;
+}
+
+fn code_of(c: f32) -> u32 {
+    if (SRGB_FORMAT) {
+        return u32(round(srgb_encode32(c) * 255.0));
+    }
+    return u32(round(c * 255.0));
+}
+
+// A source texel: premultiplied (or plain) rgba and plain rgb, in float64. Vectors, not arrays
+// indexed in a loop: the first version summed into array<f64, 7> over `for c < 7`, and on the
+// H200 it ran at ~3.6 ns an output texel whatever the source (1.6x the 2D shader's time): the
+// signature of arrays kept in local memory.
+struct Val {
+    pm: vec4<f64>,
+    pl: vec3<f64>,
+}
+
+fn texel(sx: u32, sy: u32, nx: u32) -> Val {
+    if (staged()) {
+        let k = codes[sy * nx + sx];
+        let c = vec3<f64>(colour[k & 255u], colour[(k >> 8u) & 255u], colour[(k >> 16u) & 255u]);
+        let a = level[k >> 24u];
+        if (WEIGHTED) {
+            return Val(vec4<f64>(c * a, a), c);
+        }
+        return Val(vec4<f64>(c, a), c);
+    }
+    let x = cols[sx];
+    let y = rows[sy];
+    if (!SRC_IS_BASE) {
+        let i = (y * prm.src_width + x) * 8u;
+        return Val(vec4<f64>(prev[i], prev[i + 1u], prev[i + 2u], prev[i + 3u]),
+                   vec3<f64>(prev[i + 4u], prev[i + 5u], prev[i + 6u]));
+    }
+    let c = canonical64(textureLoad(src, vec2<i32>(i32(x), i32(y)), 0));
+    let rgb = vec3<f64>(c[0], c[1], c[2]);
+    if (WEIGHTED) {
+        return Val(vec4<f64>(rgb * c[3], c[3]), rgb);
+    }
+    return Val(vec4<f64>(rgb, c[3]), rgb);
+}
+
+fn byte_of(c: f64) -> u32 {
+    return u32(floor(min(max(c, 0.0), 1.0) * 255.0 + 0.5));
+}
+
+fn word_of(c: f64) -> u32 {
+    if (FMT == 1u) {
+        return u32(floor(min(max(c, 0.0), 1.0) * 65535.0 + 0.5));
+    }
+    return bitcast<u32>(f32(c));
+}
+
+// Level 1 of a 4-byte 8-bit format: each code's float64 value (colour: decode1 for sRGB data;
+// alpha: k / 255) into `next` (512 values), which main then reads as `prev`: computed once
+// per chain instead of once per workgroup, by the same functions as mip_exact_kernel.wgsl.
+@compute @workgroup_size(64)
+fn make_tables(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let k = gid.x;
+    if (k >= 256u) {
+        return;
+    }
+    let v = f64(k) / 255.0;
+    next[k] = select(v, decode1(v), DECODE_SRGB);
+    next[256u + k] = v;
+}
+
+@compute @workgroup_size(8, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    let d = prm.dst_size;
+    let x0 = wg.x * TW;
+    let y0 = wg.y * TH;
+    let xl = prm.xlists + wg.x * (SXMAX + 1u);
+    let yl = prm.ylists + wg.y * (SYMAX + 1u);
+    if (li == 0u) {
+        counts = vec2<u32>(taps[xl], taps[yl]);
+    }
+    if (li < SXMAX) {
+        cols[li] = taps[xl + 1u + li];
+    }
+    if (li < SYMAX) {
+        rows[li] = taps[yl + 1u + li];
+    }
+    if (staged()) {  // the tables, made once by make_tables, in `prev` at level 1
+        for (var k = li; k < 256u; k += THREADS) {
+            colour[k] = prev[k];
+            level[k] = prev[256u + k];
+        }
+    }
+    workgroupBarrier();
+    let n = workgroupUniformLoad(&counts);
+    let nx = n.x;
+    let ny = n.y;
+    if (staged()) {
+        for (var i = li; i < nx * ny; i += THREADS) {
+            let v = textureLoad(src, vec2<i32>(i32(cols[i % nx]), i32(rows[i / nx])), 0);
+            codes[i] = code_of(v.r) | (code_of(v.g) << 8u) | (code_of(v.b) << 16u) | (u32(round(v.a * 255.0)) << 24u);
+        }
+        workgroupBarrier();
+    }
+    // x: row slot sy, column hx of the tile
+    for (var i = li; i < TW * ny; i += THREADS) {
+        let hx = i % TW;
+        let sy = i / TW;
+        let x = min(x0 + hx, d.x - 1u);
+        let xs = taps[x * 2u];
+        let xn = taps[x * 2u + 1u];
+        var pm = vec4<f64>(0.0, 0.0, 0.0, 0.0);
+        var pl = vec3<f64>(0.0, 0.0, 0.0);
+        for (var k = 0u; k < xn; k++) {
+            let w = weights[xs + k - prm.widx];
+            let t = texel(taps[xs + k], sy, nx);
+            pm += w * t.pm;
+            pl += w * t.pl;
+        }
+        let o = i * NV;
+        hsum[o] = pm.x;
+        hsum[o + 1u] = pm.y;
+        hsum[o + 2u] = pm.z;
+        hsum[o + 3u] = pm.w;
+        hsum[o + 4u] = pl.x;
+        hsum[o + 5u] = pl.y;
+        hsum[o + 6u] = pl.z;
+    }
+    workgroupBarrier();
+    let gx = x0 + lid.x;
+    let gy = y0 + lid.y;
+    if (gx >= d.x || gy >= d.y) {
+        return;
+    }
+    let ys = taps[prm.ytaps + gy * 2u];
+    let yn = taps[prm.ytaps + gy * 2u + 1u];
+    var pm = array<f64, 4>(0.0, 0.0, 0.0, 0.0);
+    var pl = array<f64, 3>(0.0, 0.0, 0.0);
+    for (var k = 0u; k < yn; k++) {
+        let w = weights[ys + k - prm.widx];
+        let h = (taps[ys + k] * TW + lid.x) * NV;
+        pm[0] += w * hsum[h];
+        pm[1] += w * hsum[h + 1u];
+        pm[2] += w * hsum[h + 2u];
+        pm[3] += w * hsum[h + 3u];
+        pl[0] += w * hsum[h + 4u];
+        pl[1] += w * hsum[h + 5u];
+        pl[2] += w * hsum[h + 6u];
+    }
+    let k = (gy * d.x + gx) * 8u;
+    next[k] = pm[0];
+    next[k + 1u] = pm[1];
+    next[k + 2u] = pm[2];
+    next[k + 3u] = pm[3];
+    next[k + 4u] = pl[0];
+    next[k + 5u] = pl[1];
+    next[k + 6u] = pl[2];
+    var out = pm;
+    if (WEIGHTED) {
+        if (pm[3] > 0.0) {
+            out = array<f64, 4>(pm[0] / pm[3], pm[1] / pm[3], pm[2] / pm[3], pm[3]);
+        } else {
+            out = array<f64, 4>(pl[0], pl[1], pl[2], pm[3]);
+        }
+    }
+    out[3] = min(max(out[3], 0.0), 1.0);
+    if (ENCODE_SRGB) {
+        out[0] = encode1(out[0]);
+        out[1] = encode1(out[1]);
+        out[2] = encode1(out[2]);
+    }
+    let base = gy * prm.words_per_row;
+    if (FMT == 0u) {
+        var r = out[0];
+        var b = out[2];
+        if (BGRA) {
+            r = out[2];
+            b = out[0];
+        }
+        packed[base + gx] = byte_of(r) | (byte_of(out[1]) << 8u) | (byte_of(b) << 16u) | (byte_of(out[3]) << 24u);
+        return;
+    }
+    if (FMT == 1u) {
+        if (CHANNELS == 4u) {
+            packed[base + gx * 2u] = word_of(out[0]) | (word_of(out[1]) << 16u);
+            packed[base + gx * 2u + 1u] = word_of(out[2]) | (word_of(out[3]) << 16u);
+        } else {
+            packed[base + gx] = word_of(out[0]) | (word_of(out[3]) << 16u);
+        }
+    } else if (CHANNELS == 4u) {
+        for (var c = 0u; c < 4u; c++) {
+            packed[base + gx * 4u + c] = word_of(out[c]);
+        }
+    } else if (CHANNELS == 2u) {
+        packed[base + gx * 2u] = word_of(out[0]);
+        packed[base + gx * 2u + 1u] = word_of(out[3]);
+    } else {
+        packed[base + gx] = word_of(out[0]);
+    }
+}

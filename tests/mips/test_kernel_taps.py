@@ -1,0 +1,124 @@
+"""The float64 kernel chains' taps and tiles: ``gputex.mips.filters.kernel_taps`` (all texels of
+an axis at once) against the one-tap-at-a-time definition with each filter's scalar weight
+function (the same indices and float64 weights, to the bit); every chain level fits the
+separable shader's tiles (``mip_exact_sep.wgsl``); both float64 kernel shaders stay right; which
+one runs where."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gputex.mips.filters import get_filter, kernel_taps
+
+
+def one_by_one(n, m, filter, wrap):
+    f = get_filter(filter)
+    r = n / m
+    scale = max(r, 1.0)
+    out = []
+    for j in range(m):
+        c = (j + 0.5) * r
+        reach = f.radius * scale
+        acc: dict[int, float] = {}
+        for t in range(math.floor(c - reach), math.ceil(c + reach) + 1):
+            x = (t + 0.5 - c) / scale
+            if abs(x) >= f.radius:
+                continue
+            if wrap == "repeat":
+                idx = t % n
+            elif wrap == "mirror":
+                mm = t % (2 * n)
+                idx = 2 * n - 1 - mm if mm >= n else mm
+            else:
+                idx = min(max(t, 0), n - 1)
+            acc[idx] = acc.get(idx, 0.0) + f.weight(x)
+        total = sum(acc.values())
+        out.append((sorted(acc), [acc[i] / total for i in sorted(acc)]))
+    return out
+
+
+@pytest.mark.parametrize("filter", ["kaiser", "lanczos", "triangle"])
+@pytest.mark.parametrize("wrap", ["clamp", "repeat", "mirror"])
+@pytest.mark.parametrize("n,m", [(1, 1), (2, 1), (3, 1), (5, 2), (7, 3), (13, 6), (61, 30), (257, 128),
+                                 (999, 499), (1000, 500)])
+def test_taps_equal_the_scalar_definition(filter, wrap, n, m):
+    want = one_by_one(n, m, filter, wrap)
+    got = kernel_taps(n, m, filter, wrap)
+    assert len(got) == m
+    for j, ((wi, ww), (gi, gw)) in enumerate(zip(want, got)):
+        assert gi == wi, f"texel {j}: indices {gi} vs {wi}"
+        assert np.array_equal(gw, np.array(ww)), f"texel {j}: weights differ by {np.abs(gw - ww).max()}"
+
+
+@pytest.mark.parametrize("filter", ["kaiser", "triangle"])
+@pytest.mark.parametrize("wrap", ["clamp", "repeat", "mirror"])
+def test_every_chain_level_fits_the_separable_tiles(filter, wrap):
+    """mip_exact_sep.wgsl holds at most SEP_SLOTS source columns / rows per tile: every level of a
+    chain (each from the one before, at most 2 + 1/size times smaller) fits, so the 2D-footprint
+    shader is never needed there; a resize-like ratio does not fit and gets None."""
+    from gputex.layout import mip_size
+    from gputex.mips.exact import sep_tables
+
+    for w, h in [(1, 1), (1, 9), (9, 1), (3, 3), (5, 7), (13, 7), (61, 37), (255, 2), (257, 131), (1000, 999),
+                 (4095, 4097), (8191, 31)]:
+        level = 1
+        while True:
+            (pw, ph), (dw, dh) = mip_size(w, h, level - 1), mip_size(w, h, level)
+            if (pw, ph) == (1, 1):
+                break
+            assert sep_tables(pw, ph, dw, dh, filter, wrap) is not None, f"{w}x{h} level {level}"
+            level += 1
+    assert sep_tables(300, 300, 30, 30, filter, wrap) is None
+
+
+@pytest.mark.parametrize("filter", ["kaiser", "lanczos"])
+def test_both_float64_kernel_shaders_match_the_reference(rng, gpu, filter, monkeypatch):
+    """mip_exact_sep.wgsl and mip_exact_kernel.wgsl (the 2D footprint: the default on GPUs, and
+    wherever a level would not fit the tiles), each forced: within half an LSB of the float64
+    reference, and the same bytes on this image (they sum in another order: they could differ
+    only within ~1e-13 LSB of a tie)."""
+    import gputex
+
+    from reference import filter_levels
+
+    if not gpu.has_feature("shader-f64"):
+        pytest.skip(f"{gpu.name} lacks shader-f64")
+    a = rng.integers(0, 256, (37, 61, 4), np.uint8)
+    a[..., 3] = np.where(rng.random((37, 61)) < 0.3, 0, a[..., 3])
+
+    def levels():
+        tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True, filter=filter,
+                            precision="fast")
+        try:
+            return [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+        finally:
+            tex.destroy()
+
+    monkeypatch.setenv("GPUTEX_MIPS_KERNEL", "sep")
+    sep = levels()
+    monkeypatch.setenv("GPUTEX_MIPS_KERNEL", "2d")
+    two_d = levels()
+    ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted", filter=filter)
+    for got in (sep, two_d):
+        for i, (g, r) in enumerate(zip(got, ref), start=1):
+            d = np.abs(g.astype(np.float64) - np.clip(r, 0, 1) * 255)
+            assert d.max() <= 0.5 + 1e-6, f"level {i}: {d.max():.4f} LSB"
+    assert all(np.array_equal(x, y) for x, y in zip(sep, two_d))
+
+
+def test_kernel_shader_policy(gpu, monkeypatch):
+    """The separable shader on CPU adapters (lavapipe: measured faster), the 2D footprint elsewhere
+    (H200: measured faster), the developer override over both, a bad value a clear error."""
+    from gputex.errors import FormatError
+    from gputex.mips.exact import kernel_shader
+
+    monkeypatch.delenv("GPUTEX_MIPS_KERNEL", raising=False)
+    assert kernel_shader(gpu) == ("sep" if gpu.info.adapter_type == "CPU" else "2d")
+    monkeypatch.setenv("GPUTEX_MIPS_KERNEL", "2D")
+    assert kernel_shader(gpu) == "2d"
+    monkeypatch.setenv("GPUTEX_MIPS_KERNEL", "tiled")
+    with pytest.raises(FormatError, match="^GPUTEX_MIPS_KERNEL must be sep or 2d, got 'tiled'$"):
+        kernel_shader(gpu)
