@@ -4,7 +4,7 @@
                                   [--jobs N] [--ktx PATH] [--skip-single] [--skip-batch]
                                   [--trace] [--profile N] [--repeat N] [--variants ENV=V ...]
                                   [--compare-with CHECKOUT] [--before CHECKOUT] [--skip-dds]
-                                  [--trace-single DIR]
+                                  [--trace-single DIR] [--save DIR]
 
 Builds its own corpus (photo-like RGBA PNGs, written by fpng as ``benchmarks/batch.py`` does),
 then measures, each as a fresh process timed from start to exit:
@@ -33,6 +33,8 @@ under each environment setting (``GPUTEX_WORKERS=8``; several joined by ``,``).
 files are byte-identical to this checkout's.
 ``--before CHECKOUT`` adds a column for the single images: the same ``gputex upload -o X.ktx2``
 run from another checkout (e.g. the main branch), in the same run, and its ratio to this one's.
+``--save DIR`` keeps the batch's trace and profile files there (``trace.jsonl``,
+``profile.out``) for a closer look (``pstats``, ``benchmarks/timeline.py``).
 ``--trace-single DIR`` writes a ``GPUTEX_TRACE`` of each single-image KTX2 run there (read them
 with ``benchmarks/timeline.py``).
 
@@ -180,6 +182,7 @@ def main() -> None:
     ap.add_argument("--skip-dds", action="store_true")
     ap.add_argument("--before", help="another checkout whose `gputex upload -o X.ktx2` is timed too")
     ap.add_argument("--trace-single", metavar="DIR", help="folder for a GPUTEX_TRACE of each single-image KTX2 run")
+    ap.add_argument("--save", metavar="DIR", help="folder to keep the batch's trace.jsonl and profile.out in")
     args = ap.parse_args()
     ktx = find_ktx(args.ktx)
     print(f"ktx: {ktx or 'not found: peer columns skipped'}; jobs {args.jobs}")
@@ -246,6 +249,11 @@ def main() -> None:
                 print("\nin-order thread of the KTX2 batch (cProfile, cumulative):", flush=True)
                 pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(args.profile)
                 pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(args.profile)
+            if args.save:
+                os.makedirs(args.save, exist_ok=True)
+                for name in ("trace.jsonl", "profile.out"):
+                    if os.path.exists(os.path.join(tmp, name)):
+                        shutil.copy(os.path.join(tmp, name), os.path.join(args.save, name))
             for variant in args.variants:
                 env = dict(os.environ, **dict(kv.split("=", 1) for kv in variant.split(",")))
                 rows.append((f"  ktx2 with {variant}", upload("ktx2", env, folder="variant")))
