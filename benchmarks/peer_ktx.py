@@ -4,7 +4,7 @@
                                   [--jobs N] [--ktx PATH] [--skip-single] [--skip-batch]
                                   [--trace] [--profile N] [--repeat N] [--variants ENV=V ...]
                                   [--compare-with CHECKOUT] [--before CHECKOUT] [--skip-dds]
-                                  [--trace-single DIR] [--save DIR]
+                                  [--trace-single DIR] [--save DIR] [--warm-up]
 
 Builds its own corpus (photo-like RGBA PNGs, written by fpng as ``benchmarks/batch.py`` does),
 then measures, each as a fresh process timed from start to exit:
@@ -34,7 +34,11 @@ files are byte-identical to this checkout's.
 ``--before CHECKOUT`` adds a column for the single images: the same ``gputex upload -o X.ktx2``
 run from another checkout (e.g. the main branch), in the same run, and its ratio to this one's.
 ``--save DIR`` keeps the batch's trace and profile files there (``trace.jsonl``,
-``profile.out``) for a closer look (``pstats``, ``benchmarks/timeline.py``).
+``profile.out``), and a trace of every other KTX2 batch run (``run-N-LABEL.jsonl``), for a
+closer look (``pstats``, ``benchmarks/timeline.py``). ``--warm-up`` runs the KTX2 batch once,
+untimed, before anything else: the first gputex process on a fresh machine pays the driver's
+shader compiles and fills gputex's cache of wgpu's parsed header (``~/.cache/gputex``), which
+no later run (and no user's second run) pays.
 ``--trace-single DIR`` writes a ``GPUTEX_TRACE`` of each single-image KTX2 run there (read them
 with ``benchmarks/timeline.py``).
 
@@ -183,6 +187,7 @@ def main() -> None:
     ap.add_argument("--before", help="another checkout whose `gputex upload -o X.ktx2` is timed too")
     ap.add_argument("--trace-single", metavar="DIR", help="folder for a GPUTEX_TRACE of each single-image KTX2 run")
     ap.add_argument("--save", metavar="DIR", help="folder to keep the batch's trace.jsonl and profile.out in")
+    ap.add_argument("--warm-up", action="store_true", help="one untimed KTX2 batch run first")
     args = ap.parse_args()
     ktx = find_ktx(args.ktx)
     print(f"ktx: {ktx or 'not found: peer columns skipped'}; jobs {args.jobs}")
@@ -230,10 +235,17 @@ def main() -> None:
                 rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
                         if p and os.path.abspath(p) not in (ROOT, root)]
                 env["PYTHONPATH"] = os.pathsep.join([root, *rest])
+                if args.save and "GPUTEX_TRACE" not in env and "GPUTEX_PROFILE" not in env:
+                    os.makedirs(args.save, exist_ok=True)
+                    saved[0] += 1
+                    env["GPUTEX_TRACE"] = os.path.join(args.save, f"run-{saved[0]}-{folder or container}.jsonl")
                 return timed(GPUTEX + ["upload", *paths, "--format", "rgba8unorm-srgb", "--mips", "--filter",
                                        "box", "-o", out, "--container", container, "--jobs", str(args.jobs)],
                              env=env, cwd=tmp)
 
+            saved = [0]
+            if args.warm_up:
+                upload("ktx2", folder="warm-up")
             trace = os.path.join(tmp, "trace.jsonl")
             ktx2 = upload("ktx2", dict(os.environ, GPUTEX_TRACE=trace) if args.trace else None)
             rows.append(("gputex upload -> ktx2", ktx2))

@@ -41,9 +41,9 @@ class Stages:
     encode: Callable[..., None] | None = None
     pools: tuple[str, ...] = ("decode", "encode")
     processes: Callable[[int], int] | None = None
-    #: ``warm(first input's path)``: what the device thread runs once the session is made, or
-    #: None (:func:`gputex.warmup.rehearsal`).
-    warm: Callable[[Any], Callable[[Session], None] | None] | None = None
+    #: ``warm(input paths)``: what the device thread runs once the session is made, or None
+    #: (:func:`rehearsal`).
+    warm: Callable[[list], Callable[[Session], None] | None] | None = None
 
 
 def _half(jobs: int) -> int:
@@ -61,11 +61,10 @@ def stages(command: str, opts: Options, names=None) -> Stages:
     from .capture_stage import capture_encode_stage, capture_gpu_stage
     from .pipeline import decode_stage
     from .upload_stage import upload_gpu_stage
-    from .warmup import rehearsal
 
     if command == "capture":
         return Stages(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),
-                      capture_encode_stage(opts), warm=lambda path: rehearsal(opts, path))
+                      capture_encode_stage(opts), warm=lambda paths: rehearsal(opts, paths))
     if command == "upload":
         if opts.out:
             # texture files are written by the pool's threads, not on the GPU thread; images are
@@ -74,10 +73,67 @@ def stages(command: str, opts: Options, names=None) -> Stages:
 
             return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names, defer=True),
                           upload_encode_stage(opts), pools=("decode",), processes=_half,
-                          warm=lambda path: rehearsal(opts, path))
+                          warm=lambda paths: rehearsal(opts, paths))
         return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names),
-                      warm=lambda path: rehearsal(opts, path))
+                      warm=lambda paths: rehearsal(opts, paths))
     raise ValueError(f"unknown command {command!r}; use capture or upload")
+
+
+#: Inputs whose PNG headers :func:`rehearsal` reads for the chains a run will meet.
+REHEARSE_INPUTS = 12
+#: A size that is not a power of two is rehearsed at its own size (the cell chain's plan, hence
+#: its pipelines, depends on both sides), up to this many pixels, and only on a GPU: on a CPU
+#: adapter (lavapipe) the rehearsal's mips would take the cores the decodes need.
+REHEARSE_MAX_PIXELS = 4096 * 4096
+
+
+def rehearsal(opts: Options, paths: Sequence[Any]) -> Callable[[Session], None] | None:
+    """What the device thread runs once the session is made, while the first inputs decode: the
+    upload and mips of a zero image for each kind of chain among the first
+    :data:`REHEARSE_INPUTS` inputs (PNGs; their headers read, :func:`gputex.warmup.png_shape`),
+    so their pipelines and self-checks are made before the pixels arrive. Power-of-two sizes
+    as :func:`gputex.warmup.rehearsal` does it (one pixel high, the long side kept: the same
+    passes); other sizes at their own size (see :data:`REHEARSE_MAX_PIXELS`). A 48-image batch
+    of 2048² PNGs, every sixth 1537x1999, meets two chains (cells and single pass): on the H200
+    host, the first process of a machine spent 1.46 s in them on its first two images. None
+    where nothing applies; errors are ignored (the real input meets them itself)."""
+    from .warmup import png_shape, shape_for
+
+    t = opts.transform
+    if not opts.mips or t is not None and (t.resize or t.max_size or t.pot):
+        return None
+    kinds: dict[tuple, bool] = {}  # (shape, channels, depth, space) -> whether a power of two
+    for path in paths[:REHEARSE_INPUTS]:
+        shape = png_shape(path) if isinstance(path, str) else None
+        if shape is None:
+            continue
+        w, h, channels, depth, space = shape
+        pot = not (w & (w - 1) or h & (h - 1))
+        kinds.setdefault((shape_for(w, h) if pot else (h, w), channels, depth, space), pot)
+    if not kinds:
+        return None
+
+    def run(session: Session) -> None:
+        import numpy as np
+
+        from .image import from_array
+        from .pipeline import Result, upload_image
+        from .trace import span
+
+        cpu = session.info.adapter_type == "CPU"
+        for (hw, channels, depth, space), pot in kinds.items():
+            if not pot and (cpu or hw[0] * hw[1] > REHEARSE_MAX_PIXELS):
+                continue
+            try:
+                with span("rehearsal", shape=list(hw)):
+                    pixels = np.zeros(hw + (channels,), np.uint8 if depth == 8 else np.uint16)
+                    tex = upload_image(session, from_array(pixels, space, source="<rehearsal>"), opts,
+                                       Result("<rehearsal>"))
+                    tex.destroy()
+            except Exception:  # noqa: BLE001 - the real input meets any problem itself
+                pass
+
+    return run
 
 
 def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Session], None],
@@ -131,15 +187,22 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         if int_flag("GPUTEX_WORKERS") is None:
             n = min(n, steps.processes(jobs))
     held: list = [session]
+    import os as _os  # EXPERIMENT (removed before merge)
+
+    def soon_session():
+        from .device import session_soon
+
+        warm = steps.warm([item.path for item in items]) if steps.warm is not None and items else None
+        if _os.environ.get("GPUTEX_X_NOREHEARSE"):
+            warm = None
+        return session_soon(adapter, backend, warm=warm)
+
+    soon = soon_session() if session is None and _os.environ.get("GPUTEX_X_DEVICE_FIRST") else None
     with codec_workers(n, steps.pools):
         # after the workers are spawned (the GIL is not fought over while the parent spawns them):
         # the device is made on a thread of its own while they start and decode the first inputs
-        soon = None
-        if session is None:
-            from .device import session_soon
-
-            warm = steps.warm(items[0].path) if steps.warm is not None and items else None
-            soon = session_soon(adapter, backend, warm=warm)
+        if session is None and soon is None:
+            soon = soon_session()
 
         def start():
             if held[0] is None:
