@@ -44,6 +44,41 @@ class Stages:
     #: ``warm(input paths)``: what the device thread runs once the session is made, or None
     #: (:func:`rehearsal`).
     warm: Callable[[list], Callable[[Session], None] | None] | None = None
+    #: Modules the steps import on their first input (:func:`preload`).
+    modules: tuple[str, ...] = ()
+
+
+#: What the GPU and decode steps of every command import on their first input (besides what the
+#: CLI imported already): numpy, the conversion, the read-back, and every container (the first
+#: ``is_texture_file`` loads them all).
+_STEP_MODULES = ("numpy", "gputex.convert", "gputex.capture", "gputex.gpu_batch", "gputex.containers")
+#: ... and the mip chains' (with ``--mips``).
+_MIP_MODULES = ("gputex.mips.integer", "gputex.mips.spd", "gputex.mips.odd", "gputex.mips.cells",
+                "gputex.mips.exact", "gputex.mips.chain")
+
+
+def preload(modules: Sequence[str]) -> None:
+    """Import ``modules`` now, on the calling thread, while the device is made on its own thread
+    and the worker processes start: the first decoded image's and the first GPU step's imports
+    would otherwise come when the pixels are there (on the H200 host the first 17 decodes were
+    done in the workers at 0.64-0.73 s and reached the GPU step at 0.84-0.86 s, one pool thread
+    importing and the others waiting for its import lock). The device thread's native calls
+    (adapter, device: ~0.14 s there) leave the GIL free for them. Errors are left to the step
+    that imports the module again."""
+    import importlib
+
+    from .trace import span
+
+    with span("preload"):
+        for name in modules:
+            try:
+                importlib.import_module(name)
+                if name == "gputex.containers":
+                    from .containers import containers
+
+                    containers()  # the registry loads every container module on its first use
+            except Exception:  # noqa: BLE001 - the step meets it itself
+                pass
 
 
 def _half(jobs: int) -> int:
@@ -62,9 +97,11 @@ def stages(command: str, opts: Options, names=None) -> Stages:
     from .pipeline import decode_stage
     from .upload_stage import upload_gpu_stage
 
+    modules = _STEP_MODULES + (_MIP_MODULES if opts.mips else ())
     if command == "capture":
         return Stages(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),
-                      capture_encode_stage(opts), warm=lambda paths: rehearsal(opts, paths))
+                      capture_encode_stage(opts), warm=lambda paths: rehearsal(opts, paths),
+                      modules=modules + ("gputex.encode",))
     if command == "upload":
         if opts.out:
             # texture files are written by the pool's threads, not on the GPU thread; images are
@@ -73,9 +110,9 @@ def stages(command: str, opts: Options, names=None) -> Stages:
 
             return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names, defer=True),
                           upload_encode_stage(opts), pools=("decode",), processes=_half,
-                          warm=lambda paths: rehearsal(opts, paths))
+                          warm=lambda paths: rehearsal(opts, paths), modules=modules)
         return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names),
-                      warm=lambda paths: rehearsal(opts, paths))
+                      warm=lambda paths: rehearsal(opts, paths), modules=modules)
     raise ValueError(f"unknown command {command!r}; use capture or upload")
 
 
@@ -87,7 +124,8 @@ REHEARSE_INPUTS = 12
 REHEARSE_MAX_PIXELS = 4096 * 4096
 
 
-def rehearsal(opts: Options, paths: Sequence[Any]) -> Callable[[Session], None] | None:
+def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = None
+              ) -> Callable[[Session], None] | None:
     """What the device thread runs once the session is made, while the first inputs decode: the
     upload and mips of a zero image for each kind of chain among the first
     :data:`REHEARSE_INPUTS` inputs (PNGs; their headers read, :func:`gputex.warmup.png_shape`),
@@ -96,7 +134,8 @@ def rehearsal(opts: Options, paths: Sequence[Any]) -> Callable[[Session], None] 
     passes); other sizes at their own size (see :data:`REHEARSE_MAX_PIXELS`). A 48-image batch
     of 2048² PNGs, every sixth 1537x1999, meets two chains (cells and single pass): on the H200
     host, the first process of a machine spent 1.46 s in them on its first two images. None
-    where nothing applies; errors are ignored (the real input meets them itself)."""
+    where nothing applies; errors are ignored (the real input meets them itself).
+    ``full_size``: whether other sizes are rehearsed (None: on a GPU, not a CPU adapter)."""
     from .warmup import png_shape, shape_for
 
     t = opts.transform
@@ -120,9 +159,9 @@ def rehearsal(opts: Options, paths: Sequence[Any]) -> Callable[[Session], None] 
         from .pipeline import Result, upload_image
         from .trace import span
 
-        cpu = session.info.adapter_type == "CPU"
+        full = session.info.adapter_type != "CPU" if full_size is None else full_size
         for (hw, channels, depth, space), pot in kinds.items():
-            if not pot and (cpu or hw[0] * hw[1] > REHEARSE_MAX_PIXELS):
+            if not pot and (not full or hw[0] * hw[1] > REHEARSE_MAX_PIXELS):
                 continue
             try:
                 with span("rehearsal", shape=list(hw)):
@@ -187,22 +226,17 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         if int_flag("GPUTEX_WORKERS") is None:
             n = min(n, steps.processes(jobs))
     held: list = [session]
-    import os as _os  # EXPERIMENT (removed before merge)
-
-    def soon_session():
-        from .device import session_soon
-
-        warm = steps.warm([item.path for item in items]) if steps.warm is not None and items else None
-        if _os.environ.get("GPUTEX_X_NOREHEARSE"):
-            warm = None
-        return session_soon(adapter, backend, warm=warm)
-
-    soon = soon_session() if session is None and _os.environ.get("GPUTEX_X_DEVICE_FIRST") else None
     with codec_workers(n, steps.pools):
         # after the workers are spawned (the GIL is not fought over while the parent spawns them):
         # the device is made on a thread of its own while they start and decode the first inputs
-        if session is None and soon is None:
-            soon = soon_session()
+        soon = None
+        if session is None:
+            from .device import session_soon
+
+            warm = steps.warm([item.path for item in items]) if steps.warm is not None and items else None
+            soon = session_soon(adapter, backend, warm=warm)
+        if items:
+            preload(steps.modules)
 
         def start():
             if held[0] is None:

@@ -83,8 +83,9 @@ def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode")):
             pools = list(_POOLS.values()) + _REPLACED  # the ones in use now (a dead worker's replaced)
             _POOLS.clear()
             _REPLACED.clear()
-        for pool in pools:
-            pool.shutdown(wait=True, cancel_futures=True)
+        with span("workers-stop"):
+            for pool in pools:
+                pool.shutdown(wait=True, cancel_futures=True)
         _drop_free_blocks()
 
 
@@ -109,7 +110,10 @@ _CAPTURE = None  # in a worker process: its gputex.chatter capture
 
 
 def _init() -> None:
+    import atexit
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    atexit.register(_quick_exit)  # first registered, so it runs last of the worker's own handlers
     os.environ.setdefault("GPUTEX_DECODE_THREADS", "1")  # the pool already fills the cores: one PNG, one thread
     from .chatter import captured
 
@@ -130,6 +134,23 @@ def _init() -> None:
         os.nice(WORKER_NICE)
     except OSError:
         pass
+
+
+def _quick_exit() -> None:
+    """A worker's end, once the pool has shut it down: its streams flushed and the process ended
+    with ``os._exit``, without the interpreter's teardown (numpy, the codecs and gputex's modules
+    dropped one by one), which the parent waits for while the pool shuts down. It runs after the
+    handlers registered since :func:`_init` (the worker's finalizers: its shared-memory files
+    unlinked). On the 2-core lavapipe machine the pool's shutdown at the end of a 48-image batch
+    took 0.29 s before, 0.005-0.02 s now (``GPUTEX_TRACE``, span ``workers-stop``)."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    os._exit(0)
 
 
 def _shm_folder() -> str:
