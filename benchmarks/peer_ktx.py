@@ -352,6 +352,9 @@ def main() -> None:
                 print(f"{name:>32} {secs:>8.2f} s  {args.count / secs:>7.2f} images/s")
             print(f"ratio ktx / gputex (ktx2): {k / g:.2f}   gputex / codecs alone: {codecs / g:.2f} "
                   f"(>= 0.9 wanted)")
+            for i, other in enumerate(others):
+                print(f"checkout {i + 1} / this one (ktx2{best}): {min(before[other]) / g:.2f}   checkout {i + 1} / "
+                      f"codecs alone: {codecs / min(before[other]):.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
