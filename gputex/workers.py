@@ -67,7 +67,7 @@ def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode")):
     ctx = multiprocessing.get_context("spawn")
     from .trace import span
 
-    with spawn_shielded(), span("spawn"):  # a terminal's Ctrl-C never reaches a starting worker
+    with spawn_shielded(), _main_script_hidden(), span("spawn"):  # a terminal's Ctrl-C never reaches a starting worker
         # two pools, measured on the H200 host against one shared pool of n (0.52-0.57 at fast PNG
         # against 0.67): a decode the in-order thread waits for never queues behind encodes
         _POOLS.update({kind: ProcessPoolExecutor(n, mp_context=ctx, initializer=_init)
@@ -87,6 +87,30 @@ def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode")):
             for pool in pools:
                 pool.shutdown(wait=True, cancel_futures=True)
         _drop_free_blocks()
+
+
+@contextmanager
+def _main_script_hidden():
+    """Within this block, processes spawned do not run the program's main script first.
+
+    multiprocessing's spawn re-runs the parent's ``__main__`` in every child when it is a script
+    (not for ``python -m gputex``): for the ``gputex`` console script that is the CLI's imports
+    (typer and the command modules, ~0.18 s of CPU on the 2-core machine) in every worker,
+    before its first decode, for nothing: the workers run gputex's own functions. So the
+    script's ``__file__`` is hidden while the pool starts its processes (a worker that replaces
+    a dead one later starts the usual way)."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or path is None or getattr(main, "__spec__", None) is not None:
+        yield
+        return
+    main.__file__ = None  # (what spawn reads: no path, no re-run)
+    try:
+        yield
+    finally:
+        main.__file__ = path
 
 
 def sweep_shared() -> int:

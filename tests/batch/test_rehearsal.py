@@ -130,3 +130,28 @@ def test_workers_end_without_the_interpreters_teardown(tmp_path):
     assert [p.exitcode for p in procs] == [0]
     assert (tmp_path / "finalizer").exists()
     assert not (tmp_path / "teardown").exists()
+
+
+_SCRIPT = """
+import os, sys
+if __name__ == "__mp_main__":  # what multiprocessing's spawn runs in a child for a script
+    open(os.path.join({folder!r}, "rerun-" + str(os.getpid())), "w").close()
+if __name__ == "__main__":
+    from gputex import workers
+    with workers.codec_workers(2, ("decode",)):
+        print(sorted(set(workers._POOLS["decode"].submit(os.getpid).result() for _ in range(4))))
+"""
+
+
+def test_workers_do_not_rerun_the_main_script(tmp_path):
+    """The ``gputex`` console script (a script, not ``-m``) is not re-run in each worker."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "prog.py"
+    script.write_text(_SCRIPT.format(folder=str(tmp_path)))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("[")
+    assert not list(tmp_path.glob("rerun-*"))
