@@ -135,7 +135,8 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
     of 2048² PNGs, every sixth 1537x1999, meets two chains (cells and single pass): on the H200
     host, the first process of a machine spent 1.46 s in them on its first two images. None
     where nothing applies; errors are ignored (the real input meets them itself).
-    ``full_size``: whether other sizes are rehearsed (None: on a GPU, not a CPU adapter)."""
+    ``full_size``: whether other sizes are rehearsed (None: on a GPU, not a CPU adapter); they
+    stop at the first one that made no pipeline."""
     from .warmup import png_shape, shape_for
 
     t = opts.transform
@@ -156,13 +157,16 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
         import numpy as np
 
         from .image import from_array
+        from .kernels import PIPELINES
         from .pipeline import Result, upload_image
         from .trace import span
 
         full = session.info.adapter_type != "CPU" if full_size is None else full_size
+        pipelines = session.cache(PIPELINES)
         for (hw, channels, depth, space), pot in kinds.items():
             if not pot and (not full or hw[0] * hw[1] > REHEARSE_MAX_PIXELS):
                 continue
+            made = pipelines.misses
             try:
                 with span("rehearsal", shape=list(hw)):
                     pixels = np.zeros(hw + (channels,), np.uint8 if depth == 8 else np.uint16)
@@ -171,6 +175,10 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
                     tex.destroy()
             except Exception:  # noqa: BLE001 - the real input meets any problem itself
                 pass
+            if not pot and pipelines.misses == made:
+                # a whole-size image that made no pipeline: the other sizes most likely meet the
+                # same ones (a folder of photos of many sizes does not wait for each of them)
+                full = False
 
     return run
 

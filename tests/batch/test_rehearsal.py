@@ -14,17 +14,23 @@ from gputex.pipeline import MipOptions, Options, Result, upload_image
 from gputex.run import REHEARSE_INPUTS, preload, rehearsal
 
 
-def _shapes(monkeypatch, opts, paths, adapter_type="DiscreteGPU", full_size=None):
-    """The (height, width, channels, dtype, colour space) of each image the rehearsal uploads."""
+def _shapes(monkeypatch, opts, paths, adapter_type="DiscreteGPU", full_size=None, caches=None):
+    """The (height, width, channels, dtype, colour space) of each image the rehearsal uploads;
+    ``caches``: {name: pipelines each upload makes, in turn} (default: one each)."""
     import gputex.pipeline
+    from gputex.caches import Cache
 
-    seen = []
+    seen: list = []
+    made: dict = {}
+    caches = caches or {}
 
     class Tex:
         def destroy(self):
             pass
 
     def fake_upload(session, image, o, result):
+        for name, counts in caches.items():
+            made.setdefault(name, Cache(name)).misses += counts[len(seen)]
         seen.append((*image.pixels.shape[:2], image.pixels.shape[2] if image.pixels.ndim == 3 else 1,
                      image.pixels.dtype.name, image.color_space))
         return Tex()
@@ -33,7 +39,10 @@ def _shapes(monkeypatch, opts, paths, adapter_type="DiscreteGPU", full_size=None
     run = rehearsal(opts, paths, full_size=full_size)
     if run is None:
         return None
-    run(SimpleNamespace(info=SimpleNamespace(adapter_type=adapter_type)))
+    def cache(name):
+        return made.setdefault(name, Cache(name))
+
+    run(SimpleNamespace(info=SimpleNamespace(adapter_type=adapter_type), cache=cache))
     return seen
 
 
@@ -52,6 +61,14 @@ def test_each_kind_of_chain_once(monkeypatch, tmp_png, rng):
     assert _shapes(monkeypatch, opts, paths, adapter_type="CPU") == [(1, 64, 4, "uint8", "srgb"),
                                                                      (128, 1, 1, "uint16", "linear")]
     assert _shapes(monkeypatch, opts, paths, adapter_type="CPU", full_size=True)[0] == (37, 45, 4, "uint8", "srgb")
+    # whole-size ones stop at the first that made no pipeline
+    odd3 = tmp_png(rng.integers(0, 256, (39, 45, 4), np.uint8), "f_odd.png")
+    odd4 = tmp_png(rng.integers(0, 256, (41, 45, 4), np.uint8), "g_odd.png")
+    import gputex.kernels
+
+    monkeypatch.setattr(gputex.kernels, "PIPELINES", "test-pipelines")
+    for made, done in (([1, 1, 1], 3), ([1, 0, 1], 2), ([0, 1, 1], 1)):
+        assert len(_shapes(monkeypatch, opts, [odd, odd3, odd4], caches={"test-pipelines": made})) == done
     # only the first REHEARSE_INPUTS inputs are looked at
     assert _shapes(monkeypatch, opts, [pot] * REHEARSE_INPUTS + [tall]) == [(1, 64, 4, "uint8", "srgb")]
 
