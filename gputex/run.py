@@ -48,13 +48,13 @@ class Stages:
     modules: tuple[str, ...] = ()
 
 
-#: What the GPU and decode steps of every command import on their first input (besides what the
-#: CLI imported already): numpy, the conversion, the read-back, and every container (the first
-#: ``is_texture_file`` loads them all).
-_STEP_MODULES = ("numpy", "gputex.convert", "gputex.capture", "gputex.gpu_batch", "gputex.containers")
-#: ... and the mip chains' (with ``--mips``).
-_MIP_MODULES = ("gputex.mips.integer", "gputex.mips.spd", "gputex.mips.odd", "gputex.mips.cells",
-                "gputex.mips.exact", "gputex.mips.chain")
+#: What the GPU and decode steps of ``capture`` and ``upload`` import on their first input
+#: (besides what the CLI imported already; the modules a run added to ``sys.modules``): numpy,
+#: the conversion, the read-back, and every container (the first ``is_texture_file`` loads them).
+_STEP_MODULES = ("numpy", "gputex.convert", "gputex.gpu_batch", "gputex.containers")
+#: ... and the integer mip chains' (with ``--mips``).
+_MIP_MODULES = ("gputex.mips.integer", "gputex.mips.intbox", "gputex.mips.spd", "gputex.mips.odd",
+                "gputex.mips.cells", "gputex.mips.exact")
 
 
 def preload(modules: Sequence[str]) -> None:
@@ -100,8 +100,7 @@ def stages(command: str, opts: Options, names=None) -> Stages:
     modules = _STEP_MODULES + (_MIP_MODULES if opts.mips else ())
     if command == "capture":
         return Stages(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),
-                      capture_encode_stage(opts), warm=lambda paths: rehearsal(opts, paths),
-                      modules=modules + ("gputex.encode",))
+                      capture_encode_stage(opts), warm=lambda paths: rehearsal(opts, paths), modules=modules)
     if command == "upload":
         if opts.out:
             # texture files are written by the pool's threads, not on the GPU thread; images are
