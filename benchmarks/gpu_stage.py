@@ -1,6 +1,7 @@
 """Per-image cost of the in-order GPU thread's step (gputex.capture_stage.capture_gpu_stage), alone (no codecs).
 
     python benchmarks/gpu_stage.py [--size 2048] [--count 20] [--group 8] [--budget-mib 256]
+                                   [--upload-o N] [--profile K]
 
 Upload (convert + transfer), mips (record + submit), capture of every level (wait + copy
 out), for one RGBA8 sRGB image repeated; milliseconds per image, best and median.
@@ -10,6 +11,13 @@ thread) for ``--group`` images: one by one (upload -> generate_mips -> capture_t
 against ``gpu_batch.process_group`` (one staging map, one copy submission and one read-back
 map per group); milliseconds per image, best of ``--repeat``, the ratio, and a check that
 both give the same bytes.
+
+``--upload-o N``: instead, the in-order step of ``upload IMG --mips -o DIR`` (KTX2, deferred
+read-back: :func:`gputex.upload_stage.upload_gpu_stage`) for ``N`` images of ``--size``², every
+sixth odd-sized as in ``benchmarks/peer_ktx.py``, alone on a fresh session: the first odd and
+the first power-of-two image (pipelines and self-checks), then ms per image of each stage
+(the read-back finished and the file written after the timed step, on the same thread); with
+``--profile K`` the K costliest functions of the timed steps (cProfile, tottime).
 """
 
 from __future__ import annotations
@@ -38,7 +46,12 @@ def main() -> None:
     ap.add_argument("--group", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--budget-mib", type=int, default=256)
+    ap.add_argument("--upload-o", type=int, default=0, metavar="N")
+    ap.add_argument("--profile", type=int, default=0, metavar="K")
     args = ap.parse_args()
+    if args.upload_o:
+        upload_o(args)
+        return
     import tempfile
 
     gpu = gputex.Session()
@@ -110,6 +123,60 @@ def grouped(gpu, args) -> None:
           f"{args.budget_mib} MiB, ms per image (best of {args.repeat}): per-image {best['per-image']:.2f}, "
           f"grouped {best['grouped']:.2f}; grouped is {best['per-image'] / best['grouped']:.2f}x "
           f"the per-image speed; same bytes: {same}")
+
+
+def upload_o(args) -> None:
+    """``--upload-o``: the in-order step of ``upload -o DIR`` per image, alone."""
+    import cProfile
+    import pstats
+    import tempfile
+
+    from gputex.outputs import OutputNames
+    from gputex.upload_stage import upload_encode_stage, upload_gpu_stage
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from batch import photo
+
+    n, size = args.upload_o, args.size
+    shapes = [(size, size) if i % 6 else (size - 49, size - 511) for i in range(n)]
+    pixels = {s: photo(*s, 7) for s in set(shapes)}
+    t0 = time.perf_counter()
+    gpu = gputex.Session()
+    made = time.perf_counter() - t0
+    opts = Options(mips=True, format="rgba8unorm-srgb")
+    prof = cProfile.Profile() if args.profile else None
+    with tempfile.TemporaryDirectory() as out:
+        opts.out = out
+        names = OutputNames(out, [])
+        stage, write = upload_gpu_stage(gpu, opts, names, defer=True), upload_encode_stage(opts)
+        rows, firsts = [], []
+        for i, shape in enumerate(shapes):
+            item = Item(f"img{i:03d}.png")
+            result = Result(source=item.path)
+            image = gputex.from_array(pixels[shape])
+            first = i < 2
+            if prof and not first:
+                prof.enable()
+            t1 = time.perf_counter()
+            pending = stage(item, Decoded(image), result)
+            took = time.perf_counter() - t1
+            if prof and not first:
+                prof.disable()
+            assert pending is not None, result.error
+            write(item, pending, result)
+            assert result.ok, result.error
+            if first:
+                firsts.append(f"{shape[1]}x{shape[0]} {took * 1e3:.1f} ms (mips {result.timings['mips'] * 1e3:.1f})")
+            else:
+                rows.append((took * 1e3, *(result.timings.get(k, 0.0) * 1e3 for k in ("upload", "mips"))))
+    print(f"{gpu.name}: Session() {made * 1e3:.0f} ms; first images (fresh session): {'; '.join(firsts)}")
+    med = [statistics.median(r[k] for r in rows) for k in range(3)]
+    print(f"upload -o step, {len(rows)} images after those, ms per image (median): total {med[0]:.2f}, "
+          f"upload {med[1]:.2f}, mips {med[2]:.2f}, the rest (read-back copies submitted, names) "
+          f"{med[0] - med[1] - med[2]:.2f}")
+    if prof:
+        pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(args.profile)
+        pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(args.profile)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
     python benchmarks/peer_ktx.py [--sizes 2048 4096 8192] [--count 48] [--batch-size 2048]
                                   [--jobs N] [--ktx PATH] [--skip-single] [--skip-batch]
                                   [--trace] [--profile N] [--repeat N] [--variants ENV=V ...]
-                                  [--compare-with CHECKOUT] [--before CHECKOUT] [--skip-dds]
-                                  [--trace-single DIR]
+                                  [--compare-with CHECKOUT ...] [--before CHECKOUT] [--skip-dds]
+                                  [--ktx2-only] [--compile]
+                                  [--trace-single DIR] [--save DIR] [--warm-up]
 
 Builds its own corpus (photo-like RGBA PNGs, written by fpng as ``benchmarks/batch.py`` does),
 then measures, each as a fresh process timed from start to exit:
@@ -28,11 +29,20 @@ functions. ``--repeat N`` runs the KTX2 batch and the codecs alone N times each,
 and prints every time (the ratio uses the best of each). The corpus is written by ``--jobs``
 processes (same files as one process would write). ``--variants`` runs the KTX2 batch again
 under each environment setting (``GPUTEX_WORKERS=8``; several joined by ``,``).
-``--compare-with CHECKOUT`` runs the KTX2 batch once more with another checkout of gputex
+``--compare-with CHECKOUT ...`` runs the KTX2 batch (``--repeat`` times, alternating with this
+checkout's runs), the DDS and the PNG-level batches once more with each other checkout of gputex
 (e.g. the commit before a change: the "before" column of the same run), and says whether its
-files are byte-identical to this checkout's.
+KTX2 files are byte-identical to this checkout's. ``--ktx2-only`` leaves the DDS and PNG-level
+runs out; ``--compile`` byte-compiles the checkouts and the packages gputex imports first (see
+:func:`compile_all`).
 ``--before CHECKOUT`` adds a column for the single images: the same ``gputex upload -o X.ktx2``
 run from another checkout (e.g. the main branch), in the same run, and its ratio to this one's.
+``--save DIR`` keeps the batch's trace and profile files there (``trace.jsonl``,
+``profile.out``), and a trace of every other KTX2 batch run (``run-N-LABEL.jsonl``), for a
+closer look (``pstats``, ``benchmarks/timeline.py``). ``--warm-up`` runs the KTX2 batch once,
+untimed, before anything else: the first gputex process on a fresh machine pays the driver's
+shader compiles and fills gputex's cache of wgpu's parsed header (``~/.cache/gputex``), which
+no later run (and no user's second run) pays.
 ``--trace-single DIR`` writes a ``GPUTEX_TRACE`` of each single-image KTX2 run there (read them
 with ``benchmarks/timeline.py``).
 
@@ -156,6 +166,26 @@ def _codec_one(path: str, out: str) -> None:
     write_texture_file(tf, os.path.join(out, os.path.basename(path) + ".ktx2"))
 
 
+def compile_all(trees: list[str]) -> None:
+    """Byte-compile gputex in each checkout and the pure-Python packages it imports (``--compile``).
+    ``pip install`` writes these ``.pyc`` files; a checkout run with ``PYTHONDONTWRITEBYTECODE``
+    set (the H200 machine sets it, and its wheels are installed with ``--no-compile``) compiles
+    every module from source in every process, the GPU process and each worker alike."""
+    import compileall
+    import importlib.util
+
+    dirs = [os.path.join(os.path.abspath(t), "gputex") for t in trees]
+    for name in ("wgpu", "cffi", "pycparser", "imagecodecs", "fpng", "PIL", "numpy", "typer", "click", "rich"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            dirs += list(spec.submodule_search_locations)
+    t0 = time.perf_counter()
+    for d in dirs:
+        if os.access(d, os.W_OK):
+            compileall.compile_dir(d, quiet=1, workers=0)
+    print(f"byte-compiled {len(dirs)} folders in {time.perf_counter() - t0:.1f} s", flush=True)
+
+
 def _digests(folder: str) -> dict[str, str]:
     import hashlib
 
@@ -176,13 +206,20 @@ def main() -> None:
     ap.add_argument("--profile", type=int, default=0, metavar="N")
     ap.add_argument("--repeat", type=int, default=1, metavar="N")
     ap.add_argument("--variants", nargs="*", default=[], metavar="ENV=V")
-    ap.add_argument("--compare-with", metavar="CHECKOUT")
+    ap.add_argument("--compare-with", metavar="CHECKOUT", nargs="*", default=[])
+    ap.add_argument("--ktx2-only", action="store_true", help="no DDS and PNG-level batch runs")
+    ap.add_argument("--compile", action="store_true",
+                    help="byte-compile the checkouts and the packages gputex imports first (as pip install does)")
     ap.add_argument("--skip-dds", action="store_true")
     ap.add_argument("--before", help="another checkout whose `gputex upload -o X.ktx2` is timed too")
     ap.add_argument("--trace-single", metavar="DIR", help="folder for a GPUTEX_TRACE of each single-image KTX2 run")
+    ap.add_argument("--save", metavar="DIR", help="folder to keep the batch's trace.jsonl and profile.out in")
+    ap.add_argument("--warm-up", action="store_true", help="one untimed KTX2 batch run first")
     args = ap.parse_args()
     ktx = find_ktx(args.ktx)
     print(f"ktx: {ktx or 'not found: peer columns skipped'}; jobs {args.jobs}")
+    if args.compile:
+        compile_all([ROOT, *args.compare_with, *([args.before] if args.before else [])])
     tmp = tempfile.mkdtemp(prefix="gputex-peer-")
     try:
         if not args.skip_single:
@@ -227,10 +264,17 @@ def main() -> None:
                 rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
                         if p and os.path.abspath(p) not in (ROOT, root)]
                 env["PYTHONPATH"] = os.pathsep.join([root, *rest])
+                if args.save and "GPUTEX_TRACE" not in env and "GPUTEX_PROFILE" not in env:
+                    os.makedirs(args.save, exist_ok=True)
+                    saved[0] += 1
+                    env["GPUTEX_TRACE"] = os.path.join(args.save, f"run-{saved[0]}-{folder or container}.jsonl")
                 return timed(GPUTEX + ["upload", *paths, "--format", "rgba8unorm-srgb", "--mips", "--filter",
                                        "box", "-o", out, "--container", container, "--jobs", str(args.jobs)],
                              env=env, cwd=tmp)
 
+            saved = [0]
+            if args.warm_up:
+                upload("ktx2", folder="warm-up")
             trace = os.path.join(tmp, "trace.jsonl")
             ktx2 = upload("ktx2", dict(os.environ, GPUTEX_TRACE=trace) if args.trace else None)
             rows.append(("gputex upload -> ktx2", ktx2))
@@ -246,33 +290,54 @@ def main() -> None:
                 print("\nin-order thread of the KTX2 batch (cProfile, cumulative):", flush=True)
                 pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(args.profile)
                 pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(args.profile)
+            if args.save:
+                os.makedirs(args.save, exist_ok=True)
+                for name in ("trace.jsonl", "profile.out"):
+                    if os.path.exists(os.path.join(tmp, name)):
+                        shutil.copy(os.path.join(tmp, name), os.path.join(args.save, name))
             for variant in args.variants:
                 env = dict(os.environ, **dict(kv.split("=", 1) for kv in variant.split(",")))
                 rows.append((f"  ktx2 with {variant}", upload("ktx2", env, folder="variant")))
-            if args.compare_with:
-                other = os.path.abspath(args.compare_with)
-                rows.append(("  ktx2 with --compare-with", upload("ktx2", folder="other", root=other)))
-                mine, theirs = _digests(os.path.join(tmp, "g_ktx2")), _digests(os.path.join(tmp, "other"))
+            others = [os.path.abspath(o) for o in args.compare_with]
+            before: dict[str, list[float]] = {}
+            for i, other in enumerate(others):
+                before[other] = [upload("ktx2", folder=f"other{i}", root=other)]
+                mine, theirs = _digests(os.path.join(tmp, "g_ktx2")), _digests(os.path.join(tmp, f"other{i}"))
                 print(f"KTX2 files of {other}: {'byte-identical' if mine == theirs else 'DIFFERENT'} "
                       f"({len(mine)} and {len(theirs)} files)", flush=True)
-            rows.append(("gputex upload -> dds", upload("dds")))
-            out = os.path.join(tmp, "g_png")
-            os.makedirs(out)
-            rows.append(("gputex capture -> png levels",
-                         timed(GPUTEX + ["capture", *paths, "--mips", "--level", "all", "-o", out,
-                                         "--jobs", str(args.jobs)])))
+
+            def capture(root: str = ROOT) -> float:
+                out = os.path.join(tmp, "g_png")
+                shutil.rmtree(out, ignore_errors=True)
+                os.makedirs(out)
+                return timed(GPUTEX + ["capture", *paths, "--mips", "--level", "all", "-o", out,
+                                       "--jobs", str(args.jobs)], env=with_tree(root), cwd=tmp)
+
+            if not args.ktx2_only:
+                rows.append(("gputex upload -> dds", upload("dds")))
+                rows.append(("gputex capture -> png levels", capture()))
+                for i, other in enumerate(others):
+                    rows.append((f"  dds with checkout {i + 1}", upload("dds", folder=f"other{i}", root=other)))
+                    rows.append((f"  png levels with checkout {i + 1}", capture(other)))
             out = os.path.join(tmp, "codecs")
             os.makedirs(out)
             codecs = codecs_alone(paths, out, args.jobs)
+            times = {"ktx2": [ktx2], "codecs": [codecs]}
+            for _ in range(args.repeat - 1):  # alternating, so drifts of the machine hit every column alike
+                times["ktx2"].append(upload("ktx2"))
+                for i, other in enumerate(others):
+                    before[other].append(upload("ktx2", folder=f"other{i}", root=other))
+                times["codecs"].append(codecs_alone(paths, out, args.jobs))
+            best = " (best)" if args.repeat > 1 else ""
+            for i, other in enumerate(others):
+                times[f"checkout {i + 1}"] = before[other]
+                rows.append((f"  ktx2 with checkout {i + 1}{best}", min(before[other])))
+                print(f"checkout {i + 1}: {other}")
             if args.repeat > 1:
-                times = {"ktx2": [ktx2], "codecs": [codecs]}
-                for _ in range(args.repeat - 1):
-                    times["ktx2"].append(upload("ktx2"))
-                    times["codecs"].append(codecs_alone(paths, out, args.jobs))
                 print("\nrepeats: " + "; ".join(f"{k} " + " ".join(f"{t:.2f}" for t in v) for k, v in times.items()))
                 ktx2, codecs = min(times["ktx2"]), min(times["codecs"])
                 rows[0] = ("gputex upload -> ktx2 (best)", ktx2)
-            rows.append(("codecs alone (ktx2 path)" + (" (best)" if args.repeat > 1 else ""), codecs))
+            rows.append(("codecs alone (ktx2 path)" + best, codecs))
             k = float("nan")
             if ktx:
                 out = os.path.join(tmp, "k")
@@ -287,6 +352,9 @@ def main() -> None:
                 print(f"{name:>32} {secs:>8.2f} s  {args.count / secs:>7.2f} images/s")
             print(f"ratio ktx / gputex (ktx2): {k / g:.2f}   gputex / codecs alone: {codecs / g:.2f} "
                   f"(>= 0.9 wanted)")
+            for i, other in enumerate(others):
+                print(f"checkout {i + 1} / this one (ktx2{best}): {min(before[other]) / g:.2f}   checkout {i + 1} / "
+                      f"codecs alone: {codecs / min(before[other]):.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -24,7 +24,8 @@ def summary(path: str, cores: int | None = None) -> str:
     for e in ev:
         by[e["what"]].append(e)
     lines = [f"wall {wall:.3f} s (first span start to last span end)"]
-    order = ["startup", "spawn", "device", "warm-types", "warm", "worker-warm", "decode", "gpu", "encode"]
+    order = ["startup", "spawn", "preload", "device", "warm-types", "warm", "rehearsal", "worker-warm", "decode", "gpu",
+             "encode", "workers-stop"]
     for what in order + sorted(set(by) - set(order)):
         es = by.get(what, [])
         if not es:

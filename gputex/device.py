@@ -112,6 +112,9 @@ WGPU_CTYPES = (
     'char []',
     'intptr_t',
     'uint32_t []',
+    'uint8_t *',  # buffer maps and staging writes (get_memoryview_and_address)
+    'uint8_t []',
+    'uintptr_t',
     'void(WGPUDevice const *, WGPUDeviceLostReason, WGPUStringView, void *, void *)',
     'void(WGPUDevice const *, WGPUErrorType, WGPUStringView, void *, void *)',
     'void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)',

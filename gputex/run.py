@@ -41,9 +41,44 @@ class Stages:
     encode: Callable[..., None] | None = None
     pools: tuple[str, ...] = ("decode", "encode")
     processes: Callable[[int], int] | None = None
-    #: ``warm(first input's path)``: what the device thread runs once the session is made, or
-    #: None (:func:`gputex.warmup.rehearsal`).
-    warm: Callable[[Any], Callable[[Session], None] | None] | None = None
+    #: ``warm(input paths)``: what the device thread runs once the session is made, or None
+    #: (:func:`rehearsal`).
+    warm: Callable[[list], Callable[[Session], None] | None] | None = None
+    #: Modules the steps import on their first input (:func:`preload`).
+    modules: tuple[str, ...] = ()
+
+
+#: What the GPU and decode steps of ``capture`` and ``upload`` import on their first input
+#: (besides what the CLI imported already; the modules a run added to ``sys.modules``): numpy,
+#: the conversion, the read-back, and every container (the first ``is_texture_file`` loads them).
+_STEP_MODULES = ("numpy", "gputex.convert", "gputex.gpu_batch", "gputex.containers")
+#: ... and the integer mip chains' (with ``--mips``).
+_MIP_MODULES = ("gputex.mips.integer", "gputex.mips.intbox", "gputex.mips.spd", "gputex.mips.odd",
+                "gputex.mips.cells", "gputex.mips.exact")
+
+
+def preload(modules: Sequence[str]) -> None:
+    """Import ``modules`` now, on the calling thread, while the device is made on its own thread
+    and the worker processes start: the first decoded image's and the first GPU step's imports
+    would otherwise come when the pixels are there (on the H200 host the first 17 decodes were
+    done in the workers at 0.64-0.73 s and reached the GPU step at 0.84-0.86 s, one pool thread
+    importing and the others waiting for its import lock). The device thread's native calls
+    (adapter, device: ~0.14 s there) leave the GIL free for them. Errors are left to the step
+    that imports the module again."""
+    import importlib
+
+    from .trace import span
+
+    with span("preload"):
+        for name in modules:
+            try:
+                importlib.import_module(name)
+                if name == "gputex.containers":
+                    from .containers import containers
+
+                    containers()  # the registry loads every container module on its first use
+            except Exception:  # noqa: BLE001 - the step meets it itself
+                pass
 
 
 def _half(jobs: int) -> int:
@@ -61,11 +96,11 @@ def stages(command: str, opts: Options, names=None) -> Stages:
     from .capture_stage import capture_encode_stage, capture_gpu_stage
     from .pipeline import decode_stage
     from .upload_stage import upload_gpu_stage
-    from .warmup import rehearsal
 
+    modules = _STEP_MODULES + (_MIP_MODULES if opts.mips else ())
     if command == "capture":
         return Stages(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),
-                      capture_encode_stage(opts), warm=lambda path: rehearsal(opts, path))
+                      capture_encode_stage(opts), warm=lambda paths: rehearsal(opts, paths), modules=modules)
     if command == "upload":
         if opts.out:
             # texture files are written by the pool's threads, not on the GPU thread; images are
@@ -74,10 +109,77 @@ def stages(command: str, opts: Options, names=None) -> Stages:
 
             return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names, defer=True),
                           upload_encode_stage(opts), pools=("decode",), processes=_half,
-                          warm=lambda path: rehearsal(opts, path))
+                          warm=lambda paths: rehearsal(opts, paths), modules=modules)
         return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names),
-                      warm=lambda path: rehearsal(opts, path))
+                      warm=lambda paths: rehearsal(opts, paths), modules=modules)
     raise ValueError(f"unknown command {command!r}; use capture or upload")
+
+
+#: Inputs whose PNG headers :func:`rehearsal` reads for the chains a run will meet.
+REHEARSE_INPUTS = 12
+#: A size that is not a power of two is rehearsed at its own size (the cell chain's plan, hence
+#: its pipelines, depends on both sides), up to this many pixels, and only on a GPU: on a CPU
+#: adapter (lavapipe) the rehearsal's mips would take the cores the decodes need.
+REHEARSE_MAX_PIXELS = 4096 * 4096
+
+
+def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = None
+              ) -> Callable[[Session], None] | None:
+    """What the device thread runs once the session is made, while the first inputs decode: the
+    upload and mips of a zero image for each kind of chain among the first
+    :data:`REHEARSE_INPUTS` inputs (PNGs; their headers read, :func:`gputex.warmup.png_shape`),
+    so their pipelines and self-checks are made before the pixels arrive. Power-of-two sizes
+    as :func:`gputex.warmup.rehearsal` does it (one pixel high, the long side kept: the same
+    passes); other sizes at their own size (see :data:`REHEARSE_MAX_PIXELS`). A 48-image batch
+    of 2048² PNGs, every sixth 1537x1999, meets two chains (cells and single pass): on the H200
+    host, the first process of a machine spent 1.46 s in them on its first two images. None
+    where nothing applies; errors are ignored (the real input meets them itself).
+    ``full_size``: whether other sizes are rehearsed (None: on a GPU, not a CPU adapter); they
+    stop at the first one that made no pipeline."""
+    from .warmup import png_shape, shape_for
+
+    t = opts.transform
+    if not opts.mips or t is not None and (t.resize or t.max_size or t.pot):
+        return None
+    kinds: dict[tuple, bool] = {}  # (shape, channels, depth, space) -> whether a power of two
+    for path in paths[:REHEARSE_INPUTS]:
+        shape = png_shape(path) if isinstance(path, str) else None
+        if shape is None:
+            continue
+        w, h, channels, depth, space = shape
+        pot = not (w & (w - 1) or h & (h - 1))
+        kinds.setdefault((shape_for(w, h) if pot else (h, w), channels, depth, space), pot)
+    if not kinds:
+        return None
+
+    def run(session: Session) -> None:
+        import numpy as np
+
+        from .image import from_array
+        from .kernels import PIPELINES
+        from .pipeline import Result, upload_image
+        from .trace import span
+
+        full = session.info.adapter_type != "CPU" if full_size is None else full_size
+        pipelines = session.cache(PIPELINES)
+        for (hw, channels, depth, space), pot in kinds.items():
+            if not pot and (not full or hw[0] * hw[1] > REHEARSE_MAX_PIXELS):
+                continue
+            made = pipelines.misses
+            try:
+                with span("rehearsal", shape=list(hw)):
+                    pixels = np.zeros(hw + (channels,), np.uint8 if depth == 8 else np.uint16)
+                    tex = upload_image(session, from_array(pixels, space, source="<rehearsal>"), opts,
+                                       Result("<rehearsal>"))
+                    tex.destroy()
+            except Exception:  # noqa: BLE001 - the real input meets any problem itself
+                pass
+            if not pot and pipelines.misses == made:
+                # a whole-size image that made no pipeline: the other sizes most likely meet the
+                # same ones (a folder of photos of many sizes does not wait for each of them)
+                full = False
+
+    return run
 
 
 def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Session], None],
@@ -138,8 +240,10 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         if session is None:
             from .device import session_soon
 
-            warm = steps.warm(items[0].path) if steps.warm is not None and items else None
+            warm = steps.warm([item.path for item in items]) if steps.warm is not None and items else None
             soon = session_soon(adapter, backend, warm=warm)
+        if items:
+            preload(steps.modules)
 
         def start():
             if held[0] is None:
