@@ -36,6 +36,7 @@ from .cli_options import (
     FilterOpt,
     FloatAs,
     FormatOpt,
+    Group,
     JobsOpt,
     JsonOpt,
     LevelsAliasOpt,
@@ -92,6 +93,7 @@ from .errors import GputexError
 from .settings import default
 
 app = typer.Typer(
+    cls=Group,
     help="Move images into GPU textures and back, exactly. " + EXIT_CODES,
     no_args_is_help=True,
     epilog="\b\nExamples:\n  gputex capture photo.png -o out/ --mips --level all\n"
