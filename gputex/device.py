@@ -116,6 +116,14 @@ WGPU_CTYPES = (
     'void(WGPUDevice const *, WGPUErrorType, WGPUStringView, void *, void *)',
     'void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)',
     'void(WGPURequestDeviceStatus, WGPUDevice, WGPUStringView, void *, void *)',
+    # used while wgpu-py's module is imported (its log callback) and by every buffer write or
+    # map: each was one more parse of the whole typedef list (~12 ms alone, 30-80 ms on the
+    # device thread beside a decode); they are parsed with the rest, once
+    'void(WGPULogLevel, WGPUStringView, void *)',
+    'uint8_t []',
+    'uint8_t[]',
+    'uint8_t *',
+    'uintptr_t',
 )
 
 
@@ -128,12 +136,20 @@ def warm_types() -> None:
     (function types, ``char []``) are parsed, all in one pycparser run (:func:`_parse_at_once`).
     """
     try:
-        from cffi import model
+        _warm(import_wgpu_ffi())
+    except Exception:  # noqa: BLE001 - cffi parses what is missing when it is used
+        pass
 
-        ffi = import_wgpu_ffi()
-        declarations = ffi._parser._declarations
-        cache = ffi._parsed_types
-    except Exception:
+
+def _warm(ffi) -> None:
+    """:func:`warm_types` on ``ffi``: called as soon as wgpu's header is declared (inside
+    :func:`import_wgpu_ffi`, so the types wgpu-py's own import uses are ready too) and again,
+    finding them all, by :func:`warm_types`."""
+    from cffi import model
+
+    declarations = ffi._parser._declarations
+    cache = ffi._parsed_types
+    if all(name in cache for name in WGPU_CTYPES):
         return
     built: dict[str, Any] = {}
     rest: list[str] = []  # parsed, all at once
@@ -185,7 +201,11 @@ def import_wgpu_ffi():
             def cdef(self, csource, override=False, packed=False, pack=None):
                 if override or packed or pack is not None or not isinstance(csource, str) or len(csource) < 4096:
                     return original(self, csource, override=override, packed=packed, pack=pack)
-                return _cdef_cached(self, csource, original)
+                _cdef_cached(self, csource, original)
+                try:
+                    _warm(self)  # before wgpu-py's import goes on to use some of them
+                except Exception:  # noqa: BLE001 - cffi parses what is missing when it is used
+                    pass
 
             cffi.FFI.cdef = cdef
             try:
