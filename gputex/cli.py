@@ -406,7 +406,14 @@ class _Done(SystemExit):
 
 def console() -> None:
     """The ``gputex`` command (the console script and ``python -m gputex``): :func:`main`, then,
-    where the run ended normally, the lean exit (:func:`_lean_exit`)."""
+    where the run ended normally, the lean exit (:func:`_lean_exit`).
+
+    OpenBLAS (numpy's) is held to one thread unless ``OPENBLAS_NUM_THREADS`` says otherwise:
+    its pool starts with numpy and spins waiting for work the command never gives it (one
+    luma matrix-vector product is gputex's only BLAS call), taking ~40 ms of CPU from the
+    decode and lavapipe in a 2048² ``upload -o`` on two cores; the codec worker processes
+    inherit the setting."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before anything imports numpy
     try:
         main()
     except _Done as e:
