@@ -326,3 +326,30 @@ def test_cdef_patch_is_one_thread_at_a_time_and_restored():
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ["second caller waits True", "restored True", "ffi fake ffi",
                                         "later patch kept True"], done.stdout + done.stderr[-2000:]
+
+
+def test_import_gputex_loads_the_rest_on_first_use():
+    """``import gputex`` imports the verbs named like their modules (small) and nothing else:
+    the device, mips, containers, BC encoder and converter load when first used, and are then
+    the same objects as their modules'; ``gputex.decode`` etc. stay the functions."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gputex\n"
+        "heavy = ['gputex.device', 'gputex.mips', 'gputex.bcenc', 'gputex.converter', 'gputex.texfile', "
+        "'gputex.pipeline', 'numpy', 'wgpu', 'PIL']\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "from gputex import Session, Converter\n"
+        "import gputex.device, gputex.converter, gputex.mips, gputex.bcenc, gputex.texfile\n"
+        "assert Session is gputex.device.Session and Converter is gputex.converter.Converter\n"
+        "assert gputex.generate_mips is gputex.mips.generate_mips and gputex.encode_blocks is gputex.bcenc.encode_blocks\n"
+        "assert gputex.read_texture_file is gputex.texfile.read_texture_file\n"
+        "import gputex.decode, gputex.capture, gputex.compare, gputex.encode, gputex.upload\n"
+        "assert all(callable(getattr(gputex, n)) for n in ('decode', 'capture', 'compare', 'encode', 'upload'))\n"
+        "assert all(hasattr(gputex, n) for n in gputex.__all__) and set(gputex.__all__) <= set(dir(gputex))\n"
+        "try:\n    gputex.nothing_of_that_name\nexcept AttributeError as e:\n    print(e)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["[]", "module 'gputex' has no attribute 'nothing_of_that_name'"]
