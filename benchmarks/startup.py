@@ -169,14 +169,14 @@ def upload_runs(args) -> dict:
     labels = [m[0] for m in MILESTONES] + ["gone"]
     print(f"\none {args.upload}² PNG -> KTX2 (upload --mips --filter box -o), seconds from process start; "
           f"best and median of {args.repeat}, alternating:")
-    print(f"{'':>12} " + " ".join(f"{label:>10}" for label in labels))
+    print(f"{'':>14} " + " ".join(f"{label:>10}" for label in labels))
     summary = {}
     for name, rows in runs.items():
         best = {k: min(r[k] for r in rows if k in r) for k in labels if any(k in r for r in rows)}
         med = {k: sorted(r[k] for r in rows if k in r)[len(rows) // 2] for k in best}
         summary[name] = {"best": best, "median": med, "runs": rows}
         for kind, vals in (("best", best), ("median", med)):
-            print(f"{name + " " + kind:>14} " + " ".join(f"{vals[k]:>10.3f}" if k in vals else f"{'-':>10}"
+            print(f"{name + ' ' + kind:>14} " + " ".join(f"{vals[k]:>10.3f}" if k in vals else f"{'-':>10}"
                                                            for k in labels))
     same = len(set(digests.values())) == 1
     print(f"outputs identical: {same}" + ("" if same else f" {digests}"))
