@@ -412,8 +412,13 @@ def console() -> None:
     its pool starts with numpy and spins waiting for work the command never gives it (one
     luma matrix-vector product is gputex's only BLAS call), taking ~40 ms of CPU from the
     decode and lavapipe in a 2048² ``upload -o`` on two cores; the codec worker processes
-    inherit the setting."""
+    inherit the setting. ``upload`` and ``capture`` start with the cyclic garbage collector
+    paused until their session is ready (:func:`gputex.device.pause_gc`)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before anything imports numpy
+    if sys.argv[1:2] in (["upload"], ["capture"]):
+        from .device import pause_gc
+
+        pause_gc()  # until the run's session is ready
     try:
         main()
     except _Done as e:

@@ -353,3 +353,32 @@ def test_import_gputex_loads_the_rest_on_first_use():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ["[]", "module 'gputex' has no attribute 'nothing_of_that_name'"]
+
+
+def test_gc_paused_for_start_up_and_back_once_the_session_is_ready():
+    """:func:`pause_gc` turns the cyclic collector off; the session of :func:`session_soon`
+    (made, rehearsal run) turns it back on with start-up's objects frozen; a session that
+    cannot be made does too. Without a pause nothing is frozen."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gc, sys\n"
+        "from gputex.device import pause_gc, session_soon\n"
+        "session_soon(adapter='no adapter has this name').exception()\n"
+        "print(gc.isenabled(), gc.get_freeze_count() == 0)\n"
+        "pause_gc()\n"
+        "print(gc.isenabled())\n"
+        "seen = []\n"
+        "s = session_soon(warm=lambda s: seen.append(gc.isenabled())).result()\n"
+        "print(seen, gc.isenabled(), gc.get_freeze_count() > 1000)\n"
+        "pause_gc()\n"
+        "session_soon(adapter='no adapter has this name').exception()\n"
+        "print(gc.isenabled())\n"
+    )
+    pytest.importorskip("wgpu")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if "no GPU adapter" in done.stderr:
+        pytest.skip("no GPU adapter")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["True True", "False", "[False] True True", "True"]
