@@ -121,7 +121,7 @@ def with_tree(tree: str | None, trace: str | None = None) -> dict:
 
 def decode_alone(path: str) -> float:
     code = f"import gputex; gputex.decode({path!r})"
-    return timed([sys.executable, "-c", code])
+    return timed([sys.executable, "-c", code], env=with_tree(ROOT), cwd=os.path.dirname(path))
 
 
 def codecs_alone(paths: list[str], out: str, jobs: int) -> float:
@@ -237,12 +237,15 @@ def main() -> None:
                 dec = decode_alone(src)
                 ktx2 = ["upload", src, "--format", "rgba8unorm-srgb", "--mips", "--filter", "box", "-o"]
                 trace = os.path.join(args.trace_single, f"gputex-{size}.jsonl") if args.trace_single else None
-                g = timed(GPUTEX + ktx2 + [os.path.join(tmp, f"g{size}.ktx2")], env=with_tree(None, trace))
-                gd = float("nan") if args.skip_dds else timed(GPUTEX + ktx2 + [os.path.join(tmp, f"g{size}.dds")])
+                # cwd: the temp folder (``-m gputex`` puts cwd first on sys.path: run from a checkout's
+                # root, every run, --before's too, would import that checkout's gputex)
+                g = timed(GPUTEX + ktx2 + [os.path.join(tmp, f"g{size}.ktx2")], env=with_tree(ROOT, trace), cwd=tmp)
+                gd = float("nan") if args.skip_dds else timed(GPUTEX + ktx2 + [os.path.join(tmp, f"g{size}.dds")],
+                                                              env=with_tree(ROOT), cwd=tmp)
                 k = timed([ktx, *KTX_ARGS, src, os.path.join(tmp, f"k{size}.ktx2")]) if ktx else float("nan")
                 row = f"{size:>9}² {dec:>8.2f} {g:>12.2f} {gd:>11.2f} {k:>8.2f} {k / g:>10.2f} {g / dec:>13.2f}"
                 if args.before:
-                    b = timed(GPUTEX + ktx2 + [os.path.join(tmp, f"b{size}.ktx2")], env=with_tree(args.before))
+                    b = timed(GPUTEX + ktx2 + [os.path.join(tmp, f"b{size}.ktx2")], env=with_tree(args.before), cwd=tmp)
                     with open(os.path.join(tmp, f"b{size}.ktx2"), "rb") as f1, \
                             open(os.path.join(tmp, f"g{size}.ktx2"), "rb") as f2:
                         same = f1.read() == f2.read()

@@ -1,6 +1,7 @@
 """Start-up cost: ``import gputex``, ``Session()`` and the first pipelines, cold and warm.
 
-    python benchmarks/startup.py [--repeat 3] [--json OUT.json]
+    python benchmarks/startup.py [--repeat 3] [--json OUT.json] [--parts]
+    python benchmarks/startup.py --upload 2048 [--before CHECKOUT] [--bytecode] [--repeat 5]
 
 Each figure comes from a fresh Python process (best of ``--repeat``), in one run:
 
@@ -13,6 +14,18 @@ Each figure comes from a fresh Python process (best of ``--repeat``), in one run
   header parse (``import_ffi``; from the user's cache after the first process:
   :func:`gputex.device.import_wgpu_ffi`), :func:`gputex.device.warm_types`, adapter
   enumeration, device.
+
+``--upload SIZE`` times the CLI's single-image path instead: ``gputex upload IMG --format
+rgba8unorm-srgb --mips --filter box -o X.ktx2`` on a photo-like SIZE² PNG (``benchmarks/batch.py``'s
+images), each run a fresh process under ``GPUTEX_TRACE``, and prints where it stood when: the
+interpreter, imports and option parsing done (``run``: :func:`gputex.run.run` entered), the
+device made, the decode done, the rehearsal done (the first chain's pipelines), the GPU step's
+start and end, the file written, the process gone. ``--before CHECKOUT`` runs another checkout
+the same way, alternating with this one (same machine state for both), and says whether their
+files are identical. ``--bytecode`` adds a run of each with Python's bytecode cached (a temporary
+``PYTHONPYCACHEPREFIX``, filled by a first run not counted): where ``PYTHONDONTWRITEBYTECODE`` is
+set, as on the 2-core machine, a checkout run from source compiles every module it imports in
+every process, which an installed package (bytecode compiled by pip) does not.
 
 Shader-cache modes for Mesa drivers (lavapipe): ``cold`` (an empty
 ``MESA_SHADER_CACHE_DIR``), ``warm`` (the same directory again: what every run after the first
@@ -92,12 +105,106 @@ def _run(code: str, env: dict) -> tuple[float, str]:
     return wall, done.stdout
 
 
+#: (label, trace span, which end) of the milestones of one ``upload -o`` run, in run order
+MILESTONES = (("run", "startup", "t1"), ("device", "device", "t1"), ("decoded", "decode", "t1"),
+              ("rehearsed", "warm", "t1"), ("gpu from", "gpu", "t0"), ("gpu to", "gpu", "t1"),
+              ("written", "encode", "t1"))
+
+
+def _milestones(trace: str) -> dict[str, float]:
+    """Seconds from process start to each of :data:`MILESTONES` found in the trace file."""
+    spans = [json.loads(line) for line in open(trace)]
+    start = min(e["t0"] for e in spans)
+    out = {}
+    for label, what, end in MILESTONES:
+        hits = [e[end] for e in spans if e["what"] == what]
+        if hits:
+            out[label] = (max(hits) if end == "t1" else min(hits)) - start
+    return out
+
+
+def upload_runs(args) -> dict:
+    """``--upload SIZE``: the single-image CLI run's milestones, this checkout (and ``--before``)."""
+    import hashlib
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import fpng
+    from batch import photo
+
+    tmp = tempfile.mkdtemp(prefix="gputex-startup-")
+    src = os.path.join(tmp, f"one{args.upload}.png")
+    with open(src, "wb") as f:
+        f.write(fpng.from_ndarray(photo(args.upload, args.upload, args.upload)))
+    trees = [("this", ROOT)] + ([("before", os.path.abspath(args.before))] if args.before else [])
+    variants = [(name, tree, None) for name, tree in trees]
+    if args.bytecode:
+        variants += [(name + "+pyc", tree, os.path.join(tmp, "pyc-" + name)) for name, tree in trees]
+    runs: dict = {v[0]: [] for v in variants}
+    digests = {}
+    for i in range(args.repeat + 1):  # the first round fills the bytecode caches, not counted
+        for name, tree, pyc in variants:
+            if i == 0 and pyc is None:
+                continue
+            env = dict(os.environ, PYTHONPATH=tree + os.pathsep + os.environ.get("PYTHONPATH", ""))
+            env.pop("GPUTEX_PROFILE", None)
+            if pyc:
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
+                env["PYTHONPYCACHEPREFIX"] = pyc
+            trace = os.path.join(tmp, f"trace-{name}-{i}.jsonl")
+            out = os.path.join(tmp, f"{name}.ktx2")
+            env["GPUTEX_TRACE"] = trace
+            t0 = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "gputex", "upload", src, "--format", "rgba8unorm-srgb",
+                                   "--mips", "--filter", "box", "-o", out], env=env, cwd=tmp,
+                                  capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            if done.returncode:
+                raise SystemExit(f"{name} failed: {done.stderr.strip().splitlines()[-1:]}")
+            if i == 0:
+                continue
+            row = _milestones(trace)
+            row["gone"] = wall
+            runs[name].append(row)
+            digests[name] = hashlib.sha256(open(out, "rb").read()).hexdigest()
+    labels = [m[0] for m in MILESTONES] + ["gone"]
+    print(f"\none {args.upload}² PNG -> KTX2 (upload --mips --filter box -o), seconds from process start; "
+          f"best and median of {args.repeat}, alternating:")
+    print(f"{'':>14} " + " ".join(f"{label:>10}" for label in labels))
+    summary = {}
+    for name, rows in runs.items():
+        best = {k: min(r[k] for r in rows if k in r) for k in labels if any(k in r for r in rows)}
+        med = {k: sorted(r[k] for r in rows if k in r)[len(rows) // 2] for k in best}
+        summary[name] = {"best": best, "median": med, "runs": rows}
+        for kind, vals in (("best", best), ("median", med)):
+            print(f"{name + ' ' + kind:>14} " + " ".join(f"{vals[k]:>10.3f}" if k in vals else f"{'-':>10}"
+                                                           for k in labels))
+    same = len(set(digests.values())) == 1
+    print(f"outputs identical: {same}" + ("" if same else f" {digests}"))
+    if args.before:
+        for suffix in ("", "+pyc") if args.bytecode else ("",):
+            a, b = summary["this" + suffix]["best"]["gone"], summary["before" + suffix]["best"]["gone"]
+            print(f"before/this{suffix}: {b / a:.2f} (best process times {b:.3f} / {a:.3f} s)")
+    import shutil
+
+    shutil.rmtree(tmp, ignore_errors=True)
+    return summary
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", default=None)
     ap.add_argument("--parts", action="store_true", help="also time Session()'s parts")
+    ap.add_argument("--upload", type=int, metavar="SIZE", help="time `gputex upload IMG -o X.ktx2` of a SIZE² PNG")
+    ap.add_argument("--before", metavar="CHECKOUT", help="with --upload: also this checkout, alternating")
+    ap.add_argument("--bytecode", action="store_true", help="with --upload: also with bytecode cached")
     args = ap.parse_args()
+    if args.upload:
+        summary = upload_runs(args)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(summary, f, indent=1)
+        return
     base = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     base.pop("MESA_SHADER_CACHE_DISABLE", None)
 

@@ -15,7 +15,7 @@ The library in a nutshell::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     DecodeError,
@@ -67,34 +67,55 @@ __all__ = [
     "UsageError",
 ]
 
-# Submodules are named for their step and import nothing heavy at module level
-# (numpy, wgpu and Pillow load inside functions). Importing them here, then binding
-# the functions, keeps ``gputex.decode`` etc. the functions even after the
-# submodules are imported elsewhere.
-from .bcenc import encode_blocks  # noqa: E402
+# The verbs whose names are also their modules' (decode, capture, compare, encode, upload) are
+# bound here, after importing those modules (small: no numpy, wgpu or Pillow at module level),
+# so ``gputex.decode`` etc. stay the functions even after the submodules are imported
+# elsewhere (an import binds a submodule's name in its package only the first time). The rest
+# load on first use (:func:`__getattr__`): ``import gputex`` leaves out the device, the mips,
+# the containers, the BC encoder and the long-lived converter, which a command that needs them
+# imports anyway and one that does not (``gputex upload -o X.ktx2`` needs no BC encoder or
+# converter) never pays for.
 from .capture import capture, capture_bytes  # noqa: E402
 from .compare import compare, stats  # noqa: E402
-from .converter import Converter  # noqa: E402
 from .decode import Image, decode, from_array  # noqa: E402
-from .device import Session  # noqa: E402
 from .encode import encode  # noqa: E402
-from .formats import get_format  # noqa: E402
-from .layout import copy_layout  # noqa: E402
-from .mips import generate_mips  # noqa: E402
 
-_TRANSFORMS = ("resize_texture", "target_size", "apply_swizzle", "pack_channels")
+if TYPE_CHECKING:
+    from .device import Session
+    from .texfile import TextureFile
+    from .texture import Texture
+
+#: name -> module of the names that load on first use
+_LAZY = {
+    "Session": "device", "Converter": "converter", "encode_blocks": "bcenc", "get_format": "formats",
+    "copy_layout": "layout", "generate_mips": "mips", "TextureFile": "texfile", "read_texture_file": "texfile",
+    "Texture": "texture", "resize_texture": "transform", "target_size": "transform", "apply_swizzle": "transform",
+    "pack_channels": "transform",
+}
 
 
 def __getattr__(name: str) -> Any:
-    """The transform verbs load on first use (``import gputex`` stays small for ``--help``)."""
-    if name in _TRANSFORMS:
-        from . import transform
+    """The names of :data:`_LAZY` (and any submodule, as ``gputex.mips`` was before) on first use."""
+    import importlib
 
-        return getattr(transform, name)
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
     raise AttributeError(f"module 'gputex' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
 from . import upload as _upload_module  # noqa: E402,F401  (bound before the function below takes the name)
-from .texfile import TextureFile, read_texture_file  # noqa: E402
-from .texture import Texture  # noqa: E402
 
 
 def write_texture_file(texture: Texture | TextureFile, path: str, *, zstd: int | None = None,
@@ -119,6 +140,7 @@ def write_texture_file(texture: Texture | TextureFile, path: str, *, zstd: int |
     str
         ``path``.
     """
+    from .texfile import TextureFile
     from .texfile import write_texture_file as _write
 
     if not isinstance(texture, TextureFile):
@@ -146,6 +168,7 @@ def upload(session: Session, image: Image | TextureFile, format: str | None = No
     """
     import wgpu
 
+    from .texfile import TextureFile
     from .upload import upload as _upload
 
     if isinstance(image, TextureFile):

@@ -36,6 +36,7 @@ from .cli_options import (
     FilterOpt,
     FloatAs,
     FormatOpt,
+    Group,
     JobsOpt,
     JsonOpt,
     LevelsAliasOpt,
@@ -92,6 +93,7 @@ from .errors import GputexError
 from .settings import default
 
 app = typer.Typer(
+    cls=Group,
     help="Move images into GPU textures and back, exactly. " + EXIT_CODES,
     no_args_is_help=True,
     epilog="\b\nExamples:\n  gputex capture photo.png -o out/ --mips --level all\n"
@@ -404,7 +406,19 @@ class _Done(SystemExit):
 
 def console() -> None:
     """The ``gputex`` command (the console script and ``python -m gputex``): :func:`main`, then,
-    where the run ended normally, the lean exit (:func:`_lean_exit`)."""
+    where the run ended normally, the lean exit (:func:`_lean_exit`).
+
+    OpenBLAS (numpy's) is held to one thread unless ``OPENBLAS_NUM_THREADS`` says otherwise:
+    its pool starts with numpy and spins waiting for work the command never gives it (one
+    luma matrix-vector product is gputex's only BLAS call), taking ~40 ms of CPU from the
+    decode and lavapipe in a 2048² ``upload -o`` on two cores; the codec worker processes
+    inherit the setting. ``upload`` and ``capture`` start with the cyclic garbage collector
+    paused until their session is ready (:func:`gputex.device.pause_gc`)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before anything imports numpy
+    if sys.argv[1:2] in (["upload"], ["capture"]):
+        from .device import pause_gc
+
+        pause_gc()  # until the run's session is ready
     try:
         main()
     except _Done as e:

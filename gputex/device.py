@@ -112,13 +112,18 @@ WGPU_CTYPES = (
     'char []',
     'intptr_t',
     'uint32_t []',
-    'uint8_t *',  # buffer maps and staging writes (get_memoryview_and_address)
-    'uint8_t []',
-    'uintptr_t',
     'void(WGPUDevice const *, WGPUDeviceLostReason, WGPUStringView, void *, void *)',
     'void(WGPUDevice const *, WGPUErrorType, WGPUStringView, void *, void *)',
     'void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)',
     'void(WGPURequestDeviceStatus, WGPUDevice, WGPUStringView, void *, void *)',
+    # used while wgpu-py's module is imported (its log callback) and by every buffer write or
+    # map: each was one more parse of the whole typedef list (~12 ms alone, 30-80 ms on the
+    # device thread beside a decode); they are parsed with the rest, once
+    'void(WGPULogLevel, WGPUStringView, void *)',
+    'uint8_t []',
+    'uint8_t[]',
+    'uint8_t *',
+    'uintptr_t',
 )
 
 
@@ -131,12 +136,20 @@ def warm_types() -> None:
     (function types, ``char []``) are parsed, all in one pycparser run (:func:`_parse_at_once`).
     """
     try:
-        from cffi import model
+        _warm(import_wgpu_ffi())
+    except Exception:  # noqa: BLE001 - cffi parses what is missing when it is used
+        pass
 
-        ffi = import_wgpu_ffi()
-        declarations = ffi._parser._declarations
-        cache = ffi._parsed_types
-    except Exception:
+
+def _warm(ffi) -> None:
+    """:func:`warm_types` on ``ffi``: called as soon as wgpu's header is declared (inside
+    :func:`import_wgpu_ffi`, so the types wgpu-py's own import uses are ready too) and again,
+    finding them all, by :func:`warm_types`."""
+    from cffi import model
+
+    declarations = ffi._parser._declarations
+    cache = ffi._parsed_types
+    if all(name in cache for name in WGPU_CTYPES):
         return
     built: dict[str, Any] = {}
     rest: list[str] = []  # parsed, all at once
@@ -188,7 +201,11 @@ def import_wgpu_ffi():
             def cdef(self, csource, override=False, packed=False, pack=None):
                 if override or packed or pack is not None or not isinstance(csource, str) or len(csource) < 4096:
                     return original(self, csource, override=override, packed=packed, pack=pack)
-                return _cdef_cached(self, csource, original)
+                _cdef_cached(self, csource, original)
+                try:
+                    _warm(self)  # before wgpu-py's import goes on to use some of them
+                except Exception:  # noqa: BLE001 - cffi parses what is missing when it is used
+                    pass
 
             cffi.FFI.cdef = cdef
             try:
@@ -351,6 +368,7 @@ def session_soon(adapter: str | None = None, backend: str | None = None, warm=No
             with span("device"):
                 session = Session(adapter=adapter, backend=backend)
         except BaseException as e:  # handed to whoever waits for the session
+            _resume_gc()
             future.set_exception(e)
             return
         if warm is not None:
@@ -359,6 +377,7 @@ def session_soon(adapter: str | None = None, backend: str | None = None, warm=No
                     warm(session)
             except Exception:  # noqa: BLE001 - a rehearsal never fails the run
                 pass
+        _resume_gc()
         future.set_result(session)
 
     threading.Thread(target=run, name="gputex-device", daemon=True).start()
@@ -368,6 +387,36 @@ def session_soon(adapter: str | None = None, backend: str | None = None, warm=No
 
 #: Sessions being made on their own threads (:func:`session_soon`).
 _PENDING: list = []
+
+#: Whether :func:`pause_gc` turned the cyclic garbage collector off.
+_GC_PAUSED = False
+
+
+def pause_gc() -> None:
+    """Turn Python's cyclic garbage collector off until the first :func:`session_soon` session
+    (and its rehearsal) is ready, for a command's start-up. Imports, the device and the first
+    decode allocate ~10^5 objects, and the collector went through them ~100 times (33-46 ms
+    of CPU in a 2048² ``upload -o`` on two cores, in whichever thread allocated); when it comes
+    back on, what start-up made is frozen (never scanned again: start-up's objects live as long
+    as the process) so the first collection after it stays small. The CLI's ``upload`` and
+    ``capture`` call it."""
+    import gc
+
+    global _GC_PAUSED
+    if gc.isenabled():
+        gc.disable()
+        _GC_PAUSED = True
+
+
+def _resume_gc() -> None:
+    """:func:`pause_gc` undone (start-up's objects frozen first); no-op where it did nothing."""
+    import gc
+
+    global _GC_PAUSED
+    if _GC_PAUSED:
+        _GC_PAUSED = False
+        gc.freeze()
+        gc.enable()
 
 
 def settle(timeout: float = 10.0) -> None:

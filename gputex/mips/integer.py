@@ -193,11 +193,23 @@ def matches_model(session, fmt, color_space: str, alpha: str, chain, size: tuple
     if size is not None:
         w, h = size
         codes = np.ascontiguousarray(np.tile(codes, (-(-h // 7), -(-w // 13), 1))[:h, :w])
-    want = model_chain(codes.tolist(), fmt.channels, fmt.bits, color_space == "srgb", alpha == "weighted", levels)
-    tex = upload(session, from_array(codes, color_space), fmt.name, levels=levels, color_space=color_space,
-                 usage=binding_usage())
+    # the model (35-45 ms of pure Python on the 2-core lavapipe machine) on a thread of its own
+    # while this one makes the chain's pipelines (C, the GIL released): the first chain of a
+    # process, which a single image's run waits for
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="gputex-model") as pool:
+        model = pool.submit(model_chain, codes.tolist(), fmt.channels, fmt.bits, color_space == "srgb",
+                            alpha == "weighted", levels)
+        tex = upload(session, from_array(codes, color_space), fmt.name, levels=levels, color_space=color_space,
+                     usage=binding_usage())
+        try:
+            chain(tex, alpha)
+        except BaseException:
+            tex.destroy()
+            raise
+        want = model.result()
     try:
-        chain(tex, alpha)
         for lv in range(1, tex.levels):
             got = capture(tex, lv)
             exp = np.array(want[lv - 1], got.dtype).reshape(got.shape)

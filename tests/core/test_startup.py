@@ -67,7 +67,39 @@ def test_warm_types_gives_what_cffi_parses():
     pytest.importorskip("wgpu")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["55"]
+    assert done.stdout.split() == ["57"]
+
+
+def test_one_small_parse_per_process():
+    """cffi parses the C types wgpu-py and gputex use in one pycparser run, while wgpu-py's module
+    is imported (each further type was one more parse of the whole typedef list, 12 ms here):
+    none is left for a session's upload, mips, capture and texture-file write."""
+    import subprocess
+    import sys
+
+    code = (
+        "import cffi.cparser\n"
+        "small, real = [], cffi.cparser.Parser._parse\n"
+        "def counted(self, csource):\n"
+        "    small.extend([csource] if len(csource) < 4096 else [])\n"
+        "    return real(self, csource)\n"
+        "cffi.cparser.Parser._parse = counted\n"
+        "from gputex.device import import_wgpu_ffi\n"
+        "import_wgpu_ffi()\n"
+        "print('import', len(small))\n"
+        "import os, tempfile, numpy as np, gputex\n"
+        "s = gputex.Session()\n"
+        "a = np.arange(64 * 64 * 4, dtype=np.uint32).astype(np.uint8).reshape(64, 64, 4)\n"
+        "t = gputex.upload(s, gputex.from_array(a), 'rgba8unorm-srgb', mips=True)\n"
+        "gputex.write_texture_file(t, os.path.join(tempfile.mkdtemp(), 'x.ktx2'))\n"
+        "print('later', len(small) - 1)\n"
+    )
+    pytest.importorskip("wgpu")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if "no GPU adapter" in done.stderr:
+        pytest.skip("no GPU adapter")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["import", "1", "later", "0"]
 
 
 # Counts cffi's parses of a whole header (what the cache saves) while import_wgpu_ffi runs and
@@ -294,3 +326,59 @@ def test_cdef_patch_is_one_thread_at_a_time_and_restored():
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ["second caller waits True", "restored True", "ffi fake ffi",
                                         "later patch kept True"], done.stdout + done.stderr[-2000:]
+
+
+def test_import_gputex_loads_the_rest_on_first_use():
+    """``import gputex`` imports the verbs named like their modules (small) and nothing else:
+    the device, mips, containers, BC encoder and converter load when first used, and are then
+    the same objects as their modules'; ``gputex.decode`` etc. stay the functions."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gputex\n"
+        "heavy = ['gputex.device', 'gputex.mips', 'gputex.bcenc', 'gputex.converter', 'gputex.texfile', "
+        "'gputex.pipeline', 'numpy', 'wgpu', 'PIL']\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "from gputex import Session, Converter\n"
+        "import gputex.device, gputex.converter, gputex.mips, gputex.bcenc, gputex.texfile\n"
+        "assert Session is gputex.device.Session and Converter is gputex.converter.Converter\n"
+        "assert gputex.generate_mips is gputex.mips.generate_mips and gputex.encode_blocks is gputex.bcenc.encode_blocks\n"
+        "assert gputex.read_texture_file is gputex.texfile.read_texture_file\n"
+        "import gputex.decode, gputex.capture, gputex.compare, gputex.encode, gputex.upload\n"
+        "assert all(callable(getattr(gputex, n)) for n in ('decode', 'capture', 'compare', 'encode', 'upload'))\n"
+        "assert all(hasattr(gputex, n) for n in gputex.__all__) and set(gputex.__all__) <= set(dir(gputex))\n"
+        "try:\n    gputex.nothing_of_that_name\nexcept AttributeError as e:\n    print(e)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["[]", "module 'gputex' has no attribute 'nothing_of_that_name'"]
+
+
+def test_gc_paused_for_start_up_and_back_once_the_session_is_ready():
+    """:func:`pause_gc` turns the cyclic collector off; the session of :func:`session_soon`
+    (made, rehearsal run) turns it back on with start-up's objects frozen; a session that
+    cannot be made does too. Without a pause nothing is frozen."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gc, sys\n"
+        "from gputex.device import pause_gc, session_soon\n"
+        "session_soon(adapter='no adapter has this name').exception()\n"
+        "print(gc.isenabled(), gc.get_freeze_count() == 0)\n"
+        "pause_gc()\n"
+        "print(gc.isenabled())\n"
+        "seen = []\n"
+        "s = session_soon(warm=lambda s: seen.append(gc.isenabled())).result()\n"
+        "print(seen, gc.isenabled(), gc.get_freeze_count() > 1000)\n"
+        "pause_gc()\n"
+        "session_soon(adapter='no adapter has this name').exception()\n"
+        "print(gc.isenabled())\n"
+    )
+    pytest.importorskip("wgpu")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if "no GPU adapter" in done.stderr:
+        pytest.skip("no GPU adapter")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["True True", "False", "[False] True True", "True"]
