@@ -354,8 +354,8 @@ def session_soon(adapter: str | None = None, backend: str | None = None, warm=No
     """A Future of a :class:`Session` made on a thread of its own: a batch's worker processes
     start and its first images decode meanwhile, and the in-order thread only waits
     (``result()`` raises what ``Session`` raised). ``warm(session)``, if given, runs on that
-    thread before the session is handed over (:func:`gputex.warmup.rehearsal`: the first
-    chain's pipelines made while the first image still decodes); its errors are ignored."""
+    thread before the session is handed over (:func:`gputex.run.rehearsal`: the first
+    chains' pipelines made while the first image still decodes); its errors are ignored."""
     import threading
     from concurrent.futures import Future
 

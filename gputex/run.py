@@ -129,7 +129,7 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
     upload and mips of a zero image for each kind of chain among the first
     :data:`REHEARSE_INPUTS` inputs (PNGs; their headers read, :func:`gputex.warmup.png_shape`),
     so their pipelines and self-checks are made before the pixels arrive. Power-of-two sizes
-    as :func:`gputex.warmup.rehearsal` does it (one pixel high, the long side kept: the same
+    as :func:`gputex.warmup.shape_for` makes them (one pixel high, the long side kept: the same
     passes); other sizes at their own size (see :data:`REHEARSE_MAX_PIXELS`). A 48-image batch
     of 2048² PNGs, every sixth 1537x1999, meets two chains (cells and single pass): on the H200
     host, the first process of a machine spent 1.46 s in them on its first two images. None

@@ -1,32 +1,20 @@
-"""A rehearsal of the first input's GPU steps on a tiny image, on the device thread, while the
-real image still decodes.
+"""What the run's rehearsal (:func:`gputex.run.rehearsal`) needs to know before the pixels
+arrive: an input PNG's shape, channels, depth and colour space from its header alone
+(:func:`png_shape`), and the image one pixel high that meets the same single-pass chain as a
+power-of-two input (:func:`shape_for`).
 
 The first mip chain of a process pays for its pipelines (naga's translation, the driver's
 compile or cache look-up) and the integer chains' self-checks: ~0.2 s on lavapipe with Mesa's
 shader cache warm (``benchmarks/startup.py``, "first mips+capture"). For a large image the
-decode outlasts the device's creation, so that time can be spent before the pixels arrive:
-:func:`rehearsal` uploads a one-pixel-high image as wide as the input's long side (channels,
-depth and colour space as the decoder will give them: :func:`png_shape`; the same levels and
-passes: :func:`shape_for`) through the same :func:`gputex.pipeline.upload_image`
-(format, levels, mips as the options say) and drops it; the real chain then finds its
-pipelines in the session's caches.
-
-Only where the rehearsal takes the path the real image will: a PNG whose width and height are
-powers of two (the thin image is then too, so it meets the same chain), no resize. Anything
-else, and any error, and the rehearsal does nothing: it never fails a run.
+decode outlasts the device's creation, so that time can be spent on the device thread, on a
+zero image of the same kind, before the pixels arrive.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .device import Session
-    from .pipeline import Options
-
-__all__ = ["rehearsal", "png_shape", "shape_for"]
+__all__ = ["png_shape", "shape_for"]
 
 _CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}
 
@@ -65,32 +53,3 @@ def shape_for(w: int, h: int) -> tuple[int, int]:
     single-pass chain's pipelines differ by pass: whether it reads the sums of one before and
     stores sums for one after; a 64x64 image's one pass made none of an 8192² image's three)."""
     return (1, w) if w >= h else (h, 1)
-
-
-def rehearsal(opts: Options, path: Any) -> Callable[[Session], None] | None:
-    """What to run on the device thread right after the session is made, for a run whose first
-    input is ``path``; None where a rehearsal would not meet the real image's pipelines."""
-    if not opts.mips or opts.transform is not None and (opts.transform.resize or opts.transform.max_size
-                                                       or opts.transform.pot):
-        return None
-    shape = png_shape(path) if isinstance(path, str) else None
-    if shape is None:
-        return None
-    w, h, channels, depth, space = shape
-    if w & (w - 1) or h & (h - 1):
-        return None
-
-    def run(session: Session) -> None:
-        import numpy as np
-
-        from .image import from_array
-        from .pipeline import Result, upload_image
-
-        try:
-            pixels = np.zeros(shape_for(w, h) + (channels,), np.uint8 if depth == 8 else np.uint16)
-            tex = upload_image(session, from_array(pixels, space, source="<rehearsal>"), opts, Result("<rehearsal>"))
-            tex.destroy()
-        except Exception:  # noqa: BLE001 - the real image meets any problem itself
-            pass
-
-    return run

@@ -1,5 +1,5 @@
-"""The rehearsal on the device thread (gputex.warmup): which first inputs get one, and that it
-leaves the real chain nothing to make (every pipeline cache hit)."""
+"""The rehearsal on the device thread (gputex.run.rehearsal, from gputex.warmup's header reads):
+which inputs get one, and that it leaves the real chain nothing to make (every pipeline cache hit)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from gputex.pipeline import MipOptions, Options, Result, upload_image
-from gputex.warmup import png_shape, rehearsal, shape_for
+from gputex.run import rehearsal
+from gputex.warmup import png_shape, shape_for
 
 
 def test_png_shape_reads_the_ihdr(tmp_png, tmp_path, rng):
@@ -31,10 +32,10 @@ def test_png_shape_reads_the_ihdr(tmp_png, tmp_path, rng):
 def test_rehearsal_only_where_it_meets_the_real_chain(tmp_png, rng):
     pot = tmp_png(rng.integers(0, 256, (64, 128, 4), np.uint8), "pot.png")
     odd = tmp_png(rng.integers(0, 256, (63, 128, 4), np.uint8), "odd.png")
-    assert rehearsal(Options(mips=True), pot) is not None
-    assert rehearsal(Options(mips=True), odd) is None  # another chain than a 64-pixel image's
-    assert rehearsal(Options(mips=False), pot) is None
-    assert rehearsal(Options(mips=True), "-") is None
+    assert rehearsal(Options(mips=True), [pot]) is not None
+    assert rehearsal(Options(mips=True), [odd]) is not None  # at its own size (on a GPU)
+    assert rehearsal(Options(mips=False), [pot]) is None
+    assert rehearsal(Options(mips=True), ["-"]) is None
 
 
 def test_the_rehearsal_image_keeps_the_long_side():
@@ -55,7 +56,7 @@ def test_after_a_rehearsal_the_real_chain_makes_no_pipeline(gpu, tmp_png, rng, h
     path = tmp_png(rng.integers(0, top + 1, (h, w, channels), dtype).squeeze(), "in.png")
     opts = Options(mips=True, mip_options=MipOptions(filter="box"))
     session = Session()  # fresh caches
-    run = rehearsal(opts, path)
+    run = rehearsal(opts, [path])
     assert run is not None
     run(session)
     before = {name: c.stats() for name, c in session.caches().items()}
