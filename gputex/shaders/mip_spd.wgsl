@@ -303,6 +303,48 @@ fn finalize(i: u32, x: u32, y: u32, acc: Acc) {
     }
 }
 
+// Levels 1-2 of a first pass from 8-bit base texels (at most 16 a texel): the codes straight from
+// the 32-bit lanes where they are certain, else finalize's exact path (same bytes either way).
+// Alpha and linear colour over 2^s: the sum (below 16 * 255 < 2^12) shifted, rounding half up
+// (round_pow2's answer). Other colour: round_fast's screen on a float estimate with fewer
+// roundings than approx(): the lanes h, l (value h 2^16 + l) are below 16 * 255 * 2^16 < 2^28,
+// so f32(h) 65536 + f32(l) is off by at most 3 2^-24 relative, the divisor (2^s or the alpha
+// sum, below 2^12) is exact, the division (2.5 ulp) adds 5 2^-24 and the table's float 2^-24:
+// 9 2^-24 < 2^-20, the error round_fast's MARGIN (2^-18) is set against.
+fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) {
+    let s = prm.mt[i].s;
+    let half = 1u << (s - 1u);
+    let covered = WA && n.a != 0u;
+    var col = (n.sl.xyz + vec3<u32>(half)) >> vec3<u32>(s);
+    var sure = SCREEN && !(STORE && i + 1u == prm.levels);
+    if (SRGB || covered) {
+        let h = select(n.sh.xyz, n.nh.xyz, covered);
+        let l = select(n.sl.xyz, n.nl.xyz, covered);
+        let xv = (vec3<f32>(h) * 65536.0 + vec3<f32>(l)) / select(f32(1u << s), f32(n.a), covered);
+        var v = xv;
+        if (SRGB) {
+            v = srgb_encode3(xv / 2147483648.0) * 255.0;
+        }
+        col = vec3<u32>(clamp(floor(v + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
+        let tl = vec3<f32>(threshold_f(col.x, SRGB), threshold_f(col.y, SRGB), threshold_f(col.z, SRGB));
+        let th = vec3<f32>(threshold_f(col.x + 1u, SRGB), threshold_f(col.y + 1u, SRGB),
+                           threshold_f(col.z + 1u, SRGB));
+        let above = col == vec3<u32>(0u) | xv >= tl * (1.0 + MARGIN);
+        let below = col == vec3<u32>(255u) | xv < th * (1.0 - MARGIN);
+        sure = sure && all((above & below) | vec3<bool>(false, NC == 1u, NC == 1u));
+    }
+    if (!sure) {
+        finalize(i, x, y, wide(n));
+        return;
+    }
+    let a = (n.a + half) >> s;
+    var codes = vec4<u32>(col, a);
+    if (NC == 1u) {
+        codes = vec4<u32>(col.x, 0u, 0u, a);
+    }
+    write_texel(i, x, y, codes);
+}
+
 // Codes of a level's texels in the tile, two 16-bit codes a word (at most 128 texels a level
 // from the third on: 16 x 8 where one axis stopped halving)
 var<workgroup> ctile: array<atomic<u32>, 256>;
@@ -378,13 +420,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
                     }
                 }
                 if (r == 1u) {
-                    finalize(0u, c.x, c.y, wide(child));
+                    finalize_narrow(0u, c.x, c.y, child);
                 }
                 an = sum_narrow(an, child);
             }
         }
         acc = wide(an);
-        finalize(r, p.x, p.y, acc);
+        finalize_narrow(r, p.x, p.y, an);
     } else if (inside) {
         for (var cy = 0u; cy < rc.y; cy++) {
             for (var cx = 0u; cx < rc.x; cx++) {
