@@ -33,6 +33,8 @@ CUTS = {
                  "code = (num.x ^ num.y ^ a.x) & 255u;")],
     "noencode": [("v = vec4<f32>(srgb_encode3(clamp(v.rgb, vec3<f32>(0.0), vec3<f32>(1.0))), v.a);", "")],
 }
+CUTS["notileround"] = [("let code = round_one(tile_get(o << g), c, prm.mt[i].s);",
+                         "let code = tile_get(o << g).c0.x & 255u;")]
 CUTS["notile"] = [("    if (n <= 2u) {\n        return;\n    }", "    if (n <= 64u) {\n        return;\n    }")]
 CUTS["both"] = CUTS["noround"] + CUTS["noencode"]
 

@@ -345,9 +345,44 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) {
     write_texel(i, x, y, codes);
 }
 
-// Codes of a level's texels in the tile, two 16-bit codes a word (at most 128 texels a level
-// from the third on: 16 x 8 where one axis stopped halving)
+// Levels 3.. of a pass (i = 2.. here) in a tile: a level's texels o < level_extent(i), at most
+// 64, 16, 4 and 1 of them (an axis that still halves has 16 >> (i - 2) texels in the tile, one that
+// stopped is 1 texel long), kept at level_slot(i, o): their sums (12 words a texel) in lsums,
+// their codes (two 16-bit codes a word) in ctile.
+var<workgroup> lsums: array<u32, 1020>;
 var<workgroup> ctile: array<atomic<u32>, 256>;
+
+fn level_extent(i: u32) -> vec2<u32> {
+    let t = vec2<u32>(16u) >> (prm.lv[i].f - prm.lv[min(1u, prm.levels - 1u)].f);
+    return select(t, vec2<u32>(1u), prm.lv[i].size == vec2<u32>(1u));
+}
+
+fn level_slot(i: u32, o: vec2<u32>) -> u32 {
+    return 85u - (85u >> (2u * (i - 2u))) + o.y * level_extent(i).x + o.x;
+}
+
+fn lsums_put(k: u32, s: Sums) {
+    let j = k * 12u;
+    lsums[j] = s.c0.x;
+    lsums[j + 1u] = s.c0.y;
+    lsums[j + 2u] = s.c0.z;
+    lsums[j + 3u] = s.c1.x;
+    lsums[j + 4u] = s.c1.y;
+    lsums[j + 5u] = s.c1.z;
+    lsums[j + 6u] = s.c2.x;
+    lsums[j + 7u] = s.c2.y;
+    lsums[j + 8u] = s.c2.z;
+    lsums[j + 9u] = s.a.x;
+    lsums[j + 10u] = s.a.y;
+    lsums[j + 11u] = s.a.z;
+}
+
+fn lsums_get(k: u32) -> Sums {
+    let j = k * 12u;
+    return Sums(Big(lsums[j], lsums[j + 1u], lsums[j + 2u], 0u), Big(lsums[j + 3u], lsums[j + 4u], lsums[j + 5u], 0u),
+                Big(lsums[j + 6u], lsums[j + 7u], lsums[j + 8u], 0u),
+                Big(lsums[j + 9u], lsums[j + 10u], lsums[j + 11u], 0u));
+}
 
 // The code of channel c (the alpha's at NC) of a texel from its collapsed sums: finalize's
 // rounding for one channel (colour slots hold the plain sums where the alpha sum is 0).
@@ -449,6 +484,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         return;
     }
     tile_put(lid.xy, collapse(acc));
+    atomicStore(&ctile[lid.y * 16u + lid.x], 0u);
+    // the sums of levels 3.. of the pass, each from the one before (a barrier a level: a thread
+    // overwrites only its own first child's place, which no other thread reads), kept in lsums
     for (var i = 2u; i < n; i++) {
         workgroupBarrier();
         let g = prm.lv[i].f - anchor.f;        // anchor texels per texel of level i
@@ -456,37 +494,59 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let rr = vec2<u32>(1u) << (g - gp);
         let t = vec2<u32>(16u) >> g;           // level i texels in the tile
         let q = wg.xy * t + lid.xy;
-        let mine = all(lid.xy < t) && all(q < prm.lv[i].size);
-        var sum = zero_acc();
-        if (mine) {
+        if (all(lid.xy < t) && all(q < prm.lv[i].size)) {
+            var sum = zero_acc();
             for (var cy = 0u; cy < rr.y; cy++) {
                 for (var cx = 0u; cx < rr.x; cx++) {
                     sum = add_collapsed(sum, tile_get((lid.xy * rr + vec2<u32>(cx, cy)) << gp));
                 }
             }
-        }
-        workgroupBarrier();
-        if (mine) {
-            tile_put(lid.xy << g, collapse(sum));
-        }
-        atomicStore(&ctile[lid.y * 16u + lid.x], 0u);
-        workgroupBarrier();
-        // every (texel, channel) of the level rounded by a thread of its own: a level of 64 texels
-        // keeps the whole workgroup busy, not 64 threads through four roundings each (0.16 of the
-        // first pass's 0.35 ms at 4096^2 on the H200 went to these levels)
-        let cnt = t.x * t.y * prm.channels;
-        for (var k = lid.y * 16u + lid.x; k < cnt; k += 256u) {
-            let j = k / prm.channels;
-            let c = k % prm.channels;
-            let o = vec2<u32>(j % t.x, j / t.x);
-            if (all(wg.xy * t + o < prm.lv[i].size)) {
-                let code = round_one(tile_get(o << g), c, prm.mt[i].s);
-                atomicOr(&ctile[2u * j + c / 2u], code << (16u * (c % 2u)));
+            let cs = collapse(sum);
+            tile_put(lid.xy << g, cs);
+            lsums_put(level_slot(i, lid.xy), cs);
+            if (STORE && i + 1u == prm.levels) {
+                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, cs);
             }
         }
-        workgroupBarrier();
-        if (mine) {
-            let j = 2u * (lid.y * t.x + lid.x);
+    }
+    workgroupBarrier();
+    // every (texel, channel) of those levels rounded by a thread of its own, all levels at once (a
+    // level of 64 texels and four channels keeps the whole workgroup busy, levels of 16, 4 and 1
+    // texels share the rest: no workgroup mostly idle through a loop and three barriers a level)
+    var cnt = 0u;
+    for (var i = 2u; i < n; i++) {
+        let te = level_extent(i);
+        cnt += te.x * te.y * prm.channels;
+    }
+    for (var k = lid.y * 16u + lid.x; k < cnt; k += 256u) {
+        var i = 2u;
+        var kk = k;
+        var te = level_extent(2u);
+        loop {
+            let m = te.x * te.y * prm.channels;
+            if (kk < m) {
+                break;
+            }
+            kk -= m;
+            i++;
+            te = level_extent(i);
+        }
+        let j = kk / prm.channels;
+        let c = kk % prm.channels;
+        let o = vec2<u32>(j % te.x, j / te.x);
+        let t = vec2<u32>(16u) >> (prm.lv[i].f - anchor.f);
+        if (all(wg.xy * t + o < prm.lv[i].size)) {
+            let slot = level_slot(i, o);
+            let code = round_one(lsums_get(slot), c, prm.mt[i].s);
+            atomicOr(&ctile[2u * slot + c / 2u], code << (16u * (c % 2u)));
+        }
+    }
+    workgroupBarrier();
+    for (var i = 2u; i < n; i++) {
+        let t = vec2<u32>(16u) >> (prm.lv[i].f - anchor.f);
+        let q = wg.xy * t + lid.xy;
+        if (all(lid.xy < t) && all(q < prm.lv[i].size)) {
+            let j = 2u * level_slot(i, lid.xy);
             let lo = atomicLoad(&ctile[j]);
             let hi = atomicLoad(&ctile[j + 1u]);
             var codes = vec4<u32>(lo & 0xffffu, lo >> 16u, hi & 0xffffu, hi >> 16u);
@@ -494,9 +554,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
                 codes = vec4<u32>(codes.x, 0u, 0u, codes.y);
             }
             write_texel(i, q.x, q.y, codes);
-            if (STORE && i + 1u == prm.levels) {
-                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, collapse(sum));
-            }
         }
     }
 }
