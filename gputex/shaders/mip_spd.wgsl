@@ -304,14 +304,15 @@ fn finalize(i: u32, x: u32, y: u32, acc: Acc) {
 }
 
 // Levels 1-2 of a first pass from 8-bit base texels (at most 16 a texel): the codes straight from
-// the 32-bit lanes where they are certain, else finalize's exact path (same bytes either way).
+// the 32-bit lanes where they are certain (true), else nothing (false: the caller's finalize
+// gives the exact path's codes, the same bytes; one call site, out of the summing loops).
 // Alpha and linear colour over 2^s: the sum (below 16 * 255 < 2^12) shifted, rounding half up
 // (round_pow2's answer). Other colour: round_fast's screen on a float estimate with fewer
 // roundings than approx(): the lanes h, l (value h 2^16 + l) are below 16 * 255 * 2^16 < 2^28,
 // so f32(h) 65536 + f32(l) is off by at most 3 2^-24 relative, the divisor (2^s or the alpha
 // sum, below 2^12) is exact, the division (2.5 ulp) adds 5 2^-24 and the table's float 2^-24:
 // 9 2^-24 < 2^-20, the error round_fast's MARGIN (2^-18) is set against.
-fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) {
+fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
     let s = prm.mt[i].s;
     let half = 1u << (s - 1u);
     let covered = WA && n.a != 0u;
@@ -333,16 +334,26 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) {
         let below = col == vec3<u32>(255u) | xv < th * (1.0 - MARGIN);
         sure = sure && all((above & below) | vec3<bool>(false, NC == 1u, NC == 1u));
     }
-    if (!sure) {
-        finalize(i, x, y, wide(n));
-        return;
+    if (sure) {
+        let a = (n.a + half) >> s;
+        var codes = vec4<u32>(col, a);
+        if (NC == 1u) {
+            codes = vec4<u32>(col.x, 0u, 0u, a);
+        }
+        write_texel(i, x, y, codes);
     }
-    let a = (n.a + half) >> s;
-    var codes = vec4<u32>(col, a);
-    if (NC == 1u) {
-        codes = vec4<u32>(col.x, 0u, 0u, a);
+    return sure;
+}
+
+// The sums of first-level texel c from its source texels.
+fn child_narrow(c: vec2<u32>, fs: vec2<u32>) -> Narrow {
+    var child = zero_narrow();
+    for (var sy = 0u; sy < fs.y; sy++) {
+        for (var sx = 0u; sx < fs.x; sx++) {
+            child = add_narrow(child, c * fs + vec2<u32>(sx, sy));
+        }
     }
-    write_texel(i, x, y, codes);
+    return child;
 }
 
 // Levels 3.. of a pass (i = 2.. here) in a tile: a level's texels o < level_extent(i), at most
@@ -445,23 +456,35 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     var acc = zero_acc();
     if (inside && BITS == 8u && !FROM_SUMS) {
         var an = zero_narrow();
+        var unsure = 0u;  // bit k: first-level child k (cy rc.x + cx), bit 31: the anchor texel
         for (var cy = 0u; cy < rc.y; cy++) {
             for (var cx = 0u; cx < rc.x; cx++) {
                 let c = p * rc + vec2<u32>(cx, cy);
-                var child = zero_narrow();
-                for (var sy = 0u; sy < fs.y; sy++) {
-                    for (var sx = 0u; sx < fs.x; sx++) {
-                        child = add_narrow(child, c * fs + vec2<u32>(sx, sy));
-                    }
-                }
-                if (r == 1u) {
-                    finalize_narrow(0u, c.x, c.y, child);
+                let child = child_narrow(c, fs);
+                if (r == 1u && !finalize_narrow(0u, c.x, c.y, child)) {
+                    unsure |= 1u << (cy * rc.x + cx);
                 }
                 an = sum_narrow(an, child);
             }
         }
         acc = wide(an);
-        finalize_narrow(r, p.x, p.y, an);
+        if (!finalize_narrow(r, p.x, p.y, an)) {
+            unsure |= 1u << 31u;
+        }
+        // the rare texels the screen left (within 2^-18 of a threshold): the exact path, children's
+        // sums summed again (keeping them all would cost registers every texel pays for)
+        for (var m = unsure; m != 0u; m &= m - 1u) {
+            let b = firstTrailingBit(m);
+            var lv = r;
+            var q = p;
+            var nn = an;
+            if (b != 31u) {
+                lv = 0u;
+                q = p * rc + vec2<u32>(b % rc.x, b / rc.x);
+                nn = child_narrow(q, fs);
+            }
+            finalize(lv, q.x, q.y, wide(nn));
+        }
     } else if (inside) {
         for (var cy = 0u; cy < rc.y; cy++) {
             for (var cx = 0u; cx < rc.x; cx++) {
