@@ -56,7 +56,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> dst_sums: array<u32>;
 @group(0) @binding(5) var<storage, read> tables: array<u32>;  // L (2 words), Q (3 words), Q / 2^32 (f32)
 
-var<workgroup> tile: array<u32, 3072>;  // 16 x 16 texels x 4 slots x 3 words
+var<workgroup> tile: array<u32, 3072>;  // 16 x 16 texels x 4 slots x 3 words (tile_put)
 
 // 8-bit sRGB: L and the float thresholds in workgroup memory (a warp's 32 lookups of random
 // codes in a storage buffer touch up to 16 cache lines each)
@@ -372,27 +372,26 @@ fn level_slot(i: u32, o: vec2<u32>) -> u32 {
     return 85u - (85u >> (2u * (i - 2u))) + o.y * level_extent(i).x + o.x;
 }
 
-fn lsums_put(k: u32, s: Sums) {
-    let j = k * 12u;
-    lsums[j] = s.c0.x;
-    lsums[j + 1u] = s.c0.y;
-    lsums[j + 2u] = s.c0.z;
-    lsums[j + 3u] = s.c1.x;
-    lsums[j + 4u] = s.c1.y;
-    lsums[j + 5u] = s.c1.z;
-    lsums[j + 6u] = s.c2.x;
-    lsums[j + 7u] = s.c2.y;
-    lsums[j + 8u] = s.c2.z;
-    lsums[j + 9u] = s.a.x;
-    lsums[j + 10u] = s.a.y;
-    lsums[j + 11u] = s.a.z;
+fn lsums_put(k: u32, s: Sums) {  // word w of slot k at lsums[85 w + k]
+    lsums[k] = s.c0.x;
+    lsums[k + 85u] = s.c0.y;
+    lsums[k + 170u] = s.c0.z;
+    lsums[k + 255u] = s.c1.x;
+    lsums[k + 340u] = s.c1.y;
+    lsums[k + 425u] = s.c1.z;
+    lsums[k + 510u] = s.c2.x;
+    lsums[k + 595u] = s.c2.y;
+    lsums[k + 680u] = s.c2.z;
+    lsums[k + 765u] = s.a.x;
+    lsums[k + 850u] = s.a.y;
+    lsums[k + 935u] = s.a.z;
 }
 
 fn lsums_get(k: u32) -> Sums {
-    let j = k * 12u;
-    return Sums(Big(lsums[j], lsums[j + 1u], lsums[j + 2u], 0u), Big(lsums[j + 3u], lsums[j + 4u], lsums[j + 5u], 0u),
-                Big(lsums[j + 6u], lsums[j + 7u], lsums[j + 8u], 0u),
-                Big(lsums[j + 9u], lsums[j + 10u], lsums[j + 11u], 0u));
+    return Sums(Big(lsums[k], lsums[k + 85u], lsums[k + 170u], 0u),
+                Big(lsums[k + 255u], lsums[k + 340u], lsums[k + 425u], 0u),
+                Big(lsums[k + 510u], lsums[k + 595u], lsums[k + 680u], 0u),
+                Big(lsums[k + 765u], lsums[k + 850u], lsums[k + 935u], 0u));
 }
 
 // The code of channel c (the alpha's at NC) of a texel from its collapsed sums: finalize's
@@ -408,26 +407,29 @@ fn round_one(sm: Sums, c: u32, s: u32) -> u32 {
     return round_fast(num, select(Big(1u << s, 0u, 0u, 0u), sm.a, covered && !alpha), srgb);
 }
 
+// word k of texel j at tile[256 k + j]: a warp's threads touch consecutive words, no bank conflicts
 fn tile_put(p: vec2<u32>, s: Sums) {
-    let j = (p.y * 16u + p.x) * 12u;
+    let j = p.y * 16u + p.x;
     tile[j] = s.c0.x;
-    tile[j + 1u] = s.c0.y;
-    tile[j + 2u] = s.c0.z;
-    tile[j + 3u] = s.c1.x;
-    tile[j + 4u] = s.c1.y;
-    tile[j + 5u] = s.c1.z;
-    tile[j + 6u] = s.c2.x;
-    tile[j + 7u] = s.c2.y;
-    tile[j + 8u] = s.c2.z;
-    tile[j + 9u] = s.a.x;
-    tile[j + 10u] = s.a.y;
-    tile[j + 11u] = s.a.z;
+    tile[j + 256u] = s.c0.y;
+    tile[j + 512u] = s.c0.z;
+    tile[j + 768u] = s.c1.x;
+    tile[j + 1024u] = s.c1.y;
+    tile[j + 1280u] = s.c1.z;
+    tile[j + 1536u] = s.c2.x;
+    tile[j + 1792u] = s.c2.y;
+    tile[j + 2048u] = s.c2.z;
+    tile[j + 2304u] = s.a.x;
+    tile[j + 2560u] = s.a.y;
+    tile[j + 2816u] = s.a.z;
 }
 
 fn tile_get(p: vec2<u32>) -> Sums {
-    let j = (p.y * 16u + p.x) * 12u;
-    return Sums(Big(tile[j], tile[j + 1u], tile[j + 2u], 0u), Big(tile[j + 3u], tile[j + 4u], tile[j + 5u], 0u),
-                Big(tile[j + 6u], tile[j + 7u], tile[j + 8u], 0u), Big(tile[j + 9u], tile[j + 10u], tile[j + 11u], 0u));
+    let j = p.y * 16u + p.x;
+    return Sums(Big(tile[j], tile[j + 256u], tile[j + 512u], 0u),
+                Big(tile[j + 768u], tile[j + 1024u], tile[j + 1280u], 0u),
+                Big(tile[j + 1536u], tile[j + 1792u], tile[j + 2048u], 0u),
+                Big(tile[j + 2304u], tile[j + 2560u], tile[j + 2816u], 0u));
 }
 
 // Thread (tx, ty) of workgroup (gx, gy) owns texel (16 gx + tx, 16 gy + ty) of the pass's
