@@ -34,12 +34,12 @@ CUTS = {
     "noencode": [("v = vec4<f32>(srgb_encode3(clamp(v.rgb, vec3<f32>(0.0), vec3<f32>(1.0))), v.a);", "")],
 }
 CUTS["notileround"] = [("let code = round_one(lsums_get(slot), c, prm.mt[i].s);",
-                         "let code = lsums[slot] & 255u;")]
+                         "let code = tile[3072u + slot] & 255u;")]
 CUTS["nobarrier"] = [("        workgroupBarrier();\n        let g", "        let g"),
                       ("    workgroupBarrier();\n    // every", "    // every"),
                       ("    workgroupBarrier();\n    for (var i = 2u", "    for (var i = 2u")]
-CUTS["nofinal"] = [("finalize_narrow(0u, c.x, c.y, child);", "an.a += child.a & 1u;"),
-                    ("finalize_narrow(r, p.x, p.y, an);", "")]
+CUTS["nofinal"] = [("if (r == 1u && !finalize_narrow(0u, c.x, c.y, child)) {", "if (r == 1u && child.a == 12345u) {"),
+                   ("if (!finalize_narrow(r, p.x, p.y, an)) {", "if (an.a == 12345u) {")]
 CUTS["empty"] = [("    let n = prm.levels;\n", "    let n = prm.levels;\n    if (n < 64u) {\n        return;\n    }\n")]
 CUTS["nopow12"] = [("v = srgb_encode3(xv / 2147483648.0) * 255.0;", "v = sqrt(xv / 2147483648.0) * 255.0;")]
 CUTS["nostore12"] = [("    write_texel(i, x, y, codes);\n}\n\n// Levels 3..", "    if (codes.x == 1234u) {\n        write_texel(i, x, y, codes);\n    }\n}\n\n// Levels 3..")]

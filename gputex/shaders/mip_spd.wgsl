@@ -56,7 +56,8 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> dst_sums: array<u32>;
 @group(0) @binding(5) var<storage, read> tables: array<u32>;  // L (2 words), Q (3 words), Q / 2^32 (f32)
 
-var<workgroup> tile: array<u32, 3072>;  // 16 x 16 texels x 4 slots x 3 words (tile_put)
+// 16 x 16 texels x 4 slots x 3 words (tile_put), then the level slots (lsums_put)
+var<workgroup> tile: array<u32, 4092>;
 
 // 8-bit sRGB: L and the float thresholds in workgroup memory (a warp's 32 lookups of random
 // codes in a storage buffer touch up to 16 cache lines each)
@@ -360,7 +361,6 @@ fn child_narrow(c: vec2<u32>, fs: vec2<u32>) -> Narrow {
 // 64, 16, 4 and 1 of them (an axis that still halves has 16 >> (i - 2) texels in the tile, one that
 // stopped is 1 texel long), kept at level_slot(i, o): their sums (12 words a texel) in lsums,
 // their codes (two 16-bit codes a word) in ctile.
-var<workgroup> lsums: array<u32, 1020>;
 var<workgroup> ctile: array<atomic<u32>, 256>;
 
 fn level_extent(i: u32) -> vec2<u32> {
@@ -372,26 +372,32 @@ fn level_slot(i: u32, o: vec2<u32>) -> u32 {
     return 85u - (85u >> (2u * (i - 2u))) + o.y * level_extent(i).x + o.x;
 }
 
-fn lsums_put(k: u32, s: Sums) {  // word w of slot k at lsums[85 w + k]
-    lsums[k] = s.c0.x;
-    lsums[k + 85u] = s.c0.y;
-    lsums[k + 170u] = s.c0.z;
-    lsums[k + 255u] = s.c1.x;
-    lsums[k + 340u] = s.c1.y;
-    lsums[k + 425u] = s.c1.z;
-    lsums[k + 510u] = s.c2.x;
-    lsums[k + 595u] = s.c2.y;
-    lsums[k + 680u] = s.c2.z;
-    lsums[k + 765u] = s.a.x;
-    lsums[k + 850u] = s.a.y;
-    lsums[k + 935u] = s.a.z;
+fn lsums_put(k: u32, s: Sums) {  // word w of slot k at tile[3072 + 85 w + k]
+    let j = 3072u + k;
+    tile[j] = s.c0.x;
+    tile[j + 85u] = s.c0.y;
+    tile[j + 170u] = s.c0.z;
+    tile[j + 255u] = s.c1.x;
+    tile[j + 340u] = s.c1.y;
+    tile[j + 425u] = s.c1.z;
+    tile[j + 510u] = s.c2.x;
+    tile[j + 595u] = s.c2.y;
+    tile[j + 680u] = s.c2.z;
+    tile[j + 765u] = s.a.x;
+    tile[j + 850u] = s.a.y;
+    tile[j + 935u] = s.a.z;
 }
 
 fn lsums_get(k: u32) -> Sums {
-    return Sums(Big(lsums[k], lsums[k + 85u], lsums[k + 170u], 0u),
-                Big(lsums[k + 255u], lsums[k + 340u], lsums[k + 425u], 0u),
-                Big(lsums[k + 510u], lsums[k + 595u], lsums[k + 680u], 0u),
-                Big(lsums[k + 765u], lsums[k + 850u], lsums[k + 935u], 0u));
+    return sums_get(3072u + k, 85u);
+}
+
+// Sums whose word w is at tile[j + w * stride]
+fn sums_get(j: u32, stride: u32) -> Sums {
+    return Sums(Big(tile[j], tile[j + stride], tile[j + 2u * stride], 0u),
+                Big(tile[j + 3u * stride], tile[j + 4u * stride], tile[j + 5u * stride], 0u),
+                Big(tile[j + 6u * stride], tile[j + 7u * stride], tile[j + 8u * stride], 0u),
+                Big(tile[j + 9u * stride], tile[j + 10u * stride], tile[j + 11u * stride], 0u));
 }
 
 // The code of channel c (the alpha's at NC) of a texel from its collapsed sums: finalize's
@@ -510,25 +516,42 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     tile_put(lid.xy, collapse(acc));
     atomicStore(&ctile[lid.y * 16u + lid.x], 0u);
-    // the sums of levels 3.. of the pass, each from the one before (a barrier a level: a thread
-    // overwrites only its own first child's place, which no other thread reads), kept in lsums
-    for (var i = 2u; i < n; i++) {
+    // the sums of levels 3.. of the pass (i = 2..) in two rounds, a barrier each, kept in lsums:
+    // levels 3 and 4 from the tile (2x2 and 4x4 anchor texels a texel), then 5 and 6 from level 4
+    // (2x2 and 4x4 of its texels). Threads 0.. take the first level's texels, the next ones the
+    // second's. (Not a round a level: on lavapipe every statement runs for every 8 threads, masked,
+    // whether or not one of them has work, and each barrier switches between all of them.)
+    let tid = lid.y * 16u + lid.x;
+    for (var stage = 0u; stage < 2u; stage++) {
         workgroupBarrier();
-        let g = prm.lv[i].f - anchor.f;        // anchor texels per texel of level i
-        let gp = prm.lv[i - 1u].f - anchor.f;  // ... of level i - 1
-        let rr = vec2<u32>(1u) << (g - gp);
-        let t = vec2<u32>(16u) >> g;           // level i texels in the tile
-        let q = wg.xy * t + lid.xy;
-        if (all(lid.xy < t) && all(q < prm.lv[i].size)) {
+        let i0 = 2u + 2u * stage;
+        if (i0 >= n) {
+            break;
+        }
+        let e0 = level_extent(i0);
+        let first = tid < e0.x * e0.y;
+        let i = select(i0 + 1u, i0, first);
+        let j = select(tid - e0.x * e0.y, tid, first);
+        let e = level_extent(min(i, n - 1u));
+        let o = vec2<u32>(j & (e.x - 1u), j >> countTrailingZeros(e.x));
+        let t = vec2<u32>(16u) >> (prm.lv[i].f - anchor.f);
+        let q = wg.xy * t + o;
+        if (i < n && j < e.x * e.y && all(q < prm.lv[i].size)) {
+            let src_level = select(1u, 3u, stage == 1u);  // the anchor level (the tile), or level 4
+            let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[src_level].f);
+            // the children's sums: word w of child c at w * stride + base + c.y * row + c.x
+            let stride = select(256u, 85u, stage == 1u);
+            let row = select(16u, level_extent(3u).x, stage == 1u);
+            let base = select(0u, 3072u + level_slot(3u, vec2<u32>(0u)), stage == 1u);
             var sum = zero_acc();
             for (var cy = 0u; cy < rr.y; cy++) {
                 for (var cx = 0u; cx < rr.x; cx++) {
-                    sum = add_collapsed(sum, tile_get((lid.xy * rr + vec2<u32>(cx, cy)) << gp));
+                    let c = o * rr + vec2<u32>(cx, cy);
+                    sum = add_collapsed(sum, sums_get(base + c.y * row + c.x, stride));
                 }
             }
             let cs = collapse(sum);
-            tile_put(lid.xy << g, cs);
-            lsums_put(level_slot(i, lid.xy), cs);
+            lsums_put(level_slot(i, o), cs);
             if (STORE && i + 1u == prm.levels) {
                 store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, cs);
             }
@@ -556,9 +579,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             i++;
             te = level_extent(i);
         }
-        let j = kk / prm.channels;
-        let c = kk % prm.channels;
-        let o = vec2<u32>(j % te.x, j / te.x);
+        let j = kk >> countTrailingZeros(prm.channels);  // (powers of two: no divisions)
+        let c = kk & (prm.channels - 1u);
+        let o = vec2<u32>(j & (te.x - 1u), j >> countTrailingZeros(te.x));
         let t = vec2<u32>(16u) >> (prm.lv[i].f - anchor.f);
         if (all(wg.xy * t + o < prm.lv[i].size)) {
             let slot = level_slot(i, o);
