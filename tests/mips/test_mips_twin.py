@@ -13,6 +13,7 @@ from test_mips_int import _image
 
 import gputex
 import gputex.mips.spd as spd
+from gputex.formats import get_format
 from gputex.layout import mip_count
 from gputex.mips.intbox import model_chain
 
@@ -27,7 +28,9 @@ def _chain(gpu, a, fmt, space, alpha):
 
 
 def _twins_made(monkeypatch) -> list:
-    """The formats of the twin textures the chains make from now on."""
+    """The twin path on (spd.TWIN; off by default) and the formats of the twin textures the
+    chains make from now on."""
+    monkeypatch.setattr(spd, "TWIN", True)
     made: list = []
     real = spd._twin_texture
 
@@ -54,16 +57,10 @@ def test_twin_levels_equal_the_model(gpu, monkeypatch, fmt, space, alpha, w, h):
     a = _image(np.random.default_rng(2100 + w + h), w, h, 4, 8, "holes")
     report, got = _chain(gpu, a, fmt, space, alpha)
     assert report.precision == "integer" and report.note == ""
-    twin = spd.twin_format(gpu, gpu_format(fmt))
+    twin = spd.twin_format(gpu, get_format(fmt))
     assert twin == fmt.replace("-srgb", "") or (fmt.startswith("bgra") and twin is None)
     assert set(made) == ({twin} if twin else set()) and (made or not twin)  # (the self-check's chain too)
     _assert_model(got, a, space, alpha, f"{fmt} {w}x{h}")
-
-
-def gpu_format(name):
-    from gputex.formats import get_format
-
-    return get_format(name)
 
 
 @pytest.mark.gpu
@@ -80,13 +77,18 @@ def test_fewer_twin_bindings_put_the_small_levels_in_the_buffer(gpu, monkeypatch
     _assert_model(got, a, "srgb", "weighted", f"k={k}")
 
 
+def test_twin_is_off_by_default():
+    """The buffer path is the default (faster on the H200, docs/performance.md)."""
+    assert spd.TWIN is False
+
+
 @pytest.mark.gpu
 def test_failed_twin_check_keeps_the_buffer_path(gpu, monkeypatch):
     """An adapter whose unorm conversion gives another code back (forced: codes stored as
     (c + 1.25) / 255 read back as c + 1 under any rounding): the levels go through the buffer,
     the bytes are the model's, and the note says why."""
-    assert spd.twin_check(gpu, "rgba8unorm") == (True, "")
     made = _twins_made(monkeypatch)
+    assert spd.twin_check(gpu, "rgba8unorm") == (True, "")
     monkeypatch.setattr(spd, "TWIN_BIAS", 1.25)
     assert spd.twin_check(gpu, "rgba8unorm") == (False, "rgba8unorm channel 0: code 0 stored, 1 read back")
     a = _image(np.random.default_rng(2300), 64, 32, 4, 8, "holes")
