@@ -23,6 +23,19 @@ thread; 0.14 of that was rounding), the second 0.042, the buffer-to-texture copi
 0.26 (``docs/performance.md``, ``benchmarks/mip_spd_variants.py``). Alpha's exact
 ties (a quarter of level 1's texels) are rounded by a shift, not the search.
 
+The levels reach the texture by ``copy_buffer_to_texture`` from the output buffer (an sRGB
+format cannot be a storage texture). The other way, ``TWIN`` (8-bit RGBA): ``textureStore`` into
+a storage twin texture with mips (``mip_twin.wgsl``, one binding a level within
+``maxStorageTexturesPerShaderStage``, the pass's smaller levels beyond it on the buffer), then
+``copy_texture_to_texture`` of whole levels; its unorm conversion is self-checked once per
+session and format (:func:`twin_check`; an adapter that disagrees keeps the buffer and the
+report's note says so). Same bytes, but slower on the H200 (commit 260643f, same tree and run,
+warm median of 9): 4096^2 0.783 against 0.620 ms, 8192^2 2.890 against 2.262 ms: its texture
+copies cost more than the buffer's (level 1 of 4096^2: 0.310 against 0.186 ms), so it is off.
+The texture floor there (``benchmarks/mips.py``: the speed-of-light kernel, then every level
+copied into the sRGB texture the faster way) is 0.314 / 1.214 ms, 7.5x / 8.7x the speed of
+light: the copies, not this chain's arithmetic, bound any chain that ends in such a texture.
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x16 chain
 (seven levels: two passes, both kinds of tile) whose bytes must equal ``intbox.model_chain``'s.
 An adapter that disagrees gets the integer chain instead, and the report says so.
