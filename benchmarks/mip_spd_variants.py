@@ -35,7 +35,7 @@ CUTS = {
 }
 CUTS["notileround"] = [("let code = round_one(lsums_get(slot), c, prm.mt[i].s);",
                          "let code = tile[3072u + slot] & 255u;")]
-CUTS["nobarrier"] = [("        workgroupBarrier();\n        let g", "        let g"),
+CUTS["nobarrier"] = [("        workgroupBarrier();\n        let i0", "        let i0"),
                       ("    workgroupBarrier();\n    // every", "    // every"),
                       ("    workgroupBarrier();\n    for (var i = 2u", "    for (var i = 2u")]
 CUTS["nofinal"] = [("if (r == 1u && !finalize_narrow(0u, c.x, c.y, child)) {", "if (r == 1u && child.a == 12345u) {"),

@@ -48,6 +48,10 @@ LEVELS_PER_PASS = 6
 SCREEN = True
 #: Words of sums a texel keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
+#: 8-bit sRGB: copy the code tables into workgroup memory first (a GPU's random lookups in a
+#: storage buffer touch many cache lines). None: on every adapter but a CPU one (lavapipe: the
+#: same memory either way, and the copy's barrier costs ~2% of a 2048^2 chain); the tests force both.
+SMEM_TABLES: bool | None = None
 
 
 def _size(w: int, h: int, level: int) -> tuple[int, int]:
@@ -119,7 +123,9 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     plan = spd_plan(tex.width, tex.height, tex.levels)
     nslots = slots(fmt.channels)
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
-              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
+              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN,
+              "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb"
+              and (SMEM_TABLES if SMEM_TABLES is not None else session.info.adapter_type != "CPU")}
     entries = integer_entries("sursr")
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]

@@ -113,6 +113,23 @@ def test_float_screen_gives_the_exact_search_bytes(gpu, monkeypatch, fmt, space)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("smem", [True, False])
+def test_code_tables_in_workgroup_memory_or_not_give_the_same_bytes(gpu, monkeypatch, smem):
+    """8-bit sRGB: the tables copied into workgroup memory (GPUs) or read from the buffer (CPU
+    adapters) give the integer chain's bytes."""
+    import gputex.mips.spd as spd
+
+    monkeypatch.setattr(spd, "SMEM_TABLES", smem)
+    a = _image(np.random.default_rng(1960), 256, 128, 4, 8, "holes")
+    for alpha in ("weighted", "straight"):
+        report, got = _levels(gpu, a, "rgba8unorm-srgb", "srgb", alpha, "exact")
+        assert report.precision == "integer" and report.note == ""
+        _, want = _levels(gpu, a, "rgba8unorm-srgb", "srgb", alpha, "int")
+        for lv, (g, i) in enumerate(zip(got, want), start=1):
+            assert np.array_equal(g, i), f"{alpha} level {lv}"
+
+
+@pytest.mark.gpu
 def test_failed_self_check_falls_back_to_the_integer_chain(gpu, monkeypatch):
     import gputex.mips.intbox as intbox
 
