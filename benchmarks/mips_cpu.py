@@ -36,9 +36,10 @@ def child(size: str, runs: int, variant: str) -> None:
     gpu = gputex.Session()
     if variant != "base":
         sys.path.insert(0, here)
+        import mip_spd_variants as mv
+
         import gputex.kernels as kernels
         import gputex.mips.spd as spd
-        import mip_spd_variants as mv
 
         mv.CUTS["emptynocopy"] = mv.CUTS["empty"]
         mv.VARIANT["name"] = variant
