@@ -52,6 +52,9 @@ _WORDS = 3
 #: storage buffer touch many cache lines). None: on every adapter but a CPU one (lavapipe: the
 #: same memory either way, and the copy's barrier costs ~2% of a 2048^2 chain); the tests force both.
 SMEM_TABLES: bool | None = None
+#: Levels 3.. of a pass summed one level a barrier (None: on every adapter but a CPU one, where
+#: two rounds of two levels each cost less; the same bytes either way, the tests run both).
+ROUND_A_LEVEL: bool | None = None
 
 
 def _size(w: int, h: int, level: int) -> tuple[int, int]:
@@ -122,10 +125,12 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     session, device, fmt = tex.session, tex.session.device, tex.format
     plan = spd_plan(tex.width, tex.height, tex.levels)
     nslots = slots(fmt.channels)
+    gpu = session.info.adapter_type != "CPU"
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
               "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN,
               "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb"
-              and (SMEM_TABLES if SMEM_TABLES is not None else session.info.adapter_type != "CPU")}
+              and (SMEM_TABLES if SMEM_TABLES is not None else gpu),
+              "ROUND_A_LEVEL": ROUND_A_LEVEL if ROUND_A_LEVEL is not None else gpu}
     entries = integer_entries("sursr")
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
