@@ -67,9 +67,16 @@ _WORDS = 3
 #: H200 the twin's copies cost more than the buffer's, 4096^2 chain 0.783 against 0.620 ms; see
 #: the module docstring). The tests run both; the bytes are the same.
 TWIN = False
-#: The twin stores code c as (c + TWIN_BIAS) / 255 (``mip_twin.wgsl``; the tests set 0.75 to make
+#: The twin stores code c as (c + TWIN_BIAS) / 255 (``mip_twin.wgsl``; the tests set 1.25 to make
 #: the self-check of the conversion fail).
 TWIN_BIAS = 0.25
+#: 8-bit sRGB: copy the code tables into workgroup memory first (a GPU's random lookups in a
+#: storage buffer touch many cache lines). None: on every adapter but a CPU one (lavapipe: the
+#: same memory either way, and the copy's barrier costs ~2% of a 2048^2 chain); the tests force both.
+SMEM_TABLES: bool | None = None
+#: Levels 3.. of a pass summed one level a barrier (None: on every adapter but a CPU one, where
+#: two rounds of two levels each cost less; the same bytes either way, the tests run both).
+ROUND_A_LEVEL: bool | None = None
 
 
 def _size(w: int, h: int, level: int) -> tuple[int, int]:
@@ -251,8 +258,12 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     session, device, fmt = tex.session, tex.session.device, tex.format
     plan = spd_plan(tex.width, tex.height, tex.levels)
     nslots = slots(fmt.channels)
+    gpu = session.info.adapter_type != "CPU"
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
-              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
+              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN,
+              "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb"
+              and (SMEM_TABLES if SMEM_TABLES is not None else gpu),
+              "ROUND_A_LEVEL": ROUND_A_LEVEL if ROUND_A_LEVEL is not None else gpu}
     entries = integer_entries("sursr")
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     twin = twin_format(session, fmt)

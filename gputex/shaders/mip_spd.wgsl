@@ -24,6 +24,7 @@ override BGRA: bool = false;
 override FROM_SUMS: bool = false;  // the source is stored sums (else the base texture)
 override STORE: bool = false;      // keep the pass's last level's sums for the next pass
 override SCREEN: bool = true;      // the float estimate decides where it is clearly inside a code
+override ROUND_A_LEVEL: bool = true;  // levels 3.. of a pass a barrier each (else two rounds: main)
 
 override NC: u32 = select(1u, 3u, CHANNELS == 4u);
 override HAS_ALPHA: bool = CHANNELS != 1u;
@@ -520,15 +521,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     tile_put(lid.xy, collapse(acc));
     atomicStore(&ctile[lid.y * 16u + lid.x], 0u);
-    // the sums of levels 3.. of the pass (i = 2..) in two rounds, a barrier each, kept in lsums:
-    // levels 3 and 4 from the tile (2x2 and 4x4 anchor texels a texel), then 5 and 6 from level 4
-    // (2x2 and 4x4 of its texels). Threads 0.. take the first level's texels, the next ones the
-    // second's. (Not a round a level: on lavapipe every statement runs for every 8 threads, masked,
-    // whether or not one of them has work, and each barrier switches between all of them.)
+    // the sums of levels 3.. of the pass (i = 2..), kept in lsums, in rounds of a barrier each, a
+    // round's levels summed from the level before them (the tile for the first round):
+    // ROUND_A_LEVEL, one level a round, each texel from 2x2 of the level before (GPUs: the shortest
+    // chain of dependent steps, which the latency-bound passes wait on); else two rounds, levels 3
+    // and 4 from the tile (2x2 and 4x4 anchor texels a texel), then 5 and 6 from level 4 (CPU
+    // adapters: on lavapipe every statement runs for every 8 threads, masked, whether or not one of
+    // them has work, and a barrier switches between all of them). Threads 0.. take a round's first
+    // level's texels, the next ones its second's.
     let tid = lid.y * 16u + lid.x;
-    for (var stage = 0u; stage < 2u; stage++) {
+    let per = select(2u, 1u, ROUND_A_LEVEL);
+    for (var round = 0u; round < 4u; round++) {
         workgroupBarrier();
-        let i0 = 2u + 2u * stage;
+        let i0 = 2u + per * round;
         if (i0 >= n) {
             break;
         }
@@ -538,15 +543,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let j = select(tid - e0.x * e0.y, tid, first);
         let e = level_extent(min(i, n - 1u));
         let o = vec2<u32>(j & (e.x - 1u), j >> countTrailingZeros(e.x));
-        let t = vec2<u32>(16u) >> (prm.lv[i].f - anchor.f);
+        let t = vec2<u32>(16u) >> (prm.lv[min(i, 5u)].f - anchor.f);
         let q = wg.xy * t + o;
-        if (i < n && j < e.x * e.y && all(q < prm.lv[i].size)) {
-            let src_level = select(1u, 3u, stage == 1u);  // the anchor level (the tile), or level 4
-            let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[src_level].f);
+        if (i < min(n, i0 + per) && j < e.x * e.y && all(q < prm.lv[i].size)) {
+            let from_tile = i0 == 2u;  // else level i0 - 1's slots
+            let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[i0 - 1u].f);
             // the children's sums: word w of child c at w * stride + base + c.y * row + c.x
-            let stride = select(256u, 85u, stage == 1u);
-            let row = select(16u, level_extent(3u).x, stage == 1u);
-            let base = select(0u, 3072u + level_slot(3u, vec2<u32>(0u)), stage == 1u);
+            let stride = select(85u, 256u, from_tile);
+            let row = select(level_extent(i0 - 1u).x, 16u, from_tile);
+            let base = select(3072u + level_slot(i0 - 1u, vec2<u32>(0u)), 0u, from_tile);
             var sum = zero_acc();
             for (var cy = 0u; cy < rr.y; cy++) {
                 for (var cx = 0u; cx < rr.x; cx++) {
