@@ -4,11 +4,15 @@
 
 Times ``mip_spd.wgsl`` (rgba8unorm-srgb, weighted alpha) as it is and with parts of it cut out
 by text edits of the shader (the bytes of the cut variants are wrong; the self-check is skipped
-for them): ``noround`` (a code is a few bits of its sums: no float estimate, no sRGB encode, no
-exact comparisons), ``noencode`` (the base's sRGB codes are not re-encoded from the texture's
-linear floats), ``both``, ``notile`` (levels 3.. of a pass, the ones made in workgroup memory, are not made), ``nocopy`` (the levels
-are not copied from the output buffer or atlas into the texture); next to the float chain and the speed of light, measured as
-``benchmarks/mips.py`` does (warm GPU, median of ``--repeat``).
+for them): ``noround`` (finalize's codes, now only the screen's rare misses at levels 1-2 and the
+16-bit / stored-sums passes, are a few bits of the sums), ``nofinal`` (levels 1-2 of an 8-bit first
+pass get no codes), ``noencode`` (the base's sRGB codes are not re-encoded from the texture's
+linear floats), ``both``, ``notile`` (levels 3.. of a pass, the ones made in workgroup memory, are
+not made), ``notileround`` (... made but not rounded), ``nobarrier`` (their barriers cut),
+``empty`` (the shader returns at once: dispatch overhead), ``nocopy`` (the levels are not copied
+from the output buffer into the texture); next to the float chain and the speed of light,
+measured as ``benchmarks/mips.py`` does (warm GPU, median of ``--repeat``). ``benchmarks/mips_cpu.py``
+runs the same cuts on lavapipe (CPU time).
 """
 
 from __future__ import annotations
@@ -33,6 +37,14 @@ CUTS = {
                  "code = (num.x ^ num.y ^ a.x) & 255u;")],
     "noencode": [("v = vec4<f32>(srgb_encode3(clamp(v.rgb, vec3<f32>(0.0), vec3<f32>(1.0))), v.a);", "")],
 }
+CUTS["notileround"] = [("let code = round_one(lsums_get(slot), c, prm.mt[i].s);",
+                         "let code = tile[3072u + slot] & 255u;")]
+CUTS["nobarrier"] = [("        workgroupBarrier();\n        let i0", "        let i0"),
+                      ("    workgroupBarrier();\n    // every", "    // every"),
+                      ("    workgroupBarrier();\n    for (var i = 2u", "    for (var i = 2u")]
+CUTS["nofinal"] = [("if (r == 1u && !finalize_narrow(0u, c.x, c.y, child)) {", "if (r == 1u && child.a == 12345u) {"),
+                   ("if (!finalize_narrow(r, p.x, p.y, an)) {", "if (an.a == 12345u) {")]
+CUTS["empty"] = [("    let n = prm.levels;\n", "    let n = prm.levels;\n    if (n < 64u) {\n        return;\n    }\n")]
 CUTS["notile"] = [("    if (n <= 2u) {\n        return;\n    }", "    if (n <= 64u) {\n        return;\n    }")]
 CUTS["both"] = CUTS["noround"] + CUTS["noencode"]
 

@@ -10,7 +10,11 @@ the default, in its single-pass form where the sizes halve (``gputex/mips/spd.py
 multi-pass integer chain, the same bytes; ``fast``: the float32 chain), the chain's GPU time
 (timestamp queries) and its ratio to the **speed of light**: ``mip_sol.wgsl`` reads every base
 texel once and writes every texel of every level once, nothing else (the memory floor of any
-chain; 4x4 texels a thread, coalesced 8-byte stores).
+chain; 4x4 texels a thread, coalesced 8-byte stores), and to the **texture floor**
+(:class:`TextureFloor`): that kernel, then every level moved into the (sRGB, not storage-capable)
+texture by the faster of ``copy_texture_to_texture`` from a storage twin and
+``copy_buffer_to_texture``: the floor of any chain that must end in the texture. (A chain's
+median runs to its last pass's end, without the copies after it; the floor includes all copies.)
 
 How it measures (a sub-millisecond dispatch on a GPU that idled reads several times slow: its
 clocks are down; on the H200 a cold 4096^2 speed-of-light dispatch took ~5x its warm time):
@@ -243,6 +247,78 @@ class SpeedOfLight:
         self.dst1.destroy()
 
 
+class TextureFloor:
+    """The floor of any chain that must end in the texture (issue 16): the speed-of-light
+    kernel's bytes, then every level moved into the texture by the fastest path WebGPU allows a
+    format that cannot be a storage texture (sRGB): from a storage twin texture by
+    ``copy_texture_to_texture``, or from a buffer (256-byte row pitch) by
+    ``copy_buffer_to_texture``. Both are timed (the kernel's pass and the copies between two
+    empty timed passes: everything from the kernel's start to the last copy's end); the floor is
+    the faster. The twin's and the buffer's contents do not matter (copies move bytes)."""
+
+    def __init__(self, gpu, tex, sol: SpeedOfLight):
+        import wgpu
+
+        from gputex.layout import align_up
+        from gputex.mips.common import storage_twin
+
+        self.gpu, self.tex, self.sol = gpu, tex, sol
+        twin = storage_twin(gpu, tex.format)
+        self.twin = gpu.device.create_texture(
+            size=(*tex.size(1), 1), format=twin, mip_level_count=tex.levels - 1,
+            usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC) if twin and tex.levels > 1 else None
+        self.layout, off = [], 0
+        for lv in range(1, tex.levels):
+            w, h = tex.size(lv)
+            pitch = align_up(w * tex.format.block_bytes, 256)
+            self.layout.append((off, pitch, w, h))
+            off += pitch * h
+        self.buf = gpu.device.create_buffer(size=max(16, off), usage=wgpu.BufferUsage.COPY_SRC)
+
+    def submit(self, kind: str) -> tuple[int, int]:
+        """(kernel + copies, kernel alone) in ns, the copies from the ``twin`` or the ``buffer``."""
+        from gputex.kernels import timestamps as _timestamps
+
+        q = _timestamps(self.gpu, 3)
+        enc = self.gpu.device.create_command_encoder()
+        enc.begin_compute_pass(timestamp_writes=q.next()).end()
+        cpass = enc.begin_compute_pass(timestamp_writes=q.next())
+        cpass.set_pipeline(self.sol.pipe)
+        cpass.set_bind_group(0, self.sol.bind)
+        cpass.dispatch_workgroups(*self.sol.groups)
+        cpass.end()
+        for j, (off, pitch, w, h) in enumerate(self.layout):
+            dst = {"texture": self.tex.texture, "mip_level": j + 1}
+            if kind == "twin":
+                enc.copy_texture_to_texture({"texture": self.twin, "mip_level": j}, dst, (w, h, 1))
+            else:
+                enc.copy_buffer_to_texture({"buffer": self.buf, "offset": off, "bytes_per_row": pitch,
+                                            "rows_per_image": h}, dst, (w, h, 1))
+        enc.begin_compute_pass(timestamp_writes=q.next()).end()
+        q.resolve(enc)
+        self.gpu.device.queue.submit([enc.finish()])
+        total, each = q.read()
+        return total - each[0] - each[2], each[1]
+
+    def measure(self, repeat: int) -> dict:
+        """Warm medians (ns) of each path (``twin``, ``buffer``) and ``floor``, the faster."""
+        out = {}
+        for kind in ("twin", "buffer") if self.twin else ("buffer",):
+            self.submit(kind)
+            runs = []
+            for _ in range(max(1, repeat)):
+                self.sol.rewarm()
+                runs.append(self.submit(kind)[0])
+            out[kind] = sorted(runs)[len(runs) // 2]
+        out["floor"] = min(out.values())
+        return out
+
+    def destroy(self) -> None:
+        self.buf.destroy()
+        if self.twin:
+            self.twin.destroy()
+
+
 def marker(gpu, q) -> None:
     """An empty timed compute pass: a timestamp on the queue between two submissions."""
     enc = gpu.device.create_command_encoder()
@@ -325,6 +401,7 @@ def timings(gpu, args) -> list[dict]:
               (f"GPU {sol['median'] / 1e6:.4f} ms warm median ({light.bytes / sol['median']:.0f} GB/s), "
                f"{sol['batch'] / 1e6:.4f} ms back to back, {sol['cold'] / 1e6:.4f} ms cold" if sol
                else "no timestamp queries"))
+        floor = texture_floor(gpu, tex, light, args.repeat) if light else None
         for precision in args.precisions:
             wall, g, report = time_chain(gpu, tex, precision, args.repeat, light)
             ratio = g["median"] / sol["median"] if g and sol else None
@@ -343,6 +420,7 @@ def timings(gpu, args) -> list[dict]:
                          "sol_cold_ms": sol["cold"] / 1e6 if sol else None, "ratio_to_sol": ratio,
                          "passes": len(report.pass_ns), "pass_ms": [round(t / 1e6, 4) for t in report.pass_ns],
                          "timing": "warm median"})
+        add_floor(rows, floor)
         if light:
             light.destroy()
         if eight and not args.skip_cpu and w == h and w & (w - 1) == 0:
@@ -362,6 +440,35 @@ def timings(gpu, args) -> list[dict]:
             r["ratio_to_pot"] = r["gpu_ms"] / pot
             print(f"  {w}x{h} {r['precision']}: {r['ratio_to_pot']:.2f}x the GPU time of {n}x{n}")
     return rows
+
+
+def texture_floor(gpu, tex, light: SpeedOfLight, repeat: int) -> dict | None:
+    """:class:`TextureFloor`'s figures (ms), printed."""
+    if tex.levels < 2:
+        return None
+    tf = TextureFloor(gpu, tex, light)
+    try:
+        f = {k: v / 1e6 for k, v in tf.measure(repeat).items()}
+    finally:
+        tf.destroy()
+    twin = f"copies from a twin texture {f['twin']:.4f} ms, " if "twin" in f else ""
+    print(f"  texture floor (speed of light, then every level into the texture): {f['floor']:.4f} ms "
+          f"({twin}from a buffer {f['buffer']:.4f} ms)", flush=True)
+    return f
+
+
+def add_floor(rows: list[dict], floor: dict | None) -> None:
+    """The texture floor's figures and each chain's ratio to it, on the rows of one size."""
+    if not floor:
+        return
+    size = rows[-1]["size"] if rows else None
+    for r in rows:
+        if r["size"] != size or "floor_ms" in r:
+            continue
+        r.update(floor_ms=floor["floor"], floor_twin_ms=floor.get("twin"), floor_buffer_ms=floor["buffer"])
+        if r["gpu_ms"]:
+            r["ratio_to_floor"] = r["gpu_ms"] / floor["floor"]
+            print(f"  {r['precision']:>5}: {r['ratio_to_floor']:.2f}x the texture floor")
 
 
 def cpu_baselines(gpu, tex, a) -> None:

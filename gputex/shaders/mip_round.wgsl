@@ -13,17 +13,14 @@ fn reaches(num: Big, den: Big, k: u32, srgb: bool) -> bool {
     return ge(Big(0u, num.x, num.y, num.z), rhs);
 }
 
-// The code k with Q[k] <= num / den < Q[k + 1]: probes next to a float estimate, then bisection
-// (one call site of reaches(): every inlined copy costs lavapipe compile time).
-fn round_code(num: Big, den: Big, srgb: bool) -> u32 {
-    let m = f32(top());
-    var v = approx(num) / approx(den);
-    if (srgb) {
-        v = encode(v / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
-    }
-    var lo = 0u;     // the code is in [lo, hi]
-    var hi = top();
-    var probe = max(1u, u32(clamp(floor(v + 0.5), 0.0, m)));
+// The code k with Q[k] <= num / den < Q[k + 1], known to lie in [lo, hi]: probes from `probe`
+// one code at a time, twice, then bisection (one call site of reaches(): every inlined copy costs
+// lavapipe compile time, and lavapipe runs a loop's body at least once, masked, even where no
+// invocation enters it).
+fn search_code(num: Big, den: Big, srgb: bool, lo0: u32, hi0: u32, probe0: u32) -> u32 {
+    var lo = lo0;
+    var hi = hi0;
+    var probe = probe0;
     for (var i = 0u; i < 64u && lo < hi; i++) {
         if (reaches(num, den, probe, srgb)) {
             lo = probe;
@@ -35,4 +32,15 @@ fn round_code(num: Big, den: Big, srgb: bool) -> u32 {
         probe = clamp(probe, lo + 1u, max(hi, lo + 1u));
     }
     return lo;
+}
+
+// The code k with Q[k] <= num / den < Q[k + 1]: the search over every code from next to a float
+// estimate.
+fn round_code(num: Big, den: Big, srgb: bool) -> u32 {
+    let m = f32(top());
+    var v = approx(num) / approx(den);
+    if (srgb) {
+        v = encode(v / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
+    }
+    return search_code(num, den, srgb, 0u, top(), max(1u, u32(clamp(floor(v + 0.5), 0.0, m))));
 }

@@ -1,6 +1,7 @@
 //! include mip_intmath.wgsl
 //! include mip_screen.wgsl
 //! include mip_store.wgsl
+//! include mip_twin.wgsl
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -23,6 +24,7 @@ override BGRA: bool = false;
 override FROM_SUMS: bool = false;  // the source is stored sums (else the base texture)
 override STORE: bool = false;      // keep the pass's last level's sums for the next pass
 override SCREEN: bool = true;      // the float estimate decides where it is clearly inside a code
+override ROUND_A_LEVEL: bool = true;  // levels 3.. of a pass a barrier each (else two rounds: main)
 
 override NC: u32 = select(1u, 3u, CHANNELS == 4u);
 override HAS_ALPHA: bool = CHANNELS != 1u;
@@ -56,7 +58,8 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> dst_sums: array<u32>;
 @group(0) @binding(5) var<storage, read> tables: array<u32>;  // L (2 words), Q (3 words), Q / 2^32 (f32)
 
-var<workgroup> tile: array<u32, 3072>;  // 16 x 16 texels x 4 slots x 3 words
+// 16 x 16 texels x 4 slots x 3 words (tile_put), then the level slots (lsums_put)
+var<workgroup> tile: array<u32, 4092>;
 
 // 8-bit sRGB: L and the float thresholds in workgroup memory (a warp's 32 lookups of random
 // codes in a storage buffer touch up to 16 cache lines each)
@@ -262,9 +265,12 @@ fn wide(n: Narrow) -> Acc {
     return Acc(ps[0], ps[1], ps[2], a, z, z, z);
 }
 
-// Level i's texel (x, y): codes (r, g, b, a; grey in r, its alpha in g) into the output words
+// Level i's texel (x, y): codes (r, g, b, a; grey in r, its alpha in g) into the level's storage
+// twin texture where the pass binds one (TWIN_STORE, mip_twin.wgsl), else into the output words
 fn write_texel(i: u32, x: u32, y: u32, codes: vec4<u32>) {
-    store_codes(prm.mt[i].off + y * prm.mt[i].pitch, x, codes);
+    if (!TWIN_STORE(i, vec2<u32>(x, y), codes)) {
+        store_codes(prm.mt[i].off + y * prm.mt[i].pitch, x, codes);
+    }
 }
 
 fn pick(acc: Acc, c: u32, plain: bool) -> Big {
@@ -303,9 +309,101 @@ fn finalize(i: u32, x: u32, y: u32, acc: Acc) {
     }
 }
 
-// Codes of a level's texels in the tile, two 16-bit codes a word (at most 128 texels a level
-// from the third on: 16 x 8 where one axis stopped halving)
+// Levels 1-2 of a first pass from 8-bit base texels (at most 16 a texel): the codes straight from
+// the 32-bit lanes where they are certain (true), else nothing (false: the caller's finalize
+// gives the exact path's codes, the same bytes; one call site, out of the summing loops).
+// Alpha and linear colour over 2^s: the sum (below 16 * 255 < 2^12) shifted, rounding half up
+// (round_pow2's answer). Other colour: round_fast's screen on a float estimate with fewer
+// roundings than approx(): the lanes h, l (value h 2^16 + l) are below 16 * 255 * 2^16 < 2^28,
+// so f32(h) 65536 + f32(l) is off by at most 3 2^-24 relative, the divisor (2^s or the alpha
+// sum, below 2^12) is exact, the division (2.5 ulp) adds 5 2^-24 and the table's float 2^-24:
+// 9 2^-24 < 2^-20, the error round_fast's MARGIN (2^-18) is set against.
+fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
+    let s = prm.mt[i].s;
+    let half = 1u << (s - 1u);
+    let covered = WA && n.a != 0u;
+    var col = (n.sl.xyz + vec3<u32>(half)) >> vec3<u32>(s);
+    var sure = SCREEN && !(STORE && i + 1u == prm.levels);
+    if (SRGB || covered) {
+        let h = select(n.sh.xyz, n.nh.xyz, covered);
+        let l = select(n.sl.xyz, n.nl.xyz, covered);
+        let xv = (vec3<f32>(h) * 65536.0 + vec3<f32>(l)) / select(f32(1u << s), f32(n.a), covered);
+        var v = xv;
+        if (SRGB) {
+            v = srgb_encode3(xv / 2147483648.0) * 255.0;
+        }
+        col = vec3<u32>(clamp(floor(v + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
+        let tl = vec3<f32>(threshold_f(col.x, SRGB), threshold_f(col.y, SRGB), threshold_f(col.z, SRGB));
+        let th = vec3<f32>(threshold_f(col.x + 1u, SRGB), threshold_f(col.y + 1u, SRGB),
+                           threshold_f(col.z + 1u, SRGB));
+        let above = col == vec3<u32>(0u) | xv >= tl * (1.0 + MARGIN);
+        let below = col == vec3<u32>(255u) | xv < th * (1.0 - MARGIN);
+        sure = sure && all((above & below) | vec3<bool>(false, NC == 1u, NC == 1u));
+    }
+    if (sure) {
+        let a = (n.a + half) >> s;
+        var codes = vec4<u32>(col, a);
+        if (NC == 1u) {
+            codes = vec4<u32>(col.x, 0u, 0u, a);
+        }
+        write_texel(i, x, y, codes);
+    }
+    return sure;
+}
+
+// The sums of first-level texel c from its source texels.
+fn child_narrow(c: vec2<u32>, fs: vec2<u32>) -> Narrow {
+    var child = zero_narrow();
+    for (var sy = 0u; sy < fs.y; sy++) {
+        for (var sx = 0u; sx < fs.x; sx++) {
+            child = add_narrow(child, c * fs + vec2<u32>(sx, sy));
+        }
+    }
+    return child;
+}
+
+// Levels 3.. of a pass (i = 2.. here) in a tile: a level's texels o < level_extent(i), at most
+// 64, 16, 4 and 1 of them (an axis that still halves has 16 >> (i - 2) texels in the tile, one that
+// stopped is 1 texel long), kept at level_slot(i, o): their sums (12 words a texel) in lsums,
+// their codes (two 16-bit codes a word) in ctile.
 var<workgroup> ctile: array<atomic<u32>, 256>;
+
+fn level_extent(i: u32) -> vec2<u32> {
+    let t = vec2<u32>(16u) >> (prm.lv[i].f - prm.lv[min(1u, prm.levels - 1u)].f);
+    return select(t, vec2<u32>(1u), prm.lv[i].size == vec2<u32>(1u));
+}
+
+fn level_slot(i: u32, o: vec2<u32>) -> u32 {
+    return 85u - (85u >> (2u * (i - 2u))) + o.y * level_extent(i).x + o.x;
+}
+
+fn lsums_put(k: u32, s: Sums) {  // word w of slot k at tile[3072 + 85 w + k]
+    let j = 3072u + k;
+    tile[j] = s.c0.x;
+    tile[j + 85u] = s.c0.y;
+    tile[j + 170u] = s.c0.z;
+    tile[j + 255u] = s.c1.x;
+    tile[j + 340u] = s.c1.y;
+    tile[j + 425u] = s.c1.z;
+    tile[j + 510u] = s.c2.x;
+    tile[j + 595u] = s.c2.y;
+    tile[j + 680u] = s.c2.z;
+    tile[j + 765u] = s.a.x;
+    tile[j + 850u] = s.a.y;
+    tile[j + 935u] = s.a.z;
+}
+
+fn lsums_get(k: u32) -> Sums {
+    return sums_get(3072u + k, 85u);
+}
+
+// Sums whose word w is at tile[j + w * stride]
+fn sums_get(j: u32, stride: u32) -> Sums {
+    return Sums(Big(tile[j], tile[j + stride], tile[j + 2u * stride], 0u),
+                Big(tile[j + 3u * stride], tile[j + 4u * stride], tile[j + 5u * stride], 0u),
+                Big(tile[j + 6u * stride], tile[j + 7u * stride], tile[j + 8u * stride], 0u),
+                Big(tile[j + 9u * stride], tile[j + 10u * stride], tile[j + 11u * stride], 0u));
+}
 
 // The code of channel c (the alpha's at NC) of a texel from its collapsed sums: finalize's
 // rounding for one channel (colour slots hold the plain sums where the alpha sum is 0).
@@ -320,26 +418,29 @@ fn round_one(sm: Sums, c: u32, s: u32) -> u32 {
     return round_fast(num, select(Big(1u << s, 0u, 0u, 0u), sm.a, covered && !alpha), srgb);
 }
 
+// word k of texel j at tile[256 k + j]: a warp's threads touch consecutive words, no bank conflicts
 fn tile_put(p: vec2<u32>, s: Sums) {
-    let j = (p.y * 16u + p.x) * 12u;
+    let j = p.y * 16u + p.x;
     tile[j] = s.c0.x;
-    tile[j + 1u] = s.c0.y;
-    tile[j + 2u] = s.c0.z;
-    tile[j + 3u] = s.c1.x;
-    tile[j + 4u] = s.c1.y;
-    tile[j + 5u] = s.c1.z;
-    tile[j + 6u] = s.c2.x;
-    tile[j + 7u] = s.c2.y;
-    tile[j + 8u] = s.c2.z;
-    tile[j + 9u] = s.a.x;
-    tile[j + 10u] = s.a.y;
-    tile[j + 11u] = s.a.z;
+    tile[j + 256u] = s.c0.y;
+    tile[j + 512u] = s.c0.z;
+    tile[j + 768u] = s.c1.x;
+    tile[j + 1024u] = s.c1.y;
+    tile[j + 1280u] = s.c1.z;
+    tile[j + 1536u] = s.c2.x;
+    tile[j + 1792u] = s.c2.y;
+    tile[j + 2048u] = s.c2.z;
+    tile[j + 2304u] = s.a.x;
+    tile[j + 2560u] = s.a.y;
+    tile[j + 2816u] = s.a.z;
 }
 
 fn tile_get(p: vec2<u32>) -> Sums {
-    let j = (p.y * 16u + p.x) * 12u;
-    return Sums(Big(tile[j], tile[j + 1u], tile[j + 2u], 0u), Big(tile[j + 3u], tile[j + 4u], tile[j + 5u], 0u),
-                Big(tile[j + 6u], tile[j + 7u], tile[j + 8u], 0u), Big(tile[j + 9u], tile[j + 10u], tile[j + 11u], 0u));
+    let j = p.y * 16u + p.x;
+    return Sums(Big(tile[j], tile[j + 256u], tile[j + 512u], 0u),
+                Big(tile[j + 768u], tile[j + 1024u], tile[j + 1280u], 0u),
+                Big(tile[j + 1536u], tile[j + 1792u], tile[j + 2048u], 0u),
+                Big(tile[j + 2304u], tile[j + 2560u], tile[j + 2816u], 0u));
 }
 
 // Thread (tx, ty) of workgroup (gx, gy) owns texel (16 gx + tx, 16 gy + ty) of the pass's
@@ -368,23 +469,35 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     var acc = zero_acc();
     if (inside && BITS == 8u && !FROM_SUMS) {
         var an = zero_narrow();
+        var unsure = 0u;  // bit k: first-level child k (cy rc.x + cx), bit 31: the anchor texel
         for (var cy = 0u; cy < rc.y; cy++) {
             for (var cx = 0u; cx < rc.x; cx++) {
                 let c = p * rc + vec2<u32>(cx, cy);
-                var child = zero_narrow();
-                for (var sy = 0u; sy < fs.y; sy++) {
-                    for (var sx = 0u; sx < fs.x; sx++) {
-                        child = add_narrow(child, c * fs + vec2<u32>(sx, sy));
-                    }
-                }
-                if (r == 1u) {
-                    finalize(0u, c.x, c.y, wide(child));
+                let child = child_narrow(c, fs);
+                if (r == 1u && !finalize_narrow(0u, c.x, c.y, child)) {
+                    unsure |= 1u << (cy * rc.x + cx);
                 }
                 an = sum_narrow(an, child);
             }
         }
         acc = wide(an);
-        finalize(r, p.x, p.y, acc);
+        if (!finalize_narrow(r, p.x, p.y, an)) {
+            unsure |= 1u << 31u;
+        }
+        // the rare texels the screen left (within 2^-18 of a threshold): the exact path, children's
+        // sums summed again (keeping them all would cost registers every texel pays for)
+        for (var m = unsure; m != 0u; m &= m - 1u) {
+            let b = firstTrailingBit(m);
+            var lv = r;
+            var q = p;
+            var nn = an;
+            if (b != 31u) {
+                lv = 0u;
+                q = p * rc + vec2<u32>(b % rc.x, b / rc.x);
+                nn = child_narrow(q, fs);
+            }
+            finalize(lv, q.x, q.y, wide(nn));
+        }
     } else if (inside) {
         for (var cy = 0u; cy < rc.y; cy++) {
             for (var cx = 0u; cx < rc.x; cx++) {
@@ -407,44 +520,90 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         return;
     }
     tile_put(lid.xy, collapse(acc));
-    for (var i = 2u; i < n; i++) {
+    atomicStore(&ctile[lid.y * 16u + lid.x], 0u);
+    // the sums of levels 3.. of the pass (i = 2..), kept in lsums, in rounds of a barrier each, a
+    // round's levels summed from the level before them (the tile for the first round):
+    // ROUND_A_LEVEL, one level a round, each texel from 2x2 of the level before (GPUs: the shortest
+    // chain of dependent steps, which the latency-bound passes wait on); else two rounds, levels 3
+    // and 4 from the tile (2x2 and 4x4 anchor texels a texel), then 5 and 6 from level 4 (CPU
+    // adapters: on lavapipe every statement runs for every 8 threads, masked, whether or not one of
+    // them has work, and a barrier switches between all of them). Threads 0.. take a round's first
+    // level's texels, the next ones its second's.
+    let tid = lid.y * 16u + lid.x;
+    let per = select(2u, 1u, ROUND_A_LEVEL);
+    for (var round = 0u; round < 4u; round++) {
         workgroupBarrier();
-        let g = prm.lv[i].f - anchor.f;        // anchor texels per texel of level i
-        let gp = prm.lv[i - 1u].f - anchor.f;  // ... of level i - 1
-        let rr = vec2<u32>(1u) << (g - gp);
-        let t = vec2<u32>(16u) >> g;           // level i texels in the tile
-        let q = wg.xy * t + lid.xy;
-        let mine = all(lid.xy < t) && all(q < prm.lv[i].size);
-        var sum = zero_acc();
-        if (mine) {
+        let i0 = 2u + per * round;
+        if (i0 >= n) {
+            break;
+        }
+        let e0 = level_extent(i0);
+        let first = tid < e0.x * e0.y;
+        let i = select(i0 + 1u, i0, first);
+        let j = select(tid - e0.x * e0.y, tid, first);
+        let e = level_extent(min(i, n - 1u));
+        let o = vec2<u32>(j & (e.x - 1u), j >> countTrailingZeros(e.x));
+        let t = vec2<u32>(16u) >> (prm.lv[min(i, 5u)].f - anchor.f);
+        let q = wg.xy * t + o;
+        if (i < min(n, i0 + per) && j < e.x * e.y && all(q < prm.lv[i].size)) {
+            let from_tile = i0 == 2u;  // else level i0 - 1's slots
+            let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[i0 - 1u].f);
+            // the children's sums: word w of child c at w * stride + base + c.y * row + c.x
+            let stride = select(85u, 256u, from_tile);
+            let row = select(level_extent(i0 - 1u).x, 16u, from_tile);
+            let base = select(3072u + level_slot(i0 - 1u, vec2<u32>(0u)), 0u, from_tile);
+            var sum = zero_acc();
             for (var cy = 0u; cy < rr.y; cy++) {
                 for (var cx = 0u; cx < rr.x; cx++) {
-                    sum = add_collapsed(sum, tile_get((lid.xy * rr + vec2<u32>(cx, cy)) << gp));
+                    let c = o * rr + vec2<u32>(cx, cy);
+                    sum = add_collapsed(sum, sums_get(base + c.y * row + c.x, stride));
                 }
             }
-        }
-        workgroupBarrier();
-        if (mine) {
-            tile_put(lid.xy << g, collapse(sum));
-        }
-        atomicStore(&ctile[lid.y * 16u + lid.x], 0u);
-        workgroupBarrier();
-        // every (texel, channel) of the level rounded by a thread of its own: a level of 64 texels
-        // keeps the whole workgroup busy, not 64 threads through four roundings each (0.16 of the
-        // first pass's 0.35 ms at 4096^2 on the H200 went to these levels)
-        let cnt = t.x * t.y * prm.channels;
-        for (var k = lid.y * 16u + lid.x; k < cnt; k += 256u) {
-            let j = k / prm.channels;
-            let c = k % prm.channels;
-            let o = vec2<u32>(j % t.x, j / t.x);
-            if (all(wg.xy * t + o < prm.lv[i].size)) {
-                let code = round_one(tile_get(o << g), c, prm.mt[i].s);
-                atomicOr(&ctile[2u * j + c / 2u], code << (16u * (c % 2u)));
+            let cs = collapse(sum);
+            lsums_put(level_slot(i, o), cs);
+            if (STORE && i + 1u == prm.levels) {
+                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, cs);
             }
         }
-        workgroupBarrier();
-        if (mine) {
-            let j = 2u * (lid.y * t.x + lid.x);
+    }
+    workgroupBarrier();
+    // every (texel, channel) of those levels rounded by a thread of its own, all levels at once (a
+    // level of 64 texels and four channels keeps the whole workgroup busy, levels of 16, 4 and 1
+    // texels share the rest: no workgroup mostly idle through a loop and three barriers a level)
+    var cnt = 0u;
+    for (var i = 2u; i < n; i++) {
+        let te = level_extent(i);
+        cnt += te.x * te.y * prm.channels;
+    }
+    for (var k = lid.y * 16u + lid.x; k < cnt; k += 256u) {
+        var i = 2u;
+        var kk = k;
+        var te = level_extent(2u);
+        loop {
+            let m = te.x * te.y * prm.channels;
+            if (kk < m) {
+                break;
+            }
+            kk -= m;
+            i++;
+            te = level_extent(i);
+        }
+        let j = kk >> countTrailingZeros(prm.channels);  // (powers of two: no divisions)
+        let c = kk & (prm.channels - 1u);
+        let o = vec2<u32>(j & (te.x - 1u), j >> countTrailingZeros(te.x));
+        let t = vec2<u32>(16u) >> (prm.lv[i].f - anchor.f);
+        if (all(wg.xy * t + o < prm.lv[i].size)) {
+            let slot = level_slot(i, o);
+            let code = round_one(lsums_get(slot), c, prm.mt[i].s);
+            atomicOr(&ctile[2u * slot + c / 2u], code << (16u * (c % 2u)));
+        }
+    }
+    workgroupBarrier();
+    for (var i = 2u; i < n; i++) {
+        let t = vec2<u32>(16u) >> (prm.lv[i].f - anchor.f);
+        let q = wg.xy * t + lid.xy;
+        if (all(lid.xy < t) && all(q < prm.lv[i].size)) {
+            let j = 2u * level_slot(i, lid.xy);
             let lo = atomicLoad(&ctile[j]);
             let hi = atomicLoad(&ctile[j + 1u]);
             var codes = vec4<u32>(lo & 0xffffu, lo >> 16u, hi & 0xffffu, hi >> 16u);
@@ -452,9 +611,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
                 codes = vec4<u32>(codes.x, 0u, 0u, codes.y);
             }
             write_texel(i, q.x, q.y, codes);
-            if (STORE && i + 1u == prm.levels) {
-                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, collapse(sum));
-            }
         }
     }
 }

@@ -113,6 +113,42 @@ def test_float_screen_gives_the_exact_search_bytes(gpu, monkeypatch, fmt, space)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("smem", [True, False])
+def test_code_tables_in_workgroup_memory_or_not_give_the_same_bytes(gpu, monkeypatch, smem):
+    """8-bit sRGB: the tables copied into workgroup memory (GPUs) or read from the buffer (CPU
+    adapters) give the integer chain's bytes."""
+    import gputex.mips.spd as spd
+
+    monkeypatch.setattr(spd, "SMEM_TABLES", smem)
+    a = _image(np.random.default_rng(1960), 256, 128, 4, 8, "holes")
+    for alpha in ("weighted", "straight"):
+        report, got = _levels(gpu, a, "rgba8unorm-srgb", "srgb", alpha, "exact")
+        assert report.precision == "integer" and report.note == ""
+        _, want = _levels(gpu, a, "rgba8unorm-srgb", "srgb", alpha, "int")
+        for lv, (g, i) in enumerate(zip(got, want), start=1):
+            assert np.array_equal(g, i), f"{alpha} level {lv}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("round_a_level", [True, False])
+@pytest.mark.parametrize("w,h", [(512, 256), (16, 512), (1024, 4)])
+def test_tile_levels_one_or_two_a_round_give_the_same_bytes(gpu, monkeypatch, round_a_level, w, h):
+    """Levels 3.. of a pass summed one level a barrier (GPUs) or two (CPU adapters): the integer
+    chain's bytes, two passes, one axis stopping early."""
+    import gputex.mips.spd as spd
+
+    monkeypatch.setattr(spd, "ROUND_A_LEVEL", round_a_level)
+    a = _image(np.random.default_rng(1970 + w), w, h, 4, 8, "holes")
+    for space, alpha in [("srgb", "weighted"), ("linear", "straight")]:
+        report, got = _levels(gpu, a, "rgba8unorm-srgb" if space == "srgb" else "rgba8unorm", space, alpha, "exact")
+        assert report.precision == "integer" and report.note == ""
+        assert report.sources == [s for s, n in spd_plan(w, h, mip_count(w, h)) for _ in range(n)]
+        _, want = _levels(gpu, a, "rgba8unorm-srgb" if space == "srgb" else "rgba8unorm", space, alpha, "int")
+        for lv, (g, i) in enumerate(zip(got, want), start=1):
+            assert np.array_equal(g, i), f"{space} {alpha} level {lv}"
+
+
+@pytest.mark.gpu
 def test_failed_self_check_falls_back_to_the_integer_chain(gpu, monkeypatch):
     import gputex.mips.intbox as intbox
 
