@@ -16,12 +16,18 @@ integer chain in the same run): 4096^2 1.89 ms against 4.76 ms, 8192^2 12.6 ms a
 (commit 4c1d476; first pass 1.49 and 10.8 ms). The float chain takes 0.28 and 0.65 ms, so that
 version was still bound by its integer arithmetic, not by memory: the passes over a few
 thousand texels took 0.1-0.5 ms, a sign of accumulators in local memory (arrays indexed by loop
-variables), which the shader no longer has. Now (commit 784e783, warm GPU, median of 15):
-4096^2 0.636 ms, 8192^2 2.31 ms; the speed of light 0.042 / 0.140 ms. Of 4096^2's time the
-first pass is 0.334 ms (0.353 before the levels in workgroup memory were rounded a channel per
-thread; 0.14 of that was rounding), the second 0.042, the buffer-to-texture copies between them
-0.26 (``docs/performance.md``, ``benchmarks/mip_spd_variants.py``). Alpha's exact
-ties (a quarter of level 1's texels) are rounded by a shift, not the search.
+variables), which the shader no longer has. At 784e783 / d7e5739 (warm GPU, median):
+4096^2 0.637 ms, 8192^2 2.32 ms, first pass 0.335 / 1.269 ms; the speed of light 0.042 / 0.140
+ms; the buffer-to-texture copies between passes 0.26 ms of 4096^2's time. Now (1f4fa10, the
+same call, ``benchmarks/results/mips-h200-1f4fa10.txt``): 4096^2 0.599 ms, 8192^2 2.17 ms, first
+pass 0.295 / 1.120 ms, nearly all of the gain from levels 1-2 getting their codes straight from
+the 8-bit first pass's 32-bit lanes (``finalize_narrow``: a shift, or the float screen on a
+3-rounding estimate; the exact path only for the screen's rare misses, once per thread after
+the summing loops). Levels 3.. of a pass are summed into slots of their own, one level a barrier
+on GPUs (``ROUND_A_LEVEL``; two levels a round on CPU adapters, where every barrier and every
+masked-off statement costs), then all their (texel, channel) pairs rounded at once. On lavapipe
+a 2048^2 chain took 378 ms of CPU, now 239 (``benchmarks/mips_cpu.py``; ``docs/performance.md``).
+Alpha's exact ties (a quarter of level 1's texels) are rounded by a shift, not the search.
 
 The levels reach the texture by ``copy_buffer_to_texture`` from the output buffer (an sRGB
 format cannot be a storage texture). The other way, ``TWIN`` (8-bit RGBA): ``textureStore`` into

@@ -33,6 +33,9 @@ fn round_fast(num: Big, den: Big, srgb: bool) -> u32 {
     let th = threshold_f(k + 1u, srgb);
     let above = k == 0u || x >= tl * (1.0 + MARGIN);
     let below = k == top() || x < th * (1.0 - MARGIN);
+    if (SCREEN && above && below) {  // (a GPU skips the rest; lavapipe runs it masked anyway)
+        return k;
+    }
     var j = 0u;  // the one threshold to compare with (0: none)
     if (below && k > 0u && x >= tl * (1.0 - MARGIN) && (k == 1u || x >= threshold_f(k - 1u, srgb) * (1.0 + MARGIN))) {
         j = k;
@@ -40,15 +43,12 @@ fn round_fast(num: Big, den: Big, srgb: bool) -> u32 {
                && (k + 1u == top() || x < threshold_f(k + 2u, srgb) * (1.0 - MARGIN))) {
         j = k + 1u;
     }
-    // one search whatever the screen found (no iteration: the code; one: the threshold j; else
-    // every code from the estimate, as round_code)
+    // one search whatever the screen found (one iteration: the threshold j; else every code from
+    // the estimate, as round_code): one copy of reaches() and of the estimate
     var lo = 0u;
     var hi = top();
     var probe = max(1u, k);
-    if (SCREEN && above && below) {
-        lo = k;
-        hi = k;
-    } else if (SCREEN && j > 0u) {
+    if (SCREEN && j > 0u) {
         lo = j - 1u;
         hi = j;
         probe = j;

@@ -364,8 +364,8 @@ fn child_narrow(c: vec2<u32>, fs: vec2<u32>) -> Narrow {
 
 // Levels 3.. of a pass (i = 2.. here) in a tile: a level's texels o < level_extent(i), at most
 // 64, 16, 4 and 1 of them (an axis that still halves has 16 >> (i - 2) texels in the tile, one that
-// stopped is 1 texel long), kept at level_slot(i, o): their sums (12 words a texel) in lsums,
-// their codes (two 16-bit codes a word) in ctile.
+// stopped is 1 texel long), kept at level_slot(i, o): their sums (12 words a texel) in `tile`
+// after the anchor level's (lsums_put), their codes (two 16-bit codes a word) in ctile.
 var<workgroup> ctile: array<atomic<u32>, 256>;
 
 fn level_extent(i: u32) -> vec2<u32> {
@@ -433,14 +433,6 @@ fn tile_put(p: vec2<u32>, s: Sums) {
     tile[j + 2304u] = s.a.x;
     tile[j + 2560u] = s.a.y;
     tile[j + 2816u] = s.a.z;
-}
-
-fn tile_get(p: vec2<u32>) -> Sums {
-    let j = p.y * 16u + p.x;
-    return Sums(Big(tile[j], tile[j + 256u], tile[j + 512u], 0u),
-                Big(tile[j + 768u], tile[j + 1024u], tile[j + 1280u], 0u),
-                Big(tile[j + 1536u], tile[j + 1792u], tile[j + 2048u], 0u),
-                Big(tile[j + 2304u], tile[j + 2560u], tile[j + 2816u], 0u));
 }
 
 // Thread (tx, ty) of workgroup (gx, gy) owns texel (16 gx + tx, 16 gy + ty) of the pass's
@@ -521,7 +513,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     tile_put(lid.xy, collapse(acc));
     atomicStore(&ctile[lid.y * 16u + lid.x], 0u);
-    // the sums of levels 3.. of the pass (i = 2..), kept in lsums, in rounds of a barrier each, a
+    // the sums of levels 3.. of the pass (i = 2..), kept in their slots, in rounds of a barrier each, a
     // round's levels summed from the level before them (the tile for the first round):
     // ROUND_A_LEVEL, one level a round, each texel from 2x2 of the level before (GPUs: the shortest
     // chain of dependent steps, which the latency-bound passes wait on); else two rounds, levels 3
