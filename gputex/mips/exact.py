@@ -154,18 +154,19 @@ def sep_tables(pw: int, ph: int, dw: int, dh: int, filter: str, wrap: str) -> tu
 
 
 #: ``mip_exact_sep.wgsl`` (``sep``) or ``mip_exact_kernel.wgsl`` (``2d``) for the float64 kernel
-#: chains, per adapter type; measured (``benchmarks/mips_kernels.py --shaders``,
-#: ``benchmarks/results/mips-kernels-h200-8f10067.txt``): on lavapipe the separable shader is
-#: 3-5x faster; on the H200 its first version was 1.6x slower (its level 1 14.7 ms against
-#: 6.05 ms at 4096^2), and the version without local arrays is not measured there yet.
-KERNEL_SHADER = {"CPU": "sep"}
+#: chains: adapter types that take the ``2d`` shader instead of the default ``sep`` (none).
+#: Measured (``benchmarks/mips_kernels.py --shaders``, 4096^2 rgba8unorm-srgb, the same level
+#: bytes from both): on lavapipe the separable shader is 3-5x faster; on the H200 6.17 ms against
+#: 12.85 ms, 2.08x (``benchmarks/results/mips-kernels-h200-integ.txt``; its first version, with
+#: local arrays, had been 1.6x slower there: ``mips-kernels-h200-8f10067.txt``).
+KERNEL_SHADER: dict[str, str] = {}
 KERNEL_SHADERS = ("sep", "2d")
 
 
 def kernel_shader(session) -> str:
     """Which float64 kernel shader runs on ``session``'s adapter: the developer override
     ``GPUTEX_MIPS_KERNEL`` (``sep`` or ``2d``), else :data:`KERNEL_SHADER` by adapter type
-    (``2d`` where it has no entry)."""
+    (``sep`` where it has no entry)."""
     from ..devflags import flag
     from ..errors import FormatError
 
@@ -174,7 +175,7 @@ def kernel_shader(session) -> str:
         if env.lower() not in KERNEL_SHADERS:
             raise FormatError(f"GPUTEX_MIPS_KERNEL must be sep or 2d, got {env!r}")
         return env.lower()
-    return KERNEL_SHADER.get(getattr(session.info, "adapter_type", ""), "2d")
+    return KERNEL_SHADER.get(getattr(session.info, "adapter_type", ""), "sep")
 
 
 def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: int,

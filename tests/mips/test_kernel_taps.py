@@ -110,13 +110,16 @@ def test_both_float64_kernel_shaders_match_the_reference(rng, gpu, filter, monke
 
 
 def test_kernel_shader_policy(gpu, monkeypatch):
-    """The separable shader on CPU adapters (lavapipe: measured faster), the 2D footprint elsewhere
-    (H200: measured faster), the developer override over both, a bad value a clear error."""
+    """The separable shader by default (measured faster on lavapipe and on the H200), an adapter
+    type listed in KERNEL_SHADER its own, the developer override over both, a bad value a clear error."""
     from gputex.errors import FormatError
-    from gputex.mips.exact import kernel_shader
+    from gputex.mips.exact import KERNEL_SHADER, kernel_shader
 
     monkeypatch.delenv("GPUTEX_MIPS_KERNEL", raising=False)
-    assert kernel_shader(gpu) == ("sep" if gpu.info.adapter_type == "CPU" else "2d")
+    assert kernel_shader(gpu) == "sep"
+    monkeypatch.setitem(KERNEL_SHADER, gpu.info.adapter_type, "2d")
+    assert kernel_shader(gpu) == "2d"
+    monkeypatch.delitem(KERNEL_SHADER, gpu.info.adapter_type)
     monkeypatch.setenv("GPUTEX_MIPS_KERNEL", "2D")
     assert kernel_shader(gpu) == "2d"
     monkeypatch.setenv("GPUTEX_MIPS_KERNEL", "tiled")
