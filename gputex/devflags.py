@@ -30,6 +30,8 @@ variable                    what it overrides
                             an adapter without ``shader-f64``).
 ``GPUTEX_MIPS_KERNEL``      ``sep`` or ``2d``: the float64 Kaiser/Lanczos shader of the mip chains
                             (default by adapter type, :func:`gputex.mips.exact.kernel_shader`).
+``GPUTEX_POLL``             ``lean`` or ``wait``: how a device's map waits are polled (default
+                            ``lean`` on GPUs, ``wait`` on CPU adapters; :func:`gputex.device.lean_polling`).
 ==========================  ===================================================================
 
 ``GPUTEX_ADAPTER`` and ``GPUTEX_BACKEND`` are not developer flags: they are the documented
@@ -56,6 +58,7 @@ FLAGS = {
     "GPUTEX_MIPS_PATH": "compute or render mips for renderable non-storage formats",
     "GPUTEX_MIPS_F64": "0: no float64 mip/resize paths",
     "GPUTEX_MIPS_KERNEL": "sep or 2d: the float64 kernel mip shader",
+    "GPUTEX_POLL": "lean or wait: how a device's map waits are polled",
 }
 
 
