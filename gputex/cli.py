@@ -416,9 +416,12 @@ def console() -> None:
     paused until their session is ready (:func:`gputex.device.pause_gc`)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before anything imports numpy
     if sys.argv[1:2] in (["upload"], ["capture"]):
-        from .device import pause_gc
+        from .device import pause_gc, prestart
 
         pause_gc()  # until the run's session is ready
+        if not {"--help", "-h"} & set(sys.argv[2:]):  # wgpu imported and adapters listed meanwhile
+            prestart(enumerate_adapters=not os.environ.get("GPUTEX_BACKEND") and not any(
+                a == "--backend" or a.startswith("--backend=") for a in sys.argv[2:]))
     try:
         main()
     except _Done as e:
@@ -493,6 +496,7 @@ def _lean_exit(code: int) -> None:
         parallel.shutdown()
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
     if others or "gputex.device" not in sys.modules:  # no device made: the normal exit is quick
+        _settle()  # (a device prestarted: its thread may be inside wgpu-native)
         sys.exit(code)
     try:
         sys.stdout.flush()
