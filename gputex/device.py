@@ -704,7 +704,7 @@ def lean_polling(device, adapter_type: str) -> bool:
     want = (flag("GPUTEX_POLL") or ("wait" if adapter_type == "CPU" else "lean")).lower()
     poller = getattr(device, "_poller", None)
     poll = getattr(poller, "_poll_func", None)
-    if want != "lean" or poll is None or not callable(poll):
+    if want != "lean" or poller is None or poll is None or not callable(poll):
         return False
 
     def lean(block: bool, poll=poll, sleep=time.sleep, interval=POLL_INTERVAL) -> None:
