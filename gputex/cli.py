@@ -504,8 +504,13 @@ def _lean_exit(code: int) -> None:
     except BaseException:  # noqa: BLE001 - the normal exit reports or quiets it as before
         sys.exit(code)
     import atexit
+    import time
 
+    t0 = time.time()
     atexit._run_exitfuncs()
+    trace = sys.modules.get("gputex.trace")
+    if trace is not None:  # GPUTEX_TRACE: the process ends here (what is left is the kernel's teardown)
+        trace.mark("exit", t0)
     try:
         sys.stdout.flush()
         sys.stderr.flush()
