@@ -41,9 +41,10 @@ class Stages:
     encode: Callable[..., None] | None = None
     pools: tuple[str, ...] = ("decode", "encode")
     processes: Callable[[int], int] | None = None
-    #: ``warm(input paths)``: what the device thread runs once the session is made, or None
-    #: (:func:`rehearsal`).
-    warm: Callable[[list], Callable[[Session], None] | None] | None = None
+    #: ``warm(input paths, first_ready)``: what the device thread runs once the session is
+    #: made, or None (:func:`rehearsal`); ``first_ready()`` says whether the first input is
+    #: decoded.
+    warm: Callable[[list, Callable[[], bool] | None], Callable[[Session], None] | None] | None = None
     #: Modules the steps import on their first input (:func:`preload`).
     modules: tuple[str, ...] = ()
 
@@ -100,7 +101,7 @@ def stages(command: str, opts: Options, names=None) -> Stages:
     modules = _STEP_MODULES + (_MIP_MODULES if opts.mips else ())
     if command == "capture":
         return Stages(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),
-                      capture_encode_stage(opts), warm=lambda paths: rehearsal(opts, paths), modules=modules)
+                      capture_encode_stage(opts), warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready), modules=modules)
     if command == "upload":
         if opts.out:
             # texture files are written by the pool's threads, not on the GPU thread; images are
@@ -109,9 +110,9 @@ def stages(command: str, opts: Options, names=None) -> Stages:
 
             return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names, defer=True),
                           upload_encode_stage(opts), pools=("decode",), processes=_half,
-                          warm=lambda paths: rehearsal(opts, paths), modules=modules)
+                          warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready), modules=modules)
         return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names),
-                      warm=lambda paths: rehearsal(opts, paths), modules=modules)
+                      warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready), modules=modules)
     raise ValueError(f"unknown command {command!r}; use capture or upload")
 
 
@@ -123,8 +124,8 @@ REHEARSE_INPUTS = 12
 REHEARSE_MAX_PIXELS = 4096 * 4096
 
 
-def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = None
-              ) -> Callable[[Session], None] | None:
+def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = None,
+              first_ready: Callable[[], bool] | None = None) -> Callable[[Session], None] | None:
     """What the device thread runs once the session is made, while the first inputs decode: the
     upload and mips of a zero image for each kind of chain among the first
     :data:`REHEARSE_INPUTS` inputs (PNGs; their headers read, :func:`gputex.warmup.png_shape`),
@@ -135,20 +136,29 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
     host, the first process of a machine spent 1.46 s in them on its first two images. None
     where nothing applies; errors are ignored (the real input meets them itself).
     ``full_size``: whether other sizes are rehearsed (None: on a GPU, not a CPU adapter); they
-    stop at the first one that made no pipeline."""
+    stop at the first one that made no pipeline. ``first_ready()``: whether the first input is
+    decoded; where it is by the time its kind's turn comes, that kind is not rehearsed (the
+    first GPU step, waiting for this one, meets the same pipelines at once: rehearsing them
+    on a zero image first only delays it. H200 host, 48 x 2048², every sixth 1537x1999, the
+    first odd-sized: the first decode done at 0.34 s, the device at 0.40 s, then 0.09 s of
+    rehearsing the first image's own chain at its size before its real step of 0.025 s)."""
     from .warmup import png_shape, shape_for
 
     t = opts.transform
     if not opts.mips or t is not None and (t.resize or t.max_size or t.pot):
         return None
     kinds: dict[tuple, bool] = {}  # (shape, channels, depth, space) -> whether a power of two
-    for path in paths[:REHEARSE_INPUTS]:
+    first: tuple | None = None  # the first input's kind
+    for i, path in enumerate(paths[:REHEARSE_INPUTS]):
         shape = png_shape(path) if isinstance(path, str) else None
         if shape is None:
             continue
         w, h, channels, depth, space = shape
         pot = not (w & (w - 1) or h & (h - 1))
-        kinds.setdefault((shape_for(w, h) if pot else (h, w), channels, depth, space), pot)
+        kind = (shape_for(w, h) if pot else (h, w), channels, depth, space)
+        kinds.setdefault(kind, pot)
+        if i == 0:
+            first = kind
     if not kinds:
         return None
 
@@ -162,9 +172,12 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
 
         full = session.info.adapter_type != "CPU" if full_size is None else full_size
         pipelines = session.cache(PIPELINES)
-        for (hw, channels, depth, space), pot in kinds.items():
+        for kind, pot in kinds.items():
+            hw, channels, depth, space = kind
             if not pot and (not full or hw[0] * hw[1] > REHEARSE_MAX_PIXELS):
                 continue
+            if kind == first and first_ready is not None and first_ready():
+                continue  # its pixels are there: the first GPU step makes these pipelines itself
             made = pipelines.misses
             try:
                 with span("rehearsal", shape=list(hw)):
@@ -233,6 +246,21 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         if int_flag("GPUTEX_WORKERS") is None:
             n = min(n, steps.processes(jobs))
     held: list = [session]
+    decode = steps.decode
+    first_done = None
+    if session is None and steps.warm is not None and items:
+        import threading
+
+        event, first = threading.Event(), items[0]
+        first_done = event
+
+        def decode(item: Item, _decode=steps.decode, _done=event.set):
+            try:
+                return _decode(item)
+            finally:
+                if item is first:
+                    _done()  # the rehearsal leaves the first input's own kind to its real step
+
     with codec_workers(n, steps.pools):
         # after the workers are spawned (the GIL is not fought over while the parent spawns them):
         # the device is made on a thread of its own while they start and decode the first inputs
@@ -240,7 +268,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         if session is None:
             from .device import session_soon
 
-            warm = steps.warm([item.path for item in items]) if steps.warm is not None and items else None
+            warm = steps.warm([item.path for item in items], first_done.is_set if first_done else None
+                              ) if steps.warm is not None and items else None
             soon = session_soon(adapter, backend, warm=warm)
         if items:
             preload(steps.modules)
@@ -250,7 +279,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
                 held[0] = soon.result()
             return steps.gpu(held[0])
 
-        run_overlapped(list(items), jobs, steps.decode, None, steps.encode,
+        run_overlapped(list(items), jobs, decode, None, steps.encode,
                        lambda result: on_result(result, held[0]), start, stop=stop, gate=gate,
                        workers=None if workers is None else n)  # None: as it decides for its capped jobs
     return held[0]

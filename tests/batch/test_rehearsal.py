@@ -14,7 +14,7 @@ from gputex.pipeline import MipOptions, Options, Result, upload_image
 from gputex.run import REHEARSE_INPUTS, preload, rehearsal
 
 
-def _shapes(monkeypatch, opts, paths, adapter_type="DiscreteGPU", full_size=None, caches=None):
+def _shapes(monkeypatch, opts, paths, adapter_type="DiscreteGPU", full_size=None, caches=None, first_ready=None):
     """The (height, width, channels, dtype, colour space) of each image the rehearsal uploads;
     ``caches``: {name: pipelines each upload makes, in turn} (default: one each)."""
     import gputex.pipeline
@@ -36,7 +36,7 @@ def _shapes(monkeypatch, opts, paths, adapter_type="DiscreteGPU", full_size=None
         return Tex()
 
     monkeypatch.setattr(gputex.pipeline, "upload_image", fake_upload)
-    run = rehearsal(opts, paths, full_size=full_size)
+    run = rehearsal(opts, paths, full_size=full_size, first_ready=first_ready)
     if run is None:
         return None
     def cache(name):
@@ -71,6 +71,58 @@ def test_each_kind_of_chain_once(monkeypatch, tmp_png, rng):
         assert len(_shapes(monkeypatch, opts, [odd, odd3, odd4], caches={"test-pipelines": made})) == done
     # only the first REHEARSE_INPUTS inputs are looked at
     assert _shapes(monkeypatch, opts, [pot] * REHEARSE_INPUTS + [tall]) == [(1, 64, 4, "uint8", "srgb")]
+
+
+def test_the_first_inputs_kind_is_left_to_it_once_decoded(monkeypatch, tmp_png, rng):
+    """Where the first input is decoded by the time its kind's turn comes, that kind is not
+    rehearsed (its real step follows at once); the other kinds are, and an undecoded first
+    input's kind is too."""
+    odd = tmp_png(rng.integers(0, 256, (37, 45, 4), np.uint8), "a_odd.png")
+    pot = tmp_png(rng.integers(0, 256, (32, 64, 4), np.uint8), "b_pot.png")
+    odd2 = tmp_png(rng.integers(0, 256, (37, 45, 4), np.uint8), "c_odd.png")
+    opts = Options(mips=True)
+    every = [(37, 45, 4, "uint8", "srgb"), (1, 64, 4, "uint8", "srgb")]
+    assert _shapes(monkeypatch, opts, [odd, pot, odd2], first_ready=lambda: False) == every
+    assert _shapes(monkeypatch, opts, [odd, pot, odd2], first_ready=lambda: True) == every[1:]
+    assert _shapes(monkeypatch, opts, [pot, odd, odd2], first_ready=lambda: True) == every[:1]
+    # asked when the kind's turn comes, not once up front
+    answers = iter([False])
+    assert _shapes(monkeypatch, opts, [pot, odd], first_ready=lambda: next(answers, True)) == every[::-1]
+
+
+@pytest.mark.gpu
+def test_run_tells_the_rehearsal_when_the_first_input_is_decoded(gpu):
+    """:func:`gputex.run.run` hands the rehearsal a ``first_ready`` that turns true once the
+    first input's decode has returned (and not before it started)."""
+    import threading
+
+    from gputex.batch import Item
+    from gputex.run import Stages, run
+
+    release = threading.Event()
+    seen: list = []
+
+    def decode(item):
+        if item.path == "first":
+            release.wait(10)
+        return Result(item.path), None  # nothing to upload: the GPU step is skipped
+
+    def warm(paths, ready):
+        def rehearse(session):
+            seen.append(ready())  # the first decode is held back: not ready yet
+            release.set()
+            for _ in range(1000):
+                if ready():
+                    break
+                threading.Event().wait(0.01)
+            seen.append(ready())
+        return rehearse
+
+    steps = Stages(decode, lambda session: (lambda item, data, result: None), warm=warm, pools=())
+    results: list = []
+    run([Item("first"), Item("second")], steps, on_result=lambda r, s: results.append(r.source), jobs=2)
+    assert seen == [False, True]
+    assert results == ["first", "second"]
 
 
 def test_nothing_to_rehearse(monkeypatch, tmp_png, rng):
