@@ -6,8 +6,7 @@ line), and ``-`` (paths on stdin).
 
 Overlap: decodes and encodes share one pool of ``jobs`` threads (decodes run ahead, at
 most ``jobs + 1`` decoded images wait at any time; at most ``2 * jobs`` encodes are
-pending; with worker processes, a thread for each of those: :func:`pool_threads`), and the
-GPU steps run in input order on the calling thread with the one device.
+pending), and the GPU steps run in input order on the calling thread with the one device.
 Pillow, imagecodecs and fpng release the GIL while they work, so threads keep the cores
 busy while memory stays bounded however many files come in; the GIL switch interval is
 shortened during the run so the in-order GPU thread is not starved by the workers.
@@ -182,7 +181,7 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
         from .chatter import captured
 
         with captured(), codec_workers(workers), \
-                ThreadPoolExecutor(pool_threads(jobs, workers), thread_name_prefix="gputex-codec") as pool:
+                ThreadPoolExecutor(2 * jobs if workers else jobs, thread_name_prefix="gputex-codec") as pool:
             lane = gate.lane() if gate is not None else None
             try:
                 _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane)
@@ -191,23 +190,6 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
                     lane.close()
     finally:
         sys.setswitchinterval(switch)
-
-
-def pool_threads(jobs: int, workers: int) -> int:
-    """Threads of a batch's pool: ``jobs`` where the codecs run in them; with worker processes,
-    one for every task that may be in flight at once (``jobs + 1`` decodes, ``2 * jobs``
-    encodes: :func:`_overlap`'s bounds), so none waits in the pool's queue. The threads then
-    only wait (on a worker process, a read-back map, a write); ``upload -o`` writes its files in
-    them, and with ``2 * jobs`` threads a burst of slow writes (fsyncs ending together, up to
-    ~110 ms each on the H200 host) held every thread while the next input's read-back waited
-    in the queue: the in-order thread, out of read-back buffers, stalled up to 0.1 s (three
-    of five traced 48-image runs, ``peer_ktx.py --save``). Under a ``--threads`` cap
-    (:func:`gputex.caps.thread_cap`) the pool stays at ``2 * jobs``, as before."""
-    if not workers:
-        return jobs
-    from .caps import thread_cap
-
-    return 2 * jobs if thread_cap() is not None else 3 * jobs + 1
 
 
 def _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lane=None) -> None:
