@@ -40,7 +40,6 @@ WANTED_LIMITS = (
     "max-buffer-size",
     "max-storage-buffer-binding-size",
     "max-compute-workgroup-storage-size",
-    "max-storage-textures-per-shader-stage",  # the exact mip chain's twin levels (mips/spd.py)
 )
 
 

@@ -1,7 +1,6 @@
 //! include mip_intmath.wgsl
 //! include mip_screen.wgsl
 //! include mip_store.wgsl
-//! include mip_twin.wgsl
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -265,12 +264,9 @@ fn wide(n: Narrow) -> Acc {
     return Acc(ps[0], ps[1], ps[2], a, z, z, z);
 }
 
-// Level i's texel (x, y): codes (r, g, b, a; grey in r, its alpha in g) into the level's storage
-// twin texture where the pass binds one (TWIN_STORE, mip_twin.wgsl), else into the output words
+// Level i's texel (x, y): codes (r, g, b, a; grey in r, its alpha in g) into the output words
 fn write_texel(i: u32, x: u32, y: u32, codes: vec4<u32>) {
-    if (!TWIN_STORE(i, vec2<u32>(x, y), codes)) {
-        store_codes(prm.mt[i].off + y * prm.mt[i].pitch, x, codes);
-    }
+    store_codes(prm.mt[i].off + y * prm.mt[i].pitch, x, codes);
 }
 
 fn pick(acc: Acc, c: u32, plain: bool) -> Big {
