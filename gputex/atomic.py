@@ -43,7 +43,9 @@ def write_atomic(path: str, data: bytes | list[bytes]) -> None:
             for part in _parts(data):
                 f.write_at(at, part)
                 at += memoryview(part).nbytes
-        except OSError as e:  # from a streamed encoder's own reads, not the writes (those say so)
+        except OutputError:  # a write's own error: it names the file already
+            raise
+        except OSError as e:  # from a streamed encoder's own reads
             raise f._error(e) from None
 
 

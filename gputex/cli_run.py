@@ -33,7 +33,7 @@ __all__ = ["open_session", "validate_format", "validate_encoding", "_progress", 
 def open_session(adapter: Optional[str], backend: Optional[str], soon=None):
     """The Session (``soon``: a Future of one, from :func:`gputex.device.session_soon`);
     adapter and usage errors end the command with their exit codes."""
-    from .device import Session
+    from .device import Session, resume_gc
 
     try:
         return soon.result() if soon is not None else Session(adapter=adapter, backend=backend)
@@ -43,6 +43,8 @@ def open_session(adapter: Optional[str], backend: Optional[str], soon=None):
     except ValueError as e:
         print_error(str(e))
         raise typer.Exit(EXIT_USAGE)
+    finally:
+        resume_gc()  # the CLI's start-up pause ends with its session, however it was made
 
 
 def validate_format(name: Optional[str], encode: bool = False) -> None:

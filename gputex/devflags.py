@@ -29,7 +29,7 @@ variable                    what it overrides
 ``GPUTEX_MIPS_F64``         ``0`` turns the float64 (``shader-f64``) mip and resize paths off (as on
                             an adapter without ``shader-f64``).
 ``GPUTEX_MIPS_KERNEL``      ``sep`` or ``2d``: the float64 Kaiser/Lanczos shader of the mip chains
-                            (default by adapter type, :func:`gputex.mips.exact.kernel_shader`).
+                            (default ``sep``; exceptions by adapter type: :func:`gputex.mips.exact.kernel_shader`).
 ``GPUTEX_POLL``             ``lean`` or ``wait``: how a device's map waits are polled (default
                             ``lean`` on GPUs, ``wait`` on CPU adapters; :func:`gputex.device.lean_polling`).
 ==========================  ===================================================================

@@ -40,7 +40,6 @@ WANTED_LIMITS = (
     "max-buffer-size",
     "max-storage-buffer-binding-size",
     "max-compute-workgroup-storage-size",
-    "max-storage-textures-per-shader-stage",  # the exact mip chain's twin levels (mips/spd.py)
 )
 
 
@@ -369,7 +368,7 @@ def session_soon(adapter: str | None = None, backend: str | None = None, warm=No
             with span("device"):
                 session = Session(adapter=adapter, backend=backend)
         except BaseException as e:  # handed to whoever waits for the session
-            _resume_gc()
+            resume_gc()
             future.set_exception(e)
             return
         if warm is not None:
@@ -378,7 +377,7 @@ def session_soon(adapter: str | None = None, backend: str | None = None, warm=No
                     warm(session)
             except Exception:  # noqa: BLE001 - a rehearsal never fails the run
                 pass
-        _resume_gc()
+        resume_gc()
         future.set_result(session)
 
     threading.Thread(target=run, name="gputex-device", daemon=True).start()
@@ -455,8 +454,10 @@ def pause_gc() -> None:
         _GC_PAUSED = True
 
 
-def _resume_gc() -> None:
-    """:func:`pause_gc` undone (start-up's objects frozen first); no-op where it did nothing."""
+def resume_gc() -> None:
+    """:func:`pause_gc` undone (start-up's objects frozen first); no-op where it did nothing.
+    Called when the :func:`session_soon` session is ready or failed, and by the CLI where a
+    command makes its session another way (``gputex.cli_run.open_session``)."""
     import gc
 
     global _GC_PAUSED

@@ -224,8 +224,6 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
         if ok:
             report.sources, report.gpu_ns, report.pass_ns = chain(tex, alpha, layer, measure)
             report.exact, report.precision = True, "integer"
-            if chain is spd.spd_chain:
-                report.note = spd.twin_note(tex.session, tex.format)
             return True
         report.note = f"{tex.session.name}: the {name} mip chain failed its self-check ({why}); the integer chain was used"
         break

@@ -205,10 +205,10 @@ def matches_model(session, fmt, color_space: str, alpha: str, chain, size: tuple
                      usage=binding_usage())
         try:
             chain(tex, alpha)
+            want = model.result()
         except BaseException:
             tex.destroy()
             raise
-        want = model.result()
     try:
         for lv in range(1, tex.levels):
             got = capture(tex, lv)

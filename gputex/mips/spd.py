@@ -30,17 +30,14 @@ a 2048^2 chain took 378 ms of CPU, now 239 (``benchmarks/mips_cpu.py``; ``docs/p
 Alpha's exact ties (a quarter of level 1's texels) are rounded by a shift, not the search.
 
 The levels reach the texture by ``copy_buffer_to_texture`` from the output buffer (an sRGB
-format cannot be a storage texture). The other way, ``TWIN`` (8-bit RGBA): ``textureStore`` into
-a storage twin texture with mips (``mip_twin.wgsl``, one binding a level within
-``maxStorageTexturesPerShaderStage``, the pass's smaller levels beyond it on the buffer), then
-``copy_texture_to_texture`` of whole levels; its unorm conversion is self-checked once per
-session and format (:func:`twin_check`; an adapter that disagrees keeps the buffer and the
-report's note says so). Same bytes, but slower on the H200 (commit 260643f, same tree and run,
-warm median of 9): 4096^2 0.783 against 0.620 ms, 8192^2 2.890 against 2.262 ms: its texture
-copies cost more than the buffer's (level 1 of 4096^2: 0.310 against 0.186 ms), so it is off.
-The texture floor there (``benchmarks/mips.py``: the speed-of-light kernel, then every level
-copied into the sRGB texture the faster way) is 0.314 / 1.214 ms, 7.5x / 8.7x the speed of
-light: the copies, not this chain's arithmetic, bound any chain that ends in such a texture.
+format cannot be a storage texture). Storing 8-bit RGBA levels into a storage twin texture and
+``copy_texture_to_texture`` instead gave the same bytes but was slower on the H200 (branch
+h16twin, commit 260643f, same tree and run, warm median of 9): 4096^2 0.783 against 0.620 ms,
+8192^2 2.890 against 2.262 ms: its texture copies cost more than the buffer's (level 1 of
+4096^2: 0.310 against 0.186 ms, ``benchmarks/mip_copies.py``), so it was not kept. The
+texture floor there (``benchmarks/mips.py``: the speed-of-light kernel, then every level copied
+into the sRGB texture the faster way) is 0.314 / 1.214 ms, 7.5x / 8.7x the speed of light: the
+copies, not this chain's arithmetic, bound any chain that ends in such a texture.
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x16 chain
 (seven levels: two passes, both kinds of tile) whose bytes must equal ``intbox.model_chain``'s.
@@ -58,8 +55,7 @@ from .integer import int_ok, slots, tables_buffer
 if TYPE_CHECKING:
     from ..texture import Texture
 
-__all__ = ["LEVELS_PER_PASS", "spd_plan", "spd_ok", "spd_chain", "self_check", "twin_format", "twin_levels",
-           "twin_check", "twin_note"]
+__all__ = ["LEVELS_PER_PASS", "spd_plan", "spd_ok", "spd_chain", "self_check"]
 
 #: Levels one dispatch makes (two in registers, four in a 16x16 tile of workgroup memory).
 LEVELS_PER_PASS = 6
@@ -68,14 +64,6 @@ LEVELS_PER_PASS = 6
 SCREEN = True
 #: Words of sums a texel keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
-#: 8-bit RGBA levels go into a storage twin texture and on by copy_texture_to_texture (True), or
-#: every level through the output buffer and copy_buffer_to_texture (False, the default: on the
-#: H200 the twin's copies cost more than the buffer's, 4096^2 chain 0.783 against 0.620 ms; see
-#: the module docstring). The tests run both; the bytes are the same.
-TWIN = False
-#: The twin stores code c as (c + TWIN_BIAS) / 255 (``mip_twin.wgsl``; the tests set 1.25 to make
-#: the self-check of the conversion fail).
-TWIN_BIAS = 0.25
 #: 8-bit sRGB: copy the code tables into workgroup memory first (a GPU's random lookups in a
 #: storage buffer touch many cache lines). None: on every adapter but a CPU one (lavapipe: the
 #: same memory either way, and the copy's barrier costs ~2% of a 2048^2 chain); the tests force both.
@@ -99,90 +87,16 @@ def spd_plan(width: int, height: int, levels: int) -> list[tuple[int, int]] | No
     return [(s, min(LEVELS_PER_PASS, levels - 1 - s)) for s in range(0, levels - 1, LEVELS_PER_PASS)]
 
 
-def _out_bytes(tex: Texture, src: int, n: int, first: int = 0) -> list[tuple[int, int]]:
-    """(byte offset, row pitch) of each level of a pass in its output buffer (levels before
-    ``first`` go to the twin texture: none), then (the buffer's size, 0)."""
-    out, off = [(0, 0)] * first, 0
-    for lv in range(src + 1 + first, src + n + 1):
+def _out_bytes(tex: Texture, src: int, n: int) -> list[tuple[int, int]]:
+    """(byte offset, row pitch) of each level of a pass in its output buffer, then (the buffer's
+    size, 0)."""
+    out, off = [], 0
+    for lv in range(src + 1, src + n + 1):
         w, h = tex.size(lv)
         pitch = align_up(w * tex.format.block_bytes, 256)
         out.append((off, pitch))
         off += pitch * h
     return out + [(off, 0)]
-
-
-def twin_format(session, fmt) -> str | None:
-    """The storage twin format the chain stores ``fmt``'s levels into (8-bit RGBA formats whose
-    non-sRGB twin is storage-capable), or None (the output buffer)."""
-    from .common import storage_twin
-
-    if not TWIN or fmt.channels != 4 or fmt.bits != 8 or fmt.kind != "unorm" or fmt.packed:
-        return None
-    return storage_twin(session, fmt)
-
-
-def twin_levels(session) -> int:
-    """Levels a pass stores into the twin: one storage texture binding each, within the device's
-    ``maxStorageTexturesPerShaderStage`` (WebGPU's default 4; ``device.py`` asks for the
-    adapter's); the pass's smaller levels beyond it go through the output buffer."""
-    return max(0, min(LEVELS_PER_PASS, session.limits.get("max-storage-textures-per-shader-stage", 4)))
-
-
-def twin_check(session, twin: str) -> tuple[bool, str]:
-    """Once per session and twin format: every code through every channel stored by
-    ``mip_twin.wgsl`` (as the chain stores them) and read back must be the code stored (the
-    float-to-unorm conversion may round either way on some APIs). Returns (passed, what
-    differed)."""
-
-    def run() -> tuple[bool, str]:
-        import numpy as np
-        import wgpu
-
-        from ..kernels import compute_pipeline
-
-        device = session.device
-        entries = [{"binding": 6, "visibility": wgpu.ShaderStage.COMPUTE,
-                    "storage_texture": {"access": wgpu.StorageTextureAccess.write_only, "format": twin,
-                                        "view_dimension": "2d"}}]
-        pipe, bgl = compute_pipeline(session, "mip_twin_check.wgsl", entries, constants={"TWIN_BIAS": TWIN_BIAS},
-                                     subs={"TWIN_FORMAT": twin})
-        t = session.check("mip twin self-check texture", device.create_texture, size=(256, 4, 1), format=twin,
-                          usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC)
-        try:
-            bind = device.create_bind_group(layout=bgl, entries=[{"binding": 6, "resource": t.create_view()}])
-            enc = device.create_command_encoder()
-            cpass = enc.begin_compute_pass()
-            cpass.set_pipeline(pipe)
-            cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(4, 4, 1)
-            cpass.end()
-            session.check("mip twin self-check", device.queue.submit, [enc.finish()])
-            got = np.frombuffer(device.queue.read_texture(
-                {"texture": t, "mip_level": 0, "origin": (0, 0, 0)},
-                {"offset": 0, "bytes_per_row": 1024, "rows_per_image": 4}, (256, 4, 1)), np.uint8).reshape(4, 256, 4)
-        finally:
-            t.destroy()
-        x, y = np.meshgrid(np.arange(256), np.arange(4))
-        want = np.stack([x, 255 - x, (x + 64 * y) % 256, (x * 7 + y) % 256], axis=-1).astype(np.uint8)
-        if twin.startswith("bgra"):
-            want = want[..., [2, 1, 0, 3]]
-        if not np.array_equal(got, want):
-            yy, xx, c = (int(v) for v in np.argwhere(got != want)[0])
-            return False, f"{twin} channel {c}: code {int(want[yy, xx, c])} stored, {int(got[yy, xx, c])} read back"
-        return True, ""
-
-    return session.cache("mip-spd").get(("mip-twin-check", twin, TWIN_BIAS), run)
-
-
-def twin_note(session, fmt) -> str:
-    """``MipReport.note`` where ``fmt``'s levels could go through the twin but its self-check
-    failed (they went through the output buffer), else ""."""
-    twin = twin_format(session, fmt)
-    if twin is None or twin_levels(session) == 0:
-        return ""
-    ok, why = twin_check(session, twin)
-    return "" if ok else (f"{session.name}: storing mip codes through a {twin} texture failed its self-check "
-                          f"({why}); the levels went through a buffer")
 
 
 def _limit(session) -> int:
@@ -217,49 +131,13 @@ def _params(tex: Texture, src: int, n: int, layout: list[tuple[int, int]]) -> by
     return struct.pack("<4I", sw, sh, n, slots(tex.format.channels)) + lv + pad + mt + pad
 
 
-def _pipeline(session, consts: dict, entries: list, twin: str | None, k: int):
-    """mip_spd.wgsl's pipeline for a pass storing its first ``k`` levels into ``twin`` textures
-    (bindings 6.., ``mip_twin.wgsl``), the rest into the output buffer."""
-    import wgpu
-
-    from ..kernels import compute_pipeline
-
-    if not k:
-        return compute_pipeline(session, "mip_spd.wgsl", entries, constants=consts)
-    st = {"access": wgpu.StorageTextureAccess.write_only, "format": twin, "view_dimension": "2d"}
-    return compute_pipeline(session, "mip_spd.wgsl", entries + [
-        {"binding": 6 + i, "visibility": wgpu.ShaderStage.COMPUTE, "storage_texture": st} for i in range(k)],
-        constants=dict(consts, TWIN_BIAS=TWIN_BIAS), subs={"TWIN_STORE": f"twin_store{k}", "TWIN_FORMAT": twin})
-
-
-def _twin_texture(tex: Texture, twin: str, owned: list):
-    """The storage twin of levels 1.. (its level j is the texture's level j + 1), kept in the
-    session for the next chain of its shape (the float chain's ``out``) up to REUSE_MAX_BYTES."""
-    import wgpu
-
-    from .common import REUSE_MAX_BYTES, reused
-
-    (w1, h1), n = tex.size(1), tex.levels - 1
-
-    def make():
-        return tex.session.check(f"{tex.source}: mip output texture", tex.session.device.create_texture,
-                                 size=(w1, h1, 1), format=twin, mip_level_count=n,
-                                 usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC)
-
-    if w1 * h1 * 4 * 4 // 3 > REUSE_MAX_BYTES:
-        t = make()
-        owned.append(t)
-        return t
-    return reused(tex.session, "out", (w1, h1, n, twin), make)
-
-
 def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     """Fill levels 1.. of ``tex`` with the single-pass integer chain. Returns (sources, gpu_ns,
     pass_ns): the source of each level is its pass's source (the base or the stored sums)."""
     import wgpu
 
     from ..kernels import timestamps
-    from .common import integer_entries
+    from .common import integer_entries, pipeline
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     plan = spd_plan(tex.width, tex.height, tex.levels)
@@ -272,9 +150,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
               "ROUND_A_LEVEL": ROUND_A_LEVEL if ROUND_A_LEVEL is not None else gpu}
     entries = integer_entries("sursr")
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
-    twin = twin_format(session, fmt)
-    ntwin = twin_levels(session) if twin and twin_check(session, twin)[0] else 0
-    layouts = [_out_bytes(tex, s, n, min(ntwin, n)) for s, n in plan]
+    layouts = [_out_bytes(tex, s, n) for s, n in plan]
     owned = []
 
     def buffer(size, usage, what):
@@ -293,7 +169,6 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
         stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
-        twin_tex = _twin_texture(tex, twin, owned) if ntwin else None
         query = timestamps(session, len(plan) + 4) if measure else None
         enc = device.create_command_encoder()
         sums = None
@@ -303,16 +178,13 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
             last = tex.size(src + n)
             new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
                         if store else None)
-            k = min(ntwin, n)  # the pass's levels 0..k-1 go to the twin
-            pipe, bgl = _pipeline(session, dict(consts, FROM_SUMS=src > 0, STORE=store), entries, twin, k)
+            pipe, bgl = pipeline(session, "mip_spd.wgsl", dict(consts, FROM_SUMS=src > 0, STORE=store), entries)
             prm = _params(tex, src, n, lay)
             bind = device.create_bind_group(layout=bgl, entries=[
                 {"binding": i, "resource": r} for i, r in enumerate(
                     [base, whole(out), {"buffer": session.uniform(prm)}, whole(sums) if sums else whole(stand_in),
-                     whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)])] + [
-                {"binding": 6 + i, "resource": twin_tex.create_view(base_mip_level=src + i, mip_level_count=1)}
-                for i in range(k)])
-            if fmt.block_bytes < 4 and lay[-1][0]:
+                     whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)])])
+            if fmt.block_bytes < 4:
                 enc.clear_buffer(out, 0, lay[-1][0])
             aw, ah = tex.size(src + min(2, n))
             ts = query.next() if query else None
@@ -323,11 +195,6 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
             cpass.end()
             for i in range(n):
                 w, h = tex.size(src + 1 + i)
-                if i < k:  # twin level src + i is texture level src + 1 + i (the twin starts at level 1's size)
-                    enc.copy_texture_to_texture({"texture": twin_tex, "mip_level": src + i},
-                                                {"texture": tex.texture, "mip_level": src + 1 + i,
-                                                 "origin": (0, 0, layer)}, (w, h, 1))
-                    continue
                 enc.copy_buffer_to_texture(
                     {"buffer": out, "offset": lay[i][0], "bytes_per_row": lay[i][1], "rows_per_image": h},
                     {"texture": tex.texture, "mip_level": src + 1 + i, "origin": (0, 0, layer)}, (w, h, 1))

@@ -1,4 +1,5 @@
 //! include mip_f64.wgsl
+//! include mip_kernel_out.wgsl
 // One level of a Kaiser or Lanczos chain in float64 for 16-bit unorm and 32-bit float formats.
 // The kernels' weights come from the CPU in float64 (per axis, per destination texel: source
 // indices after --wrap, normalized weights), so every level is the float64 result of the
@@ -49,17 +50,6 @@ fn load(x: u32, y: u32) -> Texel {
     return t;
 }
 
-fn byte_of(c: f64) -> u32 {
-    return u32(floor(min(max(c, 0.0), 1.0) * 255.0 + 0.5));
-}
-
-fn word_of(c: f64) -> u32 {
-    if (FMT == 1u) {
-        return u32(floor(min(max(c, 0.0), 1.0) * 65535.0 + 0.5));
-    }
-    return bitcast<u32>(f32(c));
-}
-
 @compute @workgroup_size(8, 8)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let d = prm.dst_size;
@@ -87,54 +77,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             pl[2] += w * t.pl[2];
         }
     }
-    let k = (gid.y * d.x + gid.x) * 8u;
-    next[k] = pm[0];
-    next[k + 1u] = pm[1];
-    next[k + 2u] = pm[2];
-    next[k + 3u] = pm[3];
-    next[k + 4u] = pl[0];
-    next[k + 5u] = pl[1];
-    next[k + 6u] = pl[2];
-    var out = pm;
-    if (WEIGHTED) {
-        if (pm[3] > 0.0) {
-            out = array<f64, 4>(pm[0] / pm[3], pm[1] / pm[3], pm[2] / pm[3], pm[3]);
-        } else {
-            out = array<f64, 4>(pl[0], pl[1], pl[2], pm[3]);
-        }
-    }
-    out[3] = min(max(out[3], 0.0), 1.0);
-    if (ENCODE_SRGB) {
-        out[0] = encode1(out[0]);
-        out[1] = encode1(out[1]);
-        out[2] = encode1(out[2]);
-    }
-    let base = gid.y * prm.words_per_row;
-    if (FMT == 0u) {
-        var r = out[0];
-        var b = out[2];
-        if (BGRA) {
-            r = out[2];
-            b = out[0];
-        }
-        packed[base + gid.x] = byte_of(r) | (byte_of(out[1]) << 8u) | (byte_of(b) << 16u) | (byte_of(out[3]) << 24u);
-        return;
-    }
-    if (FMT == 1u) {
-        if (CHANNELS == 4u) {
-            packed[base + gid.x * 2u] = word_of(out[0]) | (word_of(out[1]) << 16u);
-            packed[base + gid.x * 2u + 1u] = word_of(out[2]) | (word_of(out[3]) << 16u);
-        } else {
-            packed[base + gid.x] = word_of(out[0]) | (word_of(out[3]) << 16u);
-        }
-    } else if (CHANNELS == 4u) {
-        for (var c = 0u; c < 4u; c++) {
-            packed[base + gid.x * 4u + c] = word_of(out[c]);
-        }
-    } else if (CHANNELS == 2u) {
-        packed[base + gid.x * 2u] = word_of(out[0]);
-        packed[base + gid.x * 2u + 1u] = word_of(out[3]);
-    } else {
-        packed[base + gid.x] = word_of(out[0]);
-    }
+    finish_texel(gid.x, gid.y, d.x, pm, pl);
 }

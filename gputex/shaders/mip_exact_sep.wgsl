@@ -1,4 +1,5 @@
 //! include mip_f64.wgsl
+//! include mip_kernel_out.wgsl
 // One level of a Kaiser or Lanczos chain in float64, separable and tiled: what
 // mip_exact_kernel.wgsl computes (the same CPU float64 taps and weights, each level from the
 // previous one's float64 values, with weighted alpha the premultiplied and the plain colour
@@ -101,17 +102,6 @@ fn texel(sx: u32, sy: u32, nx: u32) -> Val {
     return Val(vec4<f64>(rgb, c[3]), rgb);
 }
 
-fn byte_of(c: f64) -> u32 {
-    return u32(floor(min(max(c, 0.0), 1.0) * 255.0 + 0.5));
-}
-
-fn word_of(c: f64) -> u32 {
-    if (FMT == 1u) {
-        return u32(floor(min(max(c, 0.0), 1.0) * 65535.0 + 0.5));
-    }
-    return bitcast<u32>(f32(c));
-}
-
 // Level 1 of a 4-byte 8-bit format: each code's float64 value (colour: decode1 for sRGB data;
 // alpha: k / 255) into `next` (512 values), which main then reads as `prev`: computed once
 // per chain instead of once per workgroup, by the same functions as mip_exact_kernel.wgsl.
@@ -205,54 +195,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         pl[1] += w * hsum[h + 5u];
         pl[2] += w * hsum[h + 6u];
     }
-    let k = (gy * d.x + gx) * 8u;
-    next[k] = pm[0];
-    next[k + 1u] = pm[1];
-    next[k + 2u] = pm[2];
-    next[k + 3u] = pm[3];
-    next[k + 4u] = pl[0];
-    next[k + 5u] = pl[1];
-    next[k + 6u] = pl[2];
-    var out = pm;
-    if (WEIGHTED) {
-        if (pm[3] > 0.0) {
-            out = array<f64, 4>(pm[0] / pm[3], pm[1] / pm[3], pm[2] / pm[3], pm[3]);
-        } else {
-            out = array<f64, 4>(pl[0], pl[1], pl[2], pm[3]);
-        }
-    }
-    out[3] = min(max(out[3], 0.0), 1.0);
-    if (ENCODE_SRGB) {
-        out[0] = encode1(out[0]);
-        out[1] = encode1(out[1]);
-        out[2] = encode1(out[2]);
-    }
-    let base = gy * prm.words_per_row;
-    if (FMT == 0u) {
-        var r = out[0];
-        var b = out[2];
-        if (BGRA) {
-            r = out[2];
-            b = out[0];
-        }
-        packed[base + gx] = byte_of(r) | (byte_of(out[1]) << 8u) | (byte_of(b) << 16u) | (byte_of(out[3]) << 24u);
-        return;
-    }
-    if (FMT == 1u) {
-        if (CHANNELS == 4u) {
-            packed[base + gx * 2u] = word_of(out[0]) | (word_of(out[1]) << 16u);
-            packed[base + gx * 2u + 1u] = word_of(out[2]) | (word_of(out[3]) << 16u);
-        } else {
-            packed[base + gx] = word_of(out[0]) | (word_of(out[3]) << 16u);
-        }
-    } else if (CHANNELS == 4u) {
-        for (var c = 0u; c < 4u; c++) {
-            packed[base + gx * 4u + c] = word_of(out[c]);
-        }
-    } else if (CHANNELS == 2u) {
-        packed[base + gx * 2u] = word_of(out[0]);
-        packed[base + gx * 2u + 1u] = word_of(out[3]);
-    } else {
-        packed[base + gx] = word_of(out[0]);
-    }
+    finish_texel(gx, gy, d.x, pm, pl);
 }

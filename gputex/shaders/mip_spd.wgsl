@@ -1,7 +1,6 @@
 //! include mip_intmath.wgsl
 //! include mip_screen.wgsl
 //! include mip_store.wgsl
-//! include mip_twin.wgsl
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -265,12 +264,9 @@ fn wide(n: Narrow) -> Acc {
     return Acc(ps[0], ps[1], ps[2], a, z, z, z);
 }
 
-// Level i's texel (x, y): codes (r, g, b, a; grey in r, its alpha in g) into the level's storage
-// twin texture where the pass binds one (TWIN_STORE, mip_twin.wgsl), else into the output words
+// Level i's texel (x, y): codes (r, g, b, a; grey in r, its alpha in g) into the output words
 fn write_texel(i: u32, x: u32, y: u32, codes: vec4<u32>) {
-    if (!TWIN_STORE(i, vec2<u32>(x, y), codes)) {
-        store_codes(prm.mt[i].off + y * prm.mt[i].pitch, x, codes);
-    }
+    store_codes(prm.mt[i].off + y * prm.mt[i].pitch, x, codes);
 }
 
 fn pick(acc: Acc, c: u32, plain: bool) -> Big {
@@ -378,31 +374,34 @@ fn level_slot(i: u32, o: vec2<u32>) -> u32 {
 }
 
 fn lsums_put(k: u32, s: Sums) {  // word w of slot k at tile[3072 + 85 w + k]
-    let j = 3072u + k;
-    tile[j] = s.c0.x;
-    tile[j + 85u] = s.c0.y;
-    tile[j + 170u] = s.c0.z;
-    tile[j + 255u] = s.c1.x;
-    tile[j + 340u] = s.c1.y;
-    tile[j + 425u] = s.c1.z;
-    tile[j + 510u] = s.c2.x;
-    tile[j + 595u] = s.c2.y;
-    tile[j + 680u] = s.c2.z;
-    tile[j + 765u] = s.a.x;
-    tile[j + 850u] = s.a.y;
-    tile[j + 935u] = s.a.z;
+    sums_put(3072u + k, 85u, s);
 }
 
 fn lsums_get(k: u32) -> Sums {
     return sums_get(3072u + k, 85u);
 }
 
-// Sums whose word w is at tile[j + w * stride]
+// Sums whose word w is at tile[j + w * stride], read and written
 fn sums_get(j: u32, stride: u32) -> Sums {
     return Sums(Big(tile[j], tile[j + stride], tile[j + 2u * stride], 0u),
                 Big(tile[j + 3u * stride], tile[j + 4u * stride], tile[j + 5u * stride], 0u),
                 Big(tile[j + 6u * stride], tile[j + 7u * stride], tile[j + 8u * stride], 0u),
                 Big(tile[j + 9u * stride], tile[j + 10u * stride], tile[j + 11u * stride], 0u));
+}
+
+fn sums_put(j: u32, stride: u32, s: Sums) {
+    tile[j] = s.c0.x;
+    tile[j + stride] = s.c0.y;
+    tile[j + 2u * stride] = s.c0.z;
+    tile[j + 3u * stride] = s.c1.x;
+    tile[j + 4u * stride] = s.c1.y;
+    tile[j + 5u * stride] = s.c1.z;
+    tile[j + 6u * stride] = s.c2.x;
+    tile[j + 7u * stride] = s.c2.y;
+    tile[j + 8u * stride] = s.c2.z;
+    tile[j + 9u * stride] = s.a.x;
+    tile[j + 10u * stride] = s.a.y;
+    tile[j + 11u * stride] = s.a.z;
 }
 
 // The code of channel c (the alpha's at NC) of a texel from its collapsed sums: finalize's
@@ -420,19 +419,7 @@ fn round_one(sm: Sums, c: u32, s: u32) -> u32 {
 
 // word k of texel j at tile[256 k + j]: a warp's threads touch consecutive words, no bank conflicts
 fn tile_put(p: vec2<u32>, s: Sums) {
-    let j = p.y * 16u + p.x;
-    tile[j] = s.c0.x;
-    tile[j + 256u] = s.c0.y;
-    tile[j + 512u] = s.c0.z;
-    tile[j + 768u] = s.c1.x;
-    tile[j + 1024u] = s.c1.y;
-    tile[j + 1280u] = s.c1.z;
-    tile[j + 1536u] = s.c2.x;
-    tile[j + 1792u] = s.c2.y;
-    tile[j + 2048u] = s.c2.z;
-    tile[j + 2304u] = s.a.x;
-    tile[j + 2560u] = s.a.y;
-    tile[j + 2816u] = s.a.z;
+    sums_put(p.y * 16u + p.x, 256u, s);
 }
 
 // Thread (tx, ty) of workgroup (gx, gy) owns texel (16 gx + tx, 16 gy + ty) of the pass's

@@ -93,3 +93,18 @@ def test_a_folder_as_target_leaves_nothing(tmp_path, mode):
         write_atomic(str(tmp_path / "out.bin"), b"x")
     assert str(e.value) == f"{tmp_path / 'out.bin'}: is a folder; cannot write the output there"
     assert not any(n.startswith(TMP_PREFIX) for n in _left(tmp_path))
+
+
+def test_a_full_disk_is_one_output_error_naming_the_file(tmp_path, mode, monkeypatch):
+    import errno
+
+    def full(fd, data, *offset):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", full)
+    monkeypatch.setattr(os, "pwrite", full)
+    path = tmp_path / "out.bin"
+    with pytest.raises(OutputError) as e:
+        write_atomic(str(path), [b"abc", b"def"])
+    assert str(e.value) == f"{path}: write failed (No space left on device)"
+    assert _left(tmp_path) == []

@@ -382,3 +382,38 @@ def test_gc_paused_for_start_up_and_back_once_the_session_is_ready():
         pytest.skip("no GPU adapter")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ["True True", "False", "[False] True True", "True"]
+
+
+def test_gc_back_on_when_the_cli_makes_its_session_directly(tmp_path):
+    """``upload --array`` (and --cube, --volume, --pack) makes its session with
+    ``cli_run.open_session``, not ``session_soon``: the start-up pause ends there too."""
+    import subprocess
+    import sys
+
+    import numpy as np
+    from PIL import Image
+
+    for i in range(2):
+        Image.fromarray(np.full((4, 4, 4), 60 * i, np.uint8)).save(tmp_path / f"f{i}.png")
+    code = (
+        "import gc, sys\n"
+        "import gputex.cli_run as r\n"
+        "real = r.open_session\n"
+        "def spy(*a, **k):\n"
+        "    s = real(*a, **k)\n"
+        "    print('gc', gc.isenabled())\n"
+        "    return s\n"
+        "r.open_session = spy\n"
+        "import gputex.cli as cli\n"
+        "cli.open_session = spy if hasattr(cli, 'open_session') else None\n"
+        f"sys.argv = ['gputex', 'upload', {str(tmp_path / 'f0.png')!r}, {str(tmp_path / 'f1.png')!r}, '--array',"
+        f" '-o', {str(tmp_path / 'a.ktx2')!r}]\n"
+        "cli.console()\n"
+    )
+    pytest.importorskip("wgpu")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if "no GPU adapter" in done.stderr:
+        pytest.skip("no GPU adapter")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "gc True" in done.stdout.splitlines(), done.stdout
+

@@ -115,10 +115,11 @@ def test_disk_full_leaves_nothing(gpu, tmp_path, monkeypatch):
 
     enc = sys.modules["gputex.encode"]
 
-    def full(fd, data):
+    def full(fd, data, *offset):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(enc.os, "write", full)
+    monkeypatch.setattr(enc.os, "write", full)  # every way a file's bytes are written
+    monkeypatch.setattr(enc.os, "pwrite", full)
     img = tmp_path / "x.png"
     Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(img)
     out = tmp_path / "out"

@@ -76,10 +76,11 @@ def test_every_chain_level_fits_the_separable_tiles(filter, wrap):
 
 @pytest.mark.parametrize("filter", ["kaiser", "lanczos"])
 def test_both_float64_kernel_shaders_match_the_reference(rng, gpu, filter, monkeypatch):
-    """mip_exact_sep.wgsl and mip_exact_kernel.wgsl (the 2D footprint: the default on GPUs, and
-    wherever a level would not fit the tiles), each forced: within half an LSB of the float64
-    reference, and the same bytes on this image (they sum in another order: they could differ
-    only within ~1e-13 LSB of a tie)."""
+    """mip_exact_sep.wgsl (the default) and mip_exact_kernel.wgsl (the 2D footprint: where an
+    adapter type is listed in KERNEL_SHADER, and wherever a level would not fit the tiles), each
+    forced: within half an LSB of the float64 reference, and the same bytes on this image (they
+    sum in another order, so they can differ where a value is within ~1e-13 LSB of a tie: the
+    triangle filter at 2:1 puts values exactly on ties, see the test below)."""
     import gputex
 
     from reference import filter_levels
@@ -107,6 +108,41 @@ def test_both_float64_kernel_shaders_match_the_reference(rng, gpu, filter, monke
             d = np.abs(g.astype(np.float64) - np.clip(r, 0, 1) * 255)
             assert d.max() <= 0.5 + 1e-6, f"level {i}: {d.max():.4f} LSB"
     assert all(np.array_equal(x, y) for x, y in zip(sep, two_d))
+
+
+def test_triangle_shaders_differ_only_on_ties(rng, gpu, monkeypatch):
+    """The triangle filter at 2:1 (weights 1/8, 3/8, 3/8, 1/8 an axis) puts colour values exactly
+    on the midpoint between two codes; the two float64 shaders sum in another order and may round
+    such a tie either way. Every code of both is within half an LSB of the float64 reference,
+    and wherever they differ the reference is on a tie (this image: ties do occur)."""
+    import gputex
+
+    from reference import filter_levels
+
+    if not gpu.has_feature("shader-f64"):
+        pytest.skip(f"{gpu.name} lacks shader-f64")
+    a = rng.integers(0, 256, (40, 60, 4), np.uint8)
+    a[..., 3] = 255
+
+    def levels(shader):
+        monkeypatch.setenv("GPUTEX_MIPS_KERNEL", shader)
+        tex = gputex.upload(gpu, gputex.from_array(a, "linear"), "rgba8unorm", mips=True, filter="triangle",
+                            precision="fast")
+        try:
+            return [gputex.capture(tex, lv).astype(np.float64) for lv in range(1, tex.levels)]
+        finally:
+            tex.destroy()
+
+    sep, two_d = levels("sep"), levels("2d")
+    ref = [np.clip(r, 0, 1) * 255 for r in filter_levels(a / 255, 4, srgb=False, alpha_mode="weighted",
+                                                         filter="triangle")]
+    ties = 0
+    for s_, t_, r in zip(sep, two_d, ref):
+        assert np.abs(s_ - r).max() <= 0.5 + 1e-9 and np.abs(t_ - r).max() <= 0.5 + 1e-9
+        on_tie = np.abs(r - np.floor(r) - 0.5) < 1e-9
+        ties += int(on_tie.sum())
+        assert np.all(on_tie[s_ != t_]), "the shaders differ away from a tie"
+    assert ties > 0
 
 
 def test_kernel_shader_policy(gpu, monkeypatch):
