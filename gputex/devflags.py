@@ -31,7 +31,7 @@ variable                    what it overrides
 ``GPUTEX_MIPS_KERNEL``      ``sep`` or ``2d``: the float64 Kaiser/Lanczos shader of the mip chains
                             (default ``sep``; exceptions by adapter type: :func:`gputex.mips.exact.kernel_shader`).
 ``GPUTEX_POLL``             ``lean`` or ``wait``: how a device's map waits are polled (default
-                            ``lean`` on GPUs, ``wait`` on CPU adapters; :func:`gputex.device.lean_polling`).
+                            ``wait``; ``lean`` not yet measured on a GPU: :func:`gputex.device.lean_polling`).
 ==========================  ===================================================================
 
 ``GPUTEX_ADAPTER`` and ``GPUTEX_BACKEND`` are not developer flags: they are the documented

@@ -606,7 +606,7 @@ class Session:
         self.info.chosen = True
         self._cache: dict[Any, Any] = {}  # pipelines, buffers reused across images
         self.device = self._create_device("create")
-        lean_polling(self.device, self.info.adapter_type)
+        lean_polling(self.device)
         self.features = set(self.device.features)
         self.limits = dict(self.device.limits)
 
@@ -660,7 +660,7 @@ class Session:
         """Make a new device on the same adapter (after a device loss); caches are dropped."""
         self._cache.clear()
         self.device = self._create_device("recreate")
-        lean_polling(self.device, self.info.adapter_type)
+        lean_polling(self.device)
 
     def uniform(self, data: bytes):
         """A uniform buffer holding ``data`` (padded to 16 bytes, as WGSL structs are)."""
@@ -683,7 +683,7 @@ class Session:
 POLL_INTERVAL = 0.0005
 
 
-def lean_polling(device, adapter_type: str) -> bool:
+def lean_polling(device) -> bool:
     """Have wgpu-py's poll thread of ``device`` poll without blocking (every
     :data:`POLL_INTERVAL` s while a map or another promise is pending) instead of waiting
     inside ``wgpuDevicePoll(wait=true)``; returns whether it does.
@@ -694,15 +694,16 @@ def lean_polling(device, adapter_type: str) -> bool:
     GPU had finished everything submitted before (H200 host, 48 × 2048² ``upload -o``: the
     in-order step 8.6 ms per image, 6.2 ms of it CPU; ``destroy`` 1.6 ms, ``submit`` 0.6 ms
     each). Polled without blocking, the lock is held for a moment at a time and a map
-    completes at most :data:`POLL_INTERVAL` s after the GPU is done. On by default on GPUs;
-    on a CPU adapter (lavapipe: its "GPU" shares the cores) the blocking wait stays.
-    ``GPUTEX_POLL`` (``lean`` or ``wait``) chooses (:mod:`gputex.devflags`). Where wgpu-py's
+    completes at most :data:`POLL_INTERVAL` s after the GPU is done. Opt-in
+    (``GPUTEX_POLL=lean``, :mod:`gputex.devflags`) until a GPU measures it: the trace above
+    suggests it, no batch on a GPU has been timed with it; on a CPU adapter (lavapipe: its "GPU"
+    shares the cores) it measured no different. Where wgpu-py's
     poll thread is not what this expects (another wgpu-py), nothing changes."""
     import time
 
     from .devflags import flag
 
-    want = (flag("GPUTEX_POLL") or ("wait" if adapter_type == "CPU" else "lean")).lower()
+    want = (flag("GPUTEX_POLL") or "wait").lower()
     poller = getattr(device, "_poller", None)
     poll = getattr(poller, "_poll_func", None)
     if want != "lean" or poller is None or poll is None or not callable(poll):
