@@ -51,6 +51,15 @@ TWO_WORDS = True
 #: Read the base from a copy of its bytes where it fits one binding (False: textureLoad; the
 #: tests compare both).
 BASE_COPY = True
+#: Levels read from the base by float sums and the screen, the texels it cannot decide by the
+#: exact sums in a second pass (``level_fast`` / ``level_fix``; False: the exact sums for every
+#: texel; the tests compare both).
+FAST_LEVELS = True
+#: Every texel of a fast level to the exact pass (the tests of that pass).
+MISS_ALL = False
+#: The fast levels' float sums are provably within the screen's margin while Fx + Fy (the most
+#: base columns and rows a texel covers) is at most this (``mip_odd.wgsl``, level_fast).
+FAST_SPAN = 24
 #: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
 
@@ -73,6 +82,20 @@ def _run(plan: CellPlan, st: Step) -> int:
         return int(np.diff(plan.index[st.x_off:st.x_off + st.size[0] + 1].astype(np.int64)).max())
     t = plan.index[st.x_off:st.x_off + 4 * st.size[0]].reshape(-1, 4).astype(np.int64)
     return int((t[:, 1] - t[:, 0]).max()) + 1
+
+
+def _span(plan: CellPlan, st: Step) -> int:
+    """The most source cells a level's texel spans on the y axis (as :func:`_run` on x)."""
+    import numpy as np
+
+    t = plan.index[st.y_off:st.y_off + 4 * st.size[1]].reshape(-1, 4).astype(np.int64)
+    return int((t[:, 1] - t[:, 0]).max()) + 1
+
+
+def _fast(plan: CellPlan, st: Step) -> bool:
+    """Whether level step ``st`` runs as ``level_fast`` + ``level_fix``."""
+    return FAST_LEVELS and SCREEN and st.kind == "level" and st.source == 0 and \
+        _run(plan, st) + _span(plan, st) <= FAST_SPAN
 
 
 def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
@@ -105,7 +128,11 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
 
     def band_rows(st: Step) -> tuple[int, int]:  # (output row pitch, rows a dispatch)
         pitch = align_up(st.size[0] * bpt, 256)
-        return pitch, max(1, min(st.size[1], min(limit, 64 << 20) // pitch))
+        cap = min(limit, 64 << 20)
+        rows = cap // pitch
+        if _fast(plan, st):  # the miss list holds a word per texel of the band
+            rows = min(rows, (cap - 16) // (4 * st.size[0]), 0xffff)
+        return pitch, max(1, min(st.size[1], rows))
 
     levels = [st for st in plan.steps if st.kind == "level"]
     owned: list[Any] = []
@@ -137,7 +164,18 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                                 "mip base copy")
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
-        npasses = sum(1 if st.kind == "cells" else -(-st.size[1] // band_rows(st)[1]) for st in plan.steps)
+        fast = [st for st in levels if _fast(plan, st)]
+        misses = args = stand_in
+        if fast:  # the texels level_fast leaves: [level_fix's workgroups, count, -, -, x | row << 16 ...]
+            misses = buffer(16 + 4 * max(st.size[0] * band_rows(st)[1] for st in fast),
+                            wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
+                            "mip miss list")
+            args = session.check(f"{tex.source}: mip indirect arguments", device.create_buffer_with_data,
+                                 data=struct.pack("<4I", 0, 1, 1, 0),
+                                 usage=wgpu.BufferUsage.INDIRECT | wgpu.BufferUsage.COPY_DST)
+            owned.append(args)
+        npasses = sum(1 if st.kind == "cells" else -(-st.size[1] // band_rows(st)[1]) * (2 if _fast(plan, st) else 1)
+                      for st in plan.steps)
         query = timestamps(session, npasses + 4) if measure else None
         enc = device.create_command_encoder()
         if copy:
@@ -147,7 +185,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         grids: dict[int, object] = {}
         for st in plan.steps:
             src = grids[st.source] if st.source else stand_in
-            c = dict(consts, FROM_BASE=st.source == 0, BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
+            c = dict(consts, FROM_BASE=st.source == 0, MISS_ALL=MISS_ALL, BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
                      WORDS_OUT=words(st.level) if st.kind == "cells" else 3,
                      NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256)
             if st.kind == "cells":
@@ -166,18 +204,25 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 continue
             w, h = st.size
             pitch, rows = band_rows(st)
-            pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "level")
+            is_fast = _fast(plan, st)
+            pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "level_fast" if is_fast else "level")
             for r0 in range(0, h, rows):
                 n = min(rows, h - r0)
                 prm = struct.pack("<12I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
                                   st.x_off, st.y_off, pitch0)
                 bind = device.create_bind_group(layout=bgl, entries=[
                     {"binding": i, "resource": r} for i, r in enumerate(
-                        [base, whole(out), {"buffer": session.uniform(prm)}, whole(src), whole(stand_in_w),
-                         whole(tables), whole(index), whole(base_bytes)])])
+                        [base, whole(out), {"buffer": session.uniform(prm)}, whole(src),
+                         whole(misses if is_fast else stand_in_w), whole(tables), whole(index), whole(base_bytes)])])
                 if bpt < 4:
                     enc.clear_buffer(out, 0, pitch * n)
+                if is_fast:
+                    enc.clear_buffer(misses, 0, 16)
                 dispatch(enc, pipe, bind, (-(-w // 8), -(-n // 8), 1), query.next() if query else None)
+                if is_fast:  # the texels left, as many workgroups as level_fast counted
+                    enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
+                    fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix")
+                    _dispatch_indirect(enc, fix, bind, args, query.next() if query else None)
                 enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
                                            {"texture": tex.texture, "mip_level": st.level, "origin": (0, r0, layer)},
                                            (w, n, 1))
@@ -189,6 +234,15 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         for b in owned:
             b.destroy()
     return plan.sources(), gpu_ns, pass_ns
+
+
+def _dispatch_indirect(enc: Any, pipe: Any, bind: Any, args: Any, timestamp_writes: dict[str, Any] | None) -> None:
+    """One compute pass of ``pipe`` over the workgroups that ``args`` (x, y, z) holds."""
+    cpass = enc.begin_compute_pass(timestamp_writes=timestamp_writes) if timestamp_writes else enc.begin_compute_pass()
+    cpass.set_pipeline(pipe)
+    cpass.set_bind_group(0, bind)
+    cpass.dispatch_workgroups_indirect(args, 0)
+    cpass.end()
 
 
 #: The self-check's image: levels from the base, a grid from the base and grids from grids.

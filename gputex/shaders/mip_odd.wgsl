@@ -311,18 +311,14 @@ fn texel_sums(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> Acc {
     return add_acc(add_acc(mul_acc(top, ty.z), mul_acc(inner, prm.dst_h)), mul_acc(bottom, ty.w));
 }
 
-@compute @workgroup_size(8, 8)
-fn level(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    load_tables(t);
-    if (gid.x >= prm.dst_w || gid.y >= prm.rows) {
-        return;
-    }
-    let x = gid.x;
-    let y = gid.y + prm.row0;
-    let tx = vec4<u32>(index[prm.x_off + 4u * x], index[prm.x_off + 4u * x + 1u],
-                       index[prm.x_off + 4u * x + 2u], index[prm.x_off + 4u * x + 3u]);
-    let ty = vec4<u32>(index[prm.y_off + 4u * y], index[prm.y_off + 4u * y + 1u],
-                       index[prm.y_off + 4u * y + 2u], index[prm.y_off + 4u * y + 3u]);
+fn axis(off: u32, i: u32) -> vec4<u32> {
+    return vec4<u32>(index[off + 4u * i], index[off + 4u * i + 1u], index[off + 4u * i + 2u], index[off + 4u * i + 3u]);
+}
+
+// Texel (x, y) of the level (y: the level's row) by the exact sums
+fn level_texel(x: u32, y: u32) {
+    let tx = axis(prm.x_off, x);
+    let ty = axis(prm.y_off, y);
     var acc = zero_acc();
     for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where no alpha covers
         acc = texel_sums(tx, ty, sweep == 1u);
@@ -331,6 +327,15 @@ fn level(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
         }
     }
     finalize(x, y, acc);
+}
+
+@compute @workgroup_size(8, 8)
+fn level(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
+    if (gid.x >= prm.dst_w || gid.y >= prm.rows) {
+        return;
+    }
+    level_texel(gid.x, gid.y + prm.row0);
 }
 
 @compute @workgroup_size(8, 8)
@@ -360,4 +365,114 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
         }
     }
     store_cell((gid.y * prm.dst_w + gid.x) * SLOTS * WORDS_OUT, acc);
+}
+
+// ---- Levels from the base by float sums (`level_fast`), the texels it cannot decide by the
+// exact sums (`level_fix`), odd.py's FAST_LEVELS. A texel's sums in float32, in this order: per
+// base texel L (at most 2 roundings: approx of its words), L * alpha (1), times the column weight
+// (1), added along the row (at most Fx), the row times its weight (1), added over the rows (at
+// most Fy): every term of the colour sum passes at most Fx + Fy + 5 roundings, of the alpha sum
+// Fx + Fy + 2, and all terms are >= 0, so each sum is within gamma(n) = n u / (1 - n u) of the
+// exact one (u = 2^-24; FMA contraction only drops roundings). The quotient (one more rounding)
+// is then within gamma(2 Fx + 2 Fy + 8) of num / den; odd.py sends a level here only where
+// Fx + Fy <= 24 (Fx: the most base columns a texel covers): gamma(56) < 57 u, and with the
+// float threshold's rounding and the product with (1 +- MARGIN) (2 u) under MARGIN = 2^-18 =
+// 64 u: where screen_code accepts, the exact comparisons give the same code
+// (tests/mips/test_odd_fast.py checks the bound in float32 against exact rationals). A texel
+// with any channel too close to a threshold is appended to `misses` for level_fix.
+@group(0) @binding(4) var<storage, read_write> misses: array<atomic<u32>>;  // [level_fix's
+    // workgroups, count, -, -, then per texel x | (band row << 16)]
+
+override MISS_ALL: bool = false;  // every texel to level_fix (the tests of that path)
+const FIX_GROUPS: u32 = 4096u;    // level_fix's workgroups at most (its threads loop)
+
+fn lin_f(c: u32) -> f32 {
+    if (SMEM_TABLES) {
+        return f32(ltab[c & 255u]);
+    }
+    if (!SRGB) {
+        return f32(c);
+    }
+    return f32(tables[2u * c + 1u]) * 4294967296.0 + f32(tables[2u * c]);
+}
+
+// The code of x = num / den (float sums) where x is clearly inside its interval, else 0xffffffff
+fn screen_code(x: f32, srgb: bool) -> u32 {
+    let m = f32(top());
+    var v = x;
+    if (srgb) {
+        v = encode(x / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
+    }
+    let k = u32(clamp(floor(v + 0.5), 0.0, m));
+    let above = k == 0u || x >= threshold_f(k, srgb) * (1.0 + MARGIN);
+    let below = k == top() || x < threshold_f(k + 1u, srgb) * (1.0 - MARGIN);
+    return select(0xffffffffu, k, above && below && !MISS_ALL);
+}
+
+// A texel's float sums: colour c0-c2 (premultiplied, or plain) and alpha
+fn texel_float(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> vec4<f32> {
+    let ex = select(tx.y, tx.y + 1u, tx.w > 0u);
+    let ey = select(ty.y, ty.y + 1u, ty.w > 0u);
+    var s = vec4<f32>(0.0);
+    for (var iy = ty.x; iy < ey; iy++) {
+        var r = vec4<f32>(0.0);
+        for (var ix = tx.x; ix < ex; ix++) {
+            let c = codes_at(vec2<u32>(ix, iy));
+            let a = f32(c.w);
+            var l = vec3<f32>(lin_f(c.x), 0.0, 0.0);
+            if (NC == 3u) {
+                l = vec3<f32>(l.x, lin_f(c.y), lin_f(c.z));
+            }
+            let wx = f32(select(select(prm.dst_w, tx.w, ix == tx.y), tx.z, ix == tx.x));
+            r += vec4<f32>(l * select(1.0, a, WA && !plain), a) * wx;
+        }
+        s += r * f32(select(select(prm.dst_h, ty.w, iy == ty.y), ty.z, iy == ty.x));
+    }
+    return s;
+}
+
+@compute @workgroup_size(8, 8)
+fn level_fast(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
+    if (gid.x >= prm.dst_w || gid.y >= prm.rows) {
+        return;
+    }
+    let x = gid.x;
+    let tx = axis(prm.x_off, x);
+    let ty = axis(prm.y_off, gid.y + prm.row0);
+    var s = vec4<f32>(0.0);
+    for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where no alpha covers
+        s = texel_float(tx, ty, sweep == 1u);
+        if (!WA || s.w > 0.0) {
+            break;
+        }
+    }
+    let total = f32(prm.total);
+    let den = select(total, s.w, WA && s.w > 0.0);
+    var codes = vec4<u32>(screen_code(s.x / den, SRGB), 0u, 0u, 0u);
+    if (NC == 3u) {
+        codes.y = screen_code(s.y / den, SRGB);
+        codes.z = screen_code(s.z / den, SRGB);
+    }
+    if (HAS_ALPHA) {
+        codes.w = screen_code(s.w / total, false);
+    }
+    if (any(codes == vec4<u32>(0xffffffffu))) {
+        let i = atomicAdd(&misses[1], 1u);
+        atomicMax(&misses[0], min(i / 64u + 1u, FIX_GROUPS));
+        atomicStore(&misses[4u + i], x | (gid.y << 16u));
+        return;
+    }
+    write_texel(x, gid.y, codes);
+}
+
+@compute @workgroup_size(64)
+fn level_fix(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32,
+             @builtin(num_workgroups) groups: vec3<u32>) {
+    load_tables(t);
+    let count = atomicLoad(&misses[1]);
+    for (var i = gid.x; i < count; i += groups.x * 64u) {
+        let p = atomicLoad(&misses[4u + i]);
+        level_texel(p & 0xffffu, (p >> 16u) + prm.row0);
+    }
 }
