@@ -51,15 +51,17 @@ TWO_WORDS = True
 #: Read the base from a copy of its bytes where it fits one binding (False: textureLoad; the
 #: tests compare both).
 BASE_COPY = True
-#: Levels read from the base by float sums and the screen, the texels it cannot decide by the
+#: Levels by float sums and the screen (from the base or a grid), the texels it cannot decide by the
 #: exact sums in a second pass (``level_fast`` / ``level_fix``; False: the exact sums for every
 #: texel; the tests compare both).
 FAST_LEVELS = True
 #: Every texel of a fast level to the exact pass (the tests of that pass).
 MISS_ALL = False
 #: The fast levels' float sums are provably within the screen's margin while Fx + Fy (the most
-#: base columns and rows a texel covers) is at most this (``mip_odd.wgsl``, level_fast).
+#: source columns and rows a texel covers) is at most this: levels from the base, from a grid
+#: (``mip_odd.wgsl``, level_fast: 2 (Fx + Fy) + 8 or + 13 roundings, at most 56).
 FAST_SPAN = 24
+GRID_SPAN = 21
 #: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
 
@@ -94,8 +96,8 @@ def _span(plan: CellPlan, st: Step) -> int:
 
 def _fast(plan: CellPlan, st: Step) -> bool:
     """Whether level step ``st`` runs as ``level_fast`` + ``level_fix``."""
-    return FAST_LEVELS and SCREEN and st.kind == "level" and st.source == 0 and \
-        _run(plan, st) + _span(plan, st) <= FAST_SPAN
+    return FAST_LEVELS and SCREEN and st.kind == "level" and \
+        _run(plan, st) + _span(plan, st) <= (FAST_SPAN if st.source == 0 else GRID_SPAN)
 
 
 def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
@@ -187,7 +189,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             src = grids[st.source] if st.source else stand_in
             c = dict(consts, FROM_BASE=st.source == 0, MISS_ALL=MISS_ALL, BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
                      WORDS_OUT=words(st.level) if st.kind == "cells" else 3,
-                     NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256)
+                     NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
+                     NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
+                     and plan.extents[st.level] <= 256)
             if st.kind == "cells":
                 dst = buffer(st.size[0] * st.size[1] * nslots * words(st.level) * 4, wgpu.BufferUsage.STORAGE,
                              "mip cell sums")

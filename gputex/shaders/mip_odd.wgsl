@@ -29,6 +29,7 @@ override WORDS_IN: u32 = 3u;      // words a slot of the source cells (2 where t
 override WORDS_OUT: u32 = 3u;     // ... of the cells made
 override NARROW: bool = false;     // 8 bits, runs of base texels below 257 (odd.py): row sums in
                                    // 32-bit lanes (16-bit halves of L times alpha: < 2^24 each)
+override NARROW_BLOCK: bool = false; // a cell's base texels (at most 256) all summed in the lanes
 override BASE_BUFFER: bool = true; // base texels from a copy of its bytes (else textureLoad, whose
                                    // -srgb loads need an encode to give the codes back)
 
@@ -216,9 +217,15 @@ fn put_big(i: u32, b: Big) {
 // The sums of base texels x0 .. x1 - 1 of row y (NARROW: at most 256 of them), as cell() gives
 // them, added in 32-bit lanes: the high and low 16 bits of L times the weight (< 2^24 each).
 fn row_narrow(y: u32, x0: u32, x1: u32, plain: bool) -> Acc {
+    return block_narrow(y, y + 1u, x0, x1, plain);
+}
+
+// The same over rows y0 .. y1 - 1 (at most 256 texels in all: a lane stays below 2^32)
+fn block_narrow(y0: u32, y1: u32, x0: u32, x1: u32, plain: bool) -> Acc {
     var nh = vec3<u32>(0u);
     var nl = vec3<u32>(0u);
     var na = 0u;
+    for (var y = y0; y < y1; y++) {
     for (var x = x0; x < x1; x++) {
         let c = codes_at(vec2<u32>(x, y));
         var l = c.xyz;
@@ -229,6 +236,7 @@ fn row_narrow(y: u32, x0: u32, x1: u32, plain: bool) -> Acc {
         nh += (l >> vec3<u32>(16u)) * wt;
         nl += (l & vec3<u32>(0xffffu)) * wt;
         na += c.w;
+    }
     }
     let lo = (nh << vec3<u32>(16u)) + nl;
     let hi = (nh >> vec3<u32>(16u)) + select(vec3<u32>(0u), vec3<u32>(1u), lo < nl);
@@ -351,7 +359,10 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
     var acc = zero_acc();
     for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where the alpha sum is 0
         acc = zero_acc();
-        for (var iy = y0; iy < y1; iy++) {
+        if (NARROW_BLOCK) {
+            acc = block_narrow(y0, y1, x0, x1, sweep == 1u);
+        }
+        for (var iy = y0; iy < y1 && !NARROW_BLOCK; iy++) {
             if (NARROW) {
                 acc = add_acc(acc, row_narrow(iy, x0, x1, sweep == 1u));
                 continue;
@@ -367,17 +378,19 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
     store_cell((gid.y * prm.dst_w + gid.x) * SLOTS * WORDS_OUT, acc);
 }
 
-// ---- Levels from the base by float sums (`level_fast`), the texels it cannot decide by the
-// exact sums (`level_fix`), odd.py's FAST_LEVELS. A texel's sums in float32, in this order: per
-// base texel L (at most 2 roundings: approx of its words), L * alpha (1), times the column weight
-// (1), added along the row (at most Fx), the row times its weight (1), added over the rows (at
-// most Fy): every term of the colour sum passes at most Fx + Fy + 5 roundings, of the alpha sum
-// Fx + Fy + 2, and all terms are >= 0, so each sum is within gamma(n) = n u / (1 - n u) of the
-// exact one (u = 2^-24; FMA contraction only drops roundings). The quotient (one more rounding)
-// is then within gamma(2 Fx + 2 Fy + 8) of num / den; odd.py sends a level here only where
-// Fx + Fy <= 24 (Fx: the most base columns a texel covers): gamma(56) < 57 u, and with the
-// float threshold's rounding and the product with (1 +- MARGIN) (2 u) under MARGIN = 2^-18 =
-// 64 u: where screen_code accepts, the exact comparisons give the same code
+// ---- Levels by float sums (`level_fast`), the texels it cannot decide by the exact sums
+// (`level_fix`), odd.py's FAST_LEVELS. A texel's sums in float32, in this order: per base texel
+// L (at most 2 roundings: its two words), L * alpha (1), or per stored cell its sums by approx()
+// (at most 4: every partial sum there is >= 0); times the column weight (1), added along the row
+// (at most Fx), the row times its weight (1), added over the rows (at most Fy). From the base
+// every term of the colour sum passes at most Fx + Fy + 5 roundings, of the alpha sum Fx + Fy + 2;
+// from a grid both Fx + Fy + 6. All terms are >= 0, so each sum is within gamma(n) = n u / (1 - n u)
+// of the exact one (u = 2^-24; FMA contraction only drops roundings), and the quotient (one more
+// rounding) within gamma(2 Fx + 2 Fy + 8) (base) or gamma(2 Fx + 2 Fy + 13) (grid) of num / den.
+// odd.py sends a level here only where that is at most gamma(56) (Fx + Fy <= 24 from the base,
+// <= 21 from a grid; Fx: the most source cells a texel covers): < 57 u, and with the float
+// threshold's rounding and the product with (1 +- MARGIN) (2 u) under MARGIN = 2^-18 = 64 u:
+// where screen_code accepts, the exact comparisons give the same code
 // (tests/mips/test_odd_fast.py checks the bound in float32 against exact rationals). A texel
 // with any channel too close to a threshold is appended to `misses` for level_fix.
 @group(0) @binding(4) var<storage, read_write> misses: array<atomic<u32>>;  // [level_fix's
@@ -409,6 +422,32 @@ fn screen_code(x: f32, srgb: bool) -> u32 {
     return select(0xffffffffu, k, above && below && !MISS_ALL);
 }
 
+// cell() in floats: a base texel's L (times its alpha), or a stored cell's sums by approx()
+fn cell_f(x: u32, y: u32, plain: bool) -> vec4<f32> {
+    if (FROM_BASE) {
+        let c = codes_at(vec2<u32>(x, y));
+        let a = f32(c.w);
+        var l = vec3<f32>(lin_f(c.x), 0.0, 0.0);
+        if (NC == 3u) {
+            l = vec3<f32>(l.x, lin_f(c.y), lin_f(c.z));
+        }
+        return vec4<f32>(l * select(1.0, a, WA && !plain), a);
+    }
+    let i = (y * prm.src_w + x) * SLOTS * WORDS_IN;
+    var a = 0.0;
+    if (HAS_ALPHA) {
+        a = approx(load_big(i + NC * WORDS_IN));
+    }
+    if (WA && (a > 0.0) == plain) {
+        return vec4<f32>(0.0, 0.0, 0.0, a);
+    }
+    var c = vec3<f32>(approx(load_big(i)), 0.0, 0.0);
+    if (NC == 3u) {
+        c = vec3<f32>(c.x, approx(load_big(i + WORDS_IN)), approx(load_big(i + 2u * WORDS_IN)));
+    }
+    return vec4<f32>(c, a);
+}
+
 // A texel's float sums: colour c0-c2 (premultiplied, or plain) and alpha
 fn texel_float(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> vec4<f32> {
     let ex = select(tx.y, tx.y + 1u, tx.w > 0u);
@@ -417,14 +456,8 @@ fn texel_float(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> vec4<f32> {
     for (var iy = ty.x; iy < ey; iy++) {
         var r = vec4<f32>(0.0);
         for (var ix = tx.x; ix < ex; ix++) {
-            let c = codes_at(vec2<u32>(ix, iy));
-            let a = f32(c.w);
-            var l = vec3<f32>(lin_f(c.x), 0.0, 0.0);
-            if (NC == 3u) {
-                l = vec3<f32>(l.x, lin_f(c.y), lin_f(c.z));
-            }
             let wx = f32(select(select(prm.dst_w, tx.w, ix == tx.y), tx.z, ix == tx.x));
-            r += vec4<f32>(l * select(1.0, a, WA && !plain), a) * wx;
+            r += cell_f(ix, iy, plain) * wx;
         }
         s += r * f32(select(select(prm.dst_h, ty.w, iy == ty.y), ty.z, iy == ty.x));
     }

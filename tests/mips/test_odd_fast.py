@@ -30,11 +30,12 @@ def _gamma(n: int) -> Fraction:
 def test_span_limit_keeps_the_estimate_inside_the_margin():
     """odd.FAST_SPAN: with Fx + Fy <= 24 the quotient is within gamma(56); with the float
     threshold's and the (1 +- MARGIN) product's roundings (2 u) the screen's decisions are exact."""
-    from gputex.mips.odd import FAST_SPAN
+    from gputex.mips.odd import FAST_SPAN, GRID_SPAN
 
     e = _gamma(2 * FAST_SPAN + 8)
     assert (1 - U) ** 2 * (1 + MARGIN) >= 1 + e
     assert (1 + U) ** 2 * (1 - MARGIN) <= 1 - e
+    assert _gamma(2 * GRID_SPAN + 13) <= e
     e_more = _gamma(2 * (FAST_SPAN + 4) + 8)  # a looser limit would not hold
     assert (1 - U) ** 2 * (1 + MARGIN) < 1 + e_more
 
@@ -82,6 +83,38 @@ def test_float_sums_are_within_their_bound(case, srgb, weighted):
         assert abs(Fraction(float(x)) - exact) <= bound * exact
     else:
         assert x == 0
+
+
+def _approx(v: int) -> np.float32:
+    """mip_intmath.wgsl approx() of a sum's words (w, z, y, x), float32."""
+    w = [F32((v >> (32 * k)) & 0xFFFFFFFF) for k in range(4)]
+    return ((w[3] * F32(4294967296.0) + w[2]) * F32(4294967296.0) + w[1]) * F32(4294967296.0) + w[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 10).flatmap(lambda fx: st.integers(1, 11).flatmap(lambda fy: st.tuples(
+    st.lists(st.lists(st.tuples(st.integers(0, (1 << 96) - 1), st.integers(1, (1 << 64) - 1)),
+                      min_size=fx, max_size=fx), min_size=fy, max_size=fy),
+    st.lists(st.integers(1, 0xFFFF), min_size=fx, max_size=fx),
+    st.lists(st.integers(1, 0xFFFF), min_size=fy, max_size=fy)))))
+def test_grid_float_sums_are_within_their_bound(case):
+    """level_fast from a grid: cells' (colour, alpha) sums by approx(), weighted and added as from
+    the base; the quotient within gamma(2 (Fx + Fy) + 13) (Fx + Fy <= 21: GRID_SPAN)."""
+    cells, wx, wy = case
+    most = (1 << 96) // (sum(wx) * sum(wy))  # a texel's sums are below 2^96 (intbox.MAX_BASE_TEXELS)
+    cells = [[(c % most, a % most or 1) for c, a in row] for row in cells]
+    s_c, s_a = F32(0), F32(0)
+    for j, row in enumerate(cells):
+        r_c, r_a = F32(0), F32(0)
+        for i, (c, a) in enumerate(row):
+            r_c = r_c + _approx(c) * F32(wx[i])
+            r_a = r_a + _approx(a) * F32(wx[i])
+        s_c = s_c + r_c * F32(wy[j])
+        s_a = s_a + r_a * F32(wy[j])
+    x = s_c / s_a
+    exact = Fraction(sum(wy[j] * wx[i] * c for j, row in enumerate(cells) for i, (c, _) in enumerate(row)),
+                     sum(wy[j] * wx[i] * a for j, row in enumerate(cells) for i, (_, a) in enumerate(row)))
+    assert abs(Fraction(float(x)) - exact) <= _gamma(2 * (len(wx) + len(wy)) + 13) * exact
 
 
 def test_a_mutant_estimate_breaks_the_bound():
@@ -135,7 +168,8 @@ def test_fast_levels_are_the_base_levels_within_the_span():
 
     plan = cell_plan(2047, 2047, 11, 48, 1 << 30)
     levels = [s for s in plan.steps if s.kind == "level"]
-    assert [odd._fast(plan, s) for s in levels[:3]] == [True, True, False]  # level 3 from G(3)
+    assert all(odd._fast(plan, s) for s in levels)  # levels 1-2 from the base, 3.. from grids
+    assert max(odd._run(plan, s) + odd._span(plan, s) for s in levels[2:]) <= odd.GRID_SPAN
     deep = cell_plan(2047, 2047, 11, 48, 1 << 30, 6)  # levels 1-5 from the base
     spans = [odd._run(deep, s) + odd._span(deep, s) for s in deep.steps if s.kind == "level"][:5]
     assert [odd._fast(deep, s) for s in deep.steps if s.kind == "level"][:5] == [n <= odd.FAST_SPAN for n in spans]
@@ -148,13 +182,17 @@ FORMATS = [("rgba8unorm-srgb", 4, 8, "srgb"), ("bgra8unorm", 4, 8, "linear"), ("
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("fmt,channels,bits,space", FORMATS)
-@pytest.mark.parametrize("miss_all", [False, True])
-def test_fast_levels_and_the_exact_pass_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space, miss_all):
-    """Every texel of the base levels from the float screen where it decides (False) or from the
-    exact pass (True): the model's bytes."""
+@pytest.mark.parametrize("miss_all,first", [(False, 3), (True, 3), (True, 1)])
+def test_fast_levels_and_the_exact_pass_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space, miss_all,
+                                                        first):
+    """Every texel of the levels (from the base, and from grids; every level from a grid where
+    the first grid is G(1)) from the float screen where it decides (False) or from the exact
+    pass (True): the model's bytes."""
+    import gputex.mips.cells as cells
     import gputex.mips.odd as odd
 
     monkeypatch.setattr(odd, "MISS_ALL", miss_all)
+    monkeypatch.setattr(cells, "FIRST_GRID", first)
     w, h = 61, 37
     a = _image(np.random.default_rng(2500 + channels * 3 + bits), w, h, channels, bits, "holes")
     for alpha in ("weighted", "straight"):
