@@ -62,6 +62,10 @@ MISS_ALL = False
 #: (``mip_odd.wgsl``, level_fast: 2 (Fx + Fy) + 8 or + 13 roundings, at most 56).
 FAST_SPAN = 24
 GRID_SPAN = 21
+#: 8-bit sRGB: the code tables copied into workgroup memory first (None: on every adapter but a
+#: CPU one, as mips/spd.py; lavapipe: the copy and its barrier cost ~10% of a level from the base);
+#: the tests force both.
+SMEM_TABLES: bool | None = None
 #: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
 
@@ -122,7 +126,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         return 2 if TWO_WORDS and plan.extents[grid] * most < 1 << 64 else 3
 
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
-              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
+              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN,
+              "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb" and (
+                  SMEM_TABLES if SMEM_TABLES is not None else session.info.adapter_type != "CPU")}
     entries = integer_entries("sursrrr")
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     bpt = fmt.block_bytes

@@ -98,7 +98,7 @@ fn mul_acc(a: Acc, w: u32) -> Acc {
 
 // 8-bit sRGB: L and the float thresholds in workgroup memory (as mip_spd.wgsl: a warp's
 // lookups of random codes in a storage buffer touch many cache lines)
-override SMEM_TABLES: bool = BITS == 8u && SRGB;
+override SMEM_TABLES: bool = BITS == 8u && SRGB;  // (odd.py: on GPUs only)
 var<workgroup> ltab: array<u32, 256>;
 var<workgroup> qtab: array<f32, 257>;
 
@@ -111,13 +111,16 @@ fn load_tables(t: u32) {  // t: the invocation's index in its workgroup of 64
         if (t == 0u) {
             qtab[256] = 3.4e38;  // above every value (k + 1 = 256 is never compared)
         }
+        workgroupBarrier();
     }
-    workgroupBarrier();
 }
 
 fn lin_code(c: u32) -> Big {
     if (SMEM_TABLES) {
         return Big(ltab[c & 255u], 0u, 0u, 0u);
+    }
+    if (SRGB && BITS == 8u) {  // L below 2^32: one word
+        return Big(tables[2u * c], 0u, 0u, 0u);
     }
     return lin(c, SRGB);
 }
@@ -231,6 +234,8 @@ fn block_narrow(y0: u32, y1: u32, x0: u32, x1: u32, plain: bool) -> Acc {
         var l = c.xyz;
         if (SMEM_TABLES) {
             l = vec3<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u]);
+        } else if (SRGB) {  // (8 bits: L below 2^32, one word)
+            l = vec3<u32>(tables[2u * c.x], tables[2u * c.y], tables[2u * c.z]);
         }
         let wt = select(1u, c.w, WA && !plain);
         nh += (l >> vec3<u32>(16u)) * wt;
@@ -405,6 +410,9 @@ fn lin_f(c: u32) -> f32 {
     }
     if (!SRGB) {
         return f32(c);
+    }
+    if (BITS == 8u) {  // L below 2^32: one word
+        return f32(tables[2u * c]);
     }
     return f32(tables[2u * c + 1u]) * 4294967296.0 + f32(tables[2u * c]);
 }

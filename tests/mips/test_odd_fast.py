@@ -219,3 +219,19 @@ def test_exact_pass_in_bands_gives_the_same_bytes(gpu, monkeypatch):
     assert report.sources[:2] == [0, 0]
     for lv, (p, b) in enumerate(zip(plain, banded), start=1):
         assert np.array_equal(p, b), f"level {lv}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt,space", [("rgba8unorm-srgb", "srgb"), ("r8unorm", "srgb")])
+def test_tables_in_workgroup_memory_or_not_give_the_model(gpu, monkeypatch, fmt, space):
+    """odd.SMEM_TABLES forced on and off (the default is off on a CPU adapter, on on GPUs)."""
+    import gputex.mips.odd as odd
+
+    channels = 4 if fmt.startswith("rgba") else 1
+    a = _image(np.random.default_rng(2700 + channels), 130, 67, channels, 8, "holes")
+    want = model_chain(a.tolist(), channels, 8, True, True, mip_count(130, 67))
+    for smem in (True, False):
+        monkeypatch.setattr(odd, "SMEM_TABLES", smem)
+        _, got = _levels(gpu, a, fmt, space, "weighted", "exact")
+        for lv, (g, m) in enumerate(zip(got, want), start=1):
+            assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"smem {smem} level {lv}"
