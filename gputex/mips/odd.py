@@ -55,6 +55,9 @@ BASE_COPY = True
 #: exact sums in a second pass (``level_fast`` / ``level_fix``; False: the exact sums for every
 #: texel; the tests compare both).
 FAST_LEVELS = True
+#: Fast levels from the base two texels side by side a thread (``level_pair``: a column they
+#: share read once; False: ``level_fast``, a texel a thread; the tests compare both).
+PAIRS = True
 #: Every texel of a fast level to the exact pass (the tests of that pass).
 MISS_ALL = False
 #: The fast levels' float sums are provably within the screen's margin while Fx + Fy (the most
@@ -215,7 +218,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             w, h = st.size
             pitch, rows = band_rows(st)
             is_fast = _fast(plan, st)
-            pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "level_fast" if is_fast else "level")
+            pair = is_fast and PAIRS and st.source == 0
+            pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries,
+                                 "level_pair" if pair else "level_fast" if is_fast else "level")
             for r0 in range(0, h, rows):
                 n = min(rows, h - r0)
                 prm = struct.pack("<12I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
@@ -228,7 +233,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                     enc.clear_buffer(out, 0, pitch * n)
                 if is_fast:
                     enc.clear_buffer(misses, 0, 16)
-                dispatch(enc, pipe, bind, (-(-w // 8), -(-n // 8), 1), query.next() if query else None)
+                dispatch(enc, pipe, bind, (-(-w // (16 if pair else 8)), -(-n // 8), 1), query.next() if query else None)
                 if is_fast:  # the texels left, as many workgroups as level_fast counted
                     enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
                     fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix")

@@ -488,6 +488,11 @@ fn level_fast(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invo
             break;
         }
     }
+    fast_finish(x, gid.y, s);
+}
+
+// The codes of texel x of band row `row` from its float sums, or the texel to level_fix
+fn fast_finish(x: u32, row: u32, s: vec4<f32>) {
     let total = f32(prm.total);
     let den = select(total, s.w, WA && s.w > 0.0);
     var codes = vec4<u32>(screen_code(s.x / den, SRGB), 0u, 0u, 0u);
@@ -501,10 +506,65 @@ fn level_fast(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invo
     if (any(codes == vec4<u32>(0xffffffffu))) {
         let i = atomicAdd(&misses[1], 1u);
         atomicMax(&misses[0], min(i / 64u + 1u, FIX_GROUPS));
-        atomicStore(&misses[4u + i], x | (gid.y << 16u));
+        atomicStore(&misses[4u + i], x | (row << 16u));
         return;
     }
-    write_texel(x, gid.y, codes);
+    write_texel(x, row, codes);
+}
+
+// Two texels side by side (x = 2 i, 2 i + 1) summed in one sweep over their source columns: a
+// column they share (a level from the base of an odd width: 5 columns for two texels, not 6)
+// is read once; a column outside a texel's footprint weighs 0 for it (adds exactly 0: the same
+// bound as texel_float).
+struct Pair {
+    a: vec4<f32>,
+    b: vec4<f32>,
+}
+
+fn weight(t: vec4<u32>, e: u32, i: u32, m: u32) -> f32 {
+    return f32(select(0u, select(select(m, t.w, i == t.y), t.z, i == t.x), i >= t.x && i < e));
+}
+
+fn pair_float(ta: vec4<u32>, tb: vec4<u32>, ty: vec4<u32>, plain: bool) -> Pair {
+    let ea = select(ta.y, ta.y + 1u, ta.w > 0u);
+    let eb = select(tb.y, tb.y + 1u, tb.w > 0u);
+    let ey = select(ty.y, ty.y + 1u, ty.w > 0u);
+    var p = Pair(vec4<f32>(0.0), vec4<f32>(0.0));
+    for (var iy = ty.x; iy < ey; iy++) {
+        var ra = vec4<f32>(0.0);
+        var rb = vec4<f32>(0.0);
+        for (var ix = ta.x; ix < eb; ix++) {
+            let v = cell_f(ix, iy, plain);
+            ra += v * weight(ta, ea, ix, prm.dst_w);
+            rb += v * weight(tb, eb, ix, prm.dst_w);
+        }
+        let wy = f32(select(select(prm.dst_h, ty.w, iy == ty.y), ty.z, iy == ty.x));
+        p.a += ra * wy;
+        p.b += rb * wy;
+    }
+    return p;
+}
+
+@compute @workgroup_size(8, 8)
+fn level_pair(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
+    let xa = 2u * gid.x;
+    if (xa >= prm.dst_w || gid.y >= prm.rows) {
+        return;
+    }
+    let xb = min(xa + 1u, prm.dst_w - 1u);  // (xa itself again at the right edge, not written)
+    let ta = axis(prm.x_off, xa);
+    let tb = axis(prm.x_off, xb);
+    let ty = axis(prm.y_off, gid.y + prm.row0);
+    var p = pair_float(ta, tb, ty, false);
+    if (WA && (p.a.w == 0.0 || p.b.w == 0.0)) {  // the plain colour where no alpha covers
+        let q = pair_float(ta, tb, ty, true);
+        p = Pair(select(p.a, q.a, p.a.w == 0.0), select(p.b, q.b, p.b.w == 0.0));
+    }
+    fast_finish(xa, gid.y, p.a);
+    if (xb > xa) {
+        fast_finish(xb, gid.y, p.b);
+    }
 }
 
 @compute @workgroup_size(64)

@@ -182,16 +182,17 @@ FORMATS = [("rgba8unorm-srgb", 4, 8, "srgb"), ("bgra8unorm", 4, 8, "linear"), ("
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("fmt,channels,bits,space", FORMATS)
-@pytest.mark.parametrize("miss_all,first", [(False, 3), (True, 3), (True, 1)])
+@pytest.mark.parametrize("miss_all,first,pairs", [(False, 3, True), (False, 3, False), (True, 3, True), (True, 1, True)])
 def test_fast_levels_and_the_exact_pass_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space, miss_all,
-                                                        first):
-    """Every texel of the levels (from the base, and from grids; every level from a grid where
-    the first grid is G(1)) from the float screen where it decides (False) or from the exact
-    pass (True): the model's bytes."""
+                                                        first, pairs):
+    """Every texel of the levels (from the base, two texels a thread or one; and from grids;
+    every level from a grid where the first grid is G(1)) from the float screen where it decides
+    (False) or from the exact pass (True): the model's bytes."""
     import gputex.mips.cells as cells
     import gputex.mips.odd as odd
 
     monkeypatch.setattr(odd, "MISS_ALL", miss_all)
+    monkeypatch.setattr(odd, "PAIRS", pairs)
     monkeypatch.setattr(cells, "FIRST_GRID", first)
     w, h = 61, 37
     a = _image(np.random.default_rng(2500 + channels * 3 + bits), w, h, channels, bits, "holes")
