@@ -58,6 +58,10 @@ FAST_LEVELS = True
 #: Fast levels from the base two texels side by side a thread (``level_pair``: a column they
 #: share read once; False: ``level_fast``, a texel a thread; the tests compare both).
 PAIRS = True
+#: A grid's cells made in order of their width and height (cells of 1 to 8 texels side by side:
+#: a loop runs as long as the widest of its neighbours'; None: on a CPU adapter, where that was
+#: measured; not yet measured on a GPU). The tests run both.
+SORTED: bool | None = None
 #: Every texel of a fast level to the exact pass (the tests of that pass).
 MISS_ALL = False
 #: The fast levels' float sums are provably within the screen's margin while Fx + Fy (the most
@@ -111,6 +115,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
               first: int | None = None) -> tuple[list[int], int | None, list[int]]:
     """Fill levels 1.. of ``tex`` with the cell chain. Returns (sources, gpu_ns, pass_ns): a
     level's source is 0 (the base) or k (the cells of grid G(k), :mod:`.cells`)."""
+    import numpy as np
     import wgpu
 
     from ..kernels import dispatch, timestamps
@@ -162,8 +167,10 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                      "mip output buffer")
         stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+        order = _orders(plan) if (SORTED if SORTED is not None else session.info.adapter_type == "CPU") else {}
+        table = plan.index if not order else np.concatenate([plan.index] + [t for _, t in order.values()])
         index = session.check(f"{tex.source}: mip cell tables", device.create_buffer_with_data,
-                              data=plan.index.tobytes(), usage=wgpu.BufferUsage.STORAGE)
+                              data=table.astype(np.uint32).tobytes(), usage=wgpu.BufferUsage.STORAGE)
         owned.append(index)
         # the base's bytes in a buffer where they fit one binding: codes without textureLoad
         # and the encode of -srgb loads (every base texel is read ~5 times at 8191^2)
@@ -196,7 +203,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         grids: dict[int, object] = {}
         for st in plan.steps:
             src = grids[st.source] if st.source else stand_in
-            c = dict(consts, FROM_BASE=st.source == 0, MISS_ALL=MISS_ALL, BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
+            c = dict(consts, FROM_BASE=st.source == 0, MISS_ALL=MISS_ALL, SORTED=st.level in order and st.kind == "cells",
+                     BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
                      WORDS_OUT=words(st.level) if st.kind == "cells" else 3,
                      NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
                      NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
@@ -205,8 +213,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 dst = buffer(st.size[0] * st.size[1] * nslots * words(st.level) * 4, wgpu.BufferUsage.STORAGE,
                              "mip cell sums")
                 grids[st.level] = dst
-                prm = struct.pack("<12I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
-                                  st.x_off, st.y_off, pitch0)
+                prm = struct.pack("<14I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
+                                  st.x_off, st.y_off, pitch0, *order.get(st.level, ((0, 0), None))[0])
                 pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "cells")
                 bind = device.create_bind_group(layout=bgl, entries=[
                     {"binding": i, "resource": r} for i, r in enumerate(
@@ -223,8 +231,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                                  "level_pair" if pair else "level_fast" if is_fast else "level")
             for r0 in range(0, h, rows):
                 n = min(rows, h - r0)
-                prm = struct.pack("<12I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
-                                  st.x_off, st.y_off, pitch0)
+                prm = struct.pack("<14I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
+                                  st.x_off, st.y_off, pitch0, 0, 0)
                 bind = device.create_bind_group(layout=bgl, entries=[
                     {"binding": i, "resource": r} for i, r in enumerate(
                         [base, whole(out), {"buffer": session.uniform(prm)}, whole(src),
@@ -249,6 +257,24 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         for b in owned:
             b.destroy()
     return plan.sources(), gpu_ns, pass_ns
+
+
+def _orders(plan: CellPlan) -> dict[int, tuple[tuple[int, int], Any]]:
+    """Per grid made (its level): ((x offset, y offset) in the index buffer after ``plan.index``,
+    the cells of each axis in order of their width (stable), as uint32 words)."""
+    import numpy as np
+
+    out: dict[int, tuple[tuple[int, int], Any]] = {}
+    offset = len(plan.index)
+    for st in plan.steps:
+        if st.kind != "cells":
+            continue
+        perms = []
+        for off, n in ((st.x_off, st.size[0]), (st.y_off, st.size[1])):
+            perms.append(np.argsort(np.diff(plan.index[off:off + n + 1].astype(np.int64)), kind="stable"))
+        out[st.level] = ((offset, offset + len(perms[0])), np.concatenate(perms).astype(np.uint32))
+        offset += len(perms[0]) + len(perms[1])
+    return out
 
 
 def _dispatch_indirect(enc: Any, pipe: Any, bind: Any, args: Any, timestamp_writes: dict[str, Any] | None) -> None:

@@ -30,6 +30,8 @@ override WORDS_OUT: u32 = 3u;     // ... of the cells made
 override NARROW: bool = false;     // 8 bits, runs of base texels below 257 (odd.py): row sums in
                                    // 32-bit lanes (16-bit halves of L times alpha: < 2^24 each)
 override NARROW_BLOCK: bool = false; // a cell's base texels (at most 256) all summed in the lanes
+override SORTED: bool = false;     // cells: invocation i makes the cell index[px_off + i] (the cells
+                                   // in order of width: neighbouring invocations loop alike long)
 override BASE_BUFFER: bool = true; // base texels from a copy of its bytes (else textureLoad, whose
                                    // -srgb loads need an encode to give the codes back)
 
@@ -51,6 +53,8 @@ struct Params {
     x_off: u32,          // word offsets of the axis tables in `index`
     y_off: u32,
     base_pitch: u32,     // bytes a row of `base` (BASE_BUFFER)
+    px_off: u32,         // cells (SORTED): word offsets of the cells in order of their width, height
+    py_off: u32,
 }
 
 @group(0) @binding(0) var src: texture_2d<f32>;
@@ -357,10 +361,16 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
     if (gid.x >= prm.dst_w || gid.y >= prm.dst_h) {
         return;
     }
-    let x0 = index[prm.x_off + gid.x];
-    let x1 = index[prm.x_off + gid.x + 1u];
-    let y0 = index[prm.y_off + gid.y];
-    let y1 = index[prm.y_off + gid.y + 1u];
+    var cx = gid.x;
+    var cy = gid.y;
+    if (SORTED) {
+        cx = index[prm.px_off + gid.x];
+        cy = index[prm.py_off + gid.y];
+    }
+    let x0 = index[prm.x_off + cx];
+    let x1 = index[prm.x_off + cx + 1u];
+    let y0 = index[prm.y_off + cy];
+    let y1 = index[prm.y_off + cy + 1u];
     var acc = zero_acc();
     for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where the alpha sum is 0
         acc = zero_acc();
@@ -380,7 +390,7 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
             break;
         }
     }
-    store_cell((gid.y * prm.dst_w + gid.x) * SLOTS * WORDS_OUT, acc);
+    store_cell((cy * prm.dst_w + cx) * SLOTS * WORDS_OUT, acc);
 }
 
 // ---- Levels by float sums (`level_fast`), the texels it cannot decide by the exact sums

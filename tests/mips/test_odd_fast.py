@@ -193,6 +193,7 @@ def test_fast_levels_and_the_exact_pass_equal_the_model(gpu, monkeypatch, fmt, c
 
     monkeypatch.setattr(odd, "MISS_ALL", miss_all)
     monkeypatch.setattr(odd, "PAIRS", pairs)
+    monkeypatch.setattr(odd, "SORTED", pairs)  # (cells in order of width, or in place)
     monkeypatch.setattr(cells, "FIRST_GRID", first)
     w, h = 61, 37
     a = _image(np.random.default_rng(2500 + channels * 3 + bits), w, h, channels, bits, "holes")
