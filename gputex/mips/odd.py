@@ -58,9 +58,10 @@ FAST_LEVELS = True
 #: Fast levels from the base two texels side by side a thread (``level_pair``: a column they
 #: share read once; False: ``level_fast``, a texel a thread; the tests compare both).
 PAIRS = True
-#: A grid's cells made in order of their width and height (cells of 1 to 8 texels side by side:
-#: a loop runs as long as the widest of its neighbours'; None: on a CPU adapter, where that was
-#: measured; not yet measured on a GPU). The tests run both.
+#: A grid's cells made in order of their width and height, a level from a grid's texels in order
+#: of the cells they span on x (at 2047^2 cells of 1 to 8 texels side by side: a loop runs as
+#: long as the widest of its neighbours'; None: on a CPU adapter, where that was measured; not
+#: yet measured on a GPU, where the reads are less coherent). The tests run both.
 SORTED: bool | None = None
 #: Every texel of a fast level to the exact pass (the tests of that pass).
 MISS_ALL = False
@@ -203,7 +204,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         grids: dict[int, object] = {}
         for st in plan.steps:
             src = grids[st.source] if st.source else stand_in
-            c = dict(consts, FROM_BASE=st.source == 0, MISS_ALL=MISS_ALL, SORTED=st.level in order and st.kind == "cells",
+            c = dict(consts, FROM_BASE=st.source == 0, MISS_ALL=MISS_ALL, SORTED=(st.kind, st.level) in order,
                      BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
                      WORDS_OUT=words(st.level) if st.kind == "cells" else 3,
                      NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
@@ -214,7 +215,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                              "mip cell sums")
                 grids[st.level] = dst
                 prm = struct.pack("<14I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
-                                  st.x_off, st.y_off, pitch0, *order.get(st.level, ((0, 0), None))[0])
+                                  st.x_off, st.y_off, pitch0, *order.get(("cells", st.level), ((0, 0), None))[0])
                 pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "cells")
                 bind = device.create_bind_group(layout=bgl, entries=[
                     {"binding": i, "resource": r} for i, r in enumerate(
@@ -232,7 +233,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             for r0 in range(0, h, rows):
                 n = min(rows, h - r0)
                 prm = struct.pack("<14I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
-                                  st.x_off, st.y_off, pitch0, 0, 0)
+                                  st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0])
                 bind = device.create_bind_group(layout=bgl, entries=[
                     {"binding": i, "resource": r} for i, r in enumerate(
                         [base, whole(out), {"buffer": session.uniform(prm)}, whole(src),
@@ -259,20 +260,24 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     return plan.sources(), gpu_ns, pass_ns
 
 
-def _orders(plan: CellPlan) -> dict[int, tuple[tuple[int, int], Any]]:
-    """Per grid made (its level): ((x offset, y offset) in the index buffer after ``plan.index``,
-    the cells of each axis in order of their width (stable), as uint32 words)."""
+def _orders(plan: CellPlan) -> dict[tuple[str, int], tuple[tuple[int, int], Any]]:
+    """Per grid made and level from a grid ((kind, level)): ((x offset, y offset) in the index
+    buffer after ``plan.index``, the cells of each axis in order of their width (stable), or a
+    level's texels in order of the source cells they span on x, as uint32 words)."""
     import numpy as np
 
-    out: dict[int, tuple[tuple[int, int], Any]] = {}
+    out: dict[tuple[str, int], tuple[tuple[int, int], Any]] = {}
     offset = len(plan.index)
     for st in plan.steps:
-        if st.kind != "cells":
-            continue
-        perms = []
-        for off, n in ((st.x_off, st.size[0]), (st.y_off, st.size[1])):
-            perms.append(np.argsort(np.diff(plan.index[off:off + n + 1].astype(np.int64)), kind="stable"))
-        out[st.level] = ((offset, offset + len(perms[0])), np.concatenate(perms).astype(np.uint32))
+        if st.kind == "level":  # from a grid: the texels of a row in order of the cells they span
+            if st.source == 0:
+                continue
+            t = plan.index[st.x_off:st.x_off + 4 * st.size[0]].reshape(-1, 4).astype(np.int64)
+            perms = [np.argsort(t[:, 1] - t[:, 0] + (t[:, 3] > 0), kind="stable"), np.zeros(0, np.int64)]
+        else:
+            perms = [np.argsort(np.diff(plan.index[off:off + n + 1].astype(np.int64)), kind="stable")
+                     for off, n in ((st.x_off, st.size[0]), (st.y_off, st.size[1]))]
+        out[(st.kind, st.level)] = ((offset, offset + len(perms[0])), np.concatenate(perms).astype(np.uint32))
         offset += len(perms[0]) + len(perms[1])
     return out
 

@@ -488,7 +488,10 @@ fn level_fast(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invo
     if (gid.x >= prm.dst_w || gid.y >= prm.rows) {
         return;
     }
-    let x = gid.x;
+    var x = gid.x;
+    if (SORTED) {  // (a level from a grid: texels in order of the cells they span on x)
+        x = index[prm.px_off + gid.x];
+    }
     let tx = axis(prm.x_off, x);
     let ty = axis(prm.y_off, gid.y + prm.row0);
     var s = vec4<f32>(0.0);
