@@ -55,8 +55,8 @@ BASE_COPY = True
 #: exact sums in a second pass (``level_fast`` / ``level_fix``; False: the exact sums for every
 #: texel; the tests compare both).
 FAST_LEVELS = True
-#: Fast levels from the base two texels side by side a thread (``level_pair``: a column they
-#: share read once; False: ``level_fast``, a texel a thread; the tests compare both).
+#: Fast levels from the base 2 x 2 texels a thread (``level_quad``: a column or row they share
+#: read once; False: ``level_fast``, a texel a thread; the tests compare both).
 PAIRS = True
 #: A grid's cells made in order of their width and height, a level from a grid's texels in order
 #: of the cells they span on x (at 2047^2 cells of 1 to 8 texels side by side: a loop runs as
@@ -229,7 +229,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             is_fast = _fast(plan, st)
             pair = is_fast and PAIRS and st.source == 0
             pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries,
-                                 "level_pair" if pair else "level_fast" if is_fast else "level")
+                                 "level_quad" if pair else "level_fast" if is_fast else "level")
             for r0 in range(0, h, rows):
                 n = min(rows, h - r0)
                 prm = struct.pack("<14I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
@@ -242,7 +242,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                     enc.clear_buffer(out, 0, pitch * n)
                 if is_fast:
                     enc.clear_buffer(misses, 0, 16)
-                dispatch(enc, pipe, bind, (-(-w // (16 if pair else 8)), -(-n // 8), 1), query.next() if query else None)
+                step = 16 if pair else 8  # (level_quad: 2 x 2 texels an invocation)
+                dispatch(enc, pipe, bind, (-(-w // step), -(-n // step), 1), query.next() if query else None)
                 if is_fast:  # the texels left, as many workgroups as level_fast counted
                     enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
                     fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix")

@@ -525,58 +525,75 @@ fn fast_finish(x: u32, row: u32, s: vec4<f32>) {
     write_texel(x, row, codes);
 }
 
-// Two texels side by side (x = 2 i, 2 i + 1) summed in one sweep over their source columns: a
-// column they share (a level from the base of an odd width: 5 columns for two texels, not 6)
-// is read once; a column outside a texel's footprint weighs 0 for it (adds exactly 0: the same
-// bound as texel_float).
-struct Pair {
-    a: vec4<f32>,
-    b: vec4<f32>,
+// Four texels (x = 2 i, 2 i + 1; y = 2 j, 2 j + 1) summed in one sweep over their source cells:
+// a column or row they share (a level from the base of an odd size: 5 x 5 texels for four
+// texels, not 36) is read once; a cell outside a texel's footprint weighs 0 for it (adds exactly
+// 0: the same bound as texel_float).
+struct Quad {
+    aa: vec4<f32>,  // (x a, y a)
+    ba: vec4<f32>,
+    ab: vec4<f32>,
+    bb: vec4<f32>,
 }
 
 fn weight(t: vec4<u32>, e: u32, i: u32, m: u32) -> f32 {
     return f32(select(0u, select(select(m, t.w, i == t.y), t.z, i == t.x), i >= t.x && i < e));
 }
 
-fn pair_float(ta: vec4<u32>, tb: vec4<u32>, ty: vec4<u32>, plain: bool) -> Pair {
+fn quad_float(ta: vec4<u32>, tb: vec4<u32>, ua: vec4<u32>, ub: vec4<u32>, plain: bool) -> Quad {
     let ea = select(ta.y, ta.y + 1u, ta.w > 0u);
     let eb = select(tb.y, tb.y + 1u, tb.w > 0u);
-    let ey = select(ty.y, ty.y + 1u, ty.w > 0u);
-    var p = Pair(vec4<f32>(0.0), vec4<f32>(0.0));
-    for (var iy = ty.x; iy < ey; iy++) {
-        var ra = vec4<f32>(0.0);
-        var rb = vec4<f32>(0.0);
+    let fa = select(ua.y, ua.y + 1u, ua.w > 0u);
+    let fb = select(ub.y, ub.y + 1u, ub.w > 0u);
+    let z = vec4<f32>(0.0);
+    var q = Quad(z, z, z, z);
+    for (var iy = ua.x; iy < fb; iy++) {
+        var ra = z;
+        var rb = z;
         for (var ix = ta.x; ix < eb; ix++) {
             let v = cell_f(ix, iy, plain);
             ra += v * weight(ta, ea, ix, prm.dst_w);
             rb += v * weight(tb, eb, ix, prm.dst_w);
         }
-        let wy = f32(select(select(prm.dst_h, ty.w, iy == ty.y), ty.z, iy == ty.x));
-        p.a += ra * wy;
-        p.b += rb * wy;
+        let wa = weight(ua, fa, iy, prm.dst_h);
+        let wb = weight(ub, fb, iy, prm.dst_h);
+        q.aa += ra * wa;
+        q.ba += rb * wa;
+        q.ab += ra * wb;
+        q.bb += rb * wb;
     }
-    return p;
+    return q;
 }
 
 @compute @workgroup_size(8, 8)
-fn level_pair(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+fn level_quad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     load_tables(t);
     let xa = 2u * gid.x;
-    if (xa >= prm.dst_w || gid.y >= prm.rows) {
+    let ya = 2u * gid.y;  // (rows of the band)
+    if (xa >= prm.dst_w || ya >= prm.rows) {
         return;
     }
-    let xb = min(xa + 1u, prm.dst_w - 1u);  // (xa itself again at the right edge, not written)
+    let xb = min(xa + 1u, prm.dst_w - 1u);  // (xa itself again at the edge, not written)
+    let yb = min(ya + 1u, prm.rows - 1u);
     let ta = axis(prm.x_off, xa);
     let tb = axis(prm.x_off, xb);
-    let ty = axis(prm.y_off, gid.y + prm.row0);
-    var p = pair_float(ta, tb, ty, false);
-    if (WA && (p.a.w == 0.0 || p.b.w == 0.0)) {  // the plain colour where no alpha covers
-        let q = pair_float(ta, tb, ty, true);
-        p = Pair(select(p.a, q.a, p.a.w == 0.0), select(p.b, q.b, p.b.w == 0.0));
+    let ua = axis(prm.y_off, ya + prm.row0);
+    let ub = axis(prm.y_off, yb + prm.row0);
+    var q = quad_float(ta, tb, ua, ub, false);
+    if (WA && (q.aa.w == 0.0 || q.ba.w == 0.0 || q.ab.w == 0.0 || q.bb.w == 0.0)) {
+        let p = quad_float(ta, tb, ua, ub, true);  // the plain colour where no alpha covers
+        q = Quad(select(q.aa, p.aa, q.aa.w == 0.0), select(q.ba, p.ba, q.ba.w == 0.0),
+                 select(q.ab, p.ab, q.ab.w == 0.0), select(q.bb, p.bb, q.bb.w == 0.0));
     }
-    fast_finish(xa, gid.y, p.a);
+    fast_finish(xa, ya, q.aa);
     if (xb > xa) {
-        fast_finish(xb, gid.y, p.b);
+        fast_finish(xb, ya, q.ba);
+    }
+    if (yb > ya) {
+        fast_finish(xa, yb, q.ab);
+        if (xb > xa) {
+            fast_finish(xb, yb, q.bb);
+        }
     }
 }
 
