@@ -18,6 +18,20 @@ texel reads per level-1 texel, 12 products of 96-bit sums a texel) take 3.3 of t
 ~16 passes of the small levels ~15 us each. ``G(4)`` first (``benchmarks/mips_odd.py``) measured
 5.64 ms, within noise of ``G(3)``.
 
+Since then (issue 16, helper h16odd2) a level's texels no longer come from its exact 96-bit sums
+first: ``level_quad`` (levels from the base, 2 x 2 texels an invocation, a shared base column or
+row read once) and ``level_fast`` (levels from a grid) sum in float32, in an order whose error
+is proven below the screen's margin (the shader's comment; ``tests/mips/test_odd_fast.py``), and
+``screen_code`` accepts a code only where that error cannot change it; the rare texels left
+(a channel within 2^-18 of a threshold) are appended to a list and made by ``level_fix`` (the
+exact sums, an indirect dispatch sized by the list) before the level is copied out. A grid's
+cells from the base are summed whole in the 32-bit lanes; on CPU adapters cells (and a grid
+level's texels) are made in order of their width (``SORTED``) and the code tables stay in the
+storage buffer (``SMEM_TABLES``). Same bytes (308 of 308 mip hashes on lavapipe). lavapipe, CPU
+time of the chain (``benchmarks/mips_cpu.py --trees MAIN . --sizes 2048 2047 1023x1025 1024``):
+2047^2 555 -> 258 ms (2048^2: 224 ms, so 2.48x -> 1.15x), 1023x1025 128 -> 60 ms (1024^2: 58 ms).
+Not yet measured on the H200.
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
 ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
