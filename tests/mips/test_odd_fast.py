@@ -226,7 +226,8 @@ def test_exact_pass_in_bands_gives_the_same_bytes(gpu, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("fmt,space", [("rgba8unorm-srgb", "srgb"), ("r8unorm", "srgb")])
 def test_tables_in_workgroup_memory_or_not_give_the_model(gpu, monkeypatch, fmt, space):
-    """odd.SMEM_TABLES forced on and off (the default is off on a CPU adapter, on on GPUs)."""
+    """odd.SMEM_TABLES and odd.SORTED as on a GPU (tables in workgroup memory, cells in place) and
+    as on a CPU adapter: the model's bytes."""
     import gputex.mips.odd as odd
 
     channels = 4 if fmt.startswith("rgba") else 1
@@ -234,6 +235,7 @@ def test_tables_in_workgroup_memory_or_not_give_the_model(gpu, monkeypatch, fmt,
     want = model_chain(a.tolist(), channels, 8, True, True, mip_count(130, 67))
     for smem in (True, False):
         monkeypatch.setattr(odd, "SMEM_TABLES", smem)
+        monkeypatch.setattr(odd, "SORTED", not smem)
         _, got = _levels(gpu, a, fmt, space, "weighted", "exact")
         for lv, (g, m) in enumerate(zip(got, want), start=1):
             assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"smem {smem} level {lv}"
