@@ -227,7 +227,7 @@ fn row_narrow(y: u32, x0: u32, x1: u32, plain: bool) -> Acc {
     return block_narrow(y, y + 1u, x0, x1, plain);
 }
 
-// The same over rows y0 .. y1 - 1 (at most 256 texels in all: a lane stays below 2^32)
+// The same over rows y0 .. y1 - 1
 fn block_narrow(y0: u32, y1: u32, x0: u32, x1: u32, plain: bool) -> Acc {
     var nh = vec3<u32>(0u);
     var nl = vec3<u32>(0u);
@@ -246,6 +246,44 @@ fn block_narrow(y0: u32, y1: u32, x0: u32, x1: u32, plain: bool) -> Acc {
         nl += (l & vec3<u32>(0xffffu)) * wt;
         na += c.w;
     }
+    }
+    let lo = (nh << vec3<u32>(16u)) + nl;
+    let hi = (nh >> vec3<u32>(16u)) + select(vec3<u32>(0u), vec3<u32>(1u), lo < nl);
+    return Acc(Big(lo.x, hi.x, 0u, 0u), Big(lo.y, hi.y, 0u, 0u), Big(lo.z, hi.z, 0u, 0u), Big(na, 0u, 0u, 0u));
+}
+
+// A grid cell's sums from its base texels (NARROW_BLOCK: at most 256) in one sweep: the
+// premultiplied and the plain colour both in lanes, the plain kept where the alpha sum is 0 (as
+// cell() reads a stored cell; one sweep where a cell of one transparent texel would make its
+// neighbours in the SIMD group sweep twice)
+fn block_cell(y0: u32, y1: u32, x0: u32, x1: u32) -> Acc {
+    var nh = vec3<u32>(0u);
+    var nl = vec3<u32>(0u);
+    var ph = vec3<u32>(0u);
+    var pl = vec3<u32>(0u);
+    var na = 0u;
+    for (var y = y0; y < y1; y++) {
+        for (var x = x0; x < x1; x++) {
+            let c = codes_at(vec2<u32>(x, y));
+            var l = c.xyz;
+            if (SMEM_TABLES) {
+                l = vec3<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u]);
+            } else if (SRGB) {
+                l = vec3<u32>(tables[2u * c.x], tables[2u * c.y], tables[2u * c.z]);
+            }
+            let wt = select(1u, c.w, WA);
+            nh += (l >> vec3<u32>(16u)) * wt;
+            nl += (l & vec3<u32>(0xffffu)) * wt;
+            if (WA) {
+                ph += l >> vec3<u32>(16u);
+                pl += l & vec3<u32>(0xffffu);
+            }
+            na += c.w;
+        }
+    }
+    if (WA && na == 0u) {
+        nh = ph;
+        nl = pl;
     }
     let lo = (nh << vec3<u32>(16u)) + nl;
     let hi = (nh >> vec3<u32>(16u)) + select(vec3<u32>(0u), vec3<u32>(1u), lo < nl);
@@ -372,12 +410,13 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
     let y0 = index[prm.y_off + cy];
     let y1 = index[prm.y_off + cy + 1u];
     var acc = zero_acc();
+    if (NARROW_BLOCK) {
+        store_cell((cy * prm.dst_w + cx) * SLOTS * WORDS_OUT, block_cell(y0, y1, x0, x1));
+        return;
+    }
     for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where the alpha sum is 0
         acc = zero_acc();
-        if (NARROW_BLOCK) {
-            acc = block_narrow(y0, y1, x0, x1, sweep == 1u);
-        }
-        for (var iy = y0; iy < y1 && !NARROW_BLOCK; iy++) {
+        for (var iy = y0; iy < y1; iy++) {
             if (NARROW) {
                 acc = add_acc(acc, row_narrow(iy, x0, x1, sweep == 1u));
                 continue;
