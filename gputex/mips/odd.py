@@ -25,11 +25,11 @@ is proven below the screen's margin (the shader's comment; ``tests/mips/test_odd
 ``screen_code`` accepts a code only where that error cannot change it; the rare texels left
 (a channel within 2^-18 of a threshold) are appended to a list and made by ``level_fix`` (the
 exact sums, an indirect dispatch sized by the list) before the level is copied out. A grid's
-cells from the base are summed whole in the 32-bit lanes; on CPU adapters cells (and a grid
+cells from the base are summed whole in the 32-bit lanes, in one sweep; on CPU adapters cells (and a grid
 level's texels) are made in order of their width (``SORTED``) and the code tables stay in the
 storage buffer (``SMEM_TABLES``). Same bytes (308 of 308 mip hashes on lavapipe). lavapipe, CPU
 time of the chain (``benchmarks/mips_cpu.py --trees MAIN . --sizes 2048 2047 1023x1025 1024``):
-2047^2 555 -> 258 ms (2048^2: 224 ms, so 2.48x -> 1.15x), 1023x1025 128 -> 60 ms (1024^2: 58 ms).
+2047^2 566 -> 250 ms (2048^2: 225 ms, so 2.53x -> 1.11x), 1023x1025 130 -> 60 ms (1024^2: 57 ms).
 Not yet measured on the H200.
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
