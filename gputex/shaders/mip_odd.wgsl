@@ -439,12 +439,14 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
 // (at most Fx), the row times its weight (1), added over the rows (at most Fy). From the base
 // every term of the colour sum passes at most Fx + Fy + 5 roundings, of the alpha sum Fx + Fy + 2;
 // from a grid both Fx + Fy + 6. All terms are >= 0, so each sum is within gamma(n) = n u / (1 - n u)
-// of the exact one (u = 2^-24; FMA contraction only drops roundings), and the quotient (one more
-// rounding) within gamma(2 Fx + 2 Fy + 8) (base) or gamma(2 Fx + 2 Fy + 13) (grid) of num / den.
-// odd.py sends a level here only where that is at most gamma(56) (Fx + Fy <= 24 from the base,
-// <= 21 from a grid; Fx: the most source cells a texel covers): < 57 u, and with the float
-// threshold's rounding and the product with (1 +- MARGIN) (2 u) under MARGIN = 2^-18 = 64 u:
-// where screen_code accepts, the exact comparisons give the same code
+// of the exact one (u = 2^-24; FMA contraction only drops roundings). screen_code compares the
+// numerator with threshold * (1 +- MARGIN) * denominator (three correctly rounded products, 3 u;
+// no division decides: Vulkan allows 2.5 ulp there, only the estimate of k divides), so a code
+// is accepted only where (1 - u)^3 (1 + MARGIN) (1 - g_den) >= 1 + g_num (and the same below).
+// odd.py sends a level here only where F = Fx + Fy <= 24 from the base (g_num + g_den about
+// (2 F + 7) u), <= 21 from a grid ((2 F + 12) u); Fx: the most source cells a texel covers: at
+// most 55 u, 58 u with the 3 u, under MARGIN = 2^-18 = 64 u: where screen_code accepts, the
+// exact comparisons give the same code
 // (tests/mips/test_odd_fast.py checks the bound in float32 against exact rationals). A texel
 // with any channel too close to a threshold is appended to `misses` for level_fix.
 @group(0) @binding(4) var<storage, read_write> misses: array<atomic<u32>>;  // [level_fix's
@@ -466,16 +468,16 @@ fn lin_f(c: u32) -> f32 {
     return f32(tables[2u * c + 1u]) * 4294967296.0 + f32(tables[2u * c]);
 }
 
-// The code of x = num / den (float sums) where x is clearly inside its interval, else 0xffffffff
-fn screen_code(x: f32, srgb: bool) -> u32 {
+// The code of num / den (float sums) where it is clearly inside the code's interval, else 0xffffffff
+fn screen_code(num: f32, den: f32, srgb: bool) -> u32 {
     let m = f32(top());
-    var v = x;
+    var v = num / den;  // (only picks k)
     if (srgb) {
-        v = encode(x / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
+        v = encode(v / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
     }
     let k = u32(clamp(floor(v + 0.5), 0.0, m));
-    let above = k == 0u || x >= threshold_f(k, srgb) * (1.0 + MARGIN);
-    let below = k == top() || x < threshold_f(k + 1u, srgb) * (1.0 - MARGIN);
+    let above = k == 0u || num >= threshold_f(k, srgb) * (1.0 + MARGIN) * den;
+    let below = k == top() || num < threshold_f(k + 1u, srgb) * (1.0 - MARGIN) * den;
     return select(0xffffffffu, k, above && below && !MISS_ALL);
 }
 
@@ -547,13 +549,13 @@ fn level_fast(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invo
 fn fast_finish(x: u32, row: u32, s: vec4<f32>) {
     let total = f32(prm.total);
     let den = select(total, s.w, WA && s.w > 0.0);
-    var codes = vec4<u32>(screen_code(s.x / den, SRGB), 0u, 0u, 0u);
+    var codes = vec4<u32>(screen_code(s.x, den, SRGB), 0u, 0u, 0u);
     if (NC == 3u) {
-        codes.y = screen_code(s.y / den, SRGB);
-        codes.z = screen_code(s.z / den, SRGB);
+        codes.y = screen_code(s.y, den, SRGB);
+        codes.z = screen_code(s.z, den, SRGB);
     }
     if (HAS_ALPHA) {
-        codes.w = screen_code(s.w / total, false);
+        codes.w = screen_code(s.w, total, false);
     }
     if (any(codes == vec4<u32>(0xffffffffu))) {
         let i = atomicAdd(&misses[1], 1u);

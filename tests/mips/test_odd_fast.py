@@ -27,22 +27,26 @@ def _gamma(n: int) -> Fraction:
     return n * U / (1 - n * U)
 
 
+def _decides(g_num: Fraction, g_den: Fraction) -> bool:
+    """screen_code's comparisons (num against threshold * (1 +- MARGIN) * den: three correctly
+    rounded products) are exact for sums within g_num, g_den of theirs."""
+    return ((1 - U) ** 3 * (1 + MARGIN) * (1 - g_den) >= 1 + g_num
+            and (1 + U) ** 3 * (1 - MARGIN) * (1 + g_den) <= 1 - g_num)
+
+
 def test_span_limit_keeps_the_estimate_inside_the_margin():
-    """odd.FAST_SPAN: with Fx + Fy <= 24 the quotient is within gamma(56); with the float
-    threshold's and the (1 +- MARGIN) product's roundings (2 u) the screen's decisions are exact."""
+    """odd.FAST_SPAN, GRID_SPAN: the float sums from the base (colour Fx + Fy + 5 roundings, alpha
+    Fx + Fy + 2) and from a grid (both Fx + Fy + 6) stay where the screen's decisions are exact."""
     from gputex.mips.odd import FAST_SPAN, GRID_SPAN
 
-    e = _gamma(2 * FAST_SPAN + 8)
-    assert (1 - U) ** 2 * (1 + MARGIN) >= 1 + e
-    assert (1 + U) ** 2 * (1 - MARGIN) <= 1 - e
-    assert _gamma(2 * GRID_SPAN + 13) <= e
-    e_more = _gamma(2 * (FAST_SPAN + 4) + 8)  # a looser limit would not hold
-    assert (1 - U) ** 2 * (1 + MARGIN) < 1 + e_more
+    assert _decides(_gamma(FAST_SPAN + 5), _gamma(FAST_SPAN + 2))
+    assert _decides(_gamma(GRID_SPAN + 6), _gamma(GRID_SPAN + 6))
+    assert not _decides(_gamma(FAST_SPAN + 9), _gamma(FAST_SPAN + 6))  # a looser limit would not hold
 
 
 def _texel_float(texels, wx, wy, bits, srgb, weighted, mutant=False):
-    """level_fast's float32 arithmetic, in the shader's order, for colour channel 0: (x, exact
-    num / den)."""
+    """level_fast's float32 arithmetic, in the shader's order, for colour channel 0: the float
+    numerator and denominator, the exact ones."""
     lin = lin_table(bits, srgb)
     s_c, s_a = F32(0), F32(0)
     alpha = sum(wy[j] * wx[i] * a for j, row in enumerate(texels) for i, (_, a) in enumerate(row))
@@ -60,8 +64,7 @@ def _texel_float(texels, wx, wy, bits, srgb, weighted, mutant=False):
     total = sum(wx) * sum(wy)
     num = sum(wy[j] * wx[i] * lin[c] * (a if covered else 1) for j, row in enumerate(texels) for i, (c, a) in enumerate(row))
     den = alpha if covered else total
-    x = s_c / (s_a if covered else F32(total))
-    return x, Fraction(num, den)
+    return s_c, (s_a if covered else F32(total)), num, den
 
 
 def _case(bits):
@@ -77,12 +80,10 @@ def _case(bits):
 @given(st.sampled_from([8, 16]).flatmap(lambda b: st.tuples(st.just(b), _case(b))), st.booleans(), st.booleans())
 def test_float_sums_are_within_their_bound(case, srgb, weighted):
     bits, (texels, wx, wy) = case
-    x, exact = _texel_float(texels, wx, wy, bits, srgb, weighted)
-    bound = _gamma(2 * (len(wx) + len(wy)) + 8)
-    if exact:
-        assert abs(Fraction(float(x)) - exact) <= bound * exact
-    else:
-        assert x == 0
+    n, d, num, den = _texel_float(texels, wx, wy, bits, srgb, weighted)
+    f = len(wx) + len(wy)
+    assert abs(Fraction(float(n)) - num) <= _gamma(f + 5) * num
+    assert abs(Fraction(float(d)) - den) <= _gamma(f + 2) * den
 
 
 def _approx(v: int) -> np.float32:
@@ -99,7 +100,7 @@ def _approx(v: int) -> np.float32:
     st.lists(st.integers(1, 0xFFFF), min_size=fy, max_size=fy)))))
 def test_grid_float_sums_are_within_their_bound(case):
     """level_fast from a grid: cells' (colour, alpha) sums by approx(), weighted and added as from
-    the base; the quotient within gamma(2 (Fx + Fy) + 13) (Fx + Fy <= 21: GRID_SPAN)."""
+    the base; each sum within gamma(Fx + Fy + 6)."""
     cells, wx, wy = case
     most = (1 << 96) // (sum(wx) * sum(wy))  # a texel's sums are below 2^96 (intbox.MAX_BASE_TEXELS)
     cells = [[(c % most, a % most or 1) for c, a in row] for row in cells]
@@ -111,37 +112,38 @@ def test_grid_float_sums_are_within_their_bound(case):
             r_a = r_a + _approx(a) * F32(wx[i])
         s_c = s_c + r_c * F32(wy[j])
         s_a = s_a + r_a * F32(wy[j])
-    x = s_c / s_a
-    exact = Fraction(sum(wy[j] * wx[i] * c for j, row in enumerate(cells) for i, (c, _) in enumerate(row)),
-                     sum(wy[j] * wx[i] * a for j, row in enumerate(cells) for i, (_, a) in enumerate(row)))
-    assert abs(Fraction(float(x)) - exact) <= _gamma(2 * (len(wx) + len(wy)) + 13) * exact
+    num = sum(wy[j] * wx[i] * c for j, row in enumerate(cells) for i, (c, _) in enumerate(row))
+    den = sum(wy[j] * wx[i] * a for j, row in enumerate(cells) for i, (_, a) in enumerate(row))
+    f = len(wx) + len(wy)
+    assert abs(Fraction(float(s_c)) - num) <= _gamma(f + 6) * num
+    assert abs(Fraction(float(s_a)) - den) <= _gamma(f + 6) * den
 
 
 def test_a_mutant_estimate_breaks_the_bound():
-    x, exact = _texel_float([[(200, 255)]], [1], [1], 8, True, True, mutant=True)
-    assert abs(Fraction(float(x)) - exact) > _gamma(2 * 2 + 8) * exact
+    n, _, num, _ = _texel_float([[(200, 255)]], [1], [1], 8, True, True, mutant=True)
+    assert abs(Fraction(float(n)) - num) > _gamma(2 + 5) * num
 
 
-def _screen(x, bits, srgb):
+def _screen(n, d, bits, srgb):
     """mip_odd.wgsl screen_code (float32): the code, or None where the screen is unsure."""
     top = (1 << bits) - 1
     if srgb:
         q = np.array([float(t) / 2.0 ** 32 for t in threshold_table(bits, True)] + [3.4e38]).astype(F32)
     else:
         q = np.array([0.0] + [k - 0.5 for k in range(1, top + 2)]).astype(F32)
-    v = float(x)
+    v = float(n / d)
     if srgb:
         v /= 2.0 ** (31 if bits == 8 else 40)
         v = (v * 12.92 if v <= 0.0031308 else 1.055 * v ** (1 / 2.4) - 0.055) * top
     k = int(min(max(np.floor(v + 0.5), 0), top))
-    above = k == 0 or x >= q[k] * (F32(1) + F32(MARGIN))
-    below = k == top or x < q[k + 1] * (F32(1) - F32(MARGIN))
+    above = k == 0 or n >= q[k] * (F32(1) + F32(MARGIN)) * d
+    below = k == top or n < q[k + 1] * (F32(1) - F32(MARGIN)) * d
     return k if above and below else None
 
 
 def _near(code: int, n: int, delta: int, srgb: bool):
     """Two texels, codes code - 1 and code, weighted A and B (A + B = n) so the value sits as
-    close to the threshold between them as the weights allow (B moved by delta): (x, exact)."""
+    close to the threshold between them as the weights allow (B moved by delta)."""
     lin, q = lin_table(8, srgb), threshold_table(8, srgb)
     f = (Fraction(q[code], 1 << 32) - lin[code - 1]) / (lin[code] - lin[code - 1])
     b = min(max(round(f * n) + delta, 1), n - 1)
@@ -151,15 +153,15 @@ def _near(code: int, n: int, delta: int, srgb: bool):
 @settings(max_examples=400, deadline=None)
 @given(st.integers(1, 255), st.integers(1 << 10, 0xFFFF), st.integers(-3, 3), st.booleans())
 def test_near_threshold_values_are_accepted_only_when_exact(code, n, delta, srgb):
-    x, exact = _near(code, n, delta, srgb)
-    k = _screen(x, 8, srgb)
+    nf, df, num, den = _near(code, n, delta, srgb)
+    k = _screen(nf, df, 8, srgb)
     if k is not None:
-        assert k == round_code(exact.numerator, exact.denominator, 8, srgb)
+        assert k == round_code(num, den, 8, srgb)
 
 
 def test_the_screen_leaves_values_next_to_a_threshold():
     """(So the test above reaches the refusals.)"""
-    left = [c for c in range(1, 256) if _screen(_near(c, 0xFFFF, 0, True)[0], 8, True) is None]
+    left = [c for c in range(1, 256) if _screen(*_near(c, 0xFFFF, 0, True)[:2], 8, True) is None]
     assert len(left) > 200
 
 
