@@ -29,7 +29,7 @@ cells from the base are summed whole in the 32-bit lanes, in one sweep; on CPU a
 level's texels) are made in order of their width (``SORTED``) and the code tables stay in the
 storage buffer (``SMEM_TABLES``). Same bytes (308 of 308 mip hashes on lavapipe). lavapipe, CPU
 time of the chain (``benchmarks/mips_cpu.py --trees MAIN . --sizes 2048 2047 1023x1025 1024``):
-2047^2 566 -> 250 ms (2048^2: 225 ms, so 2.53x -> 1.11x), 1023x1025 130 -> 60 ms (1024^2: 57 ms).
+2047^2 561 -> 258 ms (2048^2: 222 ms, so 2.53x -> 1.16x), 1023x1025 131 -> 59 ms (1024^2: 56 ms).
 Not yet measured on the H200.
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
