@@ -18,6 +18,20 @@ texel reads per level-1 texel, 12 products of 96-bit sums a texel) take 3.3 of t
 ~16 passes of the small levels ~15 us each. ``G(4)`` first (``benchmarks/mips_odd.py``) measured
 5.64 ms, within noise of ``G(3)``.
 
+Since then (issue 16, helper h16odd2) a level's texels no longer come from its exact 96-bit sums
+first: ``level_quad`` (levels from the base, 2 x 2 texels an invocation, a shared base column or
+row read once) and ``level_fast`` (levels from a grid) sum in float32, in an order whose error
+is proven below the screen's margin (the shader's comment; ``tests/mips/test_odd_fast.py``), and
+``screen_code`` accepts a code only where that error cannot change it; the rare texels left
+(a channel within 2^-18 of a threshold) are appended to a list and made by ``level_fix`` (the
+exact sums, an indirect dispatch sized by the list) before the level is copied out. A grid's
+cells from the base are summed whole in the 32-bit lanes, in one sweep; on CPU adapters cells (and a grid
+level's texels) are made in order of their width (``SORTED``) and the code tables stay in the
+storage buffer (``SMEM_TABLES``). Same bytes (308 of 308 mip hashes on lavapipe). lavapipe, CPU
+time of the chain (``benchmarks/mips_cpu.py --trees MAIN . --sizes 2048 2047 1023x1025 1024``):
+2047^2 561 -> 258 ms (2048^2: 222 ms, so 2.53x -> 1.16x), 1023x1025 131 -> 59 ms (1024^2: 56 ms).
+Not yet measured on the H200.
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
 ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
@@ -51,6 +65,29 @@ TWO_WORDS = True
 #: Read the base from a copy of its bytes where it fits one binding (False: textureLoad; the
 #: tests compare both).
 BASE_COPY = True
+#: Levels by float sums and the screen (from the base or a grid), the texels it cannot decide by the
+#: exact sums in a second pass (``level_fast`` / ``level_fix``; False: the exact sums for every
+#: texel; the tests compare both).
+FAST_LEVELS = True
+#: Fast levels from the base 2 x 2 texels a thread (``level_quad``: a column or row they share
+#: read once; False: ``level_fast``, a texel a thread; the tests compare both).
+PAIRS = True
+#: A grid's cells made in order of their width and height, a level from a grid's texels in order
+#: of the cells they span on x (at 2047^2 cells of 1 to 8 texels side by side: a loop runs as
+#: long as the widest of its neighbours'; None: on a CPU adapter, where that was measured; not
+#: yet measured on a GPU, where the reads are less coherent). The tests run both.
+SORTED: bool | None = None
+#: Every texel of a fast level to the exact pass (the tests of that pass).
+MISS_ALL = False
+#: The fast levels' float sums are provably within the screen's margin while Fx + Fy (the most
+#: source columns and rows a texel covers) is at most this: levels from the base, from a grid
+#: (``mip_odd.wgsl``, level_fast: 2 (Fx + Fy) + 8 or + 13 roundings, at most 56).
+FAST_SPAN = 24
+GRID_SPAN = 21
+#: 8-bit sRGB: the code tables copied into workgroup memory first (None: on every adapter but a
+#: CPU one, as mips/spd.py; lavapipe: the copy and its barrier cost ~10% of a level from the base);
+#: the tests force both.
+SMEM_TABLES: bool | None = None
 #: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
 
@@ -75,10 +112,25 @@ def _run(plan: CellPlan, st: Step) -> int:
     return int((t[:, 1] - t[:, 0]).max()) + 1
 
 
+def _span(plan: CellPlan, st: Step) -> int:
+    """The most source cells a level's texel spans on the y axis (as :func:`_run` on x)."""
+    import numpy as np
+
+    t = plan.index[st.y_off:st.y_off + 4 * st.size[1]].reshape(-1, 4).astype(np.int64)
+    return int((t[:, 1] - t[:, 0]).max()) + 1
+
+
+def _fast(plan: CellPlan, st: Step) -> bool:
+    """Whether level step ``st`` runs as ``level_fast`` + ``level_fix``."""
+    return FAST_LEVELS and SCREEN and st.kind == "level" and \
+        _run(plan, st) + _span(plan, st) <= (FAST_SPAN if st.source == 0 else GRID_SPAN)
+
+
 def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
               first: int | None = None) -> tuple[list[int], int | None, list[int]]:
     """Fill levels 1.. of ``tex`` with the cell chain. Returns (sources, gpu_ns, pass_ns): a
     level's source is 0 (the base) or k (the cells of grid G(k), :mod:`.cells`)."""
+    import numpy as np
     import wgpu
 
     from ..kernels import dispatch, timestamps
@@ -97,7 +149,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         return 2 if TWO_WORDS and plan.extents[grid] * most < 1 << 64 else 3
 
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
-              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN}
+              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN,
+              "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb" and (
+                  SMEM_TABLES if SMEM_TABLES is not None else session.info.adapter_type != "CPU")}
     entries = integer_entries("sursrrr")
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     bpt = fmt.block_bytes
@@ -105,7 +159,11 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
 
     def band_rows(st: Step) -> tuple[int, int]:  # (output row pitch, rows a dispatch)
         pitch = align_up(st.size[0] * bpt, 256)
-        return pitch, max(1, min(st.size[1], min(limit, 64 << 20) // pitch))
+        cap = min(limit, 64 << 20)
+        rows = cap // pitch
+        if _fast(plan, st):  # the miss list holds a word per texel of the band
+            rows = min(rows, (cap - 16) // (4 * st.size[0]), 0xffff)
+        return pitch, max(1, min(st.size[1], rows))
 
     levels = [st for st in plan.steps if st.kind == "level"]
     owned: list[Any] = []
@@ -124,8 +182,10 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                      "mip output buffer")
         stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+        order = _orders(plan) if (SORTED if SORTED is not None else session.info.adapter_type == "CPU") else {}
+        table = plan.index if not order else np.concatenate([plan.index] + [t for _, t in order.values()])
         index = session.check(f"{tex.source}: mip cell tables", device.create_buffer_with_data,
-                              data=plan.index.tobytes(), usage=wgpu.BufferUsage.STORAGE)
+                              data=table.astype(np.uint32).tobytes(), usage=wgpu.BufferUsage.STORAGE)
         owned.append(index)
         # the base's bytes in a buffer where they fit one binding: codes without textureLoad
         # and the encode of -srgb loads (every base texel is read ~5 times at 8191^2)
@@ -137,7 +197,18 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                                 "mip base copy")
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
-        npasses = sum(1 if st.kind == "cells" else -(-st.size[1] // band_rows(st)[1]) for st in plan.steps)
+        fast = [st for st in levels if _fast(plan, st)]
+        misses = args = stand_in
+        if fast:  # the texels level_fast leaves: [level_fix's workgroups, count, -, -, x | row << 16 ...]
+            misses = buffer(16 + 4 * max(st.size[0] * band_rows(st)[1] for st in fast),
+                            wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
+                            "mip miss list")
+            args = session.check(f"{tex.source}: mip indirect arguments", device.create_buffer_with_data,
+                                 data=struct.pack("<4I", 0, 1, 1, 0),
+                                 usage=wgpu.BufferUsage.INDIRECT | wgpu.BufferUsage.COPY_DST)
+            owned.append(args)
+        npasses = sum(1 if st.kind == "cells" else -(-st.size[1] // band_rows(st)[1]) * (2 if _fast(plan, st) else 1)
+                      for st in plan.steps)
         query = timestamps(session, npasses + 4) if measure else None
         enc = device.create_command_encoder()
         if copy:
@@ -147,15 +218,18 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         grids: dict[int, object] = {}
         for st in plan.steps:
             src = grids[st.source] if st.source else stand_in
-            c = dict(consts, FROM_BASE=st.source == 0, BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
+            c = dict(consts, FROM_BASE=st.source == 0, MISS_ALL=MISS_ALL, SORTED=(st.kind, st.level) in order,
+                     BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
                      WORDS_OUT=words(st.level) if st.kind == "cells" else 3,
-                     NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256)
+                     NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
+                     NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
+                     and plan.extents[st.level] <= 256)
             if st.kind == "cells":
                 dst = buffer(st.size[0] * st.size[1] * nslots * words(st.level) * 4, wgpu.BufferUsage.STORAGE,
                              "mip cell sums")
                 grids[st.level] = dst
-                prm = struct.pack("<12I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
-                                  st.x_off, st.y_off, pitch0)
+                prm = struct.pack("<14I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
+                                  st.x_off, st.y_off, pitch0, *order.get(("cells", st.level), ((0, 0), None))[0])
                 pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "cells")
                 bind = device.create_bind_group(layout=bgl, entries=[
                     {"binding": i, "resource": r} for i, r in enumerate(
@@ -166,18 +240,28 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 continue
             w, h = st.size
             pitch, rows = band_rows(st)
-            pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "level")
+            is_fast = _fast(plan, st)
+            pair = is_fast and PAIRS and st.source == 0
+            pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries,
+                                 "level_quad" if pair else "level_fast" if is_fast else "level")
             for r0 in range(0, h, rows):
                 n = min(rows, h - r0)
-                prm = struct.pack("<12I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
-                                  st.x_off, st.y_off, pitch0)
+                prm = struct.pack("<14I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
+                                  st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0])
                 bind = device.create_bind_group(layout=bgl, entries=[
                     {"binding": i, "resource": r} for i, r in enumerate(
-                        [base, whole(out), {"buffer": session.uniform(prm)}, whole(src), whole(stand_in_w),
-                         whole(tables), whole(index), whole(base_bytes)])])
+                        [base, whole(out), {"buffer": session.uniform(prm)}, whole(src),
+                         whole(misses if is_fast else stand_in_w), whole(tables), whole(index), whole(base_bytes)])])
                 if bpt < 4:
                     enc.clear_buffer(out, 0, pitch * n)
-                dispatch(enc, pipe, bind, (-(-w // 8), -(-n // 8), 1), query.next() if query else None)
+                if is_fast:
+                    enc.clear_buffer(misses, 0, 16)
+                step = 16 if pair else 8  # (level_quad: 2 x 2 texels an invocation)
+                dispatch(enc, pipe, bind, (-(-w // step), -(-n // step), 1), query.next() if query else None)
+                if is_fast:  # the texels left, as many workgroups as level_fast counted
+                    enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
+                    fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix")
+                    _dispatch_indirect(enc, fix, bind, args, query.next() if query else None)
                 enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
                                            {"texture": tex.texture, "mip_level": st.level, "origin": (0, r0, layer)},
                                            (w, n, 1))
@@ -189,6 +273,37 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         for b in owned:
             b.destroy()
     return plan.sources(), gpu_ns, pass_ns
+
+
+def _orders(plan: CellPlan) -> dict[tuple[str, int], tuple[tuple[int, int], Any]]:
+    """Per grid made and level from a grid ((kind, level)): ((x offset, y offset) in the index
+    buffer after ``plan.index``, the cells of each axis in order of their width (stable), or a
+    level's texels in order of the source cells they span on x, as uint32 words)."""
+    import numpy as np
+
+    out: dict[tuple[str, int], tuple[tuple[int, int], Any]] = {}
+    offset = len(plan.index)
+    for st in plan.steps:
+        if st.kind == "level":  # from a grid: the texels of a row in order of the cells they span
+            if st.source == 0:
+                continue
+            t = plan.index[st.x_off:st.x_off + 4 * st.size[0]].reshape(-1, 4).astype(np.int64)
+            perms = [np.argsort(t[:, 1] - t[:, 0] + (t[:, 3] > 0), kind="stable"), np.zeros(0, np.int64)]
+        else:
+            perms = [np.argsort(np.diff(plan.index[off:off + n + 1].astype(np.int64)), kind="stable")
+                     for off, n in ((st.x_off, st.size[0]), (st.y_off, st.size[1]))]
+        out[(st.kind, st.level)] = ((offset, offset + len(perms[0])), np.concatenate(perms).astype(np.uint32))
+        offset += len(perms[0]) + len(perms[1])
+    return out
+
+
+def _dispatch_indirect(enc: Any, pipe: Any, bind: Any, args: Any, timestamp_writes: dict[str, Any] | None) -> None:
+    """One compute pass of ``pipe`` over the workgroups that ``args`` (x, y, z) holds."""
+    cpass = enc.begin_compute_pass(timestamp_writes=timestamp_writes) if timestamp_writes else enc.begin_compute_pass()
+    cpass.set_pipeline(pipe)
+    cpass.set_bind_group(0, bind)
+    cpass.dispatch_workgroups_indirect(args, 0)
+    cpass.end()
 
 
 #: The self-check's image: levels from the base, a grid from the base and grids from grids.

@@ -29,6 +29,9 @@ override WORDS_IN: u32 = 3u;      // words a slot of the source cells (2 where t
 override WORDS_OUT: u32 = 3u;     // ... of the cells made
 override NARROW: bool = false;     // 8 bits, runs of base texels below 257 (odd.py): row sums in
                                    // 32-bit lanes (16-bit halves of L times alpha: < 2^24 each)
+override NARROW_BLOCK: bool = false; // a cell's base texels (at most 256) all summed in the lanes
+override SORTED: bool = false;     // cells: invocation i makes the cell index[px_off + i] (the cells
+                                   // in order of width: neighbouring invocations loop alike long)
 override BASE_BUFFER: bool = true; // base texels from a copy of its bytes (else textureLoad, whose
                                    // -srgb loads need an encode to give the codes back)
 
@@ -50,6 +53,8 @@ struct Params {
     x_off: u32,          // word offsets of the axis tables in `index`
     y_off: u32,
     base_pitch: u32,     // bytes a row of `base` (BASE_BUFFER)
+    px_off: u32,         // cells (SORTED): word offsets of the cells in order of their width, height
+    py_off: u32,
 }
 
 @group(0) @binding(0) var src: texture_2d<f32>;
@@ -97,7 +102,7 @@ fn mul_acc(a: Acc, w: u32) -> Acc {
 
 // 8-bit sRGB: L and the float thresholds in workgroup memory (as mip_spd.wgsl: a warp's
 // lookups of random codes in a storage buffer touch many cache lines)
-override SMEM_TABLES: bool = BITS == 8u && SRGB;
+override SMEM_TABLES: bool = BITS == 8u && SRGB;  // (odd.py: on GPUs only)
 var<workgroup> ltab: array<u32, 256>;
 var<workgroup> qtab: array<f32, 257>;
 
@@ -110,13 +115,16 @@ fn load_tables(t: u32) {  // t: the invocation's index in its workgroup of 64
         if (t == 0u) {
             qtab[256] = 3.4e38;  // above every value (k + 1 = 256 is never compared)
         }
+        workgroupBarrier();
     }
-    workgroupBarrier();
 }
 
 fn lin_code(c: u32) -> Big {
     if (SMEM_TABLES) {
         return Big(ltab[c & 255u], 0u, 0u, 0u);
+    }
+    if (SRGB && BITS == 8u) {  // L below 2^32: one word
+        return Big(tables[2u * c], 0u, 0u, 0u);
     }
     return lin(c, SRGB);
 }
@@ -216,19 +224,66 @@ fn put_big(i: u32, b: Big) {
 // The sums of base texels x0 .. x1 - 1 of row y (NARROW: at most 256 of them), as cell() gives
 // them, added in 32-bit lanes: the high and low 16 bits of L times the weight (< 2^24 each).
 fn row_narrow(y: u32, x0: u32, x1: u32, plain: bool) -> Acc {
+    return block_narrow(y, y + 1u, x0, x1, plain);
+}
+
+// The same over rows y0 .. y1 - 1
+fn block_narrow(y0: u32, y1: u32, x0: u32, x1: u32, plain: bool) -> Acc {
     var nh = vec3<u32>(0u);
     var nl = vec3<u32>(0u);
     var na = 0u;
+    for (var y = y0; y < y1; y++) {
     for (var x = x0; x < x1; x++) {
         let c = codes_at(vec2<u32>(x, y));
         var l = c.xyz;
         if (SMEM_TABLES) {
             l = vec3<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u]);
+        } else if (SRGB) {  // (8 bits: L below 2^32, one word)
+            l = vec3<u32>(tables[2u * c.x], tables[2u * c.y], tables[2u * c.z]);
         }
         let wt = select(1u, c.w, WA && !plain);
         nh += (l >> vec3<u32>(16u)) * wt;
         nl += (l & vec3<u32>(0xffffu)) * wt;
         na += c.w;
+    }
+    }
+    let lo = (nh << vec3<u32>(16u)) + nl;
+    let hi = (nh >> vec3<u32>(16u)) + select(vec3<u32>(0u), vec3<u32>(1u), lo < nl);
+    return Acc(Big(lo.x, hi.x, 0u, 0u), Big(lo.y, hi.y, 0u, 0u), Big(lo.z, hi.z, 0u, 0u), Big(na, 0u, 0u, 0u));
+}
+
+// A grid cell's sums from its base texels (NARROW_BLOCK: at most 256) in one sweep: the
+// premultiplied and the plain colour both in lanes, the plain kept where the alpha sum is 0 (as
+// cell() reads a stored cell; one sweep where a cell of one transparent texel would make its
+// neighbours in the SIMD group sweep twice)
+fn block_cell(y0: u32, y1: u32, x0: u32, x1: u32) -> Acc {
+    var nh = vec3<u32>(0u);
+    var nl = vec3<u32>(0u);
+    var ph = vec3<u32>(0u);
+    var pl = vec3<u32>(0u);
+    var na = 0u;
+    for (var y = y0; y < y1; y++) {
+        for (var x = x0; x < x1; x++) {
+            let c = codes_at(vec2<u32>(x, y));
+            var l = c.xyz;
+            if (SMEM_TABLES) {
+                l = vec3<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u]);
+            } else if (SRGB) {
+                l = vec3<u32>(tables[2u * c.x], tables[2u * c.y], tables[2u * c.z]);
+            }
+            let wt = select(1u, c.w, WA);
+            nh += (l >> vec3<u32>(16u)) * wt;
+            nl += (l & vec3<u32>(0xffffu)) * wt;
+            if (WA) {
+                ph += l >> vec3<u32>(16u);
+                pl += l & vec3<u32>(0xffffu);
+            }
+            na += c.w;
+        }
+    }
+    if (WA && na == 0u) {
+        nh = ph;
+        nl = pl;
     }
     let lo = (nh << vec3<u32>(16u)) + nl;
     let hi = (nh >> vec3<u32>(16u)) + select(vec3<u32>(0u), vec3<u32>(1u), lo < nl);
@@ -311,18 +366,14 @@ fn texel_sums(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> Acc {
     return add_acc(add_acc(mul_acc(top, ty.z), mul_acc(inner, prm.dst_h)), mul_acc(bottom, ty.w));
 }
 
-@compute @workgroup_size(8, 8)
-fn level(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    load_tables(t);
-    if (gid.x >= prm.dst_w || gid.y >= prm.rows) {
-        return;
-    }
-    let x = gid.x;
-    let y = gid.y + prm.row0;
-    let tx = vec4<u32>(index[prm.x_off + 4u * x], index[prm.x_off + 4u * x + 1u],
-                       index[prm.x_off + 4u * x + 2u], index[prm.x_off + 4u * x + 3u]);
-    let ty = vec4<u32>(index[prm.y_off + 4u * y], index[prm.y_off + 4u * y + 1u],
-                       index[prm.y_off + 4u * y + 2u], index[prm.y_off + 4u * y + 3u]);
+fn axis(off: u32, i: u32) -> vec4<u32> {
+    return vec4<u32>(index[off + 4u * i], index[off + 4u * i + 1u], index[off + 4u * i + 2u], index[off + 4u * i + 3u]);
+}
+
+// Texel (x, y) of the level (y: the level's row) by the exact sums
+fn level_texel(x: u32, y: u32) {
+    let tx = axis(prm.x_off, x);
+    let ty = axis(prm.y_off, y);
     var acc = zero_acc();
     for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where no alpha covers
         acc = texel_sums(tx, ty, sweep == 1u);
@@ -334,16 +385,35 @@ fn level(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
 }
 
 @compute @workgroup_size(8, 8)
+fn level(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
+    if (gid.x >= prm.dst_w || gid.y >= prm.rows) {
+        return;
+    }
+    level_texel(gid.x, gid.y + prm.row0);
+}
+
+@compute @workgroup_size(8, 8)
 fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     load_tables(t);
     if (gid.x >= prm.dst_w || gid.y >= prm.dst_h) {
         return;
     }
-    let x0 = index[prm.x_off + gid.x];
-    let x1 = index[prm.x_off + gid.x + 1u];
-    let y0 = index[prm.y_off + gid.y];
-    let y1 = index[prm.y_off + gid.y + 1u];
+    var cx = gid.x;
+    var cy = gid.y;
+    if (SORTED) {
+        cx = index[prm.px_off + gid.x];
+        cy = index[prm.py_off + gid.y];
+    }
+    let x0 = index[prm.x_off + cx];
+    let x1 = index[prm.x_off + cx + 1u];
+    let y0 = index[prm.y_off + cy];
+    let y1 = index[prm.y_off + cy + 1u];
     var acc = zero_acc();
+    if (NARROW_BLOCK) {
+        store_cell((cy * prm.dst_w + cx) * SLOTS * WORDS_OUT, block_cell(y0, y1, x0, x1));
+        return;
+    }
     for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where the alpha sum is 0
         acc = zero_acc();
         for (var iy = y0; iy < y1; iy++) {
@@ -359,5 +429,222 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
             break;
         }
     }
-    store_cell((gid.y * prm.dst_w + gid.x) * SLOTS * WORDS_OUT, acc);
+    store_cell((cy * prm.dst_w + cx) * SLOTS * WORDS_OUT, acc);
+}
+
+// ---- Levels by float sums (`level_fast`), the texels it cannot decide by the exact sums
+// (`level_fix`), odd.py's FAST_LEVELS. A texel's sums in float32, in this order: per base texel
+// L (at most 2 roundings: its two words), L * alpha (1), or per stored cell its sums by approx()
+// (at most 4: every partial sum there is >= 0); times the column weight (1), added along the row
+// (at most Fx), the row times its weight (1), added over the rows (at most Fy). From the base
+// every term of the colour sum passes at most Fx + Fy + 5 roundings, of the alpha sum Fx + Fy + 2;
+// from a grid both Fx + Fy + 6. All terms are >= 0, so each sum is within gamma(n) = n u / (1 - n u)
+// of the exact one (u = 2^-24; FMA contraction only drops roundings). screen_code compares the
+// numerator with threshold * (1 +- MARGIN) * denominator (three correctly rounded products, 3 u;
+// no division decides: Vulkan allows 2.5 ulp there, only the estimate of k divides), so a code
+// is accepted only where (1 - u)^3 (1 + MARGIN) (1 - g_den) >= 1 + g_num (and the same below).
+// odd.py sends a level here only where F = Fx + Fy <= 24 from the base (g_num + g_den about
+// (2 F + 7) u), <= 21 from a grid ((2 F + 12) u); Fx: the most source cells a texel covers: at
+// most 55 u, 58 u with the 3 u, under MARGIN = 2^-18 = 64 u: where screen_code accepts, the
+// exact comparisons give the same code
+// (tests/mips/test_odd_fast.py checks the bound in float32 against exact rationals). A texel
+// with any channel too close to a threshold is appended to `misses` for level_fix.
+@group(0) @binding(4) var<storage, read_write> misses: array<atomic<u32>>;  // [level_fix's
+    // workgroups, count, -, -, then per texel x | (band row << 16)]
+
+override MISS_ALL: bool = false;  // every texel to level_fix (the tests of that path)
+const FIX_GROUPS: u32 = 4096u;    // level_fix's workgroups at most (its threads loop)
+
+fn lin_f(c: u32) -> f32 {
+    if (SMEM_TABLES) {
+        return f32(ltab[c & 255u]);
+    }
+    if (!SRGB) {
+        return f32(c);
+    }
+    if (BITS == 8u) {  // L below 2^32: one word
+        return f32(tables[2u * c]);
+    }
+    return f32(tables[2u * c + 1u]) * 4294967296.0 + f32(tables[2u * c]);
+}
+
+// The code of num / den (float sums) where it is clearly inside the code's interval, else 0xffffffff
+fn screen_code(num: f32, den: f32, srgb: bool) -> u32 {
+    let m = f32(top());
+    var v = num / den;  // (only picks k)
+    if (srgb) {
+        v = encode(v / select(1099511627776.0, 2147483648.0, BITS == 8u)) * m;
+    }
+    let k = u32(clamp(floor(v + 0.5), 0.0, m));
+    let above = k == 0u || num >= threshold_f(k, srgb) * (1.0 + MARGIN) * den;
+    let below = k == top() || num < threshold_f(k + 1u, srgb) * (1.0 - MARGIN) * den;
+    return select(0xffffffffu, k, above && below && !MISS_ALL);
+}
+
+// cell() in floats: a base texel's L (times its alpha), or a stored cell's sums by approx()
+fn cell_f(x: u32, y: u32, plain: bool) -> vec4<f32> {
+    if (FROM_BASE) {
+        let c = codes_at(vec2<u32>(x, y));
+        let a = f32(c.w);
+        var l = vec3<f32>(lin_f(c.x), 0.0, 0.0);
+        if (NC == 3u) {
+            l = vec3<f32>(l.x, lin_f(c.y), lin_f(c.z));
+        }
+        return vec4<f32>(l * select(1.0, a, WA && !plain), a);
+    }
+    let i = (y * prm.src_w + x) * SLOTS * WORDS_IN;
+    var a = 0.0;
+    if (HAS_ALPHA) {
+        a = approx(load_big(i + NC * WORDS_IN));
+    }
+    if (WA && (a > 0.0) == plain) {
+        return vec4<f32>(0.0, 0.0, 0.0, a);
+    }
+    var c = vec3<f32>(approx(load_big(i)), 0.0, 0.0);
+    if (NC == 3u) {
+        c = vec3<f32>(c.x, approx(load_big(i + WORDS_IN)), approx(load_big(i + 2u * WORDS_IN)));
+    }
+    return vec4<f32>(c, a);
+}
+
+// A texel's float sums: colour c0-c2 (premultiplied, or plain) and alpha
+fn texel_float(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> vec4<f32> {
+    let ex = select(tx.y, tx.y + 1u, tx.w > 0u);
+    let ey = select(ty.y, ty.y + 1u, ty.w > 0u);
+    var s = vec4<f32>(0.0);
+    for (var iy = ty.x; iy < ey; iy++) {
+        var r = vec4<f32>(0.0);
+        for (var ix = tx.x; ix < ex; ix++) {
+            let wx = f32(select(select(prm.dst_w, tx.w, ix == tx.y), tx.z, ix == tx.x));
+            r += cell_f(ix, iy, plain) * wx;
+        }
+        s += r * f32(select(select(prm.dst_h, ty.w, iy == ty.y), ty.z, iy == ty.x));
+    }
+    return s;
+}
+
+@compute @workgroup_size(8, 8)
+fn level_fast(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
+    if (gid.x >= prm.dst_w || gid.y >= prm.rows) {
+        return;
+    }
+    var x = gid.x;
+    if (SORTED) {  // (a level from a grid: texels in order of the cells they span on x)
+        x = index[prm.px_off + gid.x];
+    }
+    let tx = axis(prm.x_off, x);
+    let ty = axis(prm.y_off, gid.y + prm.row0);
+    var s = vec4<f32>(0.0);
+    for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where no alpha covers
+        s = texel_float(tx, ty, sweep == 1u);
+        if (!WA || s.w > 0.0) {
+            break;
+        }
+    }
+    fast_finish(x, gid.y, s);
+}
+
+// The codes of texel x of band row `row` from its float sums, or the texel to level_fix
+fn fast_finish(x: u32, row: u32, s: vec4<f32>) {
+    let total = f32(prm.total);
+    let den = select(total, s.w, WA && s.w > 0.0);
+    var codes = vec4<u32>(screen_code(s.x, den, SRGB), 0u, 0u, 0u);
+    if (NC == 3u) {
+        codes.y = screen_code(s.y, den, SRGB);
+        codes.z = screen_code(s.z, den, SRGB);
+    }
+    if (HAS_ALPHA) {
+        codes.w = screen_code(s.w, total, false);
+    }
+    if (any(codes == vec4<u32>(0xffffffffu))) {
+        let i = atomicAdd(&misses[1], 1u);
+        atomicMax(&misses[0], min(i / 64u + 1u, FIX_GROUPS));
+        atomicStore(&misses[4u + i], x | (row << 16u));
+        return;
+    }
+    write_texel(x, row, codes);
+}
+
+// Four texels (x = 2 i, 2 i + 1; y = 2 j, 2 j + 1) summed in one sweep over their source cells:
+// a column or row they share (a level from the base of an odd size: 5 x 5 texels for four
+// texels, not 36) is read once; a cell outside a texel's footprint weighs 0 for it (adds exactly
+// 0: the same bound as texel_float).
+struct Quad {
+    aa: vec4<f32>,  // (x a, y a)
+    ba: vec4<f32>,
+    ab: vec4<f32>,
+    bb: vec4<f32>,
+}
+
+fn weight(t: vec4<u32>, e: u32, i: u32, m: u32) -> f32 {
+    return f32(select(0u, select(select(m, t.w, i == t.y), t.z, i == t.x), i >= t.x && i < e));
+}
+
+fn quad_float(ta: vec4<u32>, tb: vec4<u32>, ua: vec4<u32>, ub: vec4<u32>, plain: bool) -> Quad {
+    let ea = select(ta.y, ta.y + 1u, ta.w > 0u);
+    let eb = select(tb.y, tb.y + 1u, tb.w > 0u);
+    let fa = select(ua.y, ua.y + 1u, ua.w > 0u);
+    let fb = select(ub.y, ub.y + 1u, ub.w > 0u);
+    let z = vec4<f32>(0.0);
+    var q = Quad(z, z, z, z);
+    for (var iy = ua.x; iy < fb; iy++) {
+        var ra = z;
+        var rb = z;
+        for (var ix = ta.x; ix < eb; ix++) {
+            let v = cell_f(ix, iy, plain);
+            ra += v * weight(ta, ea, ix, prm.dst_w);
+            rb += v * weight(tb, eb, ix, prm.dst_w);
+        }
+        let wa = weight(ua, fa, iy, prm.dst_h);
+        let wb = weight(ub, fb, iy, prm.dst_h);
+        q.aa += ra * wa;
+        q.ba += rb * wa;
+        q.ab += ra * wb;
+        q.bb += rb * wb;
+    }
+    return q;
+}
+
+@compute @workgroup_size(8, 8)
+fn level_quad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
+    let xa = 2u * gid.x;
+    let ya = 2u * gid.y;  // (rows of the band)
+    if (xa >= prm.dst_w || ya >= prm.rows) {
+        return;
+    }
+    let xb = min(xa + 1u, prm.dst_w - 1u);  // (xa itself again at the edge, not written)
+    let yb = min(ya + 1u, prm.rows - 1u);
+    let ta = axis(prm.x_off, xa);
+    let tb = axis(prm.x_off, xb);
+    let ua = axis(prm.y_off, ya + prm.row0);
+    let ub = axis(prm.y_off, yb + prm.row0);
+    var q = quad_float(ta, tb, ua, ub, false);
+    if (WA && (q.aa.w == 0.0 || q.ba.w == 0.0 || q.ab.w == 0.0 || q.bb.w == 0.0)) {
+        let p = quad_float(ta, tb, ua, ub, true);  // the plain colour where no alpha covers
+        q = Quad(select(q.aa, p.aa, q.aa.w == 0.0), select(q.ba, p.ba, q.ba.w == 0.0),
+                 select(q.ab, p.ab, q.ab.w == 0.0), select(q.bb, p.bb, q.bb.w == 0.0));
+    }
+    fast_finish(xa, ya, q.aa);
+    if (xb > xa) {
+        fast_finish(xb, ya, q.ba);
+    }
+    if (yb > ya) {
+        fast_finish(xa, yb, q.ab);
+        if (xb > xa) {
+            fast_finish(xb, yb, q.bb);
+        }
+    }
+}
+
+@compute @workgroup_size(64)
+fn level_fix(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32,
+             @builtin(num_workgroups) groups: vec3<u32>) {
+    load_tables(t);
+    let count = atomicLoad(&misses[1]);
+    for (var i = gid.x; i < count; i += groups.x * 64u) {
+        let p = atomicLoad(&misses[4u + i]);
+        level_texel(p & 0xffffu, (p >> 16u) + prm.row0);
+    }
 }
