@@ -221,6 +221,23 @@ fn put_big(i: u32, b: Big) {
     }
 }
 
+// The linear values L of an 8-bit texel's colour codes (8 bits: L below 2^32, one word)
+fn lin8(c: vec4<u32>) -> vec3<u32> {
+    if (SMEM_TABLES) {
+        return vec3<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u]);
+    } else if (SRGB) {
+        return vec3<u32>(tables[2u * c.x], tables[2u * c.y], tables[2u * c.z]);
+    }
+    return c.xyz;
+}
+
+// Sums kept as lanes (the high and low 16 bits of each L times its weight, summed apart) as Acc
+fn lanes_acc(nh: vec3<u32>, nl: vec3<u32>, na: u32) -> Acc {
+    let lo = (nh << vec3<u32>(16u)) + nl;
+    let hi = (nh >> vec3<u32>(16u)) + select(vec3<u32>(0u), vec3<u32>(1u), lo < nl);
+    return Acc(Big(lo.x, hi.x, 0u, 0u), Big(lo.y, hi.y, 0u, 0u), Big(lo.z, hi.z, 0u, 0u), Big(na, 0u, 0u, 0u));
+}
+
 // The sums of base texels x0 .. x1 - 1 of row y (NARROW: at most 256 of them), as cell() gives
 // them, added in 32-bit lanes: the high and low 16 bits of L times the weight (< 2^24 each).
 fn row_narrow(y: u32, x0: u32, x1: u32, plain: bool) -> Acc {
@@ -235,21 +252,14 @@ fn block_narrow(y0: u32, y1: u32, x0: u32, x1: u32, plain: bool) -> Acc {
     for (var y = y0; y < y1; y++) {
     for (var x = x0; x < x1; x++) {
         let c = codes_at(vec2<u32>(x, y));
-        var l = c.xyz;
-        if (SMEM_TABLES) {
-            l = vec3<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u]);
-        } else if (SRGB) {  // (8 bits: L below 2^32, one word)
-            l = vec3<u32>(tables[2u * c.x], tables[2u * c.y], tables[2u * c.z]);
-        }
+        let l = lin8(c);
         let wt = select(1u, c.w, WA && !plain);
         nh += (l >> vec3<u32>(16u)) * wt;
         nl += (l & vec3<u32>(0xffffu)) * wt;
         na += c.w;
     }
     }
-    let lo = (nh << vec3<u32>(16u)) + nl;
-    let hi = (nh >> vec3<u32>(16u)) + select(vec3<u32>(0u), vec3<u32>(1u), lo < nl);
-    return Acc(Big(lo.x, hi.x, 0u, 0u), Big(lo.y, hi.y, 0u, 0u), Big(lo.z, hi.z, 0u, 0u), Big(na, 0u, 0u, 0u));
+    return lanes_acc(nh, nl, na);
 }
 
 // A grid cell's sums from its base texels (NARROW_BLOCK: at most 256) in one sweep: the
@@ -265,12 +275,7 @@ fn block_cell(y0: u32, y1: u32, x0: u32, x1: u32) -> Acc {
     for (var y = y0; y < y1; y++) {
         for (var x = x0; x < x1; x++) {
             let c = codes_at(vec2<u32>(x, y));
-            var l = c.xyz;
-            if (SMEM_TABLES) {
-                l = vec3<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u]);
-            } else if (SRGB) {
-                l = vec3<u32>(tables[2u * c.x], tables[2u * c.y], tables[2u * c.z]);
-            }
+            let l = lin8(c);
             let wt = select(1u, c.w, WA);
             nh += (l >> vec3<u32>(16u)) * wt;
             nl += (l & vec3<u32>(0xffffu)) * wt;
@@ -285,9 +290,7 @@ fn block_cell(y0: u32, y1: u32, x0: u32, x1: u32) -> Acc {
         nh = ph;
         nl = pl;
     }
-    let lo = (nh << vec3<u32>(16u)) + nl;
-    let hi = (nh >> vec3<u32>(16u)) + select(vec3<u32>(0u), vec3<u32>(1u), lo < nl);
-    return Acc(Big(lo.x, hi.x, 0u, 0u), Big(lo.y, hi.y, 0u, 0u), Big(lo.z, hi.z, 0u, 0u), Big(na, 0u, 0u, 0u));
+    return lanes_acc(nh, nl, na);
 }
 
 fn store_cell(j: u32, acc: Acc) {
