@@ -455,7 +455,9 @@ def test_ctrl_c_to_the_process_group_in_the_first_second(gpu, tmp_path, delay):
     import signal
     import time
 
-    p, out, arrays = _start_batch(tmp_path, n=48)  # enough work to outlast the 1 s delay on an idle machine
+    # enough work to outlast the 1 s delay on an idle machine: on the 2-core lavapipe machine 48
+    # 384^2 images came to end 0.97 s after the first worker appeared, 96 512^2 ones take 2.1 s
+    p, out, arrays = _start_batch(tmp_path, n=96, side=512)
     deadline = time.time() + 60
     while time.time() < deadline and not _workers_of(p.pid):
         time.sleep(0.005)
