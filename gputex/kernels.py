@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .device import Session
 
 __all__ = ["load_wgsl", "Cache", "cache_stats", "compute_pipeline", "render_pipeline", "dispatch",
-           "Timestamps", "timestamps", "PIPELINES"]
+           "Timestamps", "timestamps", "submit_timed", "PIPELINES"]
 
 #: The cache every compiled pipeline (and shader module) lives in.
 PIPELINES = "pipelines"
@@ -193,3 +193,12 @@ class Timestamps:
 def timestamps(session: Session, passes: int) -> Timestamps | None:
     """A :class:`Timestamps` for ``passes`` passes where the device has timestamp queries, else None."""
     return Timestamps(session, passes) if session.has_feature("timestamp-query") else None
+
+
+def submit_timed(session: Session, enc: Any, query: Timestamps | None, what: str) -> tuple[int | None, list[int]]:
+    """Resolve ``query`` (if any) into ``enc``, submit it (errors named ``what``), and return
+    :meth:`Timestamps.read`'s (GPU ns, ns of each pass), or (None, []) without a query."""
+    if query:
+        query.resolve(enc)
+    session.check(what, session.device.queue.submit, [enc.finish()])
+    return query.read() if query else (None, [])

@@ -9,7 +9,7 @@ import functools
 import struct
 from typing import TYPE_CHECKING
 
-from ..kernels import dispatch, timestamps
+from ..kernels import dispatch, submit_timed, timestamps
 from ..layout import align_up, bands
 from .common import entries as layout_entries
 from .common import pipeline
@@ -266,10 +266,7 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
                                        {"texture": tex.texture, "mip_level": level, "origin": (0, 0, layer)},
                                        (dw, dh, 1))
             prev = nxt
-        if query:
-            query.resolve(enc)
-        session.check(f"{tex.source}: mip chain (float64 kernels)", device.queue.submit, [enc.finish()])
-        return query.read() if query else (None, [])
+        return submit_timed(session, enc, query, f"{tex.source}: mip chain (float64 kernels)")
     finally:
         for b in keep:
             b.destroy()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING
 
-from ..kernels import dispatch, timestamps
+from ..kernels import dispatch, submit_timed, timestamps
 from ..layout import align_up
 from .common import integer_entries, pipeline
 from .intbox import MAX_BASE_TEXELS, lin_table, plan_chain, threshold_table
@@ -151,10 +151,7 @@ def int_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
                 enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
                                            {"texture": tex.texture, "mip_level": p.level, "origin": (0, r0, layer)},
                                            (dw, n, 1))
-        if query:
-            query.resolve(enc)
-        session.check(f"{tex.source}: mip chain (integer)", device.queue.submit, [enc.finish()])
-        gpu_ns, pass_ns = query.read() if query else (None, [])
+        gpu_ns, pass_ns = submit_timed(session, enc, query, f"{tex.source}: mip chain (integer)")
     finally:
         for b in owned:
             b.destroy()

@@ -133,7 +133,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     import numpy as np
     import wgpu
 
-    from ..kernels import dispatch, timestamps
+    from ..kernels import dispatch, submit_timed, timestamps
     from .cells import FIRST_GRID, cell_plan
     from .common import integer_entries, pipeline
 
@@ -265,10 +265,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
                                            {"texture": tex.texture, "mip_level": st.level, "origin": (0, r0, layer)},
                                            (w, n, 1))
-        if query:
-            query.resolve(enc)
-        session.check(f"{tex.source}: mip chain (integer, cells)", device.queue.submit, [enc.finish()])
-        gpu_ns, pass_ns = query.read() if query else (None, [])
+        gpu_ns, pass_ns = submit_timed(session, enc, query, f"{tex.source}: mip chain (integer, cells)")
     finally:
         for b in owned:
             b.destroy()

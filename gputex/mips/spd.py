@@ -136,7 +136,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     pass_ns): the source of each level is its pass's source (the base or the stored sums)."""
     import wgpu
 
-    from ..kernels import timestamps
+    from ..kernels import submit_timed, timestamps
     from .common import integer_entries, pipeline
 
     session, device, fmt = tex.session, tex.session.device, tex.format
@@ -200,10 +200,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
                     {"texture": tex.texture, "mip_level": src + 1 + i, "origin": (0, 0, layer)}, (w, h, 1))
             sources += [src] * n
             sums = new_sums
-        if query:
-            query.resolve(enc)
-        session.check(f"{tex.source}: mip chain (integer, single pass)", device.queue.submit, [enc.finish()])
-        gpu_ns, pass_ns = query.read() if query else (None, [])
+        gpu_ns, pass_ns = submit_timed(session, enc, query, f"{tex.source}: mip chain (integer, single pass)")
     finally:
         for b in owned:
             b.destroy()

@@ -65,17 +65,6 @@ fn div_exact(a: Big, r: u32) -> Big {
 }
 
 // The codes a base texel stores (grey in x; alpha in w)
-fn codes_at(p: vec2<i32>) -> vec4<u32> {
-    var v = textureLoad(src, p, 0);
-    if (SRGB_VIEW) {
-        v = vec4<f32>(srgb_encode3(clamp(v.rgb, vec3<f32>(0.0), vec3<f32>(1.0))), v.a);
-    }
-    if (CHANNELS == 2u) {
-        v = vec4<f32>(v.r, 0.0, 0.0, v.g);
-    }
-    return vec4<u32>(floor(clamp(v, vec4<f32>(0.0), vec4<f32>(1.0)) * f32(top()) + vec4<f32>(0.5)));
-}
-
 fn write_texel(x: u32, row: u32, col: array<u32, 3>, alpha: u32) {
     var ch = array<u32, 4>(col[0], alpha, 0u, 0u);
     if (CHANNELS == 4u) {
@@ -166,7 +155,7 @@ fn from_base(@builtin(global_invocation_id) gid: vec3<u32>) {
         var row = zero_acc();
         for (var tx = x0; tx < x1; tx++) {
             let wx = min((tx + 1u) * d.x, (x + 1u) * s.x) - max(tx * d.x, x * s.x);
-            let c = codes_at(vec2<i32>(i32(tx), i32(ty)));
+            let c = load_codes(vec2<i32>(i32(tx), i32(ty)));
             let wa = wx * c.w;
             for (var k = 0u; k < NC; k++) {
                 let l = lin(c[k], SRGB);

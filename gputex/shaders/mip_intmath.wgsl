@@ -95,3 +95,16 @@ fn encode(x: f32) -> f32 {
 fn srgb_encode3(c: vec3<f32>) -> vec3<f32> {
     return vec3<f32>(encode(c.x), encode(c.y), encode(c.z));
 }
+
+// The codes of base texel p (r, g, b, a; grey and its alpha in r and a) as stored: the texture's
+// values read back to codes (an sRGB view's decode undone), from the including shader's `src`
+fn load_codes(p: vec2<i32>) -> vec4<u32> {
+    var v = textureLoad(src, p, 0);
+    if (SRGB_VIEW) {
+        v = vec4<f32>(srgb_encode3(clamp(v.rgb, vec3<f32>(0.0), vec3<f32>(1.0))), v.a);
+    }
+    if (CHANNELS == 2u) {
+        v = vec4<f32>(v.r, 0.0, 0.0, v.g);
+    }
+    return vec4<u32>(floor(clamp(v, vec4<f32>(0.0), vec4<f32>(1.0)) * f32(top()) + vec4<f32>(0.5)));
+}

@@ -164,14 +164,7 @@ fn codes_at(p: vec2<u32>) -> vec4<u32> {
     if (BASE_BUFFER) {
         return codes_stored(p);
     }
-    var v = textureLoad(src, vec2<i32>(p), 0);
-    if (SRGB_VIEW) {
-        v = vec4<f32>(srgb_encode3(clamp(v.rgb, vec3<f32>(0.0), vec3<f32>(1.0))), v.a);
-    }
-    if (CHANNELS == 2u) {
-        v = vec4<f32>(v.r, 0.0, 0.0, v.g);
-    }
-    return vec4<u32>(floor(clamp(v, vec4<f32>(0.0), vec4<f32>(1.0)) * f32(top()) + vec4<f32>(0.5)));
+    return load_codes(vec2<i32>(p));
 }
 
 // The sums of one source cell: a base texel, or a stored cell (colour premultiplied, or plain

@@ -77,17 +77,6 @@ fn round_pow2(num: Big, s: u32) -> u32 {
     return (t.x >> s) | (t.y << (32u - s));
 }
 
-fn codes_at(p: vec2<u32>) -> vec4<u32> {
-    var v = textureLoad(src, vec2<i32>(p), 0);
-    if (SRGB_VIEW) {
-        v = vec4<f32>(srgb_encode3(clamp(v.rgb, vec3<f32>(0.0), vec3<f32>(1.0))), v.a);
-    }
-    if (CHANNELS == 2u) {
-        v = vec4<f32>(v.r, 0.0, 0.0, v.g);
-    }
-    return vec4<u32>(floor(clamp(v, vec4<f32>(0.0), vec4<f32>(1.0)) * f32(top()) + vec4<f32>(0.5)));
-}
-
 // Sums of a texel: colour c0-c2 (grey in c0), alpha a, plain colour p0-p2 (weighted alpha,
 // used where the alpha sum is 0).
 struct Acc {
@@ -180,7 +169,7 @@ fn add_source(acc: Acc, p: vec2<u32>) -> Acc {
     if (FROM_SUMS) {
         return add_collapsed(acc, load_sums(p));
     }
-    let c = codes_at(p);
+    let c = load_codes(vec2<i32>(p));
     var r = acc;
     r.a = add(acc.a, Big(c.w, 0u, 0u, 0u));
     let l0 = lin(c.x, SRGB);
@@ -221,7 +210,7 @@ fn zero_narrow() -> Narrow {
 }
 
 fn add_narrow(n: Narrow, p: vec2<u32>) -> Narrow {
-    let c = codes_at(p);
+    let c = load_codes(vec2<i32>(p));
     var l = c;
     if (SMEM_TABLES) {
         l = vec4<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u], 0u);
