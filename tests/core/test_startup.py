@@ -5,6 +5,19 @@ from __future__ import annotations
 import pytest
 
 
+def _run_on_gpu(code: str):
+    """``code`` run by a fresh interpreter (skipped without wgpu or an adapter); it must exit 0."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("wgpu")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if "no GPU adapter" in done.stderr:
+        pytest.skip("no GPU adapter")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
 def test_shader_cache_dir_follows_mesa_rules(tmp_path):
     from gputex.device import shader_cache_dir
 
@@ -74,8 +87,6 @@ def test_one_small_parse_per_process():
     """cffi parses the C types wgpu-py and gputex use in one pycparser run, while wgpu-py's module
     is imported (each further type was one more parse of the whole typedef list, 12 ms here):
     none is left for a session's upload, mips, capture and texture-file write."""
-    import subprocess
-    import sys
 
     code = (
         "import cffi.cparser\n"
@@ -94,11 +105,7 @@ def test_one_small_parse_per_process():
         "gputex.write_texture_file(t, os.path.join(tempfile.mkdtemp(), 'x.ktx2'))\n"
         "print('later', len(small) - 1)\n"
     )
-    pytest.importorskip("wgpu")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    if "no GPU adapter" in done.stderr:
-        pytest.skip("no GPU adapter")
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = _run_on_gpu(code)
     assert done.stdout.split() == ["import", "1", "later", "0"]
 
 
@@ -359,8 +366,6 @@ def test_gc_paused_for_start_up_and_back_once_the_session_is_ready():
     """:func:`pause_gc` turns the cyclic collector off; the session of :func:`session_soon`
     (made, rehearsal run) turns it back on with start-up's objects frozen; a session that
     cannot be made does too. Without a pause nothing is frozen."""
-    import subprocess
-    import sys
 
     code = (
         "import gc, sys\n"
@@ -376,19 +381,13 @@ def test_gc_paused_for_start_up_and_back_once_the_session_is_ready():
         "session_soon(adapter='no adapter has this name').exception()\n"
         "print(gc.isenabled())\n"
     )
-    pytest.importorskip("wgpu")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    if "no GPU adapter" in done.stderr:
-        pytest.skip("no GPU adapter")
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = _run_on_gpu(code)
     assert done.stdout.splitlines() == ["True True", "False", "[False] True True", "True"]
 
 
 def test_gc_back_on_when_the_cli_makes_its_session_directly(tmp_path):
     """``upload --array`` (and --cube, --volume, --pack) makes its session with
     ``cli_run.open_session``, not ``session_soon``: the start-up pause ends there too."""
-    import subprocess
-    import sys
 
     import numpy as np
     from PIL import Image
@@ -410,10 +409,6 @@ def test_gc_back_on_when_the_cli_makes_its_session_directly(tmp_path):
         f" '-o', {str(tmp_path / 'a.ktx2')!r}]\n"
         "cli.console()\n"
     )
-    pytest.importorskip("wgpu")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    if "no GPU adapter" in done.stderr:
-        pytest.skip("no GPU adapter")
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = _run_on_gpu(code)
     assert "gc True" in done.stdout.splitlines(), done.stdout
 

@@ -53,6 +53,16 @@ def _image(rng, w, h, channels, bits, alpha_kind):
     return a
 
 
+def _levels(gpu, a, fmt, space, alpha, precision):
+    """(MipReport, levels 1..) of ``a`` uploaded as ``fmt`` and mipped at ``precision``."""
+    tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, precision="fast")
+    try:
+        report = gputex.generate_mips(tex, alpha=alpha, precision=precision)
+        return report, [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+    finally:
+        tex.destroy()
+
+
 def _run(gpu, a, fmt, space, **mip):
     tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, **mip)
     try:

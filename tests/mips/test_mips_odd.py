@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_mips_int import _image, assert_correctly_rounded
+from test_mips_int import _image, _levels, assert_correctly_rounded
 
-import gputex
 from gputex.layout import mip_count
 from gputex.mips.cells import cell_plan, cut_points, model_cells
 from gputex.mips.intbox import model_chain
@@ -74,15 +73,6 @@ def test_plan_grids_shrink_a_quarter_a_level_and_fit_the_binding():
         assert b.size[0] * b.size[1] * 3 < a.size[0] * a.size[1]
     small = cell_plan(8191, 8191, 13, 48, 1836 * 1836 * 48)  # G(3) does not fit: G(4) first
     assert small.sources() == [0, 0, 0] + list(range(4, 13))
-
-
-def _levels(gpu, a, fmt, space, alpha, precision):
-    tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, precision="fast")
-    try:
-        report = gputex.generate_mips(tex, alpha=alpha, precision=precision)
-        return report, [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
-    finally:
-        tex.destroy()
 
 
 @pytest.mark.gpu

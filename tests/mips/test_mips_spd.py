@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_mips_int import _image, assert_correctly_rounded
+from test_mips_int import _image, _levels, assert_correctly_rounded
 
-import gputex
 from gputex.layout import mip_count
 from gputex.mips.intbox import model_chain
 from gputex.mips.spd import spd_plan
@@ -24,15 +23,6 @@ SPD_SIZES = [(2, 1), (1, 2), (2, 2), (64, 64), (16, 256), (256, 8), (128, 64), (
 OTHER_SIZES = [(96, 48), (1, 1), (3, 5), (7, 13), (13, 7), (61, 37), (257, 131)]
 FORMATS = [("rgba8unorm", 4, 8), ("rgba8unorm-srgb", 4, 8), ("bgra8unorm-srgb", 4, 8), ("rg8unorm", 2, 8),
            ("r8unorm", 1, 8), ("rgba16unorm", 4, 16), ("rg16unorm", 2, 16), ("r16unorm", 1, 16)]
-
-
-def _levels(gpu, a, fmt, space, alpha, precision):
-    tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, precision="fast")
-    try:
-        report = gputex.generate_mips(tex, alpha=alpha, precision=precision)
-        return report, [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
-    finally:
-        tex.destroy()
 
 
 def test_plan_serves_halving_chains_only():
