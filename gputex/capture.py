@@ -378,7 +378,8 @@ def capture_texture_file(tex: Texture, *, budget: int = 64 << 20, levels: list[i
     return as_texture_file(tex, out)
 
 
-def capture_to_file(tex: Texture, path: str, *, budget: int = 64 << 20, premultiplied: bool = False) -> bool:
+def capture_to_file(tex: Texture, path: str, *, budget: int = 64 << 20, premultiplied: bool = False,
+                    level0: np.ndarray | None = None) -> bool:
     """Write every level, layer, face and slice of ``tex`` into the texture file ``path`` (KTX2
     or DDS by its suffix, uncompressed), the same bytes as ``write_texture_file(
     capture_texture_file(tex), path)``, with the levels streamed: the file is made its final
@@ -387,6 +388,15 @@ def capture_to_file(tex: Texture, path: str, *, budget: int = 64 << 20, premulti
     where the other way copies each level into memory and then once more into the file, on one
     thread). Whole or not at all (:class:`~gputex.atomic.AtomicFile`). False (nothing
     written) where the container has no fixed layout.
+
+    ``level0``: the bytes level 0 holds, already on the host (tight block rows, ``(blocks_down,
+    bytes_per_row)`` uint8, a texture of one layer): the rows the upload wrote, where it wrote
+    the caller's pixels unconverted. They are copied into the file on threads of their own
+    while the GPU hands the other levels over, and level 0 is not read back (three quarters of
+    a mip chain's bytes: H200 host, 8192² RGBA8, the read-back and copy of all 14 levels into
+    the file took 111 ms, the host copy of level 0 alone 42 ms and the read-back of levels 1..
+    18 ms, ``benchmarks/single_parts.py``). A check of what the GPU holds is
+    ``upload --verify``'s (a real read-back), not this.
     """
     import numpy as np
 
@@ -411,7 +421,11 @@ def capture_to_file(tex: Texture, path: str, *, budget: int = 64 << 20, premulti
         if isinstance(e, OutputError):  # a file system that cannot map it (or no room): the other way decides
             return False
         raise
+    if level0 is not None and (tex.level_images(0) != 1 or level0.shape != (tex.layout(0).blocks_down,
+                                                                             tex.layout(0).bytes_per_row)):
+        raise ValueError(f"level0 must be the rows of level 0 of a one-layer texture, got {level0.shape}")
     with f:
+        host = None
         try:
             whole = np.frombuffer(mapped, np.uint8)
             whole[: len(lay.head)] = np.frombuffer(lay.head, np.uint8)
@@ -421,11 +435,54 @@ def capture_to_file(tex: Texture, path: str, *, budget: int = 64 << 20, premulti
                 per_image = lv.bytes_per_row * lv.blocks_down
                 z0, nz = start // per_image, length // per_image
                 rows = whole[at: at + length].reshape(nz * lv.blocks_down, lv.bytes_per_row)
+                if level == 0 and level0 is not None:
+                    host = _HostCopy(rows, level0)  # starts now, beside the read-back of the others
+                    continue
                 pieces += _pieces(tex, level, z0, nz, rows, limit)
             _read_pieces(pieces, budget=budget)
         finally:
-            pieces = rows = whole = None  # type: ignore[assignment]  # no view of the map outlives it
+            error = host.finish() if host is not None else None  # no copy into the map outlives it
+            pieces = rows = whole = host = None  # type: ignore[assignment]  # no view of the map outlives it
+        if error is not None:
+            raise error  # the file is discarded
     return True
+
+
+class _HostCopy:
+    """``dst[...] = src`` in row bands on :func:`~gputex.parallel.copy_threads` pool threads,
+    run from a thread of its own (started at once); :meth:`finish` waits and returns its error."""
+
+    def __init__(self, dst: np.ndarray, src: np.ndarray):
+        import threading
+
+        from .caps import capped
+        from .parallel import MIN_CHUNK_BYTES, copy_threads, run_all
+
+        rows = dst.shape[0]
+        parts = max(1, min(capped(copy_threads()), dst.nbytes // MIN_CHUNK_BYTES, rows))
+        step = -(-rows // parts)
+
+        def band(a: int) -> Callable[[], None]:
+            def run() -> None:
+                dst[a: a + step] = src[a: a + step]
+            return run
+
+        tasks = [band(a) for a in range(0, rows, step)]
+        self.error: BaseException | None = None
+
+        def main() -> None:
+            try:
+                run_all(tasks, parts)
+            except BaseException as e:  # noqa: BLE001 - raised by finish() on the caller's thread
+                self.error = e
+
+        self.thread = threading.Thread(target=main, name="gputex-level0", daemon=True)
+        self.thread.start()
+
+    def finish(self) -> BaseException | None:
+        """Wait for the copy; its error, if any."""
+        self.thread.join()
+        return self.error
 
 
 def texture_file_pieces(tex: Texture, levels: list[int] | None, limit: int) -> tuple[list, list[_Piece]]:

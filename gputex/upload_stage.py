@@ -203,14 +203,37 @@ def _stream_to_file(tex: Texture, encoded: Texture | None, source, path: str, op
     from .capture import capture_to_file
 
     premultiplied = _premultiplied(opts, source)
+    level0 = None if encoded is not None else _sent_rows(tex, source, opts)
     with timed(result, "capture"):
-        if not capture_to_file(encoded or tex, path, budget=opts.budget, premultiplied=premultiplied):
+        if not capture_to_file(encoded or tex, path, budget=opts.budget, premultiplied=premultiplied, level0=level0):
             return False
     if encoded is not None:
         result.layout = encoded.layout(0).as_dict()
     result.verified = None
     result.outputs.append(path)
     return True
+
+
+def _sent_rows(tex: Texture, source, opts: Options):
+    """Level 0's bytes as the upload wrote them, where they are the decoded pixels themselves
+    (no conversion, no flip, no resize: ``to_texture_rows`` gives the image's own memory, as
+    :func:`gputex.upload.write_image` got it), so the texture file takes them from the host
+    (:func:`~gputex.capture.capture_to_file`'s ``level0``); else None (level 0 is read back)."""
+    if is_texfile(source) or isinstance(source, list) or tex.level_images(0) != 1 or tex.format.compressed:
+        return None
+    if (source.width, source.height) != tex.size(0) or opts.flip_y or not source.pixels.flags.c_contiguous:
+        return None
+    import numpy as np
+
+    from .convert import to_texture_rows
+
+    def rows(pixels):
+        return to_texture_rows(pixels, tex.color_space, tex.format, premultiply=opts.premultiply)
+
+    if not np.shares_memory(rows(source.pixels[:1]), source.pixels):  # a conversion (probed on one row)
+        return None
+    out = rows(source.pixels)
+    return out if np.shares_memory(out, source.pixels) else None
 
 
 def _premultiplied(opts: Options, source) -> bool:
