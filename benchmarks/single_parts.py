@@ -1,7 +1,8 @@
 """Where one large image's ``upload IMG --mips -o X.ktx2`` spends its time beyond the decode.
 
     python benchmarks/single_parts.py [--size 8192] [--repeat 3] [--out DIR] [--before CHECKOUT]
-                                      [--skip-parts] [--compile] [--importtime]
+                                      [--tree LABEL=CHECKOUT ...] [--skip-parts] [--compile]
+                                      [--importtime]
 
 Builds one photo-like ``--size``² RGBA PNG (fpng, as ``benchmarks/peer_ktx.py`` does), then:
 
@@ -67,14 +68,16 @@ def show_trace(path: str, wall: float) -> str:
     return "\n".join(lines)
 
 
-def processes(img: str, tmp: str, repeat: int, out: str | None, before: str | None) -> None:
+def processes(img: str, tmp: str, repeat: int, out: str | None, before: str | None,
+              others: list[str] = ()) -> None:
     py = sys.executable
     runs = {
         "python -c pass": lambda r: _run([py, "-c", "pass"], _env(ROOT), tmp),
         "import gputex": lambda r: _run([py, "-c", "import gputex"], _env(ROOT), tmp),
         "decode alone": lambda r: _run([py, "-c", f"import gputex; gputex.decode({img!r})"], _env(ROOT), tmp),
     }
-    trees = {"gputex": ROOT, **({"before": before} if before else {})}
+    trees = {"gputex": ROOT, **({"before": before} if before else {}),
+             **dict(o.split("=", 1) for o in others)}
     traces: dict[str, list[tuple[str, float]]] = {}
     for label, tree in trees.items():
         def one(r: int, label=label, tree=tree) -> float:
@@ -92,9 +95,10 @@ def processes(img: str, tmp: str, repeat: int, out: str | None, before: str | No
             times[name].append(fn(r))
     for name, ts in times.items():
         print(f"{name:>28}: " + " ".join(f"{t:.3f}" for t in ts) + f"   best {min(ts):.3f} s", flush=True)
-    if before:
-        a, b = (open(os.path.join(tmp, f"{k}.ktx2"), "rb").read() for k in ("gputex", "before"))
-        print("KTX2 of this checkout and --before: " + ("byte-identical" if a == b else "DIFFERENT"))
+    mine = open(os.path.join(tmp, "gputex.ktx2"), "rb").read()
+    for label in list(trees)[1:]:
+        same = open(os.path.join(tmp, f"{label}.ktx2"), "rb").read() == mine
+        print(f"KTX2 of this checkout and {label}: " + ("byte-identical" if same else "DIFFERENT"))
     dec = min(times["decode alone"])
     for label in trees:
         best = min(times[f"upload -o ktx2 ({label})"])
@@ -210,6 +214,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", help="folder to keep the traces in")
     ap.add_argument("--before", help="another checkout whose upload -o is run and traced too")
+    ap.add_argument("--tree", action="append", default=[], metavar="LABEL=CHECKOUT",
+                    help="more checkouts to run and trace like --before")
     ap.add_argument("--skip-parts", action="store_true")
     ap.add_argument("--compile", action="store_true", help="byte-compile first (peer_ktx.compile_all)")
     ap.add_argument("--importtime", action="store_true", help="one more upload run under -X importtime (into --out)")
@@ -217,7 +223,7 @@ def main() -> None:
     from peer_ktx import _write_photo, compile_all
 
     if args.compile:
-        compile_all([ROOT, *([args.before] if args.before else [])])
+        compile_all([ROOT, *([args.before] if args.before else []), *(t.split("=", 1)[1] for t in args.tree)])
 
     tmp = tempfile.mkdtemp(prefix="gputex-parts-")
     if args.out:
@@ -227,7 +233,7 @@ def main() -> None:
         _write_photo(img, args.size)
         print(f"{img}: {os.path.getsize(img) >> 20} MiB; tmp on: "
               + subprocess.run(["df", "-T", tmp], capture_output=True, text=True).stdout.splitlines()[-1], flush=True)
-        processes(img, tmp, args.repeat, args.out, args.before)
+        processes(img, tmp, args.repeat, args.out, args.before, args.tree)
         if args.importtime and args.out:
             with open(os.path.join(args.out, "importtime.txt"), "w") as f:
                 subprocess.run([sys.executable, "-X", "importtime", "-m", "gputex", "upload", img, "--format",
