@@ -64,10 +64,8 @@ def preload(modules: Sequence[str]) -> None:
     would otherwise come when the pixels are there (on the H200 host the first 17 decodes were
     done in the workers at 0.64-0.73 s and reached the GPU step at 0.84-0.86 s, one pool thread
     importing and the others waiting for its import lock). The device thread's native calls
-    (adapter, device: ~0.14 s there) leave the GIL free for them. :func:`run` calls it once the
-    first decodes are submitted, not before: one 8192² image's decode began 0.15-0.2 s after
-    the preload's start on the H200 host when it came first. Errors are left to the step that
-    imports the module again."""
+    (adapter, device: ~0.14 s there) leave the GIL free for them. Errors are left to the step
+    that imports the module again."""
     import importlib
 
     from .trace import span
@@ -273,10 +271,10 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
             warm = steps.warm([item.path for item in items], first_done.is_set if first_done else None
                               ) if steps.warm is not None and items else None
             soon = session_soon(adapter, backend, warm=warm)
+        if items:
+            preload(steps.modules)
 
-        def start():  # called once the first decodes are submitted: the preload does not delay them
-            if items:
-                preload(steps.modules)
+        def start():
             if held[0] is None:
                 held[0] = soon.result()
             return steps.gpu(held[0])

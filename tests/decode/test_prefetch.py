@@ -1,0 +1,95 @@
+"""Reading one large input ahead (``inputs.prefetch`` / ``read_ahead``): the decode gets the
+bytes of the file as it is when the decode reads it, prefetched or not."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import gputex
+from gputex import inputs
+
+from factory import noise, write
+
+
+@pytest.fixture
+def small_ok(monkeypatch):
+    """Prefetch files of any size (the tests' PNGs are small), and nothing left over."""
+    monkeypatch.setattr(inputs, "PREFETCH_MIN_BYTES", 1)
+    yield
+    inputs._early.clear()
+
+
+def _calls(monkeypatch) -> list[str]:
+    seen: list[str] = []
+    monkeypatch.setattr(inputs, "prefetch", seen.append)
+    return seen
+
+
+@pytest.mark.parametrize("argv,want", [
+    (["upload", "a.png", "--mips", "-o", "a.ktx2"], ["a.png"]),
+    (["capture", "a.png", "-o", "out/"], ["a.png"]),
+    (["upload", "a.png"], ["a.png"]),
+    (["upload", "a.png", "b.png", "-o", "out/"], []),  # a batch: its workers read the files
+    (["upload", "--mips", "a.png"], []),
+    (["upload", "-", "-o", "x.ktx2"], []),  # stdin
+    (["upload", "@list.txt", "-o", "out/"], []),
+    (["upload", "a.png", "--help"], []),
+    (["info", "a.png"], []),
+    (["upload"], []),
+])
+def test_read_ahead_takes_one_input_followed_by_options(monkeypatch, argv, want):
+    seen = _calls(monkeypatch)
+    inputs.read_ahead(argv)
+    assert seen == want
+
+
+def test_prefetched_bytes_are_the_files(tmp_path, rng, small_ok):
+    a = noise(rng, 40, 30, 4)
+    path = write(tmp_path / "a.png", a)
+    inputs.prefetch(path)
+    assert path in inputs._early
+    thread, box = inputs._early[path]
+    thread.join()
+    assert box and box[0][1] == open(path, "rb").read()
+    img = gputex.decode(path)  # takes them (once)
+    assert np.array_equal(img.pixels, a)
+    assert path not in inputs._early
+    assert np.array_equal(gputex.decode(path).pixels, a)  # read as before
+
+
+def test_a_file_changed_after_the_prefetch_is_read_again(tmp_path, rng, small_ok):
+    a, b = noise(rng, 40, 30, 4), noise(rng, 41, 30, 4)
+    path = write(tmp_path / "a.png", a)
+    inputs.prefetch(path)
+    inputs._early[path][0].join()
+    os.replace(write(tmp_path / "b.png", b), path)  # another file (inode) under the name
+    assert np.array_equal(gputex.decode(path).pixels, b)
+    path2 = write(tmp_path / "c.png", a)
+    inputs.prefetch(path2)
+    inputs._early[path2][0].join()
+    with open(path2, "r+b") as f:  # the same file rewritten in place, a byte longer
+        f.seek(0, os.SEEK_END)
+        f.write(b"\0")
+    assert inputs.read_input(path2) == open(path2, "rb").read()
+
+
+def test_only_large_pngs_are_read_ahead(tmp_path, rng, monkeypatch):
+    monkeypatch.setattr(inputs, "PREFETCH_MIN_BYTES", 1 << 20)
+    a = noise(rng, 40, 30, 4)
+    small = write(tmp_path / "small.png", a)
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"not a png" * 200000)
+    try:
+        for path in (small, str(big), str(tmp_path / "missing.png"), str(tmp_path)):
+            inputs.prefetch(path)
+            thread, box = inputs._early[path]
+            thread.join()
+            assert box == [], path
+        assert np.array_equal(gputex.decode(small).pixels, a)
+        with pytest.raises(gputex.InputError, match=r"missing\.png: no such file"):
+            inputs.read_input(str(tmp_path / "missing.png"))
+    finally:
+        inputs._early.clear()
