@@ -94,11 +94,13 @@ def read_input(path: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
 #: Smaller files are not read ahead (their read takes a few milliseconds).
 PREFETCH_MIN_BYTES = 16 << 20
 _PNG = b"\x89PNG\r\n\x1a\n"
-_early: dict[str, tuple[threading.Thread, list]] = {}
+_Identity = tuple[int, int, int, int]
+_Box = list[tuple[_Identity, bytes]]  # the bytes read, once read
+_early: dict[str, tuple[threading.Thread, _Box]] = {}
 _early_lock = threading.Lock()
 
 
-def _identity(st: os.stat_result) -> tuple:
+def _identity(st: os.stat_result) -> _Identity:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
@@ -113,11 +115,11 @@ def prefetch(path: str) -> None:
     decode as before. A file changed after it was read is read again (see :func:`read_input`)."""
     from .trace import span  # here: the thread's own import would wait for the GIL
 
-    def run(box: list) -> None:
+    def run(box: _Box) -> None:
         with span("prefetch", path=path):
             read(box)
 
-    def read(box: list) -> None:
+    def read(box: _Box) -> None:
         try:
             fd, size = _open(path)
         except InputError:
@@ -138,7 +140,7 @@ def prefetch(path: str) -> None:
     with _early_lock:
         if path in _early:
             return
-        box: list = []
+        box: _Box = []
         thread = threading.Thread(target=run, args=(box,), name="gputex-prefetch", daemon=True)
         _early[path] = (thread, box)
     thread.start()

@@ -301,7 +301,8 @@ def test_upload_streamed_level0_from_the_host_only_where_unconverted(gpu, tmp_pa
     real, seen = cap.capture_to_file, []
 
     def recorded(tex, path, **kw):
-        seen.append(kw.get("level0"))
+        opened = kw.get("opened")  # opened before the upload, level 0 copied from the pixels
+        seen.append(opened.level0 if opened is not None else kw.get("level0"))
         return real(tex, path, **kw)
 
     monkeypatch.setattr(cap, "capture_to_file", recorded)
@@ -320,3 +321,56 @@ def test_upload_streamed_level0_from_the_host_only_where_unconverted(gpu, tmp_pa
     if host:
         assert seen[0].tobytes() == a.tobytes()
     assert files[0] == files[1]
+
+
+@pytest.mark.gpu
+def test_an_opened_file_of_another_shape_is_discarded_and_written_right(gpu, tmp_path):
+    """``capture_to_file(opened=...)`` where the early file's layout is not the texture's: that
+    file is dropped (its level 0 copy finished first) and the texture written as it is."""
+    tex, want = _filled(gpu, "rgba8unorm", 61, 37, 1, 6)
+    try:
+        shape = cap.as_texture_file(tex, [b""] * 5)  # one level short
+        rows = np.frombuffer(want[0], np.uint8).reshape(37, 61 * 4)
+        path = str(tmp_path / "t.ktx2")
+        opened = cap.open_streamed(shape, path, level0=255 - rows)
+        assert opened is not None and not opened.fits(cap.as_texture_file(tex, [b""] * 6))
+        assert cap.capture_to_file(tex, path, opened=opened)
+        with open(path, "rb") as f:
+            assert f.read() == b"".join(bytes(p) for p in write_ktx2(cap.as_texture_file(tex, want)))
+        assert os.listdir(tmp_path) == ["t.ktx2"]
+    finally:
+        tex.destroy()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("otmpfile", [True, False])
+def test_an_upload_that_fails_after_the_early_open_leaves_nothing(gpu, tmp_path, tmp_png, monkeypatch, rng,
+                                                                  otmpfile):
+    """The texture file is opened (and level 0 copied in) before the upload; an upload or mip
+    step that fails then leaves no file and no temporary, and the input's error is reported."""
+    from gputex import gpu_batch, pipeline
+    from gputex.run import upload_files
+
+    if not otmpfile:
+        monkeypatch.setenv("GPUTEX_PORTABLE", "otmpfile")
+    src = tmp_png(rng.integers(0, 256, (24, 40, 4), np.uint8), "in.png")
+    monkeypatch.setattr(gpu_batch, "DEFER_MAX_BYTES", 0)
+    opened = []
+    real_open = cap.open_streamed
+
+    def open_(*a, **kw):
+        opened.append(real_open(*a, **kw))
+        return opened[-1]
+
+    def broken(*a, **kw):
+        assert os.listdir(out) == ([] if otmpfile else [os.path.basename(opened[0].file.tmp)])
+        raise gputex.GPUError("mips failed (made by the test)")
+
+    monkeypatch.setattr(cap, "open_streamed", open_)
+    monkeypatch.setattr(pipeline, "upload_image", broken)
+    out = tmp_path / "out"
+    out.mkdir()
+    (r,) = upload_files([src], pipeline.Options(mips=True, container="ktx2"), session=gpu, out=str(out))
+    assert not r.ok and "mips failed (made by the test)" in r.error
+    assert len(opened) == 1 and opened[0] is not None
+    assert os.listdir(out) == []
