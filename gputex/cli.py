@@ -434,9 +434,11 @@ def console() -> None:
 
         pause_gc()  # until the run's session is ready
         if not {"--help", "-h"} & set(sys.argv[2:]):  # wgpu imported and adapters listed meanwhile
+            from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO
             from .inputs import read_ahead
 
-            read_ahead(sys.argv[1:])  # (python -m gputex did already, before importing the CLI)
+            # (python -m gputex did already, before importing the CLI)
+            read_ahead(sys.argv[1:], max_pixels=DEFAULT_MAX_PIXELS, max_ratio=DEFAULT_MAX_RATIO)
             prestart(enumerate_adapters=not os.environ.get("GPUTEX_BACKEND") and not any(
                 a == "--backend" or a.startswith("--backend=") for a in sys.argv[2:]))
     try:

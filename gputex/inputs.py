@@ -7,9 +7,10 @@ descriptor (no race between a check and the open), refused unless it is a regula
 read to at most the cap. Pure, no GPU import.
 
 One large input can be read ahead (:func:`prefetch`): the CLI starts reading it on a thread
-while it imports its modules and makes the device; the decode then takes those bytes
-(:func:`read_input`) if the file is still the one read (same device, inode, size and
-modification time before and after the read), else reads it itself.
+while it imports its modules and makes the device (and then decoding it:
+:func:`gputex.pngdec.decode_ahead`); the decode then takes those bytes (:func:`read_input`)
+if the file is still the one read (same device, inode, size and modification time before
+and after the read), else reads it itself.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ PREFETCH_MIN_BYTES = 16 << 20
 _PNG = b"\x89PNG\r\n\x1a\n"
 _Identity = tuple[int, int, int, int]
 _Box = list[tuple[_Identity, bytes]]  # the bytes read, once read
-_early: dict[str, tuple[threading.Thread, _Box]] = {}
+_early: dict[str, tuple[threading.Event, _Box]] = {}  # path -> (read done, the bytes)
 _early_lock = threading.Lock()
 
 
@@ -104,36 +105,56 @@ def _identity(st: os.stat_result) -> _Identity:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def prefetch(path: str) -> None:
-    """Start reading the PNG file ``path`` on a thread of its own, for :func:`read_input` to take.
+def prefetch(path: str, *, decode: tuple[int, float] | None = None) -> None:
+    """Start reading the PNG file ``path`` on a thread of its own, for :func:`read_input` to take;
+    with ``decode`` (the limits ``(max_pixels, max_ratio)``), that thread then decodes it too
+    (:func:`gputex.pngdec.decode_ahead`: the inflate and unfilter), for the decode of those
+    bytes to take.
 
-    For one large image the read is on the critical path (H200 host: 0.11 s of an 8192² PNG's
-    1.1 s decode, a 165 MiB file in the page cache): the CLI calls this before it imports
-    its modules (0.08-0.1 s there) and makes the device, so the decode finds the bytes read.
+    For one large image the read and the decode are the critical path (H200 host: an 8192²
+    PNG, a 165 MiB file in the page cache, read in 0.11 s and decoded in ~0.9 s): the CLI
+    calls this before it imports its modules (0.08-0.1 s there), parses its options and makes
+    the device, as ``python -c "import gputex; gputex.decode(...)"`` would begin at once.
     Only PNGs (the signature is checked first) of at least :data:`PREFETCH_MIN_BYTES` and at
     most :data:`DEFAULT_MAX_FILE_BYTES`; anything else, and any error, leaves the read to the
-    decode as before. A file changed after it was read is read again (see :func:`read_input`)."""
+    decode as before. A file changed after it was read is read again (see :func:`read_input`),
+    and then decoded again."""
     from .trace import span  # here: the thread's own import would wait for the GIL
 
-    def run(box: _Box) -> None:
-        with span("prefetch", path=path):
-            read(box)
+    def run(box: _Box, ready: threading.Event) -> None:
+        try:
+            with span("prefetch", path=path):
+                data = read(box)
+        finally:
+            ready.set()
+        if data is not None and work is not None:
+            with span("decode-ahead", path=path):
+                work()
 
-    def read(box: _Box) -> None:
+    work = None
+
+    def read(box: _Box) -> bytes | None:
+        nonlocal work
         try:
             fd, size = _open(path)
         except InputError:
-            return
+            return None
         try:
             if not PREFETCH_MIN_BYTES <= size <= DEFAULT_MAX_FILE_BYTES or os.pread(fd, 8, 0) != _PNG:
-                return
+                return None
             before = _identity(os.fstat(fd))
             with os.fdopen(fd, "rb", closefd=False) as f:
                 data = f.read(size + 1)
-            if len(data) == size and _identity(os.fstat(fd)) == before:
-                box.append((before, data))
+            if len(data) != size or _identity(os.fstat(fd)) != before:
+                return None
+            if decode is not None:  # reserved before the bytes are handed over: their decode waits for it
+                from .pngdec import decode_ahead
+
+                work = decode_ahead(data, max_pixels=decode[0], max_ratio=decode[1])
+            box.append((before, data))
+            return data
         except (OSError, MemoryError):
-            pass
+            return None
         finally:
             os.close(fd)
 
@@ -141,22 +162,27 @@ def prefetch(path: str) -> None:
         if path in _early:
             return
         box: _Box = []
-        thread = threading.Thread(target=run, args=(box,), name="gputex-prefetch", daemon=True)
-        _early[path] = (thread, box)
+        ready = threading.Event()
+        thread = threading.Thread(target=run, args=(box, ready), name="gputex-prefetch", daemon=True)
+        _early[path] = (ready, box)
     thread.start()
 
 
-def read_ahead(argv: list[str]) -> None:
-    """The command line's one input, read ahead (:func:`prefetch`) for ``upload``/``capture``
-    with one input file first and options after it (``upload big.png --mips -o big.ktx2``),
-    before the CLI imports its modules and parses the line. Several inputs are left alone (a
+def read_ahead(argv: list[str], *, max_pixels: int, max_ratio: float) -> None:
+    """The command line's one input, read and decoded ahead (:func:`prefetch`) for
+    ``upload``/``capture`` with one input file first and options after it (``upload big.png
+    --mips -o big.ktx2``), before the CLI imports its modules and parses the line (not decoded
+    ahead where the line sets ``--max-pixels`` or ``--max-ratio``; ``max_pixels`` and
+    ``max_ratio`` are their defaults, :mod:`gputex.decode`'s). Several inputs are left alone (a
     batch decodes in worker processes, which would read them again), as are ``--help``, ``-``
     (stdin) and ``@list`` files."""
     if argv[:1] not in (["upload"], ["capture"]) or {"--help", "-h"} & set(argv):
         return
     args = argv[1:]
     if args and not args[0].startswith(("-", "@")) and (len(args) == 1 or args[1].startswith("-")):
-        prefetch(args[0])
+        # decoded too, unless the line sets limits the decode ahead does not know
+        limits = any(a.startswith(("--max-pixels", "--max-ratio")) for a in args)
+        prefetch(args[0], decode=None if limits else (max_pixels, max_ratio))
 
 
 def _take(path: str, fd: int) -> bytes | None:
@@ -166,8 +192,8 @@ def _take(path: str, fd: int) -> bytes | None:
         got = _early.pop(path, None)
     if got is None:
         return None
-    thread, box = got
-    thread.join()
+    ready, box = got
+    ready.wait()
     if not box:
         return None
     ident, data = box[0]

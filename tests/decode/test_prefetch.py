@@ -19,19 +19,21 @@ def small_ok(monkeypatch):
     """Prefetch files of any size (the tests' PNGs are small), and nothing left over."""
     monkeypatch.setattr(inputs, "PREFETCH_MIN_BYTES", 1)
     yield
+    from gputex import pngdec
+
     inputs._early.clear()
+    pngdec._ahead.clear()
 
 
-def _calls(monkeypatch) -> list[str]:
-    seen: list[str] = []
-    monkeypatch.setattr(inputs, "prefetch", seen.append)
-    return seen
+LIMITS = (1000, 7.0)
 
 
 @pytest.mark.parametrize("argv,want", [
-    (["upload", "a.png", "--mips", "-o", "a.ktx2"], ["a.png"]),
-    (["capture", "a.png", "-o", "out/"], ["a.png"]),
-    (["upload", "a.png"], ["a.png"]),
+    (["upload", "a.png", "--mips", "-o", "a.ktx2"], [("a.png", LIMITS)]),
+    (["capture", "a.png", "-o", "out/"], [("a.png", LIMITS)]),
+    (["upload", "a.png"], [("a.png", LIMITS)]),
+    (["upload", "a.png", "--max-pixels", "99", "-o", "a.ktx2"], [("a.png", None)]),  # read, not decoded
+    (["upload", "a.png", "--max-ratio=3"], [("a.png", None)]),
     (["upload", "a.png", "b.png", "-o", "out/"], []),  # a batch: its workers read the files
     (["upload", "--mips", "a.png"], []),
     (["upload", "-", "-o", "x.ktx2"], []),  # stdin
@@ -41,9 +43,34 @@ def _calls(monkeypatch) -> list[str]:
     (["upload"], []),
 ])
 def test_read_ahead_takes_one_input_followed_by_options(monkeypatch, argv, want):
-    seen = _calls(monkeypatch)
-    inputs.read_ahead(argv)
+    seen: list = []
+    monkeypatch.setattr(inputs, "prefetch", lambda path, decode=None: seen.append((path, decode)))
+    inputs.read_ahead(argv, max_pixels=LIMITS[0], max_ratio=LIMITS[1])
     assert seen == want
+
+
+@pytest.mark.parametrize("depth,channels", [(8, 4), (8, 3), (16, 2)])
+def test_decoded_ahead_pixels_are_the_decodes(tmp_path, rng, small_ok, depth, channels):
+    """The decode begun by the prefetch is the one ``gputex.decode`` returns (taken once), with
+    the same pixels as a decode of the file alone; within the limits only."""
+    from gputex import pngdec
+
+    a = noise(rng, 50, 33, channels, np.uint16 if depth == 16 else np.uint8)
+    path = write(tmp_path / "a.png", a)
+    inputs.prefetch(path, decode=(50 * 33, 1000.0))
+    inputs._early[path][0].wait()
+    assert len(pngdec._ahead) == 1
+    img = gputex.decode(path)
+    assert pngdec._ahead == {}  # taken
+    assert np.array_equal(img.pixels, a) and img.pixels.dtype == a.dtype
+    assert np.array_equal(gputex.decode(path).pixels, a)
+    for limits in ((50 * 33 - 1, 1000.0), (50 * 33, 0.5)):  # over the pixels, over the ratio
+        inputs.prefetch(path, decode=limits)
+        inputs._early[path][0].wait()
+        (_, done, box), = pngdec._ahead.values()
+        done.wait()
+        assert box == []  # nothing decoded ahead: the decode does it
+        assert np.array_equal(gputex.decode(path).pixels, a)
 
 
 def test_prefetched_bytes_are_the_files(tmp_path, rng, small_ok):
@@ -51,8 +78,8 @@ def test_prefetched_bytes_are_the_files(tmp_path, rng, small_ok):
     path = write(tmp_path / "a.png", a)
     inputs.prefetch(path)
     assert path in inputs._early
-    thread, box = inputs._early[path]
-    thread.join()
+    ready, box = inputs._early[path]
+    ready.wait()
     assert box and box[0][1] == open(path, "rb").read()
     img = gputex.decode(path)  # takes them (once)
     assert np.array_equal(img.pixels, a)
@@ -63,13 +90,13 @@ def test_prefetched_bytes_are_the_files(tmp_path, rng, small_ok):
 def test_a_file_changed_after_the_prefetch_is_read_again(tmp_path, rng, small_ok):
     a, b = noise(rng, 40, 30, 4), noise(rng, 41, 30, 4)
     path = write(tmp_path / "a.png", a)
-    inputs.prefetch(path)
-    inputs._early[path][0].join()
+    inputs.prefetch(path, decode=(1 << 30, 1000.0))
+    inputs._early[path][0].wait()
     os.replace(write(tmp_path / "b.png", b), path)  # another file (inode) under the name
     assert np.array_equal(gputex.decode(path).pixels, b)
     path2 = write(tmp_path / "c.png", a)
     inputs.prefetch(path2)
-    inputs._early[path2][0].join()
+    inputs._early[path2][0].wait()
     with open(path2, "r+b") as f:  # the same file rewritten in place, a byte longer
         f.seek(0, os.SEEK_END)
         f.write(b"\0")
@@ -84,9 +111,9 @@ def test_only_large_pngs_are_read_ahead(tmp_path, rng, monkeypatch):
     big.write_bytes(b"not a png" * 200000)
     try:
         for path in (small, str(big), str(tmp_path / "missing.png"), str(tmp_path)):
-            inputs.prefetch(path)
-            thread, box = inputs._early[path]
-            thread.join()
+            inputs.prefetch(path, decode=(1 << 30, 1000.0))
+            ready, box = inputs._early[path]
+            ready.wait()
             assert box == [], path
         assert np.array_equal(gputex.decode(small).pixels, a)
         with pytest.raises(gputex.InputError, match=r"missing\.png: no such file"):
