@@ -120,3 +120,35 @@ def test_only_large_pngs_are_read_ahead(tmp_path, rng, monkeypatch):
             inputs.read_input(str(tmp_path / "missing.png"))
     finally:
         inputs._early.clear()
+
+
+@pytest.mark.gpu
+@pytest.mark.slow  # two 2048² processes: ~8 s on the 2-core lavapipe machine
+def test_the_cli_decodes_one_large_input_ahead_with_the_same_output(gpu, tmp_path, rng):
+    """``python -m gputex upload big.png --mips -o big.ktx2``, one PNG of 16 MiB or more: read
+    and decoded ahead (the trace shows it), the file byte-identical to the run that decodes
+    it itself (``--max-pixels`` given: not decoded ahead) and to the pixels the test made."""
+    import json
+    import subprocess
+    import sys
+
+    from gputex.texfile import read_texture_file
+
+    a = noise(rng, 2048, 2048, 4)  # noise: the PNG is over 16 MiB
+    src = write(tmp_path / "big.png", a)
+    assert os.path.getsize(src) >= inputs.PREFETCH_MIN_BYTES
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    outs, traces = [], []
+    for extra in ([], ["--max-pixels", str(2048 * 2048)]):
+        trace = tmp_path / f"trace{len(outs)}.jsonl"
+        out = tmp_path / f"out{len(outs)}.ktx2"
+        env = dict(os.environ, GPUTEX_TRACE=str(trace), PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        p = subprocess.run([sys.executable, "-m", "gputex", "upload", src, "--mips", *extra, "-o", str(out)],
+                           capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        outs.append(out.read_bytes())
+        traces.append({json.loads(line)["what"] for line in trace.read_text().splitlines()})
+    assert {"prefetch", "decode-ahead"} <= traces[0]
+    assert "prefetch" in traces[1] and "decode-ahead" not in traces[1]
+    assert outs[0] == outs[1]
+    assert bytes(read_texture_file(str(tmp_path / "out0.ktx2")).levels[0]) == a.tobytes()
