@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
     from .texture import Texture
 
-__all__ = ["capture", "capture_bytes", "capture_levels", "capture_texture_file", "capture_to_file"]
+__all__ = ["capture", "capture_bytes", "capture_levels", "capture_texture_file", "capture_to_file", "open_streamed",
+           "StreamedFile"]
 
 Progress = Callable[[int, int], None]
 
@@ -378,7 +379,8 @@ def capture_texture_file(tex: Texture, *, budget: int = 64 << 20, levels: list[i
     return as_texture_file(tex, out)
 
 
-def capture_to_file(tex: Texture, path: str, *, budget: int = 64 << 20, premultiplied: bool = False) -> bool:
+def capture_to_file(tex: Texture, path: str, *, budget: int = 64 << 20, premultiplied: bool = False,
+                    level0: np.ndarray | None = None, opened: StreamedFile | None = None) -> bool:
     """Write every level, layer, face and slice of ``tex`` into the texture file ``path`` (KTX2
     or DDS by its suffix, uncompressed), the same bytes as ``write_texture_file(
     capture_texture_file(tex), path)``, with the levels streamed: the file is made its final
@@ -387,45 +389,167 @@ def capture_to_file(tex: Texture, path: str, *, budget: int = 64 << 20, premulti
     where the other way copies each level into memory and then once more into the file, on one
     thread). Whole or not at all (:class:`~gputex.atomic.AtomicFile`). False (nothing
     written) where the container has no fixed layout.
+
+    ``level0``: the bytes level 0 holds, already on the host (tight block rows, ``(blocks_down,
+    bytes_per_row)`` uint8, a texture of one layer): the rows the upload wrote, where it wrote
+    the caller's pixels unconverted. They are copied into the file on threads of their own
+    while the GPU hands the other levels over, and level 0 is not read back (three quarters of
+    a mip chain's bytes: H200 host, 8192² RGBA8, the read-back and copy of all 14 levels into
+    the file took 111 ms, the host copy of level 0 alone 42 ms and the read-back of levels 1..
+    18 ms, ``benchmarks/single_parts.py``). A check of what the GPU holds is
+    ``upload --verify``'s (a real read-back), not this.
+
+    ``opened``: the file already opened for ``tex``'s shape by :func:`open_streamed` (its level
+    0 perhaps being copied from the host since before the upload); filled and committed here,
+    or discarded when its layout is not ``tex``'s (then written as above). Either way the
+    caller hands it over: it is closed when this returns or raises.
     """
-    import numpy as np
-
-    from .atomic import AtomicFile
-    from .containers import texture_file_layout
-
     if tex.format.compressed:
         from .capabilities import require
 
-        require(tex.session, "compressed-copy", tex.source)
+        try:
+            require(tex.session, "compressed-copy", tex.source)
+        except BaseException:
+            if opened is not None:
+                opened.discard()
+            raise
     shape = as_texture_file(tex, [b""] * tex.levels)
     shape.premultiplied = premultiplied
+    if opened is not None:
+        if opened.fits(shape):
+            opened.fill(tex, budget)
+            return True
+        opened.discard()
+    f = open_streamed(shape, path, level0=level0)
+    if f is None:
+        return False
+    f.fill(tex, budget)
+    return True
+
+
+def open_streamed(shape, path: str, *, level0: np.ndarray | None = None) -> StreamedFile | None:
+    """The texture file ``path`` for a texture of ``shape`` (a :class:`TextureFile`, levels not
+    read), laid out, mapped, its headers written, and where ``level0`` is given (level 0's
+    rows: see :func:`capture_to_file`) their copy into it started on threads; None where the
+    container has no fixed layout or the file cannot be mapped (nothing left behind)."""
+    from .atomic import AtomicFile
+    from .containers import texture_file_layout
+    from .texfile import level_bytes
+
     lay = texture_file_layout(shape, path)
     if lay is None:
-        return False
-    limit = min(budget // 2, tex.session.limits.get("max-buffer-size", 256 << 20))
+        return None
+    if level0 is not None and (shape.layers * shape.faces * shape.depth != 1 or level0.ndim != 2
+                               or level0.dtype.itemsize != 1 or level0.nbytes != level_bytes(shape, 0)):
+        raise ValueError(f"level0 must be the rows of level 0 of a one-layer texture, got {level0.shape}")
     f = AtomicFile(path)
     try:
         mapped = f.map(lay.size)
     except BaseException as e:  # nothing left behind, whatever the error
         f.discard()
         if isinstance(e, OutputError):  # a file system that cannot map it (or no room): the other way decides
-            return False
+            return None
         raise
-    with f:
+    return StreamedFile(f, mapped, lay, level0)
+
+
+class StreamedFile:
+    """A texture file being written through its memory map (:func:`open_streamed`): headers in,
+    level 0 perhaps being copied from the host; :meth:`fill` reads the other levels back into
+    it and commits it, :meth:`discard` drops it (whole or nothing either way)."""
+
+    def __init__(self, f, mapped, lay, level0: np.ndarray | None):
+        import numpy as np
+
+        self.file, self.lay = f, lay
+        self.whole: Any = np.frombuffer(mapped, np.uint8)
+        self.whole[: len(lay.head)] = np.frombuffer(lay.head, np.uint8)
+        self.host: _HostCopy | None = None
+        self.level0 = level0  # (the caller's rows, for tests and traces)
+        if level0 is not None:
+            (at, length), = [(at, length) for level, _, length, at in lay.places if level == 0]
+            dst = self.whole[at: at + length].reshape(level0.shape)
+            self.host = _HostCopy(dst, level0)  # starts now
+
+    def fits(self, shape) -> bool:
+        """Whether this file is laid out as a texture of ``shape`` needs (same bytes to come)."""
+        from .containers import texture_file_layout
+
+        return texture_file_layout(shape, self.file.path) == self.lay
+
+    def fill(self, tex: Texture, budget: int) -> None:
+        """Read every level of ``tex`` not copied from the host into the file, then commit it
+        (on an error: discarded, the error raised)."""
         try:
-            whole = np.frombuffer(mapped, np.uint8)
-            whole[: len(lay.head)] = np.frombuffer(lay.head, np.uint8)
-            pieces = []
-            for level, start, length, at in lay.places:
-                lv = tex.layout(level)
-                per_image = lv.bytes_per_row * lv.blocks_down
-                z0, nz = start // per_image, length // per_image
-                rows = whole[at: at + length].reshape(nz * lv.blocks_down, lv.bytes_per_row)
-                pieces += _pieces(tex, level, z0, nz, rows, limit)
-            _read_pieces(pieces, budget=budget)
-        finally:
-            pieces = rows = whole = None  # type: ignore[assignment]  # no view of the map outlives it
-    return True
+            try:
+                limit = min(budget // 2, tex.session.limits.get("max-buffer-size", 256 << 20))
+                pieces = []
+                for level, start, length, at in self.lay.places:
+                    if level == 0 and self.host is not None:
+                        continue
+                    lv = tex.layout(level)
+                    per_image = lv.bytes_per_row * lv.blocks_down
+                    z0, nz = start // per_image, length // per_image
+                    rows = self.whole[at: at + length].reshape(nz * lv.blocks_down, lv.bytes_per_row)
+                    pieces += _pieces(tex, level, z0, nz, rows, limit)
+                _read_pieces(pieces, budget=budget)
+            finally:
+                error = self._release()
+                pieces = rows = None  # type: ignore[assignment]  # no view of the map outlives it
+            if error is not None:
+                raise error
+        except BaseException:
+            self.file.discard()
+            raise
+        self.file.commit()
+
+    def _release(self) -> BaseException | None:
+        """Wait for the host copy (its error, if any) and drop every view of the map."""
+        error = self.host.finish() if self.host is not None else None
+        self.host = self.whole = None
+        return error
+
+    def discard(self) -> None:
+        """Drop the file: nothing appears at its path."""
+        self._release()
+        self.file.discard()
+
+
+class _HostCopy:
+    """``dst[...] = src`` in row bands on :func:`~gputex.parallel.copy_threads` pool threads,
+    run from a thread of its own (started at once); :meth:`finish` waits and returns its error."""
+
+    def __init__(self, dst: np.ndarray, src: np.ndarray):
+        import threading
+
+        from .caps import capped
+        from .parallel import MIN_CHUNK_BYTES, copy_threads, run_all
+
+        rows = dst.shape[0]
+        parts = max(1, min(capped(copy_threads()), dst.nbytes // MIN_CHUNK_BYTES, rows))
+        step = -(-rows // parts)
+
+        def band(a: int) -> Callable[[], None]:
+            def run() -> None:
+                dst[a: a + step] = src[a: a + step]
+            return run
+
+        tasks = [band(a) for a in range(0, rows, step)]
+        self.error: BaseException | None = None
+
+        def main() -> None:
+            try:
+                run_all(tasks, parts)
+            except BaseException as e:  # noqa: BLE001 - raised by finish() on the caller's thread
+                self.error = e
+
+        self.thread = threading.Thread(target=main, name="gputex-level0", daemon=True)
+        self.thread.start()
+
+    def finish(self) -> BaseException | None:
+        """Wait for the copy; its error, if any."""
+        self.thread.join()
+        return self.error
 
 
 def texture_file_pieces(tex: Texture, levels: list[int] | None, limit: int) -> tuple[list, list[_Piece]]:

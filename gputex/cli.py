@@ -36,6 +36,7 @@ from .cli_options import (
     FilterOpt,
     FloatAs,
     FormatOpt,
+    FsyncOpt,
     Group,
     JobsOpt,
     JsonOpt,
@@ -106,6 +107,15 @@ app = typer.Typer(
 )
 
 
+def durable(fsync: bool) -> None:
+    """``--fsync``: every output of this process and its worker processes is flushed to the
+    disk before it gets its name (:func:`gputex.atomic.set_fsync`)."""
+    if fsync:
+        from .atomic import set_fsync
+
+        set_fsync(True)
+
+
 def _show_version(value: bool) -> None:
     if value:
         typer.echo(version_line())
@@ -149,6 +159,7 @@ def upload(
     cube: bool = typer.Option(False, "--cube", help="Inputs are cube faces +x -x +y -y +z -z (6 per cube)."),
     volume: bool = typer.Option(False, "--volume", help="Inputs are the depth slices of one 3D texture."),
     manifest: Optional[str] = ManifestOpt, threads: Optional[int] = ThreadsOpt, memory: Optional[int] = MemoryOpt,
+    fsync: bool = FsyncOpt,
     verify: Optional[bool] = typer.Option(None, "--verify/--no-verify", show_default="on, off with -o",
                                           help="Read the texture back and compare it with what was sent; "
                                                "off by default when -o writes a file (the check costs a "
@@ -173,6 +184,7 @@ def upload(
     on the GPU.
     """
     cli_state.update(debug=debug, quiet=quiet, verbose=verbose)
+    durable(fsync)
     levels = levels or levels_alias
     transform = build_transform(resize, max_size, pot, swizzle)
     validate_format(format, encode=True)
@@ -284,6 +296,7 @@ def capture(
                                        help="Skip inputs whose output exists and is newer (incremental builds)."),
     workers: Optional[int] = WorkersOpt,
     manifest: Optional[str] = ManifestOpt, threads: Optional[int] = ThreadsOpt, memory: Optional[int] = MemoryOpt,
+    fsync: bool = FsyncOpt,
     as_json: bool = JsonOpt, adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
     debug: bool = DebugOpt,
     quiet: bool = QuietOpt, verbose: bool = VerboseOpt, levels_alias: Optional[int] = LevelsAliasOpt,
@@ -300,6 +313,7 @@ def capture(
     -o FILE.png (or .tiff, .npy) takes a capture of exactly one output.
     """
     cli_state.update(debug=debug, quiet=quiet, verbose=verbose)
+    durable(fsync)
     levels = levels or levels_alias
     transform = build_transform(resize, max_size, pot, swizzle)
     validate_format(format)
@@ -420,6 +434,11 @@ def console() -> None:
 
         pause_gc()  # until the run's session is ready
         if not {"--help", "-h"} & set(sys.argv[2:]):  # wgpu imported and adapters listed meanwhile
+            from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO
+            from .inputs import read_ahead
+
+            # (python -m gputex did already, before importing the CLI)
+            read_ahead(sys.argv[1:], max_pixels=DEFAULT_MAX_PIXELS, max_ratio=DEFAULT_MAX_RATIO)
             prestart(enumerate_adapters=not os.environ.get("GPUTEX_BACKEND") and not any(
                 a == "--backend" or a.startswith("--backend=") for a in sys.argv[2:]))
     try:

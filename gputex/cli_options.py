@@ -23,7 +23,7 @@ __all__ = ['version_line', 'EXIT_OK', 'EXIT_FAILED', 'EXIT_USAGE', 'EXIT_NO_GPU'
            'MaxPixelsOpt', 'WorkersOpt', 'RecursiveOpt', 'JobsOpt', 'UploadJobsOpt', 'ThreadsOpt', 'MemoryOpt',
            'ManifestOpt', 'MaxRatioOpt', 'check_level', 'print_error', 'printable', 'MipsOpt', 'LevelsOpt',
            'LevelsAliasOpt', 'FilterOpt', 'AlphaOpt', 'CoverageOpt', 'NormalOpt', 'WrapOpt', 'ResizeOpt',
-           'MaxSizeOpt', 'PotOpt', 'SwizzleOpt', 'PackOpt', 'Commands']
+           'MaxSizeOpt', 'PotOpt', 'SwizzleOpt', 'PackOpt', 'FsyncOpt', 'Commands']
 
 
 def version_line() -> str:
@@ -165,6 +165,9 @@ MemoryOpt = typer.Option(None, "--memory", min=1, metavar="MIB",
 ManifestOpt = typer.Option(None, "--manifest", metavar="FILE",
                            help="Write FILE.json: per output its cache key (see gputex key), SHA-256, adapter, "
                                 "driver and timings.")
+FsyncOpt = typer.Option(False, "--fsync",
+                        help="Flush each output to the disk before it gets its name (survives a power loss; "
+                             "without it an output still appears whole or not at all if gputex is killed).")
 MaxRatioOpt = typer.Option(None, "--max-ratio", min=0, metavar="R",
                            help="Refuse images decoding to >64 MiB and more than R times their file size "
                                 "(default 1000; 0: no limit).")

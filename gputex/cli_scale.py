@@ -18,7 +18,7 @@ __all__ = ["register", "cli_settings", "Manifest"]
 
 #: CLI parameters that are not settings of a conversion (inputs, output, how the run goes).
 _NOT_SETTINGS = {"sources", "images", "out", "jobs", "as_json", "adapter", "backend", "debug", "manifest",
-                 "threads", "memory", "quiet", "verbose", "version", "workers",
+                 "threads", "memory", "quiet", "verbose", "version", "workers", "fsync",
                  "levels_alias",  # --levels, the old name of --mip-count: folded into "levels" below
                  "pack"}  # --pack makes inputs, not a setting: a key or manifest refuses it (below)
 
@@ -127,7 +127,7 @@ def manifest_for(command: str, path: Optional[str], out: Optional[str]) -> Optio
 
 def register(app: typer.Typer) -> None:
     """Add ``serve`` and ``key`` to the app."""
-    from .cli_options import AdapterOpt, BackendOpt, JsonOpt
+    from .cli_options import AdapterOpt, BackendOpt, FsyncOpt, JsonOpt
 
     @app.command()
     def serve(
@@ -137,7 +137,7 @@ def register(app: typer.Typer) -> None:
         memory: Optional[int] = typer.Option(None, "--memory", min=1, help="Cap decoded images in flight, MiB."),
         requests: Optional[int] = typer.Option(None, "--requests", min=1,
                                                help="Requests run at once (default: --threads, at least 2)."),
-        adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt,
+        adapter: Optional[str] = AdapterOpt, backend: Optional[str] = BackendOpt, fsync: bool = FsyncOpt,
     ) -> None:
         """A long-lived worker: JSON requests on stdin, one reply a line on stdout.
 
@@ -152,6 +152,10 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_USAGE)
         from .converter import Converter
 
+        if fsync:
+            from .atomic import set_fsync
+
+            set_fsync(True)
         conv = Converter(adapter=adapter, backend=backend, threads=threads, memory=memory)
         try:
             with conv:

@@ -32,6 +32,8 @@ variable                    what it overrides
                             (default ``sep``; exceptions by adapter type: :func:`gputex.mips.exact.kernel_shader`).
 ``GPUTEX_POLL``             ``lean`` or ``wait``: how a device's map waits are polled (default
                             ``wait``; ``lean`` not yet measured on a GPU: :func:`gputex.device.lean_polling`).
+``GPUTEX_FSYNC``            ``1``: every output is fsynced before it is named (``--fsync`` sets it
+                            for the process and its workers: :func:`gputex.atomic.set_fsync`).
 ==========================  ===================================================================
 
 ``GPUTEX_ADAPTER`` and ``GPUTEX_BACKEND`` are not developer flags: they are the documented
@@ -59,6 +61,7 @@ FLAGS = {
     "GPUTEX_MIPS_F64": "0: no float64 mip/resize paths",
     "GPUTEX_MIPS_KERNEL": "sep or 2d: the float64 kernel mip shader",
     "GPUTEX_POLL": "lean or wait: how a device's map waits are polled",
+    "GPUTEX_FSYNC": "1: outputs fsynced before they are named (--fsync)",
 }
 
 

@@ -41,11 +41,17 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
 
         def work() -> None:
             _drop(pending)  # a retry after a device loss
-            tex = pipeline.upload_image(session, image, opts, result, decode_blocks=False)
+            early = _open_early(session, image, opts, name, defer)  # level 0 into the file meanwhile
             try:
-                verify_and_write(tex, image, item, opts, names, result, pending if defer else None, name=name)
+                tex = pipeline.upload_image(session, image, opts, result, decode_blocks=False)
+                try:
+                    verify_and_write(tex, image, item, opts, names, result, pending if defer else None,
+                                     name=name, early=early)
+                finally:
+                    tex.destroy()
             finally:
-                tex.destroy()
+                if early is not None:  # (a no-op once it was committed or discarded)
+                    early.discard()
 
         run_one(result, work, session)
         if pending and not result.ok:
@@ -111,35 +117,53 @@ def upload_encode_stage(opts: Options):
 
 
 def verify_and_write(tex: Texture, source, item, opts: Options, names, result: Result,
-                     pending: list | None = None, *, name: OutputName | None = None) -> None:
+                     pending: list | None = None, *, name: OutputName | None = None, early=None) -> None:
     """Verify (``opts.verifies()``) and write the texture file of ``opts.out``; with a
     ``pending`` list, the write is appended to it as a :class:`PendingWrite` instead.
-    ``name``: the input's :class:`OutputName` where the caller may call this again for it."""
-    encoded = None if is_texfile(source) else _bc_encode(tex, opts, result)
+    ``name``: the input's :class:`OutputName` where the caller may call this again for it.
+    ``early``: the texture file opened before the upload (:func:`_open_early`), handed over
+    (committed or discarded here)."""
     try:
-        _check_and_write(tex, encoded, source, item, opts, name or OutputName(opts, names, item), result, pending)
+        encoded = None if is_texfile(source) else _bc_encode(tex, opts, result)
+    except BaseException:
+        if early is not None:
+            early.discard()
+        raise
+    try:
+        _check_and_write(tex, encoded, source, item, opts, name or OutputName(opts, names, item), result, pending,
+                         early)
     finally:
         if encoded is not None:
             encoded.destroy()
 
 
 def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: Options, name: OutputName,
-                     result: Result, pending: list | None = None) -> None:
+                     result: Result, pending: list | None = None, early=None) -> None:
     """Verify ``tex`` against what was sent; write ``encoded`` (its BC encoding) or ``tex``
     (with ``pending``: hand the write over as a :class:`PendingWrite`)."""
     import numpy as np
 
     from .capture import capture_bytes, capture_texture_file
 
-    result.layout = tex.layout(0).as_dict()
-    if pending is not None and opts.out and not opts.verifies() and _defer_readback(tex, encoded, source, opts,
-                                                                                   name, result, pending):
-        return
-    # too big to defer (or no pool): the levels copied straight into the mapped file (where it
-    # cannot map, the whole write below uses the same name)
-    if opts.out and not opts.verifies() and opts.zstd is None:
-        if _stream_to_file(tex, encoded, source, name(), opts, result):
+    streams = opts.out and not opts.verifies() and opts.zstd is None
+    if early is not None and (encoded is not None or not streams):  # not the file to write after all
+        early.discard()
+        early = None
+    try:
+        result.layout = tex.layout(0).as_dict()
+        if early is None and pending is not None and opts.out and not opts.verifies() and _defer_readback(
+                tex, encoded, source, opts, name, result, pending):
             return
+        # too big to defer (or no pool): the levels copied straight into the mapped file (where it
+        # cannot map, the whole write below uses the same name)
+        if streams:
+            path = name()
+            streamed, early = early, None  # handed over
+            if _stream_to_file(tex, encoded, source, path, opts, result, streamed):
+                return
+    finally:
+        if early is not None:
+            early.discard()
     stored = None
     shape = (result.layout["rows_per_image"], result.layout["bytes_per_row"])
     with timed(result, "capture"):
@@ -196,21 +220,103 @@ def _defer_readback(tex: Texture, encoded: Texture | None, source, opts: Options
 
 
 def _stream_to_file(tex: Texture, encoded: Texture | None, source, path: str, opts: Options,
-                    result: Result) -> bool:
+                    result: Result, early=None) -> bool:
     """Capture ``encoded`` or ``tex`` straight into its texture file ``path`` (nothing to verify,
     no Zstandard): :func:`~gputex.capture.capture_to_file`, the levels copied from the read-back
-    buffer into the file's pages; timed as ``capture``. False where it cannot (nothing written)."""
+    buffer into the file's pages; timed as ``capture``. False where it cannot (nothing written).
+    ``early``: the file as :func:`_open_early` opened it (handed over)."""
     from .capture import capture_to_file
 
-    premultiplied = _premultiplied(opts, source)
+    try:
+        premultiplied = _premultiplied(opts, source)
+        level0 = None if encoded is not None or early is not None else _sent_rows(tex, source, opts)
+    except BaseException:
+        if early is not None:
+            early.discard()
+        raise
     with timed(result, "capture"):
-        if not capture_to_file(encoded or tex, path, budget=opts.budget, premultiplied=premultiplied):
+        if not capture_to_file(encoded or tex, path, budget=opts.budget, premultiplied=premultiplied, level0=level0,
+                               opened=early):
             return False
     if encoded is not None:
         result.layout = encoded.layout(0).as_dict()
     result.verified = None
     result.outputs.append(path)
     return True
+
+
+def _sent_rows(tex: Texture, source, opts: Options):
+    """Level 0's bytes as the upload wrote them, where they are the decoded pixels themselves
+    (no conversion, no flip, no resize: ``to_texture_rows`` gives the image's own memory, as
+    :func:`gputex.upload.write_image` got it), so the texture file takes them from the host
+    (:func:`~gputex.capture.capture_to_file`'s ``level0``); else None (level 0 is read back)."""
+    if is_texfile(source) or isinstance(source, list) or tex.level_images(0) != 1 or tex.format.compressed:
+        return None
+    if (source.width, source.height) != tex.size(0):
+        return None
+    return _unconverted(source, tex.format, tex.color_space, opts)
+
+
+def _unconverted(image, fmt, space: str, opts: Options):
+    """``to_texture_rows`` of the image's pixels for ``fmt``/``space`` where that is the image's
+    own memory (no conversion, no flip), else None (probed on one row: no full conversion)."""
+    if opts.flip_y or not image.pixels.flags.c_contiguous or fmt.compressed:
+        return None
+    import numpy as np
+
+    from .convert import to_texture_rows
+
+    def rows(pixels):
+        return to_texture_rows(pixels, space, fmt, premultiply=opts.premultiply)
+
+    try:
+        if not np.shares_memory(rows(image.pixels[:1]), image.pixels):
+            return None
+        out = rows(image.pixels)
+    except Exception:  # noqa: BLE001 - not convertible: the upload reports it
+        return None
+    return out if np.shares_memory(out, image.pixels) else None
+
+
+def _open_early(session: Session, image, opts: Options, name: OutputName, defer: bool):
+    """The texture file of one image opened before its upload, with its level 0 (the decoded
+    pixels, unconverted) being copied into it on threads meanwhile: the
+    :class:`~gputex.capture.StreamedFile` that :func:`_stream_to_file` fills after the mips
+    (the other levels read back), or None where that write will not happen or level 0 is not
+    the pixels as they are. H200 host, 8192² RGBA8 → KTX2: the upload took 44 ms and the
+    capture into the file 87 ms after it, 42 ms of which the host copy of level 0
+    (``benchmarks/single_parts.py``). The shape is predicted as ``upload_image`` will make the
+    texture (format, colour space, levels); where the texture differs, the file is discarded
+    and written as before."""
+    if not (opts.out and not opts.verifies() and opts.zstd is None) or is_texfile(image) or isinstance(image, list):
+        return None
+    fmt_name, space_opt, bc = upload_format(opts)
+    t = opts.transform
+    if bc or t is not None and t.target_size(image.width, image.height) != (image.width, image.height):
+        return None
+    from .capture import open_streamed
+    from .gpu_batch import DEFER_MAX_BYTES
+    from .texfile import TextureFile, level_bytes
+    from .upload import resolve_format
+
+    try:
+        fmt = resolve_format(image, fmt_name, session, space_opt)
+    except Exception:  # noqa: BLE001 - the upload reports it
+        return None
+    space = "srgb" if fmt.srgb else (space_opt or image.color_space)
+    rows = _unconverted(image, fmt, space, opts)
+    if rows is None:
+        return None
+    levels = pipeline.mip_levels(opts, image.width, image.height)
+    shape = TextureFile(fmt, image.width, image.height, levels=[b""] * levels, color_space=space,
+                        source=image.source)
+    shape.premultiplied = _premultiplied(opts, image)
+    if defer and sum(level_bytes(shape, i) for i in range(levels)) <= DEFER_MAX_BYTES:
+        return None  # it may go to the pool's deferred read-back instead
+    try:
+        return open_streamed(shape, name(), level0=rows)
+    except Exception:  # noqa: BLE001 - the write after the upload meets it again and reports it
+        return None
 
 
 def _premultiplied(opts: Options, source) -> bool:

@@ -245,3 +245,132 @@ def test_upload_marks_premultiplied_on_every_write_path(gpu, tmp_path, tmp_png, 
         (r,) = upload_files([src], opts, session=gpu, out=str(out))
         assert r.ok, r.error
         assert read_texture_file(str(out / "in.ktx2")).premultiplied is premultiply
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("budget", [2048, 64 << 20])  # many groups (row bands), one group
+def test_capture_to_file_takes_level0_from_the_host(gpu, tmp_path, budget):
+    """``level0``: level 0's bytes are the caller's rows (not read back), the other levels
+    the GPU's; with the rows the upload wrote, the file is the one read back whole."""
+    tex, want = _filled(gpu, "rgba8unorm", 61, 37, 1, 6)
+    try:
+        expected = cap.as_texture_file(tex, want)
+        rows = np.frombuffer(want[0], np.uint8).reshape(37, 61 * 4)
+        path = str(tmp_path / "same.ktx2")
+        assert cap.capture_to_file(tex, path, budget=budget, level0=rows)
+        with open(path, "rb") as f:
+            assert f.read() == b"".join(bytes(p) for p in write_ktx2(expected))
+        other = 255 - rows  # not what the GPU holds: the file must show these, so they were used
+        assert cap.capture_to_file(tex, str(tmp_path / "other.dds"), budget=budget, level0=other)
+        got = [bytes(lv) for lv in read_texture_file(str(tmp_path / "other.dds")).levels]
+        assert got == [other.tobytes(), *want[1:]]
+        with pytest.raises(ValueError, match=r"level0 must be the rows of level 0 of a one-layer texture, "
+                                             r"got \(36, 244\)"):
+            cap.capture_to_file(tex, str(tmp_path / "bad.ktx2"), level0=rows[1:])
+        assert sorted(os.listdir(tmp_path)) == ["other.dds", "same.ktx2"]
+    finally:
+        tex.destroy()
+    layered, want = _filled(gpu, "rgba8unorm", 8, 4, 2, 1)
+    try:
+        with pytest.raises(ValueError, match=r"level0 must be the rows of level 0 of a one-layer texture"):
+            cap.capture_to_file(layered, str(tmp_path / "bad.ktx2"),
+                                level0=np.frombuffer(want[0], np.uint8)[: 4 * 32].reshape(4, 32))
+    finally:
+        layered.destroy()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case,host", [
+    ("rgba8", True),  # the decoded pixels are the texture's bytes: level 0 from the host
+    ("rgb8", False),  # expanded to RGBA on the way: read back
+    ("flip", False), ("premultiply", False), ("resize", False), ("bgra", False),
+])
+def test_upload_streamed_level0_from_the_host_only_where_unconverted(gpu, tmp_path, tmp_png, monkeypatch, rng,
+                                                                      case, host):
+    """The streamed ``upload -o`` takes level 0 from the decoded pixels exactly where the upload
+    wrote them unconverted; either way the file is byte-identical to the one ``--verify``
+    writes from a read-back of every level."""
+    from gputex import gpu_batch
+    from gputex.pipeline import Options
+    from gputex.run import upload_files
+    from gputex.transform import Transform
+
+    a = rng.integers(0, 256, (24, 40, 3 if case == "rgb8" else 4), np.uint8)
+    src = tmp_png(a, "in.png")
+    monkeypatch.setattr(gpu_batch, "DEFER_MAX_BYTES", 0)  # no deferred read-back: the streamed write
+    real, seen = cap.capture_to_file, []
+
+    def recorded(tex, path, **kw):
+        opened = kw.get("opened")  # opened before the upload, level 0 copied from the pixels
+        seen.append(opened.level0 if opened is not None else kw.get("level0"))
+        return real(tex, path, **kw)
+
+    monkeypatch.setattr(cap, "capture_to_file", recorded)
+    opts = dict(mips=True, container="ktx2", flip_y=case == "flip", premultiply=case == "premultiply",
+                format="bgra8unorm-srgb" if case == "bgra" else None,
+                transform=Transform(resize=(20, 12)) if case == "resize" else None)
+    files = []
+    for verify in (False, True):
+        out = tmp_path / f"out{int(verify)}"
+        out.mkdir()
+        (r,) = upload_files([src], Options(**opts, verify=verify), session=gpu, out=str(out))
+        assert r.ok, r.error
+        files.append((out / "in.ktx2").read_bytes())
+    assert len(seen) == 1  # --verify reads back and writes the whole file instead
+    assert (seen[0] is not None) is host
+    if host:
+        assert seen[0].tobytes() == a.tobytes()
+    assert files[0] == files[1]
+
+
+@pytest.mark.gpu
+def test_an_opened_file_of_another_shape_is_discarded_and_written_right(gpu, tmp_path):
+    """``capture_to_file(opened=...)`` where the early file's layout is not the texture's: that
+    file is dropped (its level 0 copy finished first) and the texture written as it is."""
+    tex, want = _filled(gpu, "rgba8unorm", 61, 37, 1, 6)
+    try:
+        shape = cap.as_texture_file(tex, [b""] * 5)  # one level short
+        rows = np.frombuffer(want[0], np.uint8).reshape(37, 61 * 4)
+        path = str(tmp_path / "t.ktx2")
+        opened = cap.open_streamed(shape, path, level0=255 - rows)
+        assert opened is not None and not opened.fits(cap.as_texture_file(tex, [b""] * 6))
+        assert cap.capture_to_file(tex, path, opened=opened)
+        with open(path, "rb") as f:
+            assert f.read() == b"".join(bytes(p) for p in write_ktx2(cap.as_texture_file(tex, want)))
+        assert os.listdir(tmp_path) == ["t.ktx2"]
+    finally:
+        tex.destroy()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("otmpfile", [True, False])
+def test_an_upload_that_fails_after_the_early_open_leaves_nothing(gpu, tmp_path, tmp_png, monkeypatch, rng,
+                                                                  otmpfile):
+    """The texture file is opened (and level 0 copied in) before the upload; an upload or mip
+    step that fails then leaves no file and no temporary, and the input's error is reported."""
+    from gputex import gpu_batch, pipeline
+    from gputex.run import upload_files
+
+    if not otmpfile:
+        monkeypatch.setenv("GPUTEX_PORTABLE", "otmpfile")
+    src = tmp_png(rng.integers(0, 256, (24, 40, 4), np.uint8), "in.png")
+    monkeypatch.setattr(gpu_batch, "DEFER_MAX_BYTES", 0)
+    opened = []
+    real_open = cap.open_streamed
+
+    def open_(*a, **kw):
+        opened.append(real_open(*a, **kw))
+        return opened[-1]
+
+    def broken(*a, **kw):
+        assert os.listdir(out) == ([] if otmpfile else [os.path.basename(opened[0].file.tmp)])
+        raise gputex.GPUError("mips failed (made by the test)")
+
+    monkeypatch.setattr(cap, "open_streamed", open_)
+    monkeypatch.setattr(pipeline, "upload_image", broken)
+    out = tmp_path / "out"
+    out.mkdir()
+    (r,) = upload_files([src], pipeline.Options(mips=True, container="ktx2"), session=gpu, out=str(out))
+    assert not r.ok and "mips failed (made by the test)" in r.error
+    assert len(opened) == 1 and opened[0] is not None
+    assert os.listdir(out) == []

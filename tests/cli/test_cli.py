@@ -225,3 +225,35 @@ def test_installed_entry_point_runs_the_main_job(gpu, tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 1
     assert p.stderr == f"gputex: {tmp_path / 'missing.png'}: no such file\n"
+
+
+@pytest.mark.parametrize("command", ["upload", "capture"])
+def test_fsync_only_with_the_option(gpu, rgba65, tmp_path, monkeypatch, command):
+    """Outputs are not fsynced by default (whole or nothing comes from the link/rename alone);
+    --fsync flushes each output file, then its folder, before the run ends."""
+    import stat
+
+    path, _ = rgba65
+    calls: list[str] = []
+    real = os.fsync
+
+    def fsync(fd):
+        calls.append("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setenv("GPUTEX_FSYNC", "0")  # restored after the test: --fsync sets it for the process
+    out = tmp_path / "out"
+    args = ["upload", path, "--mips", "-o", out / "pic.ktx2"] if command == "upload" else \
+        ["capture", path, "--mips", "--level", "all", "-o", out, "--workers", "0"]
+    os.makedirs(out)
+    r = run(*args)
+    assert r.exit_code == 0, r.output
+    assert calls == []
+    first = sorted(os.listdir(out))
+    assert first == (["pic.ktx2"] if command == "upload" else [f"pic_level{i}.png" for i in range(7)])
+    before = {n: (out / n).read_bytes() for n in first}
+    r = run(*args, "--fsync")
+    assert r.exit_code == 0, r.output
+    assert calls == ["file", "folder"] * len(first)
+    assert {n: (out / n).read_bytes() for n in sorted(os.listdir(out))} == before
