@@ -59,7 +59,8 @@ if TYPE_CHECKING:
     from .texture import Texture
 
 __all__ = ["GpuSteps", "process_group", "iter_groups", "plan_groups", "DEFAULT_GROUP_BUDGET", "Readback",
-           "start_readback", "start_level_readback", "DEFER_MAX_BYTES", "DEFER_BUFFERS"]
+           "start_readback", "start_level_readback", "prepare_readbacks", "DEFER_MAX_BYTES",
+           "DEFER_BUFFERS"]
 
 #: Host memory (staging + read-back buffers) one group may use, bytes.
 DEFAULT_GROUP_BUDGET = 256 << 20
@@ -469,11 +470,11 @@ class _Ring:
                 if fit is not None:
                     self.free.remove(fit)
                     return fit
+                if self.count < DEFER_BUFFERS:  # a new one before replacing a small one: a
+                    self.count += 1  # destroy waited 40-50 ms on the H200 host mid-batch
+                    break
                 if self.free:  # too small: replaced by a bigger one
                     old = self.free.pop()
-                    break
-                if self.count < DEFER_BUFFERS:
-                    self.count += 1
                     break
                 self.cond.wait()
         if old is not None:
@@ -485,6 +486,26 @@ class _Ring:
         except BaseException:
             self.give(None, usable=False)
             raise
+
+    def prepare(self, size: int, count: int) -> None:
+        """Make up to ``count`` buffers of ``size`` bytes now (at most :data:`DEFER_BUFFERS` in
+        all): the run's rehearsal does, on the device thread, so the in-order thread's first
+        read-backs find them."""
+        import wgpu
+
+        while True:
+            with self.cond:
+                if self.count >= min(count, DEFER_BUFFERS):
+                    return
+                self.count += 1
+            try:
+                buf = self.session.check("readback buffer", self.session.device.create_buffer,
+                                         size=align_up(max(size, 256), 1 << 20),
+                                         usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+            except BaseException:
+                self.give(None, usable=False)
+                raise
+            self.give(buf)
 
     def give(self, buf, usable: bool = True) -> None:
         with self.cond:
@@ -533,6 +554,17 @@ def start_level_readback(tex: Texture, levels: list[int], layer: int, into) -> R
         return None
     arrays, pieces = planned
     return _submit(tex, pieces, limit, lambda: arrays)
+
+
+def prepare_readbacks(tex: Texture, count: int) -> None:
+    """Make ``count`` read-back buffers (at most :data:`DEFER_BUFFERS`) big enough for the
+    deferred read-back of a texture like ``tex`` (format, size, levels), unless it is too big
+    to defer: what :func:`gputex.run.rehearsal` does for a batch's biggest early input."""
+    limit = _defer_limit(tex.session)
+    size = _padded(tex, range(tex.levels), tex.level_images)
+    if size <= limit:
+        ring = tex.session.cache("gpu-batch").get("readback-ring", lambda: _Ring(tex.session))
+        ring.prepare(size, count)
 
 
 def _defer_limit(session: Session) -> int:
