@@ -88,6 +88,46 @@ def test_deferred_files_hold_the_texture(rng, gpu, tmp_path, container):
     assert _digest(tmp_path / "deferred") == _digest(tmp_path / "sync")
 
 
+def test_reused_textures_hold_each_input(rng, gpu, tmp_path, monkeypatch):
+    """The deferred path reuses one texture (and its single-pass chain's buffers and bind
+    groups) for inputs of the same size (``texture.reusing``): sizes interleaved, alpha varying
+    (the weighted chain), and every file is still its own input's, byte for byte the synchronous
+    path's (which reuses nothing), level 0 the pixels sent, level 1 correctly rounded."""
+    import gputex.texture as texture
+
+    sizes = [(64, 64), (37, 53), (64, 64), (64, 64), (37, 53), (32, 16), (64, 64), (16, 32), (32, 16)]
+    made = []
+    for i, (w, h) in enumerate(sizes):
+        a = rng.integers(0, 256, (h, w, 4), np.uint8)
+        made.append((write(os.path.join(tmp_path / "in", f"in{i}.png"), a), a))
+    paths = [p for p, _ in made]
+    made_textures: list = []
+    real = texture._Pool.take
+
+    def take(pool, key):
+        kept = real(pool, key)
+        made_textures.append((key[1:3], kept is not None))
+        return kept
+
+    monkeypatch.setattr(texture._Pool, "take", take)
+    results = _run(paths, tmp_path / "deferred", "ktx2", deferred=True)
+    assert [r.ok for r in results] == [True] * len(made), [r.error for r in results]
+    reused = [size for size, hit in made_textures if hit]
+    # the rehearsal's and self-checks' textures are made, never recycled; after its first input
+    # each size's texture comes back: 64x64 three more times, 37x53 and 32x16 once more
+    assert sorted(reused) == sorted([(64, 64)] * 3 + [(37, 53), (32, 16)])
+    for r, (_, a) in zip(results, made):
+        tf = read_texture_file(r.outputs[0])
+        h, w = a.shape[:2]
+        assert bytes(tf.levels[0]) == a.tobytes()
+        want = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted", levels=2)[0]
+        got = np.frombuffer(bytes(tf.levels[1]), np.uint8).reshape(max(1, h // 2), max(1, w // 2), 4)
+        assert_correctly_rounded(got, want, 255, f"{r.source} level 1")
+    sync = _run(paths, tmp_path / "sync", "ktx2", deferred=False)
+    assert all(r.ok for r in sync)
+    assert _digest(tmp_path / "deferred") == _digest(tmp_path / "sync")
+
+
 def test_deferred_batch_goes_on_past_a_bad_file(rng, gpu, tmp_path):
     made = _inputs(rng, tmp_path / "in")
     bad = tmp_path / "in" / "bad.png"
