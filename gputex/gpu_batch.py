@@ -556,15 +556,29 @@ def start_level_readback(tex: Texture, levels: list[int], layer: int, into) -> R
     return _submit(tex, pieces, limit, lambda: arrays)
 
 
-def prepare_readbacks(tex: Texture, count: int) -> None:
+def prepare_readbacks(tex: Texture, count: int, background: bool = False) -> None:
     """Make ``count`` read-back buffers (at most :data:`DEFER_BUFFERS`) big enough for the
     deferred read-back of a texture like ``tex`` (format, size, levels), unless it is too big
-    to defer: what :func:`gputex.run.rehearsal` does for a batch's biggest early input."""
+    to defer: what :func:`gputex.run.rehearsal` does for a batch's biggest early input.
+    ``background``: on a thread of their own (the ring itself is made here), handed out as
+    they come; their errors are then ignored (:meth:`_Ring.take` makes its own)."""
     limit = _defer_limit(tex.session)
     size = _padded(tex, range(tex.levels), tex.level_images)
-    if size <= limit:
-        ring = tex.session.cache("gpu-batch").get("readback-ring", lambda: _Ring(tex.session))
+    if size > limit:
+        return
+    ring = tex.session.cache("gpu-batch").get("readback-ring", lambda: _Ring(tex.session))
+    if not background:
         ring.prepare(size, count)
+        return
+    import threading
+
+    def make() -> None:
+        try:
+            ring.prepare(size, count)
+        except Exception:  # noqa: BLE001 - the in-order thread makes its buffers as before
+            pass
+
+    threading.Thread(target=make, name="gputex-readbacks", daemon=True).start()
 
 
 def _defer_limit(session: Session) -> int:

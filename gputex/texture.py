@@ -142,14 +142,14 @@ def create_texture(session: Session, fmt: Format, width: int, height: int, *, la
         import wgpu
 
         usage = (copy_usage() if usage is None else usage) | wgpu.TextureUsage.RENDER_ATTACHMENT
-    key = None
+    pool_key = None
     if getattr(_REUSE, "session", None) is session and depth == 1:
-        key = (fmt.name, alloc_w, alloc_h, layers, levels, copy_usage() if usage is None else usage,
-               tuple(view_formats or ()))
-        kept = _pool(session).take(key)
+        pool_key = (fmt.name, alloc_w, alloc_h, layers, levels, copy_usage() if usage is None else usage,
+                    tuple(view_formats or ()))
+        kept = _pool(session).take(pool_key)
         if kept is not None:
             return Texture(session, kept[0], fmt, width, height, layers, levels, color_space, source,
-                           pool_key=key, extras=kept[1])
+                           pool_key=pool_key, extras=kept[1])
     tex = session.check(
         f"{source or 'texture'}: create {fmt.name} {width}x{height}",
         session.device.create_texture,
@@ -158,7 +158,7 @@ def create_texture(session: Session, fmt: Format, width: int, height: int, *, la
         dimension="3d" if depth > 1 else "2d", view_formats=view_formats or [],
     )
     return Texture(session, tex, fmt, width, height, 1 if depth > 1 else layers, levels, color_space, source,
-                   depth=depth, pool_key=key, extras=None if key is None else {"device": session.device})
+                   depth=depth, pool_key=pool_key, extras=None if pool_key is None else {"device": session.device})
 
 
 def label(source: str | None) -> str:
