@@ -59,8 +59,7 @@ if TYPE_CHECKING:
     from .texture import Texture
 
 __all__ = ["GpuSteps", "process_group", "iter_groups", "plan_groups", "DEFAULT_GROUP_BUDGET", "Readback",
-           "start_readback", "start_level_readback", "prepare_readbacks", "DEFER_MAX_BYTES",
-           "DEFER_BUFFERS"]
+           "start_readback", "start_level_readback", "DEFER_MAX_BYTES", "DEFER_BUFFERS"]
 
 #: Host memory (staging + read-back buffers) one group may use, bytes.
 DEFAULT_GROUP_BUDGET = 256 << 20
@@ -487,26 +486,6 @@ class _Ring:
             self.give(None, usable=False)
             raise
 
-    def prepare(self, size: int, count: int) -> None:
-        """Make up to ``count`` buffers of ``size`` bytes now (at most :data:`DEFER_BUFFERS` in
-        all): the run's rehearsal does, on the device thread, so the in-order thread's first
-        read-backs find them."""
-        import wgpu
-
-        while True:
-            with self.cond:
-                if self.count >= min(count, DEFER_BUFFERS):
-                    return
-                self.count += 1
-            try:
-                buf = self.session.check("readback buffer", self.session.device.create_buffer,
-                                         size=align_up(max(size, 256), 1 << 20),
-                                         usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-            except BaseException:
-                self.give(None, usable=False)
-                raise
-            self.give(buf)
-
     def give(self, buf, usable: bool = True) -> None:
         with self.cond:
             if usable:
@@ -554,31 +533,6 @@ def start_level_readback(tex: Texture, levels: list[int], layer: int, into) -> R
         return None
     arrays, pieces = planned
     return _submit(tex, pieces, limit, lambda: arrays)
-
-
-def prepare_readbacks(tex: Texture, count: int, background: bool = False) -> None:
-    """Make ``count`` read-back buffers (at most :data:`DEFER_BUFFERS`) big enough for the
-    deferred read-back of a texture like ``tex`` (format, size, levels), unless it is too big
-    to defer: what :func:`gputex.run.rehearsal` does for a batch's biggest early input.
-    ``background``: on a thread of their own (the ring itself is made here), handed out as
-    they come; their errors are then ignored (:meth:`_Ring.take` makes its own)."""
-    limit = _defer_limit(tex.session)
-    size = _padded(tex, range(tex.levels), tex.level_images)
-    if size > limit:
-        return
-    ring = tex.session.cache("gpu-batch").get("readback-ring", lambda: _Ring(tex.session))
-    if not background:
-        ring.prepare(size, count)
-        return
-    import threading
-
-    def make() -> None:
-        try:
-            ring.prepare(size, count)
-        except Exception:  # noqa: BLE001 - the in-order thread makes its buffers as before
-            pass
-
-    threading.Thread(target=make, name="gputex-readbacks", daemon=True).start()
 
 
 def _defer_limit(session: Session) -> int:

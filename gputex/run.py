@@ -108,11 +108,9 @@ def stages(command: str, opts: Options, names=None) -> Stages:
             # decoded in worker processes (a write is a copy into the page cache: no process for it)
             from .upload_stage import upload_encode_stage
 
-            readbacks = not opts.verifies()  # deferred read-backs (gputex.gpu_batch.start_readback)
             return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names, defer=True),
                           upload_encode_stage(opts), pools=("decode",), processes=_half,
-                          warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready, readbacks=readbacks),
-                          modules=modules)
+                          warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready), modules=modules)
         return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names),
                       warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready), modules=modules)
     raise ValueError(f"unknown command {command!r}; use capture or upload")
@@ -127,8 +125,7 @@ REHEARSE_MAX_PIXELS = 4096 * 4096
 
 
 def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = None,
-              first_ready: Callable[[], bool] | None = None,
-              readbacks: bool = False) -> Callable[[Session], None] | None:
+              first_ready: Callable[[], bool] | None = None) -> Callable[[Session], None] | None:
     """What the device thread runs once the session is made, while the first inputs decode: the
     upload and mips of a zero image for each kind of chain among the first
     :data:`REHEARSE_INPUTS` inputs (PNGs; their headers read, :func:`gputex.warmup.png_shape`),
@@ -144,12 +141,7 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
     first GPU step, waiting for this one, meets the same pipelines at once: rehearsing them
     on a zero image first only delays it. H200 host, 48 x 2048², every sixth 1537x1999, the
     first odd-sized: the first decode done at 0.34 s, the device at 0.40 s, then 0.09 s of
-    rehearsing the first image's own chain at its size before its real step of 0.025 s).
-    ``readbacks``: the run reads its textures back deferred (``upload -o``): the read-back
-    buffers are then made on a thread started here, one per input up to the ring's size, for
-    the biggest of those inputs (:func:`gputex.gpu_batch.prepare_readbacks`): the in-order
-    thread made them on its first inputs, and replaced the first odd-sized (smaller) one
-    mid-batch, 40-50 ms on the H200 host."""
+    rehearsing the first image's own chain at its size before its real step of 0.025 s)."""
     from .warmup import png_shape, shape_for
 
     t = opts.transform
@@ -157,14 +149,11 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
         return None
     kinds: dict[tuple, bool] = {}  # (shape, channels, depth, space) -> whether a power of two
     first: tuple | None = None  # the first input's kind
-    biggest: tuple | None = None  # the biggest input's shape
     for i, path in enumerate(paths[:REHEARSE_INPUTS]):
         shape = png_shape(path) if isinstance(path, str) else None
         if shape is None:
             continue
         w, h, channels, depth, space = shape
-        if biggest is None or w * h * channels * depth > biggest[0] * biggest[1] * biggest[2] * biggest[3]:
-            biggest = shape
         pot = not (w & (w - 1) or h & (h - 1))
         kind = (shape_for(w, h) if pot else (h, w), channels, depth, space)
         kinds.setdefault(kind, pot)
@@ -202,33 +191,8 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
                 # a whole-size image that made no pipeline: the other sizes most likely meet the
                 # same ones (a folder of photos of many sizes does not wait for each of them)
                 full = False
-        if readbacks and biggest is not None:
-            _prepare_readbacks(session, opts, biggest, len(paths))
 
     return run
-
-
-def _prepare_readbacks(session: Session, opts: Options, shape: tuple, count: int) -> None:
-    """``count`` deferred read-back buffers for an input of ``shape`` (``png_shape``'s tuple), made
-    on a thread of their own beside the first GPU steps: made before the first step they delayed
-    it by ~40 ms on the H200 host (six of 23 MiB). Errors are ignored (the in-order thread makes
-    its buffers as before)."""
-    import numpy as np
-
-    from .gpu_batch import prepare_readbacks
-    from .image import from_array
-    from .pipeline import mip_levels, upload_format
-    from .texture import Texture
-    from .upload import resolve_format
-
-    w, h, channels, depth, space = shape
-    try:
-        probe = from_array(np.zeros((1, 1, channels), np.uint8 if depth == 8 else np.uint16), space)
-        name, color_space, _ = upload_format(opts)
-        fmt = resolve_format(probe, name, session, color_space)
-        prepare_readbacks(Texture(session, None, fmt, w, h, levels=mip_levels(opts, w, h)), count, background=True)
-    except Exception:  # noqa: BLE001
-        pass
 
 
 def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Session], None],

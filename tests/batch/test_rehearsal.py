@@ -224,31 +224,3 @@ def test_workers_do_not_rerun_the_main_script(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("[")
     assert not list(tmp_path.glob("rerun-*"))
-
-
-def test_the_rehearsal_makes_the_deferred_readback_buffers(gpu, tmp_png, rng):
-    """``upload -o`` (deferred read-backs): the rehearsal starts making the read-back ring's
-    buffers, one per input up to ``DEFER_BUFFERS``, each big enough for the biggest early input's
-    every level (rows padded to 256 bytes)."""
-    import time
-
-    from gputex.device import Session
-    from gputex.gpu_batch import DEFER_BUFFERS
-
-    paths = [tmp_png(rng.integers(0, 256, (37, 45, 4), np.uint8), "a.png"),
-             tmp_png(rng.integers(0, 256, (64, 128, 4), np.uint8), "b.png"),
-             tmp_png(rng.integers(0, 256, (16, 16, 4), np.uint8), "c.png")]
-    opts = Options(mips=True, out="unused", mip_options=MipOptions(filter="box"))
-    session = Session()
-    run = rehearsal(opts, paths, full_size=True, readbacks=True)
-    assert run is not None
-    run(session)
-    ring = session.cache("gpu-batch").peek("readback-ring")
-    assert ring is not None
-    deadline = time.monotonic() + 30
-    while len(ring.free) < min(3, DEFER_BUFFERS) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    # 128x64 RGBA8, 8 levels: 64 rows of 512 bytes, then 32 of 256, and 256-byte rows below
-    want = 64 * 512 + 32 * 256 + sum(max(1, 64 >> lv) * 256 for lv in range(2, 8))
-    assert ring.count == len(ring.free) == 3
-    assert all(b.size >= want for b in ring.free)
