@@ -249,3 +249,44 @@ def test_device_lost_in_a_deferred_readback_fails_that_input_only(rng, gpu, tmp_
     assert results[0].error == (f"{made[0][0]}: map readback buffer: GPU device lost (Device lost (made by "
                                 "the test)); not retried (read back after its GPU step), nothing written")
     assert sorted(os.listdir(tmp_path / "out")) == ["in1.ktx2"]
+
+
+def test_capture_reuses_textures_and_each_input_gets_its_own_levels(rng, gpu, tmp_path, monkeypatch):
+    """``capture --mips --level all`` reuses a texture for the next input of its size too
+    (deferred read-backs with worker processes, in-thread without): every level PNG is its own
+    input's (level 0 the pixels sent, the rest correctly rounded), and the files are those of a
+    run whose pool keeps nothing."""
+    import gputex
+    import gputex.texture as texture
+
+    sizes = [(32, 32), (21, 13), (32, 32), (21, 13), (32, 32)]
+    made = []
+    for i, (w, h) in enumerate(sizes):
+        a = rng.integers(0, 256, (h, w, 4), np.uint8)
+        made.append((write(os.path.join(tmp_path / "in", f"in{i}.png"), a), a))
+    paths = [p for p, _ in made]
+    hits: list = []
+    real = texture._Pool.take
+
+    def take(pool, key):
+        kept = real(pool, key)
+        hits.append(kept is not None)
+        return kept
+
+    monkeypatch.setattr(texture._Pool, "take", take)
+    for workers in (2, 0):
+        hits.clear()
+        results = _capture(paths, tmp_path / f"reused{workers}", workers=workers)
+        assert all(r.ok for r in results), [r.error for r in results]
+        assert sum(hits) == 3  # the third to fifth inputs get the first two's textures back
+        for r, (_, a) in zip(results, made):
+            h, w = a.shape[:2]
+            assert np.array_equal(gputex.decode(r.outputs[0]).pixels, a)
+            ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted")
+            for lv, want in enumerate(ref, start=1):
+                assert_correctly_rounded(gputex.decode(r.outputs[lv]).pixels, want, 255, f"{r.source} level {lv}")
+    monkeypatch.setattr(texture, "POOL_MAX_BYTES", 0)  # nothing kept: a texture per input
+    hits.clear()
+    fresh = _capture(paths, tmp_path / "fresh", workers=2)
+    assert all(r.ok for r in fresh) and not any(hits)
+    assert _digest(tmp_path / "reused2") == _digest(tmp_path / "fresh") == _digest(tmp_path / "reused0")
