@@ -290,3 +290,45 @@ def test_capture_reuses_textures_and_each_input_gets_its_own_levels(rng, gpu, tm
     fresh = _capture(paths, tmp_path / "fresh", workers=2)
     assert all(r.ok for r in fresh) and not any(hits)
     assert _digest(tmp_path / "reused2") == _digest(tmp_path / "fresh") == _digest(tmp_path / "reused0")
+
+
+def test_texture_pool_bounds(gpu, monkeypatch):
+    """A recycled texture is kept only within ``POOL_MAX_BYTES`` (none above a quarter of it,
+    the oldest keys dropped for a new one), only for its own device, and never one made outside
+    ``reusing``; :func:`drop_pool` (a run given a session, at its end) empties it."""
+    import gputex.texture as texture
+    from gputex.formats import get_format
+    from gputex.texture import create_texture, drop_pool, reusing
+
+    session = gpu
+    drop_pool(session)
+    fmt = get_format("rgba8unorm")
+    # 32x32 RGBA8 with n levels: 4096 + 1024 + 256 + 64 + 16 + 4 bytes for all 6
+    size = {n: sum((32 >> lv) ** 2 * 4 for lv in range(n)) for n in range(1, 7)}
+    monkeypatch.setattr(texture, "POOL_MAX_BYTES", 4 * size[6] - 4)  # a quarter: just below a 6-level one
+    with reusing(session):
+        t = create_texture(session, fmt, 32, 32, levels=6)
+    t.recycle()
+    assert session.cache("texture-pool").peek("pool").free == {}
+    monkeypatch.setattr(texture, "POOL_MAX_BYTES", 4 * size[6])  # 6, 5, 4 and 3 levels fit; then 2 does not
+    with reusing(session):
+        made = {n: create_texture(session, fmt, 32, 32, levels=n) for n in (6, 5, 4, 3, 2)}
+    for n in (6, 5, 4, 3, 2):
+        made[n].recycle()
+    pool = session.cache("texture-pool").peek("pool")
+    assert sum(size[n] for n in (6, 5, 4, 3, 2)) > 4 * size[6] >= sum(size[n] for n in (5, 4, 3, 2))
+    assert list(pool.free) == [made[n].pool_key for n in (5, 4, 3, 2)]  # the oldest, 6 levels, dropped
+    with reusing(session):
+        again = create_texture(session, fmt, 32, 32, levels=5)
+        fresh = create_texture(session, fmt, 32, 32, levels=6)
+    assert again.texture is made[5].texture and fresh.texture is not made[6].texture
+    again.extras["device"] = object()  # as after a device loss: not this pool's device
+    again.recycle()
+    assert made[5].pool_key not in pool.free
+    outside = create_texture(session, fmt, 32, 32, levels=5)  # not inside reusing
+    assert outside.pool_key is None
+    outside.recycle()
+    assert made[5].pool_key not in pool.free
+    fresh.recycle()
+    drop_pool(session)
+    assert pool.free == {}
