@@ -183,9 +183,11 @@ def reusing(session: Session) -> Iterator[None]:
     """Textures made for ``session`` on this thread inside the block come from its pool where
     one of the same format, size, levels and usage was recycled (:meth:`Texture.recycle`), and
     go back to it when recycled. A batch's in-order GPU step runs inside it: a 2048² input's
-    texture, its mip chain's buffers and bind groups are then made once, not per input (each
-    ``destroy`` waited for wgpu-core's locks, 1.6-1.9 ms per texture among the H200 host's
-    busy codecs). The wgpu label stays the first input's; gputex's own errors name the input."""
+    texture, its single-pass chain's buffers, view and bind groups are then made once, not per
+    input. Among the H200 host's busy codecs a texture's ``destroy`` took 1.6-1.9 ms and a
+    ``create_bind_group`` 0.8 ms (cProfile); with the reuse the ``upload -o`` step of a 48 x 2048²
+    batch fell from 9.0-9.7 to 7.3-7.8 ms per image (median, same call; docs/performance.md).
+    The wgpu label stays the first input's; gputex's own errors name the input."""
     before = getattr(_REUSE, "session", None)
     _REUSE.session = session
     try:
