@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .texture import Texture
 from .errors import GputexError
 from .outputs import output_name, stem_of
+from .texture import reusing
 
 __all__ = ["capture_gpu_stage", "capture_encode_stage", "BIG_CAPTURE_BYTES"]
 
@@ -46,8 +47,10 @@ def capture_gpu_stage(session: Session, names: OutputNames, opts: Options):
 
                 raise GPUError(f"{item.path}: GPU device lost after the upload; not retried")
             flips = _capture_flips(image, result)
-            tex = pipeline.upload_image(session, image, opts, result)
+            with reusing(session):  # the next input of its size gets this texture back (recycle)
+                tex = pipeline.upload_image(session, image, opts, result)
             image = None  # the texture has it now: free the pixels before capturing
+            done = False
             try:
                 stem = stem_of(item)
                 levels = levels_wanted(opts, tex)
@@ -60,6 +63,7 @@ def capture_gpu_stage(session: Session, names: OutputNames, opts: Options):
                 if total > BIG_CAPTURE_BYTES and not sheet:
                     _capture_encode_each(tex, levels, keep, stem, item, names, opts, result, flips)
                     meta[:] = [tex.color_space, tex.format.packed, None, None]
+                    done = True
                     return
                 if not keep and not sheet and tex.format.image:  # levels go straight to memory encoders map
                     from .workers import shared_block
@@ -83,6 +87,7 @@ def capture_gpu_stage(session: Session, names: OutputNames, opts: Options):
                             readback.cancel()
                             raise
                         meta[:] = [tex.color_space, tex.format.packed, block, readback]
+                        done = True
                         return
                 for z, here in _images_by_layer(tex, levels):
                     with timed(result, "capture"):
@@ -103,8 +108,12 @@ def capture_gpu_stage(session: Session, names: OutputNames, opts: Options):
                     outputs.append((names.take(stem + "_sheet", output_suffix(whole.dtype, opts.float_as),
                                                item.subdir), whole))
                 meta[:] = [tex.color_space, tex.format.packed, block, None]
+                done = True
             finally:
-                tex.destroy()
+                if done:  # read back, or its copies submitted (the queue runs them first)
+                    tex.recycle()
+                else:
+                    tex.destroy()
 
         block = None
         run_one(result, work, session)

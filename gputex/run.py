@@ -282,6 +282,10 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         run_overlapped(list(items), jobs, decode, None, steps.encode,
                        lambda result: on_result(result, held[0]), start, stop=stop, gate=gate,
                        workers=None if workers is None else n)  # None: as it decides for its capped jobs
+    if session is not None:  # the caller's device: the textures kept for reuse go
+        from .texture import drop_pool
+
+        drop_pool(session)
     return held[0]
 
 

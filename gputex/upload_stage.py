@@ -4,6 +4,7 @@ one device thread (:mod:`gputex.run`); errors go into the input's :class:`~gpute
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from .texfile import TextureFile
     from .texture import Texture
 from .outputs import texture_output
+from .texture import reusing
 
 __all__ = ["upload_gpu_stage", "upload_encode_stage", "PendingWrite", "verify_and_write"]
 
@@ -43,12 +45,18 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
             _drop(pending)  # a retry after a device loss
             early = _open_early(session, image, opts, name, defer)  # level 0 into the file meanwhile
             try:
-                tex = pipeline.upload_image(session, image, opts, result, decode_blocks=False)
+                with reusing(session) if defer else nullcontext():
+                    tex = pipeline.upload_image(session, image, opts, result, decode_blocks=False)
+                done = False
                 try:
                     verify_and_write(tex, image, item, opts, names, result, pending if defer else None,
                                      name=name, early=early)
+                    done = True
                 finally:
-                    tex.destroy()
+                    if done:  # the next input of its size reuses it (its copies are submitted)
+                        tex.recycle()
+                    else:
+                        tex.destroy()
             finally:
                 if early is not None:  # (a no-op once it was committed or discarded)
                     early.discard()

@@ -134,58 +134,28 @@ def _params(tex: Texture, src: int, n: int, layout: list[tuple[int, int]]) -> by
 def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     """Fill levels 1.. of ``tex`` with the single-pass integer chain. Returns (sources, gpu_ns,
     pass_ns): the source of each level is its pass's source (the base or the stored sums)."""
-    import wgpu
-
     from ..kernels import submit_timed, timestamps
-    from .common import integer_entries, pipeline
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     plan = spd_plan(tex.width, tex.height, tex.levels)
-    nslots = slots(fmt.channels)
     gpu = session.info.adapter_type != "CPU"
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
               "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN,
               "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb"
               and (SMEM_TABLES if SMEM_TABLES is not None else gpu),
               "ROUND_A_LEVEL": ROUND_A_LEVEL if ROUND_A_LEVEL is not None else gpu}
-    entries = integer_entries("sursr")
-    tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
-    layouts = [_out_bytes(tex, s, n) for s, n in plan]
-    owned = []
-
-    def buffer(size, usage, what):
-        b = session.check(f"{tex.source}: {what}", device.create_buffer, size=max(16, size), usage=usage)
-        owned.append(b)
-        return b
-
-    def whole(b):
-        return {"buffer": b, "offset": 0, "size": b.size}
-
+    key = ("spd", layer, tuple(sorted(consts.items())))
+    kept = tex.extras.get(key) if tex.extras is not None else None
+    owned: list = []
     try:
-        out = buffer(max(lay[-1][0] for lay in layouts),
-                     wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
-                     "mip output buffer")
-        stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
-        stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
-        base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
-                                       array_layer_count=1, dimension="2d")
+        if kept is None:
+            kept = _resources(tex, plan, consts, layer, owned)
         query = timestamps(session, len(plan) + 4) if measure else None
         enc = device.create_command_encoder()
-        sums = None
         sources = []
-        for (src, n), lay in zip(plan, layouts):
-            store = src + n < tex.levels - 1
-            last = tex.size(src + n)
-            new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
-                        if store else None)
-            pipe, bgl = pipeline(session, "mip_spd.wgsl", dict(consts, FROM_SUMS=src > 0, STORE=store), entries)
-            prm = _params(tex, src, n, lay)
-            bind = device.create_bind_group(layout=bgl, entries=[
-                {"binding": i, "resource": r} for i, r in enumerate(
-                    [base, whole(out), {"buffer": session.uniform(prm)}, whole(sums) if sums else whole(stand_in),
-                     whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)])])
+        for (src, n), lay, (pipe, bind) in zip(plan, kept[0], kept[1]):
             if fmt.block_bytes < 4:
-                enc.clear_buffer(out, 0, lay[-1][0])
+                enc.clear_buffer(kept[2], 0, lay[-1][0])
             aw, ah = tex.size(src + min(2, n))
             ts = query.next() if query else None
             cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
@@ -196,15 +166,64 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
             for i in range(n):
                 w, h = tex.size(src + 1 + i)
                 enc.copy_buffer_to_texture(
-                    {"buffer": out, "offset": lay[i][0], "bytes_per_row": lay[i][1], "rows_per_image": h},
+                    {"buffer": kept[2], "offset": lay[i][0], "bytes_per_row": lay[i][1], "rows_per_image": h},
                     {"texture": tex.texture, "mip_level": src + 1 + i, "origin": (0, 0, layer)}, (w, h, 1))
             sources += [src] * n
-            sums = new_sums
         gpu_ns, pass_ns = submit_timed(session, enc, query, f"{tex.source}: mip chain (integer, single pass)")
+        if tex.extras is not None and owned:
+            # a pooled texture (gputex.texture.reusing): the next input of its size reuses them
+            tex.extras[key] = kept
+            tex.extras.setdefault("destroy", []).extend(owned)
+            owned = []
     finally:
         for b in owned:
             b.destroy()
     return sources, gpu_ns, pass_ns
+
+
+def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list):
+    """What a chain over ``tex`` records its passes with: (each pass's output layout, each
+    pass's (pipeline, bind group), the output buffer); the buffers it makes go into ``owned``."""
+    import wgpu
+
+    from .common import integer_entries, pipeline
+
+    session, device, fmt = tex.session, tex.session.device, tex.format
+    nslots = slots(fmt.channels)
+    entries = integer_entries("sursr")
+    tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
+    layouts = [_out_bytes(tex, s, n) for s, n in plan]
+
+    def buffer(size, usage, what):
+        b = session.check(f"{tex.source}: {what}", device.create_buffer, size=max(16, size), usage=usage)
+        owned.append(b)
+        return b
+
+    def whole(b):
+        return {"buffer": b, "offset": 0, "size": b.size}
+
+    out = buffer(max(lay[-1][0] for lay in layouts),
+                 wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST, "mip output buffer")
+    stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+    stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+    base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                                   array_layer_count=1, dimension="2d")
+    sums = None
+    passes = []
+    for (src, n), lay in zip(plan, layouts):
+        store = src + n < tex.levels - 1
+        last = tex.size(src + n)
+        new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
+                    if store else None)
+        pipe, bgl = pipeline(session, "mip_spd.wgsl", dict(consts, FROM_SUMS=src > 0, STORE=store), entries)
+        params = session.uniform(_params(tex, src, n, lay))  # released with its bind group
+        bind = device.create_bind_group(layout=bgl, entries=[
+            {"binding": i, "resource": r} for i, r in enumerate(
+                [base, whole(out), {"buffer": params}, whole(sums) if sums else whole(stand_in),
+                 whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)])])
+        passes.append((pipe, bind))
+        sums = new_sums
+    return layouts, passes, out
 
 
 #: The self-check's image: seven levels (two passes), 2D tiles and 1-texel-high levels.

@@ -88,6 +88,46 @@ def test_deferred_files_hold_the_texture(rng, gpu, tmp_path, container):
     assert _digest(tmp_path / "deferred") == _digest(tmp_path / "sync")
 
 
+def test_reused_textures_hold_each_input(rng, gpu, tmp_path, monkeypatch):
+    """The deferred path reuses one texture (and its single-pass chain's buffers and bind
+    groups) for inputs of the same size (``texture.reusing``): sizes interleaved, alpha varying
+    (the weighted chain), and every file is still its own input's, byte for byte the synchronous
+    path's (which reuses nothing), level 0 the pixels sent, level 1 correctly rounded."""
+    import gputex.texture as texture
+
+    sizes = [(64, 64), (37, 53), (64, 64), (64, 64), (37, 53), (32, 16), (64, 64), (16, 32), (32, 16)]
+    made = []
+    for i, (w, h) in enumerate(sizes):
+        a = rng.integers(0, 256, (h, w, 4), np.uint8)
+        made.append((write(os.path.join(tmp_path / "in", f"in{i}.png"), a), a))
+    paths = [p for p, _ in made]
+    made_textures: list = []
+    real = texture._Pool.take
+
+    def take(pool, key):
+        kept = real(pool, key)
+        made_textures.append((key[1:3], kept is not None))
+        return kept
+
+    monkeypatch.setattr(texture._Pool, "take", take)
+    results = _run(paths, tmp_path / "deferred", "ktx2", deferred=True)
+    assert [r.ok for r in results] == [True] * len(made), [r.error for r in results]
+    reused = [size for size, hit in made_textures if hit]
+    # the rehearsal's and self-checks' textures are made, never recycled; after its first input
+    # each size's texture comes back: 64x64 three more times, 37x53 and 32x16 once more
+    assert sorted(reused) == sorted([(64, 64)] * 3 + [(37, 53), (32, 16)])
+    for r, (_, a) in zip(results, made):
+        tf = read_texture_file(r.outputs[0])
+        h, w = a.shape[:2]
+        assert bytes(tf.levels[0]) == a.tobytes()
+        want = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted", levels=2)[0]
+        got = np.frombuffer(bytes(tf.levels[1]), np.uint8).reshape(max(1, h // 2), max(1, w // 2), 4)
+        assert_correctly_rounded(got, want, 255, f"{r.source} level 1")
+    sync = _run(paths, tmp_path / "sync", "ktx2", deferred=False)
+    assert all(r.ok for r in sync)
+    assert _digest(tmp_path / "deferred") == _digest(tmp_path / "sync")
+
+
 def test_deferred_batch_goes_on_past_a_bad_file(rng, gpu, tmp_path):
     made = _inputs(rng, tmp_path / "in")
     bad = tmp_path / "in" / "bad.png"
@@ -209,3 +249,86 @@ def test_device_lost_in_a_deferred_readback_fails_that_input_only(rng, gpu, tmp_
     assert results[0].error == (f"{made[0][0]}: map readback buffer: GPU device lost (Device lost (made by "
                                 "the test)); not retried (read back after its GPU step), nothing written")
     assert sorted(os.listdir(tmp_path / "out")) == ["in1.ktx2"]
+
+
+def test_capture_reuses_textures_and_each_input_gets_its_own_levels(rng, gpu, tmp_path, monkeypatch):
+    """``capture --mips --level all`` reuses a texture for the next input of its size too
+    (deferred read-backs with worker processes, in-thread without): every level PNG is its own
+    input's (level 0 the pixels sent, the rest correctly rounded), and the files are those of a
+    run whose pool keeps nothing."""
+    import gputex
+    import gputex.texture as texture
+
+    sizes = [(32, 32), (21, 13), (32, 32), (21, 13), (32, 32)]
+    made = []
+    for i, (w, h) in enumerate(sizes):
+        a = rng.integers(0, 256, (h, w, 4), np.uint8)
+        made.append((write(os.path.join(tmp_path / "in", f"in{i}.png"), a), a))
+    paths = [p for p, _ in made]
+    hits: list = []
+    real = texture._Pool.take
+
+    def take(pool, key):
+        kept = real(pool, key)
+        hits.append(kept is not None)
+        return kept
+
+    monkeypatch.setattr(texture._Pool, "take", take)
+    for workers in (2, 0):
+        hits.clear()
+        results = _capture(paths, tmp_path / f"reused{workers}", workers=workers)
+        assert all(r.ok for r in results), [r.error for r in results]
+        assert sum(hits) == 3  # the third to fifth inputs get the first two's textures back
+        for r, (_, a) in zip(results, made):
+            h, w = a.shape[:2]
+            assert np.array_equal(gputex.decode(r.outputs[0]).pixels, a)
+            ref = filter_levels(a / 255, 4, srgb=True, alpha_mode="weighted")
+            for lv, want in enumerate(ref, start=1):
+                assert_correctly_rounded(gputex.decode(r.outputs[lv]).pixels, want, 255, f"{r.source} level {lv}")
+    monkeypatch.setattr(texture, "POOL_MAX_BYTES", 0)  # nothing kept: a texture per input
+    hits.clear()
+    fresh = _capture(paths, tmp_path / "fresh", workers=2)
+    assert all(r.ok for r in fresh) and not any(hits)
+    assert _digest(tmp_path / "reused2") == _digest(tmp_path / "fresh") == _digest(tmp_path / "reused0")
+
+
+def test_texture_pool_bounds(gpu, monkeypatch):
+    """A recycled texture is kept only within ``POOL_MAX_BYTES`` (none above a quarter of it,
+    the oldest keys dropped for a new one), only for its own device, and never one made outside
+    ``reusing``; :func:`drop_pool` (a run given a session, at its end) empties it."""
+    import gputex.texture as texture
+    from gputex.formats import get_format
+    from gputex.texture import create_texture, drop_pool, reusing
+
+    session = gpu
+    drop_pool(session)
+    fmt = get_format("rgba8unorm")
+    # 32x32 RGBA8 with n levels: 4096 + 1024 + 256 + 64 + 16 + 4 bytes for all 6
+    size = {n: sum((32 >> lv) ** 2 * 4 for lv in range(n)) for n in range(1, 7)}
+    monkeypatch.setattr(texture, "POOL_MAX_BYTES", 4 * size[6] - 4)  # a quarter: just below a 6-level one
+    with reusing(session):
+        t = create_texture(session, fmt, 32, 32, levels=6)
+    t.recycle()
+    assert session.cache("texture-pool").peek("pool").free == {}
+    monkeypatch.setattr(texture, "POOL_MAX_BYTES", 4 * size[6])  # 6, 5, 4 and 3 levels fit; then 2 does not
+    with reusing(session):
+        made = {n: create_texture(session, fmt, 32, 32, levels=n) for n in (6, 5, 4, 3, 2)}
+    for n in (6, 5, 4, 3, 2):
+        made[n].recycle()
+    pool = session.cache("texture-pool").peek("pool")
+    assert sum(size[n] for n in (6, 5, 4, 3, 2)) > 4 * size[6] >= sum(size[n] for n in (5, 4, 3, 2))
+    assert list(pool.free) == [made[n].pool_key for n in (5, 4, 3, 2)]  # the oldest, 6 levels, dropped
+    with reusing(session):
+        again = create_texture(session, fmt, 32, 32, levels=5)
+        fresh = create_texture(session, fmt, 32, 32, levels=6)
+    assert again.texture is made[5].texture and fresh.texture is not made[6].texture
+    again.extras["device"] = object()  # as after a device loss: not this pool's device
+    again.recycle()
+    assert made[5].pool_key not in pool.free
+    outside = create_texture(session, fmt, 32, 32, levels=5)  # not inside reusing
+    assert outside.pool_key is None
+    outside.recycle()
+    assert made[5].pool_key not in pool.free
+    fresh.recycle()
+    drop_pool(session)
+    assert pool.free == {}
