@@ -419,7 +419,8 @@ class _Done(SystemExit):
 
 
 def console() -> None:
-    """The ``gputex`` command (the console script and ``python -m gputex``): :func:`main`, then,
+    """The ``gputex`` command (the console script and ``python -m gputex``, through
+    :func:`gputex.start.console`, which reads a large single input ahead first): :func:`main`, then,
     where the run ended normally, the lean exit (:func:`_lean_exit`).
 
     OpenBLAS (numpy's) is held to one thread unless ``OPENBLAS_NUM_THREADS`` says otherwise:
@@ -434,11 +435,6 @@ def console() -> None:
 
         pause_gc()  # until the run's session is ready
         if not {"--help", "-h"} & set(sys.argv[2:]):  # wgpu imported and adapters listed meanwhile
-            from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO
-            from .inputs import read_ahead
-
-            # (python -m gputex did already, before importing the CLI)
-            read_ahead(sys.argv[1:], max_pixels=DEFAULT_MAX_PIXELS, max_ratio=DEFAULT_MAX_RATIO)
             prestart(enumerate_adapters=not os.environ.get("GPUTEX_BACKEND") and not any(
                 a == "--backend" or a.startswith("--backend=") for a in sys.argv[2:]))
     try:

@@ -152,3 +152,27 @@ def test_the_cli_decodes_one_large_input_ahead_with_the_same_output(gpu, tmp_pat
     assert "prefetch" in traces[1] and "decode-ahead" not in traces[1]
     assert outs[0] == outs[1]
     assert bytes(read_texture_file(str(tmp_path / "out0.ktx2")).levels[0]) == a.tobytes()
+
+
+def test_the_entry_point_reads_ahead_before_the_cli_imports(tmp_path):
+    """The console script and ``python -m gputex`` enter through ``gputex.start.console``, which
+    starts the read ahead before typer (the CLI's imports) is loaded; the CLI is stubbed here."""
+    import subprocess
+    import sys
+
+    import tomllib
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        assert tomllib.load(f)["project"]["scripts"]["gputex"] == "gputex.start:console"
+    code = (
+        "import sys, types\n"
+        "from gputex import inputs\n"
+        "seen = []\n"
+        "inputs.prefetch = lambda path, **kw: seen.append((path, 'typer' in sys.modules))\n"
+        "sys.modules['gputex.cli'] = types.SimpleNamespace(console=lambda: print(seen, 'typer' in sys.modules))\n"
+        "sys.argv = ['gputex', 'upload', 'big.png', '--mips', '-o', 'big.ktx2']\n"
+        "from gputex.start import console\n"
+        "console()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert out.stdout.strip() == "[('big.png', False)] False"
