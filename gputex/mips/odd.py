@@ -79,6 +79,19 @@ PAIRS = True
 SORTED: bool | None = None
 #: Every texel of a fast level to the exact pass (the tests of that pass).
 MISS_ALL = False
+#: A texel the screen leaves made at once, in the fast level's own pass, by the exact sums
+#: (None: on GPUs, where a rare divergent branch costs only where it is taken; lavapipe runs
+#: every statement of a divergent branch for each 8 invocations, so there the list and
+#: ``level_fix``). The tests run both.
+INLINE_FIX: bool | None = None
+#: A fast level (one band, with INLINE_FIX) and the next grid, from the same source, in one
+#: dispatch (``step``; None: on GPUs, where each pass costs ~10 us of launch and barrier).
+FUSE: bool | None = None
+#: The first level read from a cell grid (None: :data:`.cells.FIRST_GRID` on a CPU adapter, 4
+#: on others: there level 3 from the base by float sums beat ``G(3)`` and level 3 from it).
+FIRST: int | None = None
+#: The first grid on GPUs where :data:`FIRST` is None.
+FIRST_GPU = 4
 #: The fast levels' float sums are provably within the screen's margin while Fx + Fy (the most
 #: source columns and rows a texel covers) is at most this: levels from the base, from a grid
 #: (``mip_odd.wgsl``, level_fast: 2 (Fx + Fy) + 8 or + 13 roundings, at most 56).
@@ -127,9 +140,10 @@ def _fast(plan: CellPlan, st: Step) -> bool:
 
 
 def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
-              first: int | None = None) -> tuple[list[int], int | None, list[int]]:
+              first: int | None = None, names: list[str] | None = None) -> tuple[list[int], int | None, list[int]]:
     """Fill levels 1.. of ``tex`` with the cell chain. Returns (sources, gpu_ns, pass_ns): a
-    level's source is 0 (the base) or k (the cells of grid G(k), :mod:`.cells`)."""
+    level's source is 0 (the base) or k (the cells of grid G(k), :mod:`.cells`). ``names``, if
+    given, gets what each timed pass makes, in order."""
     import numpy as np
     import wgpu
 
@@ -138,10 +152,13 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     from .common import integer_entries, pipeline
 
     session, device, fmt = tex.session, tex.session.device, tex.format
+    cpu = session.info.adapter_type == "CPU"
     nslots = slots(fmt.channels)
     cell_bytes = nslots * _WORDS * 4  # (the plan's binding check: at most 3 words a slot)
     limit = _limit(session)
-    plan = cell_plan(tex.width, tex.height, tex.levels, cell_bytes, limit, FIRST_GRID if first is None else first)
+    if first is None:
+        first = FIRST if FIRST is not None else FIRST_GRID if cpu else FIRST_GPU
+    plan = cell_plan(tex.width, tex.height, tex.levels, cell_bytes, limit, first)
     top = (1 << fmt.bits) - 1
     most = max(lin_table(fmt.bits, tex.color_space == "srgb")) * (top if alpha == "weighted" else 1)
 
@@ -152,7 +169,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
               "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN,
               "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb" and (
                   SMEM_TABLES if SMEM_TABLES is not None else session.info.adapter_type != "CPU")}
-    entries = integer_entries("sursrrr")
+    entries = integer_entries("sursrrrs")
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     bpt = fmt.block_bytes
     total = tex.width * tex.height
@@ -182,7 +199,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                      "mip output buffer")
         stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
-        order = _orders(plan) if (SORTED if SORTED is not None else session.info.adapter_type == "CPU") else {}
+        stand_in_m = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+        order = _orders(plan) if (SORTED if SORTED is not None else cpu) else {}
         table = plan.index if not order else np.concatenate([plan.index] + [t for _, t in order.values()])
         index = session.check(f"{tex.source}: mip cell tables", device.create_buffer_with_data,
                               data=table.astype(np.uint32).tobytes(), usage=wgpu.BufferUsage.STORAGE)
@@ -198,8 +216,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
         fast = [st for st in levels if _fast(plan, st)]
-        misses = args = stand_in
-        if fast:  # the texels level_fast leaves: [level_fix's workgroups, count, -, -, x | row << 16 ...]
+        inline = INLINE_FIX if INLINE_FIX is not None else cpu is False
+        misses = args = stand_in_m
+        if fast and not inline:  # the texels level_fast leaves: [level_fix's workgroups, count, -, -, x | row << 16 ...]
             misses = buffer(16 + 4 * max(st.size[0] * band_rows(st)[1] for st in fast),
                             wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
                             "mip miss list")
@@ -207,8 +226,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                                  data=struct.pack("<4I", 0, 1, 1, 0),
                                  usage=wgpu.BufferUsage.INDIRECT | wgpu.BufferUsage.COPY_DST)
             owned.append(args)
-        npasses = sum(1 if st.kind == "cells" else -(-st.size[1] // band_rows(st)[1]) * (2 if _fast(plan, st) else 1)
-                      for st in plan.steps)
+        work = _schedule(plan, order, band_rows, inline and (FUSE if FUSE is not None else cpu is False))
+        npasses = sum(2 if w[0] == "level" and _fast(plan, w[1]) and not inline else 1 for w in work)
         query = timestamps(session, npasses + 4) if measure else None
         enc = device.create_command_encoder()
         if copy:
@@ -216,60 +235,125 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                                        {"buffer": base_bytes, "offset": 0, "bytes_per_row": pitch0,
                                         "rows_per_image": tex.height}, (tex.width, tex.height, 1))
         grids: dict[int, object] = {}
-        for st in plan.steps:
+
+        def consts_of(st: Step) -> dict[str, Any]:
+            return dict(consts, FROM_BASE=st.source == 0, MISS_ALL=MISS_ALL, SORTED=(st.kind, st.level) in order,
+                        BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
+                        WORDS_OUT=words(st.level) if st.kind == "cells" else 3, INLINE_FIX=inline,
+                        NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
+                        NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
+                        and plan.extents[st.level] <= 256)
+
+        def grid_buffer(st: Step) -> Any:
+            grids[st.level] = buffer(st.size[0] * st.size[1] * nslots * words(st.level) * 4,
+                                     wgpu.BufferUsage.STORAGE, "mip cell sums")
+            return grids[st.level]
+
+        def bind_group(bgl: Any, prm: bytes, src: Any, dst: Any, miss: Any = stand_in_m) -> Any:
+            return device.create_bind_group(layout=bgl, entries=[
+                {"binding": i, "resource": r} for i, r in enumerate(
+                    [base, whole(out), {"buffer": session.uniform(prm)}, whole(src), whole(dst), whole(tables),
+                     whole(index), whole(base_bytes), whole(miss)])])
+
+        def to_texture(st: Step, pitch: int, r0: int, n: int) -> None:
+            enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
+                                       {"texture": tex.texture, "mip_level": st.level, "origin": (0, r0, layer)},
+                                       (st.size[0], n, 1))
+
+        for job in work:
+            st = job[1]
             src = grids[st.source] if st.source else stand_in
-            c = dict(consts, FROM_BASE=st.source == 0, MISS_ALL=MISS_ALL, SORTED=(st.kind, st.level) in order,
-                     BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
-                     WORDS_OUT=words(st.level) if st.kind == "cells" else 3,
-                     NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
-                     NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
-                     and plan.extents[st.level] <= 256)
-            if st.kind == "cells":
-                dst = buffer(st.size[0] * st.size[1] * nslots * words(st.level) * 4, wgpu.BufferUsage.STORAGE,
-                             "mip cell sums")
-                grids[st.level] = dst
-                prm = struct.pack("<14I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
-                                  st.x_off, st.y_off, pitch0, *order.get(("cells", st.level), ((0, 0), None))[0])
+            c = consts_of(st)
+            if job[0] == "cells":
+                dst = grid_buffer(st)
+                prm = struct.pack("<20I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
+                                  st.x_off, st.y_off, pitch0, *order.get(("cells", st.level), ((0, 0), None))[0],
+                                  0, 0, 0, 0, 0, 0)
                 pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "cells")
-                bind = device.create_bind_group(layout=bgl, entries=[
-                    {"binding": i, "resource": r} for i, r in enumerate(
-                        [base, whole(out), {"buffer": session.uniform(prm)}, whole(src), whole(dst), whole(tables),
-                         whole(index), whole(base_bytes)])])
-                dispatch(enc, pipe, bind, (-(-st.size[0] // 8), -(-st.size[1] // 8), 1),
+                dispatch(enc, pipe, bind_group(bgl, prm, src, dst), (-(-st.size[0] // 8), -(-st.size[1] // 8), 1),
                          query.next() if query else None)
+                if names is not None:
+                    names.append(f"G({st.level}) from {_source_name(st)}")
                 continue
             w, h = st.size
-            pitch, rows = band_rows(st)
+            pitch = band_rows(st)[0]
             is_fast = _fast(plan, st)
             pair = is_fast and PAIRS and st.source == 0
+            step = 16 if pair else 8  # (level_quad: 2 x 2 texels an invocation)
+            if job[0] == "step":  # the level and the next grid, one dispatch
+                nx = job[2]
+                dst = grid_buffer(nx)
+                cn = consts_of(nx)
+                c = dict(c, NARROW=c["NARROW"] and cn["NARROW"], NARROW_BLOCK=cn["NARROW_BLOCK"],
+                         WORDS_OUT=cn["WORDS_OUT"], STEP_QUAD=pair)
+                gx, gy = -(-w // step), -(-h // step)
+                prm = struct.pack("<20I", *st.source_size, w, h, 0, h, pitch // 4, total, nslots,
+                                  st.x_off, st.y_off, pitch0, 0, 0, *nx.size, nx.x_off, nx.y_off, gx, gy)
+                pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "step")
+                if bpt < 4:
+                    enc.clear_buffer(out, 0, pitch * h)
+                dispatch(enc, pipe, bind_group(bgl, prm, src, dst),
+                         (max(gx, -(-nx.size[0] // 8)), gy + -(-nx.size[1] // 8), 1), query.next() if query else None)
+                to_texture(st, pitch, 0, h)
+                if names is not None:
+                    names.append(f"level {st.level} + G({nx.level}) from {_source_name(st)}")
+                continue
+            r0, n = job[2], job[3]
             pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries,
                                  "level_quad" if pair else "level_fast" if is_fast else "level")
-            for r0 in range(0, h, rows):
-                n = min(rows, h - r0)
-                prm = struct.pack("<14I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
-                                  st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0])
-                bind = device.create_bind_group(layout=bgl, entries=[
-                    {"binding": i, "resource": r} for i, r in enumerate(
-                        [base, whole(out), {"buffer": session.uniform(prm)}, whole(src),
-                         whole(misses if is_fast else stand_in_w), whole(tables), whole(index), whole(base_bytes)])])
-                if bpt < 4:
-                    enc.clear_buffer(out, 0, pitch * n)
-                if is_fast:
-                    enc.clear_buffer(misses, 0, 16)
-                step = 16 if pair else 8  # (level_quad: 2 x 2 texels an invocation)
-                dispatch(enc, pipe, bind, (-(-w // step), -(-n // step), 1), query.next() if query else None)
-                if is_fast:  # the texels left, as many workgroups as level_fast counted
-                    enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
-                    fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix")
-                    _dispatch_indirect(enc, fix, bind, args, query.next() if query else None)
-                enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
-                                           {"texture": tex.texture, "mip_level": st.level, "origin": (0, r0, layer)},
-                                           (w, n, 1))
+            prm = struct.pack("<20I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
+                              st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0],
+                              0, 0, 0, 0, 0, 0)
+            bind = bind_group(bgl, prm, src, stand_in_w, misses if is_fast and not inline else stand_in_m)
+            if bpt < 4:
+                enc.clear_buffer(out, 0, pitch * n)
+            if is_fast and not inline:
+                enc.clear_buffer(misses, 0, 16)
+            dispatch(enc, pipe, bind, (-(-w // step), -(-n // step), 1), query.next() if query else None)
+            if names is not None:
+                names.append(f"level {st.level} from {_source_name(st)}" + (f" rows {r0}-{r0 + n - 1}" if n < h else ""))
+            if is_fast and not inline:  # the texels left, as many workgroups as level_fast counted
+                enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
+                fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix")
+                _dispatch_indirect(enc, fix, bind, args, query.next() if query else None)
+                if names is not None:
+                    names.append(f"level {st.level} exact pass")
+            to_texture(st, pitch, r0, n)
         gpu_ns, pass_ns = submit_timed(session, enc, query, f"{tex.source}: mip chain (integer, cells)")
     finally:
         for b in owned:
             b.destroy()
     return plan.sources(), gpu_ns, pass_ns
+
+
+Job = tuple[Any, ...]
+
+
+def _schedule(plan: CellPlan, order: dict[tuple[str, int], Any], band_rows: Any, fuse: bool) -> list[Job]:
+    """The chain's dispatches in order: ("cells", grid step), ("level", level step, first row,
+    rows) a band, or ("step", level step, grid step): a fast level of one band and the next grid
+    from the same source (``fuse``)."""
+    work: list[Job] = []
+    skip = None
+    for i, st in enumerate(plan.steps):
+        if st is skip:
+            continue
+        nx = plan.steps[i + 1] if i + 1 < len(plan.steps) else None
+        if st.kind == "cells":
+            work.append(("cells", st))
+            continue
+        rows = band_rows(st)[1]
+        if (fuse and nx is not None and nx.kind == "cells" and nx.source == st.source and _fast(plan, st)
+                and rows >= st.size[1] and ("level", st.level) not in order and ("cells", nx.level) not in order):
+            work.append(("step", st, nx))
+            skip = nx
+            continue
+        work.extend(("level", st, r0, min(rows, st.size[1] - r0)) for r0 in range(0, st.size[1], rows))
+    return work
+
+
+def _source_name(st: Step) -> str:
+    return "the base" if st.source == 0 else f"G({st.source})"
 
 
 def _orders(plan: CellPlan) -> dict[tuple[str, int], tuple[tuple[int, int], Any]]:

@@ -197,11 +197,44 @@ def test_fast_levels_and_the_exact_pass_equal_the_model(gpu, monkeypatch, fmt, c
     monkeypatch.setattr(odd, "PAIRS", pairs)
     monkeypatch.setattr(odd, "SORTED", pairs)  # (cells in order of width, or in place)
     monkeypatch.setattr(cells, "FIRST_GRID", first)
+    monkeypatch.setattr(odd, "FIRST", first)
+    monkeypatch.setattr(odd, "INLINE_FIX", False)
+    monkeypatch.setattr(odd, "FUSE", False)
     w, h = 61, 37
     a = _image(np.random.default_rng(2500 + channels * 3 + bits), w, h, channels, bits, "holes")
     for alpha in ("weighted", "straight"):
         report, got = _levels(gpu, a, fmt, space, alpha, "exact")
         assert report.precision == "integer" and report.note == ""
+        want = model_chain(a.tolist(), channels, bits, space == "srgb", alpha == "weighted", mip_count(w, h))
+        for lv, (g, m) in enumerate(zip(got, want), start=1):
+            assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"{fmt} {alpha} level {lv}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt,channels,bits,space", FORMATS)
+@pytest.mark.parametrize("miss_all,first", [(False, 4), (True, 3)])
+def test_inline_exact_texels_and_fused_steps_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space,
+                                                             miss_all, first):
+    """The chain as on a GPU (odd.INLINE_FIX: a texel the screen leaves made in the fast pass;
+    odd.FUSE: a level and the next grid in one dispatch, level 3 from the base by quads with
+    G(4) where the first grid is 4): the model's bytes, from the screen or, every texel, from the
+    inline exact sums."""
+    import gputex.mips.odd as odd
+
+    monkeypatch.setattr(odd, "MISS_ALL", miss_all)
+    monkeypatch.setattr(odd, "INLINE_FIX", True)
+    monkeypatch.setattr(odd, "FUSE", True)
+    monkeypatch.setattr(odd, "SORTED", False)
+    monkeypatch.setattr(odd, "FIRST", first)
+    w, h = 61, 37
+    a = _image(np.random.default_rng(2550 + channels * 3 + bits), w, h, channels, bits, "holes")
+    jobs = odd._schedule(cell_plan(w, h, mip_count(w, h), 48, 1 << 30, first), {}, lambda st: (0, st.size[1]), True)
+    assert [j[0] for j in jobs] == (["level", "level", "step", "step", "level"] if first == 4 else
+                                    ["level", "step", "step", "step", "level"])
+    for alpha in ("weighted", "straight"):
+        report, got = _levels(gpu, a, fmt, space, alpha, "exact")
+        assert report.precision == "integer" and report.note == ""
+        assert report.sources == [k if k >= first else 0 for k in range(1, mip_count(w, h))]
         want = model_chain(a.tolist(), channels, bits, space == "srgb", alpha == "weighted", mip_count(w, h))
         for lv, (g, m) in enumerate(zip(got, want), start=1):
             assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"{fmt} {alpha} level {lv}"
