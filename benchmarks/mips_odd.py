@@ -7,10 +7,11 @@ flags, same run and same texture.
 Prints, per size (rgba8unorm-srgb, weighted alpha, random codes, 40% of the texels transparent as
 in the hash matrix) and first grid ``G(k)`` (levels before k read the base;
 ``gputex/mips/cells.py``), or per setting of the flags (``--flags``: the adapter's defaults, then
-one flag flipped at a time: SORTED, PAIRS, SMEM_TABLES, FAST_LEVELS), the chain's GPU time
-(timestamp queries, best of 3), whether its bytes equal those of the first row, and every pass's
-time (the levels in order; a level from a grid is preceded by the pass that makes the grid; a
-level by float sums is followed by its exact pass, ``level_fix``). The whole-chain comparison
+one flag flipped at a time: INLINE_FIX, FUSE, FIRST, SORTED, PAIRS, SMEM_TABLES), the chain's
+GPU time (timestamp queries, best of 3; from the first pass's begin to the last's end, so the
+copies into the texture between passes count), whether its bytes equal those of the first row,
+and every pass by name with its time (``odd_chain(names=)``: a level, a grid ``G(k)``, a level
+and the next grid in one dispatch, a level's exact pass, ``level_fix``). The whole-chain comparison
 with the power-of-two sizes and the multi-pass integer chain is ``benchmarks/mips.py``.
 """
 
@@ -31,8 +32,11 @@ def _settings(gpu: gputex.Session, flags: bool) -> list[tuple[str, dict]]:
     if not flags:
         return [(f"first {k}", {"first": k}) for k in (3, 4, 5, 2)]
     cpu = gpu.info.adapter_type == "CPU"
-    return [("defaults", {}), (f"SORTED={not cpu}", {"SORTED": not cpu}), ("PAIRS=False", {"PAIRS": False}),
-            (f"SMEM_TABLES={cpu}", {"SMEM_TABLES": cpu}), ("FAST_LEVELS=False", {"FAST_LEVELS": False})]
+    return [("defaults", {}), (f"INLINE_FIX={cpu}", {"INLINE_FIX": cpu}), (f"FUSE={cpu}", {"FUSE": cpu}),
+            ("FIRST=3", {"FIRST": 3}), ("FIRST=5", {"FIRST": 5}),
+            ("FIRST=3 INLINE_FIX=False FUSE=False", {"FIRST": 3, "INLINE_FIX": False, "FUSE": False}),
+            (f"SORTED={not cpu}", {"SORTED": not cpu}), ("PAIRS=False", {"PAIRS": False}),
+            (f"SMEM_TABLES={cpu}", {"SMEM_TABLES": cpu})]
 
 
 def main(sizes: list[str], flags: bool) -> None:
@@ -54,18 +58,21 @@ def main(sizes: list[str], flags: bool) -> None:
             try:
                 best = None
                 for _ in range(3):
-                    _, ns, passes = odd.odd_chain(tex, "weighted", measure=True, first=first)
+                    names: list[str] = []
+                    _, ns, passes = odd.odd_chain(tex, "weighted", measure=True, first=first, names=names)
                     if ns is not None and (best is None or ns < best[0]):
-                        best = (ns, passes)
+                        best = (ns, passes, names)
             finally:
                 for k, v in saved.items():
                     setattr(odd, k, v)
             got = [gputex.capture_bytes(tex, lv).tobytes() for lv in range(1, tex.levels)]
             first_bytes = first_bytes or got
-            timing = (f"{best[0] / 1e6:.3f} ms, passes (ms): {[round(p / 1e6, 3) for p in best[1]]}" if best
+            timing = (f"{best[0] / 1e6:.3f} ms, {len(best[1])} passes, {sum(best[1]) / 1e6:.3f} ms in them" if best
                       else "no timestamp queries")
             print(f"{size} {name}: {timing} ({'same bytes' if got == first_bytes else 'BYTES DIFFER'})",
                   flush=True)
+            if best:
+                print("    " + "; ".join(f"{n} {p / 1e6:.3f}" for n, p in zip(best[2], best[1])), flush=True)
         tex.destroy()
 
 
