@@ -83,10 +83,18 @@ MISS_ALL = False
 #: (None: on GPUs, where a rare divergent branch costs only where it is taken; lavapipe runs
 #: every statement of a divergent branch for each 8 invocations, so there the list and
 #: ``level_fix``). The tests run both.
+#: Measured on the H200 (``benchmarks/mips_odd.py --flags``): the exact sums inlined raise the
+#: kernel's registers, so big levels run ~4x slower (level 1 of 8191^2); small ones lose the
+#: fix pass's launch. So None inlines only levels of at most :data:`SMALL` texels.
 INLINE_FIX: bool | None = None
 #: A fast level (one band, with INLINE_FIX) and the next grid, from the same source, in one
-#: dispatch (``step``; None: on GPUs, where each pass costs ~10 us of launch and barrier).
+#: dispatch (``step``; None: on GPUs, levels of at most :data:`SMALL` texels, where each pass's
+#: launch and barrier outweigh the work; on big ones the pair's registers cost more).
 FUSE: bool | None = None
+SMALL = 1 << 16
+#: A grid's cells made by workgroups of 64 x 1 (a SIMD group's cells share their rows: the
+#: outer loop of a cell's sum is uniform), else 8 x 8 (None: 64 x 1 on GPUs).
+CELLS_WIDE: bool | None = None
 #: The first level read from a cell grid (None: :data:`.cells.FIRST_GRID` on a CPU adapter, 4
 #: on others: there level 3 from the base by float sums beat ``G(3)`` and level 3 from it).
 FIRST: int | None = None
@@ -216,9 +224,11 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
         fast = [st for st in levels if _fast(plan, st)]
-        inline = INLINE_FIX if INLINE_FIX is not None else cpu is False
+        def inline_at(st: Step) -> bool:
+            return INLINE_FIX if INLINE_FIX is not None else not cpu and st.size[0] * st.size[1] <= SMALL
+
         misses = args = stand_in_m
-        if fast and not inline:  # the texels level_fast leaves: [level_fix's workgroups, count, -, -, x | row << 16 ...]
+        if any(not inline_at(st) for st in fast):  # the texels level_fast leaves: [level_fix's workgroups, count, -, -, x | row << 16 ...]
             misses = buffer(16 + 4 * max(st.size[0] * band_rows(st)[1] for st in fast),
                             wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
                             "mip miss list")
@@ -226,8 +236,12 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                                  data=struct.pack("<4I", 0, 1, 1, 0),
                                  usage=wgpu.BufferUsage.INDIRECT | wgpu.BufferUsage.COPY_DST)
             owned.append(args)
-        work = _schedule(plan, order, band_rows, inline and (FUSE if FUSE is not None else cpu is False))
-        npasses = sum(2 if w[0] == "level" and _fast(plan, w[1]) and not inline else 1 for w in work)
+        def fuse_at(st: Step) -> bool:
+            return inline_at(st) and (FUSE if FUSE is not None else not cpu and st.size[0] * st.size[1] <= SMALL)
+
+        work = _schedule(plan, order, band_rows, fuse_at)
+        npasses = sum(2 if w[0] == "level" and _fast(plan, w[1]) and not inline_at(w[1]) else 1 for w in work)
+        wide = CELLS_WIDE if CELLS_WIDE is not None else not cpu
         query = timestamps(session, npasses + 4) if measure else None
         enc = device.create_command_encoder()
         if copy:
@@ -239,7 +253,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         def consts_of(st: Step) -> dict[str, Any]:
             return dict(consts, FROM_BASE=st.source == 0, MISS_ALL=MISS_ALL, SORTED=(st.kind, st.level) in order,
                         BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
-                        WORDS_OUT=words(st.level) if st.kind == "cells" else 3, INLINE_FIX=inline,
+                        WORDS_OUT=words(st.level) if st.kind == "cells" else 3, INLINE_FIX=inline_at(st),
                         NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
                         NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
                         and plan.extents[st.level] <= 256)
@@ -269,8 +283,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 prm = struct.pack("<20I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
                                   st.x_off, st.y_off, pitch0, *order.get(("cells", st.level), ((0, 0), None))[0],
                                   0, 0, 0, 0, 0, 0)
-                pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "cells")
-                dispatch(enc, pipe, bind_group(bgl, prm, src, dst), (-(-st.size[0] // 8), -(-st.size[1] // 8), 1),
+                gw, gh = (64, 1) if wide else (8, 8)
+                pipe, bgl = pipeline(session, "mip_odd.wgsl", dict(c, CELL_X=gw, CELL_Y=gh), entries, "cells")
+                dispatch(enc, pipe, bind_group(bgl, prm, src, dst), (-(-st.size[0] // gw), -(-st.size[1] // gh), 1),
                          query.next() if query else None)
                 if names is not None:
                     names.append(f"G({st.level}) from {_source_name(st)}")
@@ -278,6 +293,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             w, h = st.size
             pitch = band_rows(st)[0]
             is_fast = _fast(plan, st)
+            inline = inline_at(st)
             pair = is_fast and PAIRS and st.source == 0
             step = 16 if pair else 8  # (level_quad: 2 x 2 texels an invocation)
             if job[0] == "step":  # the level and the next grid, one dispatch
@@ -329,10 +345,10 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
 Job = tuple[Any, ...]
 
 
-def _schedule(plan: CellPlan, order: dict[tuple[str, int], Any], band_rows: Any, fuse: bool) -> list[Job]:
+def _schedule(plan: CellPlan, order: dict[tuple[str, int], Any], band_rows: Any, fuse: Any) -> list[Job]:
     """The chain's dispatches in order: ("cells", grid step), ("level", level step, first row,
     rows) a band, or ("step", level step, grid step): a fast level of one band and the next grid
-    from the same source (``fuse``)."""
+    from the same source (where ``fuse(level step)``)."""
     work: list[Job] = []
     skip = None
     for i, st in enumerate(plan.steps):
@@ -343,7 +359,7 @@ def _schedule(plan: CellPlan, order: dict[tuple[str, int], Any], band_rows: Any,
             work.append(("cells", st))
             continue
         rows = band_rows(st)[1]
-        if (fuse and nx is not None and nx.kind == "cells" and nx.source == st.source and _fast(plan, st)
+        if (fuse(st) and nx is not None and nx.kind == "cells" and nx.source == st.source and _fast(plan, st)
                 and rows >= st.size[1] and ("level", st.level) not in order and ("cells", nx.level) not in order):
             work.append(("step", st, nx))
             skip = nx

@@ -114,7 +114,7 @@ override SMEM_TABLES: bool = BITS == 8u && SRGB;  // (odd.py: on GPUs only)
 var<workgroup> ltab: array<u32, 256>;
 var<workgroup> qtab: array<f32, 257>;
 
-fn load_tables(t: u32) {  // t: the invocation's index in its workgroup of 64
+fn load_tables(t: u32) {  // t: the invocation's index in its workgroup of 64 (or more)
     if (SMEM_TABLES) {
         for (var k = t; k < 256u; k += 64u) {
             ltab[k] = tables[2u * k];
@@ -397,7 +397,10 @@ fn level(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
     level_texel(gid.x, gid.y + prm.row0);
 }
 
-@compute @workgroup_size(8, 8)
+override CELL_X: u32 = 8u;  // cells' workgroup (odd.py's CELLS_WIDE: 64 x 1)
+override CELL_Y: u32 = 8u;
+
+@compute @workgroup_size(CELL_X, CELL_Y)
 fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     load_tables(t);
     make_cell(gid.xy, prm.dst_w, prm.dst_h, prm.x_off, prm.y_off);

@@ -212,15 +212,16 @@ def test_fast_levels_and_the_exact_pass_equal_the_model(gpu, monkeypatch, fmt, c
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("fmt,channels,bits,space", FORMATS)
-@pytest.mark.parametrize("miss_all,first", [(False, 4), (True, 3)])
+@pytest.mark.parametrize("miss_all,first,wide", [(False, 4, True), (True, 3, False)])
 def test_inline_exact_texels_and_fused_steps_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space,
-                                                             miss_all, first):
+                                                             miss_all, first, wide):
     """The chain as on a GPU (odd.INLINE_FIX: a texel the screen leaves made in the fast pass;
     odd.FUSE: a level and the next grid in one dispatch, level 3 from the base by quads with
     G(4) where the first grid is 4): the model's bytes, from the screen or, every texel, from the
-    inline exact sums."""
+    inline exact sums; a grid's cells by workgroups of 64 x 1 or 8 x 8 (odd.CELLS_WIDE)."""
     import gputex.mips.odd as odd
 
+    monkeypatch.setattr(odd, "CELLS_WIDE", wide)
     monkeypatch.setattr(odd, "MISS_ALL", miss_all)
     monkeypatch.setattr(odd, "INLINE_FIX", True)
     monkeypatch.setattr(odd, "FUSE", True)
@@ -228,7 +229,8 @@ def test_inline_exact_texels_and_fused_steps_equal_the_model(gpu, monkeypatch, f
     monkeypatch.setattr(odd, "FIRST", first)
     w, h = 61, 37
     a = _image(np.random.default_rng(2550 + channels * 3 + bits), w, h, channels, bits, "holes")
-    jobs = odd._schedule(cell_plan(w, h, mip_count(w, h), 48, 1 << 30, first), {}, lambda st: (0, st.size[1]), True)
+    jobs = odd._schedule(cell_plan(w, h, mip_count(w, h), 48, 1 << 30, first), {}, lambda st: (0, st.size[1]),
+                         lambda st: True)
     assert [j[0] for j in jobs] == (["level", "level", "step", "step", "level"] if first == 4 else
                                     ["level", "step", "step", "step", "level"])
     for alpha in ("weighted", "straight"):
