@@ -71,7 +71,11 @@ BASE_COPY = True
 FAST_LEVELS = True
 #: Fast levels from the base 2 x 2 texels a thread (``level_quad``: a column or row they share
 #: read once; False: ``level_fast``, a texel a thread; the tests compare both).
-PAIRS = True
+PAIRS: bool | None = None
+#: None: ``level_quad`` on a CPU adapter for every fast level from the base, on others where
+#: Fx + Fy is at most this (level 1 at odd sizes: quads 0.465 against 0.518 ms at 8191^2 on the
+#: H200; levels 2 and 3 0.275 / 0.289 against 0.261 / 0.205 ms: a texel a thread).
+PAIRS_SPAN = 8
 #: A grid's cells made in order of their width and height, a level from a grid's texels in order
 #: of the cells they span on x (at 2047^2 cells of 1 to 8 texels side by side: a loop runs as
 #: long as the widest of its neighbours'; None: on a CPU adapter, where that was measured; not
@@ -92,6 +96,11 @@ INLINE_FIX: bool | None = None
 #: launch and barrier outweigh the work; on big ones the pair's registers cost more).
 FUSE: bool | None = None
 SMALL = 1 << 16
+#: Each level (of one band) written to a buffer of its own, its texels left to a list of its
+#: own (None: on GPUs): the passes of successive levels and the copies into the texture share
+#: no written buffer, so nothing orders them but their data (one shared buffer made every
+#: pass wait for the copy before it).
+SEPARATE: bool | None = None
 #: A grid's cells made by workgroups of 64 x 1 (a SIMD group's cells share their rows: the
 #: outer loop of a cell's sum is uniform), else 8 x 8 (None: 64 x 1 on GPUs).
 CELLS_WIDE: bool | None = None
@@ -201,10 +210,11 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     def whole(b: Any) -> dict[str, Any]:
         return {"buffer": b, "offset": 0, "size": b.size}
 
+    separate = SEPARATE if SEPARATE is not None else not cpu
+    out_usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
     try:
-        out = buffer(max([p * r for p, r in map(band_rows, levels)] + [16]),
-                     wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
-                     "mip output buffer")
+        out = buffer(max([band_rows(st)[0] * band_rows(st)[1] for st in levels
+                          if not separate or band_rows(st)[1] < st.size[1]] + [16]), out_usage, "mip output buffer")
         stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_m = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
@@ -227,15 +237,24 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         def inline_at(st: Step) -> bool:
             return INLINE_FIX if INLINE_FIX is not None else not cpu and st.size[0] * st.size[1] <= SMALL
 
-        misses = args = stand_in_m
-        if any(not inline_at(st) for st in fast):  # the texels level_fast leaves: [level_fix's workgroups, count, -, -, x | row << 16 ...]
-            misses = buffer(16 + 4 * max(st.size[0] * band_rows(st)[1] for st in fast),
-                            wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
-                            "mip miss list")
+        miss_usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+
+        def miss_list(st: Step) -> tuple[Any, Any]:
+            """(list, indirect arguments) for fast level ``st``'s texels left: [level_fix's
+            workgroups, count, -, -, x | row << 16 ...]; one pair for all (not ``separate``)."""
+            if not separate and shared_miss:
+                return shared_miss[0]
+            n = max(s.size[0] * band_rows(s)[1] for s in fast) if not separate else st.size[0] * band_rows(st)[1]
+            lst = buffer(16 + 4 * n, miss_usage, "mip miss list")
             args = session.check(f"{tex.source}: mip indirect arguments", device.create_buffer_with_data,
                                  data=struct.pack("<4I", 0, 1, 1, 0),
                                  usage=wgpu.BufferUsage.INDIRECT | wgpu.BufferUsage.COPY_DST)
             owned.append(args)
+            shared_miss.append((lst, args))
+            return lst, args
+
+        shared_miss: list[tuple[Any, Any]] = []
+
         def fuse_at(st: Step) -> bool:
             return inline_at(st) and (FUSE if FUSE is not None else not cpu and st.size[0] * st.size[1] <= SMALL)
 
@@ -263,14 +282,17 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                                      wgpu.BufferUsage.STORAGE, "mip cell sums")
             return grids[st.level]
 
-        def bind_group(bgl: Any, prm: bytes, src: Any, dst: Any, miss: Any = stand_in_m) -> Any:
+        def bind_group(bgl: Any, prm: bytes, src: Any, dst: Any, miss: Any = stand_in_m, o: Any = out) -> Any:
             return device.create_bind_group(layout=bgl, entries=[
                 {"binding": i, "resource": r} for i, r in enumerate(
-                    [base, whole(out), {"buffer": session.uniform(prm)}, whole(src), whole(dst), whole(tables),
+                    [base, whole(o), {"buffer": session.uniform(prm)}, whole(src), whole(dst), whole(tables),
                      whole(index), whole(base_bytes), whole(miss)])])
 
-        def to_texture(st: Step, pitch: int, r0: int, n: int) -> None:
-            enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
+        def level_out(st: Step, pitch: int, rows: int) -> Any:
+            return buffer(pitch * rows, out_usage, "mip output buffer") if separate and rows >= st.size[1] else out
+
+        def to_texture(o: Any, st: Step, pitch: int, r0: int, n: int) -> None:
+            enc.copy_buffer_to_texture({"buffer": o, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
                                        {"texture": tex.texture, "mip_level": st.level, "origin": (0, r0, layer)},
                                        (st.size[0], n, 1))
 
@@ -294,7 +316,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             pitch = band_rows(st)[0]
             is_fast = _fast(plan, st)
             inline = inline_at(st)
-            pair = is_fast and PAIRS and st.source == 0
+            pair = is_fast and st.source == 0 and (
+                PAIRS if PAIRS is not None else cpu or _run(plan, st) + _span(plan, st) <= PAIRS_SPAN)
             step = 16 if pair else 8  # (level_quad: 2 x 2 texels an invocation)
             if job[0] == "step":  # the level and the next grid, one dispatch
                 nx = job[2]
@@ -306,11 +329,12 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 prm = struct.pack("<20I", *st.source_size, w, h, 0, h, pitch // 4, total, nslots,
                                   st.x_off, st.y_off, pitch0, 0, 0, *nx.size, nx.x_off, nx.y_off, gx, gy)
                 pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "step")
+                o = level_out(st, pitch, h)
                 if bpt < 4:
-                    enc.clear_buffer(out, 0, pitch * h)
-                dispatch(enc, pipe, bind_group(bgl, prm, src, dst),
+                    enc.clear_buffer(o, 0, pitch * h)
+                dispatch(enc, pipe, bind_group(bgl, prm, src, dst, o=o),
                          (max(gx, -(-nx.size[0] // 8)), gy + -(-nx.size[1] // 8), 1), query.next() if query else None)
-                to_texture(st, pitch, 0, h)
+                to_texture(o, st, pitch, 0, h)
                 if names is not None:
                     names.append(f"level {st.level} + G({nx.level}) from {_source_name(st)}")
                 continue
@@ -320,9 +344,11 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             prm = struct.pack("<20I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
                               st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0],
                               0, 0, 0, 0, 0, 0)
-            bind = bind_group(bgl, prm, src, stand_in_w, misses if is_fast and not inline else stand_in_m)
+            misses, args = miss_list(st) if is_fast and not inline else (stand_in_m, None)
+            o = level_out(st, pitch, n)
+            bind = bind_group(bgl, prm, src, stand_in_w, misses, o)
             if bpt < 4:
-                enc.clear_buffer(out, 0, pitch * n)
+                enc.clear_buffer(o, 0, pitch * n)
             if is_fast and not inline:
                 enc.clear_buffer(misses, 0, 16)
             dispatch(enc, pipe, bind, (-(-w // step), -(-n // step), 1), query.next() if query else None)
@@ -334,7 +360,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 _dispatch_indirect(enc, fix, bind, args, query.next() if query else None)
                 if names is not None:
                     names.append(f"level {st.level} exact pass")
-            to_texture(st, pitch, r0, n)
+            to_texture(o, st, pitch, r0, n)
         gpu_ns, pass_ns = submit_timed(session, enc, query, f"{tex.source}: mip chain (integer, cells)")
     finally:
         for b in owned:

@@ -222,6 +222,7 @@ def test_inline_exact_texels_and_fused_steps_equal_the_model(gpu, monkeypatch, f
     import gputex.mips.odd as odd
 
     monkeypatch.setattr(odd, "CELLS_WIDE", wide)
+    monkeypatch.setattr(odd, "SEPARATE", wide)  # (a buffer a level, or one for all)
     monkeypatch.setattr(odd, "MISS_ALL", miss_all)
     monkeypatch.setattr(odd, "INLINE_FIX", True)
     monkeypatch.setattr(odd, "FUSE", True)
@@ -243,11 +244,15 @@ def test_inline_exact_texels_and_fused_steps_equal_the_model(gpu, monkeypatch, f
 
 
 @pytest.mark.gpu
-def test_exact_pass_in_bands_gives_the_same_bytes(gpu, monkeypatch):
+@pytest.mark.parametrize("separate", [False, True])
+def test_exact_pass_in_bands_gives_the_same_bytes(gpu, monkeypatch, separate):
     """Every texel to the exact pass, the levels in bands of a few rows (the miss list emptied
-    for each band): the bytes of the plain chain."""
+    for each band; or a list a band and a buffer a level of one band, odd.SEPARATE): the bytes
+    of the plain chain."""
     import gputex.mips.odd as odd
 
+    monkeypatch.setattr(odd, "SEPARATE", separate)
+    monkeypatch.setattr(odd, "INLINE_FIX", False)
     a = _image(np.random.default_rng(2600), 257, 131, 4, 8, "holes")
     monkeypatch.setattr(odd, "FAST_LEVELS", False)
     _, plain = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "exact")
