@@ -96,11 +96,22 @@ INLINE_FIX: bool | None = None
 #: launch and barrier outweigh the work; on big ones the pair's registers cost more).
 FUSE: bool | None = None
 SMALL = 1 << 16
+#: A grid's cells from the base: the premultiplied and the plain colour summed in one sweep
+#: (False: the plain in a second sweep, only where the cell's alpha sum is 0, ~6 fewer integer
+#: operations a texel; None: one sweep on a CPU adapter, where a divergent branch costs as if
+#: taken, two on others). The tests run both.
+ONE_SWEEP: bool | None = None
 #: Each level (of one band) written to a buffer of its own, its texels left to a list of its
 #: own (None: on GPUs): the passes of successive levels and the copies into the texture share
 #: no written buffer, so nothing orders them but their data (one shared buffer made every
 #: pass wait for the copy before it).
 SEPARATE: bool | None = None
+#: The scratch buffers (the base's copy, the outputs, the grids) kept in the session
+#: (``common.reused``: one of each role and level, replaced by a chain of another shape) for the
+#: next chain of the same size (None: on GPUs, where a new buffer is zero-filled by wgpu before
+#: its first use, ~0.5 GB at 8191^2; the memory stays held until the session ends or the size
+#: changes).
+REUSE: bool | None = None
 #: A grid's cells made by workgroups of 64 x 1 (a SIMD group's cells share their rows: the
 #: outer loop of a cell's sum is uniform), else 8 x 8 (None: 64 x 1 on GPUs).
 CELLS_WIDE: bool | None = None
@@ -166,7 +177,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
 
     from ..kernels import dispatch, submit_timed, timestamps
     from .cells import FIRST_GRID, cell_plan
-    from .common import integer_entries, pipeline
+    from .common import integer_entries, pipeline, reused
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     cpu = session.info.adapter_type == "CPU"
@@ -202,8 +213,17 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     levels = [st for st in plan.steps if st.kind == "level"]
     owned: list[Any] = []
 
-    def buffer(size: int, usage: int, what: str) -> Any:
-        b = session.check(f"{tex.source}: {what}", device.create_buffer, size=max(16, size), usage=usage)
+    reuse = REUSE if REUSE is not None else not cpu
+
+    def buffer(size: int, usage: int, what: str, kind: str = "") -> Any:
+        """A scratch buffer, destroyed after the chain; or, with ``kind`` (the buffer's role and
+        level) and :data:`REUSE`, kept in the session for the next chain of the same shape."""
+        def make() -> Any:
+            return session.check(f"{tex.source}: {what}", device.create_buffer, size=max(16, size), usage=usage)
+
+        if reuse and kind:
+            return reused(session, f"mip-odd {kind}", (max(16, size), usage), make)
+        b = make()
         owned.append(b)
         return b
 
@@ -214,7 +234,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     out_usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
     try:
         out = buffer(max([band_rows(st)[0] * band_rows(st)[1] for st in levels
-                          if not separate or band_rows(st)[1] < st.size[1]] + [16]), out_usage, "mip output buffer")
+                          if not separate or band_rows(st)[1] < st.size[1]] + [16]), out_usage, "mip output buffer",
+                     "output")
         stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_m = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
@@ -230,7 +251,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         base_bytes = stand_in
         if copy:
             base_bytes = buffer(pitch0 * tex.height, wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST,
-                                "mip base copy")
+                                "mip base copy", "base")
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
         fast = [st for st in levels if _fast(plan, st)]
@@ -245,7 +266,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             if not separate and shared_miss:
                 return shared_miss[0]
             n = max(s.size[0] * band_rows(s)[1] for s in fast) if not separate else st.size[0] * band_rows(st)[1]
-            lst = buffer(16 + 4 * n, miss_usage, "mip miss list")
+            lst = buffer(16 + 4 * n, miss_usage, "mip miss list")  # (and args: not kept, made with data)
             args = session.check(f"{tex.source}: mip indirect arguments", device.create_buffer_with_data,
                                  data=struct.pack("<4I", 0, 1, 1, 0),
                                  usage=wgpu.BufferUsage.INDIRECT | wgpu.BufferUsage.COPY_DST)
@@ -275,11 +296,11 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                         WORDS_OUT=words(st.level) if st.kind == "cells" else 3, INLINE_FIX=inline_at(st),
                         NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
                         NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
-                        and plan.extents[st.level] <= 256)
+                        and plan.extents[st.level] <= 256, ONE_SWEEP=ONE_SWEEP if ONE_SWEEP is not None else cpu)
 
         def grid_buffer(st: Step) -> Any:
             grids[st.level] = buffer(st.size[0] * st.size[1] * nslots * words(st.level) * 4,
-                                     wgpu.BufferUsage.STORAGE, "mip cell sums")
+                                     wgpu.BufferUsage.STORAGE, "mip cell sums", f"grid {st.level}")
             return grids[st.level]
 
         def bind_group(bgl: Any, prm: bytes, src: Any, dst: Any, miss: Any = stand_in_m, o: Any = out) -> Any:
@@ -289,7 +310,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                      whole(index), whole(base_bytes), whole(miss)])])
 
         def level_out(st: Step, pitch: int, rows: int) -> Any:
-            return buffer(pitch * rows, out_usage, "mip output buffer") if separate and rows >= st.size[1] else out
+            if separate and rows >= st.size[1]:
+                return buffer(pitch * rows, out_usage, "mip output buffer", f"output {st.level}")
+            return out
 
         def to_texture(o: Any, st: Step, pitch: int, r0: int, n: int) -> None:
             enc.copy_buffer_to_texture({"buffer": o, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},

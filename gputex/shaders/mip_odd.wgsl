@@ -30,6 +30,8 @@ override WORDS_OUT: u32 = 3u;     // ... of the cells made
 override NARROW: bool = false;     // 8 bits, runs of base texels below 257 (odd.py): row sums in
                                    // 32-bit lanes (16-bit halves of L times alpha: < 2^24 each)
 override NARROW_BLOCK: bool = false; // a cell's base texels (at most 256) all summed in the lanes
+override ONE_SWEEP: bool = true;   // ... the premultiplied and the plain colour in one sweep (else
+                                   // the plain in a second, only where the alpha sum is 0: GPUs)
 override SORTED: bool = false;     // cells: invocation i makes the cell index[px_off + i] (the cells
                                    // in order of width: neighbouring invocations loop alike long)
 override BASE_BUFFER: bool = true; // base texels from a copy of its bytes (else textureLoad, whose
@@ -422,8 +424,16 @@ fn make_cell(gid: vec2<u32>, w: u32, h: u32, xo: u32, yo: u32) {
     let y0 = index[yo + cy];
     let y1 = index[yo + cy + 1u];
     var acc = zero_acc();
-    if (NARROW_BLOCK) {
+    if (NARROW_BLOCK && ONE_SWEEP) {
         store_cell((cy * w + cx) * SLOTS * WORDS_OUT, block_cell(y0, y1, x0, x1));
+        return;
+    }
+    if (NARROW_BLOCK) {  // the plain colour in a second sweep, only where the alpha sum is 0
+        acc = block_narrow(y0, y1, x0, x1, false);
+        if (WA && !nonzero(acc.a)) {
+            acc = block_narrow(y0, y1, x0, x1, true);
+        }
+        store_cell((cy * w + cx) * SLOTS * WORDS_OUT, acc);
         return;
     }
     for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where the alpha sum is 0

@@ -218,11 +218,14 @@ def test_inline_exact_texels_and_fused_steps_equal_the_model(gpu, monkeypatch, f
     """The chain as on a GPU (odd.INLINE_FIX: a texel the screen leaves made in the fast pass;
     odd.FUSE: a level and the next grid in one dispatch, level 3 from the base by quads with
     G(4) where the first grid is 4): the model's bytes, from the screen or, every texel, from the
-    inline exact sums; a grid's cells by workgroups of 64 x 1 or 8 x 8 (odd.CELLS_WIDE)."""
+    inline exact sums; a grid's cells by workgroups of 64 x 1 or 8 x 8 (odd.CELLS_WIDE), from the
+    base in one sweep or the plain colour in a second (odd.ONE_SWEEP)."""
     import gputex.mips.odd as odd
 
     monkeypatch.setattr(odd, "CELLS_WIDE", wide)
     monkeypatch.setattr(odd, "SEPARATE", wide)  # (a buffer a level, or one for all)
+    monkeypatch.setattr(odd, "ONE_SWEEP", not wide)
+    monkeypatch.setattr(odd, "REUSE", wide)  # (the second alpha mode's chain on the first's buffers)
     monkeypatch.setattr(odd, "MISS_ALL", miss_all)
     monkeypatch.setattr(odd, "INLINE_FIX", True)
     monkeypatch.setattr(odd, "FUSE", True)
