@@ -260,13 +260,13 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
 
         miss_usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 
-        def miss_list(st: Step) -> tuple[Any, Any]:
+        def miss_list(st: Step, kind: str = "") -> tuple[Any, Any]:
             """(list, indirect arguments) for fast level ``st``'s texels left: [level_fix's
             workgroups, count, -, -, x | row << 16 ...]; one pair for all (not ``separate``)."""
             if not separate and shared_miss:
                 return shared_miss[0]
             n = max(s.size[0] * band_rows(s)[1] for s in fast) if not separate else st.size[0] * band_rows(st)[1]
-            lst = buffer(16 + 4 * n, miss_usage, "mip miss list")  # (and args: not kept, made with data)
+            lst = buffer(16 + 4 * n, miss_usage, "mip miss list", kind)  # (args: not kept, made with data)
             args = session.check(f"{tex.source}: mip indirect arguments", device.create_buffer_with_data,
                                  data=struct.pack("<4I", 0, 1, 1, 0),
                                  usage=wgpu.BufferUsage.INDIRECT | wgpu.BufferUsage.COPY_DST)
@@ -319,7 +319,31 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                                        {"texture": tex.texture, "mip_level": st.level, "origin": (0, r0, layer)},
                                        (st.size[0], n, 1))
 
-        for job in work:
+        # separate: every level's miss list emptied up front, and a level's copy into the texture
+        # issued after the next pass (a clear or a copy between two passes puts a barrier there
+        # that waits for all earlier work: so a level's exact pass runs beside the next level's)
+        lists = {}
+        if separate:
+            for job in work:
+                if job[0] == "level" and _fast(plan, job[1]) and not inline_at(job[1]):
+                    lists[(job[1].level, job[2])] = lst = miss_list(job[1], f"miss {job[1].level} {job[2]}")
+                    enc.clear_buffer(lst[0], 0, 16)
+        pending: list[tuple[Any, Step, int, int, int]] = []
+
+        def flush() -> None:
+            for p in pending:
+                to_texture(*p)
+            pending.clear()
+
+        def copy_out(o: Any, st: Step, pitch: int, r0: int, n: int) -> None:
+            if o is out:
+                to_texture(o, st, pitch, r0, n)
+            else:
+                pending.append((o, st, pitch, r0, n))
+
+        for i, job in enumerate(work):
+            if i == len(work) - 1:
+                flush()  # (the chain's figure, first pass to last, holds every copy but the last's)
             st = job[1]
             src = grids[st.source] if st.source else stand_in
             c = consts_of(st)
@@ -332,6 +356,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 pipe, bgl = pipeline(session, "mip_odd.wgsl", dict(c, CELL_X=gw, CELL_Y=gh), entries, "cells")
                 dispatch(enc, pipe, bind_group(bgl, prm, src, dst), (-(-st.size[0] // gw), -(-st.size[1] // gh), 1),
                          query.next() if query else None)
+                flush()
                 if names is not None:
                     names.append(f"G({st.level}) from {_source_name(st)}")
                 continue
@@ -357,7 +382,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                     enc.clear_buffer(o, 0, pitch * h)
                 dispatch(enc, pipe, bind_group(bgl, prm, src, dst, o=o),
                          (max(gx, -(-nx.size[0] // 8)), gy + -(-nx.size[1] // 8), 1), query.next() if query else None)
-                to_texture(o, st, pitch, 0, h)
+                flush()
+                copy_out(o, st, pitch, 0, h)
                 if names is not None:
                     names.append(f"level {st.level} + G({nx.level}) from {_source_name(st)}")
                 continue
@@ -367,14 +393,16 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             prm = struct.pack("<20I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
                               st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0],
                               0, 0, 0, 0, 0, 0)
-            misses, args = miss_list(st) if is_fast and not inline else (stand_in_m, None)
+            misses, args = (stand_in_m, None) if not is_fast or inline else \
+                lists[(st.level, r0)] if separate else miss_list(st)
             o = level_out(st, pitch, n)
             bind = bind_group(bgl, prm, src, stand_in_w, misses, o)
             if bpt < 4:
                 enc.clear_buffer(o, 0, pitch * n)
-            if is_fast and not inline:
+            if is_fast and not inline and not separate:
                 enc.clear_buffer(misses, 0, 16)
             dispatch(enc, pipe, bind, (-(-w // step), -(-n // step), 1), query.next() if query else None)
+            flush()
             if names is not None:
                 names.append(f"level {st.level} from {_source_name(st)}" + (f" rows {r0}-{r0 + n - 1}" if n < h else ""))
             if is_fast and not inline:  # the texels left, as many workgroups as level_fast counted
@@ -383,7 +411,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 _dispatch_indirect(enc, fix, bind, args, query.next() if query else None)
                 if names is not None:
                     names.append(f"level {st.level} exact pass")
-            to_texture(o, st, pitch, r0, n)
+            copy_out(o, st, pitch, r0, n)
+        flush()
         gpu_ns, pass_ns = submit_timed(session, enc, query, f"{tex.source}: mip chain (integer, cells)")
     finally:
         for b in owned:
