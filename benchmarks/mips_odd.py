@@ -39,7 +39,7 @@ def _settings(gpu: gputex.Session, flags: bool) -> list[tuple[str, dict]]:
             (f"CELLS_WIDE={cpu}", {"CELLS_WIDE": cpu}), ("FIRST=3", {"FIRST": 3}), ("FIRST=5", {"FIRST": 5}),
             ("as before: FIRST=3 INLINE_FIX=False FUSE=False CELLS_WIDE=False",
              {"FIRST": 3, "INLINE_FIX": False, "FUSE": False, "CELLS_WIDE": False}),
-            (f"SEPARATE={cpu}", {"SEPARATE": cpu}), (f"REUSE={cpu}", {"REUSE": cpu}),
+            (f"SEPARATE={cpu}", {"SEPARATE": cpu}), ("REUSE=True", {"REUSE": True}),
             (f"ONE_SWEEP={not cpu}", {"ONE_SWEEP": not cpu}), ("PAIRS=True", {"PAIRS": True}), ("PAIRS=False", {"PAIRS": False}),
             (f"SORTED={not cpu}", {"SORTED": not cpu}),
             (f"SMEM_TABLES={cpu}", {"SMEM_TABLES": cpu})]

@@ -32,6 +32,18 @@ time of the chain (``benchmarks/mips_cpu.py --trees MAIN . --sizes 2048 2047 102
 2047^2 561 -> 258 ms (2048^2: 222 ms, so 2.53x -> 1.16x), 1023x1025 131 -> 59 ms (1024^2: 56 ms).
 Not yet measured on the H200.
 
+On the H200 (issue 16, helper h16odd3; ``benchmarks/results/mips-h200-4968971.txt``, GPU time,
+warm median) the chain went from 4.53 to 3.26 ms at 8191^2 (2.12x -> 1.52x the 8192^2 chain's
+2.14 ms) and from 1.61 to 1.11 ms at 4095x4097 (2.74x -> 1.89x 4096^2's 0.59 ms); the 1.3x target
+is missed. What changed there, each a flag measured by ``benchmarks/mips_odd.py --flags``: the
+first grid is ``G(4)`` (levels 1-3 from the base by float sums; ``G(3)`` from the base cost 0.81
+ms and level 3 from it 0.36), a grid's cells by 64 x 1 workgroups (``G(4)`` 0.92 -> 0.47 ms),
+``level_quad`` for level 1 only, and the levels of at most 64K texels make their screen's misses
+in their own pass and share one dispatch with the next grid (18 passes instead of 34). Where the
+time goes now (8191^2, 3.26 ms): the passes 2.04 ms (levels 1-3 and ``G(4)`` from the base 0.46
++ 0.26 + 0.21 + 0.47, the exact passes of levels 1-4 0.03-0.06 each, the small levels 0.25), the
+copies into the texture ~1.2 ms (the texture floor's; the 8192^2 chain pays them too).
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
 ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
@@ -74,7 +86,8 @@ FAST_LEVELS = True
 PAIRS: bool | None = None
 #: None: ``level_quad`` on a CPU adapter for every fast level from the base, on others where
 #: Fx + Fy is at most this (level 1 at odd sizes: quads 0.465 against 0.518 ms at 8191^2 on the
-#: H200; levels 2 and 3 0.275 / 0.289 against 0.261 / 0.205 ms: a texel a thread).
+#: H200; levels 2 and 3 0.275 / 0.289 against 0.261 / 0.205 ms: a texel a thread; the chain
+#: 3.27 ms, 3.37 with quads everywhere, 3.32 with none).
 PAIRS_SPAN = 8
 #: A grid's cells made in order of their width and height, a level from a grid's texels in order
 #: of the cells they span on x (at 2047^2 cells of 1 to 8 texels side by side: a loop runs as
@@ -87,36 +100,43 @@ MISS_ALL = False
 #: (None: on GPUs, where a rare divergent branch costs only where it is taken; lavapipe runs
 #: every statement of a divergent branch for each 8 invocations, so there the list and
 #: ``level_fix``). The tests run both.
-#: Measured on the H200 (``benchmarks/mips_odd.py --flags``): the exact sums inlined raise the
-#: kernel's registers, so big levels run ~4x slower (level 1 of 8191^2); small ones lose the
-#: fix pass's launch. So None inlines only levels of at most :data:`SMALL` texels.
+#: Measured on the H200 (``benchmarks/mips_odd.py --flags``, ``benchmarks/results/mips-h200-4968971.txt``):
+#: the exact sums inlined raise the kernel's registers, so big levels run ~3x slower (level 1 of
+#: 8191^2 1.395 against 0.465 ms; the chain 5.04 against 3.27 ms inlined everywhere); small ones
+#: lose the fix pass's launch (8191^2 3.67 ms with no level inlined). So None inlines only levels
+#: of at most :data:`SMALL` texels.
 INLINE_FIX: bool | None = None
 #: A fast level (one band, with INLINE_FIX) and the next grid, from the same source, in one
 #: dispatch (``step``; None: on GPUs, levels of at most :data:`SMALL` texels, where each pass's
-#: launch and barrier outweigh the work; on big ones the pair's registers cost more).
+#: launch and barrier outweigh the work; on big ones the pair's registers cost more). H200:
+#: 8191^2 3.27 against 3.41 ms without, 4095x4097 1.12 against 1.25 ms.
 FUSE: bool | None = None
 SMALL = 1 << 16
 #: A grid's cells from the base: the premultiplied and the plain colour summed in one sweep
 #: (False: the plain in a second sweep, only where the cell's alpha sum is 0, ~6 fewer integer
 #: operations a texel; None: one sweep on a CPU adapter, where a divergent branch costs as if
-#: taken, two on others). The tests run both.
+#: taken, two on others). The tests run both. H200: no difference (8191^2 3.26 / 3.27 ms).
 ONE_SWEEP: bool | None = None
 #: Each level (of one band) written to a buffer of its own, its texels left to a list of its
 #: own (None: on GPUs): the passes of successive levels and the copies into the texture share
 #: no written buffer, so nothing orders them but their data (one shared buffer made every
-#: pass wait for the copy before it).
+#: pass wait for the copy before it). Measured on the H200: no difference (8191^2 3.29 ms
+#: without, 3.27 with): wgpu's barriers still order the passes; kept as measured.
 SEPARATE: bool | None = None
 #: The scratch buffers (the base's copy, the outputs, the grids) kept in the session
 #: (``common.reused``: one of each role and level, replaced by a chain of another shape) for the
-#: next chain of the same size (None: on GPUs, where a new buffer is zero-filled by wgpu before
-#: its first use, ~0.5 GB at 8191^2; the memory stays held until the session ends or the size
-#: changes).
-REUSE: bool | None = None
+#: next chain of the same size (wgpu zero-fills a new buffer before its first use, ~0.5 GB at
+#: 8191^2; the memory stays held until the session ends or the size changes). Measured on the
+#: H200 and not kept: 8191^2 3.27 ms with, 3.19 without (no gain for ~0.5 GB held); the tests
+#: run it.
+REUSE = False
 #: A grid's cells made by workgroups of 64 x 1 (a SIMD group's cells share their rows: the
-#: outer loop of a cell's sum is uniform), else 8 x 8 (None: 64 x 1 on GPUs).
+#: outer loop of a cell's sum is uniform), else 8 x 8 (None: 64 x 1 on GPUs; H200: G(4) of
+#: 8191^2 from the base 0.47 against 0.92 ms, the chain 3.27 against 3.77 ms).
 CELLS_WIDE: bool | None = None
 #: The first level read from a cell grid (None: :data:`.cells.FIRST_GRID` on a CPU adapter, 4
-#: on others: there level 3 from the base by float sums beat ``G(3)`` and level 3 from it).
+#: on others: there level 3 from the base by float sums beat ``G(3)`` and level 3 from it; H200
+#: 8191^2: G(3) first 3.66 ms, G(4) 3.27, G(5) 3.42; 4095x4097: 1.16, 1.12, 1.27).
 FIRST: int | None = None
 #: The first grid on GPUs where :data:`FIRST` is None.
 FIRST_GPU = 4
@@ -213,7 +233,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     levels = [st for st in plan.steps if st.kind == "level"]
     owned: list[Any] = []
 
-    reuse = REUSE if REUSE is not None else not cpu
+    reuse = REUSE
 
     def buffer(size: int, usage: int, what: str, kind: str = "") -> Any:
         """A scratch buffer, destroyed after the chain; or, with ``kind`` (the buffer's role and
