@@ -40,9 +40,10 @@ first grid is ``G(4)`` (levels 1-3 from the base by float sums; ``G(3)`` from th
 ms and level 3 from it 0.36), a grid's cells by 64 x 1 workgroups (``G(4)`` 0.92 -> 0.47 ms),
 ``level_quad`` for level 1 only, and the levels of at most 64K texels make their screen's misses
 in their own pass and share one dispatch with the next grid (18 passes instead of 34). Where the
-time goes now (8191^2, 3.26 ms): the passes 2.04 ms (levels 1-3 and ``G(4)`` from the base 0.46
-+ 0.26 + 0.21 + 0.47, the exact passes of levels 1-4 0.03-0.06 each, the small levels 0.25), the
-copies into the texture ~1.2 ms (the texture floor's; the 8192^2 chain pays them too).
+time goes now (8191^2, 3.26 ms): the passes 2.02 ms (levels 1-3 and ``G(4)`` from the base 0.44
++ 0.26 + 0.21 + 0.46 and their levels' exact passes, 0.03-0.06 each; levels 4.. 0.53), and 1.24
+ms between them, most of it the copies into the texture (~1.07 ms by the texture floor; the
+8192^2 chain pays them too).
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
