@@ -3,9 +3,11 @@
 //! include mip_store.wgsl
 // The cell chain (mips/odd.py; the arithmetic is in mips/cells.py and mips/intbox.py): exact
 // integer sums of the integer box chain, a level's texels as weighted sums of the cells of a
-// grid (or of base texels) instead of the whole base footprint. Two entry points: `level`
-// (a level's texels: sums, then the codes by the exact threshold comparisons of mip_int.wgsl)
-// and `cells` (a grid's cell sums: plain sums of the source's cells).
+// grid (or of base texels) instead of the whole base footprint. Entry points: `level` (a
+// level's texels: sums, then the codes by the exact threshold comparisons of mip_int.wgsl),
+// `cells` (a grid's cell sums: plain sums of the source's cells), `level_fast` / `level_quad`
+// (float sums and the screen; the texels it leaves to `level_fix`, or made at once with
+// INLINE_FIX) and `step` (a fast level and the next grid from the same source, one dispatch).
 //
 // On each axis a texel's source cells i0 .. i1 weigh (m - r0) (cell i0, one base column),
 // m (between) and r1 (cell i1, one base column; none where r1 = 0): the axis table holds
