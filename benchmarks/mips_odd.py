@@ -7,7 +7,7 @@ flags, same run and same texture.
 Prints, per size (rgba8unorm-srgb, weighted alpha, random codes, 40% of the texels transparent as
 in the hash matrix) and first grid ``G(k)`` (levels before k read the base;
 ``gputex/mips/cells.py``), or per setting of the flags (``--flags``: the adapter's defaults, then
-one flag flipped at a time: INLINE_FIX, FUSE, CELLS_WIDE, FIRST, SEPARATE, REUSE, ONE_SWEEP,
+one flag flipped at a time: INLINE_FIX, FUSE, CELLS_WIDE, FIRST, SEPARATE, ONE_SWEEP,
 PAIRS, SORTED, SMEM_TABLES), the chain's GPU time (timestamp queries, median of 5, each queued
 behind ``mips.py``'s warm-up dispatches; from the first pass's begin to the last's end, so the
 copies into the texture between passes count), whether its bytes equal those of the first row,
@@ -39,7 +39,7 @@ def _settings(gpu: gputex.Session, flags: bool) -> list[tuple[str, dict]]:
             (f"CELLS_WIDE={cpu}", {"CELLS_WIDE": cpu}), ("FIRST=3", {"FIRST": 3}), ("FIRST=5", {"FIRST": 5}),
             ("as before: FIRST=3 INLINE_FIX=False FUSE=False CELLS_WIDE=False",
              {"FIRST": 3, "INLINE_FIX": False, "FUSE": False, "CELLS_WIDE": False}),
-            (f"SEPARATE={cpu}", {"SEPARATE": cpu}), ("REUSE=True", {"REUSE": True}),
+            (f"SEPARATE={cpu}", {"SEPARATE": cpu}),
             (f"ONE_SWEEP={not cpu}", {"ONE_SWEEP": not cpu}), ("PAIRS=True", {"PAIRS": True}), ("PAIRS=False", {"PAIRS": False}),
             (f"SORTED={not cpu}", {"SORTED": not cpu}),
             (f"SMEM_TABLES={cpu}", {"SMEM_TABLES": cpu})]

@@ -124,13 +124,6 @@ ONE_SWEEP: bool | None = None
 #: pass wait for the copy before it). Measured on the H200: no difference (8191^2 3.29 ms
 #: without, 3.27 with): wgpu's barriers still order the passes; kept as measured.
 SEPARATE: bool | None = None
-#: The scratch buffers (the base's copy, the outputs, the grids) kept in the session
-#: (``common.reused``: one of each role and level, replaced by a chain of another shape) for the
-#: next chain of the same size (wgpu zero-fills a new buffer before its first use, ~0.5 GB at
-#: 8191^2; the memory stays held until the session ends or the size changes). Measured on the
-#: H200 and not kept: 8191^2 3.27 ms with, 3.19 without (no gain for ~0.5 GB held); the tests
-#: run it.
-REUSE = False
 #: A grid's cells made by workgroups of 64 x 1 (a SIMD group's cells share their rows: the
 #: outer loop of a cell's sum is uniform), else 8 x 8 (None: 64 x 1 on GPUs; H200: G(4) of
 #: 8191^2 from the base 0.47 against 0.92 ms, the chain 3.27 against 3.77 ms).
@@ -198,7 +191,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
 
     from ..kernels import dispatch, submit_timed, timestamps
     from .cells import FIRST_GRID, cell_plan
-    from .common import integer_entries, pipeline, reused
+    from .common import integer_entries, pipeline
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     cpu = session.info.adapter_type == "CPU"
@@ -234,17 +227,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     levels = [st for st in plan.steps if st.kind == "level"]
     owned: list[Any] = []
 
-    reuse = REUSE
-
-    def buffer(size: int, usage: int, what: str, kind: str = "") -> Any:
-        """A scratch buffer, destroyed after the chain; or, with ``kind`` (the buffer's role and
-        level) and :data:`REUSE`, kept in the session for the next chain of the same shape."""
-        def make() -> Any:
-            return session.check(f"{tex.source}: {what}", device.create_buffer, size=max(16, size), usage=usage)
-
-        if reuse and kind:
-            return reused(session, f"mip-odd {kind}", (max(16, size), usage), make)
-        b = make()
+    def buffer(size: int, usage: int, what: str) -> Any:
+        b = session.check(f"{tex.source}: {what}", device.create_buffer, size=max(16, size), usage=usage)
         owned.append(b)
         return b
 
@@ -255,8 +239,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     out_usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
     try:
         out = buffer(max([band_rows(st)[0] * band_rows(st)[1] for st in levels
-                          if not separate or band_rows(st)[1] < st.size[1]] + [16]), out_usage, "mip output buffer",
-                     "output")
+                          if not separate or band_rows(st)[1] < st.size[1]] + [16]), out_usage, "mip output buffer")
         stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_m = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
@@ -272,7 +255,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         base_bytes = stand_in
         if copy:
             base_bytes = buffer(pitch0 * tex.height, wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST,
-                                "mip base copy", "base")
+                                "mip base copy")
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
         fast = [st for st in levels if _fast(plan, st)]
@@ -281,13 +264,13 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
 
         miss_usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 
-        def miss_list(st: Step, kind: str = "") -> tuple[Any, Any]:
+        def miss_list(st: Step) -> tuple[Any, Any]:
             """(list, indirect arguments) for fast level ``st``'s texels left: [level_fix's
             workgroups, count, -, -, x | row << 16 ...]; one pair for all (not ``separate``)."""
             if not separate and shared_miss:
                 return shared_miss[0]
             n = max(s.size[0] * band_rows(s)[1] for s in fast) if not separate else st.size[0] * band_rows(st)[1]
-            lst = buffer(16 + 4 * n, miss_usage, "mip miss list", kind)  # (args: not kept, made with data)
+            lst = buffer(16 + 4 * n, miss_usage, "mip miss list")
             args = session.check(f"{tex.source}: mip indirect arguments", device.create_buffer_with_data,
                                  data=struct.pack("<4I", 0, 1, 1, 0),
                                  usage=wgpu.BufferUsage.INDIRECT | wgpu.BufferUsage.COPY_DST)
@@ -321,7 +304,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
 
         def grid_buffer(st: Step) -> Any:
             grids[st.level] = buffer(st.size[0] * st.size[1] * nslots * words(st.level) * 4,
-                                     wgpu.BufferUsage.STORAGE, "mip cell sums", f"grid {st.level}")
+                                     wgpu.BufferUsage.STORAGE, "mip cell sums")
             return grids[st.level]
 
         def bind_group(bgl: Any, prm: bytes, src: Any, dst: Any, miss: Any = stand_in_m, o: Any = out) -> Any:
@@ -332,7 +315,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
 
         def level_out(st: Step, pitch: int, rows: int) -> Any:
             if separate and rows >= st.size[1]:
-                return buffer(pitch * rows, out_usage, "mip output buffer", f"output {st.level}")
+                return buffer(pitch * rows, out_usage, "mip output buffer")
             return out
 
         def to_texture(o: Any, st: Step, pitch: int, r0: int, n: int) -> None:
@@ -347,7 +330,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         if separate:
             for job in work:
                 if job[0] == "level" and _fast(plan, job[1]) and not inline_at(job[1]):
-                    lists[(job[1].level, job[2])] = lst = miss_list(job[1], f"miss {job[1].level} {job[2]}")
+                    lists[(job[1].level, job[2])] = lst = miss_list(job[1])
                     enc.clear_buffer(lst[0], 0, 16)
         pending: list[tuple[Any, Step, int, int, int]] = []
 

@@ -225,7 +225,6 @@ def test_inline_exact_texels_and_fused_steps_equal_the_model(gpu, monkeypatch, f
     monkeypatch.setattr(odd, "CELLS_WIDE", wide)
     monkeypatch.setattr(odd, "SEPARATE", wide)  # (a buffer a level, or one for all)
     monkeypatch.setattr(odd, "ONE_SWEEP", not wide)
-    monkeypatch.setattr(odd, "REUSE", wide)  # (the second alpha mode's chain on the first's buffers)
     monkeypatch.setattr(odd, "MISS_ALL", miss_all)
     monkeypatch.setattr(odd, "INLINE_FIX", True)
     monkeypatch.setattr(odd, "FUSE", True)
@@ -251,22 +250,20 @@ def test_inline_exact_texels_and_fused_steps_equal_the_model(gpu, monkeypatch, f
 @pytest.mark.parametrize("miss_all", [False, True])
 def test_a_buffer_and_a_list_a_level_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space, miss_all):
     """The big levels' form on a GPU: a buffer and a miss list a level (odd.SEPARATE; the lists
-    emptied up front, a level's copy issued after the next pass), kept for the next chain
-    (odd.REUSE), the exact pass a dispatch of its own: the model's bytes, twice on the same
-    buffers."""
+    emptied up front, a level's copy issued after the next pass), the exact pass a dispatch of its
+    own, G(4) from the base with the plain colour in a second sweep: the model's bytes."""
     import gputex.mips.odd as odd
 
-    for name, value in (("SEPARATE", True), ("REUSE", True), ("INLINE_FIX", False), ("FUSE", False),
+    for name, value in (("SEPARATE", True), ("INLINE_FIX", False), ("FUSE", False),
                         ("MISS_ALL", miss_all), ("FIRST", 4), ("ONE_SWEEP", False), ("CELLS_WIDE", True)):
         monkeypatch.setattr(odd, name, value)
     w, h = 67, 41
     a = _image(np.random.default_rng(2580 + channels * 3 + bits), w, h, channels, bits, "holes")
     want = model_chain(a.tolist(), channels, bits, space == "srgb", True, mip_count(w, h))
-    for _ in range(2):
-        report, got = _levels(gpu, a, fmt, space, "weighted", "exact")
-        assert report.sources == [k if k >= 4 else 0 for k in range(1, mip_count(w, h))]
-        for lv, (g, m) in enumerate(zip(got, want), start=1):
-            assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"{fmt} level {lv}"
+    report, got = _levels(gpu, a, fmt, space, "weighted", "exact")
+    assert report.sources == [k if k >= 4 else 0 for k in range(1, mip_count(w, h))]
+    for lv, (g, m) in enumerate(zip(got, want), start=1):
+        assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"{fmt} level {lv}"
 
 
 @pytest.mark.gpu
