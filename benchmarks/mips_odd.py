@@ -7,11 +7,13 @@ flags, same run and same texture.
 Prints, per size (rgba8unorm-srgb, weighted alpha, random codes, 40% of the texels transparent as
 in the hash matrix) and first grid ``G(k)`` (levels before k read the base;
 ``gputex/mips/cells.py``), or per setting of the flags (``--flags``: the adapter's defaults, then
-one flag flipped at a time: SORTED, PAIRS, SMEM_TABLES, FAST_LEVELS), the chain's GPU time
-(timestamp queries, best of 3), whether its bytes equal those of the first row, and every pass's
-time (the levels in order; a level from a grid is preceded by the pass that makes the grid; a
-level by float sums is followed by its exact pass, ``level_fix``). The whole-chain comparison
-with the power-of-two sizes and the multi-pass integer chain is ``benchmarks/mips.py``.
+one flag flipped at a time: INLINE_FIX, FUSE, CELLS_WIDE, FIRST, SEPARATE, ONE_SWEEP,
+PAIRS, SORTED, SMEM_TABLES), the chain's GPU time (timestamp queries, median of 5, each queued
+behind ``mips.py``'s warm-up dispatches; from the first pass's begin to the last's end, so the
+copies into the texture between passes count), whether its bytes equal those of the first row,
+and every pass by name with its time (``odd_chain(names=)``: a level, a grid ``G(k)``, a level
+and the next grid in one dispatch, a level's exact pass, ``level_fix``). The whole-chain
+comparison with the power-of-two sizes and the multi-pass integer chain is ``benchmarks/mips.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+from mips import SpeedOfLight  # noqa: E402  (benchmarks/mips.py: the GPU kept busy, clocks up)
 
 import gputex  # noqa: E402
 import gputex.mips.odd as odd  # noqa: E402
@@ -31,8 +34,15 @@ def _settings(gpu: gputex.Session, flags: bool) -> list[tuple[str, dict]]:
     if not flags:
         return [(f"first {k}", {"first": k}) for k in (3, 4, 5, 2)]
     cpu = gpu.info.adapter_type == "CPU"
-    return [("defaults", {}), (f"SORTED={not cpu}", {"SORTED": not cpu}), ("PAIRS=False", {"PAIRS": False}),
-            (f"SMEM_TABLES={cpu}", {"SMEM_TABLES": cpu}), ("FAST_LEVELS=False", {"FAST_LEVELS": False})]
+    return [("defaults", {}), ("INLINE_FIX=True FUSE=True", {"INLINE_FIX": True, "FUSE": True}),
+            ("INLINE_FIX=False", {"INLINE_FIX": False}), ("FUSE=False", {"FUSE": False}),
+            (f"CELLS_WIDE={cpu}", {"CELLS_WIDE": cpu}), ("FIRST=3", {"FIRST": 3}), ("FIRST=5", {"FIRST": 5}),
+            ("as before: FIRST=3 INLINE_FIX=False FUSE=False CELLS_WIDE=False",
+             {"FIRST": 3, "INLINE_FIX": False, "FUSE": False, "CELLS_WIDE": False}),
+            (f"SEPARATE={cpu}", {"SEPARATE": cpu}),
+            (f"ONE_SWEEP={not cpu}", {"ONE_SWEEP": not cpu}), ("PAIRS=True", {"PAIRS": True}), ("PAIRS=False", {"PAIRS": False}),
+            (f"SORTED={not cpu}", {"SORTED": not cpu}),
+            (f"SMEM_TABLES={cpu}", {"SMEM_TABLES": cpu})]
 
 
 def main(sizes: list[str], flags: bool) -> None:
@@ -46,26 +56,40 @@ def main(sizes: list[str], flags: bool) -> None:
         a[..., 3] = np.where(rng.random((height, width)) < 0.4, 0, a[..., 3])
         tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True, precision="fast")
         first_bytes = None
+        sol = SpeedOfLight(gpu, tex) if gpu.has_feature("timestamp-query") else None
+        if sol:
+            sol.warm()
         for name, setting in _settings(gpu, flags):
             first = setting.pop("first", None)
             saved = {k: getattr(odd, k) for k in setting}
             for k, v in setting.items():
                 setattr(odd, k, v)
             try:
-                best = None
-                for _ in range(3):
-                    _, ns, passes = odd.odd_chain(tex, "weighted", measure=True, first=first)
-                    if ns is not None and (best is None or ns < best[0]):
-                        best = (ns, passes)
+                odd.odd_chain(tex, "weighted", first=first)  # pipelines
+                if sol:
+                    sol.warm()  # (again: the clocks drop while the CPU compiles)
+                runs = []
+                for _ in range(5):
+                    names: list[str] = []
+                    if sol:
+                        sol.rewarm()
+                    _, ns, passes = odd.odd_chain(tex, "weighted", measure=True, first=first, names=names)
+                    if ns is not None:
+                        runs.append((ns, passes, names))
+                best = sorted(runs, key=lambda r: r[0])[len(runs) // 2] if runs else None
             finally:
                 for k, v in saved.items():
                     setattr(odd, k, v)
             got = [gputex.capture_bytes(tex, lv).tobytes() for lv in range(1, tex.levels)]
             first_bytes = first_bytes or got
-            timing = (f"{best[0] / 1e6:.3f} ms, passes (ms): {[round(p / 1e6, 3) for p in best[1]]}" if best
+            timing = (f"{best[0] / 1e6:.3f} ms, {len(best[1])} passes, {sum(best[1]) / 1e6:.3f} ms in them" if best
                       else "no timestamp queries")
             print(f"{size} {name}: {timing} ({'same bytes' if got == first_bytes else 'BYTES DIFFER'})",
                   flush=True)
+            if best:
+                print("    " + "; ".join(f"{n} {p / 1e6:.3f}" for n, p in zip(best[2], best[1])), flush=True)
+        if sol:
+            sol.destroy()
         tex.destroy()
 
 

@@ -32,6 +32,19 @@ time of the chain (``benchmarks/mips_cpu.py --trees MAIN . --sizes 2048 2047 102
 2047^2 561 -> 258 ms (2048^2: 222 ms, so 2.53x -> 1.16x), 1023x1025 131 -> 59 ms (1024^2: 56 ms).
 Not yet measured on the H200.
 
+On the H200 (issue 16, helper h16odd3; ``benchmarks/results/mips-h200-4968971.txt``, GPU time,
+warm median) the chain went from 4.53 to 3.26 ms at 8191^2 (2.12x -> 1.52x the 8192^2 chain's
+2.14 ms) and from 1.61 to 1.11 ms at 4095x4097 (2.74x -> 1.89x 4096^2's 0.59 ms); the 1.3x target
+is missed. What changed there, each a flag measured by ``benchmarks/mips_odd.py --flags``: the
+first grid is ``G(4)`` (levels 1-3 from the base by float sums; ``G(3)`` from the base cost 0.81
+ms and level 3 from it 0.36), a grid's cells by 64 x 1 workgroups (``G(4)`` 0.92 -> 0.47 ms),
+``level_quad`` for level 1 only, and the levels of at most 64K texels make their screen's misses
+in their own pass and share one dispatch with the next grid (18 passes instead of 34). Where the
+time goes now (8191^2, 3.26 ms): the passes 2.02 ms (levels 1-3 and ``G(4)`` from the base 0.44
++ 0.26 + 0.21 + 0.46 and their levels' exact passes, 0.03-0.06 each; levels 4.. 0.53), and 1.24
+ms between them, most of it the copies into the texture (~1.07 ms by the texture floor; the
+8192^2 chain pays them too).
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
 ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
@@ -71,7 +84,12 @@ BASE_COPY = True
 FAST_LEVELS = True
 #: Fast levels from the base 2 x 2 texels a thread (``level_quad``: a column or row they share
 #: read once; False: ``level_fast``, a texel a thread; the tests compare both).
-PAIRS = True
+PAIRS: bool | None = None
+#: None: ``level_quad`` on a CPU adapter for every fast level from the base, on others where
+#: Fx + Fy is at most this (level 1 at odd sizes: quads 0.465 against 0.518 ms at 8191^2 on the
+#: H200; levels 2 and 3 0.275 / 0.289 against 0.261 / 0.205 ms: a texel a thread; the chain
+#: 3.27 ms, 3.37 with quads everywhere, 3.32 with none).
+PAIRS_SPAN = 8
 #: A grid's cells made in order of their width and height, a level from a grid's texels in order
 #: of the cells they span on x (at 2047^2 cells of 1 to 8 texels side by side: a loop runs as
 #: long as the widest of its neighbours'; None: on a CPU adapter, where that was measured; not
@@ -79,6 +97,43 @@ PAIRS = True
 SORTED: bool | None = None
 #: Every texel of a fast level to the exact pass (the tests of that pass).
 MISS_ALL = False
+#: A texel the screen leaves made at once, in the fast level's own pass, by the exact sums
+#: (None: on GPUs, where a rare divergent branch costs only where it is taken; lavapipe runs
+#: every statement of a divergent branch for each 8 invocations, so there the list and
+#: ``level_fix``). The tests run both.
+#: Measured on the H200 (``benchmarks/mips_odd.py --flags``, ``benchmarks/results/mips-h200-4968971.txt``):
+#: the exact sums inlined raise the kernel's registers, so big levels run ~3x slower (level 1 of
+#: 8191^2 1.395 against 0.465 ms; the chain 5.04 against 3.27 ms inlined everywhere); small ones
+#: lose the fix pass's launch (8191^2 3.67 ms with no level inlined). So None inlines only levels
+#: of at most :data:`SMALL` texels.
+INLINE_FIX: bool | None = None
+#: A fast level (one band, with INLINE_FIX) and the next grid, from the same source, in one
+#: dispatch (``step``; None: on GPUs, levels of at most :data:`SMALL` texels, where each pass's
+#: launch and barrier outweigh the work; on big ones the pair's registers cost more). H200:
+#: 8191^2 3.27 against 3.41 ms without, 4095x4097 1.12 against 1.25 ms.
+FUSE: bool | None = None
+SMALL = 1 << 16
+#: A grid's cells from the base: the premultiplied and the plain colour summed in one sweep
+#: (False: the plain in a second sweep, only where the cell's alpha sum is 0, ~6 fewer integer
+#: operations a texel; None: one sweep on a CPU adapter, where a divergent branch costs as if
+#: taken, two on others). The tests run both. H200: no difference (8191^2 3.26 / 3.27 ms).
+ONE_SWEEP: bool | None = None
+#: Each level (of one band) written to a buffer of its own, its texels left to a list of its
+#: own (None: on GPUs): the passes of successive levels and the copies into the texture share
+#: no written buffer, so nothing orders them but their data (one shared buffer made every
+#: pass wait for the copy before it). Measured on the H200: no difference (8191^2 3.29 ms
+#: without, 3.27 with): wgpu's barriers still order the passes; kept as measured.
+SEPARATE: bool | None = None
+#: A grid's cells made by workgroups of 64 x 1 (a SIMD group's cells share their rows: the
+#: outer loop of a cell's sum is uniform), else 8 x 8 (None: 64 x 1 on GPUs; H200: G(4) of
+#: 8191^2 from the base 0.47 against 0.92 ms, the chain 3.27 against 3.77 ms).
+CELLS_WIDE: bool | None = None
+#: The first level read from a cell grid (None: :data:`.cells.FIRST_GRID` on a CPU adapter, 4
+#: on others: there level 3 from the base by float sums beat ``G(3)`` and level 3 from it; H200
+#: 8191^2: G(3) first 3.66 ms, G(4) 3.27, G(5) 3.42; 4095x4097: 1.16, 1.12, 1.27).
+FIRST: int | None = None
+#: The first grid on GPUs where :data:`FIRST` is None.
+FIRST_GPU = 4
 #: The fast levels' float sums are provably within the screen's margin while Fx + Fy (the most
 #: source columns and rows a texel covers) is at most this: levels from the base, from a grid
 #: (``mip_odd.wgsl``, level_fast: 2 (Fx + Fy) + 8 or + 13 roundings, at most 56).
@@ -127,9 +182,10 @@ def _fast(plan: CellPlan, st: Step) -> bool:
 
 
 def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
-              first: int | None = None) -> tuple[list[int], int | None, list[int]]:
+              first: int | None = None, names: list[str] | None = None) -> tuple[list[int], int | None, list[int]]:
     """Fill levels 1.. of ``tex`` with the cell chain. Returns (sources, gpu_ns, pass_ns): a
-    level's source is 0 (the base) or k (the cells of grid G(k), :mod:`.cells`)."""
+    level's source is 0 (the base) or k (the cells of grid G(k), :mod:`.cells`). ``names``, if
+    given, gets what each timed pass makes, in order."""
     import numpy as np
     import wgpu
 
@@ -138,10 +194,13 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     from .common import integer_entries, pipeline
 
     session, device, fmt = tex.session, tex.session.device, tex.format
+    cpu = session.info.adapter_type == "CPU"
     nslots = slots(fmt.channels)
     cell_bytes = nslots * _WORDS * 4  # (the plan's binding check: at most 3 words a slot)
     limit = _limit(session)
-    plan = cell_plan(tex.width, tex.height, tex.levels, cell_bytes, limit, FIRST_GRID if first is None else first)
+    if first is None:
+        first = FIRST if FIRST is not None else FIRST_GRID if cpu else FIRST_GPU
+    plan = cell_plan(tex.width, tex.height, tex.levels, cell_bytes, limit, first)
     top = (1 << fmt.bits) - 1
     most = max(lin_table(fmt.bits, tex.color_space == "srgb")) * (top if alpha == "weighted" else 1)
 
@@ -152,7 +211,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
               "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN,
               "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb" and (
                   SMEM_TABLES if SMEM_TABLES is not None else session.info.adapter_type != "CPU")}
-    entries = integer_entries("sursrrr")
+    entries = integer_entries("sursrrrs")
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     bpt = fmt.block_bytes
     total = tex.width * tex.height
@@ -176,13 +235,15 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     def whole(b: Any) -> dict[str, Any]:
         return {"buffer": b, "offset": 0, "size": b.size}
 
+    separate = SEPARATE if SEPARATE is not None else not cpu
+    out_usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
     try:
-        out = buffer(max([p * r for p, r in map(band_rows, levels)] + [16]),
-                     wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
-                     "mip output buffer")
+        out = buffer(max([band_rows(st)[0] * band_rows(st)[1] for st in levels
+                          if not separate or band_rows(st)[1] < st.size[1]] + [16]), out_usage, "mip output buffer")
         stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
-        order = _orders(plan) if (SORTED if SORTED is not None else session.info.adapter_type == "CPU") else {}
+        stand_in_m = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+        order = _orders(plan) if (SORTED if SORTED is not None else cpu) else {}
         table = plan.index if not order else np.concatenate([plan.index] + [t for _, t in order.values()])
         index = session.check(f"{tex.source}: mip cell tables", device.create_buffer_with_data,
                               data=table.astype(np.uint32).tobytes(), usage=wgpu.BufferUsage.STORAGE)
@@ -198,17 +259,33 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
         fast = [st for st in levels if _fast(plan, st)]
-        misses = args = stand_in
-        if fast:  # the texels level_fast leaves: [level_fix's workgroups, count, -, -, x | row << 16 ...]
-            misses = buffer(16 + 4 * max(st.size[0] * band_rows(st)[1] for st in fast),
-                            wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
-                            "mip miss list")
+        def inline_at(st: Step) -> bool:
+            return INLINE_FIX if INLINE_FIX is not None else not cpu and st.size[0] * st.size[1] <= SMALL
+
+        miss_usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+
+        def miss_list(st: Step) -> tuple[Any, Any]:
+            """(list, indirect arguments) for fast level ``st``'s texels left: [level_fix's
+            workgroups, count, -, -, x | row << 16 ...]; one pair for all (not ``separate``)."""
+            if not separate and shared_miss:
+                return shared_miss[0]
+            n = max(s.size[0] * band_rows(s)[1] for s in fast) if not separate else st.size[0] * band_rows(st)[1]
+            lst = buffer(16 + 4 * n, miss_usage, "mip miss list")
             args = session.check(f"{tex.source}: mip indirect arguments", device.create_buffer_with_data,
                                  data=struct.pack("<4I", 0, 1, 1, 0),
                                  usage=wgpu.BufferUsage.INDIRECT | wgpu.BufferUsage.COPY_DST)
             owned.append(args)
-        npasses = sum(1 if st.kind == "cells" else -(-st.size[1] // band_rows(st)[1]) * (2 if _fast(plan, st) else 1)
-                      for st in plan.steps)
+            shared_miss.append((lst, args))
+            return lst, args
+
+        shared_miss: list[tuple[Any, Any]] = []
+
+        def fuse_at(st: Step) -> bool:
+            return inline_at(st) and (FUSE if FUSE is not None else not cpu and st.size[0] * st.size[1] <= SMALL)
+
+        work = _schedule(plan, order, band_rows, fuse_at)
+        npasses = sum(2 if w[0] == "level" and _fast(plan, w[1]) and not inline_at(w[1]) else 1 for w in work)
+        wide = CELLS_WIDE if CELLS_WIDE is not None else not cpu
         query = timestamps(session, npasses + 4) if measure else None
         enc = device.create_command_encoder()
         if copy:
@@ -216,60 +293,165 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                                        {"buffer": base_bytes, "offset": 0, "bytes_per_row": pitch0,
                                         "rows_per_image": tex.height}, (tex.width, tex.height, 1))
         grids: dict[int, object] = {}
-        for st in plan.steps:
+
+        def consts_of(st: Step) -> dict[str, Any]:
+            return dict(consts, FROM_BASE=st.source == 0, MISS_ALL=MISS_ALL, SORTED=(st.kind, st.level) in order,
+                        BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
+                        WORDS_OUT=words(st.level) if st.kind == "cells" else 3, INLINE_FIX=inline_at(st),
+                        NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
+                        NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
+                        and plan.extents[st.level] <= 256, ONE_SWEEP=ONE_SWEEP if ONE_SWEEP is not None else cpu)
+
+        def grid_buffer(st: Step) -> Any:
+            grids[st.level] = buffer(st.size[0] * st.size[1] * nslots * words(st.level) * 4,
+                                     wgpu.BufferUsage.STORAGE, "mip cell sums")
+            return grids[st.level]
+
+        def bind_group(bgl: Any, prm: bytes, src: Any, dst: Any, miss: Any = stand_in_m, o: Any = out) -> Any:
+            return device.create_bind_group(layout=bgl, entries=[
+                {"binding": i, "resource": r} for i, r in enumerate(
+                    [base, whole(o), {"buffer": session.uniform(prm)}, whole(src), whole(dst), whole(tables),
+                     whole(index), whole(base_bytes), whole(miss)])])
+
+        def level_out(st: Step, pitch: int, rows: int) -> Any:
+            if separate and rows >= st.size[1]:
+                return buffer(pitch * rows, out_usage, "mip output buffer")
+            return out
+
+        def to_texture(o: Any, st: Step, pitch: int, r0: int, n: int) -> None:
+            enc.copy_buffer_to_texture({"buffer": o, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
+                                       {"texture": tex.texture, "mip_level": st.level, "origin": (0, r0, layer)},
+                                       (st.size[0], n, 1))
+
+        # separate: every level's miss list emptied up front, and a level's copy into the texture
+        # issued after the next pass (a clear or a copy between two passes puts a barrier there
+        # that waits for all earlier work: so a level's exact pass runs beside the next level's)
+        lists = {}
+        if separate:
+            for job in work:
+                if job[0] == "level" and _fast(plan, job[1]) and not inline_at(job[1]):
+                    lists[(job[1].level, job[2])] = lst = miss_list(job[1])
+                    enc.clear_buffer(lst[0], 0, 16)
+        pending: list[tuple[Any, Step, int, int, int]] = []
+
+        def flush() -> None:
+            for p in pending:
+                to_texture(*p)
+            pending.clear()
+
+        def copy_out(o: Any, st: Step, pitch: int, r0: int, n: int) -> None:
+            if o is out:
+                to_texture(o, st, pitch, r0, n)
+            else:
+                pending.append((o, st, pitch, r0, n))
+
+        for i, job in enumerate(work):
+            if i == len(work) - 1:
+                flush()  # (the chain's figure, first pass to last, holds every copy but the last's)
+            st = job[1]
             src = grids[st.source] if st.source else stand_in
-            c = dict(consts, FROM_BASE=st.source == 0, MISS_ALL=MISS_ALL, SORTED=(st.kind, st.level) in order,
-                     BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
-                     WORDS_OUT=words(st.level) if st.kind == "cells" else 3,
-                     NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
-                     NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
-                     and plan.extents[st.level] <= 256)
-            if st.kind == "cells":
-                dst = buffer(st.size[0] * st.size[1] * nslots * words(st.level) * 4, wgpu.BufferUsage.STORAGE,
-                             "mip cell sums")
-                grids[st.level] = dst
-                prm = struct.pack("<14I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
-                                  st.x_off, st.y_off, pitch0, *order.get(("cells", st.level), ((0, 0), None))[0])
-                pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "cells")
-                bind = device.create_bind_group(layout=bgl, entries=[
-                    {"binding": i, "resource": r} for i, r in enumerate(
-                        [base, whole(out), {"buffer": session.uniform(prm)}, whole(src), whole(dst), whole(tables),
-                         whole(index), whole(base_bytes)])])
-                dispatch(enc, pipe, bind, (-(-st.size[0] // 8), -(-st.size[1] // 8), 1),
+            c = consts_of(st)
+            if job[0] == "cells":
+                dst = grid_buffer(st)
+                prm = struct.pack("<20I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
+                                  st.x_off, st.y_off, pitch0, *order.get(("cells", st.level), ((0, 0), None))[0],
+                                  0, 0, 0, 0, 0, 0)
+                gw, gh = (64, 1) if wide else (8, 8)
+                pipe, bgl = pipeline(session, "mip_odd.wgsl", dict(c, CELL_X=gw, CELL_Y=gh), entries, "cells")
+                dispatch(enc, pipe, bind_group(bgl, prm, src, dst), (-(-st.size[0] // gw), -(-st.size[1] // gh), 1),
                          query.next() if query else None)
+                flush()
+                if names is not None:
+                    names.append(f"G({st.level}) from {_source_name(st)}")
                 continue
             w, h = st.size
-            pitch, rows = band_rows(st)
+            pitch = band_rows(st)[0]
             is_fast = _fast(plan, st)
-            pair = is_fast and PAIRS and st.source == 0
+            inline = inline_at(st)
+            pair = is_fast and st.source == 0 and (
+                PAIRS if PAIRS is not None else cpu or _run(plan, st) + _span(plan, st) <= PAIRS_SPAN)
+            step = 16 if pair else 8  # (level_quad: 2 x 2 texels an invocation)
+            if job[0] == "step":  # the level and the next grid, one dispatch
+                nx = job[2]
+                dst = grid_buffer(nx)
+                cn = consts_of(nx)
+                c = dict(c, NARROW=c["NARROW"] and cn["NARROW"], NARROW_BLOCK=cn["NARROW_BLOCK"],
+                         WORDS_OUT=cn["WORDS_OUT"], STEP_QUAD=pair)
+                gx, gy = -(-w // step), -(-h // step)
+                prm = struct.pack("<20I", *st.source_size, w, h, 0, h, pitch // 4, total, nslots,
+                                  st.x_off, st.y_off, pitch0, 0, 0, *nx.size, nx.x_off, nx.y_off, gx, gy)
+                pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "step")
+                o = level_out(st, pitch, h)
+                if bpt < 4:
+                    enc.clear_buffer(o, 0, pitch * h)
+                dispatch(enc, pipe, bind_group(bgl, prm, src, dst, o=o),
+                         (max(gx, -(-nx.size[0] // 8)), gy + -(-nx.size[1] // 8), 1), query.next() if query else None)
+                flush()
+                copy_out(o, st, pitch, 0, h)
+                if names is not None:
+                    names.append(f"level {st.level} + G({nx.level}) from {_source_name(st)}")
+                continue
+            r0, n = job[2], job[3]
             pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries,
                                  "level_quad" if pair else "level_fast" if is_fast else "level")
-            for r0 in range(0, h, rows):
-                n = min(rows, h - r0)
-                prm = struct.pack("<14I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
-                                  st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0])
-                bind = device.create_bind_group(layout=bgl, entries=[
-                    {"binding": i, "resource": r} for i, r in enumerate(
-                        [base, whole(out), {"buffer": session.uniform(prm)}, whole(src),
-                         whole(misses if is_fast else stand_in_w), whole(tables), whole(index), whole(base_bytes)])])
-                if bpt < 4:
-                    enc.clear_buffer(out, 0, pitch * n)
-                if is_fast:
-                    enc.clear_buffer(misses, 0, 16)
-                step = 16 if pair else 8  # (level_quad: 2 x 2 texels an invocation)
-                dispatch(enc, pipe, bind, (-(-w // step), -(-n // step), 1), query.next() if query else None)
-                if is_fast:  # the texels left, as many workgroups as level_fast counted
-                    enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
-                    fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix")
-                    _dispatch_indirect(enc, fix, bind, args, query.next() if query else None)
-                enc.copy_buffer_to_texture({"buffer": out, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
-                                           {"texture": tex.texture, "mip_level": st.level, "origin": (0, r0, layer)},
-                                           (w, n, 1))
+            prm = struct.pack("<20I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
+                              st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0],
+                              0, 0, 0, 0, 0, 0)
+            misses, args = (stand_in_m, None) if not is_fast or inline else \
+                lists[(st.level, r0)] if separate else miss_list(st)
+            o = level_out(st, pitch, n)
+            bind = bind_group(bgl, prm, src, stand_in_w, misses, o)
+            if bpt < 4:
+                enc.clear_buffer(o, 0, pitch * n)
+            if is_fast and not inline and not separate:
+                enc.clear_buffer(misses, 0, 16)
+            dispatch(enc, pipe, bind, (-(-w // step), -(-n // step), 1), query.next() if query else None)
+            flush()
+            if names is not None:
+                names.append(f"level {st.level} from {_source_name(st)}" + (f" rows {r0}-{r0 + n - 1}" if n < h else ""))
+            if is_fast and not inline:  # the texels left, as many workgroups as level_fast counted
+                enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
+                fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix")
+                _dispatch_indirect(enc, fix, bind, args, query.next() if query else None)
+                if names is not None:
+                    names.append(f"level {st.level} exact pass")
+            copy_out(o, st, pitch, r0, n)
+        flush()
         gpu_ns, pass_ns = submit_timed(session, enc, query, f"{tex.source}: mip chain (integer, cells)")
     finally:
         for b in owned:
             b.destroy()
     return plan.sources(), gpu_ns, pass_ns
+
+
+Job = tuple[Any, ...]
+
+
+def _schedule(plan: CellPlan, order: dict[tuple[str, int], Any], band_rows: Any, fuse: Any) -> list[Job]:
+    """The chain's dispatches in order: ("cells", grid step), ("level", level step, first row,
+    rows) a band, or ("step", level step, grid step): a fast level of one band and the next grid
+    from the same source (where ``fuse(level step)``)."""
+    work: list[Job] = []
+    skip = None
+    for i, st in enumerate(plan.steps):
+        if st is skip:
+            continue
+        nx = plan.steps[i + 1] if i + 1 < len(plan.steps) else None
+        if st.kind == "cells":
+            work.append(("cells", st))
+            continue
+        rows = band_rows(st)[1]
+        if (fuse(st) and nx is not None and nx.kind == "cells" and nx.source == st.source and _fast(plan, st)
+                and rows >= st.size[1] and ("level", st.level) not in order and ("cells", nx.level) not in order):
+            work.append(("step", st, nx))
+            skip = nx
+            continue
+        work.extend(("level", st, r0, min(rows, st.size[1] - r0)) for r0 in range(0, st.size[1], rows))
+    return work
+
+
+def _source_name(st: Step) -> str:
+    return "the base" if st.source == 0 else f"G({st.source})"
 
 
 def _orders(plan: CellPlan) -> dict[tuple[str, int], tuple[tuple[int, int], Any]]:

@@ -3,9 +3,11 @@
 //! include mip_store.wgsl
 // The cell chain (mips/odd.py; the arithmetic is in mips/cells.py and mips/intbox.py): exact
 // integer sums of the integer box chain, a level's texels as weighted sums of the cells of a
-// grid (or of base texels) instead of the whole base footprint. Two entry points: `level`
-// (a level's texels: sums, then the codes by the exact threshold comparisons of mip_int.wgsl)
-// and `cells` (a grid's cell sums: plain sums of the source's cells).
+// grid (or of base texels) instead of the whole base footprint. Entry points: `level` (a
+// level's texels: sums, then the codes by the exact threshold comparisons of mip_int.wgsl),
+// `cells` (a grid's cell sums: plain sums of the source's cells), `level_fast` / `level_quad`
+// (float sums and the screen; the texels it leaves to `level_fix`, or made at once with
+// INLINE_FIX) and `step` (a fast level and the next grid from the same source, one dispatch).
 //
 // On each axis a texel's source cells i0 .. i1 weigh (m - r0) (cell i0, one base column),
 // m (between) and r1 (cell i1, one base column; none where r1 = 0): the axis table holds
@@ -30,6 +32,8 @@ override WORDS_OUT: u32 = 3u;     // ... of the cells made
 override NARROW: bool = false;     // 8 bits, runs of base texels below 257 (odd.py): row sums in
                                    // 32-bit lanes (16-bit halves of L times alpha: < 2^24 each)
 override NARROW_BLOCK: bool = false; // a cell's base texels (at most 256) all summed in the lanes
+override ONE_SWEEP: bool = true;   // ... the premultiplied and the plain colour in one sweep (else
+                                   // the plain in a second, only where the alpha sum is 0: GPUs)
 override SORTED: bool = false;     // cells: invocation i makes the cell index[px_off + i] (the cells
                                    // in order of width: neighbouring invocations loop alike long)
 override BASE_BUFFER: bool = true; // base texels from a copy of its bytes (else textureLoad, whose
@@ -55,6 +59,14 @@ struct Params {
     base_pitch: u32,     // bytes a row of `base` (BASE_BUFFER)
     px_off: u32,         // cells (SORTED): word offsets of the cells in order of their width, height
     py_off: u32,
+    // `step` (a level and a grid from the same source in one dispatch): the grid's cells on
+    // each axis, its axis tables' offsets, the level part's workgroups on each axis
+    cell_w: u32,
+    cell_h: u32,
+    cx_off: u32,
+    cy_off: u32,
+    level_gx: u32,
+    level_gy: u32,
 }
 
 @group(0) @binding(0) var src: texture_2d<f32>;
@@ -106,7 +118,7 @@ override SMEM_TABLES: bool = BITS == 8u && SRGB;  // (odd.py: on GPUs only)
 var<workgroup> ltab: array<u32, 256>;
 var<workgroup> qtab: array<f32, 257>;
 
-fn load_tables(t: u32) {  // t: the invocation's index in its workgroup of 64
+fn load_tables(t: u32) {  // t: the invocation's index in its workgroup of 64 (or more)
     if (SMEM_TABLES) {
         for (var k = t; k < 256u; k += 64u) {
             ltab[k] = tables[2u * k];
@@ -389,10 +401,18 @@ fn level(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
     level_texel(gid.x, gid.y + prm.row0);
 }
 
-@compute @workgroup_size(8, 8)
+override CELL_X: u32 = 8u;  // cells' workgroup (odd.py's CELLS_WIDE: 64 x 1)
+override CELL_Y: u32 = 8u;
+
+@compute @workgroup_size(CELL_X, CELL_Y)
 fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     load_tables(t);
-    if (gid.x >= prm.dst_w || gid.y >= prm.dst_h) {
+    make_cell(gid.xy, prm.dst_w, prm.dst_h, prm.x_off, prm.y_off);
+}
+
+// Cell `gid` of a grid of w x h cells whose axis tables start at words xo, yo of `index`
+fn make_cell(gid: vec2<u32>, w: u32, h: u32, xo: u32, yo: u32) {
+    if (gid.x >= w || gid.y >= h) {
         return;
     }
     var cx = gid.x;
@@ -401,13 +421,21 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
         cx = index[prm.px_off + gid.x];
         cy = index[prm.py_off + gid.y];
     }
-    let x0 = index[prm.x_off + cx];
-    let x1 = index[prm.x_off + cx + 1u];
-    let y0 = index[prm.y_off + cy];
-    let y1 = index[prm.y_off + cy + 1u];
+    let x0 = index[xo + cx];
+    let x1 = index[xo + cx + 1u];
+    let y0 = index[yo + cy];
+    let y1 = index[yo + cy + 1u];
     var acc = zero_acc();
-    if (NARROW_BLOCK) {
-        store_cell((cy * prm.dst_w + cx) * SLOTS * WORDS_OUT, block_cell(y0, y1, x0, x1));
+    if (NARROW_BLOCK && ONE_SWEEP) {
+        store_cell((cy * w + cx) * SLOTS * WORDS_OUT, block_cell(y0, y1, x0, x1));
+        return;
+    }
+    if (NARROW_BLOCK) {  // the plain colour in a second sweep, only where the alpha sum is 0
+        acc = block_narrow(y0, y1, x0, x1, false);
+        if (WA && !nonzero(acc.a)) {
+            acc = block_narrow(y0, y1, x0, x1, true);
+        }
+        store_cell((cy * w + cx) * SLOTS * WORDS_OUT, acc);
         return;
     }
     for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where the alpha sum is 0
@@ -425,7 +453,7 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
             break;
         }
     }
-    store_cell((cy * prm.dst_w + cx) * SLOTS * WORDS_OUT, acc);
+    store_cell((cy * w + cx) * SLOTS * WORDS_OUT, acc);
 }
 
 // ---- Levels by float sums (`level_fast`), the texels it cannot decide by the exact sums
@@ -445,10 +473,12 @@ fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
 // exact comparisons give the same code
 // (tests/mips/test_odd_fast.py checks the bound in float32 against exact rationals). A texel
 // with any channel too close to a threshold is appended to `misses` for level_fix.
-@group(0) @binding(4) var<storage, read_write> misses: array<atomic<u32>>;  // [level_fix's
+@group(0) @binding(8) var<storage, read_write> misses: array<atomic<u32>>;  // [level_fix's
     // workgroups, count, -, -, then per texel x | (band row << 16)]
 
 override MISS_ALL: bool = false;  // every texel to level_fix (the tests of that path)
+override INLINE_FIX: bool = false; // a texel the screen leaves made at once by the exact sums (GPUs:
+                                   // a rare divergent branch costs only where taken), not listed
 const FIX_GROUPS: u32 = 4096u;    // level_fix's workgroups at most (its threads loop)
 
 fn lin_f(c: u32) -> f32 {
@@ -522,6 +552,10 @@ fn texel_float(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> vec4<f32> {
 @compute @workgroup_size(8, 8)
 fn level_fast(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     load_tables(t);
+    fast_texel(gid.xy);
+}
+
+fn fast_texel(gid: vec2<u32>) {
     if (gid.x >= prm.dst_w || gid.y >= prm.rows) {
         return;
     }
@@ -554,6 +588,10 @@ fn fast_finish(x: u32, row: u32, s: vec4<f32>) {
         codes.w = screen_code(s.w, total, false);
     }
     if (any(codes == vec4<u32>(0xffffffffu))) {
+        if (INLINE_FIX) {
+            level_texel(x, row + prm.row0);
+            return;
+        }
         let i = atomicAdd(&misses[1], 1u);
         atomicMax(&misses[0], min(i / 64u + 1u, FIX_GROUPS));
         atomicStore(&misses[4u + i], x | (row << 16u));
@@ -605,6 +643,10 @@ fn quad_float(ta: vec4<u32>, tb: vec4<u32>, ua: vec4<u32>, ub: vec4<u32>, plain:
 @compute @workgroup_size(8, 8)
 fn level_quad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     load_tables(t);
+    quad_texels(gid.xy);
+}
+
+fn quad_texels(gid: vec2<u32>) {
     let xa = 2u * gid.x;
     let ya = 2u * gid.y;  // (rows of the band)
     if (xa >= prm.dst_w || ya >= prm.rows) {
@@ -643,4 +685,29 @@ fn level_fix(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invoc
         let p = atomicLoad(&misses[4u + i]);
         level_texel(p & 0xffffu, (p >> 16u) + prm.row0);
     }
+}
+
+// A level and the next grid from the same source in one dispatch (odd.py's FUSE, with INLINE_FIX):
+// workgroup rows below prm.level_gy make the level's texels (level_quad's four a thread from the
+// base, else level_fast's one), the rows after them the grid's cells (`cells`).
+override STEP_QUAD: bool = false;
+
+@compute @workgroup_size(8, 8)
+fn step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
+    if (wid.y < prm.level_gy) {
+        if (wid.x >= prm.level_gx) {
+            return;
+        }
+        let gid = wid.xy * 8u + lid.xy;
+        if (STEP_QUAD) {
+            quad_texels(gid);
+        } else {
+            fast_texel(gid);
+        }
+        return;
+    }
+    let gid = vec2<u32>(wid.x, wid.y - prm.level_gy) * 8u + lid.xy;
+    make_cell(gid, prm.cell_w, prm.cell_h, prm.cx_off, prm.cy_off);
 }

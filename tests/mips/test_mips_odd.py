@@ -101,8 +101,10 @@ def test_rgba8_equals_the_integer_chain_and_the_reference(gpu, w, h, space, alph
 def test_formats_and_sources_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space, first):
     """Every format, from grids from level 1 on (every level from a grid) or from level 3."""
     import gputex.mips.cells as cells
+    import gputex.mips.odd as odd
 
     monkeypatch.setattr(cells, "FIRST_GRID", first)
+    monkeypatch.setattr(odd, "FIRST", first)
     w, h = 61, 37
     rng = np.random.default_rng(2200 + channels * 3 + bits + first)
     a = _image(rng, w, h, channels, bits, "holes")

@@ -197,6 +197,9 @@ def test_fast_levels_and_the_exact_pass_equal_the_model(gpu, monkeypatch, fmt, c
     monkeypatch.setattr(odd, "PAIRS", pairs)
     monkeypatch.setattr(odd, "SORTED", pairs)  # (cells in order of width, or in place)
     monkeypatch.setattr(cells, "FIRST_GRID", first)
+    monkeypatch.setattr(odd, "FIRST", first)
+    monkeypatch.setattr(odd, "INLINE_FIX", False)
+    monkeypatch.setattr(odd, "FUSE", False)
     w, h = 61, 37
     a = _image(np.random.default_rng(2500 + channels * 3 + bits), w, h, channels, bits, "holes")
     for alpha in ("weighted", "straight"):
@@ -208,11 +211,71 @@ def test_fast_levels_and_the_exact_pass_equal_the_model(gpu, monkeypatch, fmt, c
 
 
 @pytest.mark.gpu
-def test_exact_pass_in_bands_gives_the_same_bytes(gpu, monkeypatch):
-    """Every texel to the exact pass, the levels in bands of a few rows (the miss list emptied
-    for each band): the bytes of the plain chain."""
+@pytest.mark.parametrize("fmt,channels,bits,space", FORMATS)
+@pytest.mark.parametrize("miss_all,first,wide", [(False, 4, True), (True, 3, False)])
+def test_inline_exact_texels_and_fused_steps_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space,
+                                                             miss_all, first, wide):
+    """The chain as on a GPU (odd.INLINE_FIX: a texel the screen leaves made in the fast pass;
+    odd.FUSE: a level and the next grid in one dispatch, level 3 from the base by quads with
+    G(4) where the first grid is 4): the model's bytes, from the screen or, every texel, from the
+    inline exact sums; a grid's cells by workgroups of 64 x 1 or 8 x 8 (odd.CELLS_WIDE), from the
+    base in one sweep or the plain colour in a second (odd.ONE_SWEEP)."""
     import gputex.mips.odd as odd
 
+    monkeypatch.setattr(odd, "CELLS_WIDE", wide)
+    monkeypatch.setattr(odd, "SEPARATE", wide)  # (a buffer a level, or one for all)
+    monkeypatch.setattr(odd, "ONE_SWEEP", not wide)
+    monkeypatch.setattr(odd, "MISS_ALL", miss_all)
+    monkeypatch.setattr(odd, "INLINE_FIX", True)
+    monkeypatch.setattr(odd, "FUSE", True)
+    monkeypatch.setattr(odd, "SORTED", False)
+    monkeypatch.setattr(odd, "FIRST", first)
+    w, h = 61, 37
+    a = _image(np.random.default_rng(2550 + channels * 3 + bits), w, h, channels, bits, "holes")
+    jobs = odd._schedule(cell_plan(w, h, mip_count(w, h), 48, 1 << 30, first), {}, lambda st: (0, st.size[1]),
+                         lambda st: True)
+    assert [j[0] for j in jobs] == (["level", "level", "step", "step", "level"] if first == 4 else
+                                    ["level", "step", "step", "step", "level"])
+    for alpha in ("weighted", "straight"):
+        report, got = _levels(gpu, a, fmt, space, alpha, "exact")
+        assert report.precision == "integer" and report.note == ""
+        assert report.sources == [k if k >= first else 0 for k in range(1, mip_count(w, h))]
+        want = model_chain(a.tolist(), channels, bits, space == "srgb", alpha == "weighted", mip_count(w, h))
+        for lv, (g, m) in enumerate(zip(got, want), start=1):
+            assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"{fmt} {alpha} level {lv}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt,channels,bits,space", [FORMATS[0], FORMATS[3], FORMATS[4]])
+@pytest.mark.parametrize("miss_all", [False, True])
+def test_a_buffer_and_a_list_a_level_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space, miss_all):
+    """The big levels' form on a GPU: a buffer and a miss list a level (odd.SEPARATE; the lists
+    emptied up front, a level's copy issued after the next pass), the exact pass a dispatch of its
+    own, G(4) from the base with the plain colour in a second sweep: the model's bytes."""
+    import gputex.mips.odd as odd
+
+    for name, value in (("SEPARATE", True), ("INLINE_FIX", False), ("FUSE", False),
+                        ("MISS_ALL", miss_all), ("FIRST", 4), ("ONE_SWEEP", False), ("CELLS_WIDE", True)):
+        monkeypatch.setattr(odd, name, value)
+    w, h = 67, 41
+    a = _image(np.random.default_rng(2580 + channels * 3 + bits), w, h, channels, bits, "holes")
+    want = model_chain(a.tolist(), channels, bits, space == "srgb", True, mip_count(w, h))
+    report, got = _levels(gpu, a, fmt, space, "weighted", "exact")
+    assert report.sources == [k if k >= 4 else 0 for k in range(1, mip_count(w, h))]
+    for lv, (g, m) in enumerate(zip(got, want), start=1):
+        assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"{fmt} level {lv}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("separate", [False, True])
+def test_exact_pass_in_bands_gives_the_same_bytes(gpu, monkeypatch, separate):
+    """Every texel to the exact pass, the levels in bands of a few rows (the miss list emptied
+    for each band; or a list a band and a buffer a level of one band, odd.SEPARATE): the bytes
+    of the plain chain."""
+    import gputex.mips.odd as odd
+
+    monkeypatch.setattr(odd, "SEPARATE", separate)
+    monkeypatch.setattr(odd, "INLINE_FIX", False)
     a = _image(np.random.default_rng(2600), 257, 131, 4, 8, "holes")
     monkeypatch.setattr(odd, "FAST_LEVELS", False)
     _, plain = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "exact")
