@@ -8,7 +8,9 @@
    chain, correctly rounded and the same bytes on every adapter that passes its self-check
    (:mod:`.integer`, arithmetic in :mod:`.intbox`); six levels a dispatch (:mod:`.spd`, the
    same bytes) where every level halves each axis, else each level from a grid of cell sums
-   (:mod:`.odd`, the same bytes) instead of the whole base.
+   (:mod:`.odd`, the same bytes) instead of the whole base. On a CPU adapter (lavapipe,
+   SwiftShader) the same integers are computed natively on the host (:mod:`.cpu`, the C
+   extension ``gputex._mipcpu``; ``GPUTEX_MIPS_ENGINE`` overrides) and written into the levels.
 3. Where float64 is allowed (:func:`use_float64`): box mips of 16-bit and float32 formats
    and kernel chains of those and the 4-byte 8-bit formats in float64 (:mod:`.exact`).
 4. Everything else: the float32 chain (:mod:`.chain`), drawn by a fragment shader instead
@@ -60,6 +62,7 @@ class MipReport:
     exact: bool = False  # made by the float64 path (mip_exact.wgsl) or the integer chain
     precision: str = "float"  # "integer" (mips.integer), "float64" or "float"
     note: str = ""  # why the integer chain was not used where it was asked for (self-check)
+    engine: str = "shader"  # "cpu": the integer chain made on the host (:mod:`.cpu`, the same bytes)
 
 
 def mips_path(path: str | None = None) -> str:
@@ -208,11 +211,15 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
     """The integer chain, where it applies and this adapter passes its self-check; its
     single-pass form (:mod:`.spd`, the same bytes) where that serves the sizes, else its cell
     form (:mod:`.odd`, the same bytes)."""
-    from . import odd, spd
+    from . import cpu, odd, spd
     from .integer import int_chain, int_ok, self_check
 
     if not int_ok(tex, filter, normal_map, coverage):
         return False
+    if cpu.engine(tex, layer) == "cpu":  # the same integers natively, on a CPU adapter
+        report.sources = cpu.cpu_chain(tex, alpha, layer)
+        report.exact, report.precision, report.engine = True, "integer", "cpu"
+        return True
     # the first faster form (same bytes) that serves the sizes, where its self-check passes;
     # else the multi-pass chain, saying why
     forms = (("single-pass integer", spd.spd_ok, spd.self_check, spd.spd_chain),

@@ -1,0 +1,483 @@
+/* The exact integer box mip chain on the host, for CPU adapters (gputex/mips/cpu.py).
+ *
+ * chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads) -> None
+ *
+ * The same integers as gputex/mips/intbox.py (its docstring and ``model_chain`` are the
+ * contract) and ``mip_int.wgsl``: per texel and channel the exact sum ``S = sum(w * L(code))``
+ * over the base footprint (``w``: the integer overlap weights; every texel's weights add up to
+ * ``W = width * height``), with weighted alpha ``sum(w * a * L)`` over ``A = sum(w * a)`` where
+ * ``A > 0``, else the plain sum over ``W``; the code is the ``k`` with
+ * ``Q[k] * den <= S * 2**32 < Q[k + 1] * den``. So the bytes are the shader's.
+ *
+ * ``base``: level 0's tight rows (``width * channels * bits / 8`` bytes a row, 16-bit samples
+ * little-endian); ``out``: a writable buffer for levels 1.. back to back, tight rows. ``lin``
+ * and ``q``: ``intbox.lin_table`` / ``threshold_table`` as uint64 (8-bit sRGB only; linear
+ * data rounds with one exact integer division). Serves 8-bit sRGB or linear and 16-bit linear
+ * data with 1, 2 or 4 channels and ``W <= 2**24`` (every sum then fits 64 bits; the
+ * comparisons use 128-bit products). Colour channels are independent and alpha is last, so
+ * BGRA needs nothing of its own.
+ *
+ * Speed: a level whose footprints an earlier level's texels tile exactly is the sum of those
+ * texels' stored sums (divided exactly by the tiling ratio), else it is summed from the base
+ * (rows of horizontal sums, then weighted by row); an sRGB code comes from a float estimate and
+ * a small table, confirmed (and moved) by the exact comparisons. Rows of a level are split over
+ * ``threads`` threads; the GIL is released throughout.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef uint64_t u64;
+typedef unsigned __int128 u128;
+
+#define MAX_SLOTS 4
+#define GUESS_BITS 14
+#define MAX_THREADS 16
+
+typedef struct {
+    int w, h;           /* level size */
+    u64 *sums;          /* stored sums (w * h * slots), or NULL */
+} Level;
+
+typedef struct {
+    const uint8_t *base;
+    uint8_t *out;
+    int width, height, levels, channels, bits, srgb, weighted;
+    int nc, has_alpha, slots, bpt, top;
+    u64 total;
+    const u64 *lin;        /* sRGB 8-bit: L(code) */
+    const u64 *q;          /* sRGB 8-bit: Q[k] */
+    uint8_t guess[1 << GUESS_BITS];
+    double guess_scale;
+    Level lv[32];
+    size_t out_off[32];
+    int source[32];
+    /* per level being made */
+    int cur;
+    const int *xs, *xn, *ys, *yn;
+    const u64 *xw, *yw;
+    int xstride, ystride;
+} Ctx;
+
+/* ---- codes from sums ------------------------------------------------------------------------ */
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE int ge_q(const Ctx *c, u64 s, u64 den, int k)
+{
+    return ((u128)s << 32) >= (u128)c->q[k] * den;
+}
+
+/* linear data: the largest k with s * 2**32 >= (k - 1/2) * 2**32 * den, ties up (every operand
+ * fits 64 bits: s <= W * 65535**2 < 2**57) */
+INLINE unsigned code_linear(u64 s, u64 den, int top)
+{
+    u64 k = (2 * s + den) / (2 * den);
+    return k > (u64)top ? (unsigned)top : (unsigned)k;
+}
+
+/* sRGB: a guess from the float value (relative error < 1e-15) and the bucket table, moved by
+ * the exact comparisons until Q[k] * den <= s * 2**32 < Q[k + 1] * den */
+INLINE unsigned code_srgb(const Ctx *c, u64 s, double inv_den)
+{
+    double x = (double)s * inv_den;
+    int i = x >= (double)((1 << GUESS_BITS) - 1) ? (1 << GUESS_BITS) - 1 : (int)x;
+    return (unsigned)(i < 0 ? 0 : i);
+}
+
+static void build_guess(Ctx *c)
+{
+    /* guess[i]: the largest k whose threshold lies at or below bucket i's start; the exact
+     * comparisons move a guess that float rounding put one bucket off */
+    double span = (double)c->lin[c->top];  /* L(max) = 2**31: the top of the range */
+    int k = 0;
+    c->guess_scale = (double)(1 << GUESS_BITS) / span;
+    for (int i = 0; i < (1 << GUESS_BITS); i++) {
+        double start = (double)i / c->guess_scale * 4294967296.0;
+        while (k < c->top && (double)c->q[k + 1] <= start) k++;
+        c->guess[i] = (uint8_t)k;
+    }
+}
+
+/* Codes of texel x of row y of the current level from its slot sums (colour slots already
+ * the weighted sums where a > 0, else the plain sums); the sums kept where a later level reads them. */
+INLINE void finalize_t(const Ctx *c, int x, int y, const u64 *acc, const int CH, const int B16, const int SRGB,
+                       const int WA)
+{
+    const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
+    const Level *L = &c->lv[c->cur];
+    u64 a = ha ? acc[nc] : 0;
+    u64 den = (WA && a > 0) ? a : c->total;
+    size_t t = (size_t)y * L->w + x;
+    unsigned codes[4];
+    if (SRGB) {
+        double inv = c->guess_scale / (double)den;
+        for (int k = 0; k < nc; k++) {
+            u64 s = acc[k];
+            int g = c->guess[code_srgb(c, s, inv)];
+            while (g > 0 && !ge_q(c, s, den, g)) g--;
+            while (g < 255 && ge_q(c, s, den, g + 1)) g++;
+            codes[k] = (unsigned)g;
+        }
+    } else {
+        for (int k = 0; k < nc; k++) codes[k] = code_linear(acc[k], den, c->top);
+    }
+    if (ha) codes[nc] = code_linear(a, c->total, c->top);
+    if (!B16) {
+        uint8_t *o = c->out + c->out_off[c->cur] + t * CH;
+        for (int k = 0; k < CH; k++) o[k] = (uint8_t)codes[k];
+    } else {
+        uint8_t *o = c->out + c->out_off[c->cur] + t * CH * 2;
+        for (int k = 0; k < CH; k++) {
+            o[2 * k] = (uint8_t)(codes[k] & 0xff);
+            o[2 * k + 1] = (uint8_t)(codes[k] >> 8);
+        }
+    }
+    if (L->sums) {
+        u64 *d = L->sums + t * ns;
+        for (int k = 0; k < ns; k++) d[k] = acc[k];
+    }
+}
+
+/* ---- a level from the base ------------------------------------------------------------------ */
+
+INLINE unsigned code_at(const Ctx *c, size_t i, const int B16)
+{
+    if (!B16) return c->base[i];
+    return (unsigned)c->base[2 * i] | ((unsigned)c->base[2 * i + 1] << 8);
+}
+
+/* Base row ty as slot values: a * L(code) (weighted) or L(code) per colour channel, then a. */
+INLINE void base_values(const Ctx *c, int ty, u64 *vals, int plain, const int CH, const int B16, const int SRGB,
+                        const int WA)
+{
+    const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
+    size_t i = (size_t)ty * c->width * CH;
+    for (int tx = 0; tx < c->width; tx++, i += CH, vals += ns) {
+        u64 a = ha ? code_at(c, i + CH - 1, B16) : 1;
+        for (int k = 0; k < nc; k++) {
+            unsigned code = code_at(c, i + k, B16);
+            u64 l = SRGB ? c->lin[code] : (u64)code;
+            vals[k] = (WA && !plain) ? a * l : l;
+        }
+        if (ha) vals[nc] = a;
+    }
+}
+
+INLINE void rows_from_base_t(Ctx *c, int y0, int y1, u64 *row, u64 *vals, const int CH, const int B16,
+                             const int SRGB, const int WA)
+{
+    const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
+    const Level *L = &c->lv[c->cur];
+    int dw = L->w;
+    for (int y = y0; y < y1; y++) {
+        memset(row, 0, sizeof(u64) * (size_t)dw * ns);
+        int missing = 0;
+        for (int j = 0; j < c->yn[y]; j++) {
+            u64 wy = c->yw[(size_t)y * c->ystride + j];
+            base_values(c, c->ys[y] + j, vals, 0, CH, B16, SRGB, WA);
+            for (int x = 0; x < dw; x++) {
+                u64 hs[MAX_SLOTS] = {0, 0, 0, 0};
+                const u64 *wx = c->xw + (size_t)x * c->xstride;
+                const u64 *v = vals + (size_t)c->xs[x] * ns;
+                for (int i = 0; i < c->xn[x]; i++, v += ns)
+                    for (int k = 0; k < ns; k++) hs[k] += wx[i] * v[k];
+                u64 *r = row + (size_t)x * ns;
+                for (int k = 0; k < ns; k++) r[k] += wy * hs[k];
+            }
+        }
+        if (WA)
+            for (int x = 0; x < dw; x++) missing |= row[(size_t)x * ns + nc] == 0;
+        if (WA && missing) {  /* footprints without alpha: their plain sums */
+            for (int x = 0; x < dw; x++)
+                if (row[(size_t)x * ns + nc] == 0)
+                    for (int k = 0; k < nc; k++) row[(size_t)x * ns + k] = 0;
+            for (int j = 0; j < c->yn[y]; j++) {
+                u64 wy = c->yw[(size_t)y * c->ystride + j];
+                base_values(c, c->ys[y] + j, vals, 1, CH, B16, SRGB, WA);
+                for (int x = 0; x < dw; x++) {
+                    u64 *r = row + (size_t)x * ns;
+                    if (r[nc] != 0) continue;
+                    const u64 *wx = c->xw + (size_t)x * c->xstride;
+                    const u64 *v = vals + (size_t)c->xs[x] * ns;
+                    for (int i = 0; i < c->xn[x]; i++, v += ns)
+                        for (int k = 0; k < nc; k++) r[k] += wy * wx[i] * v[k];
+                }
+            }
+        }
+        for (int x = 0; x < dw; x++) finalize_t(c, x, y, row + (size_t)x * ns, CH, B16, SRGB, WA);
+    }
+}
+
+/* ---- a level from stored sums --------------------------------------------------------------- */
+
+/* T: the accumulator type (u64 where r * W * 2**39 < 2**64, else u128) */
+#define FROM_SUMS_BODY(T)                                                                                   \
+    for (int y = y0; y < y1; y++) {                                                                      \
+        for (int x = 0; x < L->w; x++) {                                                                 \
+            T wsum[MAX_SLOTS] = {0, 0, 0, 0}, psum[3] = {0, 0, 0};                                        \
+            for (int cy = y * ry; cy < (y + 1) * ry; cy++) {                                             \
+                const u64 *s = S->sums + ((size_t)cy * S->w + (size_t)x * rx) * ns;                      \
+                for (int cx = 0; cx < rx; cx++, s += ns) {                                               \
+                    u64 a = ha ? s[nc] : 0;                                                              \
+                    if (ha) wsum[nc] += a;                                                               \
+                    if (WA && a == 0) {                                                                  \
+                        for (int k = 0; k < nc; k++) psum[k] += s[k];                                    \
+                    } else {                                                                             \
+                        for (int k = 0; k < nc; k++) wsum[k] += s[k];                                    \
+                    }                                                                                    \
+                }                                                                                        \
+            }                                                                                            \
+            if (WA && wsum[nc] == 0)                                                                     \
+                for (int k = 0; k < nc; k++) wsum[k] = psum[k];                                          \
+            u64 acc[MAX_SLOTS];                                                                          \
+            for (int k = 0; k < ns; k++) acc[k] = (u64)(shift >= 0 ? wsum[k] >> shift : wsum[k] / r);   \
+            finalize_t(c, x, y, acc, CH, B16, SRGB, WA);                                                 \
+        }                                                                                                \
+    }
+
+INLINE void rows_from_sums_t(Ctx *c, int y0, int y1, const int CH, const int B16, const int SRGB, const int WA)
+{
+    const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
+    const Level *L = &c->lv[c->cur], *S = &c->lv[c->source[c->cur]];
+    int rx = S->w / L->w, ry = S->h / L->h;
+    u64 r = (u64)rx * (u64)ry;
+    int shift = (r & (r - 1)) == 0 ? __builtin_ctzll(r) : -1;
+    if (r * c->total < ((u64)1 << 25)) {
+        FROM_SUMS_BODY(u64)
+    } else {
+        FROM_SUMS_BODY(u128)
+    }
+}
+
+/* one instance per kind of chain, so every test on the kind is decided at compile time */
+#define KINDS(X)                                                                                            \
+    X(1, 0, 0, 0) X(1, 0, 1, 0) X(1, 1, 0, 0) X(2, 0, 0, 0) X(2, 0, 1, 0) X(2, 1, 0, 0) X(2, 0, 0, 1)      \
+    X(2, 0, 1, 1) X(2, 1, 0, 1) X(4, 0, 0, 0) X(4, 0, 1, 0) X(4, 1, 0, 0) X(4, 0, 0, 1) X(4, 0, 1, 1)      \
+    X(4, 1, 0, 1)
+
+#define INSTANCE(CH, B16, SRGB, WA)                                                                        \
+    static void base_##CH##_##B16##_##SRGB##_##WA(Ctx *c, int y0, int y1, u64 *row, u64 *vals)            \
+    {                                                                                                      \
+        rows_from_base_t(c, y0, y1, row, vals, CH, B16, SRGB, WA);                                         \
+    }                                                                                                      \
+    static void sums_##CH##_##B16##_##SRGB##_##WA(Ctx *c, int y0, int y1)                                 \
+    {                                                                                                      \
+        rows_from_sums_t(c, y0, y1, CH, B16, SRGB, WA);                                                    \
+    }
+KINDS(INSTANCE)
+
+static void rows_from_base(Ctx *c, int y0, int y1, u64 *row, u64 *vals)
+{
+#define CALL_BASE(CH, B16, SRGB, WA)                                                                       \
+    if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
+        base_##CH##_##B16##_##SRGB##_##WA(c, y0, y1, row, vals);                                           \
+        return;                                                                                            \
+    }
+    KINDS(CALL_BASE)
+}
+
+static void rows_from_sums(Ctx *c, int y0, int y1)
+{
+#define CALL_SUMS(CH, B16, SRGB, WA)                                                                       \
+    if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
+        sums_##CH##_##B16##_##SRGB##_##WA(c, y0, y1);                                                      \
+        return;                                                                                            \
+    }
+    KINDS(CALL_SUMS)
+}
+
+/* ---- the chain --------------------------------------------------------------------------- */
+
+/* Per-axis footprints of an axis going from n to m texels: start, count and integer weights
+ * (as intbox._weights); ``stride`` weights a destination texel. */
+static void axis_weights(int n, int m, int *start, int *count, u64 *wt, int stride)
+{
+    for (int j = 0; j < m; j++) {
+        u64 lo = (u64)j * n, hi = (u64)(j + 1) * n;
+        int t0 = (int)(lo / m), t1 = (int)((hi + m - 1) / m);
+        start[j] = t0;
+        count[j] = t1 - t0;
+        for (int t = t0; t < t1; t++) {
+            u64 a = (u64)t * m > lo ? (u64)t * m : lo, b = (u64)(t + 1) * m < hi ? (u64)(t + 1) * m : hi;
+            wt[(size_t)j * stride + (t - t0)] = b - a;
+        }
+    }
+}
+
+typedef struct {
+    Ctx *c;
+    int y0, y1;
+    int from_base;
+    u64 *row, *vals;
+} Job;
+
+static void *run_job(void *p)
+{
+    Job *j = (Job *)p;
+    if (j->from_base)
+        rows_from_base(j->c, j->y0, j->y1, j->row, j->vals);
+    else
+        rows_from_sums(j->c, j->y0, j->y1);
+    return NULL;
+}
+
+static int level_rows(Ctx *c, int from_base, int threads)
+{
+    const Level *L = &c->lv[c->cur];
+    int n = threads;
+    if (n > L->h) n = L->h;
+    if ((size_t)L->w * L->h < 16384) n = 1;
+    if (n < 1) n = 1;
+    Job jobs[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    int started[MAX_THREADS] = {0}, err = 0;
+    for (int i = 0; i < n; i++) {
+        jobs[i].c = c;
+        jobs[i].y0 = (int)((long long)L->h * i / n);
+        jobs[i].y1 = (int)((long long)L->h * (i + 1) / n);
+        jobs[i].from_base = from_base;
+        jobs[i].row = from_base ? malloc(sizeof(u64) * (size_t)L->w * c->slots) : NULL;
+        jobs[i].vals = from_base ? malloc(sizeof(u64) * (size_t)c->width * c->slots) : NULL;
+        if (from_base && (!jobs[i].row || !jobs[i].vals)) err = 1;
+    }
+    if (!err) {
+        for (int i = 1; i < n; i++) started[i] = pthread_create(&tid[i], NULL, run_job, &jobs[i]) == 0;
+        for (int i = 1; i < n; i++)
+            if (!started[i]) run_job(&jobs[i]);
+        run_job(&jobs[0]);
+        for (int i = 1; i < n; i++)
+            if (started[i]) pthread_join(tid[i], NULL);
+    }
+    for (int i = 0; i < n; i++) {
+        free(jobs[i].row);
+        free(jobs[i].vals);
+    }
+    return err;
+}
+
+static int size_of(int n, int level) { return (n >> level) > 0 ? n >> level : 1; }
+
+static int run_chain(Ctx *c, int threads)
+{
+    int err = 0;
+    for (int l = 0; l < c->levels; l++) {
+        c->lv[l].w = size_of(c->width, l);
+        c->lv[l].h = size_of(c->height, l);
+        c->lv[l].sums = NULL;
+    }
+    /* each level from the deepest earlier stored level (from 1 on) whose texels tile it */
+    for (int l = 1; l < c->levels; l++) {
+        c->source[l] = 0;
+        for (int k = l - 1; k >= 1; k--)
+            if (c->lv[k].w % c->lv[l].w == 0 && c->lv[k].h % c->lv[l].h == 0) {
+                c->source[l] = k;
+                break;
+            }
+    }
+    for (int l = 1; l < c->levels && !err; l++) {
+        int needed = 0;
+        for (int m = l + 1; m < c->levels; m++) needed |= c->source[m] == l;
+        if (needed) {
+            c->lv[l].sums = malloc(sizeof(u64) * (size_t)c->lv[l].w * c->lv[l].h * c->slots);
+            if (!c->lv[l].sums) { err = 1; break; }
+        }
+        c->cur = l;
+        if (c->source[l]) {
+            err = level_rows(c, 0, threads);
+        } else {
+            int dw = c->lv[l].w, dh = c->lv[l].h;
+            int xstride = c->width / dw + 2, ystride = c->height / dh + 2;
+            int *xs = malloc(sizeof(int) * dw * 2), *ys = malloc(sizeof(int) * dh * 2);
+            u64 *xw = malloc(sizeof(u64) * (size_t)dw * xstride), *yw = malloc(sizeof(u64) * (size_t)dh * ystride);
+            if (!xs || !ys || !xw || !yw) {
+                err = 1;
+            } else {
+                axis_weights(c->width, dw, xs, xs + dw, xw, xstride);
+                axis_weights(c->height, dh, ys, ys + dh, yw, ystride);
+                c->xs = xs; c->xn = xs + dw; c->xw = xw; c->xstride = xstride;
+                c->ys = ys; c->yn = ys + dh; c->yw = yw; c->ystride = ystride;
+                err = level_rows(c, 1, threads);
+            }
+            free(xs); free(ys); free(xw); free(yw);
+        }
+        /* sums no later level reads are freed as soon as possible */
+        for (int k = 1; k < l; k++) {
+            int later = 0;
+            for (int m = l + 1; m < c->levels; m++) later |= c->source[m] == k;
+            if (!later && c->lv[k].sums) { free(c->lv[k].sums); c->lv[k].sums = NULL; }
+        }
+    }
+    for (int l = 0; l < c->levels; l++) free(c->lv[l].sums);
+    return err;
+}
+
+static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"base", "out", "width", "height", "levels", "channels", "bits", "srgb", "weighted",
+                             "lin", "q", "threads", NULL};
+    Py_buffer base, out, lin, q;
+    int width, height, levels, channels, bits, srgb, weighted, threads = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*w*iiiiippy*y*|i", kwlist, &base, &out, &width, &height,
+                                     &levels, &channels, &bits, &srgb, &weighted, &lin, &q, &threads))
+        return NULL;
+    PyObject *result = NULL;
+    Ctx *c = calloc(1, sizeof(Ctx));
+    const char *why = NULL;
+    int bpt = channels * bits / 8, top = (1 << bits) - 1;
+    u64 total = (u64)width * (u64)height;
+    if (!c) { PyErr_NoMemory(); goto done; }
+    if (channels != 1 && channels != 2 && channels != 4) why = "channels must be 1, 2 or 4";
+    else if (bits != 8 && bits != 16) why = "bits must be 8 or 16";
+    else if (srgb && bits != 8) why = "sRGB data is served at 8 bits only";
+    else if (width < 1 || height < 1 || total > ((u64)1 << 24)) why = "width * height must be 1 .. 2**24";
+    else if (levels < 1 || levels > 31 || ((width > height ? width : height) >> (levels - 1)) == 0)
+        why = "too many levels for the size";
+    else if ((u64)base.len != total * bpt) why = "base is not width * height texels";
+    else if (srgb && ((size_t)lin.len != 8 * (size_t)(top + 1) || (size_t)q.len != 8 * (size_t)(top + 1)))
+        why = "lin and q must hold 2**bits uint64 values each";
+    if (why) { PyErr_SetString(PyExc_ValueError, why); goto done; }
+    size_t need = 0;
+    for (int l = 1; l < levels; l++) {
+        c->out_off[l] = need;
+        need += (size_t)size_of(width, l) * size_of(height, l) * bpt;
+    }
+    if ((size_t)out.len < need) { PyErr_SetString(PyExc_ValueError, "out is smaller than levels 1.."); goto done; }
+    c->base = base.buf;
+    c->out = out.buf;
+    c->width = width; c->height = height; c->levels = levels; c->channels = channels; c->bits = bits;
+    c->srgb = srgb; c->has_alpha = channels != 1; c->weighted = weighted && c->has_alpha;
+    c->nc = channels == 4 ? 3 : 1;
+    c->slots = c->nc + c->has_alpha;
+    c->bpt = bpt; c->top = top; c->total = total;
+    c->lin = lin.buf; c->q = q.buf;
+    if (threads < 1) threads = 1;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    int err;
+    Py_BEGIN_ALLOW_THREADS
+    if (srgb) build_guess(c);
+    err = run_chain(c, threads);
+    Py_END_ALLOW_THREADS
+    if (err) { PyErr_NoMemory(); goto done; }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(c);
+    PyBuffer_Release(&base);
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&lin);
+    PyBuffer_Release(&q);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"chain", (PyCFunction)(void (*)(void))chain, METH_VARARGS | METH_KEYWORDS,
+     "chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads=1)"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mipcpu", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__mipcpu(void) { return PyModule_Create(&module); }
