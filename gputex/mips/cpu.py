@@ -31,6 +31,11 @@ if TYPE_CHECKING:
 
 __all__ = ["ENGINES", "engine", "available", "cpu_ok", "host_chain", "cpu_chain"]
 
+try:
+    from .. import _mipcpu
+except ImportError:  # not built (no C compiler at install): the shader makes every chain
+    _mipcpu = None
+
 ENGINES = ("auto", "shader", "cpu")
 #: Base texels the C engine takes (every sum then fits 64 bits): 4096^2.
 MAX_TEXELS = 1 << 24
@@ -38,11 +43,7 @@ MAX_TEXELS = 1 << 24
 
 def available() -> bool:
     """Whether the C extension ``gputex._mipcpu`` was built."""
-    try:
-        from .. import _mipcpu  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return _mipcpu is not None
 
 
 def engine_flag() -> str:
@@ -101,8 +102,7 @@ def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted:
     uint8), each ``(h, w, channels)`` in ``base``'s dtype (``uint16`` for 16 bits)."""
     import numpy as np
 
-    from .. import _mipcpu
-
+    assert _mipcpu is not None, "gputex._mipcpu was not built"
     dtype = np.uint8 if bits == 8 else np.dtype("<u2")
     h = base.shape[0]
     raw = np.ascontiguousarray(base)

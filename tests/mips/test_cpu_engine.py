@@ -9,6 +9,7 @@ import itertools
 
 import numpy as np
 import pytest
+from test_mips_int import _image, assert_correctly_rounded
 
 import gputex
 from gputex.errors import FormatError
@@ -17,7 +18,6 @@ from gputex.mips import cpu
 from gputex.mips.intbox import model_chain
 
 from reference import filter_levels
-from test_mips_int import _image, assert_correctly_rounded
 
 pytestmark = pytest.mark.skipif(not cpu.available(), reason="gputex._mipcpu was not built (no C compiler)")
 
