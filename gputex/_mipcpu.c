@@ -208,6 +208,7 @@ INLINE void rows_from_base_t(Ctx *c, int y0, int y1, u64 *row, u64 *vals, const 
      * the values added, then multiplied by the weight once */
     const int fx = c->width % dw == 0 ? c->width / dw : 0, fy = c->height % L->h == 0 ? c->height / L->h : 0;
     const u64 wt = (u64)dw * (u64)L->h;
+    int have = -1;  /* the base row whose values ``vals`` holds */
     for (int y = y0; y < y1; y++) {
         memset(row, 0, sizeof(u64) * (size_t)dw * ns);
         int missing = 0;
@@ -229,7 +230,9 @@ INLINE void rows_from_base_t(Ctx *c, int y0, int y1, u64 *row, u64 *vals, const 
         }
         for (int j = 0; j < (fx && fy ? 0 : c->yn[y]); j++) {
             u64 wy = c->yw[(size_t)y * c->ystride + j];
-            base_values(c, c->ys[y] + j, vals, 0, CH, B16, SRGB, WA);
+            if (c->ys[y] + j != have) /* a row shared with the footprint above is converted once */
+                base_values(c, c->ys[y] + j, vals, 0, CH, B16, SRGB, WA);
+            have = c->ys[y] + j;
             for (int x = 0; x < dw; x++) {
                 u64 hs[MAX_SLOTS] = {0, 0, 0, 0};
                 const u64 *wx = c->xw + (size_t)x * c->xstride;
@@ -249,6 +252,7 @@ INLINE void rows_from_base_t(Ctx *c, int y0, int y1, u64 *row, u64 *vals, const 
             for (int j = 0; j < c->yn[y]; j++) {
                 u64 wy = c->yw[(size_t)y * c->ystride + j];
                 base_values(c, c->ys[y] + j, vals, 1, CH, B16, SRGB, WA);
+                have = -1;
                 for (int x = 0; x < dw; x++) {
                     u64 *r = row + (size_t)x * ns;
                     if (r[nc] != 0) continue;
@@ -381,7 +385,9 @@ static int level_rows(Ctx *c, int from_base, int threads)
     const Level *L = &c->lv[c->cur];
     int n = threads;
     if (n > L->h) n = L->h;
-    if ((size_t)L->w * L->h < 16384) n = 1;
+    /* work: the base texels read (from the base) or the stored texels added */
+    const Level *S = &c->lv[c->source[c->cur]];
+    if ((from_base ? (size_t)c->width * c->height : (size_t)S->w * S->h) < 65536) n = 1;
     if (n < 1) n = 1;
     Job jobs[MAX_THREADS];
     pthread_t tid[MAX_THREADS];
