@@ -217,9 +217,12 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
     if not int_ok(tex, filter, normal_map, coverage):
         return False
     if cpu.engine(tex, layer) == "cpu":  # the same integers natively, on a CPU adapter
-        report.sources = cpu.cpu_chain(tex, alpha, layer)
-        report.exact, report.precision, report.engine = True, "integer", "cpu"
-        return True
+        try:
+            report.sources = cpu.cpu_chain(tex, alpha, layer)
+            report.exact, report.precision, report.engine = True, "integer", "cpu"
+            return True
+        except MemoryError:  # the host's sums did not fit: the shader makes the same bytes
+            report.note = f"{tex.source}: no host memory for the C mip engine's sums; the shader was used"
     # the first faster form (same bytes) that serves the sizes, where its self-check passes;
     # else the multi-pass chain, saying why
     forms = (("single-pass integer", spd.spd_ok, spd.self_check, spd.spd_chain),

@@ -135,15 +135,19 @@ def cpu_chain(tex: Texture, alpha: str, layer: int = 0) -> list[int]:
     """Fill levels 1.. of ``tex`` (one layer) with the C engine: level 0 read back, the levels
     computed here and written. Returns each level's source (:func:`sources`)."""
     from ..capture import capture_bytes
+    from ..trace import span
 
     fmt = tex.format
-    raw = capture_bytes(tex, 0, layer)
-    levels = host_chain(raw, fmt.channels, fmt.bits, tex.color_space == "srgb",
-                        alpha == "weighted", tex.levels)
+    with span("mips:read-base"):
+        raw = capture_bytes(tex, 0, layer)
+    with span("mips:host-chain"):
+        levels = host_chain(raw, fmt.channels, fmt.bits, tex.color_space == "srgb",
+                            alpha == "weighted", tex.levels)
     queue = tex.session.device.queue
-    for lv, data in enumerate(levels, 1):
-        h, w = data.shape[:2]
-        tex.session.check(f"{tex.source}: write_texture level {lv}", queue.write_texture,
-                          {"texture": tex.texture, "mip_level": lv, "origin": (0, 0, layer)}, data,
-                          {"offset": 0, "bytes_per_row": w * fmt.block_bytes, "rows_per_image": h}, (w, h, 1))
+    with span("mips:write-levels"):
+        for lv, data in enumerate(levels, 1):
+            h, w = data.shape[:2]
+            tex.session.check(f"{tex.source}: write_texture level {lv}", queue.write_texture,
+                              {"texture": tex.texture, "mip_level": lv, "origin": (0, 0, layer)}, data,
+                              {"offset": 0, "bytes_per_row": w * fmt.block_bytes, "rows_per_image": h}, (w, h, 1))
     return sources(tex.width, tex.height, tex.levels)

@@ -127,6 +127,32 @@ def test_c_engine_gives_the_shaders_bytes(gpu, rng, monkeypatch, fmt, space, cha
 
 
 @pytest.mark.gpu
+def test_each_layer_of_an_array_gets_the_shaders_bytes(gpu, rng, monkeypatch):
+    """An array texture's chains, layer by layer: the C engine reads and writes only its layer."""
+    import wgpu
+
+    from gputex.formats import get_format
+    from gputex.texture import create_texture, copy_usage
+    from gputex.upload import write_image
+
+    layers = [_image(rng, 37, 20, 4, 8, "holes") for _ in range(3)]
+    got = {}
+    for engine in ("shader", "cpu"):
+        monkeypatch.setenv("GPUTEX_MIPS_ENGINE", engine)
+        tex = create_texture(gpu, get_format("rgba8unorm-srgb"), 37, 20, layers=3, levels=6,
+                             usage=copy_usage(wgpu.TextureUsage.TEXTURE_BINDING))
+        try:
+            for i, a in enumerate(layers):
+                write_image(tex, gputex.from_array(a), layer=i)
+            assert {gputex.generate_mips(tex, layer=i).engine for i in range(3)} == {engine}
+            got[engine] = [gputex.capture(tex, lv, i) for i in range(3) for lv in range(1, 6)]
+        finally:
+            tex.destroy()
+    assert all(np.array_equal(s, c) for s, c in zip(got["shader"], got["cpu"]))
+    assert not np.array_equal(got["cpu"][0], got["cpu"][5])  # the layers differ
+
+
+@pytest.mark.gpu
 def test_engine_choice_and_its_override(gpu, rng, monkeypatch):
     a = _image(rng, 16, 8, 4, 8, "holes")
     monkeypatch.delenv("GPUTEX_MIPS_ENGINE")
@@ -155,6 +181,21 @@ def test_sizes_the_c_engine_does_not_serve_run_the_shader(gpu, monkeypatch):
     a = np.arange(8 * 6 * 4, dtype=np.uint16).reshape(6, 8, 4) * 97
     report, _ = _gpu_levels(gpu, a, "rgba16unorm", "srgb", "weighted", "cpu", monkeypatch)
     assert report.engine == "shader" and report.precision == "integer"
+
+
+@pytest.mark.gpu
+def test_out_of_host_memory_falls_back_to_the_shader(gpu, rng, monkeypatch):
+    a = _image(rng, 16, 8, 4, 8, "holes")
+    r_shader, shader = _gpu_levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "shader", monkeypatch)
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(cpu, "host_chain", no_memory)
+    report, got = _gpu_levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "cpu", monkeypatch)
+    assert report.engine == "shader" and report.precision == "integer"
+    assert report.note == "<array>: no host memory for the C mip engine's sums; the shader was used"
+    assert all(np.array_equal(s, g) for s, g in zip(shader, got))
 
 
 def test_sources_follow_the_tiling_plan():
