@@ -86,8 +86,7 @@ typedef struct {
     Level lv[32];
     size_t out_off[32];
     int source[32];
-    /* per level being made */
-    int cur;
+    /* the from-base level being made */
     const int *xs, *xn, *ys, *yn;
     const u64 *xw, *yw;
     int xstride, ystride;
@@ -135,11 +134,11 @@ static void build_guess(Ctx *c)
 
 /* Codes of texel x of row y of the current level from its slot sums (colour slots already
  * the weighted sums where a > 0, else the plain sums); the sums kept where a later level reads them. */
-INLINE void finalize_t(const Ctx *c, int x, int y, const u64 *acc, const int CH, const int B16, const int SRGB,
-                       const int WA)
+INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int y, const u64 *acc, const int CH,
+                       const int B16, const int SRGB, const int WA)
 {
     const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
-    const Level *L = &c->lv[c->cur];
+    const Level *L = &c->lv[lvl];
     u64 a = ha ? acc[nc] : 0;
     u64 den = (WA && a > 0) ? a : c->total;
     size_t t = (size_t)y * L->w + x;
@@ -158,17 +157,17 @@ INLINE void finalize_t(const Ctx *c, int x, int y, const u64 *acc, const int CH,
     }
     if (ha) codes[nc] = code_linear(a, c->total, c->top);
     if (!B16) {
-        uint8_t *o = c->out + c->out_off[c->cur] + t * CH;
+        uint8_t *o = c->out + c->out_off[lvl] + t * CH;
         for (int k = 0; k < CH; k++) o[k] = (uint8_t)codes[k];
     } else {
-        uint8_t *o = c->out + c->out_off[c->cur] + t * CH * 2;
+        uint8_t *o = c->out + c->out_off[lvl] + t * CH * 2;
         for (int k = 0; k < CH; k++) {
             o[2 * k] = (uint8_t)(codes[k] & 0xff);
             o[2 * k + 1] = (uint8_t)(codes[k] >> 8);
         }
     }
-    if (L->sums) {
-        u64 *d = L->sums + t * ns;
+    if (dsums) {
+        u64 *d = dsums + ((size_t)(y - drow0) * L->w + x) * ns;
         for (int k = 0; k < ns; k++) d[k] = acc[k];
     }
 }
@@ -198,11 +197,11 @@ INLINE void base_values(const Ctx *c, int ty, u64 *vals, int plain, const int CH
     }
 }
 
-INLINE void rows_from_base_t(Ctx *c, int y0, int y1, u64 *row, u64 *vals, const int CH, const int B16,
-                             const int SRGB, const int WA)
+INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row, u64 *vals,
+                             const int CH, const int B16, const int SRGB, const int WA)
 {
     const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
-    const Level *L = &c->lv[c->cur];
+    const Level *L = &c->lv[lvl];
     int dw = L->w;
     /* footprints of whole base texels, all of one weight (each axis a multiple of the level's):
      * the values added, then multiplied by the weight once */
@@ -263,7 +262,7 @@ INLINE void rows_from_base_t(Ctx *c, int y0, int y1, u64 *row, u64 *vals, const 
                 }
             }
         }
-        for (int x = 0; x < dw; x++) finalize_t(c, x, y, row + (size_t)x * ns, CH, B16, SRGB, WA);
+        for (int x = 0; x < dw; x++) finalize_t(c, lvl, dsums, drow0, x, y, row + (size_t)x * ns, CH, B16, SRGB, WA);
     }
 }
 
@@ -275,7 +274,7 @@ INLINE void rows_from_base_t(Ctx *c, int y0, int y1, u64 *row, u64 *vals, const 
         for (int x = 0; x < L->w; x++) {                                                                 \
             T wsum[MAX_SLOTS] = {0, 0, 0, 0}, psum[3] = {0, 0, 0};                                        \
             for (int cy = y * ry; cy < (y + 1) * ry; cy++) {                                             \
-                const u64 *s = S->sums + ((size_t)cy * S->w + (size_t)x * rx) * ns;                      \
+                const u64 *s = ssums + ((size_t)(cy - srow0) * S->w + (size_t)x * rx) * ns;             \
                 for (int cx = 0; cx < rx; cx++, s += ns) {                                               \
                     u64 a = ha ? s[nc] : 0;                                                              \
                     if (ha) wsum[nc] += a;                                                               \
@@ -290,14 +289,15 @@ INLINE void rows_from_base_t(Ctx *c, int y0, int y1, u64 *row, u64 *vals, const 
                 for (int k = 0; k < nc; k++) wsum[k] = psum[k];                                          \
             u64 acc[MAX_SLOTS];                                                                          \
             for (int k = 0; k < ns; k++) acc[k] = (u64)(shift >= 0 ? wsum[k] >> shift : wsum[k] / r);   \
-            finalize_t(c, x, y, acc, CH, B16, SRGB, WA);                                                 \
+            finalize_t(c, lvl, dsums, drow0, x, y, acc, CH, B16, SRGB, WA);                              \
         }                                                                                                \
     }
 
-INLINE void rows_from_sums_t(Ctx *c, int y0, int y1, const int CH, const int B16, const int SRGB, const int WA)
+INLINE void rows_from_sums_t(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
+                             const int CH, const int B16, const int SRGB, const int WA)
 {
     const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
-    const Level *L = &c->lv[c->cur], *S = &c->lv[c->source[c->cur]];
+    const Level *L = &c->lv[lvl], *S = &c->lv[c->source[lvl]];
     int rx = S->w / L->w, ry = S->h / L->h;
     u64 r = (u64)rx * (u64)ry;
     int shift = (r & (r - 1)) == 0 ? __builtin_ctzll(r) : -1;
@@ -315,31 +315,33 @@ INLINE void rows_from_sums_t(Ctx *c, int y0, int y1, const int CH, const int B16
     X(4, 1, 0, 1)
 
 #define INSTANCE(CH, B16, SRGB, WA)                                                                        \
-    static void base_##CH##_##B16##_##SRGB##_##WA(Ctx *c, int y0, int y1, u64 *row, u64 *vals)            \
+    static void base_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0,   \
+                                                  int y1, u64 *row, u64 *vals)                             \
     {                                                                                                      \
-        rows_from_base_t(c, y0, y1, row, vals, CH, B16, SRGB, WA);                                         \
+        rows_from_base_t(c, lvl, dsums, drow0, y0, y1, row, vals, CH, B16, SRGB, WA);                      \
     }                                                                                                      \
-    static void sums_##CH##_##B16##_##SRGB##_##WA(Ctx *c, int y0, int y1)                                 \
+    static void sums_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, const u64 *ssums, int srow0,      \
+                                                  u64 *dsums, int drow0, int y0, int y1)                   \
     {                                                                                                      \
-        rows_from_sums_t(c, y0, y1, CH, B16, SRGB, WA);                                                    \
+        rows_from_sums_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, CH, B16, SRGB, WA);                   \
     }
 KINDS(INSTANCE)
 
-static void rows_from_base(Ctx *c, int y0, int y1, u64 *row, u64 *vals)
+static void rows_from_base(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row, u64 *vals)
 {
 #define CALL_BASE(CH, B16, SRGB, WA)                                                                       \
     if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
-        base_##CH##_##B16##_##SRGB##_##WA(c, y0, y1, row, vals);                                           \
+        base_##CH##_##B16##_##SRGB##_##WA(c, lvl, dsums, drow0, y0, y1, row, vals);                        \
         return;                                                                                            \
     }
     KINDS(CALL_BASE)
 }
 
-static void rows_from_sums(Ctx *c, int y0, int y1)
+static void rows_from_sums(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1)
 {
 #define CALL_SUMS(CH, B16, SRGB, WA)                                                                       \
     if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
-        sums_##CH##_##B16##_##SRGB##_##WA(c, y0, y1);                                                      \
+        sums_##CH##_##B16##_##SRGB##_##WA(c, lvl, ssums, srow0, dsums, drow0, y0, y1);                     \
         return;                                                                                            \
     }
     KINDS(CALL_SUMS)
@@ -363,43 +365,58 @@ static void axis_weights(int n, int m, int *start, int *count, u64 *wt, int stri
     }
 }
 
+enum { FROM_SUMS, FROM_BASE, FUSED };
+
 typedef struct {
-    Ctx *c;
-    int y0, y1;
-    int from_base;
-    u64 *row, *vals;
+    const Ctx *c;
+    int lvl, mode, y0, y1;
+    u64 *row, *vals, *ring;
 } Job;
 
 static void *run_job(void *p)
 {
     Job *j = (Job *)p;
-    if (j->from_base)
-        rows_from_base(j->c, j->y0, j->y1, j->row, j->vals);
-    else
-        rows_from_sums(j->c, j->y0, j->y1);
+    const Ctx *c = j->c;
+    int l = j->lvl;
+    if (j->mode == FROM_BASE) {
+        rows_from_base(c, l, c->lv[l].sums, 0, j->y0, j->y1, j->row, j->vals);
+    } else if (j->mode == FROM_SUMS) {
+        rows_from_sums(c, l, c->lv[c->source[l]].sums, 0, c->lv[l].sums, 0, j->y0, j->y1);
+    } else {
+        /* level l from the base, ry of its rows at a time into the ring, then the row of level
+         * l + 1 they tile from the ring: level l's sums never leave the cache */
+        int ry = c->lv[l].h / c->lv[l + 1].h;
+        for (int y = j->y0; y < j->y1; y++) {
+            rows_from_base(c, l, j->ring, y * ry, y * ry, (y + 1) * ry, j->row, j->vals);
+            rows_from_sums(c, l + 1, j->ring, y * ry, c->lv[l + 1].sums, 0, y, y + 1);
+        }
+    }
     return NULL;
 }
 
-static int level_rows(Ctx *c, int from_base, int threads)
+/* Rows of level ``lvl`` (FUSED: of level lvl + 1, with lvl's own) split over threads. */
+static int level_rows(const Ctx *c, int lvl, int mode, int threads)
 {
-    const Level *L = &c->lv[c->cur];
+    const Level *L = &c->lv[mode == FUSED ? lvl + 1 : lvl], *S = &c->lv[c->source[lvl]];
     int n = threads;
     if (n > L->h) n = L->h;
     /* work: the base texels read (from the base) or the stored texels added */
-    const Level *S = &c->lv[c->source[c->cur]];
-    if ((from_base ? (size_t)c->width * c->height : (size_t)S->w * S->h) < 65536) n = 1;
+    if ((mode != FROM_SUMS ? (size_t)c->width * c->height : (size_t)S->w * S->h) < 65536) n = 1;
     if (n < 1) n = 1;
     Job jobs[MAX_THREADS];
     pthread_t tid[MAX_THREADS];
     int started[MAX_THREADS] = {0}, err = 0;
+    size_t ring = mode == FUSED ? (size_t)(c->lv[lvl].h / L->h) * c->lv[lvl].w * c->slots : 0;
     for (int i = 0; i < n; i++) {
         jobs[i].c = c;
+        jobs[i].lvl = lvl;
+        jobs[i].mode = mode;
         jobs[i].y0 = (int)((long long)L->h * i / n);
         jobs[i].y1 = (int)((long long)L->h * (i + 1) / n);
-        jobs[i].from_base = from_base;
-        jobs[i].row = from_base ? malloc(sizeof(u64) * (size_t)L->w * c->slots) : NULL;
-        jobs[i].vals = from_base ? malloc(sizeof(u64) * (size_t)c->width * c->slots) : NULL;
-        if (from_base && (!jobs[i].row || !jobs[i].vals)) err = 1;
+        jobs[i].row = mode != FROM_SUMS ? malloc(sizeof(u64) * (size_t)c->lv[lvl].w * c->slots) : NULL;
+        jobs[i].vals = mode != FROM_SUMS ? malloc(sizeof(u64) * (size_t)c->width * c->slots) : NULL;
+        jobs[i].ring = ring ? malloc(sizeof(u64) * ring) : NULL;
+        if (mode != FROM_SUMS && (!jobs[i].row || !jobs[i].vals || (ring && !jobs[i].ring))) err = 1;
     }
     if (!err) {
         for (int i = 1; i < n; i++) started[i] = pthread_create(&tid[i], NULL, run_job, &jobs[i]) == 0;
@@ -412,6 +429,7 @@ static int level_rows(Ctx *c, int from_base, int threads)
     for (int i = 0; i < n; i++) {
         free(jobs[i].row);
         free(jobs[i].vals);
+        free(jobs[i].ring);
     }
     return err;
 }
@@ -436,16 +454,18 @@ static int run_chain(Ctx *c, int threads)
             }
     }
     for (int l = 1; l < c->levels && !err; l++) {
-        int needed = 0;
-        for (int m = l + 1; m < c->levels; m++) needed |= c->source[m] == l;
+        /* a level from the base that only the next level reads is made with it, band by band */
+        int fused = c->source[l] == 0 && l + 1 < c->levels && c->source[l + 1] == l;
+        for (int m = l + 2; m < c->levels && fused; m++) fused = c->source[m] != l;
+        int kept = fused ? l + 1 : l, needed = 0;  /* the level whose sums may be kept */
+        for (int m = kept + 1; m < c->levels; m++) needed |= c->source[m] == kept;
         if (needed) {
-            c->lv[l].bytes = sizeof(u64) * (size_t)c->lv[l].w * c->lv[l].h * c->slots;
-            c->lv[l].sums = big_alloc(&c->lv[l].bytes);
-            if (!c->lv[l].sums) { err = 1; break; }
+            c->lv[kept].bytes = sizeof(u64) * (size_t)c->lv[kept].w * c->lv[kept].h * c->slots;
+            c->lv[kept].sums = big_alloc(&c->lv[kept].bytes);
+            if (!c->lv[kept].sums) { err = 1; break; }
         }
-        c->cur = l;
         if (c->source[l]) {
-            err = level_rows(c, 0, threads);
+            err = level_rows(c, l, FROM_SUMS, threads);
         } else {
             int dw = c->lv[l].w, dh = c->lv[l].h;
             int xstride = c->width / dw + 2, ystride = c->height / dh + 2;
@@ -458,10 +478,11 @@ static int run_chain(Ctx *c, int threads)
                 axis_weights(c->height, dh, ys, ys + dh, yw, ystride);
                 c->xs = xs; c->xn = xs + dw; c->xw = xw; c->xstride = xstride;
                 c->ys = ys; c->yn = ys + dh; c->yw = yw; c->ystride = ystride;
-                err = level_rows(c, 1, threads);
+                err = level_rows(c, l, fused ? FUSED : FROM_BASE, threads);
             }
             free(xs); free(ys); free(xw); free(yw);
         }
+        l += fused;  /* level l + 1 is made */
         /* sums no later level reads are freed as soon as possible */
         for (int k = 1; k < l; k++) {
             int later = 0;
