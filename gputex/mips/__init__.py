@@ -137,7 +137,8 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
         for 16-bit and float32 formats where the device has ``shader-f64``). ``float32``:
         float32 only, as on an adapter without ``shader-f64``. ``int``: ``exact`` without the
         single-pass and cell forms of the integer chain (:mod:`.spd`, :mod:`.odd`, the same
-        bytes): the multi-pass chain they are checked and timed against.
+        bytes): the multi-pass chain they are checked and timed against (the shader also on a
+        CPU adapter, where ``exact`` computes the same integers on the host: :mod:`.cpu`).
     path
         ``compute`` or ``render``: how renderable formats without a storage-capable twin
         (r8unorm, rg8unorm, rgb10a2unorm, r16float, rg16float) get their levels; the render
@@ -216,7 +217,7 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
 
     if not int_ok(tex, filter, normal_map, coverage):
         return False
-    if cpu.engine(tex, layer) == "cpu":  # the same integers natively, on a CPU adapter
+    if single_pass and cpu.engine(tex, layer) == "cpu":  # the same integers natively, on a CPU adapter
         try:
             report.sources = cpu.cpu_chain(tex, alpha, layer)
             report.exact, report.precision, report.engine = True, "integer", "cpu"

@@ -132,7 +132,7 @@ def test_each_layer_of_an_array_gets_the_shaders_bytes(gpu, rng, monkeypatch):
     import wgpu
 
     from gputex.formats import get_format
-    from gputex.texture import create_texture, copy_usage
+    from gputex.texture import copy_usage, create_texture
     from gputex.upload import write_image
 
     layers = [_image(rng, 37, 20, 4, 8, "holes") for _ in range(3)]
@@ -166,6 +166,8 @@ def test_engine_choice_and_its_override(gpu, rng, monkeypatch):
         assert gputex.generate_mips(tex).engine == "shader"
         monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "cpu")
         assert gputex.generate_mips(tex).engine == "cpu"
+        # precision="int" is the multi-pass shader chain, the reference of the shader forms
+        assert gputex.generate_mips(tex, precision="int").engine == "shader"
         monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "gpu")
         with pytest.raises(FormatError, match="^GPUTEX_MIPS_ENGINE must be auto, shader or cpu, got 'gpu'$"):
             gputex.generate_mips(tex)
