@@ -32,6 +32,8 @@ from .common import box_source_level, format_kind, pack_kind, storage_twin
 from .filters import ALPHA_MODES, FILTER_NAMES, FILTERS, WRAPS, check_options, kernel_taps
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..device import Session
     from ..formats import Format
     from ..texture import Texture
@@ -106,7 +108,7 @@ def needs_render_target(session: Session, fmt: Format | str, path: str | None = 
 def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
                   alpha_coverage: float | None = None, normal_map: bool = False, wrap: str = "clamp",
                   layer: int = 0, measure: bool = False, precision: str = "exact",
-                  path: str | None = None) -> MipReport:
+                  path: str | None = None, base: np.ndarray | None = None) -> MipReport:
     """Fill levels 1.. of ``tex`` from level 0 on the GPU.
 
     Parameters
@@ -144,6 +146,11 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
         (r8unorm, rg8unorm, rgb10a2unorm, r16float, rg16float) get their levels; the render
         path needs a texture made with ``render_target=`` :func:`needs_render_target`.
         Default: the developer override ``GPUTEX_MIPS_PATH``, else ``compute``.
+    base
+        Level 0's bytes of ``layer`` as the texture holds them (``(height, width * texel
+        bytes)`` uint8: what the upload wrote, e.g. :func:`gputex.convert.native_rows` of the
+        image), where the caller has them: the host's engine on a CPU adapter (:mod:`.cpu`)
+        then reads no level back. Ignored elsewhere.
     """
     check_options(filter, alpha, wrap)
     check_precision(precision)
@@ -167,7 +174,7 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
         report.sources = chain3d(tex, kind, alpha)
         return report
     if precision in ("exact", "int") and _int_chain(tex, report, filter, alpha, normal_map, alpha_coverage, layer,
-                                                   measure, single_pass=precision == "exact"):
+                                                   measure, single_pass=precision == "exact", base=base):
         return report
     from .exact import exact_chain, exact_kernel_chain, exact_kernel_ok, exact_ok
 
@@ -208,7 +215,7 @@ def _float_chain(tex: Texture, report: MipReport, kind: str, filter: str, alpha:
 
 
 def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_map: bool, coverage: float | None,
-               layer: int, measure: bool, single_pass: bool = True) -> bool:
+               layer: int, measure: bool, single_pass: bool = True, base: np.ndarray | None = None) -> bool:
     """The integer chain, where it applies and this adapter passes its self-check; its
     single-pass form (:mod:`.spd`, the same bytes) where that serves the sizes, else its cell
     form (:mod:`.odd`, the same bytes)."""
@@ -219,7 +226,7 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
         return False
     if single_pass and cpu.engine(tex, layer) == "cpu":  # the same integers natively, on a CPU adapter
         try:
-            report.sources = cpu.cpu_chain(tex, alpha, layer)
+            report.sources = cpu.cpu_chain(tex, alpha, layer, base)
             report.exact, report.precision, report.engine = True, "integer", "cpu"
             return True
         except MemoryError:  # the host's sums did not fit: the shader makes the same bytes

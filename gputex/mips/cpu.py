@@ -131,15 +131,18 @@ def sources(width: int, height: int, levels: int) -> list[int]:
     return out
 
 
-def cpu_chain(tex: Texture, alpha: str, layer: int = 0) -> list[int]:
-    """Fill levels 1.. of ``tex`` (one layer) with the C engine: level 0 read back, the levels
+def cpu_chain(tex: Texture, alpha: str, layer: int = 0, base: np.ndarray | None = None) -> list[int]:
+    """Fill levels 1.. of ``tex`` (one layer) with the C engine: level 0 from ``base`` (its
+    bytes as the texture holds them, where the caller has them) or read back, the levels
     computed here and written. Returns each level's source (:func:`sources`)."""
     from ..capture import capture_bytes
     from ..trace import span
 
     fmt = tex.format
-    with span("mips:read-base"):
-        raw = capture_bytes(tex, 0, layer)
+    raw = base
+    if raw is None or raw.dtype.kind != "u" or raw.itemsize != 1 or raw.shape != (tex.height, tex.width * fmt.block_bytes):
+        with span("mips:read-base"):
+            raw = capture_bytes(tex, 0, layer)
     with span("mips:host-chain"):
         levels = host_chain(raw, fmt.channels, fmt.bits, tex.color_space == "srgb",
                             alpha == "weighted", tex.levels)

@@ -200,6 +200,69 @@ def test_out_of_host_memory_falls_back_to_the_shader(gpu, rng, monkeypatch):
     assert all(np.array_equal(s, g) for s, g in zip(shader, got))
 
 
+def test_native_rows_are_a_view_of_the_image_or_none():
+    from gputex.convert import native_rows, to_texture_rows
+    from gputex.formats import get_format
+
+    a = np.arange(5 * 3 * 4, dtype=np.uint8).reshape(5, 3, 4)
+    srgb = get_format("rgba8unorm-srgb")
+    rows = native_rows(a, "srgb", srgb)
+    assert rows is not None and np.shares_memory(rows, a) and rows.shape == (5, 12)
+    assert np.array_equal(rows, to_texture_rows(a, "srgb", srgb))
+    a16 = np.arange(6 * 2 * 2, dtype="<u2").reshape(6, 2, 2)
+    assert np.array_equal(native_rows(a16, "linear", get_format("rg16unorm")),
+                          to_texture_rows(a16, "linear", get_format("rg16unorm")))
+    # what the upload converts: no view
+    assert native_rows(a, "srgb", srgb, premultiply=True) is None
+    assert native_rows(a, "linear", srgb) is None  # linear data stored in an sRGB format
+    assert native_rows(a, "srgb", get_format("bgra8unorm-srgb")) is None
+    assert native_rows(a[:, :, :3], "srgb", srgb) is None
+    assert native_rows(a[:, ::-1], "srgb", srgb) is None  # not contiguous
+    assert native_rows(a16.astype(">u2"), "linear", get_format("rg16unorm")) is None
+
+
+@pytest.mark.gpu
+def test_the_upload_hands_level_0_to_the_host_engine(gpu, rng, monkeypatch):
+    """``gputex.upload(..., mips=True)`` of an image stored as it is: no level read back (its
+    bytes are the image's); flipped on upload: read back. The shader's bytes either way."""
+    import importlib
+
+    import wgpu
+
+    from gputex.upload import upload as raw_upload
+
+    capture_module = importlib.import_module("gputex.capture")  # (gputex.capture is the function)
+
+    a = _image(rng, 45, 22, 4, 8, "holes")
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "shader")
+    tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True)
+    want = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+    tex.destroy()
+    reads = []
+    real = capture_module.capture_bytes
+    monkeypatch.setattr(capture_module, "capture_bytes", lambda *a, **k: reads.append(a[1:]) or real(*a, **k))
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "cpu")
+    for flip, read in ((False, []), (True, [(0, 0)])):
+        reads.clear()
+        tex = gputex.upload(gpu, gputex.from_array(a[::-1] if flip else a), "rgba8unorm-srgb", mips=True,
+                            flip_y=flip)
+        try:
+            assert reads == read
+            assert all(np.array_equal(gputex.capture(tex, lv), w) for lv, w in enumerate(want, 1))
+        finally:
+            tex.destroy()
+    # a base of the wrong shape is not trusted: level 0 is read back
+    tex = raw_upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", levels=len(want) + 1,
+                     usage=wgpu.TextureUsage.TEXTURE_BINDING)
+    try:
+        reads.clear()
+        gputex.generate_mips(tex, base=np.zeros((22, 44 * 4), np.uint8))
+        assert reads == [(0, 0)]
+        assert all(np.array_equal(gputex.capture(tex, lv), w) for lv, w in enumerate(want, 1))
+    finally:
+        tex.destroy()
+
+
 def test_sources_follow_the_tiling_plan():
     assert cpu.sources(64, 64, 7) == [0, 1, 2, 3, 4, 5]
     # 1537x1999: 768x999, 384x499, 192x249, 96x124, 48x62, 24x31, 12x15, 6x7, 3x3, 1x1
