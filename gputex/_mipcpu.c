@@ -18,10 +18,14 @@
  * BGRA needs nothing of its own.
  *
  * Speed: a level whose footprints an earlier level's texels tile exactly is the sum of those
- * texels' stored sums (divided exactly by the tiling ratio), else it is summed from the base
- * (rows of horizontal sums, then weighted by row); an sRGB code comes from a float estimate and
- * a small table, confirmed (and moved) by the exact comparisons. Rows of a level are split over
- * ``threads`` threads; the GIL is released throughout.
+ * texels' stored sums (divided exactly by the tiling ratio); levels 1 and 2 otherwise are summed
+ * from the base (rows of horizontal sums, then weighted by row; a level only the next one reads
+ * is made with it, band by band, its sums in a ring of rows), later ones from a grid of exact
+ * cell sums (gputex/mips/cells.py's G(l): the cells between every footprint edge of this and
+ * the later such levels, each grid the unions of the previous one's cells), so no level reads
+ * the whole base again. An sRGB code comes from a float estimate and a small table, confirmed
+ * (and moved) by the exact comparisons. Rows are split over ``threads`` threads; the GIL is
+ * released throughout.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -90,6 +94,11 @@ typedef struct {
     const int *xs, *xn, *ys, *yn;
     const u64 *xw, *yw;
     int xstride, ystride;
+    /* the cell grid G(l) (see gputex/mips/cells.py): cut points per axis, cell sums (slots) */
+    int gx_n, gy_n;             /* cells on each axis */
+    const int *gx, *gy;         /* gx_n + 1 / gy_n + 1 cut points */
+    const int *gx_of, *gy_of;   /* the cell of each base column / row */
+    u64 *cells;                 /* gy_n * gx_n * slots */
 } Ctx;
 
 /* ---- codes from sums ------------------------------------------------------------------------ */
@@ -308,6 +317,76 @@ INLINE void rows_from_sums_t(const Ctx *c, int lvl, const u64 *ssums, int srow0,
     }
 }
 
+/* ---- a level from a grid of cell sums ------------------------------------------------------ */
+
+/* Cell sums of cell rows [r0, r1) from the base: per cell the slots (colour: the weighted sums
+ * where the cell has alpha, else the plain ones; then alpha), as stored sums are kept. */
+INLINE void cells_from_base_t(const Ctx *c, int r0, int r1, u64 *tmp, const int CH, const int B16, const int SRGB,
+                              const int WA)
+{
+    const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha, nt = ns + (WA ? nc : 0);
+    for (int r = r0; r < r1; r++) {
+        memset(tmp, 0, sizeof(u64) * (size_t)c->gx_n * nt);
+        for (int ty = c->gy[r]; ty < c->gy[r + 1]; ty++) {
+            size_t i = (size_t)ty * c->width * CH;
+            for (int tx = 0; tx < c->width; tx++, i += CH) {
+                u64 *t = tmp + (size_t)c->gx_of[tx] * nt;
+                u64 a = ha ? code_at(c, i + CH - 1, B16) : 1;
+                for (int k = 0; k < nc; k++) {
+                    unsigned code = code_at(c, i + k, B16);
+                    u64 l = SRGB ? c->lin[code] : (u64)code;
+                    if (WA) {
+                        t[k] += a * l;
+                        t[ns + k] += l;
+                    } else {
+                        t[k] += l;
+                    }
+                }
+                if (ha) t[nc] += a;
+            }
+        }
+        u64 *d = c->cells + (size_t)r * c->gx_n * ns;
+        for (int x = 0; x < c->gx_n; x++, d += ns) {
+            const u64 *t = tmp + (size_t)x * nt;
+            int plain = WA && t[nc] == 0;
+            for (int k = 0; k < nc; k++) d[k] = plain ? t[ns + k] : t[k];
+            if (ha) d[nc] = t[nc];
+        }
+    }
+}
+
+/* Rows [y0, y1) of level lvl from the cell grid: per axis, the cell of the footprint's first base
+ * texel (weight m - r0), the cells up to the last one's (weight m), that one's (weight r1). */
+INLINE void rows_from_cells_t(const Ctx *c, int lvl, u64 *dsums, int y0, int y1, const int CH, const int B16,
+                              const int SRGB, const int WA)
+{
+    const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
+    const Level *L = &c->lv[lvl];
+    for (int y = y0; y < y1; y++) {
+        for (int x = 0; x < L->w; x++) {
+            u64 wsum[MAX_SLOTS] = {0, 0, 0, 0}, psum[3] = {0, 0, 0};
+            for (int j = c->ys[y]; j < c->ys[y] + c->yn[y]; j++) {
+                u64 wy = c->yw[(size_t)y * c->ystride + (j - c->ys[y])];
+                const u64 *wx = c->xw + (size_t)x * c->xstride;
+                const u64 *s = c->cells + ((size_t)j * c->gx_n + c->xs[x]) * ns;
+                for (int i = 0; i < c->xn[x]; i++, s += ns) {
+                    u64 w = wy * wx[i];
+                    u64 a = ha ? s[nc] : 0;
+                    if (ha) wsum[nc] += w * a;
+                    if (WA && a == 0) {
+                        for (int k = 0; k < nc; k++) psum[k] += w * s[k];
+                    } else {
+                        for (int k = 0; k < nc; k++) wsum[k] += w * s[k];
+                    }
+                }
+            }
+            if (WA && wsum[nc] == 0)
+                for (int k = 0; k < nc; k++) wsum[k] = psum[k];
+            finalize_t(c, lvl, dsums, 0, x, y, wsum, CH, B16, SRGB, WA);
+        }
+    }
+}
+
 /* one instance per kind of chain, so every test on the kind is decided at compile time */
 #define KINDS(X)                                                                                            \
     X(1, 0, 0, 0) X(1, 0, 1, 0) X(1, 1, 0, 0) X(2, 0, 0, 0) X(2, 0, 1, 0) X(2, 1, 0, 0) X(2, 0, 0, 1)      \
@@ -324,6 +403,14 @@ INLINE void rows_from_sums_t(const Ctx *c, int lvl, const u64 *ssums, int srow0,
                                                   u64 *dsums, int drow0, int y0, int y1)                   \
     {                                                                                                      \
         rows_from_sums_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, CH, B16, SRGB, WA);                   \
+    }                                                                                                      \
+    static void cbase_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int r0, int r1, u64 *tmp)                \
+    {                                                                                                      \
+        cells_from_base_t(c, r0, r1, tmp, CH, B16, SRGB, WA);                                              \
+    }                                                                                                      \
+    static void cells_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, u64 *dsums, int y0, int y1)     \
+    {                                                                                                      \
+        rows_from_cells_t(c, lvl, dsums, y0, y1, CH, B16, SRGB, WA);                                       \
     }
 KINDS(INSTANCE)
 
@@ -347,6 +434,60 @@ static void rows_from_sums(const Ctx *c, int lvl, const u64 *ssums, int srow0, u
     KINDS(CALL_SUMS)
 }
 
+static void cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
+{
+#define CALL_CBASE(CH, B16, SRGB, WA)                                                                      \
+    if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
+        cbase_##CH##_##B16##_##SRGB##_##WA(c, r0, r1, tmp);                                                \
+        return;                                                                                            \
+    }
+    KINDS(CALL_CBASE)
+}
+
+static void rows_from_cells(const Ctx *c, int lvl, u64 *dsums, int y0, int y1)
+{
+#define CALL_CELLS(CH, B16, SRGB, WA)                                                                      \
+    if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
+        cells_##CH##_##B16##_##SRGB##_##WA(c, lvl, dsums, y0, y1);                                         \
+        return;                                                                                            \
+    }
+    KINDS(CALL_CELLS)
+}
+
+/* Cells of a coarser grid (its cut points a subset of this one's) as unions of this grid's:
+ * ``px``/``py`` the coarse cell of each fine one; the slot rule of stored sums (a cell without
+ * alpha holds plain sums; a union with alpha adds only its children that have some). */
+static int merge_cells(const Ctx *c, const u64 *fine, int fx, int fy, const int *px, const int *py, u64 *coarse,
+                       int cx, int cy)
+{
+    int ns = c->slots, nc = c->nc, wa = c->weighted;
+    size_t n = (size_t)cx * cy;
+    u64 *plain = wa ? calloc(n * nc, sizeof(u64)) : NULL;
+    if (wa && !plain) return 1;
+    memset(coarse, 0, sizeof(u64) * n * ns);
+    for (int y = 0; y < fy; y++) {
+        const u64 *s = fine + (size_t)y * fx * ns;
+        for (int x = 0; x < fx; x++, s += ns) {
+            size_t t = (size_t)py[y] * cx + px[x];
+            u64 *d = coarse + t * ns;
+            u64 a = c->has_alpha ? s[nc] : 0;
+            if (c->has_alpha) d[nc] += a;
+            if (wa && a == 0) {
+                for (int k = 0; k < nc; k++) plain[t * nc + k] += s[k];
+            } else {
+                for (int k = 0; k < nc; k++) d[k] += s[k];
+            }
+        }
+    }
+    if (wa) {
+        for (size_t t = 0; t < n; t++)
+            if (coarse[t * ns + nc] == 0)
+                for (int k = 0; k < nc; k++) coarse[t * ns + k] = plain[t * nc + k];
+        free(plain);
+    }
+    return 0;
+}
+
 /* ---- the chain --------------------------------------------------------------------------- */
 
 /* Per-axis footprints of an axis going from n to m texels: start, count and integer weights
@@ -365,7 +506,10 @@ static void axis_weights(int n, int m, int *start, int *count, u64 *wt, int stri
     }
 }
 
-enum { FROM_SUMS, FROM_BASE, FUSED };
+enum { FROM_SUMS, FROM_BASE, FUSED, CELLS_FROM_BASE, FROM_CELLS };
+
+/* The first level a cell grid may make (levels before it read the base; as gputex/mips/cells.py). */
+#define FIRST_GRID 3
 
 typedef struct {
     const Ctx *c;
@@ -378,7 +522,11 @@ static void *run_job(void *p)
     Job *j = (Job *)p;
     const Ctx *c = j->c;
     int l = j->lvl;
-    if (j->mode == FROM_BASE) {
+    if (j->mode == CELLS_FROM_BASE) {
+        cells_from_base(c, j->y0, j->y1, j->row);
+    } else if (j->mode == FROM_CELLS) {
+        rows_from_cells(c, l, c->lv[l].sums, j->y0, j->y1);
+    } else if (j->mode == FROM_BASE) {
         rows_from_base(c, l, c->lv[l].sums, 0, j->y0, j->y1, j->row, j->vals);
     } else if (j->mode == FROM_SUMS) {
         rows_from_sums(c, l, c->lv[c->source[l]].sums, 0, c->lv[l].sums, 0, j->y0, j->y1);
@@ -394,15 +542,22 @@ static void *run_job(void *p)
     return NULL;
 }
 
-/* Rows of level ``lvl`` (FUSED: of level lvl + 1, with lvl's own) split over threads. */
+/* Rows of level ``lvl`` (FUSED: of level lvl + 1, with lvl's own; CELLS_FROM_BASE: cell rows)
+ * split over threads. */
 static int level_rows(const Ctx *c, int lvl, int mode, int threads)
 {
     const Level *L = &c->lv[mode == FUSED ? lvl + 1 : lvl], *S = &c->lv[c->source[lvl]];
+    int rows = mode == CELLS_FROM_BASE ? c->gy_n : L->h;
     int n = threads;
-    if (n > L->h) n = L->h;
-    /* work: the base texels read (from the base) or the stored texels added */
-    if ((mode != FROM_SUMS ? (size_t)c->width * c->height : (size_t)S->w * S->h) < 65536) n = 1;
+    if (n > rows) n = rows;
+    /* work: the base texels read (from the base) or the stored texels / cells added */
+    size_t work = mode == FROM_SUMS ? (size_t)S->w * S->h : mode == FROM_CELLS ? (size_t)L->w * L->h * 16
+                                                                               : (size_t)c->width * c->height;
+    if (work < 65536) n = 1;
     if (n < 1) n = 1;
+    int base = mode == FROM_BASE || mode == FUSED;
+    size_t row = base ? (size_t)c->lv[lvl].w * c->slots
+                      : mode == CELLS_FROM_BASE ? (size_t)c->gx_n * (c->slots + c->nc) : 0;
     Job jobs[MAX_THREADS];
     pthread_t tid[MAX_THREADS];
     int started[MAX_THREADS] = {0}, err = 0;
@@ -411,12 +566,12 @@ static int level_rows(const Ctx *c, int lvl, int mode, int threads)
         jobs[i].c = c;
         jobs[i].lvl = lvl;
         jobs[i].mode = mode;
-        jobs[i].y0 = (int)((long long)L->h * i / n);
-        jobs[i].y1 = (int)((long long)L->h * (i + 1) / n);
-        jobs[i].row = mode != FROM_SUMS ? malloc(sizeof(u64) * (size_t)c->lv[lvl].w * c->slots) : NULL;
-        jobs[i].vals = mode != FROM_SUMS ? malloc(sizeof(u64) * (size_t)c->width * c->slots) : NULL;
+        jobs[i].y0 = (int)((long long)rows * i / n);
+        jobs[i].y1 = (int)((long long)rows * (i + 1) / n);
+        jobs[i].row = row ? malloc(sizeof(u64) * row) : NULL;
+        jobs[i].vals = base ? malloc(sizeof(u64) * (size_t)c->width * c->slots) : NULL;
         jobs[i].ring = ring ? malloc(sizeof(u64) * ring) : NULL;
-        if (mode != FROM_SUMS && (!jobs[i].row || !jobs[i].vals || (ring && !jobs[i].ring))) err = 1;
+        if ((row && !jobs[i].row) || (base && !jobs[i].vals) || (ring && !jobs[i].ring)) err = 1;
     }
     if (!err) {
         for (int i = 1; i < n; i++) started[i] = pthread_create(&tid[i], NULL, run_job, &jobs[i]) == 0;
@@ -436,6 +591,133 @@ static int level_rows(const Ctx *c, int lvl, int mode, int threads)
 
 static int size_of(int n, int level) { return (n >> level) > 0 ? n >> level : 1; }
 
+/* A level no earlier level tiles, from FIRST_GRID on: made from the cell grid. */
+static int is_cell_level(const Ctx *c, int l) { return l >= FIRST_GRID && c->source[l] == 0; }
+
+/* G(l) on one axis of n base texels: the cut points of the cell levels m >= l (P(m): the
+ * footprints' edges j * n / m and the points one past them), sorted, in ``*cut``; the cell of
+ * each base coordinate in ``*of``. Returns the cells, or -1 (no memory). */
+static int grid_axis(const Ctx *c, int l, int n, int horizontal, int **cut, int **of)
+{
+    uint8_t *mark = calloc((size_t)n + 2, 1);
+    int count = 0;
+    *cut = NULL;
+    *of = NULL;
+    if (!mark) return -1;
+    for (int m = l; m < c->levels; m++) {
+        if (!is_cell_level(c, m)) continue;
+        int d = horizontal ? c->lv[m].w : c->lv[m].h;
+        for (int j = 0; j <= d; j++) {
+            long long a = (long long)j * n / d;
+            mark[a] = 1;
+            if (a + 1 <= n) mark[a + 1] = 1;
+        }
+    }
+    for (int t = 0; t <= n; t++) count += mark[t];
+    *cut = malloc(sizeof(int) * (size_t)count);
+    *of = malloc(sizeof(int) * (size_t)n);
+    if (!*cut || !*of) {
+        free(mark); free(*cut); free(*of);
+        *cut = *of = NULL;
+        return -1;
+    }
+    for (int t = 0, i = 0; t <= n; t++)
+        if (mark[t]) (*cut)[i++] = t;
+    for (int i = 0; i + 1 < count; i++)
+        for (int t = (*cut)[i]; t < (*cut)[i + 1]; t++) (*of)[t] = i;
+    free(mark);
+    return count - 1;
+}
+
+/* A level's footprints on one axis (n base texels to m) as runs of consecutive grid cells: the
+ * first base texel's cell (weight m - r0), whole cells (m), the last one's (r1). */
+static int grid_weights(int n, int m, const int *cut, const int *of, int **start, int **count, u64 **wt, int *stride)
+{
+    int most = 1;
+    *start = malloc(sizeof(int) * 2 * (size_t)m);
+    *wt = NULL;
+    if (!*start) return -1;
+    *count = *start + m;
+    for (int j = 0; j < m; j++) {
+        long long a0 = (long long)j * n / m, a1 = (long long)(j + 1) * n / m, r1 = (long long)(j + 1) * n % m;
+        int last = r1 > 0 ? of[a1] : of[a1 - 1];
+        (*start)[j] = of[a0];
+        (*count)[j] = last - of[a0] + 1;
+        if ((*count)[j] > most) most = (*count)[j];
+    }
+    *wt = malloc(sizeof(u64) * (size_t)m * most);
+    if (!*wt) { free(*start); *start = NULL; return -1; }
+    for (int j = 0; j < m; j++) {
+        long long a0 = (long long)j * n / m, r0 = (long long)j * n % m;
+        long long a1 = (long long)(j + 1) * n / m, r1 = (long long)(j + 1) * n % m;
+        for (int i = 0; i < (*count)[j]; i++) {
+            int at = cut[(*start)[j] + i];
+            (*wt)[(size_t)j * most + i] = at == a0 ? (u64)(m - r0) : (at == a1 && r1 > 0) ? (u64)r1 : (u64)m;
+        }
+    }
+    *stride = most;
+    return 0;
+}
+
+typedef struct {
+    int nx, ny;
+    int *cut_x, *of_x, *cut_y, *of_y;
+    u64 *cells;
+    size_t bytes;
+} Grid;
+
+static void grid_free(Grid *g)
+{
+    free(g->cut_x); free(g->of_x); free(g->cut_y); free(g->of_y);
+    big_free(g->cells, g->bytes);
+    memset(g, 0, sizeof(Grid));
+}
+
+/* Level l from G(l): the grid made from the base (the first one) or from the previous grid, whose
+ * cells its own are unions of; then the level's texels from its cells. */
+static int level_from_grid(Ctx *c, int l, Grid *prev, int threads)
+{
+    Grid g = {0};
+    int err = 0;
+    g.nx = grid_axis(c, l, c->width, 1, &g.cut_x, &g.of_x);
+    g.ny = grid_axis(c, l, c->height, 0, &g.cut_y, &g.of_y);
+    if (g.nx < 0 || g.ny < 0) { grid_free(&g); return 1; }
+    g.bytes = sizeof(u64) * (size_t)g.nx * g.ny * c->slots;
+    g.cells = big_alloc(&g.bytes);
+    if (!g.cells) { grid_free(&g); return 1; }
+    c->gx_n = g.nx; c->gy_n = g.ny; c->gx = g.cut_x; c->gy = g.cut_y; c->gx_of = g.of_x; c->gy_of = g.of_y;
+    c->cells = g.cells;
+    if (!prev->cells) {
+        err = level_rows(c, l, CELLS_FROM_BASE, threads);
+    } else {
+        int *px = malloc(sizeof(int) * (size_t)prev->nx), *py = malloc(sizeof(int) * (size_t)prev->ny);
+        if (!px || !py) {
+            err = 1;
+        } else {
+            for (int i = 0; i < prev->nx; i++) px[i] = g.of_x[prev->cut_x[i]];
+            for (int i = 0; i < prev->ny; i++) py[i] = g.of_y[prev->cut_y[i]];
+            err = merge_cells(c, prev->cells, prev->nx, prev->ny, px, py, g.cells, g.nx, g.ny);
+        }
+        free(px); free(py);
+    }
+    grid_free(prev);
+    *prev = g;
+    if (err) return err;
+    int *xs = NULL, *ys = NULL, *xn = NULL, *yn = NULL;
+    u64 *xw = NULL, *yw = NULL;
+    int xstride = 0, ystride = 0;
+    if (grid_weights(c->width, c->lv[l].w, g.cut_x, g.of_x, &xs, &xn, &xw, &xstride)
+        || grid_weights(c->height, c->lv[l].h, g.cut_y, g.of_y, &ys, &yn, &yw, &ystride)) {
+        err = 1;
+    } else {
+        c->xs = xs; c->xn = xn; c->xw = xw; c->xstride = xstride;
+        c->ys = ys; c->yn = yn; c->yw = yw; c->ystride = ystride;
+        err = level_rows(c, l, FROM_CELLS, threads);
+    }
+    free(xs); free(ys); free(xw); free(yw);
+    return err;
+}
+
 static int run_chain(Ctx *c, int threads)
 {
     int err = 0;
@@ -453,9 +735,10 @@ static int run_chain(Ctx *c, int threads)
                 break;
             }
     }
+    Grid grid = {0};
     for (int l = 1; l < c->levels && !err; l++) {
         /* a level from the base that only the next level reads is made with it, band by band */
-        int fused = c->source[l] == 0 && l + 1 < c->levels && c->source[l + 1] == l;
+        int fused = c->source[l] == 0 && !is_cell_level(c, l) && l + 1 < c->levels && c->source[l + 1] == l;
         for (int m = l + 2; m < c->levels && fused; m++) fused = c->source[m] != l;
         int kept = fused ? l + 1 : l, needed = 0;  /* the level whose sums may be kept */
         for (int m = kept + 1; m < c->levels; m++) needed |= c->source[m] == kept;
@@ -466,6 +749,8 @@ static int run_chain(Ctx *c, int threads)
         }
         if (c->source[l]) {
             err = level_rows(c, l, FROM_SUMS, threads);
+        } else if (is_cell_level(c, l)) {
+            err = level_from_grid(c, l, &grid, threads);
         } else {
             int dw = c->lv[l].w, dh = c->lv[l].h;
             int xstride = c->width / dw + 2, ystride = c->height / dh + 2;
@@ -490,6 +775,7 @@ static int run_chain(Ctx *c, int threads)
             if (!later && c->lv[k].sums) { big_free(c->lv[k].sums, c->lv[k].bytes); c->lv[k].sums = NULL; }
         }
     }
+    grid_free(&grid);
     for (int l = 0; l < c->levels; l++) big_free(c->lv[l].sums, c->lv[l].bytes);
     return err;
 }

@@ -122,7 +122,7 @@ def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted:
 def sources(width: int, height: int, levels: int) -> list[int]:
     """Where the C engine takes each level 1.. from (as ``_mipcpu.c``'s plan): the deepest earlier
     level from 1 on whose sizes are multiples of its own (its texels tile the footprints),
-    else 0 (the base). The bytes do not depend on it."""
+    else 0 (levels 1-2: the base; later ones: a grid of cell sums). The bytes do not depend on it."""
     sizes = [(max(1, width >> lv), max(1, height >> lv)) for lv in range(levels)]
     out = []
     for lv in range(1, levels):

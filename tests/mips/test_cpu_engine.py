@@ -45,10 +45,13 @@ def test_c_engine_equals_the_model_chain(rng, w, h, channels, bits, srgb):
 
 
 @pytest.mark.parametrize("w,h,channels,srgb", [(64, 64, 4, True), (257, 131, 4, True), (100, 75, 2, False),
-                                               (96, 40, 1, True)])
+                                               (96, 40, 1, True), (99, 61, 4, True), (45, 83, 2, True),
+                                               (255, 3, 4, False), (131, 97, 1, False)])
 def test_c_engine_equals_the_model_on_larger_sizes_and_any_thread_count(rng, w, h, channels, srgb):
-    """Levels from stored sums (64x64, 96x40: the tiled plan) and from the base (257x131), rows
-    split over 1, 2, 3 and 7 threads: always the model's bytes."""
+    """Levels from stored sums (64x64, 96x40: the tiled plan), from the base (257x131: levels 1
+    and 2 fused) and from cell grids (99x61, 45x83, 255x3, 131x97: levels 3.. no earlier level
+    tiles, a grid merged into the next), rows split over 1, 2, 3 and 7 threads: always the
+    model's bytes."""
     a = _image(rng, w, h, channels, 8, "holes")
     want = _model(a, channels, 8, srgb, True)
     for threads in (1, 2, 3, 7):
