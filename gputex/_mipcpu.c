@@ -87,6 +87,7 @@ typedef struct {
     const u64 *q;          /* sRGB 8-bit: Q[k] */
     uint8_t guess[1 << GUESS_BITS];
     double guess_scale;
+    double qb[257];        /* sRGB 8-bit: Q[k] in bucket units (a float screen; qb[256] = inf) */
     Level lv[32];
     size_t out_off[32];
     int source[32];
@@ -139,6 +140,8 @@ static void build_guess(Ctx *c)
         while (k < c->top && (double)c->q[k + 1] <= start) k++;
         c->guess[i] = (uint8_t)k;
     }
+    for (int j = 0; j <= c->top; j++) c->qb[j] = (double)c->q[j] / 4294967296.0 * c->guess_scale;
+    c->qb[c->top + 1] = 1e300;
 }
 
 /* Codes of texel x of row y of the current level from its slot sums (colour slots already
@@ -156,9 +159,14 @@ INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int 
         double inv = c->guess_scale / (double)den;
         for (int k = 0; k < nc; k++) {
             u64 s = acc[k];
+            double x = (double)s * inv;  /* relative error < 1e-15 */
             int g = c->guess[code_srgb(c, s, inv)];
-            while (g > 0 && !ge_q(c, s, den, g)) g--;
-            while (g < 255 && ge_q(c, s, den, g + 1)) g++;
+            while (g < 255 && x >= c->qb[g + 1]) g++;
+            double margin = 1e-10 * (x + 1.0);
+            if (!(x - c->qb[g] > margin && c->qb[g + 1] - x > margin)) {  /* near a threshold: exactly */
+                while (g > 0 && !ge_q(c, s, den, g)) g--;
+                while (g < 255 && ge_q(c, s, den, g + 1)) g++;
+            }
             codes[k] = (unsigned)g;
         }
     } else {

@@ -71,6 +71,35 @@ def test_c_engine_is_correctly_rounded_against_float64(rng, w, h, alpha):
         assert_correctly_rounded(g, r, 255, f"{w}x{h} level {lv}")
 
 
+@pytest.mark.parametrize("weighted", [True, False])
+def test_every_pair_of_srgb_codes_rounds_as_intbox(rng, weighted):
+    """Level 1 of a 131072x1 image holds the average of every pair of 8-bit sRGB codes (red: (i,
+    j), green: (j, i), blue random; alpha random, some 0): each of 3000 drawn texels (and four
+    fixed ones) has ``intbox.round_code`` of its exact sums (the float screen decides none
+    wrongly)."""
+    from gputex.mips.intbox import lin_table, round_code
+
+    i, j = np.meshgrid(np.arange(256), np.arange(256), indexing="ij")
+    a = np.zeros((1, 2 * 65536, 4), np.uint8)
+    a[0, 0::2, 0], a[0, 1::2, 0] = i.ravel(), j.ravel()
+    a[0, 0::2, 1], a[0, 1::2, 1] = j.ravel(), i.ravel()
+    a[0, :, 2] = rng.integers(0, 256, 2 * 65536)
+    a[0, :, 3] = np.where(rng.random(2 * 65536) < 0.2, 0, rng.integers(1, 256, 2 * 65536))
+    got = cpu.host_chain(a, 4, 8, True, weighted, 2)[0][0]
+    lin = lin_table(8, True)
+    w, total = 65536, 2 * 65536  # each base texel's weight, and W
+    for t in rng.choice(65536, 3000, replace=False).tolist() + [0, 255, 65535, 257 * 128]:
+        p, q = a[0, 2 * t].tolist(), a[0, 2 * t + 1].tolist()
+        al = w * (p[3] + q[3])
+        for ch in range(3):
+            if weighted and al:
+                want = round_code(w * (p[3] * lin[p[ch]] + q[3] * lin[q[ch]]), al, 8, True)
+            else:
+                want = round_code(w * (lin[p[ch]] + lin[q[ch]]), total, 8, True)
+            assert got[t, ch] == want, (t, ch)
+        assert got[t, 3] == round_code(al, total, 8, False)
+
+
 def test_c_engine_sums_do_not_overflow_at_its_largest_size():
     """4095x4097 (one texel under 2**24) of the largest codes, weighted: every sum is at its
     bound (W * 255 * 2**31 < 2**64); every level must stay 255 everywhere."""
