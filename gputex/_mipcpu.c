@@ -119,13 +119,11 @@ INLINE unsigned code_linear(u64 s, u64 den, int top)
     return k > (u64)top ? (unsigned)top : (unsigned)k;
 }
 
-/* sRGB: a guess from the float value (relative error < 1e-15) and the bucket table, moved by
- * the exact comparisons until Q[k] * den <= s * 2**32 < Q[k + 1] * den */
-INLINE unsigned code_srgb(const Ctx *c, u64 s, double inv_den)
+/* sRGB: the bucket of the guess table that a value (in bucket units) falls in */
+INLINE int bucket_of(double x)
 {
-    double x = (double)s * inv_den;
     int i = x >= (double)((1 << GUESS_BITS) - 1) ? (1 << GUESS_BITS) - 1 : (int)x;
-    return (unsigned)(i < 0 ? 0 : i);
+    return i < 0 ? 0 : i;
 }
 
 static void build_guess(Ctx *c)
@@ -159,8 +157,11 @@ INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int 
         double inv = c->guess_scale / (double)den;
         for (int k = 0; k < nc; k++) {
             u64 s = acc[k];
-            double x = (double)s * inv;  /* relative error < 1e-15 */
-            int g = c->guess[code_srgb(c, s, inv)];
+            /* a guess from the float value (relative error < 1e-15) and the bucket table, moved
+             * along the float thresholds; where it lies within 1e-10 of one, the exact
+             * comparisons decide: Q[k] * den <= s * 2**32 < Q[k + 1] * den */
+            double x = (double)s * inv;
+            int g = c->guess[bucket_of(x)];
             while (g < 255 && x >= c->qb[g + 1]) g++;
             double margin = 1e-10 * (x + 1.0);
             if (!(x - c->qb[g] > margin && c->qb[g + 1] - x > margin)) {  /* near a threshold: exactly */
