@@ -4,7 +4,7 @@
 On a CPU adapter (lavapipe/llvmpipe, SwiftShader) the "GPU" is this CPU: the shader's 32-bit
 integer code emulating wide arithmetic costs 239 ms of CPU for a 2048^2 RGBA8 sRGB chain on
 the 2-core lavapipe machine, where native 64/128-bit integers do the same arithmetic many times
-faster (``benchmarks/mips_cpu.py --engines``: 54 against 265 ms). So there the levels are
+faster (``benchmarks/mips_cpu.py --engines``: 49 against 255 ms). So there the levels are
 computed here from level 0's bytes (the image's rows where the upload stored them as they are,
 ``generate_mips(base=...)``; else read back from the texture: a copy, no arithmetic) and written
 into the texture's levels: the texture holds exactly what the shader would have written.
