@@ -229,7 +229,22 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
     for (int y = y0; y < y1; y++) {
         memset(row, 0, sizeof(u64) * (size_t)dw * ns);
         int missing = 0;
-        if (fx && fy) {
+        if (fx == 2 && fy == 2) {  /* the common 2x2: the values summed as they are read */
+            for (int j = 0; j < 2; j++) {
+                size_t i = (size_t)(2 * y + j) * c->width * CH;
+                u64 *r = row;
+                for (int x = 0; x < dw; x++, r += ns, i += 2 * CH) {
+                    u64 a0 = ha ? code_at(c, i + CH - 1, B16) : 1, a1 = ha ? code_at(c, i + 2 * CH - 1, B16) : 1;
+                    for (int k = 0; k < nc; k++) {
+                        unsigned k0 = code_at(c, i + k, B16), k1 = code_at(c, i + CH + k, B16);
+                        u64 l0 = SRGB ? c->lin[k0] : (u64)k0, l1 = SRGB ? c->lin[k1] : (u64)k1;
+                        r[k] += WA ? a0 * l0 + a1 * l1 : l0 + l1;
+                    }
+                    if (ha) r[nc] += a0 + a1;
+                }
+            }
+            for (size_t i = 0; i < (size_t)dw * ns; i++) row[i] *= wt;
+        } else if (fx && fy) {
             for (int j = 0; j < fy; j++) {
                 base_values(c, y * fy + j, vals, 0, CH, B16, SRGB, WA);
                 const u64 *v = vals;
