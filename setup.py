@@ -1,12 +1,18 @@
-"""Only the optional C extension lives here; everything else is in pyproject.toml.
+"""Only the optional C extensions live here; everything else is in pyproject.toml.
 
-``gputex._pngfilter`` unfilters PNG rows (gputex/pngdec.py). It is optional: where it does not
-build (no C compiler), gputex installs anyway and decodes those PNGs through libpng instead.
+``gputex._pngfilter`` unfilters PNG rows (gputex/pngdec.py). ``gputex._mipcpu`` makes the
+exact integer mip chain on the host for CPU adapters (gputex/mips/cpu.py; it needs
+``unsigned __int128``, so GCC or Clang). Both are optional: where one does not build (no C
+compiler), gputex installs anyway and decodes those PNGs through libpng / runs the mip shader
+instead.
 """
 
 import os
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("gputex._pngfilter", ["gputex/_pngfilter.c"], optional=True,
-                             extra_compile_args=[] if os.name == "nt" else ["-O3"])])
+_O3 = [] if os.name == "nt" else ["-O3"]
+setup(ext_modules=[Extension("gputex._pngfilter", ["gputex/_pngfilter.c"], optional=True, extra_compile_args=_O3),
+                   Extension("gputex._mipcpu", ["gputex/_mipcpu.c"], optional=True,
+                             extra_compile_args=_O3 + ([] if os.name == "nt" else ["-pthread"]),
+                             extra_link_args=[] if os.name == "nt" else ["-pthread"])])

@@ -562,7 +562,10 @@ def hashes(gpu, path: str, against: str | None = None) -> None:
     import hashlib
     import json
 
+    from gputex.mips import cpu, integer
+
     out = {"adapter": gpu.name, "commit": commit(), "cases": {}}
+    engines = {"cpu": 0, "shader": 0}  # who made each case's chain (GPUTEX_MIPS_ENGINE, gputex.mips.cpu)
     for fmt, channels, bits in HASH_FORMATS:
         if not gpu.has_feature(gputex.get_format(fmt).feature):
             continue
@@ -575,6 +578,8 @@ def hashes(gpu, path: str, against: str | None = None) -> None:
                     if channels > 1:
                         a[..., -1] = np.where(rng.random((h, w)) < 0.4, 0, a[..., -1])
                     tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, alpha=alpha)
+                    host = integer.int_ok(tex, "box", False, None) and cpu.engine(tex) == "cpu"
+                    engines["cpu" if host else "shader"] += 1
                     digest = hashlib.sha256()
                     for lv in range(1, tex.levels):
                         digest.update(gputex.capture_bytes(tex, lv).tobytes())
@@ -583,7 +588,8 @@ def hashes(gpu, path: str, against: str | None = None) -> None:
         print(f"{fmt}: done", flush=True)
     with open(path, "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
-    print(f"{len(out['cases'])} cases -> {path}")
+    print(f"{len(out['cases'])} cases -> {path}; chains made by the host's C engine: {engines['cpu']}, "
+          f"by shaders: {engines['shader']}")
     if against:
         with open(against) as f:
             other = json.load(f)

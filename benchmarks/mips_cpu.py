@@ -1,7 +1,7 @@
 """CPU cost of the exact mip chain on a software adapter (lavapipe), trees compared in one run.
 
     python benchmarks/mips_cpu.py [--trees BEFORE_DIR .] [--sizes 2048 2047] [--runs 5] [--rounds 3]
-        [--variants base noround ...]
+        [--variants base noround ...] [--engines shader cpu]
 
 On lavapipe the "GPU" is the CPU: every integer operation of ``mip_spd.wgsl`` / ``mip_odd.wgsl``
 costs CPU time the rest of a conversion needs (issue 13: one 2048^2 image against ``ktx
@@ -12,7 +12,9 @@ image (weighted alpha, 40% of the texels transparent as in the hash matrix), mak
 once (pipelines, tables, self-check), then times ``--runs`` chains: wall seconds and process
 CPU seconds (every lavapipe thread) to the chain being done, the median kept. ``--variants``
 cut parts out of ``mip_spd.wgsl`` as ``benchmarks/mip_spd_variants.py`` does (wrong bytes; for
-profiling). Printed: each tree's median of its rounds' medians and the ratio to the first tree.
+profiling). ``--engines shader cpu`` runs each tree once per mip engine (``GPUTEX_MIPS_ENGINE``:
+the shader against the host's C engine, :mod:`gputex.mips.cpu`; the same bytes), alternating
+too. Printed: each tree's median of its rounds' medians and the ratio to the first row.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def child(size: str, runs: int, variant: str) -> None:
         walls.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - c0)
     print(json.dumps({"wall": statistics.median(walls), "cpu": statistics.median(cpus),
-                      "precision": r.precision, "sources": r.sources[:3]}))
+                      "precision": r.precision, "engine": getattr(r, "engine", "shader"), "sources": r.sources[:3]}))
 
 
 def main() -> None:
@@ -73,6 +75,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--variants", nargs="+", default=["base"])
+    ap.add_argument("--engines", nargs="+", default=[None], choices=["auto", "shader", "cpu"],
+                    help="GPUTEX_MIPS_ENGINE values to run each tree with (default: as set)")
     ap.add_argument("--child", nargs=3, metavar=("SIZE", "RUNS", "VARIANT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -80,24 +84,28 @@ def main() -> None:
         return
     here = os.path.abspath(__file__)
     for size in args.sizes:
-        res: dict[tuple[str, str], list[dict]] = {}
+        res: dict[tuple[str, str, str], list[dict]] = {}
         for _ in range(args.rounds):
             for tree in args.trees:
                 for variant in args.variants:
-                    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
-                    out = subprocess.run([sys.executable, here, "--child", size, str(args.runs), variant],
-                                         env=env, capture_output=True, text=True, cwd=os.path.abspath(tree))
-                    if out.returncode:
-                        sys.exit(f"{tree} {variant}: {out.stderr.strip().splitlines()[-1:]}")
-                    res.setdefault((tree, variant), []).append(json.loads(out.stdout.strip().splitlines()[-1]))
+                    for engine in args.engines:
+                        env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
+                        if engine:
+                            env["GPUTEX_MIPS_ENGINE"] = engine
+                        out = subprocess.run([sys.executable, here, "--child", size, str(args.runs), variant],
+                                             env=env, capture_output=True, text=True, cwd=os.path.abspath(tree))
+                        if out.returncode:
+                            sys.exit(f"{tree} {variant}: {out.stderr.strip().splitlines()[-1:]}")
+                        res.setdefault((tree, variant, engine or ""), []).append(
+                            json.loads(out.stdout.strip().splitlines()[-1]))
         first = None
-        for (tree, variant), rows in res.items():
+        for (tree, variant, _), rows in res.items():
             cpu = statistics.median(r["cpu"] for r in rows)
             wall = statistics.median(r["wall"] for r in rows)
             first = first or cpu
             print(f"{size} {tree} {variant}: CPU {cpu * 1e3:.0f} ms, wall {wall * 1e3:.0f} ms "
                   f"(rounds: {' '.join(str(round(r['cpu'] * 1e3)) for r in rows)}), {cpu / first:.2f}x the first; "
-                  f"{rows[0]['precision']} {rows[0]['sources']}", flush=True)
+                  f"{rows[0]['precision']} ({rows[0].get('engine', 'shader')}) {rows[0]['sources']}", flush=True)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from .formats import Format
 
 __all__ = [
     "to_texture_rows",
+    "native_rows",
     "from_texture_rows",
     "srgb_to_linear",
     "linear_to_srgb",
@@ -142,6 +143,24 @@ def _component_values(a: np.ndarray, color_space: str, fmt: Format, comp_bits: l
     return out
 
 
+def _stored_as_is(dtype, color_space: str, fmt: Format, premultiply: bool) -> bool:
+    """Whether components of ``dtype`` are the format's bytes as they are (no conversion)."""
+    return (not premultiply and not fmt.packed and not fmt.bgra and dtype == np.dtype(fmt.component_dtype)
+            and (fmt.kind in ("unorm", "uint") and not (fmt.srgb and color_space == "linear")
+                 or fmt.kind == "float"))
+
+
+def native_rows(rows: np.ndarray, color_space: str, fmt: Format, *, premultiply: bool = False) -> np.ndarray | None:
+    """``rows`` ``(h, W, C)`` as the texture bytes :func:`to_texture_rows` makes of them,
+    ``(h, W * texel_bytes)`` uint8, where that is a view of ``rows`` (no conversion, no copy);
+    else None."""
+    if (rows.ndim != 3 or rows.shape[2] != fmt.channels or not rows.flags.c_contiguous
+            or not _stored_as_is(rows.dtype, color_space, fmt, premultiply)):
+        return None
+    h, w = rows.shape[:2]
+    return rows.view(np.uint8).reshape(h, w * fmt.block_bytes)
+
+
 def to_texture_rows(rows: np.ndarray, color_space: str, fmt: Format, *,
                     premultiply: bool = False) -> np.ndarray:
     """Convert image rows ``(h, W, C)`` to texture bytes ``(h, W * texel_bytes)`` (uint8, C-order).
@@ -152,10 +171,7 @@ def to_texture_rows(rows: np.ndarray, color_space: str, fmt: Format, *,
     a = _channels(rows, fmt.channels)
     h, w = a.shape[:2]
     native = np.dtype(fmt.component_dtype)
-    fast = (not premultiply and not fmt.packed and not fmt.bgra and a.dtype == native
-            and (fmt.kind in ("unorm", "uint") and not (fmt.srgb and color_space == "linear")
-                 or fmt.kind == "float"))
-    if fast:
+    if _stored_as_is(a.dtype, color_space, fmt, premultiply):
         return np.ascontiguousarray(a).view(np.uint8).reshape(h, w * fmt.block_bytes)
     if premultiply and fmt.channels in (2, 4):
         a = _premultiply(a, color_space == "srgb")

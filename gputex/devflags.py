@@ -30,6 +30,9 @@ variable                    what it overrides
                             an adapter without ``shader-f64``).
 ``GPUTEX_MIPS_KERNEL``      ``sep`` or ``2d``: the float64 Kaiser/Lanczos shader of the mip chains
                             (default ``sep``; exceptions by adapter type: :func:`gputex.mips.exact.kernel_shader`).
+``GPUTEX_MIPS_ENGINE``      ``auto``, ``shader`` or ``cpu``: who makes the exact integer mip chain
+                            (default ``auto``: the host's C engine on a CPU adapter where it
+                            serves the chain, else the shader; :mod:`gputex.mips.cpu`).
 ``GPUTEX_POLL``             ``lean`` or ``wait``: how a device's map waits are polled (default
                             ``wait``; ``lean`` not yet measured on a GPU: :func:`gputex.device.lean_polling`).
 ``GPUTEX_FSYNC``            ``1``: every output is fsynced before it is named (``--fsync`` sets it
@@ -60,6 +63,7 @@ FLAGS = {
     "GPUTEX_MIPS_PATH": "compute or render mips for renderable non-storage formats",
     "GPUTEX_MIPS_F64": "0: no float64 mip/resize paths",
     "GPUTEX_MIPS_KERNEL": "sep or 2d: the float64 kernel mip shader",
+    "GPUTEX_MIPS_ENGINE": "auto, shader or cpu: who makes the exact integer mip chain",
     "GPUTEX_POLL": "lean or wait: how a device's map waits are polled",
     "GPUTEX_FSYNC": "1: outputs fsynced before they are named (--fsync)",
 }

@@ -157,12 +157,16 @@ def _space(image: Image, fmt: Format, steps: GpuSteps) -> str:
     return space
 
 
-def _mips(tex: Texture, steps: GpuSteps) -> None:
+def _mips(tex: Texture, steps: GpuSteps, image=None) -> None:
+    from .convert import native_rows
     from .mips import generate_mips
 
     if tex.levels > 1:
+        # level 0's bytes where they are the image's own (the host's mip engine reads none back)
+        base = None if image is None or steps.flip_y else native_rows(image.pixels, tex.color_space, tex.format,
+                                                                        premultiply=steps.premultiply)
         generate_mips(tex, filter=steps.filter, alpha=steps.alpha, wrap=steps.wrap, precision=steps.precision,
-                      normal_map=steps.normal_map, alpha_coverage=steps.alpha_coverage)
+                      normal_map=steps.normal_map, alpha_coverage=steps.alpha_coverage, base=base)
 
 
 def _alone(session, image, fmt, steps, budget) -> TextureFile:
@@ -176,7 +180,7 @@ def _alone(session, image, fmt, steps, budget) -> TextureFile:
                  premultiply=steps.premultiply, flip_y=steps.flip_y, budget=budget,
                  usage=wgpu.TextureUsage.TEXTURE_BINDING)
     try:
-        _mips(tex, steps)
+        _mips(tex, steps, image)
         return capture_texture_file(tex, budget=budget)
     finally:
         tex.destroy()
@@ -308,9 +312,9 @@ class _Group:
                           (lay.blocks_across * bw, lay.blocks_down * bh, 1))
         session.device.queue.submit([enc.finish()])
         self.staging[1] = self.staging[0].map_async(wgpu.MapMode.WRITE)  # for the group after next
-        for tex in self.texs:
+        for tex, image in zip(self.texs, self.images):
             tex.upload_path = "staging"
-            _mips(tex, self.steps)
+            _mips(tex, self.steps, image)
         nbytes = group_bytes(self.pieces)
         self.readback = _buffer(session, "readback", self.slot, nbytes)
         enc = session.device.create_command_encoder()

@@ -350,10 +350,14 @@ def upload_image(session: Session, image, opts: Options, result: Result, usage: 
         resized.upload_path, tex = tex.upload_path, resized
     note_texture(result, tex)
     if levels > 1:
+        from .convert import native_rows
         from .mips import generate_mips
 
+        # level 0's bytes where they are the image's own (the host's mip engine reads none back)
+        base = None if size or opts.flip_y else native_rows(image.pixels, tex.color_space, tex.format,
+                                                              premultiply=opts.premultiply)
         with timed(result, "mips"):
-            generate_mips(tex, **opts.mip_options.kwargs())
+            generate_mips(tex, base=base, **opts.mip_options.kwargs())
     return tex
 
 

@@ -114,6 +114,14 @@ def rng_seed(nodeid: str) -> int:
 
 
 @pytest.fixture
+def mip_shader(monkeypatch):
+    """Integer mip chains made by the shaders even on a CPU adapter, where the host's C engine
+    would make them (``GPUTEX_MIPS_ENGINE=shader``, :mod:`gputex.mips.cpu`): for the tests of the
+    shaders, their pipelines and self-checks (``tests/mips/``, the rehearsal's tests)."""
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "shader")
+
+
+@pytest.fixture
 def rng(request):
     """The test's own numpy generator, seeded from its name (see ``rng_seed``)."""
     import numpy as np

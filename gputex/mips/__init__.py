@@ -8,7 +8,9 @@
    chain, correctly rounded and the same bytes on every adapter that passes its self-check
    (:mod:`.integer`, arithmetic in :mod:`.intbox`); six levels a dispatch (:mod:`.spd`, the
    same bytes) where every level halves each axis, else each level from a grid of cell sums
-   (:mod:`.odd`, the same bytes) instead of the whole base.
+   (:mod:`.odd`, the same bytes) instead of the whole base. On a CPU adapter (lavapipe,
+   SwiftShader) the same integers are computed natively on the host (:mod:`.cpu`, the C
+   extension ``gputex._mipcpu``; ``GPUTEX_MIPS_ENGINE`` overrides) and written into the levels.
 3. Where float64 is allowed (:func:`use_float64`): box mips of 16-bit and float32 formats
    and kernel chains of those and the 4-byte 8-bit formats in float64 (:mod:`.exact`).
 4. Everything else: the float32 chain (:mod:`.chain`), drawn by a fragment shader instead
@@ -30,6 +32,8 @@ from .common import box_source_level, format_kind, pack_kind, storage_twin
 from .filters import ALPHA_MODES, FILTER_NAMES, FILTERS, WRAPS, check_options, kernel_taps
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..device import Session
     from ..formats import Format
     from ..texture import Texture
@@ -60,6 +64,7 @@ class MipReport:
     exact: bool = False  # made by the float64 path (mip_exact.wgsl) or the integer chain
     precision: str = "float"  # "integer" (mips.integer), "float64" or "float"
     note: str = ""  # why the integer chain was not used where it was asked for (self-check)
+    engine: str = "shader"  # "cpu": the integer chain made on the host (:mod:`.cpu`, the same bytes)
 
 
 def mips_path(path: str | None = None) -> str:
@@ -103,7 +108,7 @@ def needs_render_target(session: Session, fmt: Format | str, path: str | None = 
 def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
                   alpha_coverage: float | None = None, normal_map: bool = False, wrap: str = "clamp",
                   layer: int = 0, measure: bool = False, precision: str = "exact",
-                  path: str | None = None) -> MipReport:
+                  path: str | None = None, base: np.ndarray | None = None) -> MipReport:
     """Fill levels 1.. of ``tex`` from level 0 on the GPU.
 
     Parameters
@@ -134,12 +139,18 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
         for 16-bit and float32 formats where the device has ``shader-f64``). ``float32``:
         float32 only, as on an adapter without ``shader-f64``. ``int``: ``exact`` without the
         single-pass and cell forms of the integer chain (:mod:`.spd`, :mod:`.odd`, the same
-        bytes): the multi-pass chain they are checked and timed against.
+        bytes): the multi-pass chain they are checked and timed against (the shader also on a
+        CPU adapter, where ``exact`` computes the same integers on the host: :mod:`.cpu`).
     path
         ``compute`` or ``render``: how renderable formats without a storage-capable twin
         (r8unorm, rg8unorm, rgb10a2unorm, r16float, rg16float) get their levels; the render
         path needs a texture made with ``render_target=`` :func:`needs_render_target`.
         Default: the developer override ``GPUTEX_MIPS_PATH``, else ``compute``.
+    base
+        Level 0's bytes of ``layer`` as the texture holds them (``(height, width * texel
+        bytes)`` uint8: what the upload wrote, e.g. :func:`gputex.convert.native_rows` of the
+        image), where the caller has them: the host's engine on a CPU adapter (:mod:`.cpu`)
+        then reads no level back. Ignored elsewhere.
     """
     check_options(filter, alpha, wrap)
     check_precision(precision)
@@ -163,7 +174,7 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
         report.sources = chain3d(tex, kind, alpha)
         return report
     if precision in ("exact", "int") and _int_chain(tex, report, filter, alpha, normal_map, alpha_coverage, layer,
-                                                   measure, single_pass=precision == "exact"):
+                                                   measure, single_pass=precision == "exact", base=base):
         return report
     from .exact import exact_chain, exact_kernel_chain, exact_kernel_ok, exact_ok
 
@@ -204,15 +215,22 @@ def _float_chain(tex: Texture, report: MipReport, kind: str, filter: str, alpha:
 
 
 def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_map: bool, coverage: float | None,
-               layer: int, measure: bool, single_pass: bool = True) -> bool:
+               layer: int, measure: bool, single_pass: bool = True, base: np.ndarray | None = None) -> bool:
     """The integer chain, where it applies and this adapter passes its self-check; its
     single-pass form (:mod:`.spd`, the same bytes) where that serves the sizes, else its cell
     form (:mod:`.odd`, the same bytes)."""
-    from . import odd, spd
+    from . import cpu, odd, spd
     from .integer import int_chain, int_ok, self_check
 
     if not int_ok(tex, filter, normal_map, coverage):
         return False
+    if single_pass and cpu.engine(tex, layer) == "cpu":  # the same integers natively, on a CPU adapter
+        try:
+            report.sources = cpu.cpu_chain(tex, alpha, layer, base)
+            report.exact, report.precision, report.engine = True, "integer", "cpu"
+            return True
+        except MemoryError:  # the host's sums did not fit: the shader makes the same bytes
+            report.note = f"{tex.source}: no host memory for the C mip engine's sums; the shader was used"
     # the first faster form (same bytes) that serves the sizes, where its self-check passes;
     # else the multi-pass chain, saying why
     forms = (("single-pass integer", spd.spd_ok, spd.self_check, spd.spd_chain),

@@ -142,6 +142,7 @@ def test_preload_imports_and_ignores_what_fails():
 
 
 @pytest.mark.gpu
+@pytest.mark.usefixtures("mip_shader")  # the shaders' pipelines, also on a CPU adapter
 def test_after_the_rehearsal_no_chain_makes_a_pipeline(gpu, tmp_png, rng):
     """Every image of the batch (an odd size, two power-of-two kinds) finds its pipelines and
     self-checks made: no cache of a fresh session misses after the rehearsal."""

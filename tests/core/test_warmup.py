@@ -13,6 +13,9 @@ from gputex.pipeline import MipOptions, Options, Result, upload_image
 from gputex.run import rehearsal
 from gputex.warmup import png_shape, shape_for
 
+# the rehearsal makes the shaders' pipelines: keep the chains on them on a CPU adapter too
+pytestmark = pytest.mark.usefixtures("mip_shader")
+
 
 def test_png_shape_reads_the_ihdr(tmp_png, tmp_path, rng):
     assert png_shape(tmp_png(rng.integers(0, 256, (8, 32, 4), np.uint8), "a.png")) == (32, 8, 4, 8, "srgb")

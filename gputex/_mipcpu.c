@@ -1,0 +1,872 @@
+/* The exact integer box mip chain on the host, for CPU adapters (gputex/mips/cpu.py).
+ *
+ * chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads) -> None
+ *
+ * The same integers as gputex/mips/intbox.py (its docstring and ``model_chain`` are the
+ * contract) and ``mip_int.wgsl``: per texel and channel the exact sum ``S = sum(w * L(code))``
+ * over the base footprint (``w``: the integer overlap weights; every texel's weights add up to
+ * ``W = width * height``), with weighted alpha ``sum(w * a * L)`` over ``A = sum(w * a)`` where
+ * ``A > 0``, else the plain sum over ``W``; the code is the ``k`` with
+ * ``Q[k] * den <= S * 2**32 < Q[k + 1] * den``. So the bytes are the shader's.
+ *
+ * ``base``: level 0's tight rows (``width * channels * bits / 8`` bytes a row, 16-bit samples
+ * little-endian); ``out``: a writable buffer for levels 1.. back to back, tight rows. ``lin``
+ * and ``q``: ``intbox.lin_table`` / ``threshold_table`` as uint64 (8-bit sRGB only; linear
+ * data rounds with one exact integer division). Serves 8-bit sRGB or linear and 16-bit linear
+ * data with 1, 2 or 4 channels and ``W <= 2**24`` (every sum then fits 64 bits; the
+ * comparisons use 128-bit products). Colour channels are independent and alpha is last, so
+ * BGRA needs nothing of its own.
+ *
+ * Speed: a level whose footprints an earlier level's texels tile exactly is the sum of those
+ * texels' stored sums (divided exactly by the tiling ratio); levels 1 and 2 otherwise are summed
+ * from the base (rows of horizontal sums, then weighted by row; a level only the next one reads
+ * is made with it, band by band, its sums in a ring of rows), later ones from a grid of exact
+ * cell sums (gputex/mips/cells.py's G(l): the cells between every footprint edge of this and
+ * the later such levels, each grid the unions of the previous one's cells), so no level reads
+ * the whole base again. An sRGB code comes from a float estimate and a small table, confirmed
+ * (and moved) by the exact comparisons. Rows are split over ``threads`` threads; the GIL is
+ * released throughout.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pthread.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef uint64_t u64;
+typedef unsigned __int128 u128;
+
+#define MAX_SLOTS 4
+#define GUESS_BITS 14
+#define MAX_THREADS 16
+
+typedef struct {
+    int w, h;           /* level size */
+    u64 *sums;          /* stored sums (w * h * slots), or NULL */
+    size_t bytes;       /* what big_alloc mapped for them */
+} Level;
+
+/* Large buffers in transparent huge pages where Linux has them (madvise mode): a 2048^2 chain's
+ * 32 MB of level-1 sums cost ~10 ms of 4 KiB page faults otherwise. */
+static void *big_alloc(size_t *bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    size_t n = (*bytes + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    madvise(p, n, MADV_HUGEPAGE);
+    *bytes = n;
+    return p;
+#else
+    return malloc(*bytes);
+#endif
+}
+
+static void big_free(void *p, size_t bytes)
+{
+    if (!p) return;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    munmap(p, bytes);
+#else
+    (void)bytes;
+    free(p);
+#endif
+}
+
+typedef struct {
+    const uint8_t *base;
+    uint8_t *out;
+    int width, height, levels, channels, bits, srgb, weighted;
+    int nc, has_alpha, slots, bpt, top;
+    u64 total;
+    const u64 *lin;        /* sRGB 8-bit: L(code) */
+    const u64 *q;          /* sRGB 8-bit: Q[k] */
+    uint8_t guess[1 << GUESS_BITS];
+    double guess_scale;
+    double qb[257];        /* sRGB 8-bit: Q[k] in bucket units (a float screen; qb[256] = inf) */
+    Level lv[32];
+    size_t out_off[32];
+    int source[32];
+    /* the from-base level being made */
+    const int *xs, *xn, *ys, *yn;
+    const u64 *xw, *yw;
+    int xstride, ystride;
+    /* the cell grid G(l) (see gputex/mips/cells.py): cut points per axis, cell sums (slots) */
+    int gx_n, gy_n;             /* cells on each axis */
+    const int *gx, *gy;         /* gx_n + 1 / gy_n + 1 cut points */
+    const int *gx_of, *gy_of;   /* the cell of each base column / row */
+    u64 *cells;                 /* gy_n * gx_n * slots */
+} Ctx;
+
+/* ---- codes from sums ------------------------------------------------------------------------ */
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE int ge_q(const Ctx *c, u64 s, u64 den, int k)
+{
+    return ((u128)s << 32) >= (u128)c->q[k] * den;
+}
+
+/* linear data: the largest k with s * 2**32 >= (k - 1/2) * 2**32 * den, ties up (every operand
+ * fits 64 bits: s <= W * 65535**2 < 2**57) */
+INLINE unsigned code_linear(u64 s, u64 den, int top)
+{
+    u64 k = (2 * s + den) / (2 * den);
+    return k > (u64)top ? (unsigned)top : (unsigned)k;
+}
+
+/* sRGB: the bucket of the guess table that a value (in bucket units) falls in */
+INLINE int bucket_of(double x)
+{
+    int i = x >= (double)((1 << GUESS_BITS) - 1) ? (1 << GUESS_BITS) - 1 : (int)x;
+    return i < 0 ? 0 : i;
+}
+
+static void build_guess(Ctx *c)
+{
+    /* guess[i]: the largest k whose threshold lies at or below bucket i's start; the exact
+     * comparisons move a guess that float rounding put one bucket off */
+    double span = (double)c->lin[c->top];  /* L(max) = 2**31: the top of the range */
+    int k = 0;
+    c->guess_scale = (double)(1 << GUESS_BITS) / span;
+    for (int i = 0; i < (1 << GUESS_BITS); i++) {
+        double start = (double)i / c->guess_scale * 4294967296.0;
+        while (k < c->top && (double)c->q[k + 1] <= start) k++;
+        c->guess[i] = (uint8_t)k;
+    }
+    for (int j = 0; j <= c->top; j++) c->qb[j] = (double)c->q[j] / 4294967296.0 * c->guess_scale;
+    c->qb[c->top + 1] = 1e300;
+}
+
+/* Codes of texel x of row y of the current level from its slot sums (colour slots already
+ * the weighted sums where a > 0, else the plain sums); the sums kept where a later level reads them. */
+INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int y, const u64 *acc, const int CH,
+                       const int B16, const int SRGB, const int WA)
+{
+    const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
+    const Level *L = &c->lv[lvl];
+    u64 a = ha ? acc[nc] : 0;
+    u64 den = (WA && a > 0) ? a : c->total;
+    size_t t = (size_t)y * L->w + x;
+    unsigned codes[4];
+    if (SRGB) {
+        double inv = c->guess_scale / (double)den;
+        for (int k = 0; k < nc; k++) {
+            u64 s = acc[k];
+            /* a guess from the float value (relative error < 1e-15) and the bucket table, moved
+             * along the float thresholds; where it lies within 1e-10 of one, the exact
+             * comparisons decide: Q[k] * den <= s * 2**32 < Q[k + 1] * den */
+            double x = (double)s * inv;
+            int g = c->guess[bucket_of(x)];
+            while (g < 255 && x >= c->qb[g + 1]) g++;
+            double margin = 1e-10 * (x + 1.0);
+            if (!(x - c->qb[g] > margin && c->qb[g + 1] - x > margin)) {  /* near a threshold: exactly */
+                while (g > 0 && !ge_q(c, s, den, g)) g--;
+                while (g < 255 && ge_q(c, s, den, g + 1)) g++;
+            }
+            codes[k] = (unsigned)g;
+        }
+    } else {
+        for (int k = 0; k < nc; k++) codes[k] = code_linear(acc[k], den, c->top);
+    }
+    if (ha) codes[nc] = code_linear(a, c->total, c->top);
+    if (!B16) {
+        uint8_t *o = c->out + c->out_off[lvl] + t * CH;
+        for (int k = 0; k < CH; k++) o[k] = (uint8_t)codes[k];
+    } else {
+        uint8_t *o = c->out + c->out_off[lvl] + t * CH * 2;
+        for (int k = 0; k < CH; k++) {
+            o[2 * k] = (uint8_t)(codes[k] & 0xff);
+            o[2 * k + 1] = (uint8_t)(codes[k] >> 8);
+        }
+    }
+    if (dsums) {
+        u64 *d = dsums + ((size_t)(y - drow0) * L->w + x) * ns;
+        for (int k = 0; k < ns; k++) d[k] = acc[k];
+    }
+}
+
+/* ---- a level from the base ------------------------------------------------------------------ */
+
+INLINE unsigned code_at(const Ctx *c, size_t i, const int B16)
+{
+    if (!B16) return c->base[i];
+    return (unsigned)c->base[2 * i] | ((unsigned)c->base[2 * i + 1] << 8);
+}
+
+/* Base row ty as slot values: a * L(code) (weighted) or L(code) per colour channel, then a. */
+INLINE void base_values(const Ctx *c, int ty, u64 *vals, int plain, const int CH, const int B16, const int SRGB,
+                        const int WA)
+{
+    const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
+    size_t i = (size_t)ty * c->width * CH;
+    for (int tx = 0; tx < c->width; tx++, i += CH, vals += ns) {
+        u64 a = ha ? code_at(c, i + CH - 1, B16) : 1;
+        for (int k = 0; k < nc; k++) {
+            unsigned code = code_at(c, i + k, B16);
+            u64 l = SRGB ? c->lin[code] : (u64)code;
+            vals[k] = (WA && !plain) ? a * l : l;
+        }
+        if (ha) vals[nc] = a;
+    }
+}
+
+INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row, u64 *vals,
+                             const int CH, const int B16, const int SRGB, const int WA)
+{
+    const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
+    const Level *L = &c->lv[lvl];
+    int dw = L->w;
+    /* footprints of whole base texels, all of one weight (each axis a multiple of the level's):
+     * the values added, then multiplied by the weight once */
+    const int fx = c->width % dw == 0 ? c->width / dw : 0, fy = c->height % L->h == 0 ? c->height / L->h : 0;
+    const u64 wt = (u64)dw * (u64)L->h;
+    int have = -1;  /* the base row whose values ``vals`` holds */
+    for (int y = y0; y < y1; y++) {
+        memset(row, 0, sizeof(u64) * (size_t)dw * ns);
+        int missing = 0;
+        if (fx == 2 && fy == 2) {  /* the common 2x2: the values summed as they are read */
+            for (int j = 0; j < 2; j++) {
+                size_t i = (size_t)(2 * y + j) * c->width * CH;
+                u64 *r = row;
+                for (int x = 0; x < dw; x++, r += ns, i += 2 * CH) {
+                    u64 a0 = ha ? code_at(c, i + CH - 1, B16) : 1, a1 = ha ? code_at(c, i + 2 * CH - 1, B16) : 1;
+                    for (int k = 0; k < nc; k++) {
+                        unsigned k0 = code_at(c, i + k, B16), k1 = code_at(c, i + CH + k, B16);
+                        u64 l0 = SRGB ? c->lin[k0] : (u64)k0, l1 = SRGB ? c->lin[k1] : (u64)k1;
+                        r[k] += WA ? a0 * l0 + a1 * l1 : l0 + l1;
+                    }
+                    if (ha) r[nc] += a0 + a1;
+                }
+            }
+            for (size_t i = 0; i < (size_t)dw * ns; i++) row[i] *= wt;
+        } else if (fx && fy) {
+            for (int j = 0; j < fy; j++) {
+                base_values(c, y * fy + j, vals, 0, CH, B16, SRGB, WA);
+                const u64 *v = vals;
+                u64 *r = row;
+                if (fx == 2) {
+                    for (int x = 0; x < dw; x++, v += 2 * ns, r += ns)
+                        for (int k = 0; k < ns; k++) r[k] += v[k] + v[ns + k];
+                } else {
+                    for (int x = 0; x < dw; x++, r += ns)
+                        for (int i = 0; i < fx; i++, v += ns)
+                            for (int k = 0; k < ns; k++) r[k] += v[k];
+                }
+            }
+            for (size_t i = 0; i < (size_t)dw * ns; i++) row[i] *= wt;
+        }
+        for (int j = 0; j < (fx && fy ? 0 : c->yn[y]); j++) {
+            u64 wy = c->yw[(size_t)y * c->ystride + j];
+            if (c->ys[y] + j != have) /* a row shared with the footprint above is converted once */
+                base_values(c, c->ys[y] + j, vals, 0, CH, B16, SRGB, WA);
+            have = c->ys[y] + j;
+            for (int x = 0; x < dw; x++) {
+                u64 hs[MAX_SLOTS] = {0, 0, 0, 0};
+                const u64 *wx = c->xw + (size_t)x * c->xstride;
+                const u64 *v = vals + (size_t)c->xs[x] * ns;
+                for (int i = 0; i < c->xn[x]; i++, v += ns)
+                    for (int k = 0; k < ns; k++) hs[k] += wx[i] * v[k];
+                u64 *r = row + (size_t)x * ns;
+                for (int k = 0; k < ns; k++) r[k] += wy * hs[k];
+            }
+        }
+        if (WA)
+            for (int x = 0; x < dw; x++) missing |= row[(size_t)x * ns + nc] == 0;
+        if (WA && missing) {  /* footprints without alpha: their plain sums */
+            for (int x = 0; x < dw; x++)
+                if (row[(size_t)x * ns + nc] == 0)
+                    for (int k = 0; k < nc; k++) row[(size_t)x * ns + k] = 0;
+            for (int j = 0; j < c->yn[y]; j++) {
+                u64 wy = c->yw[(size_t)y * c->ystride + j];
+                base_values(c, c->ys[y] + j, vals, 1, CH, B16, SRGB, WA);
+                have = -1;
+                for (int x = 0; x < dw; x++) {
+                    u64 *r = row + (size_t)x * ns;
+                    if (r[nc] != 0) continue;
+                    const u64 *wx = c->xw + (size_t)x * c->xstride;
+                    const u64 *v = vals + (size_t)c->xs[x] * ns;
+                    for (int i = 0; i < c->xn[x]; i++, v += ns)
+                        for (int k = 0; k < nc; k++) r[k] += wy * wx[i] * v[k];
+                }
+            }
+        }
+        for (int x = 0; x < dw; x++) finalize_t(c, lvl, dsums, drow0, x, y, row + (size_t)x * ns, CH, B16, SRGB, WA);
+    }
+}
+
+/* ---- a level from stored sums --------------------------------------------------------------- */
+
+/* T: the accumulator type (u64 where r * W * 2**39 < 2**64, else u128) */
+#define FROM_SUMS_BODY(T)                                                                                   \
+    for (int y = y0; y < y1; y++) {                                                                      \
+        for (int x = 0; x < L->w; x++) {                                                                 \
+            T wsum[MAX_SLOTS] = {0, 0, 0, 0}, psum[3] = {0, 0, 0};                                        \
+            for (int cy = y * ry; cy < (y + 1) * ry; cy++) {                                             \
+                const u64 *s = ssums + ((size_t)(cy - srow0) * S->w + (size_t)x * rx) * ns;             \
+                for (int cx = 0; cx < rx; cx++, s += ns) {                                               \
+                    u64 a = ha ? s[nc] : 0;                                                              \
+                    if (ha) wsum[nc] += a;                                                               \
+                    if (WA && a == 0) {                                                                  \
+                        for (int k = 0; k < nc; k++) psum[k] += s[k];                                    \
+                    } else {                                                                             \
+                        for (int k = 0; k < nc; k++) wsum[k] += s[k];                                    \
+                    }                                                                                    \
+                }                                                                                        \
+            }                                                                                            \
+            if (WA && wsum[nc] == 0)                                                                     \
+                for (int k = 0; k < nc; k++) wsum[k] = psum[k];                                          \
+            u64 acc[MAX_SLOTS];                                                                          \
+            for (int k = 0; k < ns; k++) acc[k] = (u64)(shift >= 0 ? wsum[k] >> shift : wsum[k] / r);   \
+            finalize_t(c, lvl, dsums, drow0, x, y, acc, CH, B16, SRGB, WA);                              \
+        }                                                                                                \
+    }
+
+INLINE void rows_from_sums_t(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
+                             const int CH, const int B16, const int SRGB, const int WA)
+{
+    const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
+    const Level *L = &c->lv[lvl], *S = &c->lv[c->source[lvl]];
+    int rx = S->w / L->w, ry = S->h / L->h;
+    u64 r = (u64)rx * (u64)ry;
+    int shift = (r & (r - 1)) == 0 ? __builtin_ctzll(r) : -1;
+    if (r * c->total < ((u64)1 << 25)) {
+        FROM_SUMS_BODY(u64)
+    } else {
+        FROM_SUMS_BODY(u128)
+    }
+}
+
+/* ---- a level from a grid of cell sums ------------------------------------------------------ */
+
+/* Cell sums of cell rows [r0, r1) from the base: per cell the slots (colour: the weighted sums
+ * where the cell has alpha, else the plain ones; then alpha), as stored sums are kept. */
+INLINE void cells_from_base_t(const Ctx *c, int r0, int r1, u64 *tmp, const int CH, const int B16, const int SRGB,
+                              const int WA)
+{
+    const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha, nt = ns + (WA ? nc : 0);
+    for (int r = r0; r < r1; r++) {
+        memset(tmp, 0, sizeof(u64) * (size_t)c->gx_n * nt);
+        for (int ty = c->gy[r]; ty < c->gy[r + 1]; ty++) {
+            size_t i = (size_t)ty * c->width * CH;
+            for (int tx = 0; tx < c->width; tx++, i += CH) {
+                u64 *t = tmp + (size_t)c->gx_of[tx] * nt;
+                u64 a = ha ? code_at(c, i + CH - 1, B16) : 1;
+                for (int k = 0; k < nc; k++) {
+                    unsigned code = code_at(c, i + k, B16);
+                    u64 l = SRGB ? c->lin[code] : (u64)code;
+                    if (WA) {
+                        t[k] += a * l;
+                        t[ns + k] += l;
+                    } else {
+                        t[k] += l;
+                    }
+                }
+                if (ha) t[nc] += a;
+            }
+        }
+        u64 *d = c->cells + (size_t)r * c->gx_n * ns;
+        for (int x = 0; x < c->gx_n; x++, d += ns) {
+            const u64 *t = tmp + (size_t)x * nt;
+            int plain = WA && t[nc] == 0;
+            for (int k = 0; k < nc; k++) d[k] = plain ? t[ns + k] : t[k];
+            if (ha) d[nc] = t[nc];
+        }
+    }
+}
+
+/* Rows [y0, y1) of level lvl from the cell grid: per axis, the cell of the footprint's first base
+ * texel (weight m - r0), the cells up to the last one's (weight m), that one's (weight r1). */
+INLINE void rows_from_cells_t(const Ctx *c, int lvl, u64 *dsums, int y0, int y1, const int CH, const int B16,
+                              const int SRGB, const int WA)
+{
+    const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
+    const Level *L = &c->lv[lvl];
+    for (int y = y0; y < y1; y++) {
+        for (int x = 0; x < L->w; x++) {
+            u64 wsum[MAX_SLOTS] = {0, 0, 0, 0}, psum[3] = {0, 0, 0};
+            for (int j = c->ys[y]; j < c->ys[y] + c->yn[y]; j++) {
+                u64 wy = c->yw[(size_t)y * c->ystride + (j - c->ys[y])];
+                const u64 *wx = c->xw + (size_t)x * c->xstride;
+                const u64 *s = c->cells + ((size_t)j * c->gx_n + c->xs[x]) * ns;
+                for (int i = 0; i < c->xn[x]; i++, s += ns) {
+                    u64 w = wy * wx[i];
+                    u64 a = ha ? s[nc] : 0;
+                    if (ha) wsum[nc] += w * a;
+                    if (WA && a == 0) {
+                        for (int k = 0; k < nc; k++) psum[k] += w * s[k];
+                    } else {
+                        for (int k = 0; k < nc; k++) wsum[k] += w * s[k];
+                    }
+                }
+            }
+            if (WA && wsum[nc] == 0)
+                for (int k = 0; k < nc; k++) wsum[k] = psum[k];
+            finalize_t(c, lvl, dsums, 0, x, y, wsum, CH, B16, SRGB, WA);
+        }
+    }
+}
+
+/* one instance per kind of chain, so every test on the kind is decided at compile time */
+#define KINDS(X)                                                                                            \
+    X(1, 0, 0, 0) X(1, 0, 1, 0) X(1, 1, 0, 0) X(2, 0, 0, 0) X(2, 0, 1, 0) X(2, 1, 0, 0) X(2, 0, 0, 1)      \
+    X(2, 0, 1, 1) X(2, 1, 0, 1) X(4, 0, 0, 0) X(4, 0, 1, 0) X(4, 1, 0, 0) X(4, 0, 0, 1) X(4, 0, 1, 1)      \
+    X(4, 1, 0, 1)
+
+#define INSTANCE(CH, B16, SRGB, WA)                                                                        \
+    static void base_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0,   \
+                                                  int y1, u64 *row, u64 *vals)                             \
+    {                                                                                                      \
+        rows_from_base_t(c, lvl, dsums, drow0, y0, y1, row, vals, CH, B16, SRGB, WA);                      \
+    }                                                                                                      \
+    static void sums_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, const u64 *ssums, int srow0,      \
+                                                  u64 *dsums, int drow0, int y0, int y1)                   \
+    {                                                                                                      \
+        rows_from_sums_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, CH, B16, SRGB, WA);                   \
+    }                                                                                                      \
+    static void cbase_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int r0, int r1, u64 *tmp)                \
+    {                                                                                                      \
+        cells_from_base_t(c, r0, r1, tmp, CH, B16, SRGB, WA);                                              \
+    }                                                                                                      \
+    static void cells_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, u64 *dsums, int y0, int y1)     \
+    {                                                                                                      \
+        rows_from_cells_t(c, lvl, dsums, y0, y1, CH, B16, SRGB, WA);                                       \
+    }
+KINDS(INSTANCE)
+
+static void rows_from_base(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row, u64 *vals)
+{
+#define CALL_BASE(CH, B16, SRGB, WA)                                                                       \
+    if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
+        base_##CH##_##B16##_##SRGB##_##WA(c, lvl, dsums, drow0, y0, y1, row, vals);                        \
+        return;                                                                                            \
+    }
+    KINDS(CALL_BASE)
+}
+
+static void rows_from_sums(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1)
+{
+#define CALL_SUMS(CH, B16, SRGB, WA)                                                                       \
+    if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
+        sums_##CH##_##B16##_##SRGB##_##WA(c, lvl, ssums, srow0, dsums, drow0, y0, y1);                     \
+        return;                                                                                            \
+    }
+    KINDS(CALL_SUMS)
+}
+
+static void cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
+{
+#define CALL_CBASE(CH, B16, SRGB, WA)                                                                      \
+    if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
+        cbase_##CH##_##B16##_##SRGB##_##WA(c, r0, r1, tmp);                                                \
+        return;                                                                                            \
+    }
+    KINDS(CALL_CBASE)
+}
+
+static void rows_from_cells(const Ctx *c, int lvl, u64 *dsums, int y0, int y1)
+{
+#define CALL_CELLS(CH, B16, SRGB, WA)                                                                      \
+    if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
+        cells_##CH##_##B16##_##SRGB##_##WA(c, lvl, dsums, y0, y1);                                         \
+        return;                                                                                            \
+    }
+    KINDS(CALL_CELLS)
+}
+
+/* Cells of a coarser grid (its cut points a subset of this one's) as unions of this grid's:
+ * ``px``/``py`` the coarse cell of each fine one; the slot rule of stored sums (a cell without
+ * alpha holds plain sums; a union with alpha adds only its children that have some). */
+static int merge_cells(const Ctx *c, const u64 *fine, int fx, int fy, const int *px, const int *py, u64 *coarse,
+                       int cx, int cy)
+{
+    int ns = c->slots, nc = c->nc, wa = c->weighted;
+    size_t n = (size_t)cx * cy;
+    u64 *plain = wa ? calloc(n * nc, sizeof(u64)) : NULL;
+    if (wa && !plain) return 1;
+    memset(coarse, 0, sizeof(u64) * n * ns);
+    for (int y = 0; y < fy; y++) {
+        const u64 *s = fine + (size_t)y * fx * ns;
+        for (int x = 0; x < fx; x++, s += ns) {
+            size_t t = (size_t)py[y] * cx + px[x];
+            u64 *d = coarse + t * ns;
+            u64 a = c->has_alpha ? s[nc] : 0;
+            if (c->has_alpha) d[nc] += a;
+            if (wa && a == 0) {
+                for (int k = 0; k < nc; k++) plain[t * nc + k] += s[k];
+            } else {
+                for (int k = 0; k < nc; k++) d[k] += s[k];
+            }
+        }
+    }
+    if (wa) {
+        for (size_t t = 0; t < n; t++)
+            if (coarse[t * ns + nc] == 0)
+                for (int k = 0; k < nc; k++) coarse[t * ns + k] = plain[t * nc + k];
+        free(plain);
+    }
+    return 0;
+}
+
+/* ---- the chain --------------------------------------------------------------------------- */
+
+/* Per-axis footprints of an axis going from n to m texels: start, count and integer weights
+ * (as intbox._weights); ``stride`` weights a destination texel. */
+static void axis_weights(int n, int m, int *start, int *count, u64 *wt, int stride)
+{
+    for (int j = 0; j < m; j++) {
+        u64 lo = (u64)j * n, hi = (u64)(j + 1) * n;
+        int t0 = (int)(lo / m), t1 = (int)((hi + m - 1) / m);
+        start[j] = t0;
+        count[j] = t1 - t0;
+        for (int t = t0; t < t1; t++) {
+            u64 a = (u64)t * m > lo ? (u64)t * m : lo, b = (u64)(t + 1) * m < hi ? (u64)(t + 1) * m : hi;
+            wt[(size_t)j * stride + (t - t0)] = b - a;
+        }
+    }
+}
+
+enum { FROM_SUMS, FROM_BASE, FUSED, CELLS_FROM_BASE, FROM_CELLS };
+
+/* The first level a cell grid may make (levels before it read the base; as gputex/mips/cells.py). */
+#define FIRST_GRID 3
+
+typedef struct {
+    const Ctx *c;
+    int lvl, mode, y0, y1;
+    u64 *row, *vals, *ring;
+} Job;
+
+static void *run_job(void *p)
+{
+    Job *j = (Job *)p;
+    const Ctx *c = j->c;
+    int l = j->lvl;
+    if (j->mode == CELLS_FROM_BASE) {
+        cells_from_base(c, j->y0, j->y1, j->row);
+    } else if (j->mode == FROM_CELLS) {
+        rows_from_cells(c, l, c->lv[l].sums, j->y0, j->y1);
+    } else if (j->mode == FROM_BASE) {
+        rows_from_base(c, l, c->lv[l].sums, 0, j->y0, j->y1, j->row, j->vals);
+    } else if (j->mode == FROM_SUMS) {
+        rows_from_sums(c, l, c->lv[c->source[l]].sums, 0, c->lv[l].sums, 0, j->y0, j->y1);
+    } else {
+        /* level l from the base, ry of its rows at a time into the ring, then the row of level
+         * l + 1 they tile from the ring: level l's sums never leave the cache */
+        int ry = c->lv[l].h / c->lv[l + 1].h;
+        for (int y = j->y0; y < j->y1; y++) {
+            rows_from_base(c, l, j->ring, y * ry, y * ry, (y + 1) * ry, j->row, j->vals);
+            rows_from_sums(c, l + 1, j->ring, y * ry, c->lv[l + 1].sums, 0, y, y + 1);
+        }
+    }
+    return NULL;
+}
+
+/* Rows of level ``lvl`` (FUSED: of level lvl + 1, with lvl's own; CELLS_FROM_BASE: cell rows)
+ * split over threads. */
+static int level_rows(const Ctx *c, int lvl, int mode, int threads)
+{
+    const Level *L = &c->lv[mode == FUSED ? lvl + 1 : lvl], *S = &c->lv[c->source[lvl]];
+    int rows = mode == CELLS_FROM_BASE ? c->gy_n : L->h;
+    int n = threads;
+    if (n > rows) n = rows;
+    /* work: the base texels read (from the base) or the stored texels / cells added */
+    size_t work = mode == FROM_SUMS ? (size_t)S->w * S->h : mode == FROM_CELLS ? (size_t)L->w * L->h * 16
+                                                                               : (size_t)c->width * c->height;
+    if (work < 65536) n = 1;
+    if (n < 1) n = 1;
+    int base = mode == FROM_BASE || mode == FUSED;
+    size_t row = base ? (size_t)c->lv[lvl].w * c->slots
+                      : mode == CELLS_FROM_BASE ? (size_t)c->gx_n * (c->slots + c->nc) : 0;
+    Job jobs[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    int started[MAX_THREADS] = {0}, err = 0;
+    size_t ring = mode == FUSED ? (size_t)(c->lv[lvl].h / L->h) * c->lv[lvl].w * c->slots : 0;
+    for (int i = 0; i < n; i++) {
+        jobs[i].c = c;
+        jobs[i].lvl = lvl;
+        jobs[i].mode = mode;
+        jobs[i].y0 = (int)((long long)rows * i / n);
+        jobs[i].y1 = (int)((long long)rows * (i + 1) / n);
+        jobs[i].row = row ? malloc(sizeof(u64) * row) : NULL;
+        jobs[i].vals = base ? malloc(sizeof(u64) * (size_t)c->width * c->slots) : NULL;
+        jobs[i].ring = ring ? malloc(sizeof(u64) * ring) : NULL;
+        if ((row && !jobs[i].row) || (base && !jobs[i].vals) || (ring && !jobs[i].ring)) err = 1;
+    }
+    if (!err) {
+        for (int i = 1; i < n; i++) started[i] = pthread_create(&tid[i], NULL, run_job, &jobs[i]) == 0;
+        for (int i = 1; i < n; i++)
+            if (!started[i]) run_job(&jobs[i]);
+        run_job(&jobs[0]);
+        for (int i = 1; i < n; i++)
+            if (started[i]) pthread_join(tid[i], NULL);
+    }
+    for (int i = 0; i < n; i++) {
+        free(jobs[i].row);
+        free(jobs[i].vals);
+        free(jobs[i].ring);
+    }
+    return err;
+}
+
+static int size_of(int n, int level) { return (n >> level) > 0 ? n >> level : 1; }
+
+/* A level no earlier level tiles, from FIRST_GRID on: made from the cell grid. */
+static int is_cell_level(const Ctx *c, int l) { return l >= FIRST_GRID && c->source[l] == 0; }
+
+/* G(l) on one axis of n base texels: the cut points of the cell levels m >= l (P(m): the
+ * footprints' edges j * n / m and the points one past them), sorted, in ``*cut``; the cell of
+ * each base coordinate in ``*of``. Returns the cells, or -1 (no memory). */
+static int grid_axis(const Ctx *c, int l, int n, int horizontal, int **cut, int **of)
+{
+    uint8_t *mark = calloc((size_t)n + 2, 1);
+    int count = 0;
+    *cut = NULL;
+    *of = NULL;
+    if (!mark) return -1;
+    for (int m = l; m < c->levels; m++) {
+        if (!is_cell_level(c, m)) continue;
+        int d = horizontal ? c->lv[m].w : c->lv[m].h;
+        for (int j = 0; j <= d; j++) {
+            long long a = (long long)j * n / d;
+            mark[a] = 1;
+            if (a + 1 <= n) mark[a + 1] = 1;
+        }
+    }
+    for (int t = 0; t <= n; t++) count += mark[t];
+    *cut = malloc(sizeof(int) * (size_t)count);
+    *of = malloc(sizeof(int) * (size_t)n);
+    if (!*cut || !*of) {
+        free(mark); free(*cut); free(*of);
+        *cut = *of = NULL;
+        return -1;
+    }
+    for (int t = 0, i = 0; t <= n; t++)
+        if (mark[t]) (*cut)[i++] = t;
+    for (int i = 0; i + 1 < count; i++)
+        for (int t = (*cut)[i]; t < (*cut)[i + 1]; t++) (*of)[t] = i;
+    free(mark);
+    return count - 1;
+}
+
+/* A level's footprints on one axis (n base texels to m) as runs of consecutive grid cells: the
+ * first base texel's cell (weight m - r0), whole cells (m), the last one's (r1). */
+static int grid_weights(int n, int m, const int *cut, const int *of, int **start, int **count, u64 **wt, int *stride)
+{
+    int most = 1;
+    *start = malloc(sizeof(int) * 2 * (size_t)m);
+    *wt = NULL;
+    if (!*start) return -1;
+    *count = *start + m;
+    for (int j = 0; j < m; j++) {
+        long long a0 = (long long)j * n / m, a1 = (long long)(j + 1) * n / m, r1 = (long long)(j + 1) * n % m;
+        int last = r1 > 0 ? of[a1] : of[a1 - 1];
+        (*start)[j] = of[a0];
+        (*count)[j] = last - of[a0] + 1;
+        if ((*count)[j] > most) most = (*count)[j];
+    }
+    *wt = malloc(sizeof(u64) * (size_t)m * most);
+    if (!*wt) { free(*start); *start = NULL; return -1; }
+    for (int j = 0; j < m; j++) {
+        long long a0 = (long long)j * n / m, r0 = (long long)j * n % m;
+        long long a1 = (long long)(j + 1) * n / m, r1 = (long long)(j + 1) * n % m;
+        for (int i = 0; i < (*count)[j]; i++) {
+            int at = cut[(*start)[j] + i];
+            (*wt)[(size_t)j * most + i] = at == a0 ? (u64)(m - r0) : (at == a1 && r1 > 0) ? (u64)r1 : (u64)m;
+        }
+    }
+    *stride = most;
+    return 0;
+}
+
+typedef struct {
+    int nx, ny;
+    int *cut_x, *of_x, *cut_y, *of_y;
+    u64 *cells;
+    size_t bytes;
+} Grid;
+
+static void grid_free(Grid *g)
+{
+    free(g->cut_x); free(g->of_x); free(g->cut_y); free(g->of_y);
+    big_free(g->cells, g->bytes);
+    memset(g, 0, sizeof(Grid));
+}
+
+/* Level l from G(l): the grid made from the base (the first one) or from the previous grid, whose
+ * cells its own are unions of; then the level's texels from its cells. */
+static int level_from_grid(Ctx *c, int l, Grid *prev, int threads)
+{
+    Grid g = {0};
+    int err = 0;
+    g.nx = grid_axis(c, l, c->width, 1, &g.cut_x, &g.of_x);
+    g.ny = grid_axis(c, l, c->height, 0, &g.cut_y, &g.of_y);
+    if (g.nx < 0 || g.ny < 0) { grid_free(&g); return 1; }
+    g.bytes = sizeof(u64) * (size_t)g.nx * g.ny * c->slots;
+    g.cells = big_alloc(&g.bytes);
+    if (!g.cells) { grid_free(&g); return 1; }
+    c->gx_n = g.nx; c->gy_n = g.ny; c->gx = g.cut_x; c->gy = g.cut_y; c->gx_of = g.of_x; c->gy_of = g.of_y;
+    c->cells = g.cells;
+    if (!prev->cells) {
+        err = level_rows(c, l, CELLS_FROM_BASE, threads);
+    } else {
+        int *px = malloc(sizeof(int) * (size_t)prev->nx), *py = malloc(sizeof(int) * (size_t)prev->ny);
+        if (!px || !py) {
+            err = 1;
+        } else {
+            for (int i = 0; i < prev->nx; i++) px[i] = g.of_x[prev->cut_x[i]];
+            for (int i = 0; i < prev->ny; i++) py[i] = g.of_y[prev->cut_y[i]];
+            err = merge_cells(c, prev->cells, prev->nx, prev->ny, px, py, g.cells, g.nx, g.ny);
+        }
+        free(px); free(py);
+    }
+    grid_free(prev);
+    *prev = g;
+    if (err) return err;
+    int *xs = NULL, *ys = NULL, *xn = NULL, *yn = NULL;
+    u64 *xw = NULL, *yw = NULL;
+    int xstride = 0, ystride = 0;
+    if (grid_weights(c->width, c->lv[l].w, g.cut_x, g.of_x, &xs, &xn, &xw, &xstride)
+        || grid_weights(c->height, c->lv[l].h, g.cut_y, g.of_y, &ys, &yn, &yw, &ystride)) {
+        err = 1;
+    } else {
+        c->xs = xs; c->xn = xn; c->xw = xw; c->xstride = xstride;
+        c->ys = ys; c->yn = yn; c->yw = yw; c->ystride = ystride;
+        err = level_rows(c, l, FROM_CELLS, threads);
+    }
+    free(xs); free(ys); free(xw); free(yw);
+    return err;
+}
+
+static int run_chain(Ctx *c, int threads)
+{
+    int err = 0;
+    for (int l = 0; l < c->levels; l++) {
+        c->lv[l].w = size_of(c->width, l);
+        c->lv[l].h = size_of(c->height, l);
+        c->lv[l].sums = NULL;
+    }
+    /* each level from the deepest earlier stored level (from 1 on) whose texels tile it */
+    for (int l = 1; l < c->levels; l++) {
+        c->source[l] = 0;
+        for (int k = l - 1; k >= 1; k--)
+            if (c->lv[k].w % c->lv[l].w == 0 && c->lv[k].h % c->lv[l].h == 0) {
+                c->source[l] = k;
+                break;
+            }
+    }
+    Grid grid = {0};
+    for (int l = 1; l < c->levels && !err; l++) {
+        /* a level from the base that only the next level reads is made with it, band by band */
+        int fused = c->source[l] == 0 && !is_cell_level(c, l) && l + 1 < c->levels && c->source[l + 1] == l;
+        for (int m = l + 2; m < c->levels && fused; m++) fused = c->source[m] != l;
+        int kept = fused ? l + 1 : l, needed = 0;  /* the level whose sums may be kept */
+        for (int m = kept + 1; m < c->levels; m++) needed |= c->source[m] == kept;
+        if (needed) {
+            c->lv[kept].bytes = sizeof(u64) * (size_t)c->lv[kept].w * c->lv[kept].h * c->slots;
+            c->lv[kept].sums = big_alloc(&c->lv[kept].bytes);
+            if (!c->lv[kept].sums) { err = 1; break; }
+        }
+        if (c->source[l]) {
+            err = level_rows(c, l, FROM_SUMS, threads);
+        } else if (is_cell_level(c, l)) {
+            err = level_from_grid(c, l, &grid, threads);
+        } else {
+            int dw = c->lv[l].w, dh = c->lv[l].h;
+            int xstride = c->width / dw + 2, ystride = c->height / dh + 2;
+            int *xs = malloc(sizeof(int) * dw * 2), *ys = malloc(sizeof(int) * dh * 2);
+            u64 *xw = malloc(sizeof(u64) * (size_t)dw * xstride), *yw = malloc(sizeof(u64) * (size_t)dh * ystride);
+            if (!xs || !ys || !xw || !yw) {
+                err = 1;
+            } else {
+                axis_weights(c->width, dw, xs, xs + dw, xw, xstride);
+                axis_weights(c->height, dh, ys, ys + dh, yw, ystride);
+                c->xs = xs; c->xn = xs + dw; c->xw = xw; c->xstride = xstride;
+                c->ys = ys; c->yn = ys + dh; c->yw = yw; c->ystride = ystride;
+                err = level_rows(c, l, fused ? FUSED : FROM_BASE, threads);
+            }
+            free(xs); free(ys); free(xw); free(yw);
+        }
+        l += fused;  /* level l + 1 is made */
+        /* sums no later level reads are freed as soon as possible */
+        for (int k = 1; k < l; k++) {
+            int later = 0;
+            for (int m = l + 1; m < c->levels; m++) later |= c->source[m] == k;
+            if (!later && c->lv[k].sums) { big_free(c->lv[k].sums, c->lv[k].bytes); c->lv[k].sums = NULL; }
+        }
+    }
+    grid_free(&grid);
+    for (int l = 0; l < c->levels; l++) big_free(c->lv[l].sums, c->lv[l].bytes);
+    return err;
+}
+
+static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"base", "out", "width", "height", "levels", "channels", "bits", "srgb", "weighted",
+                             "lin", "q", "threads", NULL};
+    Py_buffer base, out, lin, q;
+    int width, height, levels, channels, bits, srgb, weighted, threads = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*w*iiiiippy*y*|i", kwlist, &base, &out, &width, &height,
+                                     &levels, &channels, &bits, &srgb, &weighted, &lin, &q, &threads))
+        return NULL;
+    PyObject *result = NULL;
+    Ctx *c = calloc(1, sizeof(Ctx));
+    const char *why = NULL;
+    int bpt = channels * bits / 8, top = (1 << bits) - 1;
+    u64 total = (u64)width * (u64)height;
+    if (!c) { PyErr_NoMemory(); goto done; }
+    if (channels != 1 && channels != 2 && channels != 4) why = "channels must be 1, 2 or 4";
+    else if (bits != 8 && bits != 16) why = "bits must be 8 or 16";
+    else if (srgb && bits != 8) why = "sRGB data is served at 8 bits only";
+    else if (width < 1 || height < 1 || total > ((u64)1 << 24)) why = "width * height must be 1 .. 2**24";
+    else if (levels < 1 || levels > 31 || ((width > height ? width : height) >> (levels - 1)) == 0)
+        why = "too many levels for the size";
+    else if ((u64)base.len != total * bpt) why = "base is not width * height texels";
+    else if (srgb && ((size_t)lin.len != 8 * (size_t)(top + 1) || (size_t)q.len != 8 * (size_t)(top + 1)))
+        why = "lin and q must hold 2**bits uint64 values each";
+    if (why) { PyErr_SetString(PyExc_ValueError, why); goto done; }
+    size_t need = 0;
+    for (int l = 1; l < levels; l++) {
+        c->out_off[l] = need;
+        need += (size_t)size_of(width, l) * size_of(height, l) * bpt;
+    }
+    if ((size_t)out.len < need) { PyErr_SetString(PyExc_ValueError, "out is smaller than levels 1.."); goto done; }
+    c->base = base.buf;
+    c->out = out.buf;
+    c->width = width; c->height = height; c->levels = levels; c->channels = channels; c->bits = bits;
+    c->srgb = srgb; c->has_alpha = channels != 1; c->weighted = weighted && c->has_alpha;
+    c->nc = channels == 4 ? 3 : 1;
+    c->slots = c->nc + c->has_alpha;
+    c->bpt = bpt; c->top = top; c->total = total;
+    c->lin = lin.buf; c->q = q.buf;
+    if (threads < 1) threads = 1;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    int err;
+    Py_BEGIN_ALLOW_THREADS
+    if (srgb) build_guess(c);
+    err = run_chain(c, threads);
+    Py_END_ALLOW_THREADS
+    if (err) { PyErr_NoMemory(); goto done; }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(c);
+    PyBuffer_Release(&base);
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&lin);
+    PyBuffer_Release(&q);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"chain", (PyCFunction)(void (*)(void))chain, METH_VARARGS | METH_KEYWORDS,
+     "chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads=1)"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mipcpu", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__mipcpu(void) { return PyModule_Create(&module); }

@@ -1,0 +1,158 @@
+"""The integer box chain on the host, for CPU adapters (``gputex/_mipcpu.c``): the same bytes as
+``mip_int.wgsl`` / ``mip_spd.wgsl`` / ``mip_odd.wgsl`` (the contract is :mod:`.intbox`).
+
+On a CPU adapter (lavapipe/llvmpipe, SwiftShader) the "GPU" is this CPU: the shader's 32-bit
+integer code emulating wide arithmetic costs 239 ms of CPU for a 2048^2 RGBA8 sRGB chain on
+the 2-core lavapipe machine, where native 64/128-bit integers do the same arithmetic many times
+faster (``benchmarks/mips_cpu.py --engines``: 49 against 255 ms). So there the levels are
+computed here from level 0's bytes (the image's rows where the upload stored them as they are,
+``generate_mips(base=...)``; else read back from the texture: a copy, no arithmetic) and written
+into the texture's levels: the texture holds exactly what the shader would have written.
+
+The engine (:func:`engine`): ``GPUTEX_MIPS_ENGINE`` = ``auto`` (default: ``cpu`` on a CPU
+adapter where :func:`cpu_ok`, else ``shader``), ``shader`` or ``cpu`` (the host engine wherever it
+serves the chain, on any adapter: for tests and benchmarks). The C extension is optional: where
+it did not build, the shader runs.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import TYPE_CHECKING
+
+from ..devflags import flag
+from ..errors import FormatError
+from .intbox import lin_table, threshold_table
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..texture import Texture
+
+__all__ = ["ENGINES", "MAX_TEXELS", "engine", "engine_flag", "available", "serves", "cpu_ok", "threads", "host_chain",
+           "sources", "cpu_chain"]
+
+try:
+    from .. import _mipcpu
+except ImportError:  # not built (no C compiler at install): the shader makes every chain
+    _mipcpu = None
+
+ENGINES = ("auto", "shader", "cpu")
+#: Base texels the C engine takes (every sum then fits 64 bits): 4096^2.
+MAX_TEXELS = 1 << 24
+
+
+def available() -> bool:
+    """Whether the C extension ``gputex._mipcpu`` was built."""
+    return _mipcpu is not None
+
+
+def engine_flag() -> str:
+    """``GPUTEX_MIPS_ENGINE`` (default ``auto``), checked."""
+    value = (flag("GPUTEX_MIPS_ENGINE") or "auto").lower()
+    if value not in ENGINES:
+        raise FormatError(f"GPUTEX_MIPS_ENGINE must be auto, shader or cpu, got {value!r}")
+    return value
+
+
+def serves(channels: int, bits: int, srgb: bool, width: int, height: int) -> bool:
+    """Whether the C engine serves a chain of this kind: 8-bit sRGB or linear, 16-bit linear,
+    1, 2 or 4 channels, at most :data:`MAX_TEXELS` base texels."""
+    return channels in (1, 2, 4) and bits in (8, 16) and not (srgb and bits != 8) and width * height <= MAX_TEXELS
+
+
+def cpu_ok(tex: Texture, layer: int = 0) -> bool:
+    """Whether the C engine can make ``tex``'s integer chain (the caller has checked ``int_ok``)."""
+    return (tex.depth == 1 and not tex.format.compressed and available()
+            and serves(tex.format.channels, tex.format.bits, tex.color_space == "srgb", tex.width, tex.height))
+
+
+def engine(tex: Texture, layer: int = 0) -> str:
+    """``cpu`` or ``shader``: which engine makes ``tex``'s integer chain (see the module docstring)."""
+    choice = engine_flag()
+    if choice == "shader" or not cpu_ok(tex, layer):
+        return "shader"
+    if choice == "cpu":
+        return "cpu"
+    return "cpu" if getattr(tex.session.info, "adapter_type", "") == "CPU" else "shader"
+
+
+@cache
+def _tables(bits: int, srgb: bool) -> tuple[bytes, bytes]:
+    import numpy as np
+
+    if not srgb:
+        return b"", b""
+    return (np.array(lin_table(bits, True), np.uint64).tobytes(),
+            np.array(threshold_table(bits, True), np.uint64).tobytes())
+
+
+def threads() -> int:
+    """Threads the C engine splits a level's rows over: the cores this process may use, at most 16."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        n = os.cpu_count() or 1
+    return max(1, min(16, n))
+
+
+def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted: bool, levels: int,
+               nthreads: int | None = None) -> list[np.ndarray]:
+    """Levels 1..``levels - 1`` of the integer chain of ``base`` (``(height, width, channels)``
+    uint8 or uint16 codes, or the texture's tight rows ``(height, width * bytes per texel)``
+    uint8), each ``(h, w, channels)`` in ``base``'s dtype (``uint16`` for 16 bits)."""
+    import numpy as np
+
+    assert _mipcpu is not None, "gputex._mipcpu was not built"
+    dtype = np.uint8 if bits == 8 else np.dtype("<u2")
+    h = base.shape[0]
+    raw = np.ascontiguousarray(base)
+    w = raw.size * raw.itemsize // (h * channels * bits // 8)
+    sizes = [(max(1, w >> lv), max(1, h >> lv)) for lv in range(1, levels)]
+    out = np.empty(sum(a * b for a, b in sizes) * channels, dtype)
+    lin, q = _tables(bits, srgb)
+    _mipcpu.chain(raw.view(np.uint8).reshape(-1), out.view(np.uint8), w, h, levels, channels, bits, srgb,
+                  weighted, lin, q, nthreads or threads())
+    res, off = [], 0
+    for a, b in sizes:
+        res.append(out[off:off + a * b * channels].reshape(b, a, channels))
+        off += a * b * channels
+    return res
+
+
+def sources(width: int, height: int, levels: int) -> list[int]:
+    """Where the C engine takes each level 1.. from (as ``_mipcpu.c``'s plan): the deepest earlier
+    level from 1 on whose sizes are multiples of its own (its texels tile the footprints),
+    else 0 (levels 1-2: the base; later ones: a grid of cell sums). The bytes do not depend on it."""
+    sizes = [(max(1, width >> lv), max(1, height >> lv)) for lv in range(levels)]
+    out = []
+    for lv in range(1, levels):
+        w, h = sizes[lv]
+        out.append(next((k for k in range(lv - 1, 0, -1) if sizes[k][0] % w == 0 and sizes[k][1] % h == 0), 0))
+    return out
+
+
+def cpu_chain(tex: Texture, alpha: str, layer: int = 0, base: np.ndarray | None = None) -> list[int]:
+    """Fill levels 1.. of ``tex`` (one layer) with the C engine: level 0 from ``base`` (its
+    bytes as the texture holds them, where the caller has them) or read back, the levels
+    computed here and written. Returns each level's source (:func:`sources`)."""
+    from ..capture import capture_bytes
+    from ..trace import span
+
+    fmt = tex.format
+    raw = base
+    if raw is None or raw.dtype.kind != "u" or raw.itemsize != 1 or raw.shape != (tex.height, tex.width * fmt.block_bytes):
+        with span("mips:read-base"):
+            raw = capture_bytes(tex, 0, layer)
+    with span("mips:host-chain"):
+        levels = host_chain(raw, fmt.channels, fmt.bits, tex.color_space == "srgb",
+                            alpha == "weighted", tex.levels)
+    queue = tex.session.device.queue
+    with span("mips:write-levels"):
+        for lv, data in enumerate(levels, 1):
+            h, w = data.shape[:2]
+            tex.session.check(f"{tex.source}: write_texture level {lv}", queue.write_texture,
+                              {"texture": tex.texture, "mip_level": lv, "origin": (0, 0, layer)}, data,
+                              {"offset": 0, "bytes_per_row": w * fmt.block_bytes, "rows_per_image": h}, (w, h, 1))
+    return sources(tex.width, tex.height, tex.levels)

@@ -1,0 +1,305 @@
+"""The host's integer mip engine (gputex/_mipcpu.c, gputex/mips/cpu.py): the bytes of
+``intbox.model_chain`` (independent Python) and of the shader on this adapter, every alpha mode,
+1, 2 and 4 channels, sRGB and linear, 8 and 16 bits; correctly rounded against the float64
+reference on large odd sizes; the engine choice and its override."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from test_mips_int import _image, assert_correctly_rounded
+
+import gputex
+from gputex.errors import FormatError
+from gputex.layout import mip_count
+from gputex.mips import cpu
+from gputex.mips.intbox import model_chain
+
+from reference import filter_levels
+
+pytestmark = pytest.mark.skipif(not cpu.available(), reason="gputex._mipcpu was not built (no C compiler)")
+
+MODEL_SIZES = [(1, 1), (1, 9), (9, 1), (2, 3), (3, 5), (7, 13), (13, 7), (16, 16), (33, 20), (61, 37)]
+KINDS = [(1, 8, False), (1, 8, True), (2, 8, False), (2, 8, True), (4, 8, False), (4, 8, True),
+         (1, 16, False), (2, 16, False), (4, 16, False)]
+
+
+def _model(a, channels, bits, srgb, weighted):
+    levels = mip_count(a.shape[1], a.shape[0])
+    return [np.array(lv, a.dtype).reshape(-1, len(lv[0]), channels)
+            for lv in model_chain(a.tolist(), channels, bits, srgb, weighted, levels)]
+
+
+@pytest.mark.parametrize("w,h", MODEL_SIZES)
+@pytest.mark.parametrize("channels,bits,srgb", KINDS)
+def test_c_engine_equals_the_model_chain(rng, w, h, channels, bits, srgb):
+    a = _image(rng, w, h, channels, bits, "holes")
+    for weighted in (True, False):
+        got = cpu.host_chain(a, channels, bits, srgb, weighted, mip_count(w, h), nthreads=2)
+        want = _model(a, channels, bits, srgb, weighted)
+        assert len(got) == len(want) == mip_count(w, h) - 1
+        for lv, (g, m) in enumerate(zip(got, want), 1):
+            assert g.dtype == a.dtype and np.array_equal(g, m), f"level {lv} ({'weighted' if weighted else 'straight'})"
+
+
+@pytest.mark.parametrize("w,h,channels,srgb", [(64, 64, 4, True), (257, 131, 4, True), (100, 75, 2, False),
+                                               (96, 40, 1, True), (99, 61, 4, True), (45, 83, 2, True),
+                                               (255, 3, 4, False), (131, 97, 1, False)])
+def test_c_engine_equals_the_model_on_larger_sizes_and_any_thread_count(rng, w, h, channels, srgb):
+    """Levels from stored sums (64x64, 96x40: the tiled plan), from the base (257x131: levels 1
+    and 2 fused) and from cell grids (99x61, 45x83, 255x3, 131x97: levels 3.. no earlier level
+    tiles, a grid merged into the next), rows split over 1, 2, 3 and 7 threads: always the
+    model's bytes."""
+    a = _image(rng, w, h, channels, 8, "holes")
+    want = _model(a, channels, 8, srgb, True)
+    for threads in (1, 2, 3, 7):
+        got = cpu.host_chain(a, channels, 8, srgb, True, mip_count(w, h), nthreads=threads)
+        for lv, (g, m) in enumerate(zip(got, want), 1):
+            assert np.array_equal(g, m), f"level {lv}, {threads} threads"
+
+
+@pytest.mark.parametrize("w,h", [(1000, 999), (1024, 768), (257, 131)])
+@pytest.mark.parametrize("alpha", ["weighted", "straight"])
+def test_c_engine_is_correctly_rounded_against_float64(rng, w, h, alpha):
+    a = _image(rng, w, h, 4, 8, "holes")
+    got = cpu.host_chain(a, 4, 8, True, alpha == "weighted", mip_count(w, h))
+    ref = filter_levels(a / 255, 4, srgb=True, alpha_mode=alpha)
+    assert len(got) == len(ref) == mip_count(w, h) - 1
+    for lv, (g, r) in enumerate(zip(got, ref), 1):
+        assert_correctly_rounded(g, r, 255, f"{w}x{h} level {lv}")
+
+
+@pytest.mark.parametrize("weighted", [True, False])
+def test_every_pair_of_srgb_codes_rounds_as_intbox(rng, weighted):
+    """Level 1 of a 131072x1 image holds the average of every pair of 8-bit sRGB codes (red: (i,
+    j), green: (j, i), blue random; alpha random, some 0): each of 3000 drawn texels (and four
+    fixed ones) has ``intbox.round_code`` of its exact sums (the float screen decides none
+    wrongly)."""
+    from gputex.mips.intbox import lin_table, round_code
+
+    i, j = np.meshgrid(np.arange(256), np.arange(256), indexing="ij")
+    a = np.zeros((1, 2 * 65536, 4), np.uint8)
+    a[0, 0::2, 0], a[0, 1::2, 0] = i.ravel(), j.ravel()
+    a[0, 0::2, 1], a[0, 1::2, 1] = j.ravel(), i.ravel()
+    a[0, :, 2] = rng.integers(0, 256, 2 * 65536)
+    a[0, :, 3] = np.where(rng.random(2 * 65536) < 0.2, 0, rng.integers(1, 256, 2 * 65536))
+    got = cpu.host_chain(a, 4, 8, True, weighted, 2)[0][0]
+    lin = lin_table(8, True)
+    w, total = 65536, 2 * 65536  # each base texel's weight, and W
+    for t in rng.choice(65536, 3000, replace=False).tolist() + [0, 255, 65535, 257 * 128]:
+        p, q = a[0, 2 * t].tolist(), a[0, 2 * t + 1].tolist()
+        al = w * (p[3] + q[3])
+        for ch in range(3):
+            if weighted and al:
+                want = round_code(w * (p[3] * lin[p[ch]] + q[3] * lin[q[ch]]), al, 8, True)
+            else:
+                want = round_code(w * (lin[p[ch]] + lin[q[ch]]), total, 8, True)
+            assert got[t, ch] == want, (t, ch)
+        assert got[t, 3] == round_code(al, total, 8, False)
+
+
+def test_c_engine_sums_do_not_overflow_at_its_largest_size():
+    """4095x4097 (one texel under 2**24) of the largest codes, weighted: every sum is at its
+    bound (W * 255 * 2**31 < 2**64); every level must stay 255 everywhere."""
+    a = np.full((4097, 4095, 4), 255, np.uint8)
+    for lv, g in enumerate(cpu.host_chain(a, 4, 8, True, True, mip_count(4095, 4097)), 1):
+        assert g.min() == 255, f"level {lv}"
+    a16 = np.full((4096, 4096, 2), 65535, np.uint16)
+    assert all(g.min() == 65535 for g in cpu.host_chain(a16, 2, 16, False, True, 13))
+
+
+def test_c_engine_refuses_what_it_does_not_serve():
+    from gputex import _mipcpu
+
+    base = np.zeros((4, 4, 4), np.uint8)
+    out = np.zeros(64, np.uint8)
+    with pytest.raises(ValueError, match="^sRGB data is served at 8 bits only$"):
+        _mipcpu.chain(base, out, 2, 4, 2, 4, 16, True, False, b"", b"")
+    with pytest.raises(ValueError, match="^base is not width \\* height texels$"):
+        _mipcpu.chain(base, out, 5, 4, 2, 4, 8, False, False, b"", b"")
+    with pytest.raises(ValueError, match="^channels must be 1, 2 or 4$"):
+        _mipcpu.chain(base, out, 4, 4, 2, 3, 8, False, False, b"", b"")
+    with pytest.raises(ValueError, match="^too many levels for the size$"):
+        _mipcpu.chain(base, out, 4, 4, 4, 4, 8, False, False, b"", b"")
+    assert not cpu.serves(4, 16, True, 64, 64) and not cpu.serves(4, 8, True, 4097, 4096)
+    assert cpu.serves(4, 8, True, 4096, 4096) and cpu.serves(2, 16, False, 9, 3)
+
+
+def _gpu_levels(gpu, a, fmt, space, alpha, engine, monkeypatch):
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", engine)
+    tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, color_space=space)
+    try:
+        report = gputex.generate_mips(tex, alpha=alpha)
+        return report, [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+    finally:
+        tex.destroy()
+
+
+GPU_CASES = [("rgba8unorm-srgb", "srgb", 4, 8), ("bgra8unorm-srgb", "srgb", 4, 8), ("rgba8unorm", "linear", 4, 8),
+             ("rg8unorm", "linear", 2, 8), ("r8unorm", "srgb", 1, 8), ("rgba16unorm", "linear", 4, 16),
+             ("r16unorm", "linear", 1, 16)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt,space,channels,bits", GPU_CASES)
+@pytest.mark.parametrize("w,h", [(1, 9), (7, 13), (64, 64), (257, 131)])
+def test_c_engine_gives_the_shaders_bytes(gpu, rng, monkeypatch, fmt, space, channels, bits, w, h):
+    if "16" in fmt and not gpu.has_feature("texture-format16bit-norm"):
+        pytest.skip(f"{gpu.name} has no 16-bit norm formats")
+    a = _image(rng, w, h, channels, bits, "holes")
+    for alpha in ("weighted", "straight", "premultiplied"):
+        r_shader, shader = _gpu_levels(gpu, a, fmt, space, alpha, "shader", monkeypatch)
+        r_cpu, host = _gpu_levels(gpu, a, fmt, space, alpha, "cpu", monkeypatch)
+        assert (r_shader.engine, r_cpu.engine) == ("shader", "cpu")
+        assert r_cpu.precision == "integer" and r_cpu.exact
+        for lv, (s, c) in enumerate(zip(shader, host), 1):
+            assert np.array_equal(s, c), f"{alpha} level {lv}"
+
+
+@pytest.mark.gpu
+def test_each_layer_of_an_array_gets_the_shaders_bytes(gpu, rng, monkeypatch):
+    """An array texture's chains, layer by layer: the C engine reads and writes only its layer."""
+    import wgpu
+
+    from gputex.formats import get_format
+    from gputex.texture import copy_usage, create_texture
+    from gputex.upload import write_image
+
+    layers = [_image(rng, 37, 20, 4, 8, "holes") for _ in range(3)]
+    got = {}
+    for engine in ("shader", "cpu"):
+        monkeypatch.setenv("GPUTEX_MIPS_ENGINE", engine)
+        tex = create_texture(gpu, get_format("rgba8unorm-srgb"), 37, 20, layers=3, levels=6,
+                             usage=copy_usage(wgpu.TextureUsage.TEXTURE_BINDING))
+        try:
+            for i, a in enumerate(layers):
+                write_image(tex, gputex.from_array(a), layer=i)
+            assert {gputex.generate_mips(tex, layer=i).engine for i in range(3)} == {engine}
+            got[engine] = [gputex.capture(tex, lv, i) for i in range(3) for lv in range(1, 6)]
+        finally:
+            tex.destroy()
+    assert all(np.array_equal(s, c) for s, c in zip(got["shader"], got["cpu"]))
+    assert not np.array_equal(got["cpu"][0], got["cpu"][5])  # the layers differ
+
+
+@pytest.mark.gpu
+def test_engine_choice_and_its_override(gpu, rng, monkeypatch):
+    a = _image(rng, 16, 8, 4, 8, "holes")
+    monkeypatch.delenv("GPUTEX_MIPS_ENGINE")
+    tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True)
+    try:
+        want = "cpu" if gpu.info.adapter_type == "CPU" else "shader"
+        assert cpu.engine(tex) == want and gputex.generate_mips(tex).engine == want
+        # what the integer chain does not serve stays on the GPU's paths
+        assert gputex.generate_mips(tex, filter="kaiser").engine == "shader"
+        monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "shader")
+        assert gputex.generate_mips(tex).engine == "shader"
+        monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "cpu")
+        assert gputex.generate_mips(tex).engine == "cpu"
+        # precision="int" is the multi-pass shader chain, the reference of the shader forms
+        assert gputex.generate_mips(tex, precision="int").engine == "shader"
+        monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "gpu")
+        with pytest.raises(FormatError, match="^GPUTEX_MIPS_ENGINE must be auto, shader or cpu, got 'gpu'$"):
+            gputex.generate_mips(tex)
+    finally:
+        tex.destroy()
+
+
+@pytest.mark.gpu
+def test_sizes_the_c_engine_does_not_serve_run_the_shader(gpu, monkeypatch):
+    """16-bit sRGB data: the shader makes the chain even with GPUTEX_MIPS_ENGINE=cpu."""
+    if not gpu.has_feature("texture-format16bit-norm"):
+        pytest.skip(f"{gpu.name} has no 16-bit norm formats")
+    a = np.arange(8 * 6 * 4, dtype=np.uint16).reshape(6, 8, 4) * 97
+    report, _ = _gpu_levels(gpu, a, "rgba16unorm", "srgb", "weighted", "cpu", monkeypatch)
+    assert report.engine == "shader" and report.precision == "integer"
+
+
+@pytest.mark.gpu
+def test_out_of_host_memory_falls_back_to_the_shader(gpu, rng, monkeypatch):
+    a = _image(rng, 16, 8, 4, 8, "holes")
+    r_shader, shader = _gpu_levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "shader", monkeypatch)
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(cpu, "host_chain", no_memory)
+    report, got = _gpu_levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "cpu", monkeypatch)
+    assert report.engine == "shader" and report.precision == "integer"
+    assert report.note == "<array>: no host memory for the C mip engine's sums; the shader was used"
+    assert all(np.array_equal(s, g) for s, g in zip(shader, got))
+
+
+def test_native_rows_are_a_view_of_the_image_or_none():
+    from gputex.convert import native_rows, to_texture_rows
+    from gputex.formats import get_format
+
+    a = np.arange(5 * 3 * 4, dtype=np.uint8).reshape(5, 3, 4)
+    srgb = get_format("rgba8unorm-srgb")
+    rows = native_rows(a, "srgb", srgb)
+    assert rows is not None and np.shares_memory(rows, a) and rows.shape == (5, 12)
+    assert np.array_equal(rows, to_texture_rows(a, "srgb", srgb))
+    a16 = np.arange(6 * 2 * 2, dtype="<u2").reshape(6, 2, 2)
+    assert np.array_equal(native_rows(a16, "linear", get_format("rg16unorm")),
+                          to_texture_rows(a16, "linear", get_format("rg16unorm")))
+    # what the upload converts: no view
+    assert native_rows(a, "srgb", srgb, premultiply=True) is None
+    assert native_rows(a, "linear", srgb) is None  # linear data stored in an sRGB format
+    assert native_rows(a, "srgb", get_format("bgra8unorm-srgb")) is None
+    assert native_rows(a[:, :, :3], "srgb", srgb) is None
+    assert native_rows(a[:, ::-1], "srgb", srgb) is None  # not contiguous
+    assert native_rows(a16.astype(">u2"), "linear", get_format("rg16unorm")) is None
+
+
+@pytest.mark.gpu
+def test_the_upload_hands_level_0_to_the_host_engine(gpu, rng, monkeypatch):
+    """``gputex.upload(..., mips=True)`` of an image stored as it is: no level read back (its
+    bytes are the image's); flipped on upload: read back. The shader's bytes either way."""
+    import importlib
+
+    import wgpu
+
+    from gputex.upload import upload as raw_upload
+
+    capture_module = importlib.import_module("gputex.capture")  # (gputex.capture is the function)
+
+    a = _image(rng, 45, 22, 4, 8, "holes")
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "shader")
+    tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True)
+    want = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+    tex.destroy()
+    reads = []
+    real = capture_module.capture_bytes
+    monkeypatch.setattr(capture_module, "capture_bytes", lambda *a, **k: reads.append(a[1:]) or real(*a, **k))
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "cpu")
+    for flip, read in ((False, []), (True, [(0, 0)])):
+        reads.clear()
+        tex = gputex.upload(gpu, gputex.from_array(a[::-1] if flip else a), "rgba8unorm-srgb", mips=True,
+                            flip_y=flip)
+        try:
+            assert reads == read
+            assert all(np.array_equal(gputex.capture(tex, lv), w) for lv, w in enumerate(want, 1))
+        finally:
+            tex.destroy()
+    # a base of the wrong shape is not trusted: level 0 is read back
+    tex = raw_upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", levels=len(want) + 1,
+                     usage=wgpu.TextureUsage.TEXTURE_BINDING)
+    try:
+        reads.clear()
+        gputex.generate_mips(tex, base=np.zeros((22, 44 * 4), np.uint8))
+        assert reads == [(0, 0)]
+        assert all(np.array_equal(gputex.capture(tex, lv), w) for lv, w in enumerate(want, 1))
+    finally:
+        tex.destroy()
+
+
+def test_sources_follow_the_tiling_plan():
+    assert cpu.sources(64, 64, 7) == [0, 1, 2, 3, 4, 5]
+    # 1537x1999: 768x999, 384x499, 192x249, 96x124, 48x62, 24x31, 12x15, 6x7, 3x3, 1x1
+    assert cpu.sources(1537, 1999, 11) == [0, 0, 0, 0, 4, 5, 0, 0, 7, 9]
+    for w, h in itertools.product((1, 3, 8, 37), (1, 5, 16)):
+        for lv, src in enumerate(cpu.sources(w, h, mip_count(w, h)), 1):
+            if src:
+                assert max(1, w >> src) % max(1, w >> lv) == 0 and max(1, h >> src) % max(1, h >> lv) == 0
