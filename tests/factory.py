@@ -96,3 +96,18 @@ def write(path, a: np.ndarray, **pillow_options) -> str:
 
         Image.fromarray(arr).save(path, **pillow_options)
     return path
+
+
+def recorded_fsyncs(monkeypatch) -> list[str]:
+    """``os.fsync`` recorded (as what each descriptor is: ``"folder"`` or ``"file"``) and still done."""
+    import stat
+
+    calls: list[str] = []
+    real = os.fsync
+
+    def fsync(fd):
+        calls.append("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return calls

@@ -88,28 +88,40 @@ def test_deferred_files_hold_the_texture(rng, gpu, tmp_path, container):
     assert _digest(tmp_path / "deferred") == _digest(tmp_path / "sync")
 
 
+def _sized_inputs(rng, folder, sizes) -> list:
+    """(path, pixels) of one random RGBA8 PNG per (width, height), named in0.png, in1.png, ..."""
+    made = []
+    for i, (w, h) in enumerate(sizes):
+        a = rng.integers(0, 256, (h, w, 4), np.uint8)
+        made.append((write(os.path.join(folder, f"in{i}.png"), a), a))
+    return made
+
+
+def _pool_takes(monkeypatch) -> list:
+    """Each take from the texture pool recorded as ((width, height), whether a texture came back)."""
+    import gputex.texture as texture
+
+    takes: list = []
+    real = texture._Pool.take
+
+    def take(pool, key):
+        kept = real(pool, key)
+        takes.append((key[1:3], kept is not None))
+        return kept
+
+    monkeypatch.setattr(texture._Pool, "take", take)
+    return takes
+
+
 def test_reused_textures_hold_each_input(rng, gpu, tmp_path, monkeypatch):
     """The deferred path reuses one texture (and its single-pass chain's buffers and bind
     groups) for inputs of the same size (``texture.reusing``): sizes interleaved, alpha varying
     (the weighted chain), and every file is still its own input's, byte for byte the synchronous
     path's (which reuses nothing), level 0 the pixels sent, level 1 correctly rounded."""
-    import gputex.texture as texture
-
     sizes = [(64, 64), (37, 53), (64, 64), (64, 64), (37, 53), (32, 16), (64, 64), (16, 32), (32, 16)]
-    made = []
-    for i, (w, h) in enumerate(sizes):
-        a = rng.integers(0, 256, (h, w, 4), np.uint8)
-        made.append((write(os.path.join(tmp_path / "in", f"in{i}.png"), a), a))
+    made = _sized_inputs(rng, tmp_path / "in", sizes)
     paths = [p for p, _ in made]
-    made_textures: list = []
-    real = texture._Pool.take
-
-    def take(pool, key):
-        kept = real(pool, key)
-        made_textures.append((key[1:3], kept is not None))
-        return kept
-
-    monkeypatch.setattr(texture._Pool, "take", take)
+    made_textures = _pool_takes(monkeypatch)
     results = _run(paths, tmp_path / "deferred", "ktx2", deferred=True)
     assert [r.ok for r in results] == [True] * len(made), [r.error for r in results]
     reused = [size for size, hit in made_textures if hit]
@@ -259,26 +271,14 @@ def test_capture_reuses_textures_and_each_input_gets_its_own_levels(rng, gpu, tm
     import gputex
     import gputex.texture as texture
 
-    sizes = [(32, 32), (21, 13), (32, 32), (21, 13), (32, 32)]
-    made = []
-    for i, (w, h) in enumerate(sizes):
-        a = rng.integers(0, 256, (h, w, 4), np.uint8)
-        made.append((write(os.path.join(tmp_path / "in", f"in{i}.png"), a), a))
+    made = _sized_inputs(rng, tmp_path / "in", [(32, 32), (21, 13), (32, 32), (21, 13), (32, 32)])
     paths = [p for p, _ in made]
-    hits: list = []
-    real = texture._Pool.take
-
-    def take(pool, key):
-        kept = real(pool, key)
-        hits.append(kept is not None)
-        return kept
-
-    monkeypatch.setattr(texture._Pool, "take", take)
+    takes = _pool_takes(monkeypatch)
     for workers in (2, 0):
-        hits.clear()
+        takes.clear()
         results = _capture(paths, tmp_path / f"reused{workers}", workers=workers)
         assert all(r.ok for r in results), [r.error for r in results]
-        assert sum(hits) == 3  # the third to fifth inputs get the first two's textures back
+        assert sum(hit for _, hit in takes) == 3  # the third to fifth inputs get the first two's textures back
         for r, (_, a) in zip(results, made):
             h, w = a.shape[:2]
             assert np.array_equal(gputex.decode(r.outputs[0]).pixels, a)
@@ -286,9 +286,9 @@ def test_capture_reuses_textures_and_each_input_gets_its_own_levels(rng, gpu, tm
             for lv, want in enumerate(ref, start=1):
                 assert_correctly_rounded(gputex.decode(r.outputs[lv]).pixels, want, 255, f"{r.source} level {lv}")
     monkeypatch.setattr(texture, "POOL_MAX_BYTES", 0)  # nothing kept: a texture per input
-    hits.clear()
+    takes.clear()
     fresh = _capture(paths, tmp_path / "fresh", workers=2)
-    assert all(r.ok for r in fresh) and not any(hits)
+    assert all(r.ok for r in fresh) and not any(hit for _, hit in takes)
     assert _digest(tmp_path / "reused2") == _digest(tmp_path / "fresh") == _digest(tmp_path / "reused0")
 
 

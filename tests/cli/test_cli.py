@@ -231,17 +231,10 @@ def test_installed_entry_point_runs_the_main_job(gpu, tmp_path):
 def test_fsync_only_with_the_option(gpu, rgba65, tmp_path, monkeypatch, command):
     """Outputs are not fsynced by default (whole or nothing comes from the link/rename alone);
     --fsync flushes each output file, then its folder, before the run ends."""
-    import stat
+    from factory import recorded_fsyncs
 
     path, _ = rgba65
-    calls: list[str] = []
-    real = os.fsync
-
-    def fsync(fd):
-        calls.append("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
+    calls = recorded_fsyncs(monkeypatch)
     monkeypatch.setenv("GPUTEX_FSYNC", "0")  # restored after the test: --fsync sets it for the process
     out = tmp_path / "out"
     args = ["upload", path, "--mips", "-o", out / "pic.ktx2"] if command == "upload" else \

@@ -9,6 +9,8 @@ import pytest
 from gputex.atomic import TMP_PREFIX, write_atomic
 from gputex.errors import OutputError
 
+from factory import recorded_fsyncs
+
 MODES = ["otmpfile", "portable"]
 
 
@@ -109,27 +111,11 @@ def test_a_full_disk_is_one_output_error_naming_the_file(tmp_path, mode, monkeyp
     assert str(e.value) == f"{path}: write failed (No space left on device)"
     assert _left(tmp_path) == []
 
-
-def _recorded_fsyncs(monkeypatch) -> list[str]:
-    """os.fsync recorded (as what each fd is: the folder or a file) and still done."""
-    import stat
-
-    calls: list[str] = []
-    real = os.fsync
-
-    def fsync(fd):
-        calls.append("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    return calls
-
-
 def test_no_fsync_by_default(tmp_path, mode, monkeypatch):
     from gputex.atomic import fsync_enabled
 
     monkeypatch.delenv("GPUTEX_FSYNC", raising=False)
-    calls = _recorded_fsyncs(monkeypatch)
+    calls = recorded_fsyncs(monkeypatch)
     write_atomic(str(tmp_path / "out.bin"), b"abc")
     assert (tmp_path / "out.bin").read_bytes() == b"abc"
     assert calls == [] and not fsync_enabled()
@@ -139,7 +125,7 @@ def test_set_fsync_flushes_the_file_then_its_folder(tmp_path, mode, monkeypatch)
     from gputex.atomic import fsync_enabled, set_fsync
 
     monkeypatch.delenv("GPUTEX_FSYNC", raising=False)
-    calls = _recorded_fsyncs(monkeypatch)
+    calls = recorded_fsyncs(monkeypatch)
     set_fsync(True)
     try:
         assert os.environ["GPUTEX_FSYNC"] == "1" and fsync_enabled()  # worker processes inherit it
