@@ -62,8 +62,9 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
                     early.discard()
 
         run_one(result, work, session)
-        if pending and not result.ok:
+        if not result.ok:
             _drop(pending)
+            name.release()  # a later input may have the name its file never got
         return pending[0] if pending else None
 
     return run
@@ -82,6 +83,16 @@ class OutputName:
         if self.path is None:
             self.path = texture_output(self.opts.out, self.opts.container, self.names, self.item)
         return self.path
+
+    def release(self) -> None:
+        """Give the name back to the run's names where no file got it (the input failed after
+        its file was opened early, :func:`_open_early`): the next input of the same stem takes
+        it, as it would have had the name been reserved only for a written file."""
+        import os
+
+        if self.path is not None and self.names is not None and not os.path.lexists(self.path):
+            self.names.used.discard(self.path)
+            self.path = None
 
 
 @dataclass

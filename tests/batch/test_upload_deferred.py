@@ -332,3 +332,25 @@ def test_texture_pool_bounds(gpu, monkeypatch):
     fresh.recycle()
     drop_pool(session)
     assert pool.free == {}
+
+
+def test_a_failed_input_leaves_its_name_to_the_next(rng, gpu, tmp_path, monkeypatch):
+    """The synchronous path opens the texture file before the upload (level 0 from the host):
+    an input whose upload then fails leaves no file and no reserved name, so the next input of
+    the same stem is written as ``x.ktx2``, not ``x-2.ktx2``."""
+    import gputex.pipeline as pipeline
+
+    a = rng.integers(0, 256, (24, 40, 4), np.uint8)
+    first, second = write(str(tmp_path / "a" / "x.png"), a), write(str(tmp_path / "b" / "x.png"), a[::-1])
+    real = pipeline.upload_image
+
+    def upload_image(session, image, *args, **kw):
+        if image.source == first:
+            raise RuntimeError("the upload failed (injected by the test)")
+        return real(session, image, *args, **kw)
+
+    monkeypatch.setattr(pipeline, "upload_image", upload_image)
+    results = _run([first, second], tmp_path / "out", "ktx2", deferred=False)
+    assert [r.ok for r in results] == [False, True], [r.error for r in results]
+    assert os.listdir(tmp_path / "out") == ["x.ktx2"]
+    assert bytes(read_texture_file(str(tmp_path / "out" / "x.ktx2")).levels[0]) == a[::-1].tobytes()
