@@ -94,6 +94,9 @@ def read_input(path: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
 
 #: Smaller files are not read ahead (their read takes a few milliseconds).
 PREFETCH_MIN_BYTES = 16 << 20
+#: The largest file read ahead (before the command line's options, ``--memory`` among them, are
+#: parsed): 1 GiB (an 8192² RGBA8 PNG is ~170 MiB).
+PREFETCH_MAX_BYTES = 1 << 30
 _PNG = b"\x89PNG\r\n\x1a\n"
 _Identity = tuple[int, int, int, int]
 _Box = list[tuple[_Identity, bytes]]  # the bytes read, once read
@@ -116,7 +119,7 @@ def prefetch(path: str, *, decode: tuple[int, float] | None = None) -> None:
     calls this before it imports its modules (0.08-0.1 s there), parses its options and makes
     the device, as ``python -c "import gputex; gputex.decode(...)"`` would begin at once.
     Only PNGs (the signature is checked first) of at least :data:`PREFETCH_MIN_BYTES` and at
-    most :data:`DEFAULT_MAX_FILE_BYTES`; anything else, and any error, leaves the read to the
+    most :data:`PREFETCH_MAX_BYTES`; anything else, and any error, leaves the read to the
     decode as before. A file changed after it was read is read again (see :func:`read_input`),
     and then decoded again."""
     from .trace import span  # here: the thread's own import would wait for the GIL
@@ -140,7 +143,7 @@ def prefetch(path: str, *, decode: tuple[int, float] | None = None) -> None:
         except InputError:
             return None
         try:
-            if not PREFETCH_MIN_BYTES <= size <= DEFAULT_MAX_FILE_BYTES or os.pread(fd, 8, 0) != _PNG:
+            if not PREFETCH_MIN_BYTES <= size <= PREFETCH_MAX_BYTES or os.pread(fd, 8, 0) != _PNG:
                 return None
             before = _identity(os.fstat(fd))
             with os.fdopen(fd, "rb", closefd=False) as f:
@@ -172,13 +175,16 @@ def read_ahead(argv: list[str], *, max_pixels: int, max_ratio: float) -> None:
     """The command line's one input, read and decoded ahead (:func:`prefetch`) for
     ``upload``/``capture`` with one input file first and options after it (``upload big.png
     --mips -o big.ktx2``), before the CLI imports its modules and parses the line (not decoded
-    ahead where the line sets ``--max-pixels`` or ``--max-ratio``; ``max_pixels`` and
+    ahead where the line sets ``--max-pixels`` or ``--max-ratio``, not read ahead where it sets
+    ``--workers`` or ``--memory``; ``max_pixels`` and
     ``max_ratio`` are their defaults, :mod:`gputex.decode`'s). Several inputs are left alone (a
     batch decodes in worker processes, which would read them again), as are ``--help``, ``-``
     (stdin) and ``@list`` files."""
     if argv[:1] not in (["upload"], ["capture"]) or {"--help", "-h"} & set(argv):
         return
     args = argv[1:]
+    if any(a.startswith(("--workers", "--memory")) for a in args):
+        return  # a worker process would decode it again; a memory limit is the run's to keep
     if args and not args[0].startswith(("-", "@")) and (len(args) == 1 or args[1].startswith("-")):
         # decoded too, unless the line sets limits the decode ahead does not know
         limits = any(a.startswith(("--max-pixels", "--max-ratio")) for a in args)
@@ -198,9 +204,15 @@ def _take(path: str, fd: int) -> bytes | None:
         return None
     ident, data = box[0]
     try:
-        return data if _identity(os.fstat(fd)) == ident else None
+        same = _identity(os.fstat(fd)) == ident
     except OSError:
+        same = False
+    if not same:  # the file changed: its early bytes and their decode go now
+        from .pngdec import drop_ahead
+
+        drop_ahead(data)
         return None
+    return data
 
 
 def sniff_input(path: str, n: int = 12) -> bytes:

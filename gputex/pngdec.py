@@ -231,6 +231,15 @@ def decode_ahead(data: bytes, *, max_pixels: int, max_ratio: float) -> Callable[
     return run
 
 
+def drop_ahead(data: bytes) -> None:
+    """Forget the decode ahead of ``data`` (its file changed: the run reads and decodes it again),
+    so its bytes and pixels are not held to the end of the process."""
+    with _ahead_lock:
+        got = _ahead.get(id(data))
+        if got is not None and got[0] is data:
+            del _ahead[id(data)]
+
+
 def _take_ahead(data: bytes) -> tuple | None:
     """(pixels or None,) that :func:`decode_ahead` made of this very object (waited for, once);
     None where it made nothing."""

@@ -38,6 +38,8 @@ LIMITS = (1000, 7.0)
     (["upload", "--mips", "a.png"], []),
     (["upload", "-", "-o", "x.ktx2"], []),  # stdin
     (["upload", "@list.txt", "-o", "out/"], []),
+    (["upload", "a.png", "--workers", "1", "-o", "a.ktx2"], []),  # a worker process decodes it
+    (["capture", "a.png", "--memory=512", "-o", "out/"], []),
     (["upload", "a.png", "--help"], []),
     (["info", "a.png"], []),
     (["upload"], []),
@@ -93,7 +95,11 @@ def test_a_file_changed_after_the_prefetch_is_read_again(tmp_path, rng, small_ok
     inputs.prefetch(path, decode=(1 << 30, 1000.0))
     inputs._early[path][0].wait()
     os.replace(write(tmp_path / "b.png", b), path)  # another file (inode) under the name
+    from gputex import pngdec
+
+    assert len(pngdec._ahead) == 1  # a.png's decode ahead
     assert np.array_equal(gputex.decode(path).pixels, b)
+    assert pngdec._ahead == {}  # not held after the file was read again
     path2 = write(tmp_path / "c.png", a)
     inputs.prefetch(path2)
     inputs._early[path2][0].wait()
