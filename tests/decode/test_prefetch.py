@@ -52,11 +52,15 @@ def test_read_ahead_takes_one_input_followed_by_options(monkeypatch, argv, want)
 
 
 @pytest.mark.parametrize("depth,channels", [(8, 4), (8, 3), (16, 2)])
-def test_decoded_ahead_pixels_are_the_decodes(tmp_path, rng, small_ok, depth, channels):
-    """The decode begun by the prefetch is the one ``gputex.decode`` returns (taken once), with
-    the same pixels as a decode of the file alone; within the limits only."""
+def test_decoded_ahead_pixels_are_the_decodes(tmp_path, rng, small_ok, monkeypatch, depth, channels):
+    """The decode begun by the prefetch is the one ``gputex.decode`` returns (taken once: the
+    file is inflated once), with the same pixels as a decode of the file alone; within the
+    limits only."""
     from gputex import pngdec
 
+    inflated = []
+    real = pngdec._counted
+    monkeypatch.setattr(pngdec, "_counted", lambda *args: inflated.append(1) or real(*args))
     a = noise(rng, 50, 33, channels, np.uint16 if depth == 16 else np.uint8)
     path = write(tmp_path / "a.png", a)
     inputs.prefetch(path, decode=(50 * 33, 1000.0))
@@ -64,6 +68,7 @@ def test_decoded_ahead_pixels_are_the_decodes(tmp_path, rng, small_ok, depth, ch
     assert len(pngdec._ahead) == 1
     img = gputex.decode(path)
     assert pngdec._ahead == {}  # taken
+    assert len(inflated) == 1  # by the decode ahead only
     assert np.array_equal(img.pixels, a) and img.pixels.dtype == a.dtype
     assert np.array_equal(gputex.decode(path).pixels, a)
     for limits in ((50 * 33 - 1, 1000.0), (50 * 33, 0.5)):  # over the pixels, over the ratio
