@@ -213,43 +213,58 @@ def _destroy_extras(extras: dict) -> None:
 
 
 class _Pool:
-    """One session's recycled textures, by key, with the bytes they hold."""
+    """One session's recycled textures, by key, with the bytes they hold. Locked: runs sharing a
+    session (``serve``, a program's threads) take, give and clear it from their own threads."""
 
     def __init__(self, device: Any):
+        import threading
+
         self.device = device
         self.free: dict[Any, tuple[Any, dict]] = {}
         self.bytes: dict[Any, int] = {}
+        self.lock = threading.Lock()
 
     def take(self, key: Any) -> tuple[Any, dict] | None:
-        kept = self.free.pop(key, None)
-        self.bytes.pop(key, None)
+        with self.lock:
+            kept = self.free.pop(key, None)
+            self.bytes.pop(key, None)
         return kept
 
     def give(self, tex: Texture) -> bool:
         extras = tex.extras
         assert extras is not None
         nbytes = _texture_bytes(tex)
-        if (extras.get("device") is not self.device or tex.pool_key in self.free
-                or nbytes > POOL_MAX_BYTES // 4):
-            return False
-        while self.free and sum(self.bytes.values()) + nbytes > POOL_MAX_BYTES:
-            self._drop(next(iter(self.free)))  # the oldest key
-        self.free[tex.pool_key] = (tex.texture, extras)
-        self.bytes[tex.pool_key] = nbytes
+        gone = []
+        with self.lock:
+            if (extras.get("device") is not self.device or tex.pool_key in self.free
+                    or nbytes > POOL_MAX_BYTES // 4):
+                return False
+            while self.free and sum(self.bytes.values()) + nbytes > POOL_MAX_BYTES:
+                gone.append(self._pop(next(iter(self.free))))  # the oldest key
+            self.free[tex.pool_key] = (tex.texture, extras)
+            self.bytes[tex.pool_key] = nbytes
+        for kept in gone:
+            _destroy(kept)
         return True
 
-    def _drop(self, key: Any) -> None:
-        texture, extras = self.free.pop(key)
+    def _pop(self, key: Any) -> tuple[Any, dict]:
         self.bytes.pop(key, None)
-        try:
-            texture.destroy()
-        except Exception:  # noqa: BLE001 - gone with its device
-            pass
-        _destroy_extras(extras)
+        return self.free.pop(key)
 
     def clear(self) -> None:
-        while self.free:
-            self._drop(next(iter(self.free)))
+        with self.lock:
+            gone = [self._pop(key) for key in list(self.free)]
+        for kept in gone:
+            _destroy(kept)
+
+
+def _destroy(kept: tuple[Any, dict]) -> None:
+    texture, extras = kept
+    try:
+        texture.destroy()
+    except Exception:  # noqa: BLE001 - gone with its device
+        pass
+    _destroy_extras(extras)
 
 
 def _pool(session: Session) -> _Pool:
