@@ -277,24 +277,13 @@ def _sent_rows(tex: Texture, source, opts: Options):
 
 
 def _unconverted(image, fmt, space: str, opts: Options):
-    """``to_texture_rows`` of the image's pixels for ``fmt``/``space`` where that is the image's
-    own memory (no conversion, no flip), else None (probed on one row: no full conversion)."""
-    if opts.flip_y or not image.pixels.flags.c_contiguous or fmt.compressed:
+    """The image's pixels as the texture bytes of ``fmt``/``space`` where the upload stores them
+    as they are (:func:`gputex.convert.native_rows`: no conversion, no flip, no copy), else None."""
+    if opts.flip_y or fmt.compressed:
         return None
-    import numpy as np
+    from .convert import native_rows
 
-    from .convert import to_texture_rows
-
-    def rows(pixels):
-        return to_texture_rows(pixels, space, fmt, premultiply=opts.premultiply)
-
-    try:
-        if not np.shares_memory(rows(image.pixels[:1]), image.pixels):
-            return None
-        out = rows(image.pixels)
-    except Exception:  # noqa: BLE001 - not convertible: the upload reports it
-        return None
-    return out if np.shares_memory(out, image.pixels) else None
+    return native_rows(image.pixels, space, fmt, premultiply=opts.premultiply)
 
 
 def _open_early(session: Session, image, opts: Options, name: OutputName, defer: bool):
