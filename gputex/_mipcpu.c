@@ -816,7 +816,7 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *result = NULL;
     Ctx *c = calloc(1, sizeof(Ctx));
     const char *why = NULL;
-    int bpt = channels * bits / 8, top = (1 << bits) - 1;
+    int bpt = channels * bits / 8, top = (bits == 8 || bits == 16) ? (1 << bits) - 1 : 0;  /* (bits checked below) */
     u64 total = (u64)width * (u64)height;
     if (!c) { PyErr_NoMemory(); goto done; }
     if (channels != 1 && channels != 2 && channels != 4) why = "channels must be 1, 2 or 4";

@@ -2,9 +2,10 @@
 ``mip_int.wgsl`` / ``mip_spd.wgsl`` / ``mip_odd.wgsl`` (the contract is :mod:`.intbox`).
 
 On a CPU adapter (lavapipe/llvmpipe, SwiftShader) the "GPU" is this CPU: the shader's 32-bit
-integer code emulating wide arithmetic costs 239 ms of CPU for a 2048^2 RGBA8 sRGB chain on
-the 2-core lavapipe machine, where native 64/128-bit integers do the same arithmetic many times
-faster (``benchmarks/mips_cpu.py --engines``: 49 against 255 ms). So there the levels are
+integer code emulating wide arithmetic costs ~255 ms of CPU for a 2048^2 RGBA8 sRGB chain on
+the 2-core lavapipe machine, where native 64/128-bit integers do the same arithmetic several
+times faster (``benchmarks/mips_cpu.py --engines``: 49 against 255 ms at 2048^2, 107 against 313
+at 2047^2). So there the levels are
 computed here from level 0's bytes (the image's rows where the upload stored them as they are,
 ``generate_mips(base=...)``; else read back from the texture: a copy, no arithmetic) and written
 into the texture's levels: the texture holds exactly what the shader would have written.

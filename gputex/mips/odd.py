@@ -25,12 +25,14 @@ is proven below the screen's margin (the shader's comment; ``tests/mips/test_odd
 ``screen_code`` accepts a code only where that error cannot change it; the rare texels left
 (a channel within 2^-18 of a threshold) are appended to a list and made by ``level_fix`` (the
 exact sums, an indirect dispatch sized by the list) before the level is copied out. A grid's
-cells from the base are summed whole in the 32-bit lanes, in one sweep; on CPU adapters cells (and a grid
+cells from the base are summed whole in the 32-bit lanes, in one sweep (on GPUs since h16odd3: the
+plain colour in a second sweep where a cell's alpha sum is 0, ``ONE_SWEEP``); on CPU adapters cells (and a grid
 level's texels) are made in order of their width (``SORTED``) and the code tables stay in the
 storage buffer (``SMEM_TABLES``). Same bytes (308 of 308 mip hashes on lavapipe). lavapipe, CPU
 time of the chain (``benchmarks/mips_cpu.py --trees MAIN . --sizes 2048 2047 1023x1025 1024``):
 2047^2 561 -> 258 ms (2048^2: 222 ms, so 2.53x -> 1.16x), 1023x1025 131 -> 59 ms (1024^2: 56 ms).
-Not yet measured on the H200.
+On the H200 that form measured 2.11x / 2.73x the power-of-two chain (8191^2, 4095x4097,
+``benchmarks/results/mips-h200-27b0bfc.txt``), hence the GPU form below.
 
 On the H200 (issue 16, helper h16odd3; ``benchmarks/results/mips-h200-4968971.txt``, GPU time,
 warm median) the chain went from 4.53 to 3.26 ms at 8191^2 (2.12x -> 1.52x the 8192^2 chain's
