@@ -1,4 +1,5 @@
 //! include mip_f64.wgsl
+//! include mip_pack64.wgsl
 // One mip level of a 16-bit unorm or 32-bit float texture, box filter, in float64: the result
 // is the exactly rounded area average (what a float64 reference computes), not float32's
 // approximation of it. Every level reads the base (no float32 work levels in between).
@@ -39,13 +40,6 @@ fn fetch(p: vec2<i32>) -> array<f64, 4> {
 
 fn clamp01(x: f64) -> f64 {
     return min(max(x, 0.0), 1.0);
-}
-
-fn word_of(c: f64) -> u32 {
-    if (FMT == 1u) {
-        return u32(floor(clamp01(c) * 65535.0 + 0.5));
-    }
-    return bitcast<u32>(f32(c));
 }
 
 struct Sums {
@@ -118,26 +112,7 @@ fn store(x: u32, row: u32, t: Sums) {
         out[1] = encode1(out[1]);
         out[2] = encode1(out[2]);
     }
-    let base = row * prm.words_per_row;
-    if (FMT == 1u) {
-        if (CHANNELS == 4u) {
-            packed[base + x * 2u] = word_of(out[0]) | (word_of(out[1]) << 16u);
-            packed[base + x * 2u + 1u] = word_of(out[2]) | (word_of(out[3]) << 16u);
-        } else {
-            packed[base + x] = word_of(out[0]) | (word_of(out[3]) << 16u);
-        }
-    } else {
-        if (CHANNELS == 4u) {
-            for (var j = 0u; j < 4u; j++) {
-                packed[base + x * 4u + j] = word_of(out[j]);
-            }
-        } else if (CHANNELS == 2u) {
-            packed[base + x * 2u] = word_of(out[0]);
-            packed[base + x * 2u + 1u] = word_of(out[3]);
-        } else {
-            packed[base + x] = word_of(out[0]);
-        }
-    }
+    pack_words(row * prm.words_per_row, x, out);
 }
 
 // One invocation per texel (chunks == 1), or per texel and chunk (z), partial sums kept.

@@ -1,3 +1,4 @@
+//! include mip_pack64.wgsl
 // The float64 kernel chains' output of one texel (mip_exact_kernel.wgsl, mip_exact_sep.wgsl):
 // its premultiplied and plain sums kept in `next` for the level after, then its value (weighted
 // alpha divided out, alpha clamped, sRGB encoded) packed into the level's words in `packed`.
@@ -6,13 +7,6 @@
 
 fn byte_of(c: f64) -> u32 {
     return u32(floor(min(max(c, 0.0), 1.0) * 255.0 + 0.5));
-}
-
-fn word_of(c: f64) -> u32 {
-    if (FMT == 1u) {
-        return u32(floor(min(max(c, 0.0), 1.0) * 65535.0 + 0.5));
-    }
-    return bitcast<u32>(f32(c));
 }
 
 fn finish_texel(x: u32, y: u32, width: u32, pm: array<f64, 4>, pl: array<f64, 3>) {
@@ -49,21 +43,5 @@ fn finish_texel(x: u32, y: u32, width: u32, pm: array<f64, 4>, pl: array<f64, 3>
         packed[base + x] = byte_of(r) | (byte_of(out[1]) << 8u) | (byte_of(b) << 16u) | (byte_of(out[3]) << 24u);
         return;
     }
-    if (FMT == 1u) {
-        if (CHANNELS == 4u) {
-            packed[base + x * 2u] = word_of(out[0]) | (word_of(out[1]) << 16u);
-            packed[base + x * 2u + 1u] = word_of(out[2]) | (word_of(out[3]) << 16u);
-        } else {
-            packed[base + x] = word_of(out[0]) | (word_of(out[3]) << 16u);
-        }
-    } else if (CHANNELS == 4u) {
-        for (var c = 0u; c < 4u; c++) {
-            packed[base + x * 4u + c] = word_of(out[c]);
-        }
-    } else if (CHANNELS == 2u) {
-        packed[base + x * 2u] = word_of(out[0]);
-        packed[base + x * 2u + 1u] = word_of(out[3]);
-    } else {
-        packed[base + x] = word_of(out[0]);
-    }
+    pack_words(base, x, out);
 }
