@@ -516,30 +516,22 @@ class StreamedFile:
 
 
 class _HostCopy:
-    """``dst[...] = src`` in row bands on :func:`~gputex.parallel.copy_threads` pool threads,
-    run from a thread of its own (started at once); :meth:`finish` waits and returns its error."""
+    """``dst[...] = src`` in row bands on the copy pool's threads
+    (:func:`~gputex.parallel.for_row_chunks`), run from a thread of its own (started at once); :meth:`finish` waits and returns its error."""
 
     def __init__(self, dst: np.ndarray, src: np.ndarray):
         import threading
 
-        from .caps import capped
-        from .parallel import MIN_CHUNK_BYTES, copy_threads, run_all
+        from .parallel import for_row_chunks
 
-        rows = dst.shape[0]
-        parts = max(1, min(capped(copy_threads()), dst.nbytes // MIN_CHUNK_BYTES, rows))
-        step = -(-rows // parts)
+        def band(a: int, b: int) -> None:
+            dst[a:b] = src[a:b]
 
-        def band(a: int) -> Callable[[], None]:
-            def run() -> None:
-                dst[a: a + step] = src[a: a + step]
-            return run
-
-        tasks = [band(a) for a in range(0, rows, step)]
         self.error: BaseException | None = None
 
         def main() -> None:
             try:
-                run_all(tasks, parts)
+                for_row_chunks(dst.shape[0], dst.shape[1], band)
             except BaseException as e:  # noqa: BLE001 - raised by finish() on the caller's thread
                 self.error = e
 
