@@ -150,11 +150,12 @@ def _stored_as_is(dtype, color_space: str, fmt: Format, premultiply: bool) -> bo
                  or fmt.kind == "float"))
 
 
-def native_rows(rows: np.ndarray, color_space: str, fmt: Format, *, premultiply: bool = False) -> np.ndarray | None:
+def native_rows(rows: np.ndarray, color_space: str, fmt: Format, *, premultiply: bool = False,
+                flip_y: bool = False) -> np.ndarray | None:
     """``rows`` ``(h, W, C)`` as the texture bytes :func:`to_texture_rows` makes of them,
     ``(h, W * texel_bytes)`` uint8, where that is a view of ``rows`` (no conversion, no copy);
-    else None."""
-    if (rows.ndim != 3 or rows.shape[2] != fmt.channels or not rows.flags.c_contiguous
+    else None (also where the upload flips them: ``flip_y``)."""
+    if (flip_y or rows.ndim != 3 or rows.shape[2] != fmt.channels or not rows.flags.c_contiguous
             or not _stored_as_is(rows.dtype, color_space, fmt, premultiply)):
         return None
     h, w = rows.shape[:2]

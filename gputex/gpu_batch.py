@@ -163,8 +163,8 @@ def _mips(tex: Texture, steps: GpuSteps, image=None) -> None:
 
     if tex.levels > 1:
         # level 0's bytes where they are the image's own (the host's mip engine reads none back)
-        base = None if image is None or steps.flip_y else native_rows(image.pixels, tex.color_space, tex.format,
-                                                                        premultiply=steps.premultiply)
+        base = None if image is None else native_rows(image.pixels, tex.color_space, tex.format,
+                                                      premultiply=steps.premultiply, flip_y=steps.flip_y)
         generate_mips(tex, filter=steps.filter, alpha=steps.alpha, wrap=steps.wrap, precision=steps.precision,
                       normal_map=steps.normal_map, alpha_coverage=steps.alpha_coverage, base=base)
 

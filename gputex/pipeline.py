@@ -354,8 +354,8 @@ def upload_image(session: Session, image, opts: Options, result: Result, usage: 
         from .mips import generate_mips
 
         # level 0's bytes where they are the image's own (the host's mip engine reads none back)
-        base = None if size or opts.flip_y else native_rows(image.pixels, tex.color_space, tex.format,
-                                                              premultiply=opts.premultiply)
+        base = None if size else native_rows(image.pixels, tex.color_space, tex.format,
+                                             premultiply=opts.premultiply, flip_y=opts.flip_y)
         with timed(result, "mips"):
             generate_mips(tex, base=base, **opts.mip_options.kwargs())
     return tex

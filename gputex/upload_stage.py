@@ -279,11 +279,11 @@ def _sent_rows(tex: Texture, source, opts: Options):
 def _unconverted(image, fmt, space: str, opts: Options):
     """The image's pixels as the texture bytes of ``fmt``/``space`` where the upload stores them
     as they are (:func:`gputex.convert.native_rows`: no conversion, no flip, no copy), else None."""
-    if opts.flip_y or fmt.compressed:
+    if fmt.compressed:
         return None
     from .convert import native_rows
 
-    return native_rows(image.pixels, space, fmt, premultiply=opts.premultiply)
+    return native_rows(image.pixels, space, fmt, premultiply=opts.premultiply, flip_y=opts.flip_y)
 
 
 def _open_early(session: Session, image, opts: Options, name: OutputName, defer: bool):
