@@ -90,12 +90,15 @@ def _tables(bits: int, srgb: bool) -> tuple[bytes, bytes]:
 
 
 def threads() -> int:
-    """Threads the C engine splits a level's rows over: the cores this process may use, at most 16."""
+    """Threads the C engine splits a level's rows over: the cores this process may use, at most 16,
+    held to ``--threads`` (:func:`gputex.caps.capped`) as every other pool is."""
+    from ..caps import capped
+
     try:
         n = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         n = os.cpu_count() or 1
-    return max(1, min(16, n))
+    return max(1, capped(min(16, n)))
 
 
 def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted: bool, levels: int,
