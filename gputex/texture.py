@@ -213,22 +213,19 @@ def _destroy_extras(extras: dict) -> None:
 
 
 class _Pool:
-    """One session's recycled textures, by key, with the bytes they hold. Locked: runs sharing a
-    session (``serve``, a program's threads) take, give and clear it from their own threads."""
+    """One session's recycled textures, by key (oldest first): the wgpu texture, its extras and
+    its bytes. Locked: runs sharing a session (``serve``, a program's threads) take, give and
+    clear it from their own threads."""
 
     def __init__(self, device: Any):
-        import threading
-
         self.device = device
-        self.free: dict[Any, tuple[Any, dict]] = {}
-        self.bytes: dict[Any, int] = {}
+        self.free: dict[Any, tuple[Any, dict, int]] = {}
         self.lock = threading.Lock()
 
     def take(self, key: Any) -> tuple[Any, dict] | None:
         with self.lock:
             kept = self.free.pop(key, None)
-            self.bytes.pop(key, None)
-        return kept
+        return None if kept is None else kept[:2]
 
     def give(self, tex: Texture) -> bool:
         extras = tex.extras
@@ -239,27 +236,22 @@ class _Pool:
             if (extras.get("device") is not self.device or tex.pool_key in self.free
                     or nbytes > POOL_MAX_BYTES // 4):
                 return False
-            while self.free and sum(self.bytes.values()) + nbytes > POOL_MAX_BYTES:
-                gone.append(self._pop(next(iter(self.free))))  # the oldest key
-            self.free[tex.pool_key] = (tex.texture, extras)
-            self.bytes[tex.pool_key] = nbytes
+            while self.free and sum(kept[2] for kept in self.free.values()) + nbytes > POOL_MAX_BYTES:
+                gone.append(self.free.pop(next(iter(self.free))))  # the oldest key
+            self.free[tex.pool_key] = (tex.texture, extras, nbytes)
         for kept in gone:
             _destroy(kept)
         return True
 
-    def _pop(self, key: Any) -> tuple[Any, dict]:
-        self.bytes.pop(key, None)
-        return self.free.pop(key)
-
     def clear(self) -> None:
         with self.lock:
-            gone = [self._pop(key) for key in list(self.free)]
+            gone, self.free = list(self.free.values()), {}
         for kept in gone:
             _destroy(kept)
 
 
-def _destroy(kept: tuple[Any, dict]) -> None:
-    texture, extras = kept
+def _destroy(kept: tuple[Any, dict, int]) -> None:
+    texture, extras, _ = kept
     try:
         texture.destroy()
     except Exception:  # noqa: BLE001 - gone with its device
