@@ -99,20 +99,25 @@ def stages(command: str, opts: Options, names=None) -> Stages:
     from .upload_stage import upload_gpu_stage
 
     modules = _STEP_MODULES + (_MIP_MODULES if opts.mips else ())
+
+    def ahead(decode: Any, gpu: Any, encode: Any = None, **kw: Any) -> Stages:
+        """Stages with what every command's run shares: the rehearsal on the device thread and
+        the modules preloaded."""
+        return Stages(decode, gpu, encode, warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready),
+                      modules=modules, **kw)
+
     if command == "capture":
-        return Stages(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),
-                      capture_encode_stage(opts), warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready), modules=modules)
+        return ahead(decode_stage(opts, names), lambda session: capture_gpu_stage(session, names, opts),
+                     capture_encode_stage(opts))
     if command == "upload":
         if opts.out:
             # texture files are written by the pool's threads, not on the GPU thread; images are
             # decoded in worker processes (a write is a copy into the page cache: no process for it)
             from .upload_stage import upload_encode_stage
 
-            return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names, defer=True),
-                          upload_encode_stage(opts), pools=("decode",), processes=_half,
-                          warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready), modules=modules)
-        return Stages(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names),
-                      warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready), modules=modules)
+            return ahead(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names, defer=True),
+                         upload_encode_stage(opts), pools=("decode",), processes=_half)
+        return ahead(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names))
     raise ValueError(f"unknown command {command!r}; use capture or upload")
 
 
