@@ -33,8 +33,6 @@ variable                    what it overrides
 ``GPUTEX_MIPS_ENGINE``      ``auto``, ``shader`` or ``cpu``: who makes the exact integer mip chain
                             (default ``auto``: the host's C engine on a CPU adapter where it
                             serves the chain, else the shader; :mod:`gputex.mips.cpu`).
-``GPUTEX_POLL``             ``lean`` or ``wait``: how a device's map waits are polled (default
-                            ``wait``; ``lean`` not yet measured on a GPU: :func:`gputex.device.lean_polling`).
 ``GPUTEX_FSYNC``            ``1``: every output is fsynced before it is named (``--fsync`` sets it
                             for the process and its workers: :func:`gputex.atomic.set_fsync`).
 ==========================  ===================================================================
@@ -64,7 +62,6 @@ FLAGS = {
     "GPUTEX_MIPS_F64": "0: no float64 mip/resize paths",
     "GPUTEX_MIPS_KERNEL": "sep or 2d: the float64 kernel mip shader",
     "GPUTEX_MIPS_ENGINE": "auto, shader or cpu: who makes the exact integer mip chain",
-    "GPUTEX_POLL": "lean or wait: how a device's map waits are polled",
     "GPUTEX_FSYNC": "1: outputs fsynced before they are named (--fsync)",
 }
 

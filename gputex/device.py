@@ -606,7 +606,6 @@ class Session:
         self.info.chosen = True
         self._cache: dict[Any, Any] = {}  # pipelines, buffers reused across images
         self.device = self._create_device("create")
-        lean_polling(self.device)
         self.features = set(self.device.features)
         self.limits = dict(self.device.limits)
 
@@ -660,7 +659,6 @@ class Session:
         """Make a new device on the same adapter (after a device loss); caches are dropped."""
         self._cache.clear()
         self.device = self._create_device("recreate")
-        lean_polling(self.device)
 
     def uniform(self, data: bytes):
         """A uniform buffer holding ``data`` (padded to 16 bytes, as WGSL structs are)."""
@@ -677,45 +675,6 @@ class Session:
             size=4, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST))
         buf.map_sync(wgpu.MapMode.READ)
         buf.unmap()
-
-
-#: Seconds between two polls of a device whose waits are polled without blocking (:func:`lean_polling`).
-POLL_INTERVAL = 0.0005
-
-
-def lean_polling(device) -> bool:
-    """Have wgpu-py's poll thread of ``device`` poll without blocking (every
-    :data:`POLL_INTERVAL` s while a map or another promise is pending) instead of waiting
-    inside ``wgpuDevicePoll(wait=true)``; returns whether it does.
-
-    wgpu-core holds the device's fence lock for the whole of a blocking poll, and a submit (and
-    a texture's ``destroy``) on another thread needs that lock: while a batch's read-back map
-    was pending, each of the in-order thread's three or four submits per image waited until the
-    GPU had finished everything submitted before (H200 host, 48 × 2048² ``upload -o``: the
-    in-order step 8.6 ms per image, 6.2 ms of it CPU; ``destroy`` 1.6 ms, ``submit`` 0.6 ms
-    each). Polled without blocking, the lock is held for a moment at a time and a map
-    completes at most :data:`POLL_INTERVAL` s after the GPU is done. Opt-in
-    (``GPUTEX_POLL=lean``, :mod:`gputex.devflags`) until a GPU measures it: the trace above
-    suggests it, no batch on a GPU has been timed with it; on a CPU adapter (lavapipe: its "GPU"
-    shares the cores) it measured no different. Where wgpu-py's
-    poll thread is not what this expects (another wgpu-py), nothing changes."""
-    import time
-
-    from .devflags import flag
-
-    want = (flag("GPUTEX_POLL") or "wait").lower()
-    poller = getattr(device, "_poller", None)
-    poll = getattr(poller, "_poll_func", None)
-    if want != "lean" or poller is None or poll is None or not callable(poll):
-        return False
-
-    def lean(block: bool, poll=poll, sleep=time.sleep, interval=POLL_INTERVAL) -> None:
-        poll(False)
-        if block:  # the thread would have waited here: it polls again after a pause instead
-            sleep(interval)
-
-    poller._poll_func = lean
-    return True
 
 
 def _first_line(e: Exception) -> str:
