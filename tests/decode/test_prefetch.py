@@ -136,7 +136,7 @@ def test_only_large_pngs_are_read_ahead(tmp_path, rng, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.slow  # two 2048² processes: ~8 s on the 2-core lavapipe machine
 def test_the_cli_decodes_one_large_input_ahead_with_the_same_output(gpu, tmp_path, rng):
-    """``python -m gputex upload big.png --mips -o big.ktx2``, one PNG of 16 MiB or more: read
+    """``python -m gputex upload big.png --mips -o big.ktx2``, one PNG of 1 MiB or more: read
     and decoded ahead (the trace shows it), the file byte-identical to the run that decodes
     it itself (``--max-pixels`` given: not decoded ahead) and to the pixels the test made."""
     import json
@@ -145,7 +145,7 @@ def test_the_cli_decodes_one_large_input_ahead_with_the_same_output(gpu, tmp_pat
 
     from gputex.texfile import read_texture_file
 
-    a = noise(rng, 2048, 2048, 4)  # noise: the PNG is over 16 MiB
+    a = noise(rng, 2048, 2048, 4)  # noise: the PNG is over 16 MiB (the threshold is 1 MiB)
     src = write(tmp_path / "big.png", a)
     assert os.path.getsize(src) >= inputs.PREFETCH_MIN_BYTES
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
