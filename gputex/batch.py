@@ -151,7 +151,8 @@ def _translate(pattern: str) -> str:
 def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[Any, Any]],
                    gpu: Callable[[Item, Any, Any], Any] | None, encode: Callable[[Item, Any, Any], None] | None,
                    emit: Callable[[Any], None], start: Callable[[], Callable] | None = None,
-                   stop: Callable[[], bool] | None = None, gate=None, workers: int | None = None) -> None:
+                   stop: Callable[[], bool] | None = None, gate=None, workers: int | None = None,
+                   any_order: bool = False) -> None:
     """Run ``decode`` (pool) -> ``gpu`` (this thread, in order) -> ``encode`` (pool) over items.
 
     ``decode(item) -> (result, data_or_None)``; ``gpu(item, data, result) -> payload_or_None``;
@@ -163,6 +164,11 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     those already past the GPU step are encoded and emitted (decodes in flight are dropped).
     ``gate``: a :class:`~gputex.caps.MemoryGate` holding the decoded images in flight to its cap.
     ``workers``: codec worker processes per kind (None: :func:`gputex.workers.worker_count`).
+    ``any_order``: the GPU steps take the decoded inputs as they come (the first one done in
+    input order among those done), not in input order: for ``upload -o``'s split between the
+    GPU and the decode workers (:class:`gputex.upload_stage.HostSplit`), where a worker that
+    makes an input's chain itself takes longer than the decodes after it; results are still
+    emitted in input order.
     Start-up (output folders, trace, the device on its own thread) is :func:`gputex.run.run`'s.
     """
     from concurrent.futures import ThreadPoolExecutor
@@ -184,7 +190,8 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
                 ThreadPoolExecutor(2 * jobs if workers else jobs, thread_name_prefix="gputex-codec") as pool:
             lane = gate.lane() if gate is not None else None
             try:
-                _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane)
+                (_any_order if any_order else _overlap)(items, jobs, pool, decode, gpu, encode, emit, start,
+                                                          stop, lane)
             finally:
                 if lane is not None:
                     lane.close()
@@ -241,3 +248,79 @@ def _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lan
     for _, fut in decoding:  # stopped: decodes not started yet are not started at all
         fut.cancel()
     drain(0)
+
+
+def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lane=None) -> None:
+    """:func:`_overlap` with the GPU steps taken as the decodes finish (see ``any_order`` of
+    :func:`run_overlapped`); emitted in input order. Once ``stop()`` is true no further GPU
+    step starts; decodes already running finish (a decode worker may be writing its input's
+    file: that input is emitted with it), the others are not started."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    from .trace import profiled, span
+
+    todo = enumerate(items)
+    decoding: dict = {}  # index -> (item, future), in input order
+    done: dict = {}  # index -> (result, encode future or None)
+    emitted = [0]
+    held: list = []
+
+    def feed(busy: bool = False) -> None:
+        while len(decoding) < jobs + 1:
+            nxt = held.pop() if held else next(todo, None)
+            if nxt is None:
+                return
+            if lane is not None and not lane.admit(nxt[1], busy or bool(decoding or done)):
+                held.append(nxt)
+                return
+            decoding[nxt[0]] = (nxt[1], pool.submit(decode, nxt[1]))
+
+    def drain(limit: int) -> None:
+        while emitted[0] in done:
+            result, fut = done[emitted[0]]
+            if fut is not None and not fut.done() and len(done) <= limit:
+                return
+            del done[emitted[0]]
+            emitted[0] += 1
+            if fut is not None:
+                fut.result()
+            if lane is not None:
+                lane.done()
+            emit(result)
+
+    feed()
+    if start is not None:
+        gpu = start()
+    with profiled():
+        while (decoding or held) and not (stop and stop()):
+            if not decoding:
+                drain(0)
+                feed()
+                continue
+            ready = [i for i, (_, f) in decoding.items() if f.done()]
+            if not ready:
+                wait([f for _, f in decoding.values()], return_when=FIRST_COMPLETED)
+                continue
+            index = min(ready)
+            item, fut = decoding.pop(index)
+            result, data = fut.result()
+            feed(busy=True)
+            with span("gpu", path=item.path):
+                payload = gpu(item, data, result) if data is not None else None
+            del data
+            job = pool.submit(encode, item, payload, result) if payload is not None and encode else None
+            done[index] = (result, job)
+            drain(2 * jobs)
+    for index, (_, fut) in list(decoding.items()):  # stopped: decodes not started are not started at all
+        if fut.cancel():
+            del decoding[index]
+    for index, (_, fut) in sorted(decoding.items()):  # running: a worker may be writing its file
+        result, data = fut.result()
+        if data is None and result.outputs:
+            done[index] = (result, None)
+        elif data is not None and hasattr(data, "take"):
+            data.take()
+    while done:  # what is done, in input order (gaps left by dropped decodes skipped)
+        if emitted[0] not in done:
+            emitted[0] = min(done)
+        drain(0)

@@ -47,6 +47,9 @@ class Stages:
     warm: Callable[[list, Callable[[], bool] | None], Callable[[Session], None] | None] | None = None
     #: Modules the steps import on their first input (:func:`preload`).
     modules: tuple[str, ...] = ()
+    #: ``upload -o``'s :class:`gputex.upload_stage.HostSplit` (the decode workers may make chains
+    #: and write texture files themselves), or None.
+    split: Any = None
 
 
 #: What the GPU and decode steps of ``capture`` and ``upload`` import on their first input
@@ -113,10 +116,12 @@ def stages(command: str, opts: Options, names=None) -> Stages:
         if opts.out:
             # texture files are written by the pool's threads, not on the GPU thread; images are
             # decoded in worker processes (a write is a copy into the page cache: no process for it)
-            from .upload_stage import upload_encode_stage
+            from .upload_stage import HostSplit, upload_encode_stage
 
-            return ahead(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names, defer=True),
-                         upload_encode_stage(opts), pools=("decode",), processes=_half)
+            split = HostSplit(opts, names)
+            return ahead(decode_stage(opts, names, split),
+                         lambda session: upload_gpu_stage(session, opts, names, defer=True, split=split),
+                         upload_encode_stage(opts), pools=("decode",), processes=_half, split=split)
         return ahead(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names))
     raise ValueError(f"unknown command {command!r}; use capture or upload")
 
@@ -245,7 +250,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
     if enabled():
         mark("startup", process_start())  # interpreter, imports, argument parsing
     n = worker_count(jobs, len(items), workers) if steps.encode is not None else 0
-    if steps.processes is not None and workers is None:
+    split = steps.split is not None and n > 0 and steps.split.prepare(list(items), session)
+    if steps.processes is not None and workers is None and not split:
         from .devflags import int_flag
 
         if int_flag("GPUTEX_WORKERS") is None:
@@ -266,7 +272,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
                 if item is first:
                     _done()  # the rehearsal leaves the first input's own kind to its real step
 
-    with codec_workers(n, steps.pools):
+    with codec_workers(n, steps.pools, split=split):
         # after the workers are spawned (the GIL is not fought over while the parent spawns them):
         # the device is made on a thread of its own while they start and decode the first inputs
         soon = None
@@ -286,7 +292,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
 
         run_overlapped(list(items), jobs, decode, None, steps.encode,
                        lambda result: on_result(result, held[0]), start, stop=stop, gate=gate,
-                       workers=None if workers is None else n)  # None: as it decides for its capped jobs
+                       workers=None if workers is None else n,  # None: as it decides for its capped jobs
+                       any_order=split)
     if session is not None:  # the caller's device: the textures kept for reuse go
         from .texture import drop_pool
 
