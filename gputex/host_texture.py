@@ -102,8 +102,7 @@ def write_host_texture(image: Image, plan: HostPlan, texture: tuple[Format, str,
         rows = to_texture_rows(pixels, space, fmt, premultiply=plan.premultiply)
         chain = host_chain(rows, fmt.channels, fmt.bits, space == "srgb", plan.weighted, levels, nthreads=1)
     t1 = time.perf_counter()
-    data: list[Any] = [memoryview(np.ascontiguousarray(rows)).cast("B")]
-    data += [memoryview(level.reshape(-1)).cast("B") for level in chain]
+    data: list[Any] = [np.ascontiguousarray(a).view(np.uint8).reshape(-1).data for a in [rows, *chain]]
     tf = TextureFile(fmt, image.width, image.height, levels=data, color_space=space, source=image.source)
     tf.premultiplied = plan.premultiply
     with span("encode", path=plan.out):

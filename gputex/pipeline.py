@@ -235,6 +235,7 @@ def _decode_file(path: str, opts: Options, result: Result, item=None, plan=None,
 
         kwargs = {"exif_rotate": opts.exif_rotate, "max_pixels": opts.max_pixels or DEFAULT_MAX_PIXELS,
                   "max_ratio": DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio}
+        image: Any
         if plan is None:
             image = decode_image(path, **kwargs)
         else:

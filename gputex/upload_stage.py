@@ -105,7 +105,10 @@ class HostSplit:
         if self.on:
             self.norm16 = bool(session.has_feature("texture-format16bit-norm"))
             if not self.always:
-                free_gpu_slots(GPU_SLOTS)
+                from .devflags import int_flag
+
+                slots = int_flag("GPUTEX_GPU_SLOTS")
+                free_gpu_slots(GPU_SLOTS if slots is None else slots)
 
     def step_done(self) -> None:
         from .workers import free_gpu_slots
