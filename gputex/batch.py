@@ -152,7 +152,7 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
                    gpu: Callable[[Item, Any, Any], Any] | None, encode: Callable[[Item, Any, Any], None] | None,
                    emit: Callable[[Any], None], start: Callable[[], Callable] | None = None,
                    stop: Callable[[], bool] | None = None, gate=None, workers: int | None = None,
-                   any_order: bool = False) -> None:
+                   any_order: bool = False, ahead: int = 0, device=None) -> None:
     """Run ``decode`` (pool) -> ``gpu`` (this thread, in order) -> ``encode`` (pool) over items.
 
     ``decode(item) -> (result, data_or_None)``; ``gpu(item, data, result) -> payload_or_None``;
@@ -168,7 +168,9 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     input order among those done), not in input order: for ``upload -o``'s split between the
     GPU and the decode workers (:class:`gputex.upload_stage.HostSplit`), where a worker that
     makes an input's chain itself takes longer than the decodes after it; results are still
-    emitted in input order.
+    emitted in input order. ``ahead``: with ``any_order``, decoded inputs that may wait for the
+    GPU beyond the ``jobs + 1`` decodes in flight; ``device``: the Future of the device that
+    ``start`` waits for (inputs that need no GPU step are taken meanwhile).
     Start-up (output folders, trace, the device on its own thread) is :func:`gputex.run.run`'s.
     """
     from concurrent.futures import ThreadPoolExecutor
@@ -190,8 +192,10 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
                 ThreadPoolExecutor(2 * jobs if workers else jobs, thread_name_prefix="gputex-codec") as pool:
             lane = gate.lane() if gate is not None else None
             try:
-                (_any_order if any_order else _overlap)(items, jobs, pool, decode, gpu, encode, emit, start,
-                                                          stop, lane)
+                if any_order:
+                    _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane, ahead, device)
+                else:
+                    _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane)
             finally:
                 if lane is not None:
                     lane.close()
@@ -250,23 +254,31 @@ def _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lan
     drain(0)
 
 
-def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lane=None) -> None:
+
+def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lane=None, ahead=0,
+               device=None) -> None:
     """:func:`_overlap` with the GPU steps taken as the decodes finish (see ``any_order`` of
-    :func:`run_overlapped`); emitted in input order. Once ``stop()`` is true no further GPU
-    step starts; decodes already running finish (a decode worker may be writing its input's
-    file: that input is emitted with it), the others are not started."""
+    :func:`run_overlapped`); emitted in input order. An input that comes back with nothing for
+    the GPU (a decode worker wrote its file) leaves the window of decodes in flight at once, also
+    while the device is being made (``device``: its Future), so the workers never wait for it.
+    Once ``stop()`` is true no further GPU step starts; decodes already running finish (a
+    decode worker may be writing its input's file: that input is emitted with it), the others
+    are not started."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
     from .trace import profiled, span
 
     todo = enumerate(items)
-    decoding: dict = {}  # index -> (item, future), in input order
-    done: dict = {}  # index -> (result, encode future or None)
+    decoding: dict = {}  # index -> (item, future): decoding, or decoded and waiting for the GPU step
+    done: dict = {}  # index -> (result, encode future or None), until emitted in input order
     emitted = [0]
     held: list = []
 
+    def running() -> int:
+        return sum(not f.done() for _, f in decoding.values())
+
     def feed(busy: bool = False) -> None:
-        while len(decoding) < jobs + 1:
+        while len(decoding) < jobs + 1 + ahead and running() < jobs + 1:
             nxt = held.pop() if held else next(todo, None)
             if nxt is None:
                 return
@@ -274,6 +286,19 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
                 held.append(nxt)
                 return
             decoding[nxt[0]] = (nxt[1], pool.submit(decode, nxt[1]))
+
+    def settle() -> list[int]:
+        """Inputs done with nothing for the GPU moved to ``done``; the decoded ones' indices."""
+        ready = []
+        for index, (_, fut) in list(decoding.items()):
+            if fut.done():
+                result, data = fut.result()
+                if data is None:
+                    del decoding[index]
+                    done[index] = (result, None)
+                else:
+                    ready.append(index)
+        return ready
 
     def drain(limit: int) -> None:
         while emitted[0] in done:
@@ -288,25 +313,36 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
                 lane.done()
             emit(result)
 
+    def wait_some(extra=()) -> None:
+        pending = [f for _, f in decoding.values() if not f.done()] + list(extra)
+        if pending:
+            wait(pending, return_when=FIRST_COMPLETED)
+
     feed()
+    while device is not None and not device.done() and not (stop and stop()):
+        settle()  # (nothing is emitted before the device is there: a result line may name it)
+        feed()
+        wait_some([device])
     if start is not None:
         gpu = start()
     with profiled():
         while (decoding or held) and not (stop and stop()):
-            if not decoding:
-                drain(0)
-                feed()
-                continue
-            ready = [i for i, (_, f) in decoding.items() if f.done()]
+            ready = settle()
+            drain(2 * jobs)
+            feed(busy=True)
             if not ready:
-                wait([f for _, f in decoding.values()], return_when=FIRST_COMPLETED)
+                if not decoding:  # the gate holds the next input back: finish what is in flight first
+                    drain(0)
+                    feed()
+                else:
+                    wait_some()
                 continue
             index = min(ready)
             item, fut = decoding.pop(index)
             result, data = fut.result()
             feed(busy=True)
             with span("gpu", path=item.path):
-                payload = gpu(item, data, result) if data is not None else None
+                payload = gpu(item, data, result)
             del data
             job = pool.submit(encode, item, payload, result) if payload is not None and encode else None
             done[index] = (result, job)
@@ -318,8 +354,6 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
         result, data = fut.result()
         if data is None and result.outputs:
             done[index] = (result, None)
-        elif data is not None and hasattr(data, "take"):
-            data.take()
     while done:  # what is done, in input order (gaps left by dropped decodes skipped)
         if emitted[0] not in done:
             emitted[0] = min(done)

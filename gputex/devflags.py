@@ -36,7 +36,7 @@ variable                    what it overrides
                             steers ``upload --mips -o DIR`` batches' split (``shader``: every
                             chain on the GPU step; ``cpu``: every one the engine serves made by
                             the decode workers; :class:`gputex.upload_stage.HostSplit`).
-``GPUTEX_GPU_SLOTS``        images the GPU step of a split batch takes at once (default 2,
+``GPUTEX_GPU_SLOTS``        images the GPU step of a split batch takes at once (default 8,
                             :data:`gputex.upload_stage.GPU_SLOTS`).
 ``GPUTEX_FSYNC``            ``1``: every output is fsynced before it is named (``--fsync`` sets it
                             for the process and its workers: :func:`gputex.atomic.set_fsync`).

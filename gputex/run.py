@@ -282,6 +282,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
             warm = steps.warm([item.path for item in items], first_done.is_set if first_done else None
                               ) if steps.warm is not None and items else None
             soon = session_soon(adapter, backend, warm=warm)
+        if split:
+            steps.split.opened()  # the GPU's slots, offered from the start (images wait for the device)
         if items:
             preload(steps.modules)
 
@@ -293,7 +295,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         run_overlapped(list(items), jobs, decode, None, steps.encode,
                        lambda result: on_result(result, held[0]), start, stop=stop, gate=gate,
                        workers=None if workers is None else n,  # None: as it decides for its capped jobs
-                       any_order=split)
+                       any_order=split, ahead=steps.split.slots if split else 0, device=soon)
     if session is not None:  # the caller's device: the textures kept for reuse go
         from .texture import drop_pool
 

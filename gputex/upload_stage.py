@@ -21,25 +21,32 @@ from .texture import reusing
 
 __all__ = ["upload_gpu_stage", "upload_encode_stage", "PendingWrite", "verify_and_write", "HostSplit", "GPU_SLOTS"]
 
-#: Images the GPU step takes at once from the decode workers (one in its step, one waiting): a
-#: decoded image that finds none free gets its chain and file made by its worker (:class:`HostSplit`).
-GPU_SLOTS = 2
+#: Decoded images that may wait for the GPU step (offered from the start of the run, before the
+#: device is ready): a decoded image that finds none free gets its chain and file made by its
+#: worker (:class:`HostSplit`). H200 host, 48 x 2048²: the step takes ~8 ms an image and a
+#: worker's chain and write ~100 ms, so a worker hands the GPU its image while the wait there is
+#: shorter than that.
+GPU_SLOTS = 8
 
 
 class HostSplit:
     """``upload --mips -o DIR`` with decode workers: the batch's chains split between the GPU and
     the host's C engine (:mod:`gputex.host_texture`). Each image's texture file name is reserved
     before it decodes (:meth:`plan`), so a worker that makes the chain itself writes the file under
-    it; the GPU's slots are offered once the device is ready (:meth:`gpu_ready`) and given back
-    after each GPU step (:meth:`step_done`). Off (:meth:`prepare` returns False) for
+    it; the GPU's slots are offered when the workers start (:meth:`opened`) and given back after
+    each GPU step (:meth:`step_done`). Off (:meth:`prepare` returns False) for
     ``GPUTEX_MIPS_ENGINE=shader``, ``--verify``, transforms, BC formats, a single output file, and
     inputs whose output stems repeat (their names depend on the order of the steps)."""
 
     def __init__(self, opts: Options, names: OutputNames | None):
+        from .devflags import int_flag
+
         self.opts, self.names = opts, names
         self.on = False
         self.always = False
         self.norm16 = False
+        slots = int_flag("GPUTEX_GPU_SLOTS")
+        self.slots = GPU_SLOTS if slots is None else slots
 
     def prepare(self, items: list, session: Session | None = None) -> bool:
         """Whether the split runs for these inputs (see the class); ``session``: the device, where
@@ -98,17 +105,17 @@ class HostSplit:
         result.timings["encode"] = got.encode_seconds
         return True
 
-    def gpu_ready(self, session: Session) -> None:
-        """The device is made (and rehearsed): 16-bit images can be planned, the GPU's slots open."""
+    def opened(self) -> None:
+        """The decode workers run: the GPU's slots are offered (not with ``GPUTEX_MIPS_ENGINE=cpu``)."""
         from .workers import free_gpu_slots
 
+        if self.on and not self.always:
+            free_gpu_slots(self.slots)
+
+    def gpu_ready(self, session: Session) -> None:
+        """The device is made (and rehearsed): 16-bit images can be planned from now on."""
         if self.on:
             self.norm16 = bool(session.has_feature("texture-format16bit-norm"))
-            if not self.always:
-                from .devflags import int_flag
-
-                slots = int_flag("GPUTEX_GPU_SLOTS")
-                free_gpu_slots(GPU_SLOTS if slots is None else slots)
 
     def step_done(self) -> None:
         from .workers import free_gpu_slots

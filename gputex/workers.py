@@ -134,10 +134,6 @@ def _warm() -> None:
 
         from . import decode, encode  # noqa: F401
 
-        if _WORKER_SLOTS is not None:  # it may make chains and write texture files (decode_or_write)
-            from . import host_texture, texfile  # noqa: F401
-            from .mips import cpu, integer  # noqa: F401
-
 
 _CAPTURE = None  # in a worker process: its gputex.chatter capture
 
