@@ -184,3 +184,39 @@ def test_options_the_split_leaves_to_the_gpu(gpu, rng, tmp_path, monkeypatch):
     kaiser = upload_files(paths, Options(mips=True, mip_options=MipOptions(filter="kaiser")), out=str(tmp_path / "k"),
                           session=gpu, jobs=3, workers=2)
     assert [(r.ok, r.mips_engine) for r in kaiser] == [(True, "gpu")] * 2
+
+
+def test_ctrl_c_in_a_host_split_batch(tmp_path):
+    """Ctrl-C to the process group while the workers write files: exit 130 with the summary line,
+    every file written whole and reported, no temporary file, no worker left."""
+    import re
+    import signal
+    import sys
+    import time
+
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 256, (384, 384, 4), np.uint8)
+    files = [write(tmp_path / "src" / f"img{i:03d}.png", np.roll(a, i, axis=1)) for i in range(40)]
+    out = tmp_path / "out"
+    env = dict(os.environ, GPUTEX_MIPS_ENGINE="cpu", PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.Popen([sys.executable, "-m", "gputex", "upload", *files, "--mips", "-o", str(out), "--jobs", "3"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out.exists() and [n for n in os.listdir(out) if n.endswith(".ktx2")]):
+        time.sleep(0.01)
+    os.killpg(p.pid, signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 130, stderr
+    assert len(stderr.splitlines()) == 1, stderr
+    m = re.fullmatch(r"gputex: interrupted after (\d+) of 40 inputs \((\d+) ok, 0 failed\); every output written "
+                     r"is complete", stderr.strip())
+    assert m and m.group(1) == m.group(2), stderr
+    names = sorted(os.listdir(out))
+    assert not [n for n in names if n.startswith(".")], names
+    lines = [line for line in stdout.splitlines() if not line.startswith("adapter: ")]
+    reported = sorted(os.path.basename(line.split(" -> ")[1]) for line in lines)
+    assert reported == names and 0 < len(names) == int(m.group(1)) < 40
+    for name in names:
+        i = int(name[3:6])
+        assert bytes(read_texture_file(str(out / name)).levels[0]) == np.roll(a, i, axis=1).tobytes(), name
