@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .formats import Format
     from .image import Image
 
-__all__ = ["HostPlan", "HostWritten", "plan_texture", "write_host_texture"]
+__all__ = ["HostPlan", "HostWritten", "plan_texture", "write_host_texture", "preload"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ class HostPlan:
     zstd: int | None
     always: bool  # GPUTEX_MIPS_ENGINE=cpu: every image it serves is made here, no GPU slot asked
     norm16: bool  # the device stores 16-bit data as *16unorm (unknown yet: 16-bit images go to the GPU)
+    srgb8: tuple[bytes, bytes] | None = None  # the engine's 8-bit sRGB tables (gputex.mips.cpu.host_tables)
 
 
 @dataclass
@@ -100,7 +101,9 @@ def write_host_texture(image: Image, plan: HostPlan, texture: tuple[Format, str,
     pixels = image.pixels[::-1] if plan.flip_y else image.pixels
     with span("mips:host-chain", path=plan.out):
         rows = to_texture_rows(pixels, space, fmt, premultiply=plan.premultiply)
-        chain = host_chain(rows, fmt.channels, fmt.bits, space == "srgb", plan.weighted, levels, nthreads=1)
+        tables = plan.srgb8 if fmt.bits == 8 and space == "srgb" else None
+        chain = host_chain(rows, fmt.channels, fmt.bits, space == "srgb", plan.weighted, levels, nthreads=1,
+                           tables=tables)
     t1 = time.perf_counter()
     data: list[Any] = [np.ascontiguousarray(a).view(np.uint8).reshape(-1).data for a in [rows, *chain]]
     tf = TextureFile(fmt, image.width, image.height, levels=data, color_space=space, source=image.source)
@@ -110,3 +113,13 @@ def write_host_texture(image: Image, plan: HostPlan, texture: tuple[Format, str,
     return HostWritten(plan.out, fmt.name, image.width, image.height, levels, space,
                        copy_layout(fmt, image.width, image.height, 1).as_dict(), int(image.pixels.nbytes),
                        list(image.warnings), t1 - t0, time.perf_counter() - t1)
+
+
+def preload() -> None:
+    """Import what :func:`write_host_texture` needs (a decode worker runs it on a thread of its
+    own while it decodes its first image: the imports then do not come after that decode)."""
+    from . import convert, layout, texfile, upload  # noqa: F401
+    from .containers import containers
+    from .mips import cpu, integer  # noqa: F401
+
+    containers()

@@ -161,9 +161,20 @@ def _init(slots=None) -> None:
         os._exit(0)
 
     threading.Thread(target=watch, daemon=True, name="gputex-parent-watch").start()
+    if slots is not None:  # it may make chains and write texture files: imported beside its first decode
+        threading.Thread(target=_preload_host, daemon=True, name="gputex-host-preload").start()
     try:  # the GPU thread's process goes first when the cores are all busy with codecs
         os.nice(WORKER_NICE)
     except OSError:
+        pass
+
+
+def _preload_host() -> None:
+    from .host_texture import preload
+
+    try:
+        preload()
+    except Exception:  # noqa: BLE001 - the task that needs them imports them again and reports
         pass
 
 
