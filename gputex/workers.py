@@ -14,6 +14,11 @@ mapped by the encoder. The threads of the batch pool then only submit and wait.
 every caller (the pipeline, ``benchmarks/batch.py``'s codecs-alone baseline) goes the same way.
 Worker processes ignore Ctrl-C: the parent stops the batch between inputs and waits for the
 encodes in flight, so every output is whole.
+
+``upload --mips -o DIR`` batches split the chains (:func:`decode_or_write`): a decode worker
+that finds no free GPU slot makes its image's chain with the C engine and writes the texture
+file itself (:mod:`gputex.host_texture`); the slots are a semaphore created before the workers
+spawn, which they inherit.
 """
 
 from __future__ import annotations

@@ -84,6 +84,24 @@ def test_split_writes_the_gpu_paths_bytes(gpu, rng, tmp_path, monkeypatch, conta
     assert {r.mips_engine for r in runs["auto"][0]} <= {"gpu", "host"}
 
 
+@pytest.mark.parametrize("opts", [
+    {"premultiply": True}, {"flip_y": True}, {"mip_levels": 3}, {"zstd": 3}, {"color_space": "linear"},
+    {"mip_options": MipOptions(alpha="straight")}, {"format": "rgba8unorm"}, {"format": "bgra8unorm-srgb"},
+], ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+def test_options_give_the_gpu_paths_bytes(gpu, rng, tmp_path, monkeypatch, opts):
+    """Every option the worker applies itself (conversion, levels, alpha mode, Zstandard) writes
+    what the GPU path writes."""
+    paths = _batch(rng, tmp_path / "in")[:3]
+    runs = {}
+    for engine in ("shader", "cpu"):
+        out = tmp_path / f"out-{engine}"
+        results = _upload(gpu, monkeypatch, paths, out, "ktx2", engine, **opts)
+        assert [r.error for r in results] == [None] * len(paths)
+        runs[engine] = (results, _hashes(out))
+    assert [r.upload_path for r in runs["cpu"][0]] == [None] * len(paths)
+    assert runs["cpu"][1] == runs["shader"][1] and len(runs["cpu"][1]) == len(paths)
+
+
 def test_host_written_levels_are_the_float64_box(gpu, rng, tmp_path, monkeypatch):
     """A file the worker wrote, read back: level 0 the pixels sent, level 1 of an even-sized
     linear image the plain mean of each 2x2 block, correctly rounded (opaque: weighted = plain)."""
