@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .outputs import OutputNames
     from .texfile import TextureFile
     from .texture import Texture
+from .errors import GputexError
 from .outputs import texture_output
 from .texture import reusing
 
@@ -58,7 +59,10 @@ class HostSplit:
         opts = self.opts
         t = opts.transform
         transformed = t is not None and bool(t.resize or t.max_size or t.pot or t.swizzle)
-        mode = cpu.engine_flag()
+        try:
+            mode = cpu.engine_flag()
+        except GputexError:  # a bad value: each input's GPU step reports it
+            mode = "shader"
         stems = [(item.subdir, stem_of(item)) for item in items]
         self.on = bool(opts.out and opts.mips and mode != "shader" and not opts.verifies() and not transformed
                        and not upload_format(opts)[2] and opts.mip_options.filter == "box"

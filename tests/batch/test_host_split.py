@@ -238,3 +238,23 @@ def test_ctrl_c_in_a_host_split_batch(tmp_path):
     for name in names:
         i = int(name[3:6])
         assert bytes(read_texture_file(str(out / name)).levels[0]) == np.roll(a, i, axis=1).tobytes(), name
+
+
+def test_no_split_without_the_engine_or_with_a_bad_flag(rng, tmp_path, monkeypatch):
+    """A build without the C extension, or a GPUTEX_MIPS_ENGINE that is not a choice: no split
+    (the GPU step reports the bad value per input, as without workers)."""
+    from gputex.batch import Item
+    from gputex.upload_stage import HostSplit
+
+    items = [Item(str(tmp_path / "a.png")), Item(str(tmp_path / "b.png"))]
+    opts = Options(mips=True, out=str(tmp_path / "out"))
+    from gputex.outputs import texture_names
+
+    names, _ = texture_names(opts.out, [i.path for i in items])
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "cpu")
+    assert HostSplit(opts, names).prepare(items) is True
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "gpu")
+    assert HostSplit(opts, names).prepare(items) is False
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
+    monkeypatch.setattr(cpu, "_mipcpu", None)
+    assert HostSplit(opts, names).prepare(items) is False
