@@ -99,8 +99,9 @@ def _split_processes(jobs: int) -> int:
     (:class:`gputex.upload_stage.HostSplit`): three quarters of ``jobs``, at least 3; the rest of
     the cores are left to the main process (the GPU step, the read-backs and writes of the
     GPU's images). H200 host, 48 x 2048², ``--jobs 16`` (``peer_ktx.py --variants``, one run
-    each): 12 processes 1.00 and 1.08 s in two calls, 16 processes best of 3 1.02 and 1.10 s, 14
-    processes 1.02 s."""
+    each unless said): 12 processes 1.00 and 1.08 s in two calls, 16 processes best of 3 1.02 and
+    1.10 s, 14 processes 1.02 s; at 2fd0042 12 processes best of 3 0.99 s, 16 1.06 s, 10 1.09 s
+    (``benchmarks/results/peer-ktx-h200-2fd0042.txt``)."""
     return max(3, jobs * 3 // 4)
 
 
