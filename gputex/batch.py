@@ -151,7 +151,8 @@ def _translate(pattern: str) -> str:
 def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[Any, Any]],
                    gpu: Callable[[Item, Any, Any], Any] | None, encode: Callable[[Item, Any, Any], None] | None,
                    emit: Callable[[Any], None], start: Callable[[], Callable] | None = None,
-                   stop: Callable[[], bool] | None = None, gate=None, workers: int | None = None) -> None:
+                   stop: Callable[[], bool] | None = None, gate=None, workers: int | None = None,
+                   any_order: bool = False, ahead: int = 0, device=None) -> None:
     """Run ``decode`` (pool) -> ``gpu`` (this thread, in order) -> ``encode`` (pool) over items.
 
     ``decode(item) -> (result, data_or_None)``; ``gpu(item, data, result) -> payload_or_None``;
@@ -163,6 +164,13 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     those already past the GPU step are encoded and emitted (decodes in flight are dropped).
     ``gate``: a :class:`~gputex.caps.MemoryGate` holding the decoded images in flight to its cap.
     ``workers``: codec worker processes per kind (None: :func:`gputex.workers.worker_count`).
+    ``any_order``: the GPU steps take the decoded inputs as they come (the first one done in
+    input order among those done), not in input order: for ``upload -o``'s split between the
+    GPU and the decode workers (:class:`gputex.upload_stage.HostSplit`), where a worker that
+    makes an input's chain itself takes longer than the decodes after it; results are still
+    emitted in input order. ``ahead``: with ``any_order``, decoded inputs that may wait for the
+    GPU beyond the ``jobs + 1`` decodes in flight; ``device``: the Future of the device that
+    ``start`` waits for (inputs that need no GPU step are taken meanwhile).
     Start-up (output folders, trace, the device on its own thread) is :func:`gputex.run.run`'s.
     """
     from concurrent.futures import ThreadPoolExecutor
@@ -184,7 +192,10 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
                 ThreadPoolExecutor(2 * jobs if workers else jobs, thread_name_prefix="gputex-codec") as pool:
             lane = gate.lane() if gate is not None else None
             try:
-                _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane)
+                if any_order:
+                    _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane, ahead, device)
+                else:
+                    _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane)
             finally:
                 if lane is not None:
                     lane.close()
@@ -241,3 +252,109 @@ def _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lan
     for _, fut in decoding:  # stopped: decodes not started yet are not started at all
         fut.cancel()
     drain(0)
+
+
+
+def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lane=None, ahead=0,
+               device=None) -> None:
+    """:func:`_overlap` with the GPU steps taken as the decodes finish (see ``any_order`` of
+    :func:`run_overlapped`); emitted in input order. An input that comes back with nothing for
+    the GPU (a decode worker wrote its file) leaves the window of decodes in flight at once, also
+    while the device is being made (``device``: its Future), so the workers never wait for it.
+    Once ``stop()`` is true no further GPU step starts; decodes already running finish (a
+    decode worker may be writing its input's file: that input is emitted with it), the others
+    are not started."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    from .trace import profiled, span
+
+    todo = enumerate(items)
+    decoding: dict = {}  # index -> (item, future): decoding, or decoded and waiting for the GPU step
+    done: dict = {}  # index -> (result, encode future or None), until emitted in input order
+    emitted = [0]
+    held: list = []
+
+    def running() -> int:
+        return sum(not f.done() for _, f in decoding.values())
+
+    def feed(busy: bool = False) -> None:
+        while len(decoding) < jobs + 1 + ahead and running() < jobs + 1:
+            nxt = held.pop() if held else next(todo, None)
+            if nxt is None:
+                return
+            if lane is not None and not lane.admit(nxt[1], busy or bool(decoding or done)):
+                held.append(nxt)
+                return
+            decoding[nxt[0]] = (nxt[1], pool.submit(decode, nxt[1]))
+
+    def settle() -> list[int]:
+        """Inputs done with nothing for the GPU moved to ``done``; the decoded ones' indices."""
+        ready = []
+        for index, (_, fut) in list(decoding.items()):
+            if fut.done():
+                result, data = fut.result()
+                if data is None:
+                    del decoding[index]
+                    done[index] = (result, None)
+                else:
+                    ready.append(index)
+        return ready
+
+    def drain(limit: int) -> None:
+        while emitted[0] in done:
+            result, fut = done[emitted[0]]
+            if fut is not None and not fut.done() and len(done) <= limit:
+                return
+            del done[emitted[0]]
+            emitted[0] += 1
+            if fut is not None:
+                fut.result()
+            if lane is not None:
+                lane.done()
+            emit(result)
+
+    def wait_some(extra=()) -> None:
+        pending = [f for _, f in decoding.values() if not f.done()] + list(extra)
+        if pending:
+            wait(pending, return_when=FIRST_COMPLETED)
+
+    feed()
+    while device is not None and not device.done() and not (stop and stop()):
+        settle()  # (nothing is emitted before the device is there: a result line may name it)
+        feed()
+        wait_some([device])
+    if start is not None:
+        gpu = start()
+    with profiled():
+        while (decoding or held) and not (stop and stop()):
+            ready = settle()
+            drain(2 * jobs)
+            feed(busy=True)
+            if not ready:
+                if not decoding:  # the gate holds the next input back: finish what is in flight first
+                    drain(0)
+                    feed()
+                else:
+                    wait_some()
+                continue
+            index = min(ready)
+            item, fut = decoding.pop(index)
+            result, data = fut.result()
+            feed(busy=True)
+            with span("gpu", path=item.path):
+                payload = gpu(item, data, result)
+            del data
+            job = pool.submit(encode, item, payload, result) if payload is not None and encode else None
+            done[index] = (result, job)
+            drain(2 * jobs)
+    for index, (_, fut) in list(decoding.items()):  # stopped: decodes not started are not started at all
+        if fut.cancel():
+            del decoding[index]
+    for index, (_, fut) in sorted(decoding.items()):  # running: a worker may be writing its file
+        result, data = fut.result()
+        if data is None and result.outputs:
+            done[index] = (result, None)
+    while done:  # what is done, in input order (gaps left by dropped decodes skipped)
+        if emitted[0] not in done:
+            emitted[0] = min(done)
+        drain(0)

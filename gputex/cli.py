@@ -181,7 +181,8 @@ def upload(
     copy layout (row pitch, padding, staging). Texture files (KTX2, KTX, DDS) are uploaded
     as stored. With -o the texture, mips included, is written as KTX2 or DDS (add --verify
     to check the round trip too); --format bc1/bc3/bc4/bc5/bc6h/bc7-* encodes its blocks
-    on the GPU.
+    on the GPU. Batches with --mips -o DIR: a decode worker makes the box chain itself
+    (the host's exact engine, same bytes) while the GPU is busy (--json: mips_engine).
     """
     cli_state.update(debug=debug, quiet=quiet, verbose=verbose)
     durable(fsync)

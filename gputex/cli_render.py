@@ -23,7 +23,7 @@ def render_upload(results, session) -> None:
             f"{r.source}: {r.format} {r.width}x{r.height} ({r.color_space}), {lay['data_bytes']} bytes; "
             f"write_texture bytes_per_row {lay['bytes_per_row']}; capture bytes_per_row "
             f"{lay['padded_bytes_per_row']} (+{lay['padding_per_row']} padding per row), staging "
-            f"{lay['staging_bytes']} bytes; path {r.upload_path}; "
+            f"{lay['staging_bytes']} bytes; path {r.upload_path or 'none (chain and file made on the host)'}; "
             + (f"resized from {r.resized_from[0]}x{r.resized_from[1]}" if r.resized_from
                else "exact round trip" if r.verified else "not verified" if r.verified is None else "MISMATCH")
             + (f"; {r.texture}" if r.texture and r.texture != "2d" else "")

@@ -32,7 +32,12 @@ variable                    what it overrides
                             (default ``sep``; exceptions by adapter type: :func:`gputex.mips.exact.kernel_shader`).
 ``GPUTEX_MIPS_ENGINE``      ``auto``, ``shader`` or ``cpu``: who makes the exact integer mip chain
                             (default ``auto``: the host's C engine on a CPU adapter where it
-                            serves the chain, else the shader; :mod:`gputex.mips.cpu`).
+                            serves the chain, else the shader; :mod:`gputex.mips.cpu`). It also
+                            steers ``upload --mips -o DIR`` batches' split (``shader``: every
+                            chain on the GPU step; ``cpu``: every one the engine serves made by
+                            the decode workers; :class:`gputex.upload_stage.HostSplit`).
+``GPUTEX_GPU_SLOTS``        images the GPU step of a split batch takes at once (default 8,
+                            :data:`gputex.upload_stage.GPU_SLOTS`).
 ``GPUTEX_FSYNC``            ``1``: every output is fsynced before it is named (``--fsync`` sets it
                             for the process and its workers: :func:`gputex.atomic.set_fsync`).
 ==========================  ===================================================================
@@ -63,6 +68,7 @@ FLAGS = {
     "GPUTEX_MIPS_KERNEL": "sep or 2d: the float64 kernel mip shader",
     "GPUTEX_MIPS_ENGINE": "auto, shader or cpu: who makes the exact integer mip chain",
     "GPUTEX_FSYNC": "1: outputs fsynced before they are named (--fsync)",
+    "GPUTEX_GPU_SLOTS": "images the GPU step of a split upload -o batch takes at once",
 }
 
 

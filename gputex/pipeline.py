@@ -63,6 +63,8 @@ class Decoded:
     are freed right after the upload."""
 
     image: Any  # a gputex.decode.Image or a gputex.texfile.TextureFile
+    slot: bool = False  # it holds one of the GPU's slots (gputex.workers.decode_or_write)
+    out: str | None = None  # its texture file's name, reserved while it decoded (upload -o)
 
     def take(self) -> Any:
         image, self.image = self.image, None
@@ -174,6 +176,7 @@ class Result:
     texture: str | None = None  # texture files: 2d, 2d-array, cube, cube-array, 3d
     resized_from: list[int] | None = None  # --resize/--max-size/--pot: the size before
     bc_report: list[dict] | None = None  # --report: PSNR per encoded level (gputex.bcenc.psnr_report)
+    mips_engine: str | None = None  # upload: "gpu" (shaders) or "host" (the C engine) made the chain
     exception: BaseException | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -196,10 +199,13 @@ def timed(result: Result, stage: str):
         result.timings[stage] = result.timings.get(stage, 0.0) + time.perf_counter() - t0
 
 
-def decode_input(path: str, opts: Options, result: Result, item=None):
+def decode_input(path: str, opts: Options, result: Result, item=None, plan=None, slot: list | None = None):
     """An :class:`Image`, or a :class:`TextureFile` for KTX2 / KTX / DDS files (by their magic);
-    a ``--pack`` item's channels packed into one image; ``--swizzle`` applied to images."""
-    image = _decode_file(path, opts, result, item)
+    a ``--pack`` item's channels packed into one image; ``--swizzle`` applied to images.
+    ``plan``: a :class:`gputex.host_texture.HostPlan`: the decode worker may write the texture
+    file itself (a :class:`~gputex.host_texture.HostWritten` is returned); ``slot``: gets True
+    appended where the image holds a GPU slot (:func:`gputex.workers.decode_or_write`)."""
+    image = _decode_file(path, opts, result, item, plan, slot)
     swizzle = opts.transform.swizzle if opts.transform else None
     if swizzle and not is_texfile(image):
         from .transform import apply_swizzle
@@ -208,7 +214,7 @@ def decode_input(path: str, opts: Options, result: Result, item=None):
     return image
 
 
-def _decode_file(path: str, opts: Options, result: Result, item=None):
+def _decode_file(path: str, opts: Options, result: Result, item=None, plan=None, slot: list | None = None):
     from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO
     from .texfile import is_texture_file, read_texture_file
 
@@ -225,10 +231,17 @@ def _decode_file(path: str, opts: Options, result: Result, item=None):
 
                 raise FormatError(f"{path}: is a {tf.format.name} texture file; --format cannot convert it")
             return tf
-        from .workers import decode_image
+        from .workers import decode_image, decode_or_write
 
-        image = decode_image(path, exif_rotate=opts.exif_rotate, max_pixels=opts.max_pixels or DEFAULT_MAX_PIXELS,
-                             max_ratio=DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio)
+        kwargs = {"exif_rotate": opts.exif_rotate, "max_pixels": opts.max_pixels or DEFAULT_MAX_PIXELS,
+                  "max_ratio": DEFAULT_MAX_RATIO if opts.max_ratio is None else opts.max_ratio}
+        image: Any
+        if plan is None:
+            image = decode_image(path, **kwargs)
+        else:
+            image, held = decode_or_write(path, plan, **kwargs)
+            if held and slot is not None:
+                slot.append(True)
         result.warnings.extend(image.warnings)
         return image
 
@@ -357,7 +370,8 @@ def upload_image(session: Session, image, opts: Options, result: Result, usage: 
         base = None if size else native_rows(image.pixels, tex.color_space, tex.format,
                                              premultiply=opts.premultiply, flip_y=opts.flip_y)
         with timed(result, "mips"):
-            generate_mips(tex, base=base, **opts.mip_options.kwargs())
+            report = generate_mips(tex, base=base, **opts.mip_options.kwargs())
+        result.mips_engine = "host" if report.engine == "cpu" else "gpu"
     return tex
 
 
@@ -445,8 +459,10 @@ def levels_wanted(opts: Options, tex: Texture) -> list[int]:
     return [level]
 
 
-def decode_stage(opts: Options, names: OutputNames | None = None):
-    """The decode step for the batch runner: ``item -> (Result, Image or None)``."""
+def decode_stage(opts: Options, names: OutputNames | None = None, split=None):
+    """The decode step for the batch runner: ``item -> (Result, Image or None)``. ``split``: a
+    :class:`gputex.upload_stage.HostSplit` (``upload -o``): its plan lets the decode worker write
+    the texture file itself; the result then comes back with no image (nothing for the GPU)."""
 
     def run(item) -> tuple[Result, Any]:
         result = Result(source=item.path)
@@ -457,12 +473,24 @@ def decode_stage(opts: Options, names: OutputNames | None = None):
             result.skipped = True
             return result, None
         holder: list = []
-        run_one(result, lambda: holder.append(decode_input(item.path, opts, result, item)), decode=True)
+        slot: list = []
+        plan = None
+        if split is not None:
+            run_one(result, lambda: holder.append(split.plan(item)))
+            plan = holder.pop() if holder else None
+            if not result.ok:
+                return result, None
+        run_one(result, lambda: holder.append(decode_input(item.path, opts, result, item, plan, slot)), decode=True)
+        if not holder and plan is not None:
+            split.release(plan)
+        if holder and split is not None and split.written(holder[0], result):
+            return result, None
         if holder:
             got = holder[0]
             result.warnings.extend(w for w in getattr(got, "warnings", ()) if w not in result.warnings)
             result.bytes = sum(len(lv) for lv in got.levels) if is_texfile(got) else int(got.pixels.nbytes)
-        return result, (Decoded(holder.pop()) if holder else None)
+        return result, (Decoded(holder.pop(), bool(slot), plan.out if plan is not None else None) if holder
+                        else None)
 
     return run
 

@@ -47,6 +47,9 @@ class Stages:
     warm: Callable[[list, Callable[[], bool] | None], Callable[[Session], None] | None] | None = None
     #: Modules the steps import on their first input (:func:`preload`).
     modules: tuple[str, ...] = ()
+    #: ``upload -o``'s :class:`gputex.upload_stage.HostSplit` (the decode workers may make chains
+    #: and write texture files themselves), or None.
+    split: Any = None
 
 
 #: What the GPU and decode steps of ``capture`` and ``upload`` import on their first input
@@ -91,6 +94,17 @@ def _half(jobs: int) -> int:
     return max(3, -(-jobs // 2))
 
 
+def _split_processes(jobs: int) -> int:
+    """Decode processes for ``upload --mips -o DIR`` when they make chains and write files too
+    (:class:`gputex.upload_stage.HostSplit`): three quarters of ``jobs``, at least 3; the rest of
+    the cores are left to the main process (the GPU step, the read-backs and writes of the
+    GPU's images). H200 host, 48 x 2048², ``--jobs 16`` (``peer_ktx.py --variants``, one run
+    each unless said): 12 processes 1.00 and 1.08 s in two calls, 16 processes best of 3 1.02 and
+    1.10 s, 14 processes 1.02 s; at 2fd0042 12 processes best of 3 0.99 s, 16 1.06 s, 10 1.09 s
+    (``benchmarks/results/peer-ktx-h200-2fd0042.txt``)."""
+    return max(3, jobs * 3 // 4)
+
+
 def stages(command: str, opts: Options, names=None) -> Stages:
     """The stages of ``capture`` (decode, upload + mips + capture, encode) or ``upload``
     (decode, upload + verify + capture, texture-file write)."""
@@ -113,10 +127,12 @@ def stages(command: str, opts: Options, names=None) -> Stages:
         if opts.out:
             # texture files are written by the pool's threads, not on the GPU thread; images are
             # decoded in worker processes (a write is a copy into the page cache: no process for it)
-            from .upload_stage import upload_encode_stage
+            from .upload_stage import HostSplit, upload_encode_stage
 
-            return ahead(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names, defer=True),
-                         upload_encode_stage(opts), pools=("decode",), processes=_half)
+            split = HostSplit(opts, names)
+            return ahead(decode_stage(opts, names, split),
+                         lambda session: upload_gpu_stage(session, opts, names, defer=True, split=split),
+                         upload_encode_stage(opts), pools=("decode",), processes=_half, split=split)
         return ahead(decode_stage(opts, names), lambda session: upload_gpu_stage(session, opts, names))
     raise ValueError(f"unknown command {command!r}; use capture or upload")
 
@@ -245,11 +261,12 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
     if enabled():
         mark("startup", process_start())  # interpreter, imports, argument parsing
     n = worker_count(jobs, len(items), workers) if steps.encode is not None else 0
+    split = steps.split is not None and n > 0 and steps.split.prepare(list(items), session)
     if steps.processes is not None and workers is None:
         from .devflags import int_flag
 
         if int_flag("GPUTEX_WORKERS") is None:
-            n = min(n, steps.processes(jobs))
+            n = min(n, (_split_processes if split else steps.processes)(jobs))
     held: list = [session]
     decode = steps.decode
     first_done = None
@@ -266,7 +283,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
                 if item is first:
                     _done()  # the rehearsal leaves the first input's own kind to its real step
 
-    with codec_workers(n, steps.pools):
+    with codec_workers(n, steps.pools, split=split):
         # after the workers are spawned (the GIL is not fought over while the parent spawns them):
         # the device is made on a thread of its own while they start and decode the first inputs
         soon = None
@@ -276,6 +293,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
             warm = steps.warm([item.path for item in items], first_done.is_set if first_done else None
                               ) if steps.warm is not None and items else None
             soon = session_soon(adapter, backend, warm=warm)
+        if split:
+            steps.split.opened()  # the GPU's slots, offered from the start (images wait for the device)
         if items:
             preload(steps.modules)
 
@@ -286,7 +305,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
 
         run_overlapped(list(items), jobs, decode, None, steps.encode,
                        lambda result: on_result(result, held[0]), start, stop=stop, gate=gate,
-                       workers=None if workers is None else n)  # None: as it decides for its capped jobs
+                       workers=None if workers is None else n,  # None: as it decides for its capped jobs
+                       any_order=split, ahead=steps.split.slots if split else 0, device=soon)
     if session is not None:  # the caller's device: the textures kept for reuse go
         from .texture import drop_pool
 

@@ -16,14 +16,125 @@ if TYPE_CHECKING:
     from .outputs import OutputNames
     from .texfile import TextureFile
     from .texture import Texture
+from .errors import GputexError
 from .outputs import texture_output
 from .texture import reusing
 
-__all__ = ["upload_gpu_stage", "upload_encode_stage", "PendingWrite", "verify_and_write"]
+__all__ = ["upload_gpu_stage", "upload_encode_stage", "PendingWrite", "verify_and_write", "HostSplit", "GPU_SLOTS"]
+
+#: Decoded images that may wait for the GPU step (offered from the start of the run, before the
+#: device is ready): a decoded image that finds none free gets its chain and file made by its
+#: worker (:class:`HostSplit`). H200 host, 48 x 2048²: the step takes ~8 ms an image and a
+#: worker's chain and write ~100 ms, so a worker hands the GPU its image while the wait there is
+#: shorter than that.
+GPU_SLOTS = 8
+
+
+class HostSplit:
+    """``upload --mips -o DIR`` with decode workers: the batch's chains split between the GPU and
+    the host's C engine (:mod:`gputex.host_texture`). Each image's texture file name is reserved
+    before it decodes (:meth:`plan`), so a worker that makes the chain itself writes the file under
+    it; the GPU's slots are offered when the workers start (:meth:`opened`) and given back after
+    each GPU step (:meth:`step_done`). Off (:meth:`prepare` returns False) for
+    ``GPUTEX_MIPS_ENGINE=shader``, ``--verify``, transforms, BC formats, a single output file, and
+    inputs whose output stems repeat (their names depend on the order of the steps)."""
+
+    def __init__(self, opts: Options, names: OutputNames | None):
+        from .devflags import int_flag
+
+        self.opts, self.names = opts, names
+        self.srgb8: tuple[bytes, bytes] | None = None
+        self.on = False
+        self.always = False
+        self.norm16 = False
+        slots = int_flag("GPUTEX_GPU_SLOTS")
+        self.slots = GPU_SLOTS if slots is None else slots
+
+    def prepare(self, items: list, session: Session | None = None) -> bool:
+        """Whether the split runs for these inputs (see the class); ``session``: the device, where
+        the run was given one (16-bit images can then be planned from the start)."""
+        from .mips import cpu
+        from .outputs import is_texture_file_out, stem_of
+
+        opts = self.opts
+        t = opts.transform
+        transformed = t is not None and bool(t.resize or t.max_size or t.pot or t.swizzle)
+        try:
+            mode = cpu.engine_flag()
+        except GputexError:  # a bad value: each input's GPU step reports it
+            mode = "shader"
+        stems = [(item.subdir, stem_of(item)) for item in items]
+        self.on = bool(opts.out and opts.mips and mode != "shader" and not opts.verifies() and not transformed
+                       and not upload_format(opts)[2] and opts.mip_options.filter == "box"
+                       and not opts.mip_options.normal_map and opts.mip_options.alpha_coverage is None
+                       and opts.mip_options.precision == "exact" and self.names is not None
+                       and not is_texture_file_out(opts.out) and len(set(stems)) == len(stems) and cpu.available())
+        self.always = mode == "cpu"
+        if session is not None:
+            self.norm16 = bool(session.has_feature("texture-format16bit-norm"))
+        return self.on
+
+    def plan(self, item):
+        """A :class:`~gputex.host_texture.HostPlan` for ``item`` (its file name reserved), or None."""
+        if not self.on or getattr(item, "sources", None):
+            return None
+        from .host_texture import HostPlan
+        from .pipeline import color_space_of
+
+        opts = self.opts
+        return HostPlan(texture_output(opts.out, opts.container, self.names, item), opts.format,
+                        color_space_of(opts), opts.premultiply, opts.flip_y, opts.mip_levels,
+                        opts.mip_options.alpha == "weighted", opts.zstd, self.always, self.norm16, self.srgb8)
+
+    def release(self, plan) -> None:
+        """The input failed before a file was written: its reserved name is given back."""
+        import os
+
+        if self.names is not None and not os.path.lexists(plan.out):
+            self.names.used.discard(plan.out)
+
+    def written(self, got, result: Result) -> bool:
+        """Fill ``result`` where ``got`` says a worker wrote the texture file itself."""
+        from .host_texture import HostWritten
+
+        if not isinstance(got, HostWritten):
+            return False
+        result.format, result.width, result.height, result.levels = got.format, got.width, got.height, got.levels
+        result.color_space, result.layout, result.bytes = got.color_space, got.layout, got.nbytes
+        result.verified, result.mips_engine = None, "host"
+        result.outputs.append(got.path)
+        result.warnings.extend(w for w in got.warnings if w not in result.warnings)
+        worked = got.mips_seconds + got.encode_seconds
+        result.timings["decode"] = max(0.0, result.timings.get("decode", 0.0) - worked)
+        result.timings["mips"] = got.mips_seconds
+        result.timings["encode"] = got.encode_seconds
+        return True
+
+    def opened(self) -> None:
+        """The decode workers run: the GPU's slots are offered (not with ``GPUTEX_MIPS_ENGINE=cpu``),
+        and the engine's sRGB tables computed once for the workers (the device thread's
+        rehearsal of an integer chain then finds them made: :mod:`gputex.mips.intbox` caches them)."""
+        from .mips import cpu
+        from .workers import free_gpu_slots
+
+        if self.on and not self.always:
+            free_gpu_slots(self.slots)
+        if self.on:
+            self.srgb8 = cpu.host_tables(8, True)
+
+    def gpu_ready(self, session: Session) -> None:
+        """The device is made (and rehearsed): 16-bit images can be planned from now on."""
+        if self.on:
+            self.norm16 = bool(session.has_feature("texture-format16bit-norm"))
+
+    def step_done(self) -> None:
+        from .workers import free_gpu_slots
+
+        free_gpu_slots()
 
 
 def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None = None, *,
-                     defer: bool = False):
+                     defer: bool = False, split: HostSplit | None = None):
     """Upload, read back and verify that the GPU holds exactly what was sent.
 
     Texture files are uploaded as stored (block-compressed ones stay compressed) and every
@@ -36,10 +147,21 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
     the mips and submits the copies.
     """
 
+    if split is not None:
+        split.gpu_ready(session)
+
     def run(item, decoded: Decoded, result: Result):
+        try:
+            return step(item, decoded, result)
+        finally:
+            if decoded.slot and split is not None:
+                split.step_done()
+
+    def step(item, decoded: Decoded, result: Result):
         image = decoded.take()
         pending: list = []
         name = OutputName(opts, names, item)  # taken once: a retry after a device loss writes the same file
+        name.path = decoded.out  # reserved while it decoded (HostSplit), or None
 
         def work() -> None:
             _drop(pending)  # a retry after a device loss

@@ -14,6 +14,11 @@ mapped by the encoder. The threads of the batch pool then only submit and wait.
 every caller (the pipeline, ``benchmarks/batch.py``'s codecs-alone baseline) goes the same way.
 Worker processes ignore Ctrl-C: the parent stops the batch between inputs and waits for the
 encodes in flight, so every output is whole.
+
+``upload --mips -o DIR`` batches split the chains (:func:`decode_or_write`): a decode worker
+that finds no free GPU slot makes its image's chain with the C engine and writes the texture
+file itself (:mod:`gputex.host_texture`); the slots are a semaphore created before the workers
+spawn, which they inherit.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import GputexError
 
@@ -32,11 +37,12 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .decode import Image
+    from .host_texture import HostPlan, HostWritten
 
 from .caps import worker_count  # noqa: E402,F401  (lives with the other resource caps)
 
-__all__ = ["codec_workers", "worker_count", "sweep_shared", "decode_image", "encode_images", "SharedBlock", "shared_block",
-           "write_texture"]
+__all__ = ["codec_workers", "worker_count", "sweep_shared", "decode_image", "decode_or_write", "encode_images",
+           "SharedBlock", "shared_block", "write_texture", "split_active", "free_gpu_slots"]
 
 _POOLS: dict = {}  # "decode" and "encode": two pools, so decodes never wait behind encodes
 _PREFIX = ".gputex-"
@@ -46,13 +52,14 @@ WORKER_NICE = 10
 
 
 @contextmanager
-def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode")):
+def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode"), split: bool = False):
     """Within this block, :func:`decode_image` / :func:`encode_images` run in worker processes:
     ``n`` for decoding and ``n`` for encoding (separate, so the in-order GPU thread's next
     decode never queues behind encodes; processes start as work arrives). ``kinds``: the pools
     to start; without an ``"encode"`` pool encodes and texture-file writes run in the calling
     process (``upload -o``: a write is one copy into the page cache, not worth 16 more
-    processes starting beside the device on a 16-core host)."""
+    processes starting beside the device on a 16-core host). ``split``: the decode workers
+    share the GPU's slots with the main process (:func:`decode_or_write`)."""
     if n <= 0 or _POOLS:
         yield
         return
@@ -67,10 +74,12 @@ def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode")):
     ctx = multiprocessing.get_context("spawn")
     from .trace import span
 
+    global _SLOTS
+    _SLOTS = _new_slots(ctx) if split and "decode" in kinds else None
     with spawn_shielded(), _main_script_hidden(), span("spawn"):  # a terminal's Ctrl-C never reaches a starting worker
         # two pools, measured on the H200 host against one shared pool of n (0.52-0.57 at fast PNG
         # against 0.67): a decode the in-order thread waits for never queues behind encodes
-        _POOLS.update({kind: ProcessPoolExecutor(n, mp_context=ctx, initializer=_init)
+        _POOLS.update({kind: ProcessPoolExecutor(n, mp_context=ctx, initializer=_init, initargs=(_SLOTS,))
                        for kind in ("decode", "encode") if kind in kinds})
         pools = list(_POOLS.values())
         for pool in pools:  # start every process now, in parallel with whatever comes next
@@ -83,6 +92,7 @@ def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode")):
             pools = list(_POOLS.values()) + _REPLACED  # the ones in use now (a dead worker's replaced)
             _POOLS.clear()
             _REPLACED.clear()
+            _SLOTS = None
         with span("workers-stop"):
             for pool in pools:
                 pool.shutdown(wait=True, cancel_futures=True)
@@ -133,9 +143,11 @@ def _warm() -> None:
 _CAPTURE = None  # in a worker process: its gputex.chatter capture
 
 
-def _init() -> None:
+def _init(slots=None) -> None:
     import atexit
 
+    global _WORKER_SLOTS
+    _WORKER_SLOTS = slots
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     atexit.register(_quick_exit)  # first registered, so it runs last of the worker's own handlers
     os.environ.setdefault("GPUTEX_DECODE_THREADS", "1")  # the pool already fills the cores: one PNG, one thread
@@ -154,9 +166,20 @@ def _init() -> None:
         os._exit(0)
 
     threading.Thread(target=watch, daemon=True, name="gputex-parent-watch").start()
+    if slots is not None:  # it may make chains and write texture files: imported beside its first decode
+        threading.Thread(target=_preload_host, daemon=True, name="gputex-host-preload").start()
     try:  # the GPU thread's process goes first when the cores are all busy with codecs
         os.nice(WORKER_NICE)
     except OSError:
+        pass
+
+
+def _preload_host() -> None:
+    from .host_texture import preload
+
+    try:
+        preload()
+    except Exception:  # noqa: BLE001 - the task that needs them imports them again and reports
         pass
 
 
@@ -386,7 +409,7 @@ def _replace_pool(kind: str, broken):
             from concurrent.futures import ProcessPoolExecutor
 
             pool = ProcessPoolExecutor(broken._max_workers, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=_init)
+                                       initializer=_init, initargs=(_SLOTS,))
             _POOLS[kind] = pool
             _REPLACED.append(broken)
             broken.shutdown(wait=False, cancel_futures=True)
@@ -400,7 +423,7 @@ _REPLACED: list = []  # broken pools, shut down with the others when the batch e
 
 def decode_image(path: str, **kwargs) -> Image:
     """``gputex.decode(path, **kwargs)``, in a worker process when a pool is active."""
-    from .decode import Image, decode
+    from .decode import decode
 
     if "decode" not in _POOLS:
         from .trace import span
@@ -410,7 +433,14 @@ def decode_image(path: str, **kwargs) -> Image:
     out = _call("decode", _decode_in_worker, path, kwargs, path=path)
     if "error" in out:
         raise out["error"]
+    return _mapped_image(out)
+
+
+def _mapped_image(out: dict) -> Image:
+    """The image a worker decoded into a shared-memory file (the file unlinked)."""
     import numpy as np
+
+    from .decode import Image
 
     try:
         dtype, shape = np.dtype(out["dtype"]), tuple(out["shape"])
@@ -422,7 +452,59 @@ def decode_image(path: str, **kwargs) -> Image:
     return Image(pixels, out["color_space"], out["source"], out["mode"], out["pages"], out["warnings"])
 
 
-def _decode_in_worker(path: str, kwargs: dict) -> dict:
+def decode_or_write(path: str, plan: HostPlan, **kwargs) -> tuple[Image | HostWritten, bool]:
+    """:func:`decode_image` in a decode worker that, where the C engine serves the image's chain
+    (:func:`gputex.host_texture.plan_texture`) and the GPU has no free slot (or ``plan.always``),
+    makes the chain and writes ``plan.out`` itself: then a
+    :class:`~gputex.host_texture.HostWritten` comes back instead of the pixels. Also returns
+    whether the image holds a GPU slot (:func:`free_gpu_slots` gives it back once its GPU step
+    is done). Without a decode pool: :func:`decode_image`, no slot."""
+    if "decode" not in _POOLS or _SLOTS is None:
+        return decode_image(path, **kwargs), False
+    out = _call("decode", _decode_in_worker, path, kwargs, plan, path=path)
+    if "error" in out:
+        raise out["error"]
+    if "written" in out:
+        return out["written"], False
+    try:
+        return _mapped_image(out), bool(out["slot"])
+    except BaseException:
+        if out["slot"]:
+            free_gpu_slots()
+        raise
+
+
+def split_active() -> bool:
+    """Whether decode workers run that can take the GPU's slots (:func:`decode_or_write`)."""
+    return "decode" in _POOLS and _SLOTS is not None
+
+
+def free_gpu_slots(n: int = 1) -> None:
+    """Tell the decode workers that the GPU can take ``n`` more images (:func:`decode_or_write`)."""
+    slots = _SLOTS
+    if slots is not None:
+        for _ in range(n):
+            slots.release()
+
+
+def _new_slots(ctx):
+    """The GPU's free slots, a semaphore the decode workers inherit (none free until the GPU is
+    ready); None where the platform has no process-shared semaphores (then no split)."""
+    try:
+        return ctx.Semaphore(0)
+    except (OSError, ImportError):
+        return None
+
+
+_SLOTS: Any = None  # the GPU's free slots (main process, while a decode pool runs)
+_WORKER_SLOTS: Any = None  # the same semaphore, in a worker process
+
+
+def _take_slot() -> bool:
+    return _WORKER_SLOTS is not None and bool(_WORKER_SLOTS.acquire(False))
+
+
+def _decode_in_worker(path: str, kwargs: dict, plan: HostPlan | None = None) -> dict:
     from .chatter import watch
     from .decode import decode
     from .trace import span
@@ -433,6 +515,24 @@ def _decode_in_worker(path: str, kwargs: dict) -> dict:
             image = decode(path, **kwargs)
     except GputexError as e:
         return {"error": e}
+    slot = False
+    if plan is not None:
+        from .host_texture import plan_texture, write_host_texture
+
+        texture = plan_texture(image, plan)
+        if texture is not None:
+            slot = not plan.always and _take_slot()
+            if not slot:
+                try:
+                    with watch(path, warnings):
+                        written = write_host_texture(image, plan, texture)
+                except GputexError as e:
+                    return {"error": e}
+                except MemoryError:  # no host memory for the engine's sums: the GPU makes the same bytes
+                    written = None
+                if written is not None:
+                    written.warnings += [w for w in warnings if w not in written.warnings]
+                    return {"written": written}
     fd, name = _shm_file(image.pixels.nbytes)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -443,7 +543,7 @@ def _decode_in_worker(path: str, kwargs: dict) -> dict:
         raise
     return {"file": name, "dtype": image.pixels.dtype.str, "shape": image.pixels.shape,
             "color_space": image.color_space, "source": image.source, "mode": image.mode,
-            "pages": image.pages, "warnings": image.warnings + warnings}
+            "pages": image.pages, "warnings": image.warnings + warnings, "slot": slot}
 
 
 # -- encode ------------------------------------------------------------------------------------

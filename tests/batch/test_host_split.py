@@ -1,0 +1,260 @@
+"""``upload --mips -o DIR`` batches with decode workers split the chains between the GPU and the
+host's C engine (``upload_stage.HostSplit``, ``host_texture``): a worker that decoded an image
+whose chain the engine serves writes the texture file itself when the GPU has no free slot.
+The files must be byte for byte those of the GPU path (``GPUTEX_MIPS_ENGINE=shader``), whichever
+way each input went; ``--json`` says which engine made each chain; a bad input in such a batch
+gets its one-line error and the others are written."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from gputex.host_texture import HostPlan, plan_texture
+from gputex.image import Image
+from gputex.mips import cpu
+from gputex.pipeline import MipOptions, Options
+from gputex.run import upload_files
+from gputex.texfile import read_texture_file
+
+from factory import write
+
+KTX = os.environ.get("GPUTEX_PEER_KTX") or next(
+    (p for p in (os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "peers", "ktx"),
+                 shutil.which("ktx") or "") if p and os.path.isfile(p)), None)
+
+pytestmark = pytest.mark.skipif(not cpu.available(), reason="the C mip engine (gputex._mipcpu) is not built")
+
+
+def _batch(rng, folder) -> list[str]:
+    """Mixed sizes (odd ones too), sRGB RGBA with transparent texels, RGB, grey, grey + alpha, and
+    one 16-bit linear image (a 16-bit PNG without colour chunks decodes as linear)."""
+    paths = []
+
+    def rgba(h, w):
+        a = rng.integers(0, 256, (h, w, 4), np.uint8)
+        a[..., 3] = rng.choice([0, 17, 128, 255], (h, w))  # weighted alpha: colour by coverage
+        return a
+
+    paths.append(write(os.path.join(folder, "a_rgba.png"), rgba(64, 64)))
+    paths.append(write(os.path.join(folder, "b_odd.png"), rgba(53, 37)))
+    paths.append(write(os.path.join(folder, "c_rgb.png"), rng.integers(0, 256, (31, 48, 3), np.uint8)))
+    paths.append(write(os.path.join(folder, "d_grey.png"), rng.integers(0, 256, (45, 29, 1), np.uint8)))
+    paths.append(write(os.path.join(folder, "e_grey_alpha.png"), rng.integers(0, 256, (20, 33, 2), np.uint8)))
+    paths.append(write(os.path.join(folder, "f_deep.png"), rng.integers(0, 65536, (27, 40, 4), np.uint16)))
+    paths.append(write(os.path.join(folder, "g_wide.png"), rgba(7, 130)))
+    return paths
+
+
+def _hashes(folder) -> dict[str, str]:
+    return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in sorted(os.listdir(folder))}
+
+
+def _upload(gpu, monkeypatch, paths, out, container, engine, **opts):
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", engine)
+    return upload_files(paths, Options(mips=True, container=container, **opts), out=str(out), session=gpu,
+                        jobs=3, workers=2)
+
+
+@pytest.mark.parametrize("container", ["ktx2", "dds"])
+def test_split_writes_the_gpu_paths_bytes(gpu, rng, tmp_path, monkeypatch, container):
+    paths = _batch(rng, tmp_path / "in")
+    runs = {}
+    for engine in ("shader", "cpu", "auto"):
+        out = tmp_path / f"out-{engine}"
+        results = _upload(gpu, monkeypatch, paths, out, container, engine)
+        assert [r.error for r in results] == [None] * len(paths)
+        assert [r.source for r in results] == paths  # reported in input order
+        assert [r.outputs for r in results] == [[str(out / (os.path.basename(p)[:-4] + "." + container))]
+                                                for p in paths]
+        runs[engine] = (results, _hashes(out))
+    assert len(runs["shader"][1]) == len(paths)
+    assert runs["cpu"][1] == runs["shader"][1]
+    assert runs["auto"][1] == runs["shader"][1]
+    # which engine made each chain: none on the host with shader; every one the C engine serves with cpu
+    assert {r.mips_engine for r in runs["shader"][0]} == {"gpu"}
+    assert [r.mips_engine for r in runs["cpu"][0]] == ["host"] * len(paths)
+    assert [r.upload_path for r in runs["cpu"][0]] == [None] * len(paths)  # nothing uploaded: a worker wrote it
+    assert None not in {r.upload_path for r in runs["shader"][0]}
+    assert {r.mips_engine for r in runs["auto"][0]} <= {"gpu", "host"}
+
+
+@pytest.mark.parametrize("opts", [
+    {"premultiply": True}, {"flip_y": True}, {"mip_levels": 3}, {"zstd": 3}, {"color_space": "linear"},
+    {"mip_options": MipOptions(alpha="straight")}, {"format": "rgba8unorm"}, {"format": "bgra8unorm-srgb"},
+], ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+def test_options_give_the_gpu_paths_bytes(gpu, rng, tmp_path, monkeypatch, opts):
+    """Every option the worker applies itself (conversion, levels, alpha mode, Zstandard) writes
+    what the GPU path writes."""
+    paths = _batch(rng, tmp_path / "in")[:3]
+    runs = {}
+    for engine in ("shader", "cpu"):
+        out = tmp_path / f"out-{engine}"
+        results = _upload(gpu, monkeypatch, paths, out, "ktx2", engine, **opts)
+        assert [r.error for r in results] == [None] * len(paths)
+        runs[engine] = (results, _hashes(out))
+    assert [r.upload_path for r in runs["cpu"][0]] == [None] * len(paths)
+    assert runs["cpu"][1] == runs["shader"][1] and len(runs["cpu"][1]) == len(paths)
+
+
+def test_host_written_levels_are_the_float64_box(gpu, rng, tmp_path, monkeypatch):
+    """A file the worker wrote, read back: level 0 the pixels sent, level 1 of an even-sized
+    linear image the plain mean of each 2x2 block, correctly rounded (opaque: weighted = plain)."""
+    a = rng.integers(0, 256, (16, 24, 4), np.uint8)
+    a[..., 3] = 255
+    paths = [write(tmp_path / "in" / "x.png", a), write(tmp_path / "in" / "y.png", a[::-1].copy())]
+    results = _upload(gpu, monkeypatch, paths, tmp_path / "out", "ktx2", "cpu", format="rgba8unorm",
+                      color_space="linear")
+    assert [r.mips_engine for r in results] == ["host", "host"]
+    tf = read_texture_file(results[0].outputs[0])
+    assert bytes(tf.levels[0]) == a.tobytes()
+    want = np.floor(a.astype(np.float64).reshape(8, 2, 12, 2, 4).mean(axis=(1, 3)) + 0.5).astype(np.uint8)
+    assert bytes(tf.levels[1]) == want.tobytes()
+
+
+def test_json_reports_the_engine(rng, tmp_path):
+    """The CLI's ``--json`` line of each input names the engine that made its chain."""
+    import json
+    import sys
+
+    a = rng.integers(0, 256, (32, 32, 4), np.uint8)
+    paths = [write(tmp_path / "in" / f"{n}.png", a) for n in ("p", "q", "r")]
+    env = dict(os.environ, GPUTEX_MIPS_ENGINE="cpu", PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-m", "gputex", "upload", *paths, "--mips", "-o", str(tmp_path / "out"),
+                        "--jobs", "3", "--workers", "2", "--json"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    assert [(d["source"], d["mips_engine"]) for d in lines] == [(p, "host") for p in paths]
+    assert all(d["outputs"] == [str(tmp_path / "out" / (os.path.basename(p)[:-4] + ".ktx2"))] for d, p in
+               zip(lines, paths))
+
+
+def test_a_corrupt_png_in_a_host_batch(gpu, rng, tmp_path, monkeypatch):
+    """The bad file gets its one-line error, the others are written, no temporary file is left."""
+    a = rng.integers(0, 256, (20, 20, 4), np.uint8)
+    good = [write(tmp_path / "in" / f"{n}.png", a) for n in ("a", "c")]
+    data = open(good[0], "rb").read()
+    bad = tmp_path / "in" / "b.png"
+    bad.write_bytes(data[: len(data) // 2])  # cut in the middle of its IDAT
+    paths = [good[0], str(bad), good[1]]
+    out = tmp_path / "out"
+    results = _upload(gpu, monkeypatch, paths, out, "ktx2", "cpu")
+    assert [r.ok for r in results] == [True, False, True]
+    assert results[1].error.startswith(str(bad) + ": ") and "\n" not in results[1].error
+    assert sorted(os.listdir(out)) == ["a.ktx2", "c.ktx2"]
+    assert bytes(read_texture_file(str(out / "c.ktx2")).levels[0]) == a.tobytes()
+
+
+def test_repeated_stems_keep_the_gpu_path(gpu, rng, tmp_path, monkeypatch):
+    """Inputs whose output names collide get them in input order: no split (a worker would have to
+    name its file before the earlier inputs are done)."""
+    a = rng.integers(0, 256, (8, 8, 4), np.uint8)
+    paths = [write(tmp_path / "x" / "t.png", a), write(tmp_path / "y" / "t.png", a[::-1].copy())]
+    results = _upload(gpu, monkeypatch, paths, tmp_path / "out", "ktx2", "cpu")
+    assert [r.outputs for r in results] == [[str(tmp_path / "out" / "t.ktx2")], [str(tmp_path / "out" / "t-2.ktx2")]]
+    assert bytes(read_texture_file(results[1].outputs[0]).levels[0]) == a[::-1].tobytes()
+
+
+def test_what_the_engine_serves():
+    """16-bit sRGB, more than 2^24 texels, one level, float data, unknown 16-bit storage: the GPU."""
+    plan = HostPlan("x.ktx2", None, None, False, False, None, True, None, False, True)
+
+    def image(shape, dtype, space="srgb"):
+        return Image(np.zeros(shape, dtype), space)
+
+    fmt, space, levels = plan_texture(image((4, 4, 4), np.uint8), plan)
+    assert (fmt.name, space, levels) == ("rgba8unorm-srgb", "srgb", 3)
+    assert plan_texture(image((4, 4, 4), np.uint16, "linear"), plan)[0].name == "rgba16unorm"
+    assert plan_texture(image((4, 4, 4), np.uint16, "srgb"), plan) is None  # 16-bit sRGB: sums past 64 bits
+    assert plan_texture(image((1, 1, 4), np.uint8), plan) is None  # one level: no chain
+    assert plan_texture(image((4, 4, 4), np.float32, "linear"), plan) is None
+    from dataclasses import replace
+
+    assert plan_texture(image((4, 4, 4), np.uint16, "linear"), replace(plan, norm16=False)) is None
+    big = Image(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (4097, 4096, 4), (0, 0, 0)), "srgb")
+    assert plan_texture(big, plan) is None  # more than 2^24 texels
+
+
+@pytest.mark.skipif(KTX is None, reason="Khronos's ktx tool (../shared/peers/ktx) is not present")
+def test_host_written_ktx2_passes_ktx_validate(gpu, rng, tmp_path, monkeypatch):
+    paths = _batch(rng, tmp_path / "in")[:3]
+    results = _upload(gpu, monkeypatch, paths, tmp_path / "out", "ktx2", "cpu")
+    assert [r.mips_engine for r in results] == ["host"] * 3
+    for r in results:
+        check = subprocess.run([KTX, "validate", r.outputs[0]], capture_output=True, text=True, timeout=60)
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_options_the_split_leaves_to_the_gpu(gpu, rng, tmp_path, monkeypatch):
+    """--verify (it checks the GPU's round trip) and other filters keep every chain on the GPU step."""
+    a = rng.integers(0, 256, (16, 16, 4), np.uint8)
+    paths = [write(tmp_path / "in" / f"{n}.png", a) for n in ("a", "b")]
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "cpu")
+    verified = upload_files(paths, Options(mips=True, verify=True), out=str(tmp_path / "v"), session=gpu, jobs=3,
+                            workers=2)
+    assert [r.verified for r in verified] == [True, True]  # (a worker's file is never verified: None)
+    kaiser = upload_files(paths, Options(mips=True, mip_options=MipOptions(filter="kaiser")), out=str(tmp_path / "k"),
+                          session=gpu, jobs=3, workers=2)
+    assert [(r.ok, r.mips_engine) for r in kaiser] == [(True, "gpu")] * 2
+
+
+def test_ctrl_c_in_a_host_split_batch(tmp_path):
+    """Ctrl-C to the process group while the workers write files: exit 130 with the summary line,
+    every file written whole and reported, no temporary file, no worker left."""
+    import re
+    import signal
+    import sys
+    import time
+
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 256, (384, 384, 4), np.uint8)
+    files = [write(tmp_path / "src" / f"img{i:03d}.png", np.roll(a, i, axis=1)) for i in range(40)]
+    out = tmp_path / "out"
+    env = dict(os.environ, GPUTEX_MIPS_ENGINE="cpu", PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.Popen([sys.executable, "-m", "gputex", "upload", *files, "--mips", "-o", str(out), "--jobs", "3"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out.exists() and [n for n in os.listdir(out) if n.endswith(".ktx2")]):
+        time.sleep(0.01)
+    os.killpg(p.pid, signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 130, stderr
+    assert len(stderr.splitlines()) == 1, stderr
+    m = re.fullmatch(r"gputex: interrupted after (\d+) of 40 inputs \((\d+) ok, 0 failed\); every output written "
+                     r"is complete", stderr.strip())
+    assert m and m.group(1) == m.group(2), stderr
+    names = sorted(os.listdir(out))
+    assert not [n for n in names if n.startswith(".")], names
+    lines = [line for line in stdout.splitlines() if not line.startswith("adapter: ")]
+    reported = sorted(os.path.basename(line.split(" -> ")[1]) for line in lines)
+    assert reported == names and 0 < len(names) == int(m.group(1)) < 40
+    for name in names:
+        i = int(name[3:6])
+        assert bytes(read_texture_file(str(out / name)).levels[0]) == np.roll(a, i, axis=1).tobytes(), name
+
+
+def test_no_split_without_the_engine_or_with_a_bad_flag(rng, tmp_path, monkeypatch):
+    """A build without the C extension, or a GPUTEX_MIPS_ENGINE that is not a choice: no split
+    (the GPU step reports the bad value per input, as without workers)."""
+    from gputex.batch import Item
+    from gputex.upload_stage import HostSplit
+
+    items = [Item(str(tmp_path / "a.png")), Item(str(tmp_path / "b.png"))]
+    opts = Options(mips=True, out=str(tmp_path / "out"))
+    from gputex.outputs import texture_names
+
+    names, _ = texture_names(opts.out, [i.path for i in items])
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "cpu")
+    assert HostSplit(opts, names).prepare(items) is True
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "gpu")
+    assert HostSplit(opts, names).prepare(items) is False
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
+    monkeypatch.setattr(cpu, "_mipcpu", None)
+    assert HostSplit(opts, names).prepare(items) is False
