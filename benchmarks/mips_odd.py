@@ -8,8 +8,8 @@ flags, same run and same texture.
 Prints, per size (rgba8unorm-srgb, weighted alpha, random codes, 40% of the texels transparent as
 in the hash matrix) and first grid ``G(k)`` (levels before k read the base;
 ``gputex/mips/cells.py``), or per setting of the flags (``--flags``: the adapter's defaults, then
-one flag flipped at a time: TAIL, INLINE_FIX, FUSE, CELLS_WIDE, FIRST, SEPARATE, ONE_SWEEP, PAIRS,
-SORTED, SMEM_TABLES; ``--tail``: the defaults, TAIL off, TAIL_TEXELS 1024 and 16384), the chain's
+one flag flipped at a time: OWN_STAND_INS, INLINE_FIX, FUSE, CELLS_WIDE, FIRST, SEPARATE, ONE_SWEEP, PAIRS,
+SORTED, SMEM_TABLES; ``--tail``: the defaults, OWN_STAND_INS flipped, TAIL with TAIL_TEXELS 64 and 1024), the chain's
 GPU time (timestamp queries, median of 5, each queued behind ``mips.py``'s warm-up dispatches; from
 the first pass's begin to the last's end, so the copies into the texture between passes count),
 whether its bytes equal those of the first row, and every pass by name with its time
@@ -34,8 +34,9 @@ import gputex.mips.odd as odd  # noqa: E402
 
 def _settings(gpu: gputex.Session, flags: str) -> list[tuple[str, dict]]:
     cpu = gpu.info.adapter_type == "CPU"
-    tail = [("defaults", {}), (f"TAIL={cpu}", {"TAIL": cpu}), ("TAIL_TEXELS=1024", {"TAIL_TEXELS": 1024}),
-            ("TAIL_TEXELS=16384", {"TAIL_TEXELS": 16384})]
+    tail = [("defaults", {}), (f"OWN_STAND_INS={cpu}", {"OWN_STAND_INS": cpu}),
+            ("TAIL=True TAIL_TEXELS=64", {"TAIL": True, "TAIL_TEXELS": 64}),
+            ("TAIL=True TAIL_TEXELS=1024", {"TAIL": True, "TAIL_TEXELS": 1024})]
     if flags == "--tail":
         return tail
     if not flags:

@@ -151,8 +151,13 @@ SMEM_TABLES: bool | None = None
 #: storage barrier a level; the grids it reads in 3 words a slot, in one buffer; None: on GPUs,
 #: where each small pass cost ~10-35 us whatever its size, plus a copy between passes; on a CPU
 #: adapter one workgroup runs on one thread). The tests run both.
-TAIL: bool | None = None
+TAIL: bool | None = False
 TAIL_TEXELS = 4096
+#: Every pass its own stand-ins for the written bindings it does not use (None: on GPUs): wgpu puts a
+#: barrier between two passes that bind one buffer as written storage, so with one shared
+#: stand-in every pass waited for the one before, a level's exact pass and the next level's pass
+#: included, though they share no data.
+OWN_STAND_INS: bool | None = None
 #: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
 
@@ -254,8 +259,12 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         out = buffer(max([band_rows(st)[0] * band_rows(st)[1] for st in levels
                           if not separate or band_rows(st)[1] < st.size[1]] + [16]), out_usage, "mip output buffer")
         stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
-        stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
-        stand_in_m = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+        own = OWN_STAND_INS if OWN_STAND_INS is not None else not cpu
+
+        shared_rw = [buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in") for _ in range(2)]
+
+        def stand_in_rw(k: int) -> Any:  # a written binding a pass does not use: its own, or shared k
+            return buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in") if own else shared_rw[k]
         order = _orders(plan) if (SORTED if SORTED is not None else cpu) else {}
         table = plan.index if not order else np.concatenate([plan.index] + [t for _, t in order.values()])
         index = session.check(f"{tex.source}: mip cell tables", device.create_buffer_with_data,
@@ -323,7 +332,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             grids[st.level] = buffer(size, wgpu.BufferUsage.STORAGE, "mip cell sums")
             return grids[st.level]
 
-        def bind_group(bgl: Any, prm: bytes, src: Any, dst: Any, miss: Any = stand_in_m, o: Any = out) -> Any:
+        def bind_group(bgl: Any, prm: bytes, src: Any, dst: Any, miss: Any = None, o: Any = None) -> Any:
+            miss = miss if miss is not None else stand_in_rw(1)
+            o = o if o is not None else stand_in_rw(0) if own else out
             return device.create_bind_group(layout=bgl, entries=[
                 {"binding": i, "resource": r} for i, r in enumerate(
                     [base, whole(o), {"buffer": session.uniform(prm)}, whole(src), whole(dst), whole(tables),
@@ -431,10 +442,10 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             prm = _params(*st.source_size, w, h, r0, n, pitch // 4, total, nslots,
                               st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0],
                               0, 0, 0, 0, 0, 0)
-            misses, args = (stand_in_m, None) if not is_fast or inline else \
+            misses, args = (stand_in_rw(1), None) if not is_fast or inline else \
                 lists[(st.level, r0)] if separate else miss_list(st)
             o = level_out(st, pitch, n)
-            bind = bind_group(bgl, prm, src, stand_in_w, misses, o)
+            bind = bind_group(bgl, prm, src, stand_in_rw(0), misses, o)
             if bpt < 4:
                 enc.clear_buffer(o, 0, pitch * n)
             if is_fast and not inline and not separate:
