@@ -158,6 +158,11 @@ TAIL_TEXELS = 4096
 #: stand-in every pass waited for the one before, a level's exact pass and the next level's pass
 #: included, though they share no data.
 OWN_STAND_INS: bool | None = None
+#: The exact pass (the texels a fast level's screen leaves) a workgroup a texel, its cells summed by
+#: 64 invocations and its channels rounded side by side (``level_fix_wide``; None: on GPUs, where
+#: ``level_fix``'s one invocation a texel took 0.03-0.06 ms a pass for a handful of texels; on a
+#: CPU adapter each barrier costs). The tests run both.
+FIX_WIDE: bool | None = None
 #: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
 
@@ -260,6 +265,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                           if not separate or band_rows(st)[1] < st.size[1]] + [16]), out_usage, "mip output buffer")
         stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         own = OWN_STAND_INS if OWN_STAND_INS is not None else not cpu
+        wide_fix = FIX_WIDE if FIX_WIDE is not None else not cpu
 
         shared_rw = [buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in") for _ in range(2)]
 
@@ -322,7 +328,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                         WORDS_OUT=words(st.level) if st.kind == "cells" else 3, INLINE_FIX=inline_at(st),
                         NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
                         NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
-                        and plan.extents[st.level] <= 256, ONE_SWEEP=ONE_SWEEP if ONE_SWEEP is not None else cpu)
+                        and plan.extents[st.level] <= 256, ONE_SWEEP=ONE_SWEEP if ONE_SWEEP is not None else cpu,
+                        FIX_WIDE=wide_fix)
 
         layout = _tail_layout(plan, tail, nslots, bpt) if tail is not None else None
 
@@ -456,7 +463,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 names.append(f"level {st.level} from {_source_name(st)}" + (f" rows {r0}-{r0 + n - 1}" if n < h else ""))
             if is_fast and not inline:  # the texels left, as many workgroups as level_fast counted
                 enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
-                fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix")
+                fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix_wide" if wide_fix else "level_fix")
                 _dispatch_indirect(enc, fix, bind, args, query.next() if query else None)
                 if names is not None:
                     names.append(f"level {st.level} exact pass")

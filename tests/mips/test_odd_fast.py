@@ -287,7 +287,8 @@ def test_a_buffer_and_a_list_a_level_equal_the_model(gpu, monkeypatch, fmt, chan
     own, G(4) from the base with the plain colour in a second sweep: the model's bytes."""
     import gputex.mips.odd as odd
 
-    for name, value in (("SEPARATE", True), ("OWN_STAND_INS", True), ("INLINE_FIX", False), ("FUSE", False),
+    for name, value in (("SEPARATE", True), ("OWN_STAND_INS", True), ("FIX_WIDE", True), ("INLINE_FIX", False),
+                        ("FUSE", False),
                         ("MISS_ALL", miss_all), ("FIRST", 4), ("ONE_SWEEP", False), ("CELLS_WIDE", True)):
         monkeypatch.setattr(odd, name, value)
     w, h = 67, 41
@@ -308,6 +309,7 @@ def test_exact_pass_in_bands_gives_the_same_bytes(gpu, monkeypatch, separate):
     import gputex.mips.odd as odd
 
     monkeypatch.setattr(odd, "SEPARATE", separate)
+    monkeypatch.setattr(odd, "FIX_WIDE", separate)  # (the exact pass a workgroup a texel, or an invocation)
     monkeypatch.setattr(odd, "INLINE_FIX", False)
     a = _image(np.random.default_rng(2600), 257, 131, 4, 8, "holes")
     monkeypatch.setattr(odd, "FAST_LEVELS", False)
