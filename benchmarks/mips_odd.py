@@ -8,14 +8,14 @@ flags, same run and same texture.
 Prints, per size (rgba8unorm-srgb, weighted alpha, random codes, 40% of the texels transparent as
 in the hash matrix) and first grid ``G(k)`` (levels before k read the base;
 ``gputex/mips/cells.py``), or per setting of the flags (``--flags``: the adapter's defaults, then
-one flag flipped at a time: OWN_STAND_INS, FIX_WIDE, INLINE_FIX, FUSE, CELLS_WIDE, FIRST, SEPARATE,
-ONE_SWEEP, PAIRS, SORTED, SMEM_TABLES; ``--tail``: the defaults, OWN_STAND_INS and FIX_WIDE
-flipped, TAIL with TAIL_TEXELS 64 and 1024), the chain's GPU time (timestamp queries, median of 5,
-each queued behind ``mips.py``'s warm-up dispatches; from the first pass's begin to the last's end,
-so the copies into the texture between passes count), whether its bytes equal those of the first
-row, and every pass by name with its time (``odd_chain(names=)``: a level, a grid ``G(k)``, a level
-and the next grid in one dispatch, a level's exact pass, ``level_fix``). The whole-chain comparison
-with the power-of-two sizes and the multi-pass integer chain is ``benchmarks/mips.py``.
+one flag flipped at a time: FIX_WIDE, INLINE_FIX, FUSE, CELLS_WIDE, FIRST, SEPARATE, ONE_SWEEP,
+PAIRS, SORTED, SMEM_TABLES; ``--tail``: the defaults, FIX_WIDE off and everywhere, TAIL with
+TAIL_TEXELS 64 and 1024), the chain's GPU time (timestamp queries, median of 5, each queued behind
+``mips.py``'s warm-up dispatches; from the first pass's begin to the last's end, so the copies into
+the texture between passes count), whether its bytes equal those of the first row, and every pass
+by name with its time (``odd_chain(names=)``: a level, a grid ``G(k)``, a level and the next grid
+in one dispatch, a level's exact pass, ``level_fix``). The whole-chain comparison with the
+power-of-two sizes and the multi-pass integer chain is ``benchmarks/mips.py``.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ import gputex.mips.odd as odd  # noqa: E402
 
 def _settings(gpu: gputex.Session, flags: str) -> list[tuple[str, dict]]:
     cpu = gpu.info.adapter_type == "CPU"
-    tail = [("defaults", {}), (f"OWN_STAND_INS={cpu}", {"OWN_STAND_INS": cpu}), (f"FIX_WIDE={cpu}", {"FIX_WIDE": cpu}),
-            (f"OWN_STAND_INS={cpu} FIX_WIDE={cpu}", {"OWN_STAND_INS": cpu, "FIX_WIDE": cpu}),
+    tail = [("defaults", {}), ("FIX_WIDE=False", {"FIX_WIDE": False}), ("FIX_WIDE=True", {"FIX_WIDE": True}),
             ("TAIL=True TAIL_TEXELS=64", {"TAIL": True, "TAIL_TEXELS": 64}),
             ("TAIL=True TAIL_TEXELS=1024", {"TAIL": True, "TAIL_TEXELS": 1024})]
     if flags == "--tail":

@@ -153,16 +153,15 @@ SMEM_TABLES: bool | None = None
 #: adapter one workgroup runs on one thread). The tests run both.
 TAIL: bool | None = False
 TAIL_TEXELS = 4096
-#: Every pass its own stand-ins for the written bindings it does not use (None: on GPUs): wgpu puts a
-#: barrier between two passes that bind one buffer as written storage, so with one shared
-#: stand-in every pass waited for the one before, a level's exact pass and the next level's pass
-#: included, though they share no data.
-OWN_STAND_INS: bool | None = None
 #: The exact pass (the texels a fast level's screen leaves) a workgroup a texel, its cells summed by
-#: 64 invocations and its channels rounded side by side (``level_fix_wide``; None: on GPUs, where
-#: ``level_fix``'s one invocation a texel took 0.03-0.06 ms a pass for a handful of texels; on a
-#: CPU adapter each barrier costs). The tests run both.
+#: 64 invocations and its channels rounded side by side (``level_fix_wide``; None: on GPUs for
+#: levels of at most :data:`WIDE_TEXELS` texels; on a CPU adapter each barrier costs). The tests
+#: run both. H200 (``benchmarks/mips_odd.py --tail``): ``level_fix``'s one invocation a texel took
+#: 0.03-0.06 ms a pass; wide, level 3 of 8191^2 (1M texels) 0.060 -> 0.034 ms, level 4 0.056 ->
+#: 0.021, level 3 of 4095x4097 0.054 -> 0.022; but where the screen leaves many texels (a
+#: workgroup each) it is slower: level 1 of 8191^2 0.032 -> 0.193 ms, level 2 0.034 -> 0.067.
 FIX_WIDE: bool | None = None
+WIDE_TEXELS = 1 << 20
 #: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
 
@@ -264,13 +263,11 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         out = buffer(max([band_rows(st)[0] * band_rows(st)[1] for st in levels
                           if not separate or band_rows(st)[1] < st.size[1]] + [16]), out_usage, "mip output buffer")
         stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
-        own = OWN_STAND_INS if OWN_STAND_INS is not None else not cpu
-        wide_fix = FIX_WIDE if FIX_WIDE is not None else not cpu
+        stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+        stand_in_m = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
 
-        shared_rw = [buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in") for _ in range(2)]
-
-        def stand_in_rw(k: int) -> Any:  # a written binding a pass does not use: its own, or shared k
-            return buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in") if own else shared_rw[k]
+        def wide_at(st: Step) -> bool:
+            return FIX_WIDE if FIX_WIDE is not None else not cpu and st.size[0] * st.size[1] <= WIDE_TEXELS
         order = _orders(plan) if (SORTED if SORTED is not None else cpu) else {}
         table = plan.index if not order else np.concatenate([plan.index] + [t for _, t in order.values()])
         index = session.check(f"{tex.source}: mip cell tables", device.create_buffer_with_data,
@@ -329,7 +326,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                         NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
                         NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
                         and plan.extents[st.level] <= 256, ONE_SWEEP=ONE_SWEEP if ONE_SWEEP is not None else cpu,
-                        FIX_WIDE=wide_fix)
+                        FIX_WIDE=wide_at(st))
 
         layout = _tail_layout(plan, tail, nslots, bpt) if tail is not None else None
 
@@ -339,9 +336,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             grids[st.level] = buffer(size, wgpu.BufferUsage.STORAGE, "mip cell sums")
             return grids[st.level]
 
-        def bind_group(bgl: Any, prm: bytes, src: Any, dst: Any, miss: Any = None, o: Any = None) -> Any:
-            miss = miss if miss is not None else stand_in_rw(1)
-            o = o if o is not None else stand_in_rw(0) if own else out
+        def bind_group(bgl: Any, prm: bytes, src: Any, dst: Any, miss: Any = stand_in_m, o: Any = out) -> Any:
             return device.create_bind_group(layout=bgl, entries=[
                 {"binding": i, "resource": r} for i, r in enumerate(
                     [base, whole(o), {"buffer": session.uniform(prm)}, whole(src), whole(dst), whole(tables),
@@ -449,10 +444,10 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             prm = _params(*st.source_size, w, h, r0, n, pitch // 4, total, nslots,
                               st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0],
                               0, 0, 0, 0, 0, 0)
-            misses, args = (stand_in_rw(1), None) if not is_fast or inline else \
+            misses, args = (stand_in_m, None) if not is_fast or inline else \
                 lists[(st.level, r0)] if separate else miss_list(st)
             o = level_out(st, pitch, n)
-            bind = bind_group(bgl, prm, src, stand_in_rw(0), misses, o)
+            bind = bind_group(bgl, prm, src, stand_in_w, misses, o)
             if bpt < 4:
                 enc.clear_buffer(o, 0, pitch * n)
             if is_fast and not inline and not separate:
@@ -463,7 +458,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 names.append(f"level {st.level} from {_source_name(st)}" + (f" rows {r0}-{r0 + n - 1}" if n < h else ""))
             if is_fast and not inline:  # the texels left, as many workgroups as level_fast counted
                 enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
-                fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix_wide" if wide_fix else "level_fix")
+                fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix_wide" if wide_at(st) else "level_fix")
                 _dispatch_indirect(enc, fix, bind, args, query.next() if query else None)
                 if names is not None:
                     names.append(f"level {st.level} exact pass")

@@ -224,7 +224,6 @@ def test_inline_exact_texels_and_fused_steps_equal_the_model(gpu, monkeypatch, f
 
     monkeypatch.setattr(odd, "CELLS_WIDE", wide)
     monkeypatch.setattr(odd, "SEPARATE", wide)  # (a buffer a level, or one for all)
-    monkeypatch.setattr(odd, "OWN_STAND_INS", wide)  # (a pass's unused written bindings its own, or shared)
     monkeypatch.setattr(odd, "ONE_SWEEP", not wide)
     monkeypatch.setattr(odd, "MISS_ALL", miss_all)
     monkeypatch.setattr(odd, "INLINE_FIX", True)
@@ -287,7 +286,7 @@ def test_a_buffer_and_a_list_a_level_equal_the_model(gpu, monkeypatch, fmt, chan
     own, G(4) from the base with the plain colour in a second sweep: the model's bytes."""
     import gputex.mips.odd as odd
 
-    for name, value in (("SEPARATE", True), ("OWN_STAND_INS", True), ("FIX_WIDE", True), ("INLINE_FIX", False),
+    for name, value in (("SEPARATE", True), ("FIX_WIDE", True), ("INLINE_FIX", False),
                         ("FUSE", False),
                         ("MISS_ALL", miss_all), ("FIRST", 4), ("ONE_SWEEP", False), ("CELLS_WIDE", True)):
         monkeypatch.setattr(odd, name, value)
