@@ -148,9 +148,12 @@ GRID_SPAN = 21
 SMEM_TABLES: bool | None = None
 #: The small levels in one dispatch (``tail``: one workgroup makes every level from the first one
 #: read from a grid with at most :data:`TAIL_TEXELS` texels to 1 x 1, and the grids between them, a
-#: storage barrier a level; the grids it reads in 3 words a slot, in one buffer; None: on GPUs,
-#: where each small pass cost ~10-35 us whatever its size, plus a copy between passes; on a CPU
-#: adapter one workgroup runs on one thread). The tests run both.
+#: storage barrier a level; the grids it reads in 3 words a slot, in one buffer; None: on GPUs).
+#: Measured on the H200 and not kept (``benchmarks/mips_odd.py --tail``): one workgroup is
+#: latency-bound, ~30 us a round of 256 texels: levels 7-12 of 8191^2 0.764 ms against 0.116 ms in
+#: six passes (the chain 3.86 against 3.28 ms), 8-12 0.226 ms; from 64 texels on (levels 10-12 /
+#: 9-12) the chain within 0.03 ms of the passes' (8191^2 3.389 / 3.401 ms, 4095x4097 1.063 /
+#: 1.091), no more than the copies it moves past the last pass. The tests run it.
 TAIL: bool | None = False
 TAIL_TEXELS = 4096
 #: The exact pass (the texels a fast level's screen leaves) a workgroup a texel, its cells summed by

@@ -12,7 +12,8 @@
 // level's texels: sums, then the codes by the exact threshold comparisons of mip_int.wgsl),
 // `cells` (a grid's cell sums: plain sums of the source's cells), `level_fast` / `level_quad`
 // (float sums and the screen; the texels it leaves to `level_fix`, or made at once with
-// INLINE_FIX) and `step` (a fast level and the next grid from the same source, one dispatch).
+// INLINE_FIX), `level_fix_wide` (level_fix a workgroup a texel), `step` (a fast level and the next
+// grid from the same source, one dispatch) and `tail` (every small level and grid, one workgroup).
 //
 // On each axis a texel's source cells i0 .. i1 weigh (m - r0) (cell i0, one base column),
 // m (between) and r1 (cell i1, one base column; none where r1 = 0): the axis table holds
