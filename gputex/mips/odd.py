@@ -47,6 +47,11 @@ time goes now (8191^2, 3.26 ms): the passes 2.02 ms (levels 1-3 and ``G(4)`` fro
 ms between them, most of it the copies into the texture (~1.07 ms by the texture floor; the
 8192^2 chain pays them too).
 
+Since then (issue 16, helper h16odd4; ``benchmarks/results/mips-h200-f3a0168.txt``) the exact pass
+of levels of at most 1M texels makes a texel a workgroup (``level_fix_wide``, :data:`FIX_WIDE`):
+8191^2 3.26 -> 3.19 ms (1.49x 8192^2), 4095x4097 1.09 -> 1.06 ms (1.79x 4096^2). The small levels in
+one workgroup (:data:`TAIL`) were slower and stay off.
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
 ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
