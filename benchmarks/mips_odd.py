@@ -3,17 +3,19 @@ flags, same run and same texture.
 
     python benchmarks/mips_odd.py [SIZE ...]            (default: 8191 4095x4097)
     python benchmarks/mips_odd.py --flags [SIZE ...]    (odd.py's flags instead of the first grid)
+    python benchmarks/mips_odd.py --tail [SIZE ...]     (the passes' order and the small levels' dispatch)
 
 Prints, per size (rgba8unorm-srgb, weighted alpha, random codes, 40% of the texels transparent as
 in the hash matrix) and first grid ``G(k)`` (levels before k read the base;
 ``gputex/mips/cells.py``), or per setting of the flags (``--flags``: the adapter's defaults, then
-one flag flipped at a time: INLINE_FIX, FUSE, CELLS_WIDE, FIRST, SEPARATE, ONE_SWEEP,
-PAIRS, SORTED, SMEM_TABLES), the chain's GPU time (timestamp queries, median of 5, each queued
-behind ``mips.py``'s warm-up dispatches; from the first pass's begin to the last's end, so the
-copies into the texture between passes count), whether its bytes equal those of the first row,
-and every pass by name with its time (``odd_chain(names=)``: a level, a grid ``G(k)``, a level
-and the next grid in one dispatch, a level's exact pass, ``level_fix``). The whole-chain
-comparison with the power-of-two sizes and the multi-pass integer chain is ``benchmarks/mips.py``.
+one flag flipped at a time: FIX_WIDE, INLINE_FIX, FUSE, CELLS_WIDE, FIRST, SEPARATE, ONE_SWEEP,
+PAIRS, SORTED, SMEM_TABLES; ``--tail``: the defaults, FIX_WIDE off and everywhere, TAIL with
+TAIL_TEXELS 64 and 1024), the chain's GPU time (timestamp queries, median of 5, each queued behind
+``mips.py``'s warm-up dispatches; from the first pass's begin to the last's end, so the copies into
+the texture between passes count), whether its bytes equal those of the first row, and every pass
+by name with its time (``odd_chain(names=)``: a level, a grid ``G(k)``, a level and the next grid
+in one dispatch, a level's exact pass, ``level_fix``). The whole-chain comparison with the
+power-of-two sizes and the multi-pass integer chain is ``benchmarks/mips.py``.
 """
 
 from __future__ import annotations
@@ -30,11 +32,16 @@ import gputex  # noqa: E402
 import gputex.mips.odd as odd  # noqa: E402
 
 
-def _settings(gpu: gputex.Session, flags: bool) -> list[tuple[str, dict]]:
+def _settings(gpu: gputex.Session, flags: str) -> list[tuple[str, dict]]:
+    cpu = gpu.info.adapter_type == "CPU"
+    tail = [("defaults", {}), ("FIX_WIDE=False", {"FIX_WIDE": False}), ("FIX_WIDE=True", {"FIX_WIDE": True}),
+            ("TAIL=True TAIL_TEXELS=64", {"TAIL": True, "TAIL_TEXELS": 64}),
+            ("TAIL=True TAIL_TEXELS=1024", {"TAIL": True, "TAIL_TEXELS": 1024})]
+    if flags == "--tail":
+        return tail
     if not flags:
         return [(f"first {k}", {"first": k}) for k in (3, 4, 5, 2)]
-    cpu = gpu.info.adapter_type == "CPU"
-    return [("defaults", {}), ("INLINE_FIX=True FUSE=True", {"INLINE_FIX": True, "FUSE": True}),
+    return tail[:3] + [("INLINE_FIX=True FUSE=True", {"INLINE_FIX": True, "FUSE": True}),
             ("INLINE_FIX=False", {"INLINE_FIX": False}), ("FUSE=False", {"FUSE": False}),
             (f"CELLS_WIDE={cpu}", {"CELLS_WIDE": cpu}), ("FIRST=3", {"FIRST": 3}), ("FIRST=5", {"FIRST": 5}),
             ("as before: FIRST=3 INLINE_FIX=False FUSE=False CELLS_WIDE=False",
@@ -45,7 +52,7 @@ def _settings(gpu: gputex.Session, flags: bool) -> list[tuple[str, dict]]:
             (f"SMEM_TABLES={cpu}", {"SMEM_TABLES": cpu})]
 
 
-def main(sizes: list[str], flags: bool) -> None:
+def main(sizes: list[str], flags: str) -> None:
     gpu = gputex.Session()
     print(f"adapter: {gpu.name}")
     for size in sizes:
@@ -94,5 +101,5 @@ def main(sizes: list[str], flags: bool) -> None:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--flags"]
-    main(args or ["8191", "4095x4097"], "--flags" in sys.argv[1:])
+    args = [a for a in sys.argv[1:] if a not in ("--flags", "--tail")]
+    main(args or ["8191", "4095x4097"], next((a for a in sys.argv[1:] if a in ("--flags", "--tail")), ""))

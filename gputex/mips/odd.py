@@ -47,6 +47,11 @@ time goes now (8191^2, 3.26 ms): the passes 2.02 ms (levels 1-3 and ``G(4)`` fro
 ms between them, most of it the copies into the texture (~1.07 ms by the texture floor; the
 8192^2 chain pays them too).
 
+Since then (issue 16, helper h16odd4; ``benchmarks/results/mips-h200-f3a0168.txt``) the exact pass
+of levels of at most 1M texels makes a texel a workgroup (``level_fix_wide``, :data:`FIX_WIDE`):
+8191^2 3.26 -> 3.19 ms (1.49x 8192^2), 4095x4097 1.09 -> 1.06 ms (1.79x 4096^2). The small levels in
+one workgroup (:data:`TAIL`) were slower and stay off.
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
 ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
@@ -56,6 +61,7 @@ report says so.
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..layout import align_up
@@ -145,6 +151,25 @@ GRID_SPAN = 21
 #: CPU one, as mips/spd.py; lavapipe: the copy and its barrier cost ~10% of a level from the base);
 #: the tests force both.
 SMEM_TABLES: bool | None = None
+#: The small levels in one dispatch (``tail``: one workgroup makes every level from the first one
+#: read from a grid with at most :data:`TAIL_TEXELS` texels to 1 x 1, and the grids between them, a
+#: storage barrier a level; the grids it reads in 3 words a slot, in one buffer; None: on GPUs).
+#: Measured on the H200 and not kept (``benchmarks/mips_odd.py --tail``): one workgroup is
+#: latency-bound, ~30 us a round of 256 texels: levels 7-12 of 8191^2 0.764 ms against 0.116 ms in
+#: six passes (the chain 3.86 against 3.28 ms), 8-12 0.226 ms; from 64 texels on (levels 10-12 /
+#: 9-12) the chain within 0.03 ms of the passes' (8191^2 3.389 / 3.401 ms, 4095x4097 1.063 /
+#: 1.091), no more than the copies it moves past the last pass. The tests run it.
+TAIL: bool | None = False
+TAIL_TEXELS = 4096
+#: The exact pass (the texels a fast level's screen leaves) a workgroup a texel, its cells summed by
+#: 64 invocations and its channels rounded side by side (``level_fix_wide``; None: on GPUs for
+#: levels of at most :data:`WIDE_TEXELS` texels; on a CPU adapter each barrier costs). The tests
+#: run both. H200 (``benchmarks/mips_odd.py --tail``): ``level_fix``'s one invocation a texel took
+#: 0.03-0.06 ms a pass; wide, level 3 of 8191^2 (1M texels) 0.060 -> 0.034 ms, level 4 0.056 ->
+#: 0.021, level 3 of 4095x4097 0.054 -> 0.022; but where the screen leaves many texels (a
+#: workgroup each) it is slower: level 1 of 8191^2 0.032 -> 0.193 ms, level 2 0.034 -> 0.067.
+FIX_WIDE: bool | None = None
+WIDE_TEXELS = 1 << 20
 #: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
 
@@ -191,7 +216,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     import numpy as np
     import wgpu
 
-    from ..kernels import dispatch, submit_timed, timestamps
+    from ..kernels import compute_pipeline, dispatch, submit_timed, timestamps
     from .cells import FIRST_GRID, cell_plan
     from .common import integer_entries, pipeline
 
@@ -206,8 +231,11 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     top = (1 << fmt.bits) - 1
     most = max(lin_table(fmt.bits, tex.color_space == "srgb")) * (top if alpha == "weighted" else 1)
 
+    tail = _tail_start(plan) if (TAIL if TAIL is not None else not cpu) else None
+    tail_grid = plan.steps[tail].level if tail is not None else 1 << 30  # (grids from it on: 3 words)
+
     def words(grid: int) -> int:  # a slot's words: 2 where every sum of the grid's cells fits 64 bits
-        return 2 if TWO_WORDS and plan.extents[grid] * most < 1 << 64 else 3
+        return 2 if TWO_WORDS and plan.extents[grid] * most < 1 << 64 and grid < tail_grid else 3
 
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
               "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN,
@@ -245,6 +273,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_m = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+
+        def wide_at(st: Step) -> bool:
+            return FIX_WIDE if FIX_WIDE is not None else not cpu and st.size[0] * st.size[1] <= WIDE_TEXELS
         order = _orders(plan) if (SORTED if SORTED is not None else cpu) else {}
         table = plan.index if not order else np.concatenate([plan.index] + [t for _, t in order.values()])
         index = session.check(f"{tex.source}: mip cell tables", device.create_buffer_with_data,
@@ -285,7 +316,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         def fuse_at(st: Step) -> bool:
             return inline_at(st) and (FUSE if FUSE is not None else not cpu and st.size[0] * st.size[1] <= SMALL)
 
-        work = _schedule(plan, order, band_rows, fuse_at)
+        work = _schedule(plan, order, band_rows, fuse_at, tail)
         npasses = sum(2 if w[0] == "level" and _fast(plan, w[1]) and not inline_at(w[1]) else 1 for w in work)
         wide = CELLS_WIDE if CELLS_WIDE is not None else not cpu
         query = timestamps(session, npasses + 4) if measure else None
@@ -302,11 +333,15 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                         WORDS_OUT=words(st.level) if st.kind == "cells" else 3, INLINE_FIX=inline_at(st),
                         NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
                         NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
-                        and plan.extents[st.level] <= 256, ONE_SWEEP=ONE_SWEEP if ONE_SWEEP is not None else cpu)
+                        and plan.extents[st.level] <= 256, ONE_SWEEP=ONE_SWEEP if ONE_SWEEP is not None else cpu,
+                        FIX_WIDE=wide_at(st))
+
+        layout = _tail_layout(plan, tail, nslots, bpt) if tail is not None else None
 
         def grid_buffer(st: Step) -> Any:
-            grids[st.level] = buffer(st.size[0] * st.size[1] * nslots * words(st.level) * 4,
-                                     wgpu.BufferUsage.STORAGE, "mip cell sums")
+            size = layout.grid_words * 4 if layout and st.level == tail_grid else \
+                st.size[0] * st.size[1] * nslots * words(st.level) * 4
+            grids[st.level] = buffer(size, wgpu.BufferUsage.STORAGE, "mip cell sums")
             return grids[st.level]
 
         def bind_group(bgl: Any, prm: bytes, src: Any, dst: Any, miss: Any = stand_in_m, o: Any = out) -> Any:
@@ -320,8 +355,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 return buffer(pitch * rows, out_usage, "mip output buffer")
             return out
 
-        def to_texture(o: Any, st: Step, pitch: int, r0: int, n: int) -> None:
-            enc.copy_buffer_to_texture({"buffer": o, "offset": 0, "bytes_per_row": pitch, "rows_per_image": n},
+        def to_texture(o: Any, st: Step, pitch: int, r0: int, n: int, offset: int = 0) -> None:
+            enc.copy_buffer_to_texture({"buffer": o, "offset": offset, "bytes_per_row": pitch, "rows_per_image": n},
                                        {"texture": tex.texture, "mip_level": st.level, "origin": (0, r0, layer)},
                                        (st.size[0], n, 1))
 
@@ -350,12 +385,30 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         for i, job in enumerate(work):
             if i == len(work) - 1:
                 flush()  # (the chain's figure, first pass to last, holds every copy but the last's)
+            if job[0] == "tail" and layout is not None:  # the small levels, one workgroup
+                pipe, bgl = compute_pipeline(session, "mip_odd.wgsl", entries, entry="tail", subs=TAIL_SUBS, constants=dict(
+                    consts, FROM_BASE=False, MISS_ALL=MISS_ALL, SORTED=False, BASE_BUFFER=copy, WORDS_IN=3,
+                    WORDS_OUT=3, INLINE_FIX=True, NARROW=False, NARROW_BLOCK=False, ONE_SWEEP=True))
+                parts = session.check(f"{tex.source}: mip tail parameters", device.create_buffer_with_data,
+                                      data=layout.params(plan, total, nslots, pitch0), usage=wgpu.BufferUsage.STORAGE)
+                owned.append(parts)
+                o = buffer(layout.out_bytes, out_usage, "mip output buffer")
+                if bpt < 4:
+                    enc.clear_buffer(o, 0, layout.out_bytes)
+                bind = bind_group(bgl, _params(0, 0, 0, 0, 0, len(layout.levels)), parts, grids[tail_grid], o=o)
+                dispatch(enc, pipe, bind, (1, 1, 1), query.next() if query else None)
+                flush()
+                for lv, _, off, pitch in layout.levels:
+                    to_texture(o, lv, pitch, 0, lv.size[1], off)
+                if names is not None:
+                    names.append(f"levels {tail_grid}-{tex.levels - 1} from G({tail_grid}), one workgroup")
+                continue
             st = job[1]
             src = grids[st.source] if st.source else stand_in
             c = consts_of(st)
             if job[0] == "cells":
                 dst = grid_buffer(st)
-                prm = struct.pack("<20I", *st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
+                prm = _params(*st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
                                   st.x_off, st.y_off, pitch0, *order.get(("cells", st.level), ((0, 0), None))[0],
                                   0, 0, 0, 0, 0, 0)
                 gw, gh = (64, 1) if wide else (8, 8)
@@ -380,7 +433,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 c = dict(c, NARROW=c["NARROW"] and cn["NARROW"], NARROW_BLOCK=cn["NARROW_BLOCK"],
                          WORDS_OUT=cn["WORDS_OUT"], STEP_QUAD=pair)
                 gx, gy = -(-w // step), -(-h // step)
-                prm = struct.pack("<20I", *st.source_size, w, h, 0, h, pitch // 4, total, nslots,
+                prm = _params(*st.source_size, w, h, 0, h, pitch // 4, total, nslots,
                                   st.x_off, st.y_off, pitch0, 0, 0, *nx.size, nx.x_off, nx.y_off, gx, gy)
                 pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "step")
                 o = level_out(st, pitch, h)
@@ -396,7 +449,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             r0, n = job[2], job[3]
             pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries,
                                  "level_quad" if pair else "level_fast" if is_fast else "level")
-            prm = struct.pack("<20I", *st.source_size, w, h, r0, n, pitch // 4, total, nslots,
+            prm = _params(*st.source_size, w, h, r0, n, pitch // 4, total, nslots,
                               st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0],
                               0, 0, 0, 0, 0, 0)
             misses, args = (stand_in_m, None) if not is_fast or inline else \
@@ -413,7 +466,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 names.append(f"level {st.level} from {_source_name(st)}" + (f" rows {r0}-{r0 + n - 1}" if n < h else ""))
             if is_fast and not inline:  # the texels left, as many workgroups as level_fast counted
                 enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
-                fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix")
+                fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix_wide" if wide_at(st) else "level_fix")
                 _dispatch_indirect(enc, fix, bind, args, query.next() if query else None)
                 if names is not None:
                     names.append(f"level {st.level} exact pass")
@@ -429,16 +482,19 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
 Job = tuple[Any, ...]
 
 
-def _schedule(plan: CellPlan, order: dict[tuple[str, int], Any], band_rows: Any, fuse: Any) -> list[Job]:
+def _schedule(plan: CellPlan, order: dict[tuple[str, int], Any], band_rows: Any, fuse: Any,
+              tail: int | None = None) -> list[Job]:
     """The chain's dispatches in order: ("cells", grid step), ("level", level step, first row,
     rows) a band, or ("step", level step, grid step): a fast level of one band and the next grid
-    from the same source (where ``fuse(level step)``)."""
+    from the same source (where ``fuse(level step)``); last ("tail", i): the steps from
+    ``plan.steps[i]`` on in one dispatch (``tail``, not None)."""
     work: list[Job] = []
     skip = None
-    for i, st in enumerate(plan.steps):
+    steps = plan.steps[:tail] if tail is not None else plan.steps
+    for i, st in enumerate(steps):
         if st is skip:
             continue
-        nx = plan.steps[i + 1] if i + 1 < len(plan.steps) else None
+        nx = steps[i + 1] if i + 1 < len(steps) else None
         if st.kind == "cells":
             work.append(("cells", st))
             continue
@@ -449,7 +505,64 @@ def _schedule(plan: CellPlan, order: dict[tuple[str, int], Any], band_rows: Any,
             skip = nx
             continue
         work.extend(("level", st, r0, min(rows, st.size[1] - r0)) for r0 in range(0, st.size[1], rows))
+    if tail is not None:
+        work.append(("tail", tail))
     return work
+
+
+#: ``tail``'s source: its Params from src_cells, every grid read and written in dst_cells.
+TAIL_SUBS = {"PRM": "P", "SRC_CELLS": "dst_cells", "SRC_OFF": "P.src_off", "DST_OFF": "P.dst_off",
+             "OUT_OFF": "P.out_off"}
+
+
+def _params(*words: int) -> bytes:
+    """``mip_odd.wgsl``'s Params: the words given, the rest 0."""
+    return struct.pack("<24I", *words, *[0] * (24 - len(words)))
+
+
+def _tail_start(plan: CellPlan) -> int | None:
+    """The index in ``plan.steps`` of the first level the tail makes: the first read from a grid
+    with at most :data:`TAIL_TEXELS` texels (the levels after it are smaller)."""
+    return next((i for i, st in enumerate(plan.steps) if st.kind == "level" and st.source > 0
+                 and st.size[0] * st.size[1] <= TAIL_TEXELS), None)
+
+
+@dataclass(frozen=True)
+class TailLayout:
+    """Where ``tail`` keeps things: every grid from the first it reads on in one buffer of 3-word
+    slots (``grid_offsets``: words), each level's rows at a 256-byte aligned offset of its output
+    buffer; ``levels``: (level step, the next grid's step or None, byte offset, row pitch)."""
+    grid_offsets: dict[int, int]
+    grid_words: int
+    levels: list[tuple[Step, Step | None, int, int]]
+    out_bytes: int
+
+    def params(self, plan: CellPlan, total: int, nslots: int, base_pitch: int) -> bytes:
+        """The Params of each level (``mip_odd.wgsl``, 24 words each)."""
+        out = b""
+        for lv, nx, off, pitch in self.levels:
+            cell = (*nx.size, nx.x_off, nx.y_off) if nx else (0, 0, 0, 0)
+            out += _params(*lv.source_size, *lv.size, 0, lv.size[1], pitch // 4, total, nslots, lv.x_off, lv.y_off,
+                           base_pitch, 0, 0, *cell, 0, 0, self.grid_offsets[lv.source],
+                           self.grid_offsets[nx.level] if nx else 0, off // 4, int(_fast(plan, lv)))
+        return out
+
+
+def _tail_layout(plan: CellPlan, start: int, nslots: int, bpt: int) -> TailLayout:
+    steps = plan.steps[start:]
+    first = plan.steps[start - 1]  # (the grid the first level reads)
+    offsets, words = {first.level: 0}, first.size[0] * first.size[1] * nslots * 3
+    levels, out = [], 0
+    for i, st in enumerate(steps):
+        if st.kind == "cells":
+            offsets[st.level] = words
+            words += st.size[0] * st.size[1] * nslots * 3
+            continue
+        nx = steps[i + 1] if i + 1 < len(steps) else None
+        pitch = align_up(st.size[0] * bpt, 256)
+        levels.append((st, nx, out, pitch))
+        out += pitch * st.size[1]
+    return TailLayout(offsets, words, levels, out)
 
 
 def _source_name(st: Step) -> str:

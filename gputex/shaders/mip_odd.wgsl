@@ -1,13 +1,19 @@
 //! include mip_intmath.wgsl
 //! include mip_screen.wgsl
 //! include mip_store.wgsl
+//! default PRM prm
+//! default SRC_CELLS src_cells
+//! default SRC_OFF 0u
+//! default DST_OFF 0u
+//! default OUT_OFF 0u
 // The cell chain (mips/odd.py; the arithmetic is in mips/cells.py and mips/intbox.py): exact
 // integer sums of the integer box chain, a level's texels as weighted sums of the cells of a
 // grid (or of base texels) instead of the whole base footprint. Entry points: `level` (a
 // level's texels: sums, then the codes by the exact threshold comparisons of mip_int.wgsl),
 // `cells` (a grid's cell sums: plain sums of the source's cells), `level_fast` / `level_quad`
 // (float sums and the screen; the texels it leaves to `level_fix`, or made at once with
-// INLINE_FIX) and `step` (a fast level and the next grid from the same source, one dispatch).
+// INLINE_FIX), `level_fix_wide` (level_fix a workgroup a texel), `step` (a fast level and the next
+// grid from the same source, one dispatch) and `tail` (every small level and grid, one workgroup).
 //
 // On each axis a texel's source cells i0 .. i1 weigh (m - r0) (cell i0, one base column),
 // m (between) and r1 (cell i1, one base column; none where r1 = 0): the axis table holds
@@ -67,6 +73,12 @@ struct Params {
     cy_off: u32,
     level_gx: u32,
     level_gy: u32,
+    // `tail` (its parts' Params in src_cells): the words where the level's grid, the next grid
+    // and the level's rows start in dst_cells and out; whether the level is a fast one
+    src_off: u32,
+    dst_off: u32,
+    out_off: u32,
+    fast: u32,
 }
 
 @group(0) @binding(0) var src: texture_2d<f32>;
@@ -145,7 +157,7 @@ fn lin_code(c: u32) -> Big {
 // codes_at gives them.
 fn codes_stored(p: vec2<u32>) -> vec4<u32> {
     let bpt = CHANNELS * BITS / 8u;
-    let byte = p.y * prm.base_pitch + p.x * bpt;
+    let byte = p.y * PRM.base_pitch + p.x * bpt;
     let w0 = base[byte / 4u];
     var c = vec4<u32>(0u);
     if (bpt == 8u) {
@@ -196,7 +208,7 @@ fn cell(x: u32, y: u32, plain: bool) -> Acc {
         }
         return r;
     }
-    let i = (y * prm.src_w + x) * SLOTS * WORDS_IN;
+    let i = (y * PRM.src_w + x) * SLOTS * WORDS_IN;
     if (HAS_ALPHA) {
         r.a = load_big(i + NC * WORDS_IN);
     }
@@ -212,17 +224,19 @@ fn cell(x: u32, y: u32, plain: bool) -> Acc {
 }
 
 fn load_big(i: u32) -> Big {
+    let j = SRC_OFF + i;
     if (WORDS_IN == 2u) {
-        return Big(src_cells[i], src_cells[i + 1u], 0u, 0u);
+        return Big(SRC_CELLS[j], SRC_CELLS[j + 1u], 0u, 0u);
     }
-    return Big(src_cells[i], src_cells[i + 1u], src_cells[i + 2u], 0u);
+    return Big(SRC_CELLS[j], SRC_CELLS[j + 1u], SRC_CELLS[j + 2u], 0u);
 }
 
 fn put_big(i: u32, b: Big) {
-    dst_cells[i] = b.x;
-    dst_cells[i + 1u] = b.y;
+    let j = DST_OFF + i;
+    dst_cells[j] = b.x;
+    dst_cells[j + 1u] = b.y;
     if (WORDS_OUT == 3u) {
-        dst_cells[i + 2u] = b.z;
+        dst_cells[j + 2u] = b.z;
     }
 }
 
@@ -310,7 +324,7 @@ fn store_cell(j: u32, acc: Acc) {
 }
 
 fn write_texel(x: u32, row: u32, codes: vec4<u32>) {
-    store_codes(row * prm.words_per_row, x, codes);
+    store_codes(OUT_OFF + row * PRM.words_per_row, x, codes);
 }
 
 fn pick(acc: Acc, c: u32) -> Big {
@@ -321,10 +335,10 @@ fn pick(acc: Acc, c: u32) -> Big {
 // alpha; the colour sums premultiplied), else over the weight total (plain colour sums).
 fn finalize(x: u32, y: u32, acc: Acc) {
     let a = acc.a;
-    let w = Big(prm.total, 0u, 0u, 0u);
+    let w = Big(PRM.total, 0u, 0u, 0u);
     let covered = WA && nonzero(a);
     var codes = vec4<u32>(0u);
-    for (var c = 0u; c < prm.channels; c++) {  // (not unrolled: one copy of the search)
+    for (var c = 0u; c < PRM.channels; c++) {  // (not unrolled: one copy of the search)
         let alpha = c == NC;
         let num = select(pick(acc, c), a, alpha);
         let code = round_fast(num, select(w, a, covered && !alpha), SRGB && !alpha);
@@ -333,7 +347,7 @@ fn finalize(x: u32, y: u32, acc: Acc) {
     if (NC == 1u) {
         codes = vec4<u32>(codes.x, 0u, 0u, codes.y);
     }
-    write_texel(x, y - prm.row0, codes);
+    write_texel(x, y - PRM.row0, codes);
 }
 
 // One row of source cells of a texel: the edge cells times their weights, the cells between
@@ -362,7 +376,7 @@ fn texel_sums(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> Acc {
     var bottom = zero_acc();
     let end = select(ty.y, ty.y + 1u, ty.w > 0u);
     for (var iy = ty.x; iy < end; iy++) {
-        let r = row_sum(iy, tx, prm.dst_w, plain);
+        let r = row_sum(iy, tx, PRM.dst_w, plain);
         if (iy == ty.x) {
             top = r;
         } else if (iy == ty.y) {
@@ -371,7 +385,7 @@ fn texel_sums(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> Acc {
             inner = add_acc(inner, r);
         }
     }
-    return add_acc(add_acc(mul_acc(top, ty.z), mul_acc(inner, prm.dst_h)), mul_acc(bottom, ty.w));
+    return add_acc(add_acc(mul_acc(top, ty.z), mul_acc(inner, PRM.dst_h)), mul_acc(bottom, ty.w));
 }
 
 fn axis(off: u32, i: u32) -> vec4<u32> {
@@ -380,8 +394,8 @@ fn axis(off: u32, i: u32) -> vec4<u32> {
 
 // Texel (x, y) of the level (y: the level's row) by the exact sums
 fn level_texel(x: u32, y: u32) {
-    let tx = axis(prm.x_off, x);
-    let ty = axis(prm.y_off, y);
+    let tx = axis(PRM.x_off, x);
+    let ty = axis(PRM.y_off, y);
     var acc = zero_acc();
     for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where no alpha covers
         acc = texel_sums(tx, ty, sweep == 1u);
@@ -395,10 +409,10 @@ fn level_texel(x: u32, y: u32) {
 @compute @workgroup_size(8, 8)
 fn level(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     load_tables(t);
-    if (gid.x >= prm.dst_w || gid.y >= prm.rows) {
+    if (gid.x >= PRM.dst_w || gid.y >= PRM.rows) {
         return;
     }
-    level_texel(gid.x, gid.y + prm.row0);
+    level_texel(gid.x, gid.y + PRM.row0);
 }
 
 override CELL_X: u32 = 8u;  // cells' workgroup (odd.py's CELLS_WIDE: 64 x 1)
@@ -407,7 +421,7 @@ override CELL_Y: u32 = 8u;
 @compute @workgroup_size(CELL_X, CELL_Y)
 fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     load_tables(t);
-    make_cell(gid.xy, prm.dst_w, prm.dst_h, prm.x_off, prm.y_off);
+    make_cell(gid.xy, PRM.dst_w, PRM.dst_h, PRM.x_off, PRM.y_off);
 }
 
 // Cell `gid` of a grid of w x h cells whose axis tables start at words xo, yo of `index`
@@ -418,8 +432,8 @@ fn make_cell(gid: vec2<u32>, w: u32, h: u32, xo: u32, yo: u32) {
     var cx = gid.x;
     var cy = gid.y;
     if (SORTED) {
-        cx = index[prm.px_off + gid.x];
-        cy = index[prm.py_off + gid.y];
+        cx = index[PRM.px_off + gid.x];
+        cy = index[PRM.py_off + gid.y];
     }
     let x0 = index[xo + cx];
     let x1 = index[xo + cx + 1u];
@@ -518,7 +532,7 @@ fn cell_f(x: u32, y: u32, plain: bool) -> vec4<f32> {
         }
         return vec4<f32>(l * select(1.0, a, WA && !plain), a);
     }
-    let i = (y * prm.src_w + x) * SLOTS * WORDS_IN;
+    let i = (y * PRM.src_w + x) * SLOTS * WORDS_IN;
     var a = 0.0;
     if (HAS_ALPHA) {
         a = approx(load_big(i + NC * WORDS_IN));
@@ -541,10 +555,10 @@ fn texel_float(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> vec4<f32> {
     for (var iy = ty.x; iy < ey; iy++) {
         var r = vec4<f32>(0.0);
         for (var ix = tx.x; ix < ex; ix++) {
-            let wx = f32(select(select(prm.dst_w, tx.w, ix == tx.y), tx.z, ix == tx.x));
+            let wx = f32(select(select(PRM.dst_w, tx.w, ix == tx.y), tx.z, ix == tx.x));
             r += cell_f(ix, iy, plain) * wx;
         }
-        s += r * f32(select(select(prm.dst_h, ty.w, iy == ty.y), ty.z, iy == ty.x));
+        s += r * f32(select(select(PRM.dst_h, ty.w, iy == ty.y), ty.z, iy == ty.x));
     }
     return s;
 }
@@ -556,15 +570,15 @@ fn level_fast(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invo
 }
 
 fn fast_texel(gid: vec2<u32>) {
-    if (gid.x >= prm.dst_w || gid.y >= prm.rows) {
+    if (gid.x >= PRM.dst_w || gid.y >= PRM.rows) {
         return;
     }
     var x = gid.x;
     if (SORTED) {  // (a level from a grid: texels in order of the cells they span on x)
-        x = index[prm.px_off + gid.x];
+        x = index[PRM.px_off + gid.x];
     }
-    let tx = axis(prm.x_off, x);
-    let ty = axis(prm.y_off, gid.y + prm.row0);
+    let tx = axis(PRM.x_off, x);
+    let ty = axis(PRM.y_off, gid.y + PRM.row0);
     var s = vec4<f32>(0.0);
     for (var sweep = 0u; sweep < 2u; sweep++) {  // the plain colour only where no alpha covers
         s = texel_float(tx, ty, sweep == 1u);
@@ -577,7 +591,7 @@ fn fast_texel(gid: vec2<u32>) {
 
 // The codes of texel x of band row `row` from its float sums, or the texel to level_fix
 fn fast_finish(x: u32, row: u32, s: vec4<f32>) {
-    let total = f32(prm.total);
+    let total = f32(PRM.total);
     let den = select(total, s.w, WA && s.w > 0.0);
     var codes = vec4<u32>(screen_code(s.x, den, SRGB), 0u, 0u, 0u);
     if (NC == 3u) {
@@ -589,11 +603,11 @@ fn fast_finish(x: u32, row: u32, s: vec4<f32>) {
     }
     if (any(codes == vec4<u32>(0xffffffffu))) {
         if (INLINE_FIX) {
-            level_texel(x, row + prm.row0);
+            level_texel(x, row + PRM.row0);
             return;
         }
         let i = atomicAdd(&misses[1], 1u);
-        atomicMax(&misses[0], min(i / 64u + 1u, FIX_GROUPS));
+        atomicMax(&misses[0], min(select(i / 64u, i, FIX_WIDE) + 1u, FIX_GROUPS));
         atomicStore(&misses[4u + i], x | (row << 16u));
         return;
     }
@@ -627,11 +641,11 @@ fn quad_float(ta: vec4<u32>, tb: vec4<u32>, ua: vec4<u32>, ub: vec4<u32>, plain:
         var rb = z;
         for (var ix = ta.x; ix < eb; ix++) {
             let v = cell_f(ix, iy, plain);
-            ra += v * weight(ta, ea, ix, prm.dst_w);
-            rb += v * weight(tb, eb, ix, prm.dst_w);
+            ra += v * weight(ta, ea, ix, PRM.dst_w);
+            rb += v * weight(tb, eb, ix, PRM.dst_w);
         }
-        let wa = weight(ua, fa, iy, prm.dst_h);
-        let wb = weight(ub, fb, iy, prm.dst_h);
+        let wa = weight(ua, fa, iy, PRM.dst_h);
+        let wb = weight(ub, fb, iy, PRM.dst_h);
         q.aa += ra * wa;
         q.ba += rb * wa;
         q.ab += ra * wb;
@@ -649,15 +663,15 @@ fn level_quad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invo
 fn quad_texels(gid: vec2<u32>) {
     let xa = 2u * gid.x;
     let ya = 2u * gid.y;  // (rows of the band)
-    if (xa >= prm.dst_w || ya >= prm.rows) {
+    if (xa >= PRM.dst_w || ya >= PRM.rows) {
         return;
     }
-    let xb = min(xa + 1u, prm.dst_w - 1u);  // (xa itself again at the edge, not written)
-    let yb = min(ya + 1u, prm.rows - 1u);
-    let ta = axis(prm.x_off, xa);
-    let tb = axis(prm.x_off, xb);
-    let ua = axis(prm.y_off, ya + prm.row0);
-    let ub = axis(prm.y_off, yb + prm.row0);
+    let xb = min(xa + 1u, PRM.dst_w - 1u);  // (xa itself again at the edge, not written)
+    let yb = min(ya + 1u, PRM.rows - 1u);
+    let ta = axis(PRM.x_off, xa);
+    let tb = axis(PRM.x_off, xb);
+    let ua = axis(PRM.y_off, ya + PRM.row0);
+    let ub = axis(PRM.y_off, yb + PRM.row0);
     var q = quad_float(ta, tb, ua, ub, false);
     if (WA && (q.aa.w == 0.0 || q.ba.w == 0.0 || q.ab.w == 0.0 || q.bb.w == 0.0)) {
         let p = quad_float(ta, tb, ua, ub, true);  // the plain colour where no alpha covers
@@ -683,12 +697,92 @@ fn level_fix(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invoc
     let count = atomicLoad(&misses[1]);
     for (var i = gid.x; i < count; i += groups.x * 64u) {
         let p = atomicLoad(&misses[4u + i]);
-        level_texel(p & 0xffffu, (p >> 16u) + prm.row0);
+        level_texel(p & 0xffffu, (p >> 16u) + PRM.row0);
+    }
+}
+
+// The texels left by a workgroup each (odd.py's FIX_WIDE; level_fix makes one an invocation): its
+// 64 invocations add the footprint's source cells t, t + 64, ... times both weights, then a tree
+// of sums (integers: any order gives the same sums), and one invocation a channel finds its code.
+// level_fix's chain of dependent steps, a texel's every cell and channel one after the other,
+// was 0.03-0.06 ms a pass on the H200 whatever the count.
+override FIX_WIDE: bool = false;
+var<workgroup> part: array<Acc, 64>;
+var<workgroup> wide_n: u32;
+var<workgroup> wide_codes: array<u32, 4>;
+
+fn wide_sums(t: u32, tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> Acc {
+    let ex = select(tx.y, tx.y + 1u, tx.w > 0u);
+    let ey = select(ty.y, ty.y + 1u, ty.w > 0u);
+    let nx = ex - tx.x;
+    var acc = zero_acc();
+    for (var k = t; k < nx * (ey - ty.x); k += 64u) {
+        let ix = tx.x + k % nx;
+        let iy = ty.x + k / nx;
+        let wx = select(select(PRM.dst_w, tx.w, ix == tx.y), tx.z, ix == tx.x);
+        let wy = select(select(PRM.dst_h, ty.w, iy == ty.y), ty.z, iy == ty.x);
+        acc = add_acc(acc, mul_acc(mul_acc(cell(ix, iy, plain), wx), wy));
+    }
+    part[t] = acc;
+    for (var s = 32u; s > 0u; s >>= 1u) {
+        workgroupBarrier();
+        if (t < s) {
+            part[t] = add_acc(part[t], part[t + s]);
+        }
+    }
+    workgroupBarrier();
+    let r = part[0];
+    workgroupBarrier();
+    return r;
+}
+
+// Channel c's code of a texel from its exact sums (as finalize makes each)
+fn channel_code(acc: Acc, c: u32) -> u32 {
+    let alpha = c == NC;
+    let covered = WA && nonzero(acc.a);
+    let den = select(Big(PRM.total, 0u, 0u, 0u), acc.a, covered && !alpha);
+    return round_fast(select(pick(acc, c), acc.a, alpha), den, SRGB && !alpha);
+}
+
+@compute @workgroup_size(64)
+fn level_fix_wide(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32,
+                  @builtin(num_workgroups) groups: vec3<u32>) {
+    load_tables(t);
+    if (t == 0u) {
+        wide_n = atomicLoad(&misses[1]);
+    }
+    let count = workgroupUniformLoad(&wide_n);
+    for (var i = wid.x; i < count; i += groups.x) {
+        let p = atomicLoad(&misses[4u + i]);
+        let x = p & 0xffffu;
+        let y = (p >> 16u) + PRM.row0;
+        let tx = axis(PRM.x_off, x);
+        let ty = axis(PRM.y_off, y);
+        var acc = wide_sums(t, tx, ty, false);
+        if (WA) {  // the plain colour where no alpha covers (the same in every invocation)
+            if (t == 0u) {
+                wide_n = select(0u, 1u, nonzero(acc.a));
+            }
+            if (workgroupUniformLoad(&wide_n) == 0u) {
+                acc = wide_sums(t, tx, ty, true);
+            }
+        }
+        if (t < 4u) {
+            wide_codes[t] = select(0u, channel_code(acc, t), t < PRM.channels);
+        }
+        workgroupBarrier();
+        if (t == 0u) {
+            var codes = vec4<u32>(wide_codes[0], wide_codes[1], wide_codes[2], wide_codes[3]);
+            if (NC == 1u) {
+                codes = vec4<u32>(codes.x, 0u, 0u, codes.y);
+            }
+            write_texel(x, y - PRM.row0, codes);
+        }
     }
 }
 
 // A level and the next grid from the same source in one dispatch (odd.py's FUSE, with INLINE_FIX):
-// workgroup rows below prm.level_gy make the level's texels (level_quad's four a thread from the
+// workgroup rows below PRM.level_gy make the level's texels (level_quad's four a thread from the
 // base, else level_fast's one), the rows after them the grid's cells (`cells`).
 override STEP_QUAD: bool = false;
 
@@ -696,8 +790,8 @@ override STEP_QUAD: bool = false;
 fn step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
     load_tables(t);
-    if (wid.y < prm.level_gy) {
-        if (wid.x >= prm.level_gx) {
+    if (wid.y < PRM.level_gy) {
+        if (wid.x >= PRM.level_gx) {
             return;
         }
         let gid = wid.xy * 8u + lid.xy;
@@ -708,6 +802,48 @@ fn step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         }
         return;
     }
-    let gid = vec2<u32>(wid.x, wid.y - prm.level_gy) * 8u + lid.xy;
-    make_cell(gid, prm.cell_w, prm.cell_h, prm.cx_off, prm.cy_off);
+    let gid = vec2<u32>(wid.x, wid.y - PRM.level_gy) * 8u + lid.xy;
+    make_cell(gid, PRM.cell_w, PRM.cell_h, PRM.cx_off, PRM.cy_off);
+}
+
+// ---- The small levels in one dispatch (odd.py's TAIL): one workgroup makes each level from its
+// grid and the next grid from the same grid, then a storage barrier, then the next level: one pass
+// instead of a pass (and a copy between passes) a level. Every part's Params (PARAM_WORDS words,
+// as the struct) are in src_cells, prm.rows of them; every grid is in dst_cells (odd.py compiles
+// this entry point with PRM = P, SRC_CELLS = dst_cells and the offsets SRC_OFF, DST_OFF, OUT_OFF
+// from P: a grid is read where the last level wrote it, each level's rows go to their own place
+// in `out`). Levels of at most odd.TAIL_TEXELS texels: each invocation makes every 256th texel.
+var<private> P: Params;
+const PARAM_WORDS: u32 = 24u;
+const TAIL_SIZE: u32 = 256u;
+
+fn params_at(o: u32) -> Params {
+    var w: array<u32, 24>;
+    for (var k = 0u; k < PARAM_WORDS; k++) {
+        w[k] = src_cells[o + k];
+    }
+    return Params(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12], w[13],
+                  w[14], w[15], w[16], w[17], w[18], w[19], w[20], w[21], w[22], w[23]);
+}
+
+@compute @workgroup_size(TAIL_SIZE)
+fn tail(@builtin(local_invocation_index) t: u32) {
+    load_tables(t);
+    for (var k = 0u; k < prm.rows; k++) {
+        P = params_at(k * PARAM_WORDS);
+        let n = P.dst_w * P.dst_h;
+        for (var i = t; i < n; i += TAIL_SIZE) {
+            let g = vec2<u32>(i % P.dst_w, i / P.dst_w);
+            if (P.fast != 0u) {
+                fast_texel(g);
+            } else {
+                level_texel(g.x, g.y);
+            }
+        }
+        let c = P.cell_w * P.cell_h;
+        for (var i = t; i < c; i += TAIL_SIZE) {
+            make_cell(vec2<u32>(i % P.cell_w, i / P.cell_w), P.cell_w, P.cell_h, P.cx_off, P.cy_off);
+        }
+        storageBarrier();  // (the next grid's sums seen by every invocation before the next level)
+    }
 }

@@ -246,6 +246,38 @@ def test_inline_exact_texels_and_fused_steps_equal_the_model(gpu, monkeypatch, f
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("fmt,channels,bits,space", FORMATS)
+@pytest.mark.parametrize("miss_all,first,texels,tail_from", [(False, 4, 4096, 4), (True, 1, 1 << 20, 1),
+                                                             (False, 1, 40, 3), (True, 3, 4096, 3)])
+def test_small_levels_in_one_workgroup_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space, miss_all,
+                                                       first, texels, tail_from):
+    """odd.TAIL: every level from the first read from a grid with at most odd.TAIL_TEXELS texels
+    on, and the grids between them, made by one workgroup in one dispatch (every level from a grid
+    where the first grid is G(1); its codes from the screen or, every texel, from the inline exact
+    sums): the model's bytes."""
+    import gputex.mips.cells as cells
+    import gputex.mips.odd as odd
+
+    for name, value in (("TAIL", True), ("TAIL_TEXELS", texels), ("MISS_ALL", miss_all), ("FIRST", first),
+                        ("INLINE_FIX", True), ("FUSE", True), ("SORTED", False)):
+        monkeypatch.setattr(odd, name, value)
+    monkeypatch.setattr(cells, "FIRST_GRID", first)
+    w, h = 61, 37
+    plan = cell_plan(w, h, mip_count(w, h), 48, 1 << 30, first)
+    start = odd._tail_start(plan)
+    assert start is not None and plan.steps[start].level == tail_from
+    jobs = odd._schedule(plan, {}, lambda st: (0, st.size[1]), lambda st: True, start)
+    assert jobs[-1] == ("tail", start) and all(j[1].level < tail_from or j[0] == "cells" for j in jobs[:-1])
+    a = _image(np.random.default_rng(2560 + channels * 3 + bits + first), w, h, channels, bits, "holes")
+    for alpha in ("weighted", "straight"):
+        report, got = _levels(gpu, a, fmt, space, alpha, "exact")
+        assert report.precision == "integer" and report.note == ""
+        want = model_chain(a.tolist(), channels, bits, space == "srgb", alpha == "weighted", mip_count(w, h))
+        for lv, (g, m) in enumerate(zip(got, want), start=1):
+            assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"{fmt} {alpha} level {lv}"
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("fmt,channels,bits,space", [FORMATS[0], FORMATS[3], FORMATS[4]])
 @pytest.mark.parametrize("miss_all", [False, True])
 def test_a_buffer_and_a_list_a_level_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space, miss_all):
@@ -254,7 +286,8 @@ def test_a_buffer_and_a_list_a_level_equal_the_model(gpu, monkeypatch, fmt, chan
     own, G(4) from the base with the plain colour in a second sweep: the model's bytes."""
     import gputex.mips.odd as odd
 
-    for name, value in (("SEPARATE", True), ("INLINE_FIX", False), ("FUSE", False),
+    for name, value in (("SEPARATE", True), ("FIX_WIDE", True), ("INLINE_FIX", False),
+                        ("FUSE", False),
                         ("MISS_ALL", miss_all), ("FIRST", 4), ("ONE_SWEEP", False), ("CELLS_WIDE", True)):
         monkeypatch.setattr(odd, name, value)
     w, h = 67, 41
@@ -275,6 +308,7 @@ def test_exact_pass_in_bands_gives_the_same_bytes(gpu, monkeypatch, separate):
     import gputex.mips.odd as odd
 
     monkeypatch.setattr(odd, "SEPARATE", separate)
+    monkeypatch.setattr(odd, "FIX_WIDE", separate)  # (the exact pass a workgroup a texel, or an invocation)
     monkeypatch.setattr(odd, "INLINE_FIX", False)
     a = _image(np.random.default_rng(2600), 257, 131, 4, 8, "holes")
     monkeypatch.setattr(odd, "FAST_LEVELS", False)
