@@ -152,7 +152,7 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
                    gpu: Callable[[Item, Any, Any], Any] | None, encode: Callable[[Item, Any, Any], None] | None,
                    emit: Callable[[Any], None], start: Callable[[], Callable] | None = None,
                    stop: Callable[[], bool] | None = None, gate=None, workers: int | None = None,
-                   any_order: bool = False, ahead: int = 0, device=None) -> None:
+                   any_order: bool = False, device=None) -> None:
     """Run ``decode`` (pool) -> ``gpu`` (this thread, in order) -> ``encode`` (pool) over items.
 
     ``decode(item) -> (result, data_or_None)``; ``gpu(item, data, result) -> payload_or_None``;
@@ -168,8 +168,8 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     input order among those done), not in input order: for ``upload -o``'s split between the
     GPU and the decode workers (:class:`gputex.upload_stage.HostSplit`), where a worker that
     makes an input's chain itself takes longer than the decodes after it; results are still
-    emitted in input order. ``ahead``: with ``any_order``, decoded inputs that may wait for the
-    GPU beyond the ``jobs + 1`` decodes in flight; ``device``: the Future of the device that
+    emitted in input order (decoded inputs holding one of the GPU's slots may wait beyond the
+    ``jobs + 1`` decodes in flight; the others count against them). ``device``: the Future of the device that
     ``start`` waits for (inputs that need no GPU step are taken meanwhile).
     Start-up (output folders, trace, the device on its own thread) is :func:`gputex.run.run`'s.
     """
@@ -193,7 +193,7 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
             lane = gate.lane() if gate is not None else None
             try:
                 if any_order:
-                    _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane, ahead, device)
+                    _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane, device)
                 else:
                     _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane)
             finally:
@@ -255,8 +255,7 @@ def _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lan
 
 
 
-def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lane=None, ahead=0,
-               device=None) -> None:
+def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lane=None, device=None) -> None:
     """:func:`_overlap` with the GPU steps taken as the decodes finish (see ``any_order`` of
     :func:`run_overlapped`); emitted in input order. An input that comes back with nothing for
     the GPU (a decode worker wrote its file) leaves the window of decodes in flight at once, also
@@ -277,8 +276,19 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
     def running() -> int:
         return sum(not f.done() for _, f in decoding.values())
 
+    def waiting() -> int:
+        """Decoded inputs waiting for their GPU step without a GPU slot (images the C engine does
+        not serve): they count against the window as decodes in flight do. Those holding a slot
+        are bounded by the slots themselves."""
+        n = 0
+        for _, f in decoding.values():
+            if f.done() and not f.cancelled() and f.exception() is None:
+                data = f.result()[1]
+                n += data is not None and not getattr(data, "slot", False)
+        return n
+
     def feed(busy: bool = False) -> None:
-        while len(decoding) < jobs + 1 + ahead and running() < jobs + 1:
+        while running() + waiting() < jobs + 1:
             nxt = held.pop() if held else next(todo, None)
             if nxt is None:
                 return
@@ -318,13 +328,41 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
         if pending:
             wait(pending, return_when=FIRST_COMPLETED)
 
+    def discard() -> None:
+        """The device could not be made: the run fails before any result is emitted, so the files
+        the decode workers wrote meanwhile are removed (none is reported; a later run with
+        ``--skip-existing`` must not take them for done)."""
+        import os
+
+        for index, (_, fut) in list(decoding.items()):
+            if fut.cancel():
+                del decoding[index]
+        written = [r for r, _ in done.values()]
+        for _, fut in decoding.values():
+            try:
+                result, data = fut.result()
+            except Exception:  # noqa: BLE001 - a decode's own failure: nothing of it was written
+                continue
+            if data is None:
+                written.append(result)
+        for result in written:
+            for path in result.outputs:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+
     feed()
     while device is not None and not device.done() and not (stop and stop()):
         settle()  # (nothing is emitted before the device is there: a result line may name it)
         feed()
         wait_some([device])
     if start is not None:
-        gpu = start()
+        try:
+            gpu = start()
+        except Exception:
+            discard()
+            raise
     with profiled():
         while (decoding or held) and not (stop and stop()):
             ready = settle()

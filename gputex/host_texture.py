@@ -69,12 +69,14 @@ def plan_texture(image: Image, plan: HostPlan) -> tuple[Format, str, int] | None
     from .mips.integer import INT_FORMATS
     from .upload import resolve_format
 
-    if not cpu.available() or image.kind != "unorm" or image.bits == 16 and not plan.norm16:
+    if not cpu.available() or image.kind != "unorm":
         return None
     try:
         fmt = resolve_format(image, plan.format, None, plan.color_space)
     except Exception:  # noqa: BLE001 - an unknown format: the GPU step reports it
         return None
+    if fmt.feature and not (fmt.feature == "texture-format16bit-norm" and plan.norm16):
+        return None  # a format the device may lack (16-bit unorm): its GPU step says whether it can
     space = "srgb" if fmt.srgb else (plan.color_space or image.color_space)
     full = mip_count(image.width, image.height)
     levels = min(plan.mip_levels or full, full)

@@ -306,7 +306,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         run_overlapped(list(items), jobs, decode, None, steps.encode,
                        lambda result: on_result(result, held[0]), start, stop=stop, gate=gate,
                        workers=None if workers is None else n,  # None: as it decides for its capped jobs
-                       any_order=split, ahead=steps.split.slots if split else 0, device=soon)
+                       any_order=split, device=soon)
     if session is not None:  # the caller's device: the textures kept for reuse go
         from .texture import drop_pool
 

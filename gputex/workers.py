@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 from .caps import worker_count  # noqa: E402,F401  (lives with the other resource caps)
 
 __all__ = ["codec_workers", "worker_count", "sweep_shared", "decode_image", "decode_or_write", "encode_images",
-           "SharedBlock", "shared_block", "write_texture", "split_active", "free_gpu_slots"]
+           "SharedBlock", "shared_block", "write_texture", "free_gpu_slots"]
 
 _POOLS: dict = {}  # "decode" and "encode": two pools, so decodes never wait behind encodes
 _PREFIX = ".gputex-"
@@ -393,8 +393,9 @@ def _call(kind: str, fn, *args, path: str = ""):
             return fut.result()
         except BrokenProcessPool:
             _replace_pool(kind, pool)
-    what = "decoding" if kind == "decode" else "encoding"
-    raise GputexError(f"{path}: a codec worker process died while {what} it, twice (killed, out of memory, "
+    what = ("decoding it (or writing its texture file)" if kind == "decode" and _SLOTS is not None
+            else "decoding it" if kind == "decode" else "encoding it")
+    raise GputexError(f"{path}: a codec worker process died while {what}, twice (killed, out of memory, "
                       "or a decoder crash on this file)")
 
 
@@ -474,11 +475,6 @@ def decode_or_write(path: str, plan: HostPlan, **kwargs) -> tuple[Image | HostWr
         raise
 
 
-def split_active() -> bool:
-    """Whether decode workers run that can take the GPU's slots (:func:`decode_or_write`)."""
-    return "decode" in _POOLS and _SLOTS is not None
-
-
 def free_gpu_slots(n: int = 1) -> None:
     """Tell the decode workers that the GPU can take ``n`` more images (:func:`decode_or_write`)."""
     slots = _SLOTS
@@ -533,13 +529,18 @@ def _decode_in_worker(path: str, kwargs: dict, plan: HostPlan | None = None) -> 
                 if written is not None:
                     written.warnings += [w for w in warnings if w not in written.warnings]
                     return {"written": written}
-    fd, name = _shm_file(image.pixels.nbytes)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(memoryview(image.pixels.reshape(-1)).cast("B") if image.pixels.flags.c_contiguous
-                    else image.pixels.tobytes())
+        fd, name = _shm_file(image.pixels.nbytes)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(memoryview(image.pixels.reshape(-1)).cast("B") if image.pixels.flags.c_contiguous
+                        else image.pixels.tobytes())
+        except BaseException:
+            os.unlink(name)
+            raise
     except BaseException:
-        os.unlink(name)
+        if slot:  # the main process never hears of it: the GPU's slot goes back here
+            _WORKER_SLOTS.release()
         raise
     return {"file": name, "dtype": image.pixels.dtype.str, "shape": image.pixels.shape,
             "color_space": image.color_space, "source": image.source, "mode": image.mode,

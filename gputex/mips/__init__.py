@@ -246,6 +246,17 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
         report.note = f"{tex.session.name}: the {name} mip chain failed its self-check ({why}); the integer chain was used"
         break
     passed, why = self_check(tex.session, tex.format, tex.color_space, alpha)
+    if not passed and single_pass and cpu.engine_flag() != "shader" and cpu.cpu_ok(tex, layer):
+        # the exact bytes all the same, from the host's C engine: an adapter that disagrees gives
+        # no other file than one that agrees (and than a batch's decode workers write, upload_stage.HostSplit)
+        try:
+            report.sources = cpu.cpu_chain(tex, alpha, layer, base)
+            report.exact, report.precision, report.engine = True, "integer", "cpu"
+            report.note = (f"{tex.session.name}: the integer mip chain failed its self-check ({why}); "
+                           "the host's C engine made it")
+            return True
+        except MemoryError:
+            pass
     if not passed:
         report.note = (f"{tex.session.name}: the integer mip chain failed its self-check ({why}); "
                        "the float path was used")

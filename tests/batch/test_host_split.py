@@ -76,6 +76,12 @@ def test_split_writes_the_gpu_paths_bytes(gpu, rng, tmp_path, monkeypatch, conta
     assert len(runs["shader"][1]) == len(paths)
     assert runs["cpu"][1] == runs["shader"][1]
     assert runs["auto"][1] == runs["shader"][1]
+    # one GPU slot: while the GPU step holds it, the other worker writes its own input (which
+    # inputs go which way depends on timing; the bytes may not)
+    monkeypatch.setenv("GPUTEX_GPU_SLOTS", "1")
+    one = _upload(gpu, monkeypatch, paths, tmp_path / "out-one-slot", container, "auto")
+    assert [r.error for r in one] == [None] * len(paths)
+    assert _hashes(tmp_path / "out-one-slot") == runs["shader"][1]
     # which engine made each chain: none on the host with shader; every one the C engine serves with cpu
     assert {r.mips_engine for r in runs["shader"][0]} == {"gpu"}
     assert [r.mips_engine for r in runs["cpu"][0]] == ["host"] * len(paths)
@@ -90,8 +96,9 @@ def test_split_writes_the_gpu_paths_bytes(gpu, rng, tmp_path, monkeypatch, conta
 ], ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
 def test_options_give_the_gpu_paths_bytes(gpu, rng, tmp_path, monkeypatch, opts):
     """Every option the worker applies itself (conversion, levels, alpha mode, Zstandard) writes
-    what the GPU path writes."""
-    paths = _batch(rng, tmp_path / "in")[:3]
+    what the GPU path writes (every kind of input of ``_batch``: RGBA, odd sizes, RGB, grey,
+    grey + alpha, 16-bit)."""
+    paths = _batch(rng, tmp_path / "in")
     runs = {}
     for engine in ("shader", "cpu"):
         out = tmp_path / f"out-{engine}"
@@ -131,6 +138,10 @@ def test_json_reports_the_engine(rng, tmp_path):
     assert r.returncode == 0, r.stderr
     lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     assert [(d["source"], d["mips_engine"]) for d in lines] == [(p, "host") for p in paths]
+    # written by the decode workers, not by a GPU step that made its chain with the C engine:
+    # nothing was uploaded (no upload path, no upload or capture timings)
+    assert [("upload_path" in d, "upload" in d["timings"], "capture" in d["timings"]) for d in lines] == [
+        (False, False, False)] * len(paths)
     assert all(d["outputs"] == [str(tmp_path / "out" / (os.path.basename(p)[:-4] + ".ktx2"))] for d, p in
                zip(lines, paths))
 
@@ -177,6 +188,9 @@ def test_what_the_engine_serves():
     from dataclasses import replace
 
     assert plan_texture(image((4, 4, 4), np.uint16, "linear"), replace(plan, norm16=False)) is None
+    # an 8-bit image asked for as 16-bit unorm on a device not known to store it: the GPU step decides
+    assert plan_texture(image((4, 4, 4), np.uint8, "linear"), replace(plan, format="rgba16unorm", norm16=False)) is None
+    assert plan_texture(image((4, 4, 4), np.uint8, "linear"), replace(plan, format="rgba16unorm"))[0].name == "rgba16unorm"
     big = Image(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (4097, 4096, 4), (0, 0, 0)), "srgb")
     assert plan_texture(big, plan) is None  # more than 2^24 texels
 
@@ -258,3 +272,62 @@ def test_no_split_without_the_engine_or_with_a_bad_flag(rng, tmp_path, monkeypat
     monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
     monkeypatch.setattr(cpu, "_mipcpu", None)
     assert HostSplit(opts, names).prepare(items) is False
+
+
+def test_no_device_leaves_no_file(rng, tmp_path):
+    """The device cannot be made (no such adapter): the run fails with the no-GPU exit code and
+    none of the files the decode workers wrote while it was being made is left behind."""
+    import sys
+
+    paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (64, 64, 4), np.uint8)) for n in "abcdef"]
+    env = dict(os.environ, GPUTEX_MIPS_ENGINE="cpu", PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), os.environ.get("PYTHONPATH", "")]))
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "gputex", "upload", *paths, "--mips", "-o", str(out), "--jobs", "3",
+                        "--workers", "2", "--adapter", "no such adapter"], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.startswith("gputex: no GPU adapter matching 'no such adapter'")
+    assert not out.exists() or os.listdir(out) == []
+
+
+@pytest.mark.parametrize("slot", [False, True])
+def test_decoded_images_waiting_for_the_gpu_are_bounded(slot):
+    """Taken in completion order (the split), decoded images that wait for a slow GPU step stay
+    within the window of ``jobs + 1`` decodes in flight when they hold no GPU slot (images the C
+    engine does not serve); those holding a slot are bounded by the slots (here: a semaphore of 2,
+    taken in the decode and given back after the GPU step, as the workers and the GPU step do)."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    from gputex import batch
+
+    slots = threading.Semaphore(2)
+    lock = threading.Lock()
+    seen = {"decoded": 0, "stepped": 0, "most": 0}
+
+    def decode(item):
+        time.sleep(0.002)
+        held = slot and slots.acquire(blocking=False)
+        if slot and not held:  # no slot: its worker would write the file itself
+            return SimpleNamespace(outputs=[], path=item.path), None
+        with lock:
+            seen["decoded"] += 1
+            seen["most"] = max(seen["most"], seen["decoded"] - seen["stepped"])
+        return SimpleNamespace(outputs=[], path=item.path), SimpleNamespace(slot=held)
+
+    def gpu(item, data, result):
+        time.sleep(0.02)
+        with lock:
+            seen["stepped"] += 1
+        if data.slot:
+            slots.release()
+
+    emitted = []
+    items = [batch.Item(f"{i}.png") for i in range(30)]
+    with ThreadPoolExecutor(6) as pool:
+        batch._any_order(items, 3, pool, decode, gpu, None, lambda r: emitted.append(r.path), None)
+    assert emitted == [i.path for i in items]  # every input, in input order
+    assert seen["most"] <= (2 if slot else 3 + 1 + 1)  # the window, and the one in its GPU step
