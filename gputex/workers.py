@@ -146,7 +146,7 @@ def sweep_shared() -> int:
 def _warm() -> None:
     from .trace import span
 
-    with span("worker-warm"):
+    with span("worker-warm", parent=os.getppid()):  # (the early server, or gputex)
         import numpy  # noqa: F401  (what the first real task would import anyway)
 
         from . import decode, encode  # noqa: F401
