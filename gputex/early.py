@@ -31,7 +31,8 @@ __all__ = ["WORKER_MODULES", "looks_like_batch", "start", "context", "stop"]
 #: numpy, the decoders, the decode and encode paths, and the host path of ``upload --mips -o``
 #: (:mod:`gputex.host_texture`: the C engine, the conversion, the texture-file writers).
 WORKER_MODULES = (
-    "numpy", "PIL.Image", "PIL.PngImagePlugin", "imagecodecs",
+    "numpy", "PIL.Image", "PIL.PngImagePlugin", "PIL.JpegImagePlugin", "imagecodecs", "imagecodecs._deflate",
+    "imagecodecs._zlib",
     "gputex.workers", "gputex.decode", "gputex.pngdec", "gputex._pngfilter", "gputex.encode", "gputex.png",
     "gputex.chatter", "gputex.trace", "gputex.atomic",
     "gputex.host_texture", "gputex.convert", "gputex.layout", "gputex.upload", "gputex.texfile",

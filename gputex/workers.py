@@ -69,24 +69,31 @@ def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode"), split: 
     sweep_shared()  # files of an earlier batch that was killed
     _FREE_MAX = 2 * n + 2
     from .early import context
-    from .signals import spawn_shielded
 
     _CTX = context() or multiprocessing.get_context("spawn")  # forked from the warm server where one was started
     from .trace import span
 
     global _SLOTS
     _SLOTS = _new_slots(_CTX) if split and "decode" in kinds else None
-    with spawn_shielded(), _main_script_hidden(), span("spawn"):  # a terminal's Ctrl-C never reaches a starting worker
-        # two pools, measured on the H200 host against one shared pool of n (0.52-0.57 at fast PNG
-        # against 0.67): a decode the in-order thread waits for never queues behind encodes
-        _POOLS.update({kind: _new_pool(n) for kind in ("decode", "encode") if kind in kinds})
-        pools = list(_POOLS.values())
-        for pool in pools:  # start every process now, in parallel with whatever comes next
-            for _ in range(n):
-                pool.submit(_warm)
+    # two pools, measured on the H200 host against one shared pool of n (0.52-0.57 at fast PNG
+    # against 0.67): a decode the in-order thread waits for never queues behind encodes
+    _POOLS.update({kind: _new_pool(n) for kind in ("decode", "encode") if kind in kinds})
+    pools = list(_POOLS.values())
+    starter = None
+    if _CTX.get_start_method() == "forkserver":
+        # forked by the early server: each start waits for the server's reply (and the first one
+        # for its imports), so they are asked for on a thread of their own while this one goes
+        # on to the device and the first decodes
+        starter = threading.Thread(target=_start_processes, args=(pools, n), name="gputex-workers-start",
+                                   daemon=True)
+        starter.start()
+    else:
+        _start_processes(pools, n)
     try:
         yield
     finally:
+        if starter is not None:
+            starter.join()
         with _POOL_LOCK:
             pools = list(_POOLS.values()) + _REPLACED  # the ones in use now (a dead worker's replaced)
             _POOLS.clear()
@@ -100,6 +107,20 @@ def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode"), split: 
 
 
 _CTX: Any = None  # the multiprocessing context of the pools (main process, while they run)
+
+
+def _start_processes(pools: list, n: int) -> None:
+    """Start the ``n`` processes of each pool now, in parallel with whatever comes next."""
+    from .signals import spawn_shielded
+    from .trace import span
+
+    with spawn_shielded(), _main_script_hidden(), span("spawn"):  # a terminal's Ctrl-C never reaches a starting worker
+        for pool in pools:
+            for _ in range(n):
+                try:
+                    pool.submit(_warm)
+                except RuntimeError:  # the batch already ended (shut down while they started)
+                    return
 
 
 def _new_pool(n: int):
