@@ -63,7 +63,7 @@ def _int_after(args: list[str], names: tuple[str, ...]) -> int | None:
     return value
 
 
-def looks_like_batch(argv: list[str], cpus: int | None = None, environ=os.environ) -> bool:
+def looks_like_batch(argv: list[str], cpus: int | None = None) -> bool:
     """Whether the command line (without the program name) looks like a batch that starts codec
     worker processes: ``upload ... -o`` or ``capture``, with several inputs before the first
     option, or a glob, a folder or an ``@list``; workers on (``--workers``, ``GPUTEX_WORKERS``,
@@ -85,10 +85,9 @@ def looks_like_batch(argv: list[str], cpus: int | None = None, environ=os.enviro
         return False
     workers = _int_after(args, ("--workers",))
     if workers is None:
-        try:
-            workers = int(environ["GPUTEX_WORKERS"])
-        except (KeyError, ValueError):
-            pass
+        from .devflags import int_flag
+
+        workers = int_flag("GPUTEX_WORKERS")
     if workers is not None:
         return workers > 0
     threads = _int_after(args, ("--threads",))

@@ -87,15 +87,17 @@ def _inputs(rng, folder) -> list[str]:
     (["capture", "a.png", "b.png", "-o", "out"], 16, {"GPUTEX_PORTABLE": "all"}, False),
 ])
 def test_the_heuristic(argv, cpus, env, expected, monkeypatch):
-    monkeypatch.delenv("GPUTEX_PORTABLE", raising=False)
+    for name in ("GPUTEX_PORTABLE", "GPUTEX_WORKERS"):
+        monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert looks_like_batch(argv, cpus=cpus, environ={**os.environ, **env}) is expected
+    assert looks_like_batch(argv, cpus=cpus) is expected
 
 
-def test_a_folder_is_a_batch(tmp_path):
-    assert looks_like_batch(["capture", str(tmp_path), "-o", "out"], cpus=16, environ={}) is True
-    assert looks_like_batch(["capture", str(tmp_path / "x.png"), "-o", "out"], cpus=16, environ={}) is False
+def test_a_folder_is_a_batch(tmp_path, monkeypatch):
+    monkeypatch.delenv("GPUTEX_WORKERS", raising=False)
+    assert looks_like_batch(["capture", str(tmp_path), "-o", "out"], cpus=16) is True
+    assert looks_like_batch(["capture", str(tmp_path / "x.png"), "-o", "out"], cpus=16) is False
 
 
 def test_early_server_same_bytes_and_gone_after(gpu, rng, tmp_path):
