@@ -69,9 +69,11 @@ def looks_like_batch(argv: list[str], cpus: int | None = None) -> bool:
     option, or a glob, a folder or an ``@list``; workers on (``--workers``, ``GPUTEX_WORKERS``,
     else at least 3 ``--jobs``, by default the cores; not under 6 ``--threads``). A cheap guess
     on the raw words: a wrong one costs an idle process, never a different result."""
+    if argv[:1] not in (["upload"], ["capture"]) or {"--help", "-h"} & set(argv):
+        return False
     from .portable import disabled
 
-    if argv[:1] not in (["upload"], ["capture"]) or {"--help", "-h"} & set(argv) or disabled("forkserver"):
+    if disabled("forkserver"):
         return False
     args = argv[1:]
     if argv[0] == "upload" and not any(a in ("-o", "--out") or a.startswith(("--out=", "-o")) for a in args):

@@ -119,8 +119,8 @@ def _start_processes(pools: list, n: int) -> None:
             for _ in range(n):
                 try:
                     pool.submit(_warm)
-                except RuntimeError:  # the batch already ended (shut down while they started)
-                    return
+                except Exception:  # noqa: BLE001 - ended meanwhile (RuntimeError), or a start failed:
+                    return  # the decodes start processes as they need them and meet any error themselves
 
 
 def _new_pool(n: int):
