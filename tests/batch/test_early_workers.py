@@ -186,3 +186,27 @@ def test_ctrl_c_in_an_early_started_batch(gpu, tmp_path):
     while time.time() < deadline and not all(map(_gone, [*servers, *workers])):
         time.sleep(0.05)
     assert all(map(_gone, [*servers, *workers])), [pid for pid in [*servers, *workers] if not _gone(pid)]
+
+
+def test_forked_workers_get_the_command_environment(monkeypatch):
+    """The server keeps the environment it started with; a worker forked from it gets the
+    command's (``--threads`` sets ``GPUTEX_THREADS`` after the server started) and is the
+    server's child."""
+    from functools import partial
+
+    from gputex import early, workers
+
+    for name in ("GPUTEX_PORTABLE", "GPUTEX_WORKERS", "GPUTEX_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    assert early.start(["capture", "a.png", "b.png", "-o", "out", "--jobs", "3"])
+    try:
+        server = early._server_pid()
+        monkeypatch.setenv("GPUTEX_THREADS", "7")
+        with workers.codec_workers(2, ("decode",)):
+            pool = workers._POOLS["decode"]
+            got = pool.submit(partial(os.getenv, "GPUTEX_THREADS")).result(timeout=60)
+            parent = pool.submit(os.getppid).result(timeout=60)
+        assert (got, parent) == ("7", server)
+    finally:
+        early.stop()
+    assert early.context() is None and _gone(server)
