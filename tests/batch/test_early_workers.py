@@ -52,6 +52,19 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _children(pid: int) -> dict[int, bytes]:
+    """pid -> command line of each process whose parent is ``pid``."""
+    out = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ppid = int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1])
+            if ppid == pid:
+                out[int(entry)] = open(f"/proc/{entry}/cmdline", "rb").read()
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
 def _inputs(rng, folder) -> list[str]:
     """RGBA, RGB and grey PNGs, power-of-two and odd sizes, one 16-bit."""
     return [write(folder / "a.png", rng.integers(0, 256, (64, 64, 4), np.uint8)),
@@ -168,6 +181,7 @@ def test_ctrl_c_in_an_early_started_batch(gpu, tmp_path):
     deadline = time.time() + 120
     while time.time() < deadline and not (out.exists() and [n for n in os.listdir(out) if n.endswith(".ktx2")]):
         time.sleep(0.01)
+    helpers = _children(p.pid)  # the fork server and multiprocessing's resource tracker
     os.killpg(p.pid, signal.SIGINT)
     stdout, stderr = p.communicate(timeout=120)
     assert p.returncode == 130, stderr
@@ -182,10 +196,12 @@ def test_ctrl_c_in_an_early_started_batch(gpu, tmp_path):
     servers = [s["server"] for s in spans if s["what"] == "forkserver"]
     workers = {s["pid"] for s in spans if s["what"] == "worker-warm"}
     assert len(servers) == 1 and workers and {s["parent"] for s in spans if s["what"] == "worker-warm"} == set(servers)
-    deadline = time.time() + 5  # workers are the server's children: reaped by it, or by init once it is gone
-    while time.time() < deadline and not all(map(_gone, [*servers, *workers])):
+    assert set(servers) < set(helpers) and any(b"resource_tracker" in cmd for cmd in helpers.values()), helpers
+    left = [*helpers, *workers]
+    deadline = time.time() + 5  # (the tracker ends once it reads the end of gputex's pipe)
+    while time.time() < deadline and not all(map(_gone, left)):
         time.sleep(0.05)
-    assert all(map(_gone, [*servers, *workers])), [pid for pid in [*servers, *workers] if not _gone(pid)]
+    assert all(map(_gone, left)), [pid for pid in left if not _gone(pid)]
 
 
 def test_forked_workers_get_the_command_environment(monkeypatch):
