@@ -226,3 +226,30 @@ def test_forked_workers_get_the_command_environment(monkeypatch):
     finally:
         early.stop()
     assert early.context() is None and _gone(server)
+
+
+def test_kill_9_leaves_no_worker_or_server(gpu, tmp_path):
+    """gputex killed with SIGKILL (no handler, no atexit) mid-batch: its forked workers see the
+    pipe from it close and end, then the server and the resource tracker do."""
+    rng = np.random.default_rng(8)
+    a = rng.integers(0, 256, (384, 384, 4), np.uint8)
+    files = [write(tmp_path / "src" / f"img{i:03d}.png", np.roll(a, i, axis=1)) for i in range(40)]
+    out, trace = tmp_path / "out", tmp_path / "t.jsonl"
+    p = subprocess.Popen([sys.executable, "-m", "gputex", "upload", *files, "--mips", "-o", str(out), "--jobs", "3"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=_env(GPUTEX_MIPS_ENGINE="cpu", GPUTEX_TRACE=str(trace)))
+    deadline = time.time() + 120
+    while time.time() < deadline and not (out.exists() and [n for n in os.listdir(out) if n.endswith(".ktx2")]):
+        time.sleep(0.01)
+    helpers = _children(p.pid)
+    p.kill()
+    p.wait()
+    spans = [json.loads(line) for line in open(trace)]
+    servers = [s["server"] for s in spans if s["what"] == "forkserver"]
+    workers = {s["pid"] for s in spans if s["what"] == "worker-warm"}
+    assert len(servers) == 1 and servers[0] in helpers and workers, (servers, helpers, workers)
+    left = [*helpers, *workers]
+    deadline = time.time() + 10  # (each worker's watch wakes at once; the server ends after them)
+    while time.time() < deadline and not all(map(_gone, left)):
+        time.sleep(0.05)
+    assert all(map(_gone, left)), [pid for pid in left if not _gone(pid)]
