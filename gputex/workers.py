@@ -9,7 +9,8 @@ decodes and encodes in worker processes (``jobs`` for each): spawned, or forked 
 that ``gputex`` started for a batch command line before anything else (:mod:`gputex.early`),
 never forked from the GPU process (forking a process that holds a GPU device is unsafe).
 Pixels travel through files in ``/dev/shm`` (memory, no pickling of images): a decoded image
-is mapped by the GPU process, captured levels are written once and mapped by the encoder. The threads of the batch pool then only submit and wait.
+is mapped by the GPU process, captured levels are written once and mapped by the encoder. The
+threads of the batch pool then only submit and wait.
 
 :func:`decode_image` and :func:`encode_images` run in-process when no pool is active, so
 every caller (the pipeline, ``benchmarks/batch.py``'s codecs-alone baseline) goes the same way.
