@@ -1,6 +1,6 @@
 """Linux-only mechanisms and their portable fallbacks, and the switch that turns them off.
 
-gputex uses four mechanisms that only some systems have, each with a fallback that gives
+gputex uses five mechanisms that only some systems have, each with a fallback that gives
 the same outputs and file modes:
 
 ===========  =======================================  ==========================================
@@ -14,6 +14,9 @@ populate     ``MAP_POPULATE`` when mapping shared      plain ``mmap`` (pages fau
              blocks
 sigmask      workers spawned with SIGINT blocked       the workers' initializer ignores SIGINT
              (``pthread_sigmask``)
+forkserver   a batch's workers forked from a server    workers spawned when the batch begins
+             started at the process's first moment
+             (:mod:`gputex.early`)
 ===========  =======================================  ==========================================
 
 ``GPUTEX_PORTABLE`` (a developer and test switch, :mod:`gputex.devflags`) lists mechanisms to turn off,
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 __all__ = ["disabled", "MECHANISMS"]
 
-MECHANISMS = ("shm", "otmpfile", "populate", "sigmask")
+MECHANISMS = ("shm", "otmpfile", "populate", "sigmask", "forkserver")
 
 
 def disabled(name: str) -> bool:

@@ -5,10 +5,12 @@ whole encode (~33 ms for 2048^2 RGBA), Python bookkeeping of 16 threads takes it
 and the GPU thread, which gives it up and takes it back around each of its ~200 wgpu calls
 per image, waits each time (measured on the H200 host: its stages took 3x longer with 16
 codec threads than alone). So a batch of several inputs with ``--jobs`` >= 3 runs image
-decodes and encodes in spawned worker processes (``jobs`` for each) (forking a process that holds a GPU
-device is unsafe). Pixels travel through files in ``/dev/shm`` (memory, no pickling of
-images): a decoded image is mapped by the GPU process, captured levels are written once and
-mapped by the encoder. The threads of the batch pool then only submit and wait.
+decodes and encodes in worker processes (``jobs`` for each): spawned, or forked from the server
+that ``gputex`` started for a batch command line before anything else (:mod:`gputex.early`),
+never forked from the GPU process (forking a process that holds a GPU device is unsafe).
+Pixels travel through files in ``/dev/shm`` (memory, no pickling of images): a decoded image
+is mapped by the GPU process, captured levels are written once and mapped by the encoder. The
+threads of the batch pool then only submit and wait.
 
 :func:`decode_image` and :func:`encode_images` run in-process when no pool is active, so
 every caller (the pipeline, ``benchmarks/batch.py``'s codecs-alone baseline) goes the same way.
@@ -64,39 +66,72 @@ def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode"), split: 
         yield
         return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
 
-    global _FREE_MAX
+    global _FREE_MAX, _CTX
     sweep_shared()  # files of an earlier batch that was killed
     _FREE_MAX = 2 * n + 2
-    from .signals import spawn_shielded
+    from .early import context
 
-    ctx = multiprocessing.get_context("spawn")
+    _CTX = context() or multiprocessing.get_context("spawn")  # forked from the warm server where one was started
     from .trace import span
 
     global _SLOTS
-    _SLOTS = _new_slots(ctx) if split and "decode" in kinds else None
-    with spawn_shielded(), _main_script_hidden(), span("spawn"):  # a terminal's Ctrl-C never reaches a starting worker
-        # two pools, measured on the H200 host against one shared pool of n (0.52-0.57 at fast PNG
-        # against 0.67): a decode the in-order thread waits for never queues behind encodes
-        _POOLS.update({kind: ProcessPoolExecutor(n, mp_context=ctx, initializer=_init, initargs=(_SLOTS,))
-                       for kind in ("decode", "encode") if kind in kinds})
-        pools = list(_POOLS.values())
-        for pool in pools:  # start every process now, in parallel with whatever comes next
-            for _ in range(n):
-                pool.submit(_warm)
+    _SLOTS = _new_slots(_CTX) if split and "decode" in kinds else None
+    # two pools, measured on the H200 host against one shared pool of n (0.52-0.57 at fast PNG
+    # against 0.67): a decode the in-order thread waits for never queues behind encodes
+    _POOLS.update({kind: _new_pool(n) for kind in ("decode", "encode") if kind in kinds})
+    pools = list(_POOLS.values())
+    starter = None
+    if _CTX.get_start_method() == "forkserver":
+        # forked by the early server: each start waits for the server's reply (and the first one
+        # for its imports), so they are asked for on a thread of their own while this one goes
+        # on to the device and the first decodes
+        starter = threading.Thread(target=_start_processes, args=(pools, n), name="gputex-workers-start",
+                                   daemon=True)
+        starter.start()
+    else:
+        _start_processes(pools, n)
     try:
         yield
     finally:
+        if starter is not None:
+            starter.join()
         with _POOL_LOCK:
             pools = list(_POOLS.values()) + _REPLACED  # the ones in use now (a dead worker's replaced)
             _POOLS.clear()
             _REPLACED.clear()
             _SLOTS = None
+            _CTX = None
         with span("workers-stop"):
             for pool in pools:
                 pool.shutdown(wait=True, cancel_futures=True)
         _drop_free_blocks()
+
+
+_CTX: Any = None  # the multiprocessing context of the pools (main process, while they run)
+
+
+def _start_processes(pools: list, n: int) -> None:
+    """Start the ``n`` processes of each pool now, in parallel with whatever comes next."""
+    from .signals import spawn_shielded
+    from .trace import span
+
+    with spawn_shielded(), _main_script_hidden(), span("spawn"):  # a terminal's Ctrl-C never reaches a starting worker
+        for pool in pools:
+            for _ in range(n):
+                try:
+                    pool.submit(_warm)
+                except Exception:  # noqa: BLE001 - ended meanwhile (RuntimeError), or a start failed:
+                    return  # the decodes start processes as they need them and meet any error themselves
+
+
+def _new_pool(n: int):
+    """A pool of ``n`` worker processes of :data:`_CTX`. Workers forked from the early server
+    (:mod:`gputex.early`) begin with the server's environment: they are handed this one's."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    env = dict(os.environ) if _CTX.get_start_method() == "forkserver" else None
+    return ProcessPoolExecutor(n, mp_context=_CTX, initializer=_init, initargs=(_SLOTS, env))
 
 
 @contextmanager
@@ -134,7 +169,7 @@ def sweep_shared() -> int:
 def _warm() -> None:
     from .trace import span
 
-    with span("worker-warm"):
+    with span("worker-warm", parent=os.getppid()):  # (the early server, or gputex)
         import numpy  # noqa: F401  (what the first real task would import anyway)
 
         from . import decode, encode  # noqa: F401
@@ -143,11 +178,15 @@ def _warm() -> None:
 _CAPTURE = None  # in a worker process: its gputex.chatter capture
 
 
-def _init(slots=None) -> None:
+def _init(slots=None, env: dict | None = None) -> None:
     import atexit
 
     global _WORKER_SLOTS
     _WORKER_SLOTS = slots
+    if env is not None:  # the batch's environment, not the early server's
+        for name in set(os.environ) - set(env):
+            del os.environ[name]
+        os.environ.update(env)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     atexit.register(_quick_exit)  # first registered, so it runs last of the worker's own handlers
     os.environ.setdefault("GPUTEX_DECODE_THREADS", "1")  # the pool already fills the cores: one PNG, one thread
@@ -158,11 +197,19 @@ def _init(slots=None) -> None:
     _CAPTURE.__enter__()
     # A worker must not outlive gputex: if the parent is killed (kill -9), the pool's pipes do
     # not close (every worker holds their write ends), so a watchdog ends the worker instead.
-    parent = os.getppid()
+    # A worker forked by the early server (gputex.early) is the server's child: it watches the
+    # pipe multiprocessing keeps open from gputex to it (closed when gputex ends).
+    import multiprocessing
+
+    parent, gputex = os.getppid(), multiprocessing.parent_process()
+    spawned = gputex is None or gputex.pid == parent
 
     def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
+        if gputex is None or spawned:
+            while os.getppid() == parent:
+                time.sleep(0.5)
+        else:
+            gputex.join()
         os._exit(0)
 
     threading.Thread(target=watch, daemon=True, name="gputex-parent-watch").start()
@@ -406,11 +453,7 @@ def _replace_pool(kind: str, broken):
         if pool is None:
             raise GputexError("the codec worker pool has ended")
         if pool is broken:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            pool = ProcessPoolExecutor(broken._max_workers, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=_init, initargs=(_SLOTS,))
+            pool = _new_pool(broken._max_workers)
             _POOLS[kind] = pool
             _REPLACED.append(broken)
             broken.shutdown(wait=False, cancel_futures=True)

@@ -233,8 +233,9 @@ def test_names_not_utf8_and_with_newlines(gpu, tmp_path):
 # -- class 6: one dead codec worker --------------------------------------------------------
 
 def _workers_of(pid: int) -> list[int]:
-    """Codec worker processes (multiprocessing spawn children) of process ``pid``."""
-    out = []
+    """Codec worker processes of process ``pid``: its multiprocessing spawn children, or the
+    children of its early fork server (``gputex.early``), living ones (not zombies)."""
+    procs = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -243,9 +244,23 @@ def _workers_of(pid: int) -> list[int]:
             cmd = open(f"/proc/{entry}/cmdline", "rb").read()
         except OSError:
             continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == pid and b"spawn_main" in cmd:
-            out.append(int(entry))
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if state != "Z":
+            procs[int(entry)] = (int(ppid), cmd)
+    servers = {p for p, (ppid, cmd) in procs.items() if ppid == pid and b"multiprocessing.forkserver" in cmd}
+    return sorted(p for p, (ppid, cmd) in procs.items()
+                  if ppid == pid and b"spawn_main" in cmd or ppid in servers)
+
+
+def _alive(pids: list[int]) -> list[int]:
+    """Those of ``pids`` still running (not zombies)."""
+    out = []
+    for pid in pids:
+        try:
+            if open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+                out.append(pid)
+        except OSError:
+            pass
     return out
 
 
@@ -462,6 +477,7 @@ def test_ctrl_c_to_the_process_group_in_the_first_second(gpu, tmp_path, delay):
     while time.time() < deadline and not _workers_of(p.pid):
         time.sleep(0.005)
     time.sleep(delay)
+    seen = _workers_of(p.pid)  # (forked by the early server they are not gputex's children: checked by pid)
     os.killpg(p.pid, signal.SIGINT)
     _, err = p.communicate(timeout=120)
     lines = err.splitlines()
@@ -471,7 +487,7 @@ def test_ctrl_c_to_the_process_group_in_the_first_second(gpu, tmp_path, delay):
                                                   and lines[0].endswith("; every output written is complete")), err
     _outputs_whole(out, arrays)
     time.sleep(1.0)
-    assert _workers_of(p.pid) == []
+    assert _workers_of(p.pid) == [] and _alive(seen) == []
     _no_shared_files_of(p.pid)
 
 

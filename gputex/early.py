@@ -1,0 +1,161 @@
+"""The batch's codec workers forked from a warm server started at the process's first moment.
+
+A batch's worker processes cannot be forked from the GPU process (forking a process that holds,
+or is creating, a GPU device, or runs threads, is unsafe), so :mod:`gputex.workers` spawned
+them: each a fresh interpreter importing numpy, the decoders and gputex's host path before its
+first decode. On the H200 host (48 x 2048² -> KTX2, ``--jobs 16``, branch h13hybrid) the 12
+workers were spawned at 0.23 s, once the CLI had imported and parsed; each then imported for
+~70 ms and the first decode began at 0.36 s.
+
+So where the command line looks like a batch (:func:`looks_like_batch`), :mod:`gputex.start`
+calls :func:`start` before anything else: a multiprocessing *forkserver* is started (its server
+is a fresh interpreter, started by fork + exec: the GPU process never forks itself) and imports
+:data:`WORKER_MODULES` while the CLI imports; the batch's pools (:func:`context`) then fork their
+workers from it in milliseconds. A wrong guess costs one idle process, stopped at exit; a miss,
+and library use, spawn the workers as before. Either way the workers run the same code on the
+same inputs: the outputs are the same bytes.
+
+The server is started with SIGINT blocked (:func:`gputex.signals.spawn_shielded`): its
+workers inherit that mask as spawned ones do. They inherit the server's environment, not the
+command's: the pool hands them the command's (``--threads`` sets ``GPUTEX_THREADS`` after the
+server started). :func:`stop` ends the server when the command exits (``atexit``).
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["WORKER_MODULES", "looks_like_batch", "start", "context", "stop"]
+
+#: What a decode worker imports before its first image, imported once by the server instead:
+#: numpy, the decoders, the decode and encode paths, and the host path of ``upload --mips -o``
+#: (:mod:`gputex.host_texture`: the C engine, the conversion, the texture-file writers).
+WORKER_MODULES = (
+    "numpy", "PIL.Image", "PIL.PngImagePlugin", "PIL.JpegImagePlugin", "imagecodecs", "imagecodecs._deflate",
+    "imagecodecs._zlib",
+    "gputex.workers", "gputex.decode", "gputex.pngdec", "gputex._pngfilter", "gputex.encode", "gputex.png",
+    "gputex.chatter", "gputex.trace", "gputex.atomic",
+    "gputex.host_texture", "gputex.convert", "gputex.layout", "gputex.upload", "gputex.texfile",
+    "gputex.containers.ktx2", "gputex.containers.dds", "gputex.containers.ktx1",
+    "gputex.mips.cpu", "gputex.mips.integer", "gputex._mipcpu",
+)
+
+_CONTEXT = None  # the forkserver context, once its server is started (this process only)
+_GLOB = frozenset("*?[")
+
+
+def _int_after(args: list[str], names: tuple[str, ...]) -> int | None:
+    """The last integer value given to one of the options ``names`` (``--jobs 4``, ``--jobs=4``,
+    ``-j4``), or None."""
+    value = None
+    for i, a in enumerate(args):
+        for name in names:
+            text = None
+            if a == name and i + 1 < len(args):
+                text = args[i + 1]
+            elif a.startswith(name + "=") or (len(name) == 2 and a.startswith(name) and len(a) > 2):
+                text = a[len(name) + 1:] if a.startswith(name + "=") else a[2:]
+            if text is not None:
+                try:
+                    value = int(text)
+                except ValueError:
+                    pass
+    return value
+
+
+def looks_like_batch(argv: list[str], cpus: int | None = None) -> bool:
+    """Whether the command line (without the program name) looks like a batch that starts codec
+    worker processes: ``upload ... -o`` or ``capture``, with several inputs before the first
+    option, or a glob, a folder or an ``@list``; workers on (``--workers``, ``GPUTEX_WORKERS``,
+    else at least 3 ``--jobs``, by default the cores; not under 6 ``--threads``). A cheap guess
+    on the raw words: a wrong one costs an idle process, never a different result."""
+    if argv[:1] not in (["upload"], ["capture"]) or {"--help", "-h"} & set(argv):
+        return False
+    from .portable import disabled
+
+    if disabled("forkserver"):
+        return False
+    args = argv[1:]
+    if argv[0] == "upload" and not any(a in ("-o", "--out") or a.startswith(("--out=", "-o")) for a in args):
+        return False  # no texture files: an upload starts no workers
+    inputs = []
+    for a in args:
+        if a.startswith("-"):
+            break
+        inputs.append(a)
+    if len(inputs) < 2 and not any(_GLOB & set(a) or a.startswith("@") or os.path.isdir(a) for a in inputs):
+        return False
+    workers = _int_after(args, ("--workers",))
+    if workers is None:
+        from .devflags import int_flag
+
+        workers = int_flag("GPUTEX_WORKERS")
+    if workers is not None:
+        return workers > 0
+    threads = _int_after(args, ("--threads",))
+    if threads is not None and threads < 6:
+        return False  # codecs in threads (gputex.caps.cap_jobs)
+    jobs = _int_after(args, ("--jobs", "-j"))
+    return (jobs if jobs is not None else (cpus or os.cpu_count() or 1)) >= 3
+
+
+def start(argv: list[str]) -> bool:
+    """Start the workers' fork server where ``argv`` looks like a batch (:func:`looks_like_batch`);
+    whether it started. Any failure leaves the workers to be spawned as before."""
+    global _CONTEXT
+    if _CONTEXT is not None or not looks_like_batch(argv):
+        return False
+    try:
+        import multiprocessing
+        import time
+        from multiprocessing import forkserver
+
+        from .signals import spawn_shielded
+
+        t0 = time.time()
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(list(WORKER_MODULES))
+        with spawn_shielded():  # the server, and every worker it forks, begins with SIGINT blocked
+            forkserver.ensure_running()
+    except Exception:  # noqa: BLE001 - no server: the workers are spawned
+        return False
+    import atexit
+
+    _CONTEXT = ctx
+    atexit.register(stop)
+    from .trace import enabled, mark
+
+    if enabled():
+        mark("forkserver", t0, server=_server_pid())
+    return True
+
+
+def context():
+    """The forkserver context whose server :func:`start` started (None where none was)."""
+    return _CONTEXT
+
+
+def _server_pid() -> int | None:
+    from multiprocessing import forkserver
+
+    pid = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]  # no public way to ask
+    return pid if isinstance(pid, int) else None
+
+
+def stop() -> None:
+    """End the server :func:`start` started (at exit: the batch's pools are shut down by then;
+    a worker still running ends when this process does, :func:`gputex.workers._init`'s watch)."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        return
+    _CONTEXT = None
+    import signal
+
+    pid = _server_pid()
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)  # its default action: no interpreter teardown to wait for
+        os.waitpid(pid, 0)
+    except (OSError, ChildProcessError):
+        pass
