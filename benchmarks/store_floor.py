@@ -129,6 +129,32 @@ fn rest(@builtin(global_invocation_id) gid: vec3<u32>) {
 """
 
 
+def between_markers(gpu, record) -> int:
+    """GPU ns of what ``record(encoder)`` encodes, between two empty timed compute passes."""
+    from gputex.kernels import timestamps as _timestamps
+
+    q = _timestamps(gpu, 2)
+    enc = gpu.device.create_command_encoder()
+    enc.begin_compute_pass(timestamp_writes=q.next()).end()
+    record(enc)
+    enc.begin_compute_pass(timestamp_writes=q.next()).end()
+    q.resolve(enc)
+    gpu.device.queue.submit([enc.finish()])
+    total, each = q.read()
+    return total - each[0] - each[1]
+
+
+def warm_median(submit, sol: SpeedOfLight, repeat: int) -> int:
+    """The median of ``repeat`` runs of ``submit()`` (after one untimed), each queued behind the
+    speed-of-light kernel's re-warm (the GPU never idles before it)."""
+    submit()
+    runs = []
+    for _ in range(max(1, repeat)):
+        sol.rewarm()
+        runs.append(submit())
+    return sorted(runs)[len(runs) // 2]
+
+
 class StoreFloor:
     """The speed-of-light kernel, then every level 1.. of an ``rgba8unorm`` texture of the
     chain's size written by ``textureStore`` (a dispatch a level)."""
@@ -160,39 +186,26 @@ class StoreFloor:
 
     def submit(self, with_sol: bool = True) -> int:
         """ns from the kernel's start (or the first store's) to the last store's end."""
-        from gputex.kernels import timestamps as _timestamps
 
-        q = _timestamps(self.gpu, 2)
-        enc = self.gpu.device.create_command_encoder()
-        enc.begin_compute_pass(timestamp_writes=q.next()).end()
-        if with_sol:
-            cpass = enc.begin_compute_pass()
-            cpass.set_pipeline(self.sol.pipe)
-            cpass.set_bind_group(0, self.sol.bind)
-            cpass.dispatch_workgroups(*self.sol.groups)
-            cpass.end()
-        for bind, groups in self.binds:
-            cpass = enc.begin_compute_pass()
-            cpass.set_pipeline(self.pipe)
-            cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(*groups)
-            cpass.end()
-        enc.begin_compute_pass(timestamp_writes=q.next()).end()
-        q.resolve(enc)
-        self.gpu.device.queue.submit([enc.finish()])
-        total, each = q.read()
-        return total - each[0] - each[1]
+        def record(enc) -> None:
+            if with_sol:
+                cpass = enc.begin_compute_pass()
+                cpass.set_pipeline(self.sol.pipe)
+                cpass.set_bind_group(0, self.sol.bind)
+                cpass.dispatch_workgroups(*self.sol.groups)
+                cpass.end()
+            for bind, groups in self.binds:
+                cpass = enc.begin_compute_pass()
+                cpass.set_pipeline(self.pipe)
+                cpass.set_bind_group(0, bind)
+                cpass.dispatch_workgroups(*groups)
+                cpass.end()
+
+        return between_markers(self.gpu, record)
 
     def measure(self, repeat: int) -> dict:
-        out = {}
-        for key, with_sol in (("stores", False), ("floor", True)):
-            self.submit(with_sol)
-            runs = []
-            for _ in range(max(1, repeat)):
-                self.sol.rewarm()
-                runs.append(self.submit(with_sol))
-            out[key] = sorted(runs)[len(runs) // 2]
-        return out
+        return {key: warm_median(lambda: self.submit(with_sol), self.sol, repeat)
+                for key, with_sol in (("stores", False), ("floor", True))}
 
     def destroy(self) -> None:
         self.target.destroy()
@@ -239,30 +252,18 @@ class FusedStoreFloor:
             self.steps.append(("first" if first == 1 else "rest", bind, groups))
 
     def submit(self) -> int:
-        from gputex.kernels import timestamps as _timestamps
+        def record(enc) -> None:
+            cpass = enc.begin_compute_pass()
+            for name, bind, groups in self.steps:
+                cpass.set_pipeline(self.pipes[name])
+                cpass.set_bind_group(0, bind)
+                cpass.dispatch_workgroups(*groups)
+            cpass.end()
 
-        q = _timestamps(self.gpu, 2)
-        enc = self.gpu.device.create_command_encoder()
-        enc.begin_compute_pass(timestamp_writes=q.next()).end()
-        cpass = enc.begin_compute_pass()
-        for name, bind, groups in self.steps:
-            cpass.set_pipeline(self.pipes[name])
-            cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(*groups)
-        cpass.end()
-        enc.begin_compute_pass(timestamp_writes=q.next()).end()
-        q.resolve(enc)
-        self.gpu.device.queue.submit([enc.finish()])
-        total, each = q.read()
-        return total - each[0] - each[1]
+        return between_markers(self.gpu, record)
 
     def measure(self, repeat: int, sol: SpeedOfLight) -> int:
-        self.submit()
-        runs = []
-        for _ in range(max(1, repeat)):
-            sol.rewarm()
-            runs.append(self.submit())
-        return sorted(runs)[len(runs) // 2]
+        return warm_median(self.submit, sol, repeat)
 
     def destroy(self) -> None:
         self.dummy.destroy()

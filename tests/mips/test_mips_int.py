@@ -208,47 +208,13 @@ def test_integer_chain_is_used_and_equals_the_model(gpu):
         tex.destroy()
 
 
-@pytest.mark.gpu
-def test_failed_self_check_falls_back_and_says_so(gpu, monkeypatch):
+@pytest.fixture
+def disagreeing(gpu, monkeypatch):
+    """An adapter whose rg8unorm integer chain disagrees with the model: the model's expected bytes
+    are made to differ from what the chain gives (the cell chain's check fails too). Yields the
+    real model."""
     import gputex.mips.intbox as intbox
 
-    key = ("self-check", "rg8unorm", "linear", True)
-    odd_key = ("mip-odd-self-check", "rg8unorm", "linear", True)  # (the cell chain's check fails too)
-    gpu.cache("mip-int").pop(key)
-    gpu.cache("mip-odd").pop(odd_key)
-    real = intbox.model_chain
-
-    def wrong(*args):  # an adapter that disagrees: the expected bytes differ from what it gives
-        levels = real(*args)
-        levels[0][0][0] = tuple((v + 1) % 256 for v in levels[0][0][0])
-        return levels
-
-    monkeypatch.setattr(intbox, "model_chain", wrong)
-    try:
-        a = _image(np.random.default_rng(1664), 9, 5, 2, 8, "holes")
-        tex = gputex.upload(gpu, gputex.from_array(a, "linear"), "rg8unorm", mips=True, precision="fast")
-        report = gputex.generate_mips(tex)
-        tex.destroy()
-        assert report.precision == "float"
-        assert report.note.startswith(f"{gpu.name}: the integer mip chain failed its self-check "
-                                      "(level 1 texel (0, 0): got [")
-        assert report.note.endswith("); the float path was used")
-    finally:
-        gpu.cache("mip-int").pop(key)
-        gpu.cache("mip-odd").pop(odd_key)
-
-
-@pytest.mark.gpu
-def test_failed_self_check_takes_the_host_engine_where_it_serves(gpu, monkeypatch):
-    """On a GPU adapter (the engine choice says shader) whose integer chain fails its self-check,
-    the exact bytes come from the host's C engine, not the float path, and the note says so."""
-    import gputex.mips.intbox as intbox
-    from gputex.mips import cpu
-
-    if not cpu.available():
-        pytest.skip("the C mip engine (gputex._mipcpu) is not built")
-    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
-    monkeypatch.setattr(cpu, "engine", lambda tex, layer=0: "shader")  # as on a GPU adapter
     key = ("self-check", "rg8unorm", "linear", True)
     odd_key = ("mip-odd-self-check", "rg8unorm", "linear", True)
     gpu.cache("mip-int").pop(key)
@@ -261,20 +227,43 @@ def test_failed_self_check_takes_the_host_engine_where_it_serves(gpu, monkeypatc
         return levels
 
     monkeypatch.setattr(intbox, "model_chain", wrong)
-    try:
-        a = _image(np.random.default_rng(1665), 9, 5, 2, 8, "holes")
-        tex = gputex.upload(gpu, gputex.from_array(a, "linear"), "rg8unorm", mips=True, precision="fast")
-        report = gputex.generate_mips(tex)
-        got = [gputex.capture(tex, lv).tolist() for lv in range(1, tex.levels)]
-        tex.destroy()
-        assert (report.precision, report.engine, report.exact) == ("integer", "cpu", True)
-        assert report.note.startswith(f"{gpu.name}: the integer mip chain failed its self-check (level 1 texel (0, 0): got [")
-        assert report.note.endswith("); the host's C engine made it")
-        want = real(a.tolist(), 2, 8, False, True, tex.levels)
-        assert got == [[[list(t) for t in row] for row in level] for level in want]
-    finally:
-        gpu.cache("mip-int").pop(key)
-        gpu.cache("mip-odd").pop(odd_key)
+    yield real
+    gpu.cache("mip-int").pop(key)
+    gpu.cache("mip-odd").pop(odd_key)
+
+
+@pytest.mark.gpu
+def test_failed_self_check_falls_back_and_says_so(gpu, disagreeing):
+    a = _image(np.random.default_rng(1664), 9, 5, 2, 8, "holes")
+    tex = gputex.upload(gpu, gputex.from_array(a, "linear"), "rg8unorm", mips=True, precision="fast")
+    report = gputex.generate_mips(tex)
+    tex.destroy()
+    assert report.precision == "float"
+    assert report.note.startswith(f"{gpu.name}: the integer mip chain failed its self-check "
+                                  "(level 1 texel (0, 0): got [")
+    assert report.note.endswith("); the float path was used")
+
+
+@pytest.mark.gpu
+def test_failed_self_check_takes_the_host_engine_where_it_serves(gpu, monkeypatch, disagreeing):
+    """On a GPU adapter (the engine choice says shader) whose integer chain fails its self-check,
+    the exact bytes come from the host's C engine, not the float path, and the note says so."""
+    from gputex.mips import cpu
+
+    if not cpu.available():
+        pytest.skip("the C mip engine (gputex._mipcpu) is not built")
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
+    monkeypatch.setattr(cpu, "engine", lambda tex, layer=0: "shader")  # as on a GPU adapter
+    a = _image(np.random.default_rng(1665), 9, 5, 2, 8, "holes")
+    tex = gputex.upload(gpu, gputex.from_array(a, "linear"), "rg8unorm", mips=True, precision="fast")
+    report = gputex.generate_mips(tex)
+    got = [gputex.capture(tex, lv).tolist() for lv in range(1, tex.levels)]
+    tex.destroy()
+    assert (report.precision, report.engine, report.exact) == ("integer", "cpu", True)
+    assert report.note.startswith(f"{gpu.name}: the integer mip chain failed its self-check (level 1 texel (0, 0): got [")
+    assert report.note.endswith("); the host's C engine made it")
+    want = disagreeing(a.tolist(), 2, 8, False, True, tex.levels)
+    assert got == [[[list(t) for t in row] for row in level] for level in want]
 
 
 @pytest.mark.gpu

@@ -182,6 +182,17 @@ FORMATS = [("rgba8unorm-srgb", 4, 8, "srgb"), ("bgra8unorm", 4, 8, "linear"), ("
            ("r8unorm", 1, 8, "srgb"), ("rgba16unorm", 4, 16, "srgb"), ("r16unorm", 1, 16, "linear")]
 
 
+def _assert_model(gpu, a, fmt, space, channels, bits) -> None:
+    """Every level of ``a``'s exact chain, weighted and straight alpha, equals ``model_chain``'s."""
+    h, w = a.shape[:2]
+    for alpha in ("weighted", "straight"):
+        report, got = _levels(gpu, a, fmt, space, alpha, "exact")
+        assert report.precision == "integer" and report.note == ""
+        want = model_chain(a.tolist(), channels, bits, space == "srgb", alpha == "weighted", mip_count(w, h))
+        for lv, (g, m) in enumerate(zip(got, want), start=1):
+            assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"{fmt} {alpha} level {lv}"
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("fmt,channels,bits,space", FORMATS)
 @pytest.mark.parametrize("miss_all,first,pairs", [(False, 3, True), (False, 3, False), (True, 3, True), (True, 1, True)])
@@ -202,12 +213,7 @@ def test_fast_levels_and_the_exact_pass_equal_the_model(gpu, monkeypatch, fmt, c
     monkeypatch.setattr(odd, "FUSE", False)
     w, h = 61, 37
     a = _image(np.random.default_rng(2500 + channels * 3 + bits), w, h, channels, bits, "holes")
-    for alpha in ("weighted", "straight"):
-        report, got = _levels(gpu, a, fmt, space, alpha, "exact")
-        assert report.precision == "integer" and report.note == ""
-        want = model_chain(a.tolist(), channels, bits, space == "srgb", alpha == "weighted", mip_count(w, h))
-        for lv, (g, m) in enumerate(zip(got, want), start=1):
-            assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"{fmt} {alpha} level {lv}"
+    _assert_model(gpu, a, fmt, space, channels, bits)
 
 
 @pytest.mark.gpu
@@ -269,12 +275,7 @@ def test_small_levels_in_one_workgroup_equal_the_model(gpu, monkeypatch, fmt, ch
     jobs = odd._schedule(plan, {}, lambda st: (0, st.size[1]), lambda st: True, start)
     assert jobs[-1] == ("tail", start) and all(j[1].level < tail_from or j[0] == "cells" for j in jobs[:-1])
     a = _image(np.random.default_rng(2560 + channels * 3 + bits + first), w, h, channels, bits, "holes")
-    for alpha in ("weighted", "straight"):
-        report, got = _levels(gpu, a, fmt, space, alpha, "exact")
-        assert report.precision == "integer" and report.note == ""
-        want = model_chain(a.tolist(), channels, bits, space == "srgb", alpha == "weighted", mip_count(w, h))
-        for lv, (g, m) in enumerate(zip(got, want), start=1):
-            assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"{fmt} {alpha} level {lv}"
+    _assert_model(gpu, a, fmt, space, channels, bits)
 
 
 @pytest.mark.gpu
