@@ -19,11 +19,14 @@ def render_upload(results, session) -> None:
         if not (r.ok or r.layout):
             continue
         lay = r.layout
+        copies = ("chain and file made on the host (the C engine in a decode worker: no upload, no capture); "
+                  if r.upload_path is None and r.mips_engine == "host" else
+                  f"write_texture bytes_per_row {lay['bytes_per_row']}; capture bytes_per_row "
+                  f"{lay['padded_bytes_per_row']} (+{lay['padding_per_row']} padding per row), staging "
+                  f"{lay['staging_bytes']} bytes; path {r.upload_path or 'none'}; ")
         typer.echo(
             f"{r.source}: {r.format} {r.width}x{r.height} ({r.color_space}), {lay['data_bytes']} bytes; "
-            f"write_texture bytes_per_row {lay['bytes_per_row']}; capture bytes_per_row "
-            f"{lay['padded_bytes_per_row']} (+{lay['padding_per_row']} padding per row), staging "
-            f"{lay['staging_bytes']} bytes; path {r.upload_path or 'none (chain and file made on the host)'}; "
+            + copies
             + (f"resized from {r.resized_from[0]}x{r.resized_from[1]}" if r.resized_from
                else "exact round trip" if r.verified else "not verified" if r.verified is None else "MISMATCH")
             + (f"; {r.texture}" if r.texture and r.texture != "2d" else "")

@@ -331,3 +331,23 @@ def test_decoded_images_waiting_for_the_gpu_are_bounded(slot):
         batch._any_order(items, 3, pool, decode, gpu, None, lambda r: emitted.append(r.path), None)
     assert emitted == [i.path for i in items]  # every input, in input order
     assert seen["most"] <= (2 if slot else 3 + 1 + 1)  # the window, and the one in its GPU step
+
+
+def test_the_result_line_of_a_host_written_input(rng, tmp_path):
+    """The text line of an input whose chain and file a decode worker made names no copies that
+    never happened (no write_texture/capture row pitches, no staging)."""
+    import sys
+
+    a = rng.integers(0, 256, (32, 32, 4), np.uint8)
+    paths = [write(tmp_path / "in" / f"{n}.png", a) for n in ("p", "q", "r")]
+    env = dict(os.environ, GPUTEX_MIPS_ENGINE="cpu", PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-m", "gputex", "upload", *paths, "--mips", "-o", str(tmp_path / "out"),
+                        "--jobs", "3", "--workers", "2"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("adapter: ")
+    assert lines[1:] == [
+        f"{p}: rgba8unorm-srgb 32x32 (srgb), 4096 bytes; chain and file made on the host (the C engine in a decode "
+        f"worker: no upload, no capture); not verified; 6 levels -> {tmp_path / 'out' / (n + '.ktx2')}"
+        for p, n in zip(paths, ("p", "q", "r"))]
