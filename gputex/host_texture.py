@@ -40,7 +40,6 @@ class HostPlan:
     zstd: int | None
     always: bool  # GPUTEX_MIPS_ENGINE=cpu: every image it serves is made here, no GPU slot asked
     norm16: bool  # the device stores 16-bit data as *16unorm (unknown yet: 16-bit images go to the GPU)
-    srgb8: tuple[bytes, bytes] | None = None  # the engine's 8-bit sRGB tables (gputex.mips.cpu.host_tables)
 
 
 @dataclass
@@ -103,9 +102,7 @@ def write_host_texture(image: Image, plan: HostPlan, texture: tuple[Format, str,
     pixels = image.pixels[::-1] if plan.flip_y else image.pixels
     with span("mips:host-chain", path=plan.out):
         rows = to_texture_rows(pixels, space, fmt, premultiply=plan.premultiply)
-        tables = plan.srgb8 if fmt.bits == 8 and space == "srgb" else None
-        chain = host_chain(rows, fmt.channels, fmt.bits, space == "srgb", plan.weighted, levels, nthreads=1,
-                           tables=tables)
+        chain = host_chain(rows, fmt.channels, fmt.bits, space == "srgb", plan.weighted, levels, nthreads=1)
     t1 = time.perf_counter()
     data: list[Any] = [np.ascontiguousarray(a).view(np.uint8).reshape(-1).data for a in [rows, *chain]]
     tf = TextureFile(fmt, image.width, image.height, levels=data, color_space=space, source=image.source)

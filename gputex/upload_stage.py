@@ -43,7 +43,6 @@ class HostSplit:
         from .devflags import int_flag
 
         self.opts, self.names = opts, names
-        self.srgb8: tuple[bytes, bytes] | None = None
         self.on = False
         self.always = False
         self.norm16 = False
@@ -84,7 +83,7 @@ class HostSplit:
         opts = self.opts
         return HostPlan(texture_output(opts.out, opts.container, self.names, item), opts.format,
                         color_space_of(opts), opts.premultiply, opts.flip_y, opts.mip_levels,
-                        opts.mip_options.alpha == "weighted", opts.zstd, self.always, self.norm16, self.srgb8)
+                        opts.mip_options.alpha == "weighted", opts.zstd, self.always, self.norm16)
 
     def release(self, plan) -> None:
         """The input failed before a file was written: its reserved name is given back."""
@@ -111,16 +110,11 @@ class HostSplit:
         return True
 
     def opened(self) -> None:
-        """The decode workers run: the GPU's slots are offered (not with ``GPUTEX_MIPS_ENGINE=cpu``),
-        and the engine's sRGB tables computed once for the workers (the device thread's
-        rehearsal of an integer chain then finds them made: :mod:`gputex.mips.intbox` caches them)."""
-        from .mips import cpu
+        """The decode workers run: the GPU's slots are offered (not with ``GPUTEX_MIPS_ENGINE=cpu``)."""
         from .workers import free_gpu_slots
 
         if self.on and not self.always:
             free_gpu_slots(self.slots)
-        if self.on:
-            self.srgb8 = cpu.host_tables(8, True)
 
     def gpu_ready(self, session: Session) -> None:
         """The device is made (and rehearsed): 16-bit images can be planned from now on."""

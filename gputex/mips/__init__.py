@@ -224,13 +224,22 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
 
     if not int_ok(tex, filter, normal_map, coverage):
         return False
-    if single_pass and cpu.engine(tex, layer) == "cpu":  # the same integers natively, on a CPU adapter
+
+    def host() -> bool:
+        """The chain by the host's C engine (the same integers natively); False where its sums
+        did not fit in memory."""
         try:
             report.sources = cpu.cpu_chain(tex, alpha, layer, base)
-            report.exact, report.precision, report.engine = True, "integer", "cpu"
+        except MemoryError:
+            return False
+        report.exact, report.precision, report.engine = True, "integer", "cpu"
+        return True
+
+    if single_pass and cpu.engine(tex, layer) == "cpu":  # on a CPU adapter
+        if host():
             return True
-        except MemoryError:  # the host's sums did not fit: the shader makes the same bytes
-            report.note = f"{tex.source}: no host memory for the C mip engine's sums; the shader was used"
+        # the host's sums did not fit: the shader makes the same bytes
+        report.note = f"{tex.source}: no host memory for the C mip engine's sums; the shader was used"
     # the first faster form (same bytes) that serves the sizes, where its self-check passes;
     # else the multi-pass chain, saying why
     forms = (("single-pass integer", spd.spd_ok, spd.self_check, spd.spd_chain),
@@ -246,17 +255,12 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
         report.note = f"{tex.session.name}: the {name} mip chain failed its self-check ({why}); the integer chain was used"
         break
     passed, why = self_check(tex.session, tex.format, tex.color_space, alpha)
-    if not passed and single_pass and cpu.engine_flag() != "shader" and cpu.cpu_ok(tex, layer):
-        # the exact bytes all the same, from the host's C engine: an adapter that disagrees gives
-        # no other file than one that agrees (and than a batch's decode workers write, upload_stage.HostSplit)
-        try:
-            report.sources = cpu.cpu_chain(tex, alpha, layer, base)
-            report.exact, report.precision, report.engine = True, "integer", "cpu"
-            report.note = (f"{tex.session.name}: the integer mip chain failed its self-check ({why}); "
-                           "the host's C engine made it")
-            return True
-        except MemoryError:
-            pass
+    # an adapter that disagrees: the exact bytes all the same from the host's C engine (no other
+    # file than one that agrees gives, or than a batch's decode workers write: upload_stage.HostSplit)
+    if not passed and single_pass and cpu.engine_flag() != "shader" and cpu.cpu_ok(tex, layer) and host():
+        report.note = (f"{tex.session.name}: the integer mip chain failed its self-check ({why}); "
+                       "the host's C engine made it")
+        return True
     if not passed:
         report.note = (f"{tex.session.name}: the integer mip chain failed its self-check ({why}); "
                        "the float path was used")

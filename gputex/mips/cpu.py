@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..texture import Texture
 
 __all__ = ["ENGINES", "MAX_TEXELS", "engine", "engine_flag", "available", "serves", "cpu_ok", "threads", "host_chain",
-           "host_tables", "sources", "cpu_chain"]
+           "sources", "cpu_chain"]
 
 try:
     from .. import _mipcpu
@@ -89,13 +89,6 @@ def _tables(bits: int, srgb: bool) -> tuple[bytes, bytes]:
             np.array(threshold_table(bits, True), np.uint64).tobytes())
 
 
-def host_tables(bits: int, srgb: bool) -> tuple[bytes, bytes]:
-    """The engine's tables (``L`` and ``Q`` of :mod:`.intbox`, as uint64 words; empty for linear
-    data), for :func:`host_chain`'s ``tables``: computed once here (~85 ms of Python for 8-bit sRGB
-    on the 2-core machine) and handed to the processes that make chains."""
-    return _tables(bits, srgb)
-
-
 def threads() -> int:
     """Threads the C engine splits a level's rows over: the cores this process may use, at most 16,
     held to ``--threads`` (:func:`gputex.caps.capped`) as every other pool is."""
@@ -109,11 +102,10 @@ def threads() -> int:
 
 
 def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted: bool, levels: int,
-               nthreads: int | None = None, tables: tuple[bytes, bytes] | None = None) -> list[np.ndarray]:
+               nthreads: int | None = None) -> list[np.ndarray]:
     """Levels 1..``levels - 1`` of the integer chain of ``base`` (``(height, width, channels)``
     uint8 or uint16 codes, or the texture's tight rows ``(height, width * bytes per texel)``
-    uint8), each ``(h, w, channels)`` in ``base``'s dtype (``uint16`` for 16 bits). ``tables``:
-    :func:`host_tables` of ``(bits, srgb)`` where the caller has them."""
+    uint8), each ``(h, w, channels)`` in ``base``'s dtype (``uint16`` for 16 bits)."""
     import numpy as np
 
     assert _mipcpu is not None, "gputex._mipcpu was not built"
@@ -123,7 +115,7 @@ def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted:
     w = raw.size * raw.itemsize // (h * channels * bits // 8)
     sizes = [(max(1, w >> lv), max(1, h >> lv)) for lv in range(1, levels)]
     out = np.empty(sum(a * b for a, b in sizes) * channels, dtype)
-    lin, q = tables if tables is not None else _tables(bits, srgb)
+    lin, q = _tables(bits, srgb)
     _mipcpu.chain(raw.view(np.uint8).reshape(-1), out.view(np.uint8), w, h, levels, channels, bits, srgb,
                   weighted, lin, q, nthreads or threads())
     res, off = [], 0

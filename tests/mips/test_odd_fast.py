@@ -182,12 +182,21 @@ FORMATS = [("rgba8unorm-srgb", 4, 8, "srgb"), ("bgra8unorm", 4, 8, "linear"), ("
            ("r8unorm", 1, 8, "srgb"), ("rgba16unorm", 4, 16, "srgb"), ("r16unorm", 1, 16, "linear")]
 
 
-def _assert_model(gpu, a, fmt, space, channels, bits) -> None:
-    """Every level of ``a``'s exact chain, weighted and straight alpha, equals ``model_chain``'s."""
+def _set(monkeypatch, module, **flags) -> None:
+    """Each flag of ``module`` set for the test."""
+    for name, value in flags.items():
+        monkeypatch.setattr(module, name, value)
+
+
+def _assert_model(gpu, a, fmt, space, channels, bits, sources=None) -> None:
+    """Every level of ``a``'s exact chain, weighted and straight alpha, equals ``model_chain``'s
+    (and its report's ``sources`` are ``sources``, where given)."""
     h, w = a.shape[:2]
     for alpha in ("weighted", "straight"):
         report, got = _levels(gpu, a, fmt, space, alpha, "exact")
         assert report.precision == "integer" and report.note == ""
+        if sources is not None:
+            assert report.sources == sources
         want = model_chain(a.tolist(), channels, bits, space == "srgb", alpha == "weighted", mip_count(w, h))
         for lv, (g, m) in enumerate(zip(got, want), start=1):
             assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"{fmt} {alpha} level {lv}"
@@ -204,13 +213,9 @@ def test_fast_levels_and_the_exact_pass_equal_the_model(gpu, monkeypatch, fmt, c
     import gputex.mips.cells as cells
     import gputex.mips.odd as odd
 
-    monkeypatch.setattr(odd, "MISS_ALL", miss_all)
-    monkeypatch.setattr(odd, "PAIRS", pairs)
-    monkeypatch.setattr(odd, "SORTED", pairs)  # (cells in order of width, or in place)
+    # SORTED: cells in order of width, or in place
+    _set(monkeypatch, odd, MISS_ALL=miss_all, PAIRS=pairs, SORTED=pairs, FIRST=first, INLINE_FIX=False, FUSE=False)
     monkeypatch.setattr(cells, "FIRST_GRID", first)
-    monkeypatch.setattr(odd, "FIRST", first)
-    monkeypatch.setattr(odd, "INLINE_FIX", False)
-    monkeypatch.setattr(odd, "FUSE", False)
     w, h = 61, 37
     a = _image(np.random.default_rng(2500 + channels * 3 + bits), w, h, channels, bits, "holes")
     _assert_model(gpu, a, fmt, space, channels, bits)
@@ -228,27 +233,16 @@ def test_inline_exact_texels_and_fused_steps_equal_the_model(gpu, monkeypatch, f
     base in one sweep or the plain colour in a second (odd.ONE_SWEEP)."""
     import gputex.mips.odd as odd
 
-    monkeypatch.setattr(odd, "CELLS_WIDE", wide)
-    monkeypatch.setattr(odd, "SEPARATE", wide)  # (a buffer a level, or one for all)
-    monkeypatch.setattr(odd, "ONE_SWEEP", not wide)
-    monkeypatch.setattr(odd, "MISS_ALL", miss_all)
-    monkeypatch.setattr(odd, "INLINE_FIX", True)
-    monkeypatch.setattr(odd, "FUSE", True)
-    monkeypatch.setattr(odd, "SORTED", False)
-    monkeypatch.setattr(odd, "FIRST", first)
+    # SEPARATE: a buffer a level, or one for all
+    _set(monkeypatch, odd, CELLS_WIDE=wide, SEPARATE=wide, ONE_SWEEP=not wide, MISS_ALL=miss_all, INLINE_FIX=True,
+         FUSE=True, SORTED=False, FIRST=first)
     w, h = 61, 37
     a = _image(np.random.default_rng(2550 + channels * 3 + bits), w, h, channels, bits, "holes")
     jobs = odd._schedule(cell_plan(w, h, mip_count(w, h), 48, 1 << 30, first), {}, lambda st: (0, st.size[1]),
                          lambda st: True)
     assert [j[0] for j in jobs] == (["level", "level", "step", "step", "level"] if first == 4 else
                                     ["level", "step", "step", "step", "level"])
-    for alpha in ("weighted", "straight"):
-        report, got = _levels(gpu, a, fmt, space, alpha, "exact")
-        assert report.precision == "integer" and report.note == ""
-        assert report.sources == [k if k >= first else 0 for k in range(1, mip_count(w, h))]
-        want = model_chain(a.tolist(), channels, bits, space == "srgb", alpha == "weighted", mip_count(w, h))
-        for lv, (g, m) in enumerate(zip(got, want), start=1):
-            assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"{fmt} {alpha} level {lv}"
+    _assert_model(gpu, a, fmt, space, channels, bits, [k if k >= first else 0 for k in range(1, mip_count(w, h))])
 
 
 @pytest.mark.gpu
@@ -264,9 +258,8 @@ def test_small_levels_in_one_workgroup_equal_the_model(gpu, monkeypatch, fmt, ch
     import gputex.mips.cells as cells
     import gputex.mips.odd as odd
 
-    for name, value in (("TAIL", True), ("TAIL_TEXELS", texels), ("MISS_ALL", miss_all), ("FIRST", first),
-                        ("INLINE_FIX", True), ("FUSE", True), ("SORTED", False)):
-        monkeypatch.setattr(odd, name, value)
+    _set(monkeypatch, odd, TAIL=True, TAIL_TEXELS=texels, MISS_ALL=miss_all, FIRST=first, INLINE_FIX=True, FUSE=True,
+         SORTED=False)
     monkeypatch.setattr(cells, "FIRST_GRID", first)
     w, h = 61, 37
     plan = cell_plan(w, h, mip_count(w, h), 48, 1 << 30, first)
@@ -287,10 +280,8 @@ def test_a_buffer_and_a_list_a_level_equal_the_model(gpu, monkeypatch, fmt, chan
     own, G(4) from the base with the plain colour in a second sweep: the model's bytes."""
     import gputex.mips.odd as odd
 
-    for name, value in (("SEPARATE", True), ("FIX_WIDE", True), ("INLINE_FIX", False),
-                        ("FUSE", False),
-                        ("MISS_ALL", miss_all), ("FIRST", 4), ("ONE_SWEEP", False), ("CELLS_WIDE", True)):
-        monkeypatch.setattr(odd, name, value)
+    _set(monkeypatch, odd, SEPARATE=True, FIX_WIDE=True, INLINE_FIX=False, FUSE=False, MISS_ALL=miss_all, FIRST=4,
+         ONE_SWEEP=False, CELLS_WIDE=True)
     w, h = 67, 41
     a = _image(np.random.default_rng(2580 + channels * 3 + bits), w, h, channels, bits, "holes")
     want = model_chain(a.tolist(), channels, bits, space == "srgb", True, mip_count(w, h))
