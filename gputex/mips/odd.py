@@ -604,9 +604,10 @@ def _dispatch_indirect(enc: Any, pipe: Any, bind: Any, args: Any, timestamp_writ
 CHECK_SIZE = (45, 35)
 
 
-def self_check(session: Session, fmt: Format, color_space: str, alpha: str) -> tuple[bool, str]:
+def self_check(session: Session, fmt: Format, color_space: str, alpha: str, storage: str = "") -> tuple[bool, str]:
     """Once per session and kind of chain: this chain's bytes for a 45x35 image must be those of
-    ``intbox.model_chain``. Returns (passed, what differed)."""
+    ``intbox.model_chain``. Returns (passed, what differed). (``storage``: the texture's storage
+    format, :func:`gputex.mips.spd.self_check`'s; this chain copies its levels whatever it is.)"""
     from ..layout import mip_count
     from .integer import matches_model
 
