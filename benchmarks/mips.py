@@ -203,7 +203,7 @@ class SpeedOfLight:
         self.dst = gpu.device.create_buffer(size=max(16, 4 * total), usage=wgpu.BufferUsage.STORAGE)
         self.dst1 = gpu.device.create_buffer(size=max(16, 8 * h1 * -(-w1 // 2)), usage=wgpu.BufferUsage.STORAGE)
         prm = gpu.uniform(struct.pack("<4I16I", tex.width, tex.height, tex.levels, 0, *offsets))
-        view = tex.texture.create_view(base_mip_level=0, mip_level_count=1)
+        view = tex.view(base_mip_level=0, mip_level_count=1)
         self.bind = gpu.device.create_bind_group(layout=bgl, entries=[
             {"binding": 0, "resource": view},
             {"binding": 1, "resource": {"buffer": self.dst, "offset": 0, "size": self.dst.size}},
@@ -393,7 +393,9 @@ def timings(gpu, args) -> list[dict]:
         w, h = parse_size(text)
         rng = np.random.default_rng(1)
         a = rng.integers(0, 256 if eight else 65536, (h, w, 4), np.uint8 if eight else np.uint16)
-        tex = gputex.upload(gpu, gputex.from_array(a), args.format, mips=True, precision="fast")
+        # made as upload makes it (for the exact chain: a texture whose levels it stores, mips.stored_format)
+        tex = gputex.upload(gpu, gputex.from_array(a), args.format, mips=True,
+                            precision="exact" if "exact" in args.precisions else "fast")
         light = SpeedOfLight(gpu, tex) if gpu.has_feature("timestamp-query") else None
         sol = speed_of_light(gpu, light, args.repeat) if light else None
         print(f"\n{w}x{h} {args.format}, {tex.levels} levels; speed of light (read level 0, write every level, "

@@ -289,7 +289,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         if copy:
             base_bytes = buffer(pitch0 * tex.height, wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST,
                                 "mip base copy")
-        base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+        base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                        array_layer_count=1, dimension="2d")
         fast = [st for st in levels if _fast(plan, st)]
         def inline_at(st: Step) -> bool:

@@ -79,9 +79,9 @@ SMEM_TABLES: bool | None = None
 #: Levels 3.. of a pass summed one level a barrier (None: on every adapter but a CPU one, where
 #: two rounds of two levels each cost less; the same bytes either way, the tests run both).
 ROUND_A_LEVEL: bool | None = None
-#: Textures whose levels this chain will store get made for it (:func:`stored_format`). None: on
-#: every adapter but a CPU one (there the host's C engine makes the chain: ``mips/cpu.py``); the
-#: tests force it on lavapipe.
+#: Textures whose levels this chain will store get made for it (:func:`stored_format`). None: the
+#: developer flag ``GPUTEX_MIPS_STORE`` (``1``/``0``), else on every adapter but a CPU one (there
+#: the host's C engine makes the chain: ``mips/cpu.py``); the tests force it on lavapipe.
 STORE_LEVELS: bool | None = None
 #: The formats whose levels can be stored (8-bit RGBA: one texel a textureStore, ``store_value``).
 STORED_FORMATS = ("rgba8unorm", "rgba8unorm-srgb", "bgra8unorm", "bgra8unorm-srgb")
@@ -106,9 +106,13 @@ def stored_format(session, fmt, width: int, height: int, levels: int, depth: int
     """The storage format a texture of this format, size and levels should be made with
     (``create_texture(store_levels=...)``) because this chain will store its levels (the module
     docstring): ``fmt`` itself or its linear twin; "" where the mip step will not store them."""
+    from ..devflags import flag
     from .common import storage_twin
 
-    on = STORE_LEVELS if STORE_LEVELS is not None else session.info.adapter_type != "CPU"
+    on = STORE_LEVELS
+    if on is None:
+        on = flag("GPUTEX_MIPS_STORE") == "1" or (flag("GPUTEX_MIPS_STORE") != "0"
+                                                  and session.info.adapter_type != "CPU")
     if (not on or levels < 2 or depth != 1 or precision != "exact" or filter != "box" or normal_map
             or coverage is not None or fmt.name not in STORED_FORMATS or width * height > MAX_BASE_TEXELS
             or spd_plan(width, height, levels) is None):
