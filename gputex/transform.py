@@ -245,13 +245,14 @@ def _widen(plane, dtype):
 def resize_texture(tex: Texture, width: int, height: int, *, levels: int = 1, filter: str = "box",
                    alpha: str = "weighted", normal_map: bool = False, wrap: str = "clamp",
                    alpha_coverage: float | None = None, usage: int = 0, precision: str = "exact",
-                   render_target: bool = False) -> Texture:
+                   render_target: bool = False, store_levels: str = "") -> Texture:
     """A new texture of ``width`` x ``height`` (``levels`` mip levels allocated, not filled)
     whose level 0 is ``tex``'s level 0 (every layer) filtered on the GPU (see the module
     docstring); ``tex`` is left as it is. ``alpha_coverage`` is accepted for the mip options'
     sake and does not apply to the resize itself. ``precision``: as :func:`gputex.generate_mips`'s
     (``float32``: never the float64 path); ``render_target``: the new texture's mips will be drawn
-    (:func:`gputex.mips.needs_render_target`)."""
+    (:func:`gputex.mips.needs_render_target`); ``store_levels``: they will be stored through that
+    format (:func:`gputex.mips.stored_format`)."""
     import wgpu
 
     from .mips import check_options, use_float64
@@ -268,7 +269,8 @@ def resize_texture(tex: Texture, width: int, height: int, *, levels: int = 1, fi
                           "use --color-space linear or a non-sRGB format")
     out = create_texture(tex.session, tex.format, width, height, layers=tex.layers, levels=levels,
                          usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC | usage,
-                         color_space=tex.color_space, source=tex.source, render_target=render_target)
+                         color_space=tex.color_space, source=tex.source, render_target=render_target,
+                         store_levels=store_levels)
     out.faces, out.array = tex.faces, tex.array
     exact = _exact_path(tex, width, height, filter, normal_map) if float64 else None
     try:
