@@ -265,8 +265,7 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
         if ok:
             report.sources, report.gpu_ns, report.pass_ns = chain(tex, alpha, layer, measure)
             report.exact, report.precision = True, "integer"
-            if chain is spd.spd_chain:
-                report.note = spd.store_note(tex, alpha)
+            report.note = spd.store_note(tex, alpha, "mip-spd" if chain is spd.spd_chain else "mip-odd")
             return True
         report.note = f"{tex.session.name}: the {name} mip chain failed its self-check ({why}); the integer chain was used"
         break

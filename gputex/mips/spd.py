@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from ..texture import Texture
 
 __all__ = ["LEVELS_PER_PASS", "STORED_FORMATS", "spd_plan", "spd_ok", "spd_chain", "self_check", "stored_format",
-           "store_note"]
+           "stores", "checked", "store_note", "stand_in_view"]
 
 #: Levels one dispatch makes (two in registers, four in a 16x16 tile of workgroup memory).
 LEVELS_PER_PASS = 6
@@ -115,7 +115,7 @@ def stored_format(session, fmt, width: int, height: int, levels: int, depth: int
                                                   and session.info.adapter_type != "CPU")
     if (not on or levels < 2 or depth != 1 or precision != "exact" or filter != "box" or normal_map
             or coverage is not None or fmt.name not in STORED_FORMATS or width * height > MAX_BASE_TEXELS
-            or spd_plan(width, height, levels) is None):
+            or max(width, height) >= 1 << 16):  # (this chain's sizes, and the cell chain's: mips/odd.py)
         return ""
     return storage_twin(session, fmt) or ""
 
@@ -131,12 +131,26 @@ def _check_key(fmt, color_space: str, alpha: str) -> tuple:
     return fmt.name, color_space, alpha == "weighted" and fmt.channels != 1
 
 
-def _stores(tex: Texture, alpha: str) -> bool:
-    """Whether this chain stores ``tex``'s levels: made for it, and the stored self-check did
-    not fail on this session."""
+def stores(tex: Texture, alpha: str, cache: str = "mip-spd") -> bool:
+    """Whether a chain (its session cache: ``mip-spd``, ``mip-odd``) stores ``tex``'s levels:
+    the texture was made for it, and the chain's stored self-check did not fail on this session."""
     return (bool(tex.storage) and tex.format.name in STORED_FORMATS
-            and tex.session.cache("mip-spd").peek(("store-failed",) + _check_key(tex.format, tex.color_space, alpha))
+            and tex.session.cache(cache).peek(("store-failed",) + _check_key(tex.format, tex.color_space, alpha))
             is None)
+
+
+def checked(session, fmt, color_space: str, alpha: str, storage: str, cache: str, run) -> tuple[bool, str]:
+    """A chain's self-check (``run(storage)``: :func:`.integer.matches_model` over the chain, on
+    a texture made for stored levels or not), once per session and kind of chain: with
+    ``storage`` the stored chain first, and where it disagrees the buffer's (the chain then takes
+    the buffer, :func:`store_note` says so)."""
+    c = session.cache(cache)
+    if storage and fmt.name in STORED_FORMATS:
+        ok, why = c.get((f"{cache}-store-check", storage) + _check_key(fmt, color_space, alpha), lambda: run(storage))
+        if ok:
+            return True, ""
+        c.put(("store-failed",) + _check_key(fmt, color_space, alpha), why)
+    return c.get((f"{cache}-self-check",) + _check_key(fmt, color_space, alpha), lambda: run(""))
 
 
 def _out_bytes(tex: Texture, src: int, n: int) -> list[tuple[int, int]]:
@@ -189,7 +203,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     from ..kernels import submit_timed, timestamps
 
     session, device, fmt = tex.session, tex.session.device, tex.format
-    stored = _stores(tex, alpha)
+    stored = stores(tex, alpha)
     plan = spd_plan(tex.width, tex.height, tex.levels, _per_pass(session) if stored else LEVELS_PER_PASS)
     gpu = session.info.adapter_type != "CPU"
     # (the base is read through a view of the GPU texture's own format: a stored texture's linear one)
@@ -282,7 +296,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, constants=dict(consts, FROM_SUMS=src > 0,
                                                                                       STORE=store), subs=subs)
         params = session.uniform(_params(tex, src, n, lay))  # released with its bind group
-        views = [tex.storage_view(src + 1 + i, layer) if i < n else _stand_in_view(session, tex.storage)
+        views = [tex.storage_view(src + 1 + i, layer) if i < n else stand_in_view(session, tex.storage)
                  for i in range(LEVELS_PER_PASS)] if stored else []
         bind = device.create_bind_group(layout=bgl, entries=[
             {"binding": i, "resource": r} for i, r in enumerate(
@@ -293,7 +307,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
     return layouts, passes, out
 
 
-def _stand_in_view(session, fmt: str):
+def stand_in_view(session, fmt: str):
     """A 1x1 write view bound for a storing pass's missing levels (made once per session)."""
     import wgpu
 
@@ -315,22 +329,14 @@ def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") ->
     buffer's (the chain then takes the buffer: :func:`store_note`)."""
     from .integer import matches_model
 
-    cache = session.cache("mip-spd")
-    if storage and fmt.name in STORED_FORMATS:
-        key = ("mip-spd-store-check", storage) + _check_key(fmt, color_space, alpha)
-        ok, why = cache.get(key, lambda: matches_model(session, fmt, color_space, alpha, spd_chain, CHECK_SIZE, 8,
-                                                       storage=storage))
-        if ok:
-            return True, ""
-        cache.put(("store-failed",) + _check_key(fmt, color_space, alpha), why)
-    key = ("mip-spd-self-check",) + _check_key(fmt, color_space, alpha)
-    return cache.get(key, lambda: matches_model(session, fmt, color_space, alpha, spd_chain, CHECK_SIZE, 8))
+    return checked(session, fmt, color_space, alpha, storage, "mip-spd",
+                   lambda st: matches_model(session, fmt, color_space, alpha, spd_chain, CHECK_SIZE, 8, storage=st))
 
 
-def store_note(tex: Texture, alpha: str) -> str:
-    """``MipReport.note`` where ``tex``'s levels could have been stored but the stored chain
-    failed its self-check on this session (the buffer's passes made them), else ""."""
-    why = tex.session.cache("mip-spd").peek(("store-failed",) + _check_key(tex.format, tex.color_space, alpha))
+def store_note(tex: Texture, alpha: str, cache: str = "mip-spd") -> str:
+    """``MipReport.note`` where ``tex``'s levels could have been stored but the chain's (its
+    cache's) stored self-check failed on this session (its buffer made them), else ""."""
+    why = tex.session.cache(cache).peek(("store-failed",) + _check_key(tex.format, tex.color_space, alpha))
     if not tex.storage or why is None:
         return ""
     return (f"{tex.session.name}: storing the mip levels through {tex.storage} failed its self-check ({why}); "
