@@ -373,7 +373,7 @@ def upload_image(session: Session, image, opts: Options, result: Result, usage: 
                 resized = resize_texture(tex, *size, levels=levels, usage=usage | (
                     wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or bc else 0), **opts.mip_options.resize_kwargs(),
                     render_target=drawn_levels(session, tex.format, levels, path=opts.mip_options.path),
-                    store_levels=stored_levels(session, tex.format, *size, levels, opts.mip_options))
+                    store_levels=stored_levels(session, tex.format, size[0], size[1], levels, opts.mip_options))
             finally:
                 tex.destroy()
         result.resized_from = [image.width, image.height]
