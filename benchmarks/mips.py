@@ -559,8 +559,9 @@ HASH_FORMATS = [("rgba8unorm", 4, 8), ("rgba8unorm-srgb", 4, 8), ("bgra8unorm-sr
                 ("rg8unorm", 2, 8), ("rgba16unorm", 4, 16), ("rg16unorm", 2, 16), ("r16unorm", 1, 16)]
 
 
-def hashes(gpu, path: str, against: str | None = None) -> None:
-    """SHA-256 of every level of the mip test matrix (default precision), written to ``path``."""
+def hashes(gpu, path: str, against: str | None = None, formats: list[str] | None = None) -> None:
+    """SHA-256 of every level of the mip test matrix (default precision), written to ``path``
+    (``formats``: only those of the matrix, e.g. one process each; the files merge as dicts)."""
     import hashlib
     import json
 
@@ -569,7 +570,7 @@ def hashes(gpu, path: str, against: str | None = None) -> None:
     out = {"adapter": gpu.name, "commit": commit(), "cases": {}}
     engines = {"cpu": 0, "shader": 0}  # who made each case's chain (GPUTEX_MIPS_ENGINE, gputex.mips.cpu)
     for fmt, channels, bits in HASH_FORMATS:
-        if not gpu.has_feature(gputex.get_format(fmt).feature):
+        if not gpu.has_feature(gputex.get_format(fmt).feature) or (formats and fmt not in formats):
             continue
         for w, h in HASH_SIZES:
             for space in ("srgb",) if fmt.endswith("-srgb") else ("srgb", "linear"):
@@ -634,6 +635,7 @@ def main() -> None:
     ap.add_argument("--ktx", help="the ktx tool (default: ../shared/peers/ktx, then PATH)")
     ap.add_argument("--hashes", metavar="OUT.json", help="hash every level of the mip test matrix")
     ap.add_argument("--against", metavar="HASHES.json", help="with --hashes: compare with another adapter's file")
+    ap.add_argument("--hash-formats", nargs="+", metavar="FORMAT", help="with --hashes: only these formats")
     ap.add_argument("--paths", action="store_true", help="compute against render path (see above)")
     ap.add_argument("--formats", nargs="+",
                     default=["r8unorm", "rg8unorm", "rgb10a2unorm", "r16float", "rg16float"])
@@ -644,7 +646,7 @@ def main() -> None:
         compare_paths(gpu, args.formats, [parse_size(s)[0] for s in args.sizes], args.repeat)
         return
     if args.hashes:
-        hashes(gpu, args.hashes, args.against)
+        hashes(gpu, args.hashes, args.against, args.hash_formats)
         return
     result = {"adapter": gpu.name, "commit": commit()}
     if args.quality:
