@@ -52,6 +52,12 @@ of levels of at most 1M texels makes a texel a workgroup (``level_fix_wide``, :d
 8191^2 3.26 -> 3.19 ms (1.49x 8192^2), 4095x4097 1.09 -> 1.06 ms (1.79x 4096^2). The small levels in
 one workgroup (:data:`TAIL`) were slower and stay off.
 
+On a texture made for stored levels (:func:`.spd.stored_format`) each level's dispatches bind
+its write view and store with ``textureStore`` (``store_texel``; no output buffers or copies, no
+``tail``): H200 (helper h16store, ``benchmarks/results/mips-h200-ff3cc2c.txt``) 8191^2 3.216 ->
+2.136 ms, 4095x4097 1.077 -> 0.769 ms; but 1.90x / 2.34x the power-of-two chains, which lost their
+copies too (target 1.3x).
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
 ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the

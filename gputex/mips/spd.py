@@ -41,7 +41,9 @@ before. Before: on the H200 (warm median, 1f4fa10) 4096^2 0.599 ms of which ~0.2
 copies into an sRGB image are far below memory speed there whatever their source (level 1 of
 4096^2: buffer 0.186 ms, a storage twin texture 0.310 ms; branch h16twin stored into a twin and
 copied it, 0.783 against 0.620 ms, not kept), while ``textureStore`` of every level runs at 0.053
-ms (``benchmarks/store_floor.py``).
+ms (``benchmarks/store_floor.py``). Stored (ff3cc2c against main c924177, same call,
+``benchmarks/results/mips-h200-ff3cc2c.txt``): 4096^2 0.328 against 0.591 ms, 8192^2 1.124 against
+2.146 ms; the chain is now its passes (first pass 0.278 / 1.057 ms).
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x16 chain
 (seven levels: two passes, both kinds of tile) whose bytes must equal ``intbox.model_chain``'s.
