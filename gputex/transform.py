@@ -337,8 +337,8 @@ def _exact_box_layer(tex: Texture, out: Texture, layer: int, alpha: str) -> None
                                 size=max([64 * dw * (r1 - r0) * chunks for r0, r1 in parts if chunks > 1] + [64]),
                                 usage=wgpu.BufferUsage.STORAGE)
         made.append(partial)
-        base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
-                                       array_layer_count=1, dimension="2d")
+        base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer, array_layer_count=1,
+                        dimension="2d")
         enc = device.create_command_encoder()
         record_exact_bands(enc, session, (pipe, finish, bgl), base, scratch, partial, (w0, h0),
                            (dw, dh, pitch, parts, rows, chunks), out.texture, 0, layer)
@@ -396,8 +396,8 @@ def _exact_kernel_layer(tex: Texture, out: Texture, layer: int, filter: str, wra
                   "DECODE_SRGB": srgb, "ENCODE_SRGB": srgb, "SRC_IS_BASE": True, "SRGB_FORMAT": fmt.srgb,
                   "BGRA": fmt.bgra}
         pipe, bgl = common.pipeline(session, "mip_exact_kernel.wgsl", consts, entries)
-        base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
-                                       array_layer_count=1, dimension="2d")
+        base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer, array_layer_count=1,
+                        dimension="2d")
         bind = device.create_bind_group(layout=bgl, entries=[
             {"binding": 0, "resource": base},
             {"binding": 1, "resource": {"buffer": buf, "offset": 0, "size": buf.size}},
@@ -463,8 +463,8 @@ def _resize_layer(tex: Texture, out: Texture, layer: int, filter: str, alpha: st
         scratch = kept("resize-scratch", scratch_size, scratch_size, lambda: session.check(
             f"{tex.source}: resize buffer", device.create_buffer, size=scratch_size,
             usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC))
-        base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
-                                       array_layer_count=1, dimension="2d")
+        base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer, array_layer_count=1,
+                        dimension="2d")
         enc = device.create_command_encoder()
         pipe, bgl = common.pipeline(session, "mip_reduce.wgsl", consts, common.entries("reduce"))
         bind = device.create_bind_group(layout=bgl, entries=[

@@ -297,3 +297,41 @@ def test_cell_chain_stores_levels_made_in_bands(gpu, monkeypatch):
     model = model_chain(a.tolist(), 4, 8, True, True, mip_count(257, 131))
     for lv, (g, m) in enumerate(zip(got, model), start=1):
         assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"level {lv}"
+
+
+def test_every_step_reads_a_stored_texture_as_the_srgb_one(gpu, monkeypatch):
+    """The steps that read a texture's values through views (the float and kernel chains, the
+    resize, BC encoding, stats) give a texture made for stored levels (rgba8unorm with the sRGB view
+    format) exactly what they give the rgba8unorm-srgb texture of the same bytes."""
+    from gputex.transform import resize_texture
+
+    a = _image(np.random.default_rng(2600), 64, 32, 4, 8, "holes")
+    texs = {}
+    for on in (True, False):
+        monkeypatch.setattr(spd, "STORE_LEVELS", on)
+        texs[on] = gputex.upload(gpu, gputex.from_array(a, "srgb"), mips=True)
+    stored, plain = texs[True], texs[False]
+    try:
+        assert stored.texture.format == "rgba8unorm" and plain.texture.format == "rgba8unorm-srgb"
+
+        def levels(t):
+            return [gputex.capture(t, lv) for lv in range(t.levels)]
+
+        for kw in ({"precision": "fast"}, {"filter": "kaiser"}, {"precision": "fast", "alpha": "straight"}):
+            got = [gputex.generate_mips(t, **kw) and levels(t) for t in (stored, plain)]
+            for lv, (g, p) in enumerate(zip(*got)):
+                assert np.array_equal(g, p), f"{kw} level {lv}"
+        small = [resize_texture(t, 24, 12) for t in (stored, plain)]
+        assert np.array_equal(gputex.capture(small[0]), gputex.capture(small[1]))
+        for t in small:
+            t.destroy()
+        bc = [gputex.encode_blocks(t, "bc7-rgba-unorm-srgb", quality="fast") for t in (stored, plain)]
+        for lv in range(stored.levels):
+            assert np.array_equal(gputex.capture_bytes(bc[0], lv), gputex.capture_bytes(bc[1], lv)), f"bc7 level {lv}"
+        for t in bc:
+            t.destroy()
+        s, p = gputex.stats(stored, level=1), gputex.stats(plain, level=1)
+        assert (s.min, s.max, s.mean, s.std) == (p.min, p.max, p.mean, p.std)
+    finally:
+        stored.destroy()
+        plain.destroy()
