@@ -108,6 +108,7 @@ WGPU_CTYPES = (
     'WGPUTexelCopyTextureInfo *',
     'WGPUTextureBindingLayout *',
     'WGPUTextureDescriptor *',
+    'WGPUTextureFormat[]',  # the view formats of a texture made for stored mip levels (wgpu_compat.py)
     'WGPUTextureViewDescriptor *',
     'WGPUUncapturedErrorCallbackInfo *',
     'char []',
