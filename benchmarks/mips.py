@@ -203,7 +203,7 @@ class SpeedOfLight:
         self.dst = gpu.device.create_buffer(size=max(16, 4 * total), usage=wgpu.BufferUsage.STORAGE)
         self.dst1 = gpu.device.create_buffer(size=max(16, 8 * h1 * -(-w1 // 2)), usage=wgpu.BufferUsage.STORAGE)
         prm = gpu.uniform(struct.pack("<4I16I", tex.width, tex.height, tex.levels, 0, *offsets))
-        view = tex.texture.create_view(base_mip_level=0, mip_level_count=1)
+        view = tex.view(base_mip_level=0, mip_level_count=1)
         self.bind = gpu.device.create_bind_group(layout=bgl, entries=[
             {"binding": 0, "resource": view},
             {"binding": 1, "resource": {"buffer": self.dst, "offset": 0, "size": self.dst.size}},
@@ -393,7 +393,9 @@ def timings(gpu, args) -> list[dict]:
         w, h = parse_size(text)
         rng = np.random.default_rng(1)
         a = rng.integers(0, 256 if eight else 65536, (h, w, 4), np.uint8 if eight else np.uint16)
-        tex = gputex.upload(gpu, gputex.from_array(a), args.format, mips=True, precision="fast")
+        # made as upload makes it (for the exact chain: a texture whose levels it stores, mips.stored_format)
+        tex = gputex.upload(gpu, gputex.from_array(a), args.format, mips=True,
+                            precision="exact" if "exact" in args.precisions else "fast")
         light = SpeedOfLight(gpu, tex) if gpu.has_feature("timestamp-query") else None
         sol = speed_of_light(gpu, light, args.repeat) if light else None
         print(f"\n{w}x{h} {args.format}, {tex.levels} levels; speed of light (read level 0, write every level, "
@@ -557,8 +559,9 @@ HASH_FORMATS = [("rgba8unorm", 4, 8), ("rgba8unorm-srgb", 4, 8), ("bgra8unorm-sr
                 ("rg8unorm", 2, 8), ("rgba16unorm", 4, 16), ("rg16unorm", 2, 16), ("r16unorm", 1, 16)]
 
 
-def hashes(gpu, path: str, against: str | None = None) -> None:
-    """SHA-256 of every level of the mip test matrix (default precision), written to ``path``."""
+def hashes(gpu, path: str, against: str | None = None, formats: list[str] | None = None) -> None:
+    """SHA-256 of every level of the mip test matrix (default precision), written to ``path``
+    (``formats``: only those of the matrix, e.g. one process each; the files merge as dicts)."""
     import hashlib
     import json
 
@@ -567,7 +570,7 @@ def hashes(gpu, path: str, against: str | None = None) -> None:
     out = {"adapter": gpu.name, "commit": commit(), "cases": {}}
     engines = {"cpu": 0, "shader": 0}  # who made each case's chain (GPUTEX_MIPS_ENGINE, gputex.mips.cpu)
     for fmt, channels, bits in HASH_FORMATS:
-        if not gpu.has_feature(gputex.get_format(fmt).feature):
+        if not gpu.has_feature(gputex.get_format(fmt).feature) or (formats and fmt not in formats):
             continue
         for w, h in HASH_SIZES:
             for space in ("srgb",) if fmt.endswith("-srgb") else ("srgb", "linear"):
@@ -632,6 +635,7 @@ def main() -> None:
     ap.add_argument("--ktx", help="the ktx tool (default: ../shared/peers/ktx, then PATH)")
     ap.add_argument("--hashes", metavar="OUT.json", help="hash every level of the mip test matrix")
     ap.add_argument("--against", metavar="HASHES.json", help="with --hashes: compare with another adapter's file")
+    ap.add_argument("--hash-formats", nargs="+", metavar="FORMAT", help="with --hashes: only these formats")
     ap.add_argument("--paths", action="store_true", help="compute against render path (see above)")
     ap.add_argument("--formats", nargs="+",
                     default=["r8unorm", "rg8unorm", "rgb10a2unorm", "r16float", "rg16float"])
@@ -642,7 +646,7 @@ def main() -> None:
         compare_paths(gpu, args.formats, [parse_size(s)[0] for s in args.sizes], args.repeat)
         return
     if args.hashes:
-        hashes(gpu, args.hashes, args.against)
+        hashes(gpu, args.hashes, args.against, args.hash_formats)
         return
     result = {"adapter": gpu.name, "commit": commit()}
     if args.quality:

@@ -454,8 +454,7 @@ def encode_levels(tex: Texture, format: str, quality: str = "normal", *, measure
             prm = struct.pack("<6I", w, h, lay.blocks_across, lay.blocks_down, pitch // 4,
                               pitch * lay.blocks_down // 4)
             bind = device.create_bind_group(layout=bgl, entries=[
-                {"binding": 0, "resource": tex.texture.create_view(dimension="2d-array", base_mip_level=level,
-                                                                   mip_level_count=1)},
+                {"binding": 0, "resource": tex.view(dimension="2d-array", base_mip_level=level, mip_level_count=1)},
                 {"binding": 1, "resource": {"buffer": buf, "offset": offsets[level], "size": sizes[level]}},
                 {"binding": 2, "resource": {"buffer": session.uniform(prm)}}] + extra)
             ts = query.next() if query else None

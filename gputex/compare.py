@@ -124,14 +124,15 @@ def _pipeline(session, sampled: str, entry: str, constants: dict):
 def _view(tex: Texture, level: int, layer: int):
     """A view of one level/layer that loads the stored codes.
 
-    Sampling an ``-srgb`` view decodes to linear light, and wgpu-py 0.32 cannot create
-    textures with ``view_formats``; so an sRGB level is first copied (GPU to GPU, the
-    formats are copy-compatible) into a texture of its linear twin.
+    Sampling an ``-srgb`` view decodes to linear light: a texture made as its linear twin
+    (``gputex/texture.py``: its levels are stored by the mip chain) is viewed in that format;
+    any other sRGB level is first copied (GPU to GPU, the formats are copy-compatible) into a
+    texture of its linear twin.
     """
     import wgpu
 
     fmt = tex.format
-    if not fmt.srgb:
+    if not tex.texture.format.endswith("-srgb"):  # the GPU texture's own format: the codes as stored
         return tex.texture.create_view(base_mip_level=level, mip_level_count=1,
                                        base_array_layer=layer, array_layer_count=1, dimension="2d")
     w, h = tex.size(level)

@@ -36,6 +36,9 @@ variable                    what it overrides
                             steers ``upload --mips -o DIR`` batches' split (``shader``: every
                             chain on the GPU step; ``cpu``: every one the engine serves made by
                             the decode workers; :class:`gputex.upload_stage.HostSplit`).
+``GPUTEX_MIPS_STORE``       ``1`` or ``0``: textures made for the exact chain to store their levels
+                            (``textureStore``, no copies; :func:`gputex.mips.spd.stored_format`)
+                            on every adapter, or on none (default: on every adapter but a CPU one).
 ``GPUTEX_GPU_SLOTS``        images the GPU step of a split batch takes at once (default 8,
                             :data:`gputex.upload_stage.GPU_SLOTS`).
 ``GPUTEX_FSYNC``            ``1``: every output is fsynced before it is named (``--fsync`` sets it
@@ -67,6 +70,7 @@ FLAGS = {
     "GPUTEX_MIPS_F64": "0: no float64 mip/resize paths",
     "GPUTEX_MIPS_KERNEL": "sep or 2d: the float64 kernel mip shader",
     "GPUTEX_MIPS_ENGINE": "auto, shader or cpu: who makes the exact integer mip chain",
+    "GPUTEX_MIPS_STORE": "1 or 0: the exact mip chain stores its levels on every adapter, or on none",
     "GPUTEX_FSYNC": "1: outputs fsynced before they are named (--fsync)",
     "GPUTEX_GPU_SLOTS": "images the GPU step of a split upload -o batch takes at once",
 }

@@ -40,6 +40,7 @@ WANTED_LIMITS = (
     "max-buffer-size",
     "max-storage-buffer-binding-size",
     "max-compute-workgroup-storage-size",
+    "max-storage-textures-per-shader-stage",  # the exact chain's levels stored a binding each (mips/spd.py)
 )
 
 
@@ -107,6 +108,7 @@ WGPU_CTYPES = (
     'WGPUTexelCopyTextureInfo *',
     'WGPUTextureBindingLayout *',
     'WGPUTextureDescriptor *',
+    'WGPUTextureFormat[]',  # the view formats of a texture made for stored mip levels (wgpu_compat.py)
     'WGPUTextureViewDescriptor *',
     'WGPUUncapturedErrorCallbackInfo *',
     'char []',

@@ -169,6 +169,14 @@ def _mips(tex: Texture, steps: GpuSteps, image=None) -> None:
                       normal_map=steps.normal_map, alpha_coverage=steps.alpha_coverage, base=base)
 
 
+def _stored(session, image, fmt, steps) -> str:
+    """``create_texture``'s ``store_levels`` for ``image``'s texture (:func:`gputex.mips.stored_format`)."""
+    from .mips import stored_format
+
+    return stored_format(session, fmt, image.width, image.height, steps.levels(image), filter=steps.filter,
+                         precision=steps.precision, normal_map=steps.normal_map, coverage=steps.alpha_coverage)
+
+
 def _alone(session, image, fmt, steps, budget) -> TextureFile:
     """The per-image path, for an image too big for a group."""
     import wgpu
@@ -178,7 +186,7 @@ def _alone(session, image, fmt, steps, budget) -> TextureFile:
 
     tex = upload(session, image, fmt, color_space=steps.color_space, levels=steps.levels(image),
                  premultiply=steps.premultiply, flip_y=steps.flip_y, budget=budget,
-                 usage=wgpu.TextureUsage.TEXTURE_BINDING)
+                 usage=wgpu.TextureUsage.TEXTURE_BINDING, store_levels=_stored(session, image, fmt, steps))
     try:
         _mips(tex, steps, image)
         return capture_texture_file(tex, budget=budget)
@@ -272,7 +280,8 @@ class _Group:
         for image, fmt in zip(self.images, fmts):
             self.texs.append(create_texture(session, fmt, image.width, image.height, levels=steps.levels(image),
                                             usage=copy_usage(wgpu.TextureUsage.TEXTURE_BINDING),
-                                            color_space=_space(image, fmt, steps), source=image.source))
+                                            color_space=_space(image, fmt, steps), source=image.source,
+                                            store_levels=_stored(session, image, fmt, steps)))
         self.offsets, total = [], 0
         for tex in self.texs:
             self.offsets.append(total)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Options", "InputOptions", "ChainOptions", "CaptureOptions", "ContainerOptions", "MipOptions", "Decoded",
            "Captured", "Result", "decode_stage", "upload_image", "decode_input", "is_texfile", "mip_levels", "all_mips",
-           "note_texture", "upload_format", "color_space_of", "drawn_levels", "levels_wanted", "stored_channels",
+           "note_texture", "upload_format", "color_space_of", "drawn_levels", "stored_levels", "levels_wanted", "stored_channels",
            "run_one", "timed",
            # where they live now (gputex.outputs), for importers of the old names
            "OutputNames", "SingleOutput", "output_name", "refuse_overwriting_inputs"]
@@ -280,6 +280,18 @@ def drawn_levels(session: Session, fmt, levels: int, depth: int = 1, path: str |
     return needs_render_target(session, fmt, path)
 
 
+def stored_levels(session: Session, fmt, width: int, height: int, levels: int, mip: MipOptions,
+                  depth: int = 1) -> str:
+    """The storage format the mip step will store this texture's levels through (the
+    ``store_levels`` argument of :func:`gputex.texture.create_texture`), or ""."""
+    if levels <= 1 or depth > 1:
+        return ""
+    from .mips import stored_format
+
+    return stored_format(session, fmt, width, height, levels, depth, filter=mip.filter, precision=mip.precision,
+                         normal_map=mip.normal_map, coverage=mip.alpha_coverage)
+
+
 def _upload_texfile(session: Session, tf, opts: Options, result: Result, usage: int = 0,
                     decode_blocks: bool = True) -> Texture:
     """Upload a texture file's levels as stored; with ``decode_blocks`` a compressed texture is
@@ -302,7 +314,9 @@ def _upload_texfile(session: Session, tf, opts: Options, result: Result, usage: 
         tex = upload_texture_file(session, tf, levels=alloc, color_space=opts.color_space, budget=opts.budget,
                                   usage=usage | wgpu.TextureUsage.TEXTURE_BINDING,
                                   render_target=drawn_levels(session, tf.format, max(len(tf.levels), alloc or 0),
-                                                             tf.depth, opts.mip_options.path))
+                                                             tf.depth, opts.mip_options.path),
+                                  store_levels="" if tf.format.compressed or not make_mips else stored_levels(
+                                      session, tf.format, tf.width, tf.height, want, opts.mip_options, tf.depth))
     if tf.format.compressed and not keep_compressed:
         from .unblock import decode_blocks as _decode_blocks
 
@@ -348,6 +362,8 @@ def upload_image(session: Session, image, opts: Options, result: Result, usage: 
                      path=opts.upload_path, progress=progress,
                      render_target=alloc > 1 and drawn_levels(session, resolve_format(image, fmt, session, space),
                                                               alloc, path=opts.mip_options.path),
+                     store_levels=stored_levels(session, resolve_format(image, fmt, session, space), image.width,
+                                                image.height, alloc, opts.mip_options),
                      usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or size or bc else 0))
     if size:
         from .transform import resize_texture
@@ -356,7 +372,8 @@ def upload_image(session: Session, image, opts: Options, result: Result, usage: 
             try:
                 resized = resize_texture(tex, *size, levels=levels, usage=usage | (
                     wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or bc else 0), **opts.mip_options.resize_kwargs(),
-                    render_target=drawn_levels(session, tex.format, levels, path=opts.mip_options.path))
+                    render_target=drawn_levels(session, tex.format, levels, path=opts.mip_options.path),
+                    store_levels=stored_levels(session, tex.format, size[0], size[1], levels, opts.mip_options))
             finally:
                 tex.destroy()
         result.resized_from = [image.width, image.height]

@@ -3,7 +3,17 @@
 
 Every step that makes a texture (upload, mips, resize, BC encode and decode, arrays/cubes)
 makes it here. This module imports no step module: whether a texture's mip levels are drawn
-(and so need ``RENDER_ATTACHMENT``) is the caller's ``render_target`` argument.
+(and so need ``RENDER_ATTACHMENT``) is the caller's ``render_target`` argument, and whether a
+compute shader stores them (``store_levels``: the storage format they go through) the caller's too.
+
+**Physical and logical formats.** An sRGB format cannot be a storage texture, so a texture whose
+levels a compute shader stores (the exact single-pass chain, ``gputex.mips.stored_format``) is
+made as its linear twin (``rgba8unorm`` for ``rgba8unorm-srgb``) with the sRGB format as a view
+format (:mod:`gputex.wgpu_compat`: wgpu-py 0.32.0 needs a shim for it). :attr:`Texture.format`
+stays the logical format (what reports, ``--json``, the file writers and every user see); the
+GPU texture's own format is ``texture.format``. Steps that read values make their views with
+:meth:`Texture.view`, which asks for the logical format where the two differ; copies between the
+two formats are legal (they differ only in sRGB-ness) and move the same bytes.
 """
 
 from __future__ import annotations
@@ -47,6 +57,29 @@ class Texture:
     #: across its reuses (``extras``: e.g. the mip chain's buffers and bind groups). None otherwise.
     pool_key: Any = field(default=None, repr=False, compare=False)
     extras: dict | None = field(default=None, repr=False, compare=False)
+    #: The storage format a compute shader stores this texture's levels through (the GPU
+    #: texture's own format, made with ``STORAGE_BINDING``: see the module docstring), or "".
+    storage: str = ""
+
+    def view(self, **kwargs: Any) -> Any:
+        """``texture.create_view(**kwargs)`` in the logical format: where the GPU texture is
+        the linear twin of an sRGB format, the view reads (and renders) sRGB. Every step that
+        reads values makes its views here."""
+        if self.texture.format != self.format.name:
+            import wgpu
+
+            kwargs.setdefault("format", self.format.name)
+            kwargs.setdefault("usage", self.texture.usage & ~wgpu.TextureUsage.STORAGE_BINDING)
+        return self.texture.create_view(**kwargs)
+
+    def storage_view(self, level: int, layer: int = 0) -> Any:
+        """A write view of one level of one layer in :attr:`storage` (its codes as stored, no
+        sRGB conversion), for ``texture_storage_2d`` bindings."""
+        import wgpu
+
+        return self.texture.create_view(format=self.storage, dimension="2d", base_mip_level=level, mip_level_count=1,
+                                        base_array_layer=layer, array_layer_count=1,
+                                        usage=wgpu.TextureUsage.STORAGE_BINDING)
 
     def size(self, level: int = 0) -> tuple[int, int]:
         return mip_size(self.width, self.height, level)
@@ -111,7 +144,7 @@ def copy_usage(extra: int = 0) -> int:
 def create_texture(session: Session, fmt: Format, width: int, height: int, *, layers: int = 1,
                    levels: int = 1, usage: int | None = None, color_space: str = "srgb",
                    source: str = "", view_formats: list[str] | None = None, depth: int = 1,
-                   render_target: bool = False) -> Texture:
+                   render_target: bool = False, store_levels: str = "") -> Texture:
     """Create a 2D (array) texture, or a 3D one when ``depth > 1``, after checking size, feature
     and level count.
 
@@ -122,6 +155,11 @@ def create_texture(session: Session, fmt: Format, width: int, height: int, *, la
     ``render_target``: the caller's mip step draws the levels (``gputex.mips.render_target``
     says when), so a 2D texture of several levels also gets ``RENDER_ATTACHMENT``. The caller
     decides: this module does not know how mips are made.
+
+    ``store_levels``: the caller's mip step stores the levels with a compute shader through this
+    storage format (``gputex.mips.stored_format`` says when and which: ``fmt`` itself or its
+    linear twin); a 2D texture of several levels is then made in that format with
+    ``STORAGE_BINDING`` and ``fmt`` as a view format (the module docstring).
     """
     if not session.has_feature(fmt.feature):
         raise FormatError(f"{source + ': ' if source else 'format '}{fmt.name} needs the device feature "
@@ -142,23 +180,34 @@ def create_texture(session: Session, fmt: Format, width: int, height: int, *, la
         import wgpu
 
         usage = (copy_usage() if usage is None else usage) | wgpu.TextureUsage.RENDER_ATTACHMENT
+    physical, storage = fmt.name, ""
+    if store_levels and levels > 1 and depth == 1:  # its mips are stored by a compute shader
+        import wgpu
+
+        physical, storage = store_levels, store_levels
+        usage = (copy_usage() if usage is None else usage) | wgpu.TextureUsage.STORAGE_BINDING
+        if physical != fmt.name:
+            view_formats = list(view_formats or ()) + [fmt.name]
     pool_key = None
     if getattr(_REUSE, "session", None) is session and depth == 1:
         pool_key = (fmt.name, alloc_w, alloc_h, layers, levels, copy_usage() if usage is None else usage,
-                    tuple(view_formats or ()))
+                    tuple(view_formats or ()), physical)
         kept = _pool(session).take(pool_key)
         if kept is not None:
             return Texture(session, kept[0], fmt, width, height, layers, levels, color_space, source,
-                           pool_key=pool_key, extras=kept[1])
+                           pool_key=pool_key, extras=kept[1], storage=storage)
+    from .wgpu_compat import create_texture as create
+
     tex = session.check(
         f"{source or 'texture'}: create {fmt.name} {width}x{height}",
-        session.device.create_texture,
-        label=label(source), size=(alloc_w, alloc_h, depth if depth > 1 else layers), format=fmt.name,
+        create, session.device,
+        label=label(source), size=(alloc_w, alloc_h, depth if depth > 1 else layers), format=physical,
         mip_level_count=levels, usage=copy_usage() if usage is None else usage,
         dimension="3d" if depth > 1 else "2d", view_formats=view_formats or [],
     )
     return Texture(session, tex, fmt, width, height, 1 if depth > 1 else layers, levels, color_space, source,
-                   depth=depth, pool_key=pool_key, extras=None if pool_key is None else {"device": session.device})
+                   depth=depth, pool_key=pool_key, extras=None if pool_key is None else {"device": session.device},
+                   storage=storage)
 
 
 def label(source: str | None) -> str:

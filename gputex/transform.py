@@ -245,13 +245,14 @@ def _widen(plane, dtype):
 def resize_texture(tex: Texture, width: int, height: int, *, levels: int = 1, filter: str = "box",
                    alpha: str = "weighted", normal_map: bool = False, wrap: str = "clamp",
                    alpha_coverage: float | None = None, usage: int = 0, precision: str = "exact",
-                   render_target: bool = False) -> Texture:
+                   render_target: bool = False, store_levels: str = "") -> Texture:
     """A new texture of ``width`` x ``height`` (``levels`` mip levels allocated, not filled)
     whose level 0 is ``tex``'s level 0 (every layer) filtered on the GPU (see the module
     docstring); ``tex`` is left as it is. ``alpha_coverage`` is accepted for the mip options'
     sake and does not apply to the resize itself. ``precision``: as :func:`gputex.generate_mips`'s
     (``float32``: never the float64 path); ``render_target``: the new texture's mips will be drawn
-    (:func:`gputex.mips.needs_render_target`)."""
+    (:func:`gputex.mips.needs_render_target`); ``store_levels``: they will be stored through that
+    format (:func:`gputex.mips.stored_format`)."""
     import wgpu
 
     from .mips import check_options, use_float64
@@ -268,7 +269,8 @@ def resize_texture(tex: Texture, width: int, height: int, *, levels: int = 1, fi
                           "use --color-space linear or a non-sRGB format")
     out = create_texture(tex.session, tex.format, width, height, layers=tex.layers, levels=levels,
                          usage=wgpu.TextureUsage.COPY_DST | wgpu.TextureUsage.COPY_SRC | usage,
-                         color_space=tex.color_space, source=tex.source, render_target=render_target)
+                         color_space=tex.color_space, source=tex.source, render_target=render_target,
+                         store_levels=store_levels)
     out.faces, out.array = tex.faces, tex.array
     exact = _exact_path(tex, width, height, filter, normal_map) if float64 else None
     try:
@@ -335,8 +337,8 @@ def _exact_box_layer(tex: Texture, out: Texture, layer: int, alpha: str) -> None
                                 size=max([64 * dw * (r1 - r0) * chunks for r0, r1 in parts if chunks > 1] + [64]),
                                 usage=wgpu.BufferUsage.STORAGE)
         made.append(partial)
-        base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
-                                       array_layer_count=1, dimension="2d")
+        base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer, array_layer_count=1,
+                        dimension="2d")
         enc = device.create_command_encoder()
         record_exact_bands(enc, session, (pipe, finish, bgl), base, scratch, partial, (w0, h0),
                            (dw, dh, pitch, parts, rows, chunks), out.texture, 0, layer)
@@ -394,8 +396,8 @@ def _exact_kernel_layer(tex: Texture, out: Texture, layer: int, filter: str, wra
                   "DECODE_SRGB": srgb, "ENCODE_SRGB": srgb, "SRC_IS_BASE": True, "SRGB_FORMAT": fmt.srgb,
                   "BGRA": fmt.bgra}
         pipe, bgl = common.pipeline(session, "mip_exact_kernel.wgsl", consts, entries)
-        base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
-                                       array_layer_count=1, dimension="2d")
+        base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer, array_layer_count=1,
+                        dimension="2d")
         bind = device.create_bind_group(layout=bgl, entries=[
             {"binding": 0, "resource": base},
             {"binding": 1, "resource": {"buffer": buf, "offset": 0, "size": buf.size}},
@@ -461,8 +463,8 @@ def _resize_layer(tex: Texture, out: Texture, layer: int, filter: str, alpha: st
         scratch = kept("resize-scratch", scratch_size, scratch_size, lambda: session.check(
             f"{tex.source}: resize buffer", device.create_buffer, size=scratch_size,
             usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC))
-        base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
-                                       array_layer_count=1, dimension="2d")
+        base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer, array_layer_count=1,
+                        dimension="2d")
         enc = device.create_command_encoder()
         pipe, bgl = common.pipeline(session, "mip_reduce.wgsl", consts, common.entries("reduce"))
         bind = device.create_bind_group(layout=bgl, entries=[

@@ -90,7 +90,7 @@ def decode_blocks(tex: Texture, *, levels: int | None = None, mode: str = "spec"
         enc = session.device.create_command_encoder()
         for level in range(tex.levels):
             w, h = tex.size(level)
-            src_view = tex.texture.create_view(dimension="2d-array", base_mip_level=level, mip_level_count=1)
+            src_view = tex.view(dimension="2d-array", base_mip_level=level, mip_level_count=1)
             dst_view = out.texture.create_view(dimension="2d-array", base_mip_level=level, mip_level_count=1)
             bind = session.device.create_bind_group(layout=bgl, entries=[
                 {"binding": 0, "resource": src_view}, {"binding": 1, "resource": dst_view},

@@ -45,7 +45,8 @@ Progress = Callable[[int, int], None]
 def upload(session: Session, image: Image, format: str | Format | None = None, *,
            color_space: str | None = None, levels: int = 1, premultiply: bool = False,
            flip_y: bool = False, budget: int = DEFAULT_BUDGET, path: str = "auto",
-           usage: int = 0, progress: Progress | None = None, render_target: bool = False) -> Texture:
+           usage: int = 0, progress: Progress | None = None, render_target: bool = False,
+           store_levels: str = "") -> Texture:
     """Upload ``image`` as level 0 of a new texture.
 
     Parameters
@@ -65,6 +66,9 @@ def upload(session: Session, image: Image, format: str | Format | None = None, *
         Extra ``wgpu.TextureUsage`` bits a later step needs (mips add TEXTURE_BINDING).
     render_target
         The mip step will draw the levels (see :func:`gputex.texture.create_texture`).
+    store_levels
+        The mip step will store the levels through this storage format
+        (:func:`gputex.mips.stored_format`; see :func:`gputex.texture.create_texture`).
     """
     from .convert import check_convertible
 
@@ -77,7 +81,7 @@ def upload(session: Session, image: Image, format: str | Format | None = None, *
         raise FormatError(f"{fmt.name} is block-compressed; gputex uploads images to uncompressed formats")
     tex = create_texture(session, fmt, image.width, image.height, levels=levels,
                          usage=copy_usage(usage), color_space=space, source=image.source,
-                         render_target=render_target)
+                         render_target=render_target, store_levels=store_levels)
     try:
         write_image(tex, image, premultiply=premultiply, flip_y=flip_y, budget=budget,
                     path=path, progress=progress)
@@ -205,7 +209,8 @@ def _staging_bands(tex, lay, parts, convert, level, layer, progress) -> None:
 
 def upload_texture_file(session: Session, tf: TextureFile, *, levels: int | None = None,
                         color_space: str | None = None, budget: int = DEFAULT_BUDGET, usage: int = 0,
-                        progress: Progress | None = None, render_target: bool = False) -> Texture:
+                        progress: Progress | None = None, render_target: bool = False,
+                        store_levels: str = "") -> Texture:
     """Put every level, layer, face and slice of a texture file on the GPU with ``write_texture``.
 
     Each level goes in block rows: ``bytes_per_row = blocks_across x bytes_per_block``,
@@ -221,7 +226,8 @@ def upload_texture_file(session: Session, tf: TextureFile, *, levels: int | None
     space = "srgb" if fmt.srgb else (color_space or tf.color_space)
     nlevels = max(len(tf.levels), levels or 0)
     tex = create_texture(session, fmt, tf.width, tf.height, layers=tf.images, depth=tf.depth, levels=nlevels,
-                         usage=copy_usage(usage), color_space=space, source=tf.source, render_target=render_target)
+                         usage=copy_usage(usage), color_space=space, source=tf.source, render_target=render_target,
+                         store_levels=store_levels)
     tex.faces, tex.array = tf.faces, tf.array
     queue = session.device.queue
     bw, bh = fmt.block

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from ..texture import Texture
 
 __all__ = ["generate_mips", "MipReport", "FILTERS", "FILTER_NAMES", "ALPHA_MODES", "WRAPS", "PRECISIONS", "PATHS",
-           "box_source_level", "kernel_taps", "mips_path", "needs_render_target", "use_float64", "check_precision"]
+           "box_source_level", "kernel_taps", "mips_path", "needs_render_target", "stored_format", "use_float64",
+           "check_precision"]
 
 #: ``exact``: integer chain where it applies, float64 where the device has it, else float32;
 #: ``fast``: no integer chain; ``float32``: float32 only (what an adapter without shader-f64 runs);
@@ -90,6 +91,19 @@ def use_float64(session: Session, precision: str = "exact") -> bool:
     ``float32`` and the developer override ``GPUTEX_MIPS_F64=0`` is not set."""
     return (check_precision(precision) != "float32" and session.has_feature("shader-f64")
             and flag("GPUTEX_MIPS_F64") != "0")
+
+
+def stored_format(session: Session, fmt: Format | str, width: int, height: int, levels: int, depth: int = 1, *,
+                  filter: str = "box", precision: str = "exact", normal_map: bool = False,
+                  coverage: float | None = None) -> str:
+    """The storage format through which the exact chain will store a texture's levels
+    (pass it as ``create_texture(..., store_levels=...)``), or "" (:func:`.spd.stored_format`)."""
+    from ..formats import get_format
+    from .spd import stored_format as spd_stored
+
+    fmt = get_format(fmt) if isinstance(fmt, str) else fmt
+    return spd_stored(session, fmt, width, height, levels, depth, filter=filter, precision=precision,
+                      normal_map=normal_map, coverage=coverage)
 
 
 def needs_render_target(session: Session, fmt: Format | str, path: str | None = None) -> bool:
@@ -247,10 +261,12 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
     for name, serves, check, chain in forms if single_pass else ():
         if not serves(tex, filter, normal_map, coverage):
             continue
-        ok, why = check(tex.session, tex.format, tex.color_space, alpha)
+        ok, why = check(tex.session, tex.format, tex.color_space, alpha, tex.storage)
         if ok:
             report.sources, report.gpu_ns, report.pass_ns = chain(tex, alpha, layer, measure)
             report.exact, report.precision = True, "integer"
+            stored_note = spd.store_note(tex, alpha, "mip-spd" if chain is spd.spd_chain else "mip-odd")
+            report.note = "; ".join(n for n in (report.note, stored_note) if n)
             return True
         report.note = f"{tex.session.name}: the {name} mip chain failed its self-check ({why}); the integer chain was used"
         break

@@ -110,8 +110,8 @@ class Chain:
                 usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC))
             self.out_views = [self.out.create_view(base_mip_level=j, mip_level_count=1)
                               for j in range(tex.levels - 1)]
-        self.base_view = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
-                                                 array_layer_count=1, dimension="2d")
+        self.base_view = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                                  array_layer_count=1, dimension="2d")
         self.work_views = [self.work.create_view(base_mip_level=j, mip_level_count=1)
                            for j in range(tex.levels - 1)]
         self.plain_views = None
@@ -187,8 +187,8 @@ class Chain:
 
     def _draw(self, pipe, bind, level: int) -> None:
         """The render path: one full-screen triangle into ``level``'s texels."""
-        view = self.tex.texture.create_view(base_mip_level=level, mip_level_count=1, base_array_layer=self.layer,
-                                            array_layer_count=1, dimension="2d")
+        view = self.tex.view(base_mip_level=level, mip_level_count=1, base_array_layer=self.layer,
+                             array_layer_count=1, dimension="2d")
         ts = self.query.next() if self.query else None
         attach = {"view": view, "load_op": "clear", "store_op": "store", "clear_value": (0, 0, 0, 0)}
         rpass = (self.enc.begin_render_pass(color_attachments=[attach], timestamp_writes=ts) if ts

@@ -55,8 +55,7 @@ def exact_chain(tex: Texture, alpha: str, layer: int) -> None:
                                    "buffer": {"type": wgpu.BufferBindingType.storage}}]
     pipe, bgl = pipeline(session, "mip_exact.wgsl", consts, entries)
     finish, _ = pipeline(session, "mip_exact.wgsl", consts, entries, "finish")
-    base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
-                                   array_layer_count=1, dimension="2d")
+    base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer, array_layer_count=1, dimension="2d")
     limit = min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 256 << 20)
     w0, h0 = tex.size(0)
     plan = []
@@ -198,8 +197,7 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
 
     entries = layout_entries("pack") + [ro(3), {"binding": 4, "visibility": s,
                                           "buffer": {"type": wgpu.BufferBindingType.storage}}, ro(5), ro(6)]
-    base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
-                                   array_layer_count=1, dimension="2d")
+    base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer, array_layer_count=1, dimension="2d")
     keep = []
     sep = kernel_shader(session) == "sep"
     query = timestamps(session, tex.levels) if measure else None

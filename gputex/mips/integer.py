@@ -117,8 +117,8 @@ def int_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
         for p, dw, dh, _, _ in work:
             if p.store:
                 sums[p.level] = buffer(dw * dh * nslots * 12, wgpu.BufferUsage.STORAGE, "mip level sums")
-        base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
-                                       array_layer_count=1, dimension="2d")
+        base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
+                        array_layer_count=1, dimension="2d")
         query = timestamps(session, 2 * len(plan) + 8) if measure else None
         enc = device.create_command_encoder()
 
@@ -174,11 +174,12 @@ def self_check_image(channels: int, bits: int):
 
 
 def matches_model(session, fmt, color_space: str, alpha: str, chain, size: tuple[int, int] | None,
-                  levels: int) -> tuple[bool, str]:
+                  levels: int, storage: str = "") -> tuple[bool, str]:
     """Run ``chain(tex, alpha)`` over :func:`self_check_image` (tiled to ``size``, or as it is)
-    uploaded as ``fmt`` with ``levels`` levels: (True, "") where every level has the bytes of
-    ``intbox.model_chain`` (the same integers computed in Python), else (False, the first texel
-    that differs). The self-checks of the integer chains (this one, spd, odd) share it."""
+    uploaded as ``fmt`` with ``levels`` levels (``storage``: made for its levels to be stored
+    through that format, ``create_texture(store_levels=)``): (True, "") where every level has
+    the bytes of ``intbox.model_chain`` (the same integers computed in Python), else (False, the
+    first texel that differs). The self-checks of the integer chains (this one, spd, odd) share it."""
     import numpy as np
 
     from ..capture import capture
@@ -199,7 +200,7 @@ def matches_model(session, fmt, color_space: str, alpha: str, chain, size: tuple
         model = pool.submit(model_chain, codes.tolist(), fmt.channels, fmt.bits, color_space == "srgb",
                             alpha == "weighted", levels)
         tex = upload(session, from_array(codes, color_space), fmt.name, levels=levels, color_space=color_space,
-                     usage=binding_usage())
+                     usage=binding_usage(), store_levels=storage)
         try:
             chain(tex, alpha)
             want = model.result()

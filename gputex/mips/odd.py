@@ -52,6 +52,12 @@ of levels of at most 1M texels makes a texel a workgroup (``level_fix_wide``, :d
 8191^2 3.26 -> 3.19 ms (1.49x 8192^2), 4095x4097 1.09 -> 1.06 ms (1.79x 4096^2). The small levels in
 one workgroup (:data:`TAIL`) were slower and stay off.
 
+On a texture made for stored levels (:func:`.spd.stored_format`) each level's dispatches bind
+its write view and store with ``textureStore`` (``store_texel``; no output buffers or copies, no
+``tail``): H200 (helper h16store, ``benchmarks/results/mips-h200-ff3cc2c.txt``) 8191^2 3.216 ->
+2.136 ms, 4095x4097 1.077 -> 0.769 ms; but 1.90x / 2.34x the power-of-two chains, which lost their
+copies too (target 1.3x).
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
 ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
@@ -218,9 +224,11 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
 
     from ..kernels import compute_pipeline, dispatch, submit_timed, timestamps
     from .cells import FIRST_GRID, cell_plan
-    from .common import integer_entries, pipeline
+    from .common import integer_entries
+    from .spd import stand_in_view, stores
 
     session, device, fmt = tex.session, tex.session.device, tex.format
+    stored = stores(tex, alpha, "mip-odd")  # the levels stored through write views (binding 9), no copies
     cpu = session.info.adapter_type == "CPU"
     nslots = slots(fmt.channels)
     cell_bytes = nslots * _WORDS * 4  # (the plan's binding check: at most 3 words a slot)
@@ -231,7 +239,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     top = (1 << fmt.bits) - 1
     most = max(lin_table(fmt.bits, tex.color_space == "srgb")) * (top if alpha == "weighted" else 1)
 
-    tail = _tail_start(plan) if (TAIL if TAIL is not None else not cpu) else None
+    tail = _tail_start(plan) if (TAIL if TAIL is not None else not cpu) and not stored else None
     tail_grid = plan.steps[tail].level if tail is not None else 1 << 30  # (grids from it on: 3 words)
 
     def words(grid: int) -> int:  # a slot's words: 2 where every sum of the grid's cells fits 64 bits
@@ -242,6 +250,14 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
               "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb" and (
                   SMEM_TABLES if SMEM_TABLES is not None else session.info.adapter_type != "CPU")}
     entries = integer_entries("sursrrrs")
+    subs: dict[str, Any] = {}
+    if stored:
+        entries.append({"binding": 9, "visibility": wgpu.ShaderStage.COMPUTE, "storage_texture": {
+            "access": wgpu.StorageTextureAccess.write_only, "format": tex.storage, "view_dimension": "2d"}})
+        subs = {"LEVEL_OUT": "store_texel", "STORE_FORMAT": tex.storage}
+
+    def pipeline(c: dict[str, Any], entry: str) -> tuple[Any, Any]:
+        return compute_pipeline(session, "mip_odd.wgsl", entries, entry=entry, constants=c, subs=subs)
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     bpt = fmt.block_bytes
     total = tex.width * tex.height
@@ -268,8 +284,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     separate = SEPARATE if SEPARATE is not None else not cpu
     out_usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
     try:
-        out = buffer(max([band_rows(st)[0] * band_rows(st)[1] for st in levels
-                          if not separate or band_rows(st)[1] < st.size[1]] + [16]), out_usage, "mip output buffer")
+        out = buffer(16 if stored else max([band_rows(st)[0] * band_rows(st)[1] for st in levels
+                                            if not separate or band_rows(st)[1] < st.size[1]] + [16]),
+                     out_usage, "mip output buffer")
         stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
         stand_in_m = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
@@ -289,8 +306,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         if copy:
             base_bytes = buffer(pitch0 * tex.height, wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST,
                                 "mip base copy")
-        base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
-                                       array_layer_count=1, dimension="2d")
+        base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer, array_layer_count=1,
+                        dimension="2d")
         fast = [st for st in levels if _fast(plan, st)]
         def inline_at(st: Step) -> bool:
             return INLINE_FIX if INLINE_FIX is not None else not cpu and st.size[0] * st.size[1] <= SMALL
@@ -344,18 +361,29 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             grids[st.level] = buffer(size, wgpu.BufferUsage.STORAGE, "mip cell sums")
             return grids[st.level]
 
-        def bind_group(bgl: Any, prm: bytes, src: Any, dst: Any, miss: Any = stand_in_m, o: Any = out) -> Any:
+        views: dict[int, Any] = {}
+
+        def bind_group(bgl: Any, prm: bytes, src: Any, dst: Any, miss: Any = stand_in_m, o: Any = out,
+                       level: int = 0) -> Any:
+            """The bind group of a dispatch; ``level``: the level it writes (stored: its view)."""
+            extra = []
+            if stored:
+                if level and level not in views:
+                    views[level] = tex.storage_view(level, layer)
+                extra = [views[level] if level else stand_in_view(session, tex.storage)]
             return device.create_bind_group(layout=bgl, entries=[
                 {"binding": i, "resource": r} for i, r in enumerate(
                     [base, whole(o), {"buffer": session.uniform(prm)}, whole(src), whole(dst), whole(tables),
-                     whole(index), whole(base_bytes), whole(miss)])])
+                     whole(index), whole(base_bytes), whole(miss)] + extra)])
 
         def level_out(st: Step, pitch: int, rows: int) -> Any:
-            if separate and rows >= st.size[1]:
+            if separate and rows >= st.size[1] and not stored:
                 return buffer(pitch * rows, out_usage, "mip output buffer")
             return out
 
         def to_texture(o: Any, st: Step, pitch: int, r0: int, n: int, offset: int = 0) -> None:
+            if stored:  # (the levels are in the texture already)
+                return
             enc.copy_buffer_to_texture({"buffer": o, "offset": offset, "bytes_per_row": pitch, "rows_per_image": n},
                                        {"texture": tex.texture, "mip_level": st.level, "origin": (0, r0, layer)},
                                        (st.size[0], n, 1))
@@ -412,7 +440,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                                   st.x_off, st.y_off, pitch0, *order.get(("cells", st.level), ((0, 0), None))[0],
                                   0, 0, 0, 0, 0, 0)
                 gw, gh = (64, 1) if wide else (8, 8)
-                pipe, bgl = pipeline(session, "mip_odd.wgsl", dict(c, CELL_X=gw, CELL_Y=gh), entries, "cells")
+                pipe, bgl = pipeline(dict(c, CELL_X=gw, CELL_Y=gh), "cells")
                 dispatch(enc, pipe, bind_group(bgl, prm, src, dst), (-(-st.size[0] // gw), -(-st.size[1] // gh), 1),
                          query.next() if query else None)
                 flush()
@@ -435,11 +463,11 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 gx, gy = -(-w // step), -(-h // step)
                 prm = _params(*st.source_size, w, h, 0, h, pitch // 4, total, nslots,
                                   st.x_off, st.y_off, pitch0, 0, 0, *nx.size, nx.x_off, nx.y_off, gx, gy)
-                pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries, "step")
+                pipe, bgl = pipeline(c, "step")
                 o = level_out(st, pitch, h)
-                if bpt < 4:
+                if bpt < 4 and not stored:
                     enc.clear_buffer(o, 0, pitch * h)
-                dispatch(enc, pipe, bind_group(bgl, prm, src, dst, o=o),
+                dispatch(enc, pipe, bind_group(bgl, prm, src, dst, o=o, level=st.level),
                          (max(gx, -(-nx.size[0] // 8)), gy + -(-nx.size[1] // 8), 1), query.next() if query else None)
                 flush()
                 copy_out(o, st, pitch, 0, h)
@@ -447,16 +475,15 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                     names.append(f"level {st.level} + G({nx.level}) from {_source_name(st)}")
                 continue
             r0, n = job[2], job[3]
-            pipe, bgl = pipeline(session, "mip_odd.wgsl", c, entries,
-                                 "level_quad" if pair else "level_fast" if is_fast else "level")
+            pipe, bgl = pipeline(c, "level_quad" if pair else "level_fast" if is_fast else "level")
             prm = _params(*st.source_size, w, h, r0, n, pitch // 4, total, nslots,
                               st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0],
                               0, 0, 0, 0, 0, 0)
             misses, args = (stand_in_m, None) if not is_fast or inline else \
                 lists[(st.level, r0)] if separate else miss_list(st)
             o = level_out(st, pitch, n)
-            bind = bind_group(bgl, prm, src, stand_in_w, misses, o)
-            if bpt < 4:
+            bind = bind_group(bgl, prm, src, stand_in_w, misses, o, st.level)
+            if bpt < 4 and not stored:
                 enc.clear_buffer(o, 0, pitch * n)
             if is_fast and not inline and not separate:
                 enc.clear_buffer(misses, 0, 16)
@@ -466,7 +493,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 names.append(f"level {st.level} from {_source_name(st)}" + (f" rows {r0}-{r0 + n - 1}" if n < h else ""))
             if is_fast and not inline:  # the texels left, as many workgroups as level_fast counted
                 enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
-                fix, _ = pipeline(session, "mip_odd.wgsl", c, entries, "level_fix_wide" if wide_at(st) else "level_fix")
+                fix, _ = pipeline(c, "level_fix_wide" if wide_at(st) else "level_fix")
                 _dispatch_indirect(enc, fix, bind, args, query.next() if query else None)
                 if names is not None:
                     names.append(f"level {st.level} exact pass")
@@ -604,14 +631,16 @@ def _dispatch_indirect(enc: Any, pipe: Any, bind: Any, args: Any, timestamp_writ
 CHECK_SIZE = (45, 35)
 
 
-def self_check(session: Session, fmt: Format, color_space: str, alpha: str) -> tuple[bool, str]:
+def self_check(session: Session, fmt: Format, color_space: str, alpha: str, storage: str = "") -> tuple[bool, str]:
     """Once per session and kind of chain: this chain's bytes for a 45x35 image must be those of
-    ``intbox.model_chain``. Returns (passed, what differed)."""
+    ``intbox.model_chain``. Returns (passed, what differed). ``storage``: the texture's levels
+    are stored through it (:func:`.spd.checked`: the stored chain checked first, the buffer's
+    where it disagrees)."""
     from ..layout import mip_count
     from .integer import matches_model
+    from .spd import checked
 
     w, h = CHECK_SIZE
-    key = ("mip-odd-self-check", fmt.name, color_space, alpha == "weighted" and fmt.channels != 1)
-    result: tuple[bool, str] = session.cache("mip-odd").get(
-        key, lambda: matches_model(session, fmt, color_space, alpha, odd_chain, CHECK_SIZE, mip_count(w, h)))
-    return result
+    return checked(session, fmt, color_space, alpha, storage, "mip-odd",
+                   lambda st: matches_model(session, fmt, color_space, alpha, odd_chain, CHECK_SIZE, mip_count(w, h),
+                                            storage=st))

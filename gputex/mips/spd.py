@@ -29,19 +29,27 @@ masked-off statement costs), then all their (texel, channel) pairs rounded at on
 a 2048^2 chain took 378 ms of CPU, now 239 (``benchmarks/mips_cpu.py``; ``docs/performance.md``).
 Alpha's exact ties (a quarter of level 1's texels) are rounded by a shift, not the search.
 
-The levels reach the texture by ``copy_buffer_to_texture`` from the output buffer (an sRGB
-format cannot be a storage texture). Storing 8-bit RGBA levels into a storage twin texture and
-``copy_texture_to_texture`` instead gave the same bytes but was slower on the H200 (branch
-h16twin, commit 260643f, same tree and run, warm median of 9): 4096^2 0.783 against 0.620 ms,
-8192^2 2.890 against 2.262 ms: its texture copies cost more than the buffer's (level 1 of
-4096^2: 0.310 against 0.186 ms, ``benchmarks/mip_copies.py``), so it was not kept. The
-texture floor there (``benchmarks/mips.py``: the speed-of-light kernel, then every level copied
-into the sRGB texture the faster way) is 0.314 / 1.214 ms, 7.5x / 8.7x the speed of light: the
-copies, not this chain's arithmetic, bound any chain that ends in such a texture.
+**The levels stored straight into the texture.** Where the texture was made for it
+(:func:`stored_format` at its creation: 8-bit RGBA, the exact box chain, a GPU adapter; an sRGB
+texture is then its linear twin ``rgba8unorm`` with the sRGB view format, ``gputex/texture.py``),
+each pass binds one write view a level (``store_level``, ``texture_storage_2d``; within
+``max-storage-textures-per-shader-stage``, fewer levels a pass where it is below six) and the
+levels are written by ``textureStore``: no output buffer, no copies. The base is then read
+through the linear view, its codes without the sRGB re-encode. Everything else takes the
+output buffer and ``copy_buffer_to_texture`` (an sRGB format cannot be a storage texture), as
+before. Before: on the H200 (warm median, 1f4fa10) 4096^2 0.599 ms of which ~0.26 ms copies; the
+copies into an sRGB image are far below memory speed there whatever their source (level 1 of
+4096^2: buffer 0.186 ms, a storage twin texture 0.310 ms; branch h16twin stored into a twin and
+copied it, 0.783 against 0.620 ms, not kept), while ``textureStore`` of every level runs at 0.053
+ms (``benchmarks/store_floor.py``). Stored (ff3cc2c against main c924177, same call,
+``benchmarks/results/mips-h200-ff3cc2c.txt``): 4096^2 0.328 against 0.591 ms, 8192^2 1.124 against
+2.146 ms; the chain is now its passes (first pass 0.278 / 1.057 ms).
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x16 chain
 (seven levels: two passes, both kinds of tile) whose bytes must equal ``intbox.model_chain``'s.
-An adapter that disagrees gets the integer chain instead, and the report says so.
+An adapter that disagrees gets the integer chain instead, and the report says so. A texture
+whose levels are stored is checked through a stored 128x16 chain; where that disagrees and the
+buffer's passes, the chain takes the buffer (:func:`store_note` says so in the report).
 """
 
 from __future__ import annotations
@@ -50,12 +58,14 @@ import struct
 from typing import TYPE_CHECKING
 
 from ..layout import align_up
+from .intbox import MAX_BASE_TEXELS
 from .integer import int_ok, slots, tables_buffer
 
 if TYPE_CHECKING:
     from ..texture import Texture
 
-__all__ = ["LEVELS_PER_PASS", "spd_plan", "spd_ok", "spd_chain", "self_check"]
+__all__ = ["LEVELS_PER_PASS", "STORED_FORMATS", "spd_plan", "spd_ok", "spd_chain", "self_check", "stored_format",
+           "stores", "checked", "store_note", "stand_in_view"]
 
 #: Levels one dispatch makes (two in registers, four in a 16x16 tile of workgroup memory).
 LEVELS_PER_PASS = 6
@@ -71,20 +81,78 @@ SMEM_TABLES: bool | None = None
 #: Levels 3.. of a pass summed one level a barrier (None: on every adapter but a CPU one, where
 #: two rounds of two levels each cost less; the same bytes either way, the tests run both).
 ROUND_A_LEVEL: bool | None = None
+#: Textures whose levels this chain will store get made for it (:func:`stored_format`). None: the
+#: developer flag ``GPUTEX_MIPS_STORE`` (``1``/``0``), else on every adapter but a CPU one (there
+#: the host's C engine makes the chain: ``mips/cpu.py``); the tests force it on lavapipe.
+STORE_LEVELS: bool | None = None
+#: The formats whose levels can be stored (8-bit RGBA: one texel a textureStore, ``store_value``).
+STORED_FORMATS = ("rgba8unorm", "rgba8unorm-srgb", "bgra8unorm", "bgra8unorm-srgb")
 
 
 def _size(w: int, h: int, level: int) -> tuple[int, int]:
     return max(1, w >> level), max(1, h >> level)
 
 
-def spd_plan(width: int, height: int, levels: int) -> list[tuple[int, int]] | None:
-    """The passes ``(source level, levels made)`` of the chain, or None where some level does
-    not halve (or keep at 1) an axis of the level before it."""
+def spd_plan(width: int, height: int, levels: int, per: int = LEVELS_PER_PASS) -> list[tuple[int, int]] | None:
+    """The passes ``(source level, levels made)`` of the chain (at most ``per`` levels a pass),
+    or None where some level does not halve (or keep at 1) an axis of the level before it."""
     for lv in range(1, levels):
         for a, b in zip(_size(width, height, lv - 1), _size(width, height, lv)):
             if a != 2 * b and not a == b == 1:
                 return None
-    return [(s, min(LEVELS_PER_PASS, levels - 1 - s)) for s in range(0, levels - 1, LEVELS_PER_PASS)]
+    return [(s, min(per, levels - 1 - s)) for s in range(0, levels - 1, per)]
+
+
+def stored_format(session, fmt, width: int, height: int, levels: int, depth: int = 1, *, filter: str = "box",
+                  precision: str = "exact", normal_map: bool = False, coverage: float | None = None) -> str:
+    """The storage format a texture of this format, size and levels should be made with
+    (``create_texture(store_levels=...)``) because this chain will store its levels (the module
+    docstring): ``fmt`` itself or its linear twin; "" where the mip step will not store them."""
+    from ..devflags import flag
+    from .common import storage_twin
+
+    on = STORE_LEVELS
+    if on is None:
+        on = flag("GPUTEX_MIPS_STORE") == "1" or (flag("GPUTEX_MIPS_STORE") != "0"
+                                                  and session.info.adapter_type != "CPU")
+    if (not on or levels < 2 or depth != 1 or precision != "exact" or filter != "box" or normal_map
+            or coverage is not None or fmt.name not in STORED_FORMATS or width * height > MAX_BASE_TEXELS
+            or max(width, height) >= 1 << 16):  # (this chain's sizes, and the cell chain's: mips/odd.py)
+        return ""
+    return storage_twin(session, fmt) or ""
+
+
+def _per_pass(session) -> int:
+    """Levels a storing pass makes: one write view each, within the device's
+    ``max-storage-textures-per-shader-stage`` (WebGPU's default 4; ``device.py`` asks for the
+    adapter's)."""
+    return max(1, min(LEVELS_PER_PASS, session.limits.get("max-storage-textures-per-shader-stage", 4)))
+
+
+def _check_key(fmt, color_space: str, alpha: str) -> tuple:
+    return fmt.name, color_space, alpha == "weighted" and fmt.channels != 1
+
+
+def stores(tex: Texture, alpha: str, cache: str = "mip-spd") -> bool:
+    """Whether a chain (its session cache: ``mip-spd``, ``mip-odd``) stores ``tex``'s levels:
+    the texture was made for it, and the chain's stored self-check did not fail on this session."""
+    return (bool(tex.storage) and tex.format.name in STORED_FORMATS
+            and tex.session.cache(cache).peek(("store-failed",) + _check_key(tex.format, tex.color_space, alpha))
+            is None)
+
+
+def checked(session, fmt, color_space: str, alpha: str, storage: str, cache: str, run) -> tuple[bool, str]:
+    """A chain's self-check (``run(storage)``: :func:`.integer.matches_model` over the chain, on
+    a texture made for stored levels or not), once per session and kind of chain: with
+    ``storage`` the stored chain first, and where it disagrees the buffer's (the chain then takes
+    the buffer, :func:`store_note` says so)."""
+    c = session.cache(cache)
+    if storage and fmt.name in STORED_FORMATS:
+        ok, why = c.get((f"{cache}-store-check", storage) + _check_key(fmt, color_space, alpha), lambda: run(storage))
+        if ok:
+            return True, ""
+        c.put(("store-failed",) + _check_key(fmt, color_space, alpha), why)
+    return c.get((f"{cache}-self-check",) + _check_key(fmt, color_space, alpha), lambda: run(""))
 
 
 def _out_bytes(tex: Texture, src: int, n: int) -> list[tuple[int, int]]:
@@ -137,24 +205,27 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     from ..kernels import submit_timed, timestamps
 
     session, device, fmt = tex.session, tex.session.device, tex.format
-    plan = spd_plan(tex.width, tex.height, tex.levels)
+    stored = stores(tex, alpha)
+    plan = spd_plan(tex.width, tex.height, tex.levels, _per_pass(session) if stored else LEVELS_PER_PASS)
     gpu = session.info.adapter_type != "CPU"
+    # (the base is read through a view of the GPU texture's own format: a stored texture's linear one)
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
-              "SRGB_VIEW": fmt.srgb, "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra, "SCREEN": SCREEN,
+              "SRGB_VIEW": tex.texture.format.endswith("-srgb"), "WEIGHTED": alpha == "weighted", "BGRA": fmt.bgra,
+              "SCREEN": SCREEN,
               "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb"
               and (SMEM_TABLES if SMEM_TABLES is not None else gpu),
               "ROUND_A_LEVEL": ROUND_A_LEVEL if ROUND_A_LEVEL is not None else gpu}
-    key = ("spd", layer, tuple(sorted(consts.items())))
+    key = ("spd", layer, stored, tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
     owned: list = []
     try:
         if kept is None:
-            kept = _resources(tex, plan, consts, layer, owned)
+            kept = _resources(tex, plan, consts, layer, owned, stored)
         query = timestamps(session, len(plan) + 4) if measure else None
         enc = device.create_command_encoder()
         sources = []
         for (src, n), lay, (pipe, bind) in zip(plan, kept[0], kept[1]):
-            if fmt.block_bytes < 4:
+            if fmt.block_bytes < 4 and not stored:
                 enc.clear_buffer(kept[2], 0, lay[-1][0])
             aw, ah = tex.size(src + min(2, n))
             ts = query.next() if query else None
@@ -163,7 +234,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
             cpass.set_bind_group(0, bind)
             cpass.dispatch_workgroups(-(-aw // 16), -(-ah // 16), 1)
             cpass.end()
-            for i in range(n):
+            for i in range(0 if stored else n):
                 w, h = tex.size(src + 1 + i)
                 enc.copy_buffer_to_texture(
                     {"buffer": kept[2], "offset": lay[i][0], "bytes_per_row": lay[i][1], "rows_per_image": h},
@@ -181,16 +252,24 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     return sources, gpu_ns, pass_ns
 
 
-def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list):
+def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored: bool = False):
     """What a chain over ``tex`` records its passes with: (each pass's output layout, each
-    pass's (pipeline, bind group), the output buffer); the buffers it makes go into ``owned``."""
+    pass's (pipeline, bind group), the output buffer); the buffers it makes go into ``owned``.
+    ``stored``: each pass binds its levels' write views (bindings 6-11) and no output buffer."""
     import wgpu
 
-    from .common import integer_entries, pipeline
+    from ..kernels import compute_pipeline
+    from .common import integer_entries
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     nslots = slots(fmt.channels)
     entries = integer_entries("sursr")
+    subs = {}
+    if stored:
+        st = {"access": wgpu.StorageTextureAccess.write_only, "format": tex.storage, "view_dimension": "2d"}
+        entries += [{"binding": 6 + i, "visibility": wgpu.ShaderStage.COMPUTE, "storage_texture": st}
+                    for i in range(LEVELS_PER_PASS)]
+        subs = {"LEVEL_OUT": "store_level", "STORE_FORMAT": tex.storage}
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
 
@@ -202,10 +281,11 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list):
     def whole(b):
         return {"buffer": b, "offset": 0, "size": b.size}
 
-    out = buffer(max(lay[-1][0] for lay in layouts),
+    out = buffer(16 if stored else max(lay[-1][0] for lay in layouts),
                  wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST, "mip output buffer")
     stand_in = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
     stand_in_w = buffer(16, wgpu.BufferUsage.STORAGE, "mip stand-in")
+    # the GPU texture's own format (codes as stored; consts' SRGB_VIEW says whether it decodes sRGB)
     base = tex.texture.create_view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
                                    array_layer_count=1, dimension="2d")
     sums = None
@@ -215,26 +295,51 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list):
         last = tex.size(src + n)
         new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
                     if store else None)
-        pipe, bgl = pipeline(session, "mip_spd.wgsl", dict(consts, FROM_SUMS=src > 0, STORE=store), entries)
+        pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, constants=dict(consts, FROM_SUMS=src > 0,
+                                                                                      STORE=store), subs=subs)
         params = session.uniform(_params(tex, src, n, lay))  # released with its bind group
+        views = [tex.storage_view(src + 1 + i, layer) if i < n else stand_in_view(session, tex.storage)
+                 for i in range(LEVELS_PER_PASS)] if stored else []
         bind = device.create_bind_group(layout=bgl, entries=[
             {"binding": i, "resource": r} for i, r in enumerate(
                 [base, whole(out), {"buffer": params}, whole(sums) if sums else whole(stand_in),
-                 whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)])])
+                 whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)] + views)])
         passes.append((pipe, bind))
         sums = new_sums
     return layouts, passes, out
+
+
+def stand_in_view(session, fmt: str):
+    """A 1x1 write view bound for a storing pass's missing levels (made once per session)."""
+    import wgpu
+
+    def make():
+        t = session.device.create_texture(size=(1, 1, 1), format=fmt, usage=wgpu.TextureUsage.STORAGE_BINDING)
+        return t.create_view()
+
+    return session.cache("mip-spd").get(("stand-in view", fmt), make)
 
 
 #: The self-check's image: seven levels (two passes), 2D tiles and 1-texel-high levels.
 CHECK_SIZE = (128, 16)
 
 
-def self_check(session, fmt, color_space: str, alpha: str) -> tuple[bool, str]:
+def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") -> tuple[bool, str]:
     """Once per session and kind of chain: this chain's bytes for a 128x16 image must be those of
-    ``intbox.model_chain``. Returns (passed, what differed)."""
+    ``intbox.model_chain``. Returns (passed, what differed). ``storage``: the texture's levels
+    are stored through it; the stored chain is checked first, and where it disagrees the
+    buffer's (the chain then takes the buffer: :func:`store_note`)."""
     from .integer import matches_model
 
-    key = ("mip-spd-self-check", fmt.name, color_space, alpha == "weighted" and fmt.channels != 1)
-    return session.cache("mip-spd").get(key, lambda: matches_model(session, fmt, color_space, alpha, spd_chain,
-                                                                   CHECK_SIZE, 8))
+    return checked(session, fmt, color_space, alpha, storage, "mip-spd",
+                   lambda st: matches_model(session, fmt, color_space, alpha, spd_chain, CHECK_SIZE, 8, storage=st))
+
+
+def store_note(tex: Texture, alpha: str, cache: str = "mip-spd") -> str:
+    """``MipReport.note`` where ``tex``'s levels could have been stored but the chain's (its
+    cache's) stored self-check failed on this session (its buffer made them), else ""."""
+    why = tex.session.cache(cache).peek(("store-failed",) + _check_key(tex.format, tex.color_space, alpha))
+    if not tex.storage or why is None:
+        return ""
+    return (f"{tex.session.name}: storing the mip levels through {tex.storage} failed its self-check ({why}); "
+            "they went through a buffer")

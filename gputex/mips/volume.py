@@ -60,7 +60,7 @@ def chain3d(tex: Texture, kind: str, alpha: str) -> list[int]:
     buffers = []
     try:
         enc = device.create_command_encoder()
-        base = tex.texture.create_view(dimension="3d", base_mip_level=0, mip_level_count=1)
+        base = tex.view(dimension="3d", base_mip_level=0, mip_level_count=1)
         for lv in range(1, tex.levels):
             (sw, sh, sd), (dw, dh, dd) = sizes[sources[lv]], sizes[lv]
             pitch = align_up(dw * fmt.block_bytes, 256)

@@ -6,6 +6,8 @@
 //! default SRC_OFF 0u
 //! default DST_OFF 0u
 //! default OUT_OFF 0u
+//! default LEVEL_OUT buffer_texel
+//! default STORE_FORMAT rgba8unorm
 // The cell chain (mips/odd.py; the arithmetic is in mips/cells.py and mips/intbox.py): exact
 // integer sums of the integer box chain, a level's texels as weighted sums of the cells of a
 // grid (or of base texels) instead of the whole base footprint. Entry points: `level` (a
@@ -323,8 +325,20 @@ fn store_cell(j: u32, acc: Acc) {
     }
 }
 
+// A texel's codes (band row `row`) into the output words (buffer_texel), or into the level's
+// storage view (store_texel, 8-bit RGBA only, odd.py binds it at 9; not with `tail`): LEVEL_OUT
 fn write_texel(x: u32, row: u32, codes: vec4<u32>) {
+    LEVEL_OUT(x, row, codes);
+}
+
+fn buffer_texel(x: u32, row: u32, codes: vec4<u32>) {
     store_codes(OUT_OFF + row * PRM.words_per_row, x, codes);
+}
+
+@group(0) @binding(9) var level_out: texture_storage_2d<STORE_FORMAT, write>;
+
+fn store_texel(x: u32, row: u32, codes: vec4<u32>) {
+    textureStore(level_out, vec2<u32>(x, row + PRM.row0), store_value(codes));
 }
 
 fn pick(acc: Acc, c: u32) -> Big {

@@ -1,6 +1,8 @@
 //! include mip_intmath.wgsl
 //! include mip_screen.wgsl
 //! include mip_store.wgsl
+//! default LEVEL_OUT buffer_level
+//! default STORE_FORMAT rgba8unorm
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -56,6 +58,14 @@ struct Params {
 @group(0) @binding(3) var<storage, read> src_sums: array<u32>;
 @group(0) @binding(4) var<storage, read_write> dst_sums: array<u32>;
 @group(0) @binding(5) var<storage, read> tables: array<u32>;  // L (2 words), Q (3 words), Q / 2^32 (f32)
+// LEVEL_OUT = store_level: the pass's levels stored straight into the texture, one write view
+// each (spd.py binds a 1x1 stand-in for a pass's missing levels); else `out` and copies
+@group(0) @binding(6) var level0: texture_storage_2d<STORE_FORMAT, write>;
+@group(0) @binding(7) var level1: texture_storage_2d<STORE_FORMAT, write>;
+@group(0) @binding(8) var level2: texture_storage_2d<STORE_FORMAT, write>;
+@group(0) @binding(9) var level3: texture_storage_2d<STORE_FORMAT, write>;
+@group(0) @binding(10) var level4: texture_storage_2d<STORE_FORMAT, write>;
+@group(0) @binding(11) var level5: texture_storage_2d<STORE_FORMAT, write>;
 
 // 16 x 16 texels x 4 slots x 3 words (tile_put), then the level slots (lsums_put)
 var<workgroup> tile: array<u32, 4092>;
@@ -254,8 +264,26 @@ fn wide(n: Narrow) -> Acc {
 }
 
 // Level i's texel (x, y): codes (r, g, b, a; grey in r, its alpha in g) into the output words
+// (buffer_level), or into the level's storage view (store_level, 8-bit RGBA only): LEVEL_OUT
 fn write_texel(i: u32, x: u32, y: u32, codes: vec4<u32>) {
+    LEVEL_OUT(i, x, y, codes);
+}
+
+fn buffer_level(i: u32, x: u32, y: u32, codes: vec4<u32>) {
     store_codes(prm.mt[i].off + y * prm.mt[i].pitch, x, codes);
+}
+
+fn store_level(i: u32, x: u32, y: u32, codes: vec4<u32>) {
+    let p = vec2<u32>(x, y);
+    let v = store_value(codes);
+    switch i {
+        case 0u: { textureStore(level0, p, v); }
+        case 1u: { textureStore(level1, p, v); }
+        case 2u: { textureStore(level2, p, v); }
+        case 3u: { textureStore(level3, p, v); }
+        case 4u: { textureStore(level4, p, v); }
+        default: { textureStore(level5, p, v); }
+    }
 }
 
 fn pick(acc: Acc, c: u32, plain: bool) -> Big {

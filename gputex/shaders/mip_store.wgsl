@@ -30,3 +30,12 @@ fn store_codes(base: u32, x: u32, codes: vec4<u32>) {
         atomicOr(&out[base + byte / 4u], w0 << ((byte % 4u) * 8u));
     }
 }
+
+// Storing codes through a storage view instead (mip_spd.wgsl's store_level, mip_odd.wgsl): the
+// texture's levels written by textureStore (an sRGB texture is then its linear twin, texture.py).
+// Code c goes in as (c + 0.25) / 255, which the float-to-unorm conversion turns back into c whether
+// it rounds to nearest or toward zero; the chains' self-checks store through it before a chain
+// relies on it.
+fn store_value(codes: vec4<u32>) -> vec4<f32> {
+    return (vec4<f32>(codes) + vec4<f32>(0.25)) / 255.0;
+}

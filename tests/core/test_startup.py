@@ -80,13 +80,14 @@ def test_warm_types_gives_what_cffi_parses():
     pytest.importorskip("wgpu")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["57"]
+    assert done.stdout.split() == ["58"]
 
 
 def test_one_small_parse_per_process():
     """cffi parses the C types wgpu-py and gputex use in one pycparser run, while wgpu-py's module
     is imported (each further type was one more parse of the whole typedef list, 12 ms here):
-    none is left for a session's upload, mips, capture and texture-file write."""
+    none is left for a session's upload, mips, capture and texture-file write, nor for a texture
+    with view formats (gputex.wgpu_compat)."""
 
     code = (
         "import cffi.cparser\n"
@@ -103,6 +104,8 @@ def test_one_small_parse_per_process():
         "a = np.arange(64 * 64 * 4, dtype=np.uint32).astype(np.uint8).reshape(64, 64, 4)\n"
         "t = gputex.upload(s, gputex.from_array(a), 'rgba8unorm-srgb', mips=True)\n"
         "gputex.write_texture_file(t, os.path.join(tempfile.mkdtemp(), 'x.ktx2'))\n"
+        "from gputex.upload import upload\n"  # a texture made for stored levels (view formats)
+        "upload(s, gputex.from_array(a), 'rgba8unorm-srgb', levels=7, store_levels='rgba8unorm').destroy()\n"
         "print('later', len(small) - 1)\n"
     )
     done = _run_on_gpu(code)
