@@ -284,29 +284,36 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
                     _done()  # the rehearsal leaves the first input's own kind to its real step
 
     with codec_workers(n, steps.pools, split=split):
-        # after the workers are spawned (the GIL is not fought over while the parent spawns them):
-        # the device is made on a thread of its own while they start and decode the first inputs
-        soon = None
-        if session is None:
-            from .device import session_soon
+        soon: list = [None]
 
-            warm = steps.warm([item.path for item in items], first_done.is_set if first_done else None
-                              ) if steps.warm is not None and items else None
-            soon = session_soon(adapter, backend, warm=warm)
-        if split:
-            steps.split.opened()  # the GPU's slots, offered from the start (images wait for the device)
-        if items:
-            preload(steps.modules)
+        def begin():
+            """Once the first decodes are submitted (so the workers start on them as soon as
+            they exist, not once the main thread has also started the device and imported the
+            GPU step's modules: on the H200 host the first decode began 0.09-0.12 s after the
+            pool was made, with this thread the last to get there): the device is made on a
+            thread of its own while the first inputs decode, the GPU's slots are offered and
+            the GPU step's modules imported."""
+            if session is None:
+                from .device import session_soon
+
+                warm = steps.warm([item.path for item in items], first_done.is_set if first_done else None
+                                  ) if steps.warm is not None and items else None
+                soon[0] = session_soon(adapter, backend, warm=warm)
+            if split:
+                steps.split.opened()  # the GPU's slots, offered from the start (images wait for the device)
+            if items:
+                preload(steps.modules)
+            return soon[0]
 
         def start():
             if held[0] is None:
-                held[0] = soon.result()
+                held[0] = soon[0].result()
             return steps.gpu(held[0])
 
         run_overlapped(list(items), jobs, decode, None, steps.encode,
                        lambda result: on_result(result, held[0]), start, stop=stop, gate=gate,
                        workers=None if workers is None else n,  # None: as it decides for its capped jobs
-                       any_order=split, device=soon)
+                       any_order=split, begin=begin)
     if session is not None:  # the caller's device: the textures kept for reuse go
         from .texture import drop_pool
 
