@@ -24,7 +24,9 @@ server started). :func:`stop` ends the server when the command exits (``atexit``
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 __all__ = ["WORKER_MODULES", "looks_like_batch", "start", "context", "stop"]
 
@@ -41,7 +43,7 @@ WORKER_MODULES = (
     "gputex.mips.cpu", "gputex.mips.integer", "gputex._mipcpu",
 )
 
-_CONTEXT = None  # the forkserver context, once its server is started (this process only)
+_CONTEXT: Any = None  # the forkserver context, once its server is started (this process only)
 _GLOB = frozenset("*?[")
 
 
@@ -133,7 +135,7 @@ def start(argv: list[str]) -> bool:
 
 
 @contextmanager
-def _forked_in_place():
+def _forked_in_place() -> Iterator[None]:
     """Within this block, multiprocessing starts its fork server by forking this process and
     running the server's command in the child, not by fork + exec of a fresh interpreter: the
     server skips the interpreter's start and the imports this process already made (``gputex``,
@@ -161,7 +163,7 @@ def _forked_in_place():
             pass
     spawnv = util.spawnv_passfds
 
-    def fork_passfds(path, args, passfds):
+    def fork_passfds(path: Any, args: Any, passfds: Any) -> int:
         if args[-2:-1] != ["-c"]:
             return spawnv(path, args, passfds)
         pid = os.fork()
