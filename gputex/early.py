@@ -119,7 +119,7 @@ def start(argv: list[str]) -> bool:
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(list(WORKER_MODULES))
         with spawn_shielded():  # the server, and every worker it forks, begins with SIGINT blocked
-            with _forked_in_place():
+            with _forked_in_place() as forked:
                 forkserver.ensure_running()
     except Exception:  # noqa: BLE001 - no server: the workers are spawned
         return False
@@ -130,30 +130,33 @@ def start(argv: list[str]) -> bool:
     from .trace import enabled, mark
 
     if enabled():
-        mark("forkserver", t0, server=_server_pid())
+        mark("forkserver", t0, server=_server_pid(), forked=bool(forked))
     return True
 
 
 @contextmanager
-def _forked_in_place() -> Iterator[None]:
+def _forked_in_place() -> Iterator[list]:
     """Within this block, multiprocessing starts its fork server by forking this process and
     running the server's command in the child, not by fork + exec of a fresh interpreter: the
     server skips the interpreter's start and the imports this process already made (``gputex``,
     ``multiprocessing``), ~20 ms on the 2-core machine (the first task of a pool done 0.189 ->
     0.169 s after the start). Safe here only: this process has no other thread and no device
-    yet (:func:`start` runs first of all; with another thread alive, or ``GPUTEX_PORTABLE=
-    serverfork``, the server is exec'd as before). The child keeps only the descriptors the
-    exec'd server would get (the listener, the "alive" pipe's read end, 0-2) and ends with
-    ``os._exit`` (none of this process's exit handlers). The server runs the same code either
-    way, so the workers it forks are the same."""
+    yet (:func:`start` runs first of all). With another thread alive (Python's or a native
+    one), wgpu imported, or ``GPUTEX_PORTABLE=serverfork``, the server is exec'd as before.
+    The child keeps only the descriptors the exec'd server would get (the listener, the
+    "alive" pipe's read end, 0-2) and ends with ``os._exit`` (none of this process's exit
+    handlers). The server runs the same code either way, so the workers it forks are the same;
+    the block yields a list that holds True once the server was forked here."""
     import sys
     import threading
     from multiprocessing import resource_tracker, util
 
     from .portable import disabled
 
-    if disabled("serverfork") or not os.path.isdir("/proc/self/fd") or threading.active_count() > 1:
-        yield
+    forked: list = []  # True once the server is forked here (what the block yields)
+    if (disabled("serverfork") or not os.path.isdir("/proc/self/task") or threading.active_count() > 1
+            or len(os.listdir("/proc/self/task")) > 1 or "wgpu" in sys.modules):  # (a native thread, a device)
+        yield forked
         return
     resource_tracker.ensure_running()  # (spawned as before: only the server is forked in place)
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice
@@ -168,6 +171,7 @@ def _forked_in_place() -> Iterator[None]:
             return spawnv(path, args, passfds)
         pid = os.fork()
         if pid:
+            forked.append(True)
             return pid
         try:  # the child: what ``python -c CMD`` would run, with only ``passfds`` open
             keep = {0, 1, 2, *passfds}
@@ -183,7 +187,7 @@ def _forked_in_place() -> Iterator[None]:
 
     util.spawnv_passfds = fork_passfds
     try:
-        yield
+        yield forked
     finally:
         util.spawnv_passfds = spawnv
 
