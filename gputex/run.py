@@ -253,7 +253,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
     from .atomic import sweep_stale
     from .batch import run_overlapped
     from .trace import enabled, mark, process_start
-    from .workers import codec_workers, worker_count
+    from .workers import codec_workers, start_processes, worker_count
 
     for folder in sweep:
         sweep_stale(folder)  # temporary files of an earlier run that was killed
@@ -286,7 +286,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
                 if item is first:
                     _done()  # the rehearsal leaves the first input's own kind to its real step
 
-    with codec_workers(n, steps.pools, split=split):
+    with codec_workers(n, steps.pools, split=split, later=True):
         soon: list = [None]
 
         def begin():
@@ -295,7 +295,9 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
             GPU step's modules: on the H200 host the first decode began 0.09-0.12 s after the
             pool was made, with this thread the last to get there): the device is made on a
             thread of its own while the first inputs decode, the GPU's slots are offered and
-            the GPU step's modules imported."""
+            the GPU step's modules imported. The worker processes the first decodes did not
+            ask for are asked for first (:func:`gputex.workers.start_processes`)."""
+            start_processes()
             if session is None:
                 from .device import session_soon
 
