@@ -120,7 +120,10 @@ def stages(command: str, opts: Options, names=None) -> Stages:
     def ahead(decode: Any, gpu: Any, encode: Any = None, **kw: Any) -> Stages:
         """Stages with what every command's run shares: the rehearsal on the device thread and
         the modules preloaded."""
-        return Stages(decode, gpu, encode, warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready),
+        split = kw.get("split")
+        waiting = (lambda: split.on and split.waiting.is_set()) if split is not None else None
+        return Stages(decode, gpu, encode, warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready,
+                                                                              waiting=waiting),
                       modules=modules, **kw)
 
     if command == "capture":
@@ -149,7 +152,8 @@ REHEARSE_MAX_PIXELS = 4096 * 4096
 
 
 def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = None,
-              first_ready: Callable[[], bool] | None = None) -> Callable[[Session], None] | None:
+              first_ready: Callable[[], bool] | None = None,
+              waiting: Callable[[], bool] | None = None) -> Callable[[Session], None] | None:
     """What the device thread runs once the session is made, while the first inputs decode: the
     upload and mips of a zero image for each kind of chain among the first
     :data:`REHEARSE_INPUTS` inputs (PNGs; their headers read, :func:`gputex.warmup.png_shape`),
@@ -165,7 +169,13 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
     first GPU step, waiting for this one, meets the same pipelines at once: rehearsing them
     on a zero image first only delays it. H200 host, 48 x 2048², every sixth 1537x1999, the
     first odd-sized: the first decode done at 0.34 s, the device at 0.40 s, then 0.09 s of
-    rehearsing the first image's own chain at its size before its real step of 0.025 s)."""
+    rehearsing the first image's own chain at its size before its real step of 0.025 s).
+    ``waiting()``: whether decoded images wait for a GPU that takes them in any order (the
+    split of ``upload --mips -o DIR``); once it is true nothing more is rehearsed: their own
+    steps make the pipelines, and the GPU does not sit on a zero image while they wait (H200
+    host, same batch: where the first input's chain went to a worker, the rehearsal made the
+    1999x1537 chain for 0.15 s, then the power-of-two one, with 8 decoded images waiting; the
+    first GPU step came at 0.70 s against 0.54-0.57 s)."""
     from .warmup import png_shape, shape_for
 
     t = opts.transform
@@ -198,6 +208,8 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
         pipelines = session.cache(PIPELINES)
         for kind, pot in kinds.items():
             hw, channels, depth, space = kind
+            if waiting is not None and waiting():
+                break  # decoded images wait: their own steps make what they need
             if not pot and (not full or hw[0] * hw[1] > REHEARSE_MAX_PIXELS):
                 continue
             if kind == first and first_ready is not None and first_ready():
