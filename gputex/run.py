@@ -96,16 +96,16 @@ def _half(jobs: int) -> int:
 
 def _split_processes(jobs: int) -> int:
     """Decode processes for ``upload --mips -o DIR`` when they make chains and write files too
-    (:class:`gputex.upload_stage.HostSplit`): ``jobs`` less two, at least 3; the two cores left
-    are the main process's (the GPU step, the read-backs and writes of the GPU's images, the
-    device's own threads). H200 host, 48 x 2048², ``--jobs 16`` (``peer_ktx.py --variants``,
-    one run each unless said): at h13hybrid 12 processes 1.00 and 1.08 s in two calls, 16
-    processes best of 3 1.02 and 1.10 s, 14 processes 1.02 s; at 2fd0042 12 processes best of 3
-    0.99 s, 16 1.06 s, 10 1.09 s (``benchmarks/results/peer-ktx-h200-2fd0042.txt``). Since the
-    first decodes start before the device (h13start), the workers are busy from 0.28 s instead
-    of 0.35 s and the GPU step is the last to finish: 14 processes 0.95 s, 16 1.02 s, 12 (three
-    quarters, the default before) best of 3 1.00 s, in one call."""
-    return max(3, jobs - 2)
+    (:class:`gputex.upload_stage.HostSplit`): three quarters of ``jobs``, at least 3; the rest of
+    the cores are left to the main process (the GPU step, the read-backs and writes of the
+    GPU's images). H200 host, 48 x 2048², ``--jobs 16`` (``peer_ktx.py --variants``, one run
+    each unless said): 12 processes 1.00 and 1.08 s in two calls, 16 processes best of 3 1.02 and
+    1.10 s, 14 processes 1.02 s; at 2fd0042 12 processes best of 3 0.99 s, 16 1.06 s, 10 1.09 s
+    (``benchmarks/results/peer-ktx-h200-2fd0042.txt``). With the first decodes submitted before
+    the device (h13start), 14 against 12 in three calls: 0.95 (one run) against 1.00 (best of
+    3); best of 3 0.93 against 0.92 (one run); best of 3 1.07 against 1.00 (one run): no gain
+    shown, so three quarters stay."""
+    return max(3, jobs * 3 // 4)
 
 
 def stages(command: str, opts: Options, names=None) -> Stages:

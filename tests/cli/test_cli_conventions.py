@@ -99,7 +99,7 @@ def test_jobs_help_says_threads_then_processes():
     text = " ".join(run("capture", "--help", terminal_width=80).stdout.split())
     assert "threads for 1-2 jobs or one input, else N decoding and N encoding processes" in text
     assert ("-j, --jobs N Decode workers: threads for 1-2 jobs or one input, else N/2 (at least 3) decoding "
-            "processes (N-2 where they may write mipped files themselves); with -o, N threads write the "
+            "processes (3N/4 where they may write mipped files themselves); with -o, N threads write the "
             "files.") in " ".join(
         run("upload", "--help", terminal_width=80).stdout.split())
     from gputex.pipeline import Options
