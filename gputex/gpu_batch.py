@@ -456,13 +456,11 @@ class _Ring:
     thread (:meth:`take`, waiting while all are in flight) to the pool and back (:meth:`give`).
 
     A new buffer is made at least as big as the biggest one so far, so a batch of mixed sizes
-    replaces a small buffer at most once per size it grows to; a replaced buffer is dropped, not
-    destroyed, on the in-order thread (``destroy`` waits for the GPU); and while there is room
-    one more buffer of the biggest size is made ahead on a thread of its own (:meth:`_ahead`),
-    so the in-order thread seldom makes one. On the H200 host one GPU step of each run of the
-    48-image batch (2048², every sixth smaller) took 36-48 ms of CPU in the read-back's
-    submission against 7-12 ms for the others, in whichever step the ring grew (the driver's
-    allocation of a new block of mappable memory, most likely)."""
+    replaces a small buffer at most once per size it grows to; and a replaced buffer is dropped,
+    not destroyed, on the in-order thread (``destroy`` waits for the GPU there; h13batch4 measured
+    such a wait at 40-50 ms on the H200 host). Not the cause of the one GPU step per run of the
+    48-image batch that spends 29-48 ms of CPU in the read-back's submission (still there with
+    this; a buffer made ahead on another thread did not remove it either: unexplained)."""
 
     def __init__(self, session: Session):
         import threading
@@ -471,16 +469,17 @@ class _Ring:
         self.free: list = []
         self.count = 0
         self.biggest = 0
-        self.making = False
         self.cond = threading.Condition()
 
     def take(self, size: int):
+        import wgpu
+
         with self.cond:
             while True:
                 fit = next((b for b in self.free if b.size >= size), None)
                 if fit is not None:
                     self.free.remove(fit)
-                    break
+                    return fit
                 if self.count < DEFER_BUFFERS:  # a new one before replacing a small one: a
                     self.count += 1  # destroy waited 40-50 ms on the H200 host mid-batch
                     break
@@ -488,49 +487,13 @@ class _Ring:
                     self.free.pop()
                     break
                 self.cond.wait()
-            if fit is None:
-                size = self.biggest = max(align_up(max(size, 256), 1 << 20), self.biggest)
-        if fit is None:
-            try:
-                fit = self._create(size)
-            except BaseException:
-                self.give(None, usable=False)
-                raise
-        self._ahead()
-        return fit
-
-    def _create(self, size: int):
-        import wgpu
-
-        return self.session.check("readback buffer", self.session.device.create_buffer,
-                                  size=size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-
-    def _ahead(self) -> None:
-        """Make one more buffer of the biggest size on a thread of its own, where the ring has
-        room and no free buffer of that size (the next :meth:`take` finds it free)."""
-        import threading
-
-        with self.cond:
-            if self.making or self.count >= DEFER_BUFFERS or any(b.size >= self.biggest for b in self.free):
-                return
-            self.making = True
-            self.count += 1
-            size = self.biggest
-
-        def make() -> None:
-            try:
-                buf = self._create(size)
-            except BaseException:  # noqa: BLE001 - the in-order thread makes its own and meets the error
-                buf = None
-            with self.cond:
-                self.making = False
-                if buf is None:
-                    self.count -= 1
-                else:
-                    self.free.append(buf)
-                self.cond.notify()
-
-        threading.Thread(target=make, name="gputex-readback-ahead", daemon=True).start()
+            size = self.biggest = max(align_up(max(size, 256), 1 << 20), self.biggest)
+        try:
+            return self.session.check("readback buffer", self.session.device.create_buffer,
+                                      size=size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        except BaseException:
+            self.give(None, usable=False)
+            raise
 
     def give(self, buf, usable: bool = True) -> None:
         with self.cond:

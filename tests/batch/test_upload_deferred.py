@@ -356,47 +356,34 @@ def test_a_failed_input_leaves_its_name_to_the_next(rng, gpu, tmp_path, monkeypa
     assert bytes(read_texture_file(str(tmp_path / "out" / "x.ktx2")).levels[0]) == a[::-1].tobytes()
 
 
-def test_readback_ring_grows_ahead_and_never_destroys_on_the_taking_thread(gpu, monkeypatch):
+def test_readback_ring_sizes_and_replaces_without_destroy(gpu, monkeypatch):
     """The deferred read-backs' ring (``gpu_batch._Ring``): a new buffer is at least as big as the
-    biggest so far; one more of that size is made ahead on another thread while there is room
-    (so the next take finds it); a too-small free buffer is replaced by dropping it, never with
-    ``destroy`` on the taking thread; at most ``DEFER_BUFFERS`` exist."""
-    import threading
-    import time
-
+    biggest so far; with the ring full, a too-small free buffer is replaced by dropping it, never
+    with ``destroy`` on the taking thread; at most ``DEFER_BUFFERS`` exist."""
     from gputex import gpu_batch
 
-    monkeypatch.setattr(gpu_batch, "DEFER_BUFFERS", 3)
+    monkeypatch.setattr(gpu_batch, "DEFER_BUFFERS", 2)
     ring = gpu_batch._Ring(gpu)
-    made: list = []
     destroyed: list = []
-    create = ring._create
+    create = gpu.device.create_buffer
 
-    def tracked(size):
-        made.append((size, threading.current_thread().name))
-        buf = create(size)
+    def tracked(**kw):
+        buf = create(**kw)
         monkeypatch.setattr(buf, "destroy", lambda: destroyed.append(buf))
         return buf
 
-    monkeypatch.setattr(ring, "_create", tracked)
-
-    def settle():
-        deadline = time.time() + 10
-        while ring.making and time.time() < deadline:
-            time.sleep(0.005)
-
+    monkeypatch.setattr(gpu.device, "create_buffer", tracked)
     small = ring.take(3 << 20)
-    settle()
-    assert [s for s, _ in made] == [3 << 20, 3 << 20] and made[1][1] == "gputex-readback-ahead"
-    big = ring.take(5 << 20)  # the free 3 MiB one does not fit: a new one, the biggest from now on
-    settle()
-    assert big.size == 5 << 20 and ring.count == 3 and [b.size for b in ring.free] == [3 << 20]
+    big = ring.take(5 << 20)
+    assert (small.size, big.size, ring.count) == (3 << 20, 5 << 20, 2)
     ring.give(small)
     ring.give(big)
-    taken = ring.take(5 << 20)
-    assert taken is big
-    again = ring.take(5 << 20)  # only 3 MiB ones free, the ring full: one is replaced
-    settle()
-    assert again.size == 5 << 20 and ring.count == 3
-    assert not destroyed and all(b.size >= 3 << 20 for b in ring.free)
-    assert made[-1][1] == threading.current_thread().name  # the replacement made here, none ahead (full)
+    assert ring.take(2 << 20) is small  # a free one that fits
+    assert ring.take(5 << 20) is big
+    ring.give(small)
+    again = ring.take(5 << 20)  # only the 3 MiB one free and the ring full: it is replaced
+    assert again is not small and again.size == 5 << 20 and ring.count == 2
+    assert ring.free == [] and not destroyed
+    fresh = gpu_batch._Ring(gpu)
+    fresh.take(5 << 20)
+    assert fresh.take(1 << 20).size == 5 << 20  # new ones at least the biggest so far
