@@ -9,7 +9,9 @@ workers were spawned at 0.23 s, once the CLI had imported and parsed; each then 
 
 So where the command line looks like a batch (:func:`looks_like_batch`), :mod:`gputex.start`
 calls :func:`start` before anything else: a multiprocessing *forkserver* is started (its server
-is a fresh interpreter, started by fork + exec: the GPU process never forks itself) and imports
+is forked from gputex at that first moment, before any thread or device exists, and runs
+multiprocessing's server code: :func:`_forked_in_place`; else a fresh interpreter, fork + exec;
+the GPU process never forks once it has threads or a device) and imports
 :data:`WORKER_MODULES` while the CLI imports; the batch's pools (:func:`context`) then fork their
 workers from it in milliseconds. A wrong guess costs one idle process, stopped at exit; a miss,
 and library use, spawn the workers as before. Either way the workers run the same code on the
