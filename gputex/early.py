@@ -9,7 +9,9 @@ workers were spawned at 0.23 s, once the CLI had imported and parsed; each then 
 
 So where the command line looks like a batch (:func:`looks_like_batch`), :mod:`gputex.start`
 calls :func:`start` before anything else: a multiprocessing *forkserver* is started (its server
-is a fresh interpreter, started by fork + exec: the GPU process never forks itself) and imports
+is forked from gputex at that first moment, before any thread or device exists, and runs
+multiprocessing's server code: :func:`_forked_in_place`; else a fresh interpreter, fork + exec;
+the GPU process never forks once it has threads or a device) and imports
 :data:`WORKER_MODULES` while the CLI imports; the batch's pools (:func:`context`) then fork their
 workers from it in milliseconds. A wrong guess costs one idle process, stopped at exit; a miss,
 and library use, spawn the workers as before. Either way the workers run the same code on the
@@ -24,6 +26,9 @@ server started). :func:`stop` ends the server when the command exits (``atexit``
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 __all__ = ["WORKER_MODULES", "looks_like_batch", "start", "context", "stop"]
 
@@ -40,7 +45,7 @@ WORKER_MODULES = (
     "gputex.mips.cpu", "gputex.mips.integer", "gputex._mipcpu",
 )
 
-_CONTEXT = None  # the forkserver context, once its server is started (this process only)
+_CONTEXT: Any = None  # the forkserver context, once its server is started (this process only)
 _GLOB = frozenset("*?[")
 
 
@@ -116,7 +121,8 @@ def start(argv: list[str]) -> bool:
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(list(WORKER_MODULES))
         with spawn_shielded():  # the server, and every worker it forks, begins with SIGINT blocked
-            forkserver.ensure_running()
+            with _forked_in_place() as forked:
+                forkserver.ensure_running()
     except Exception:  # noqa: BLE001 - no server: the workers are spawned
         return False
     import atexit
@@ -126,8 +132,66 @@ def start(argv: list[str]) -> bool:
     from .trace import enabled, mark
 
     if enabled():
-        mark("forkserver", t0, server=_server_pid())
+        mark("forkserver", t0, server=_server_pid(), forked=bool(forked))
     return True
+
+
+@contextmanager
+def _forked_in_place() -> Iterator[list]:
+    """Within this block, multiprocessing starts its fork server by forking this process and
+    running the server's command in the child, not by fork + exec of a fresh interpreter: the
+    server skips the interpreter's start and the imports this process already made (``gputex``,
+    ``multiprocessing``), ~20 ms on the 2-core machine (the first task of a pool done 0.189 ->
+    0.169 s after the start). Safe here only: this process has no other thread and no device
+    yet (:func:`start` runs first of all). With another thread alive (Python's or a native
+    one), wgpu imported, or ``GPUTEX_PORTABLE=serverfork``, the server is exec'd as before.
+    The child keeps only the descriptors the exec'd server would get (the listener, the
+    "alive" pipe's read end, 0-2) and ends with ``os._exit`` (none of this process's exit
+    handlers). The server runs the same code either way, so the workers it forks are the same;
+    the block yields a list that holds True once the server was forked here."""
+    import sys
+    import threading
+    from multiprocessing import resource_tracker, util
+
+    from .portable import disabled
+
+    forked: list = []  # True once the server is forked here (what the block yields)
+    if (disabled("serverfork") or not os.path.isdir("/proc/self/task") or threading.active_count() > 1
+            or len(os.listdir("/proc/self/task")) > 1 or "wgpu" in sys.modules):  # (a native thread, a device)
+        yield forked
+        return
+    resource_tracker.ensure_running()  # (spawned as before: only the server is forked in place)
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    spawnv = util.spawnv_passfds
+
+    def fork_passfds(path: Any, args: Any, passfds: Any) -> int:
+        if args[-2:-1] != ["-c"]:
+            return spawnv(path, args, passfds)
+        pid = os.fork()
+        if pid:
+            forked.append(True)
+            return pid
+        try:  # the child: what ``python -c CMD`` would run, with only ``passfds`` open
+            keep = {0, 1, 2, *passfds}
+            for name in os.listdir("/proc/self/fd"):
+                if int(name) not in keep:
+                    try:
+                        os.close(int(name))
+                    except OSError:  # (the listing's own descriptor, closed by now)
+                        pass
+            exec(compile(args[-1], "<forkserver>", "exec"), {"__name__": "__mp_forkserver__"})
+        finally:
+            os._exit(0)
+
+    util.spawnv_passfds = fork_passfds
+    try:
+        yield forked
+    finally:
+        util.spawnv_passfds = spawnv
 
 
 def context():

@@ -462,7 +462,14 @@ class Readback:
 
 class _Ring:
     """At most :data:`DEFER_BUFFERS` ``MAP_READ | COPY_DST`` buffers, handed from the in-order
-    thread (:meth:`take`, waiting while all are in flight) to the pool and back (:meth:`give`)."""
+    thread (:meth:`take`, waiting while all are in flight) to the pool and back (:meth:`give`).
+
+    A new buffer is made at least as big as the biggest one so far, so a batch of mixed sizes
+    replaces a small buffer at most once per size it grows to; and a replaced buffer is dropped,
+    not destroyed, on the in-order thread (``destroy`` waits for the GPU there; h13batch4 measured
+    such a wait at 40-50 ms on the H200 host). Not the cause of the one GPU step per run of the
+    48-image batch that spends 29-48 ms of CPU in the read-back's submission (still there with
+    this; a buffer made ahead on another thread did not remove it either: unexplained)."""
 
     def __init__(self, session: Session):
         import threading
@@ -470,12 +477,12 @@ class _Ring:
         self.session = session
         self.free: list = []
         self.count = 0
+        self.biggest = 0
         self.cond = threading.Condition()
 
     def take(self, size: int):
         import wgpu
 
-        old = None
         with self.cond:
             while True:
                 fit = next((b for b in self.free if b.size >= size), None)
@@ -485,16 +492,14 @@ class _Ring:
                 if self.count < DEFER_BUFFERS:  # a new one before replacing a small one: a
                     self.count += 1  # destroy waited 40-50 ms on the H200 host mid-batch
                     break
-                if self.free:  # too small: replaced by a bigger one
-                    old = self.free.pop()
+                if self.free:  # too small: replaced by a bigger one (released once unreferenced)
+                    self.free.pop()
                     break
                 self.cond.wait()
-        if old is not None:
-            old.destroy()
+            size = self.biggest = max(align_up(max(size, 256), 1 << 20), self.biggest)
         try:
             return self.session.check("readback buffer", self.session.device.create_buffer,
-                                      size=align_up(max(size, 256), 1 << 20),
-                                      usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+                                      size=size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
         except BaseException:
             self.give(None, usable=False)
             raise

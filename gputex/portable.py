@@ -1,6 +1,6 @@
 """Linux-only mechanisms and their portable fallbacks, and the switch that turns them off.
 
-gputex uses five mechanisms that only some systems have, each with a fallback that gives
+gputex uses six mechanisms that only some systems have, each with a fallback that gives
 the same outputs and file modes:
 
 ===========  =======================================  ==========================================
@@ -17,6 +17,8 @@ sigmask      workers spawned with SIGINT blocked       the workers' initializer 
 forkserver   a batch's workers forked from a server    workers spawned when the batch begins
              started at the process's first moment
              (:mod:`gputex.early`)
+serverfork   that server forked from gputex itself     the server started as a fresh interpreter
+             (no second interpreter start)             (multiprocessing's fork + exec)
 ===========  =======================================  ==========================================
 
 ``GPUTEX_PORTABLE`` (a developer and test switch, :mod:`gputex.devflags`) lists mechanisms to turn off,
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 __all__ = ["disabled", "MECHANISMS"]
 
-MECHANISMS = ("shm", "otmpfile", "populate", "sigmask", "forkserver")
+MECHANISMS = ("shm", "otmpfile", "populate", "sigmask", "forkserver", "serverfork")
 
 
 def disabled(name: str) -> bool:

@@ -101,7 +101,10 @@ def _split_processes(jobs: int) -> int:
     GPU's images). H200 host, 48 x 2048², ``--jobs 16`` (``peer_ktx.py --variants``, one run
     each unless said): 12 processes 1.00 and 1.08 s in two calls, 16 processes best of 3 1.02 and
     1.10 s, 14 processes 1.02 s; at 2fd0042 12 processes best of 3 0.99 s, 16 1.06 s, 10 1.09 s
-    (``benchmarks/results/peer-ktx-h200-2fd0042.txt``)."""
+    (``benchmarks/results/peer-ktx-h200-2fd0042.txt``). With the first decodes submitted before
+    the device (h13start), 14 against 12 in three calls: 0.95 (one run) against 1.00 (best of
+    3); best of 3 0.93 against 0.92 (one run); best of 3 1.07 against 1.00 (one run): no gain
+    shown, so three quarters stay."""
     return max(3, jobs * 3 // 4)
 
 
@@ -117,7 +120,10 @@ def stages(command: str, opts: Options, names=None) -> Stages:
     def ahead(decode: Any, gpu: Any, encode: Any = None, **kw: Any) -> Stages:
         """Stages with what every command's run shares: the rehearsal on the device thread and
         the modules preloaded."""
-        return Stages(decode, gpu, encode, warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready),
+        split = kw.get("split")
+        waiting = (lambda: split.on and split.waiting.is_set()) if split is not None else None
+        return Stages(decode, gpu, encode, warm=lambda paths, ready: rehearsal(opts, paths, first_ready=ready,
+                                                                              waiting=waiting),
                       modules=modules, **kw)
 
     if command == "capture":
@@ -146,7 +152,8 @@ REHEARSE_MAX_PIXELS = 4096 * 4096
 
 
 def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = None,
-              first_ready: Callable[[], bool] | None = None) -> Callable[[Session], None] | None:
+              first_ready: Callable[[], bool] | None = None,
+              waiting: Callable[[], bool] | None = None) -> Callable[[Session], None] | None:
     """What the device thread runs once the session is made, while the first inputs decode: the
     upload and mips of a zero image for each kind of chain among the first
     :data:`REHEARSE_INPUTS` inputs (PNGs; their headers read, :func:`gputex.warmup.png_shape`),
@@ -162,7 +169,13 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
     first GPU step, waiting for this one, meets the same pipelines at once: rehearsing them
     on a zero image first only delays it. H200 host, 48 x 2048², every sixth 1537x1999, the
     first odd-sized: the first decode done at 0.34 s, the device at 0.40 s, then 0.09 s of
-    rehearsing the first image's own chain at its size before its real step of 0.025 s)."""
+    rehearsing the first image's own chain at its size before its real step of 0.025 s).
+    ``waiting()``: whether decoded images wait for a GPU that takes them in any order (the
+    split of ``upload --mips -o DIR``); once it is true nothing more is rehearsed: their own
+    steps make the pipelines, and the GPU does not sit on a zero image while they wait (H200
+    host, same batch: where the first input's chain went to a worker, the rehearsal made the
+    1999x1537 chain for 0.15 s, then the power-of-two one, with 8 decoded images waiting; the
+    first GPU step came at 0.70 s against 0.54-0.57 s)."""
     from .warmup import png_shape, shape_for
 
     t = opts.transform
@@ -195,6 +208,8 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
         pipelines = session.cache(PIPELINES)
         for kind, pot in kinds.items():
             hw, channels, depth, space = kind
+            if waiting is not None and waiting():
+                break  # decoded images wait: their own steps make what they need
             if not pot and (not full or hw[0] * hw[1] > REHEARSE_MAX_PIXELS):
                 continue
             if kind == first and first_ready is not None and first_ready():
@@ -250,7 +265,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
     from .atomic import sweep_stale
     from .batch import run_overlapped
     from .trace import enabled, mark, process_start
-    from .workers import codec_workers, worker_count
+    from .workers import codec_workers, start_processes, worker_count
 
     for folder in sweep:
         sweep_stale(folder)  # temporary files of an earlier run that was killed
@@ -283,30 +298,39 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
                 if item is first:
                     _done()  # the rehearsal leaves the first input's own kind to its real step
 
-    with codec_workers(n, steps.pools, split=split):
-        # after the workers are spawned (the GIL is not fought over while the parent spawns them):
-        # the device is made on a thread of its own while they start and decode the first inputs
-        soon = None
-        if session is None:
-            from .device import session_soon
+    with codec_workers(n, steps.pools, split=split, later=True):
+        soon: list = [None]
 
-            warm = steps.warm([item.path for item in items], first_done.is_set if first_done else None
-                              ) if steps.warm is not None and items else None
-            soon = session_soon(adapter, backend, warm=warm)
-        if split:
-            steps.split.opened()  # the GPU's slots, offered from the start (images wait for the device)
-        if items:
-            preload(steps.modules)
+        def begin():
+            """Once the first decodes are submitted (so the workers start on them as soon as
+            they exist, not once the main thread has also started the device and imported the
+            GPU step's modules: on the H200 host the first decode began 0.09-0.12 s after the
+            pool was made, with this thread the last to get there): the device is made on a
+            thread of its own while the first inputs decode, the GPU's slots are offered and
+            the GPU step's modules imported. The worker processes the first decodes did not
+            ask for are asked for first (:func:`gputex.workers.start_processes`)."""
+            start_processes()
+            if session is None:
+                from .device import session_soon
+
+                warm = steps.warm([item.path for item in items], first_done.is_set if first_done else None
+                                  ) if steps.warm is not None and items else None
+                soon[0] = session_soon(adapter, backend, warm=warm)
+            if split:
+                steps.split.opened()  # the GPU's slots, offered from the start (images wait for the device)
+            if items:
+                preload(steps.modules)
+            return soon[0]
 
         def start():
             if held[0] is None:
-                held[0] = soon.result()
+                held[0] = soon[0].result()
             return steps.gpu(held[0])
 
         run_overlapped(list(items), jobs, decode, None, steps.encode,
                        lambda result: on_result(result, held[0]), start, stop=stop, gate=gate,
                        workers=None if workers is None else n,  # None: as it decides for its capped jobs
-                       any_order=split, device=soon)
+                       any_order=split, begin=begin)
     if session is not None:  # the caller's device: the textures kept for reuse go
         from .texture import drop_pool
 

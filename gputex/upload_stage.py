@@ -40,10 +40,15 @@ class HostSplit:
     inputs whose output stems repeat (their names depend on the order of the steps)."""
 
     def __init__(self, opts: Options, names: OutputNames | None):
+        import threading
+
         from .devflags import int_flag
 
         self.opts, self.names = opts, names
         self.on = False
+        #: Set once a decoded image waits for its GPU step (:meth:`written` saw no worker-written
+        #: file): the rehearsal stops then (:func:`gputex.run.rehearsal`'s ``waiting``).
+        self.waiting = threading.Event()
         self.always = False
         self.norm16 = False
         slots = int_flag("GPUTEX_GPU_SLOTS")
@@ -97,6 +102,7 @@ class HostSplit:
         from .host_texture import HostWritten
 
         if not isinstance(got, HostWritten):
+            self.waiting.set()  # an image (or texture file) for the GPU step
             return False
         result.format, result.width, result.height, result.levels = got.format, got.width, got.height, got.levels
         result.color_space, result.layout, result.bytes = got.color_space, got.layout, got.nbytes

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 from .caps import worker_count  # noqa: E402,F401  (lives with the other resource caps)
 
-__all__ = ["codec_workers", "worker_count", "sweep_shared", "decode_image", "decode_or_write", "encode_images",
+__all__ = ["codec_workers", "start_processes", "worker_count", "sweep_shared", "decode_image", "decode_or_write", "encode_images",
            "SharedBlock", "shared_block", "write_texture", "free_gpu_slots"]
 
 _POOLS: dict = {}  # "decode" and "encode": two pools, so decodes never wait behind encodes
@@ -54,14 +54,20 @@ WORKER_NICE = 10
 
 
 @contextmanager
-def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode"), split: bool = False):
+def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode"), split: bool = False,
+                  later: bool = False):
     """Within this block, :func:`decode_image` / :func:`encode_images` run in worker processes:
     ``n`` for decoding and ``n`` for encoding (separate, so the in-order GPU thread's next
     decode never queues behind encodes; processes start as work arrives). ``kinds``: the pools
     to start; without an ``"encode"`` pool encodes and texture-file writes run in the calling
     process (``upload -o``: a write is one copy into the page cache, not worth 16 more
     processes starting beside the device on a 16-core host). ``split``: the decode workers
-    share the GPU's slots with the main process (:func:`decode_or_write`)."""
+    share the GPU's slots with the main process (:func:`decode_or_write`). ``later``: processes
+    forked from the early server are not all asked for at once but by the first tasks
+    submitted, the rest once :func:`start_processes` is called (:func:`gputex.run.run` calls it
+    right after the first decodes are submitted: on the H200 host the 12 forks, one server
+    round trip each, took 50 ms, and the first decode waited behind them, queued after the
+    placeholder tasks that asked for the processes)."""
     if n <= 0 or _POOLS:
         yield
         return
@@ -86,15 +92,20 @@ def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode"), split: 
         # forked by the early server: each start waits for the server's reply (and the first one
         # for its imports), so they are asked for on a thread of their own while this one goes
         # on to the device and the first decodes
-        starter = threading.Thread(target=_start_processes, args=(pools, n), name="gputex-workers-start",
-                                   daemon=True)
-        starter.start()
+        starter = threading.Thread(target=_start_later if later else _start_processes, args=(pools, n),
+                                   name="gputex-workers-start", daemon=True)
+        if later:
+            _SUBMITTED.clear()
+            _STARTER[:] = [starter]
+        else:
+            starter.start()
     else:
         _start_processes(pools, n)
     try:
         yield
     finally:
-        if starter is not None:
+        _STARTER.clear()
+        if starter is not None and starter.is_alive():
             starter.join()
         with _POOL_LOCK:
             pools = list(_POOLS.values()) + _REPLACED  # the ones in use now (a dead worker's replaced)
@@ -109,6 +120,23 @@ def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode"), split: 
 
 
 _CTX: Any = None  # the multiprocessing context of the pools (main process, while they run)
+_STARTER: list = []  # codec_workers(later=True)'s thread that asks for the rest of the processes
+
+
+_SUBMITTED = threading.Event()  # a task was submitted to a pool (what the deferred starter waits for)
+
+
+def start_processes() -> None:
+    """Ask for the rest of the worker processes of a ``codec_workers(later=True)`` block (once;
+    nothing where there is none to ask for): on a thread that first waits, up to 0.2 s, for the
+    first task to be submitted, so the tasks that ask for the processes queue behind it."""
+    if _STARTER:
+        _STARTER.pop().start()
+
+
+def _start_later(pools: list, n: int) -> None:
+    _SUBMITTED.wait(0.2)
+    _start_processes(pools, n)
 
 
 def _start_processes(pools: list, n: int) -> None:
@@ -429,6 +457,7 @@ def _call(kind: str, fn, *args, path: str = ""):
     try:
         with spawn_shielded():  # submit may start a worker process
             fut = pool.submit(fn, *args)
+        _SUBMITTED.set()
         return fut.result()
     except BrokenProcessPool:
         pass

@@ -115,12 +115,14 @@ def test_a_folder_is_a_batch(tmp_path, monkeypatch):
 
 def test_early_server_same_bytes_and_gone_after(gpu, rng, tmp_path):
     """``upload --mips -o DIR`` (the chains split between the GPU and the workers) and ``capture
-    --mips --level all``: workers forked from the early server, and spawned ones
+    --mips --level all``: workers forked from the early server (itself forked from gputex, or
+    started as a fresh interpreter: ``GPUTEX_PORTABLE=serverfork``), and spawned ones
     (``GPUTEX_PORTABLE=forkserver``), write the same bytes; the server is gone when the command is."""
     files = _inputs(rng, tmp_path / "src")
     for command, extra in (("upload", ["--mips"]), ("capture", ["--mips", "--level", "all"])):
         runs = {}
-        for how, env in (("early", {}), ("spawned", {"GPUTEX_PORTABLE": "forkserver"})):
+        for how, env in (("early", {}), ("exec", {"GPUTEX_PORTABLE": "serverfork"}),
+                         ("spawned", {"GPUTEX_PORTABLE": "forkserver"})):
             out = tmp_path / f"{command}-{how}"
             p, spans = _gputex([command, *files, *extra, "-o", str(out), "--jobs", "3"],
                                tmp_path / f"{command}-{how}.jsonl", **env)
@@ -130,13 +132,14 @@ def test_early_server_same_bytes_and_gone_after(gpu, rng, tmp_path):
             servers = [s["server"] for s in spans if s["what"] == "forkserver"]
             parents = {s["parent"] for s in spans if s["what"] == "worker-warm"}
             assert len(main) == 1 and parents, spans
-            if how == "early":
+            if how != "spawned":
                 assert len(servers) == 1 and parents == set(servers), (servers, parents)
                 assert _gone(servers[0])  # stopped and reaped by gputex before it exited
+                assert [s["forked"] for s in spans if s["what"] == "forkserver"] == [how == "early"]
             else:
                 assert servers == [] and parents == main
             runs[how] = _hashes(out)
-        assert runs["early"] == runs["spawned"] and len(runs["early"]) >= len(files), runs
+        assert runs["early"] == runs["exec"] == runs["spawned"] and len(runs["early"]) >= len(files), runs
 
 
 def test_a_miss_and_a_wrong_guess(gpu, rng, tmp_path):

@@ -14,7 +14,8 @@ from gputex.pipeline import MipOptions, Options, Result, upload_image
 from gputex.run import REHEARSE_INPUTS, preload, rehearsal
 
 
-def _shapes(monkeypatch, opts, paths, adapter_type="DiscreteGPU", full_size=None, caches=None, first_ready=None):
+def _shapes(monkeypatch, opts, paths, adapter_type="DiscreteGPU", full_size=None, caches=None, first_ready=None,
+            waiting=None):
     """The (height, width, channels, dtype, colour space) of each image the rehearsal uploads;
     ``caches``: {name: pipelines each upload makes, in turn} (default: one each)."""
     import gputex.pipeline
@@ -36,7 +37,7 @@ def _shapes(monkeypatch, opts, paths, adapter_type="DiscreteGPU", full_size=None
         return Tex()
 
     monkeypatch.setattr(gputex.pipeline, "upload_image", fake_upload)
-    run = rehearsal(opts, paths, full_size=full_size, first_ready=first_ready)
+    run = rehearsal(opts, paths, full_size=full_size, first_ready=first_ready, waiting=waiting)
     if run is None:
         return None
     def cache(name):
@@ -88,6 +89,50 @@ def test_the_first_inputs_kind_is_left_to_it_once_decoded(monkeypatch, tmp_png, 
     # asked when the kind's turn comes, not once up front
     answers = iter([False])
     assert _shapes(monkeypatch, opts, [pot, odd], first_ready=lambda: next(answers, True)) == every[::-1]
+
+
+def test_nothing_more_once_decoded_images_wait(monkeypatch, tmp_png, rng):
+    """A split run's GPU takes decoded images in any order: once one waits (``waiting()``), no
+    further kind is rehearsed, whatever the first input's state; asked before each kind."""
+    odd = tmp_png(rng.integers(0, 256, (37, 45, 4), np.uint8), "a_odd.png")
+    pot = tmp_png(rng.integers(0, 256, (32, 64, 4), np.uint8), "b_pot.png")
+    opts = Options(mips=True)
+    every = [(37, 45, 4, "uint8", "srgb"), (1, 64, 4, "uint8", "srgb")]
+    assert _shapes(monkeypatch, opts, [odd, pot], waiting=lambda: False) == every
+    assert _shapes(monkeypatch, opts, [odd, pot], waiting=lambda: True, first_ready=lambda: False) == []
+    answers = iter([False])
+    assert _shapes(monkeypatch, opts, [odd, pot], waiting=lambda: next(answers, True)) == every[:1]
+
+
+def test_the_split_says_when_an_image_waits_for_the_gpu():
+    """:class:`~gputex.upload_stage.HostSplit` sets ``waiting`` for a decoded image handed to the
+    GPU step, not for a file a worker wrote; ``stages`` hands the rehearsal that flag only while
+    the split is on."""
+    from gputex.host_texture import HostWritten
+    from gputex.run import stages
+
+    steps = stages("upload", Options(mips=True, out="out"), None)
+    split = steps.split
+    written = HostWritten("out/a.ktx2", "rgba8unorm-srgb", 4, 4, 3, "srgb", {}, 64, [], 0.0, 0.0)
+    assert split.written(written, Result("a.png")) and not split.waiting.is_set()
+    assert not split.written(SimpleNamespace(pixels=np.zeros((4, 4, 4), np.uint8)), Result("b.png"))
+    assert split.waiting.is_set()
+
+
+def test_stages_hand_the_rehearsal_the_splits_flag(monkeypatch):
+    import gputex.run
+
+    got: dict = {}
+    monkeypatch.setattr(gputex.run, "rehearsal", lambda opts, paths, **kw: got.update(kw))
+    steps = gputex.run.stages("upload", Options(mips=True, out="out"), None)
+    steps.warm(["a.png"], None)
+    steps.split.waiting.set()
+    steps.split.on = False  # (prepare decides; off: images wait in input order)
+    assert got["waiting"]() is False
+    steps.split.on = True
+    assert got["waiting"]() is True
+    gputex.run.stages("capture", Options(mips=True), None).warm(["a.png"], None)
+    assert got["waiting"] is None
 
 
 @pytest.mark.gpu

@@ -354,3 +354,36 @@ def test_a_failed_input_leaves_its_name_to_the_next(rng, gpu, tmp_path, monkeypa
     assert [r.ok for r in results] == [False, True], [r.error for r in results]
     assert os.listdir(tmp_path / "out") == ["x.ktx2"]
     assert bytes(read_texture_file(str(tmp_path / "out" / "x.ktx2")).levels[0]) == a[::-1].tobytes()
+
+
+def test_readback_ring_sizes_and_replaces_without_destroy(gpu, monkeypatch):
+    """The deferred read-backs' ring (``gpu_batch._Ring``): a new buffer is at least as big as the
+    biggest so far; with the ring full, a too-small free buffer is replaced by dropping it, never
+    with ``destroy`` on the taking thread; at most ``DEFER_BUFFERS`` exist."""
+    from gputex import gpu_batch
+
+    monkeypatch.setattr(gpu_batch, "DEFER_BUFFERS", 2)
+    ring = gpu_batch._Ring(gpu)
+    destroyed: list = []
+    create = gpu.device.create_buffer
+
+    def tracked(**kw):
+        buf = create(**kw)
+        monkeypatch.setattr(buf, "destroy", lambda: destroyed.append(buf))
+        return buf
+
+    monkeypatch.setattr(gpu.device, "create_buffer", tracked)
+    small = ring.take(3 << 20)
+    big = ring.take(5 << 20)
+    assert (small.size, big.size, ring.count) == (3 << 20, 5 << 20, 2)
+    ring.give(small)
+    ring.give(big)
+    assert ring.take(2 << 20) is small  # a free one that fits
+    assert ring.take(5 << 20) is big
+    ring.give(small)
+    again = ring.take(5 << 20)  # only the 3 MiB one free and the ring full: it is replaced
+    assert again is not small and again.size == 5 << 20 and ring.count == 2
+    assert ring.free == [] and not destroyed
+    fresh = gpu_batch._Ring(gpu)
+    fresh.take(5 << 20)
+    assert fresh.take(1 << 20).size == 5 << 20  # new ones at least the biggest so far

@@ -247,7 +247,9 @@ def _workers_of(pid: int) -> list[int]:
         state, ppid = stat.rsplit(")", 1)[1].split()[:2]
         if state != "Z":
             procs[int(entry)] = (int(ppid), cmd)
-    servers = {p for p, (ppid, cmd) in procs.items() if ppid == pid and b"multiprocessing.forkserver" in cmd}
+    own = procs.get(pid, (0, None))[1]  # the server forked from gputex itself has gputex's command line
+    servers = {p for p, (ppid, cmd) in procs.items()
+               if ppid == pid and (b"multiprocessing.forkserver" in cmd or cmd == own)}
     return sorted(p for p, (ppid, cmd) in procs.items()
                   if ppid == pid and b"spawn_main" in cmd or ppid in servers)
 

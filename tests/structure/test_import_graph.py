@@ -24,11 +24,12 @@ KNOWN_PRIVATE_IMPORTS: set[str] = set()
 # wgpu's header as FFI._cdef would store it),
 # wgpu-py's writable mapped view (the only one it offers, see the README), the process pool's
 # size and os._exit in worker processes and at the end of a CLI run (atexit handlers run first),
-# multiprocessing's fork server (its pid: the early server is ended and reaped at exit),
+# multiprocessing's fork server (its pid: the early server is ended and reaped at exit; os._exit
+# ends the server forked from gputex, which must run none of gputex's exit handlers),
 # wgpu-py's device handle for a texture with view formats (wgpu_compat: a shim version-gated on
 # wgpu-py 0.32.0, which raises for them; its docstring says when it can go).
 KNOWN_PRIVATE_ATTRIBUTES = {
-    "cli: atexit._run_exitfuncs", "cli: os._exit", "early: forkserver._forkserver",
+    "cli: atexit._run_exitfuncs", "cli: os._exit", "early: forkserver._forkserver", "early: os._exit",
     "device: ffi._get_cached_btype", "device: ffi._lock", "device: ffi._parsed_types", "device: ffi._parser",
     "device: ffi._cdefsources", "device: parser._get_type_and_quals", "device: parser._parse", "gpu_batch: buf._experimental_get_mapped_range",
     "upload: buf._experimental_get_mapped_range", "workers: broken._max_workers", "workers: os._exit",
