@@ -51,32 +51,11 @@ typedef struct {
 } Level;
 
 /* Large buffers in transparent huge pages where Linux has them (madvise mode): a 2048^2 chain's
- * 32 MB of level-1 sums cost ~10 ms of 4 KiB page faults otherwise. Freed buffers are kept for
- * the process's next chain (up to KEEP_BYTES in KEEP_SLOTS buffers; the chain writes every sum
- * and cell before it reads one, so what a kept buffer held does not matter): a batch's decode
- * worker makes one chain after another, and each fresh mapping had its pages zeroed by the
- * kernel again (``clear_page``: 14% of a 2048^2 sRGB chain's CPU time on the 2-core machine). */
-#define KEEP_BYTES ((size_t)64 << 20)
-#define KEEP_SLOTS 4
-static struct { void *p; size_t bytes; } kept[KEEP_SLOTS];
-static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-
+ * 32 MB of level-1 sums cost ~10 ms of 4 KiB page faults otherwise. */
 static void *big_alloc(size_t *bytes)
 {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     size_t n = (*bytes + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
-    int best = -1;
-    pthread_mutex_lock(&kept_lock);
-    for (int i = 0; i < KEEP_SLOTS; i++)
-        if (kept[i].p && kept[i].bytes >= n && (best < 0 || kept[i].bytes < kept[best].bytes)) best = i;
-    if (best >= 0) {
-        void *p = kept[best].p;
-        *bytes = kept[best].bytes;
-        kept[best].p = NULL;
-        pthread_mutex_unlock(&kept_lock);
-        return p;
-    }
-    pthread_mutex_unlock(&kept_lock);
     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
     madvise(p, n, MADV_HUGEPAGE);
@@ -91,20 +70,7 @@ static void big_free(void *p, size_t bytes)
 {
     if (!p) return;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    size_t total = bytes;
-    int slot = -1;
-    pthread_mutex_lock(&kept_lock);
-    for (int i = 0; i < KEEP_SLOTS; i++) {
-        if (kept[i].p) total += kept[i].bytes;
-        else if (slot < 0) slot = i;
-    }
-    if (slot >= 0 && total <= KEEP_BYTES) {
-        kept[slot].p = p;
-        kept[slot].bytes = bytes;
-        p = NULL;
-    }
-    pthread_mutex_unlock(&kept_lock);
-    if (p) munmap(p, bytes);
+    munmap(p, bytes);
 #else
     (void)bytes;
     free(p);
