@@ -66,6 +66,49 @@ override SMEM_TABLES: bool = BITS == 8u && SRGB;
 var<workgroup> ltab: array<u32, 256>;
 var<workgroup> qtab: array<f32, 257>;
 
+// 8-bit sRGB: a float's code by a bucket table (intbox.bucket_table: one lookup and one comparison
+// with a float threshold, no pow) where its exact use follows: the base's codes from the sRGB view's
+// decoded floats (far from every threshold: a decoded code lies 0.2% or more inside its interval),
+// and the screen's estimate at levels 1-2 (the screen's margins still decide what is sure)
+override DECODE_TABLE: bool = BITS == 8u && SRGB;
+override SCREEN_TABLE: bool = BITS == 8u && SRGB;
+// Loops over the 1 or 2 children of a texel on each axis written with the constant bound 2 and a
+// guard (the compiler unrolls them and issues a texel's loads together), else with the uniform bound
+override FIXED_LOOPS: bool = true;
+const BUCKET_LOW: i32 = 18432;   // intbox.BUCKET_LOW
+const BUCKETS: i32 = 1793;       // intbox.BUCKETS
+const BUCKET_WORDS: u32 = 449u;  // four codes a word
+const BUCKET_AT: u32 = 1536u;    // the buckets' first word in `tables` (after L, Q, Q / 2^32)
+var<workgroup> btab: array<u32, 449>;
+
+// The code of float z >= 0 (L's units) against the float thresholds (k: q[k] <= z < q[k + 1])
+fn bucket_code(z: f32) -> u32 {
+    let b = u32(clamp(i32(bitcast<u32>(z) >> 16u) - BUCKET_LOW, 0, BUCKETS - 1));
+    var w = 0u;
+    if (SMEM_TABLES) {
+        w = btab[b >> 2u];
+    } else {
+        w = tables[BUCKET_AT + (b >> 2u)];
+    }
+    let k = (w >> ((b & 3u) * 8u)) & 255u;
+    return k + select(0u, 1u, k < 255u && z >= threshold_f(k + 1u, true));
+}
+
+// Codes of base texel p (load_codes), the sRGB view's decode undone by the bucket table
+fn load_base(p: vec2<i32>) -> vec4<u32> {
+    if (!DECODE_TABLE || !SRGB_VIEW) {
+        return load_codes(p);
+    }
+    let v = clamp(textureLoad(src, p, 0), vec4<f32>(0.0), vec4<f32>(1.0));
+    let z = v.rgb * 2147483648.0;
+    return vec4<u32>(bucket_code(z.x), bucket_code(z.y), bucket_code(z.z), u32(floor(v.a * 255.0 + 0.5)));
+}
+
+// A loop bound over 1 or 2 children (FIXED_LOOPS: the constant 2, the caller guards)
+fn upto(n: u32) -> u32 {
+    return select(n, 2u, FIXED_LOOPS);
+}
+
 // (No loops over words or channels below: an array or vector indexed by a loop variable lives in
 // local memory on some compilers, which made the first version of this shader 10x slower on the
 // H200 than its arithmetic.)
@@ -210,7 +253,7 @@ fn zero_narrow() -> Narrow {
 }
 
 fn add_narrow(n: Narrow, p: vec2<u32>) -> Narrow {
-    let c = load_codes(vec2<i32>(p));
+    let c = load_base(vec2<i32>(p));
     var l = c;
     if (SMEM_TABLES) {
         l = vec4<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u], 0u);
@@ -313,11 +356,15 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         let h = select(n.sh.xyz, n.nh.xyz, covered);
         let l = select(n.sl.xyz, n.nl.xyz, covered);
         let xv = (vec3<f32>(h) * 65536.0 + vec3<f32>(l)) / select(f32(1u << s), f32(n.a), covered);
-        var v = xv;
-        if (SRGB) {
-            v = srgb_encode3(xv / 2147483648.0) * 255.0;
+        if (SRGB && SCREEN_TABLE) {
+            col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));
+        } else {
+            var v = xv;
+            if (SRGB) {
+                v = srgb_encode3(xv / 2147483648.0) * 255.0;
+            }
+            col = vec3<u32>(clamp(floor(v + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
         }
-        col = vec3<u32>(clamp(floor(v + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
         let tl = vec3<f32>(threshold_f(col.x, SRGB), threshold_f(col.y, SRGB), threshold_f(col.z, SRGB));
         let th = vec3<f32>(threshold_f(col.x + 1u, SRGB), threshold_f(col.y + 1u, SRGB),
                            threshold_f(col.z + 1u, SRGB));
@@ -339,9 +386,11 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
 // The sums of first-level texel c from its source texels.
 fn child_narrow(c: vec2<u32>, fs: vec2<u32>) -> Narrow {
     var child = zero_narrow();
-    for (var sy = 0u; sy < fs.y; sy++) {
-        for (var sx = 0u; sx < fs.x; sx++) {
-            child = add_narrow(child, c * fs + vec2<u32>(sx, sy));
+    for (var sy = 0u; sy < upto(fs.y); sy++) {
+        for (var sx = 0u; sx < upto(fs.x); sx++) {
+            if (sx < fs.x && sy < fs.y) {
+                child = add_narrow(child, c * fs + vec2<u32>(sx, sy));
+            }
         }
     }
     return child;
@@ -424,6 +473,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         if (t == 0u) {
             qtab[256] = 3.4e38;  // above every value (k + 1 = 256 is never compared)
         }
+        if (DECODE_TABLE || SCREEN_TABLE) {
+            for (var k = t; k < BUCKET_WORDS; k += 256u) {
+                btab[k] = tables[BUCKET_AT + k];
+            }
+        }
         workgroupBarrier();
     }
     let n = prm.levels;
@@ -438,14 +492,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (inside && BITS == 8u && !FROM_SUMS) {
         var an = zero_narrow();
         var unsure = 0u;  // bit k: first-level child k (cy rc.x + cx), bit 31: the anchor texel
-        for (var cy = 0u; cy < rc.y; cy++) {
-            for (var cx = 0u; cx < rc.x; cx++) {
-                let c = p * rc + vec2<u32>(cx, cy);
-                let child = child_narrow(c, fs);
-                if (r == 1u && !finalize_narrow(0u, c.x, c.y, child)) {
-                    unsure |= 1u << (cy * rc.x + cx);
+        for (var cy = 0u; cy < upto(rc.y); cy++) {
+            for (var cx = 0u; cx < upto(rc.x); cx++) {
+                if (cx < rc.x && cy < rc.y) {
+                    let c = p * rc + vec2<u32>(cx, cy);
+                    let child = child_narrow(c, fs);
+                    if (r == 1u && !finalize_narrow(0u, c.x, c.y, child)) {
+                        unsure |= 1u << (cy * rc.x + cx);
+                    }
+                    an = sum_narrow(an, child);
                 }
-                an = sum_narrow(an, child);
             }
         }
         acc = wide(an);
@@ -515,16 +571,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let q = wg.xy * t + o;
         if (i < min(n, i0 + per) && j < e.x * e.y && all(q < prm.lv[i].size)) {
             let from_tile = i0 == 2u;  // else level i0 - 1's slots
-            let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[i0 - 1u].f);
+            let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[i0 - 1u].f);  // (1 or 2 a level a round)
             // the children's sums: word w of child c at w * stride + base + c.y * row + c.x
             let stride = select(85u, 256u, from_tile);
             let row = select(level_extent(i0 - 1u).x, 16u, from_tile);
             let base = select(3072u + level_slot(i0 - 1u, vec2<u32>(0u)), 0u, from_tile);
             var sum = zero_acc();
-            for (var cy = 0u; cy < rr.y; cy++) {
-                for (var cx = 0u; cx < rr.x; cx++) {
-                    let c = o * rr + vec2<u32>(cx, cy);
-                    sum = add_collapsed(sum, sums_get(base + c.y * row + c.x, stride));
+            for (var cy = 0u; cy < select(rr.y, 2u, FIXED_LOOPS && ROUND_A_LEVEL); cy++) {
+                for (var cx = 0u; cx < select(rr.x, 2u, FIXED_LOOPS && ROUND_A_LEVEL); cx++) {
+                    if (cx < rr.x && cy < rr.y) {
+                        let c = o * rr + vec2<u32>(cx, cy);
+                        sum = add_collapsed(sum, sums_get(base + c.y * row + c.x, stride));
+                    }
                 }
             }
             let cs = collapse(sum);
