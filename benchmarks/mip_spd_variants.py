@@ -13,6 +13,15 @@ not made), ``notileround`` (... made but not rounded), ``nobarrier`` (their barr
 from the output buffer into the texture); next to the float chain and the speed of light,
 measured as ``benchmarks/mips.py`` does (warm GPU, median of ``--repeat``). ``benchmarks/mips_cpu.py``
 runs the same cuts on lavapipe (CPU time).
+
+Variants that keep the bytes (the shader's overrides set by text edits of their defaults; each
+one's levels hashed and compared with the first such variant's, "same bytes" or "DIFFER"):
+``main`` (the bucket tables and fixed loops off: main's first pass), ``decode`` / ``screen`` /
+``tiletab`` / ``loops`` (one of them on), ``base`` (the defaults), ``nosmem`` (the tables read
+from the storage buffer). Cuts that only locate time (wrong bytes): ``nosearch`` (the exact
+search cut out of round_fast: what its registers cost every texel), ``noexact`` (... and the
+screen's fallback finalize), ``rawload`` (the base's codes are the view's floats times 255),
+``sumonly`` (rawload + nofinal + notile: loads and sums alone).
 """
 
 from __future__ import annotations
@@ -47,6 +56,30 @@ CUTS["nofinal"] = [("if (r == 1u && !finalize_narrow(0u, c.x, c.y, child)) {", "
 CUTS["empty"] = [("    let n = prm.levels;\n", "    let n = prm.levels;\n    if (n < 64u) {\n        return;\n    }\n")]
 CUTS["notile"] = [("    if (n <= 2u) {\n        return;\n    }", "    if (n <= 64u) {\n        return;\n    }")]
 CUTS["both"] = CUTS["noround"] + CUTS["noencode"]
+CUTS["nosearch"] = [("    return search_code(num, den, srgb, lo, hi, probe);\n}", "    return k;\n}")]
+CUTS["noexact"] = CUTS["nosearch"] + [("            finalize(lv, q.x, q.y, wide(nn));\n", "")]
+CUTS["rawload"] = [("    if (!DECODE_TABLE || !SRGB_VIEW) {\n        return load_codes(p);\n    }",
+                    "    if (true) {\n        return vec4<u32>(textureLoad(src, p, 0) * 255.0);\n    }")]
+CUTS["sumonly"] = CUTS["rawload"] + CUTS["nofinal"] + CUTS["notile"]
+
+
+def _flags(on: set[str]) -> list[tuple[str, str]]:
+    """Edits setting the bucket-table and loop overrides: those in ``on`` keep their defaults."""
+    out = []
+    for flag, default in [("DECODE_TABLE", "BITS == 8u && SRGB"), ("SCREEN_TABLE", "BITS == 8u && SRGB"),
+                          ("FIXED_LOOPS", "true")]:
+        if flag not in on:
+            out.append((f"override {flag}: bool = {default};", f"override {flag}: bool = false;"))
+    if "TILE" not in on:
+        out.append(("    if (SCREEN && srgb && SCREEN_TABLE) {", "    if (false) {"))
+    return out
+
+
+#: Variants that keep the bytes: their edits (the first one is what the others' bytes are checked against)
+EXACT = {"main": _flags(set()), "decode": _flags({"DECODE_TABLE"}), "screen": _flags({"SCREEN_TABLE"}),
+         "tiletab": _flags({"SCREEN_TABLE", "TILE"}) + [("        if (SRGB && SCREEN_TABLE) {", "        if (false) {")],
+         "loops": _flags({"FIXED_LOOPS"}), "base": [], "nosmem": []}
+CUTS.update(EXACT)
 
 _load = kernels.load_wgsl
 VARIANT = {"name": "base"}
@@ -93,11 +126,30 @@ def copies(gpu, tex, count: int) -> tuple[float, float]:
     return out[0], out[1]
 
 
+def level_hash(tex) -> str:
+    """SHA-256 of levels 1.. of ``tex`` as captured."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for lv in range(1, tex.levels):
+        digest.update(gputex.capture_bytes(tex, lv).tobytes())
+    return digest.hexdigest()
+
+
+def _same(tex, variant: str, first: str | None) -> str:
+    if variant not in EXACT or first is None:
+        return ""
+    return "; same bytes" if level_hash(tex) == first else "; DIFFER"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="+", type=int, default=[4096, 8192])
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--variants", nargs="+", default=["base", "nocopy", "noround", "noencode", "both"])
+    ap.add_argument("--variants", nargs="+", default=["main", "decode", "screen", "tiletab", "loops", "base",
+                                                       "nosmem", "nosearch", "noexact", "rawload", "sumonly",
+                                                       "notile", "nofinal", "empty"])
+    ap.add_argument("--no-fast", action="store_true", help="skip the float chain's figure")
     args = ap.parse_args()
     kernels.load_wgsl = load_wgsl
     gpu = gputex.Session()
@@ -116,17 +168,24 @@ def main() -> None:
               f"{tt / 1e6:.4f} ms, buffer to buffer {tb / 1e6:.4f} ms", flush=True)
         encoder = type(gpu.device.create_command_encoder())
         to_texture, tex_to_tex = encoder.copy_buffer_to_texture, encoder.copy_texture_to_texture
-        for variant in ["fast"] + args.variants:
+        first_hash = None
+        for variant in ([] if args.no_fast else ["fast"]) + args.variants:
             VARIANT["name"] = variant
             gpu.cache(kernels.PIPELINES).items.clear()
-            if variant != "base":
+            spd.SMEM_TABLES = False if variant == "nosmem" else None
+            if variant not in ("base", "main"):
                 spd.self_check = lambda *a, **k: (True, "")
             encoder.copy_buffer_to_texture = (lambda *a, **k: None) if variant == "nocopy" else to_texture
             encoder.copy_texture_to_texture = (lambda *a, **k: None) if variant == "nocopy" else tex_to_tex
             wall, g, rep = bench.time_chain(gpu, tex, "fast" if variant == "fast" else "exact", args.repeat, light)
-            print(f"  {variant:>9}: GPU {g['median'] / 1e6:.4f} ms warm median ({g['median'] / sol['median']:.2f}x SOL), "
-                  f"{g['batch'] / 1e6:.4f} back to back, {g['cold'] / 1e6:.4f} cold; passes "
-                  + " ".join(f"{t / 1e6:.4f}" for t in rep.pass_ns), flush=True)
+            if g is None:  # no timestamps (lavapipe): the wall time only
+                print(f"  {variant:>9}: wall {wall * 1e3:.2f} ms" + _same(tex, variant, first_hash), flush=True)
+            else:
+                print(f"  {variant:>9}: GPU {g['median'] / 1e6:.4f} ms warm median ({g['median'] / sol['median']:.2f}x "
+                      f"SOL), {g['batch'] / 1e6:.4f} back to back, {g['cold'] / 1e6:.4f} cold; passes "
+                      + " ".join(f"{t / 1e6:.4f}" for t in rep.pass_ns) + _same(tex, variant, first_hash), flush=True)
+            if variant in EXACT and first_hash is None:
+                first_hash = level_hash(tex)
         light.destroy()
         tex.destroy()
 

@@ -452,7 +452,16 @@ fn round_one(sm: Sums, c: u32, s: u32) -> u32 {
     if (SCREEN && !srgb && !(covered && !alpha)) {
         return round_pow2(num, s);
     }
-    return round_fast(num, select(Big(1u << s, 0u, 0u, 0u), sm.a, covered && !alpha), srgb);
+    let den = select(Big(1u << s, 0u, 0u, 0u), sm.a, covered && !alpha);
+    if (SCREEN && srgb && SCREEN_TABLE) {  // round_fast's screen, its code from the buckets
+        let x = approx(num) / approx(den);
+        let k = bucket_code(x);
+        if ((k == 0u || x >= threshold_f(k, true) * (1.0 + MARGIN))
+            && (k == 255u || x < threshold_f(k + 1u, true) * (1.0 - MARGIN))) {
+            return k;
+        }
+    }
+    return round_fast(num, den, srgb);
 }
 
 // word k of texel j at tile[256 k + j]: a warp's threads touch consecutive words, no bank conflicts
