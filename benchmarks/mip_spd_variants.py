@@ -16,12 +16,11 @@ runs the same cuts on lavapipe (CPU time).
 
 Variants that keep the bytes (the shader's overrides set by text edits of their defaults; each
 one's levels hashed and compared with the first such variant's, "same bytes" or "DIFFER"):
-``main`` (the bucket tables and fixed loops off: main's first pass), ``decode`` / ``screen`` /
-``tiletab`` / ``loops`` (one of them on), ``base`` (the defaults), ``nosmem`` (the tables read
-from the storage buffer). Cuts that only locate time (wrong bytes): ``nosearch`` (the exact
-search cut out of round_fast: what its registers cost every texel), ``noexact`` (... and the
-screen's fallback finalize), ``rawload`` (the base's codes are the view's floats times 255),
-``sumonly`` (rawload + nofinal + notile: loads and sums alone).
+``main`` (SCREEN_TABLE and ONE_THRESHOLD off: main's first pass), ``screen`` (the bucket codes
+in main's screen), ``base`` (the defaults), ``nosmem`` (the tables read from the storage
+buffer). Cuts that only locate time (wrong bytes): ``nosearch`` (the exact search cut out of
+round_fast), ``noexact`` (... and the screen's fallback finalize), ``rawload`` (the base's codes
+are the view's floats times 255), ``sumonly`` (rawload + nofinal + notile: loads and sums alone).
 """
 
 from __future__ import annotations
@@ -58,27 +57,22 @@ CUTS["notile"] = [("    if (n <= 2u) {\n        return;\n    }", "    if (n <= 6
 CUTS["both"] = CUTS["noround"] + CUTS["noencode"]
 CUTS["nosearch"] = [("    return search_code(num, den, srgb, lo, hi, probe);\n}", "    return k;\n}")]
 CUTS["noexact"] = CUTS["nosearch"] + [("            finalize(lv, q.x, q.y, wide(nn));\n", "")]
-CUTS["rawload"] = [("    if (!DECODE_TABLE || !SRGB_VIEW) {\n        return load_codes(p);\n    }",
-                    "    if (true) {\n        return vec4<u32>(textureLoad(src, p, 0) * 255.0);\n    }")]
+CUTS["rawload"] = [("    let c = load_codes(vec2<i32>(p));\n    var l = c;",
+                    "    let c = vec4<u32>(textureLoad(src, vec2<i32>(p), 0) * 255.0);\n    var l = c;")]
 CUTS["sumonly"] = CUTS["rawload"] + CUTS["nofinal"] + CUTS["notile"]
 
 
 def _flags(on: set[str]) -> list[tuple[str, str]]:
-    """Edits setting the bucket-table and loop overrides: those in ``on`` keep their defaults."""
+    """Edits setting the screen's overrides: those in ``on`` keep their defaults."""
     out = []
-    for flag, default in [("DECODE_TABLE", "BITS == 8u && SRGB"), ("SCREEN_TABLE", "BITS == 8u && SRGB"),
-                          ("FIXED_LOOPS", "true")]:
+    for flag, default in [("SCREEN_TABLE", "BITS == 8u && SRGB"), ("ONE_THRESHOLD", "true")]:
         if flag not in on:
             out.append((f"override {flag}: bool = {default};", f"override {flag}: bool = false;"))
-    if "TILE" not in on:
-        out.append(("    if (SCREEN && srgb && SCREEN_TABLE) {", "    if (false) {"))
     return out
 
 
 #: Variants that keep the bytes: their edits (the first one is what the others' bytes are checked against)
-EXACT = {"main": _flags(set()), "decode": _flags({"DECODE_TABLE"}), "screen": _flags({"SCREEN_TABLE"}),
-         "tiletab": _flags({"SCREEN_TABLE", "TILE"}) + [("        if (SRGB && SCREEN_TABLE) {", "        if (false) {")],
-         "loops": _flags({"FIXED_LOOPS"}), "base": [], "nosmem": []}
+EXACT = {"main": _flags(set()), "screen": _flags({"SCREEN_TABLE"}), "base": [], "nosmem": []}
 CUTS.update(EXACT)
 
 _load = kernels.load_wgsl
@@ -146,9 +140,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="+", type=int, default=[4096, 8192])
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--variants", nargs="+", default=["main", "decode", "screen", "tiletab", "loops", "base",
-                                                       "nosmem", "nosearch", "noexact", "rawload", "sumonly",
-                                                       "notile", "nofinal", "empty"])
+    ap.add_argument("--variants", nargs="+", default=["main", "screen", "base", "nosmem", "rawload", "sumonly",
+                                                       "notile", "empty"])
     ap.add_argument("--no-fast", action="store_true", help="skip the float chain's figure")
     args = ap.parse_args()
     kernels.load_wgsl = load_wgsl

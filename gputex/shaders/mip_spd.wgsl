@@ -66,15 +66,17 @@ override SMEM_TABLES: bool = BITS == 8u && SRGB;
 var<workgroup> ltab: array<u32, 256>;
 var<workgroup> qtab: array<f32, 257>;
 
-// 8-bit sRGB: a float's code by a bucket table (intbox.bucket_table: one lookup and one comparison
-// with a float threshold, no pow) where its exact use follows: the base's codes from the sRGB view's
-// decoded floats (far from every threshold: a decoded code lies 0.2% or more inside its interval),
-// and the screen's estimate at levels 1-2 (the screen's margins still decide what is sure)
-override DECODE_TABLE: bool = BITS == 8u && SRGB;
+// 8-bit sRGB: the code of a float estimate x from a bucket table (intbox.bucket_table: one lookup
+// and one comparison, no pow): exactly the k with q[k] <= x < q[k + 1] for the float thresholds q.
 override SCREEN_TABLE: bool = BITS == 8u && SRGB;
-// Loops over the 1 or 2 children of a texel on each axis written with the constant bound 2 and a
-// guard (the compiler unrolls them and issues a texel's loads together), else with the uniform bound
-override FIXED_LOOPS: bool = true;
+// 8-bit: the screen's doubtful codes decided by one exact comparison (exact_one) instead of the exact
+// search. The estimate x is within 2^-20 of the value (relative), x lies in [q[k], q[k + 1]) and the
+// thresholds are >= 0.39% apart (linear: k +- 1/2 at k <= 255; sRGB: >= 0.9%), so where x is within
+// MARGIN (2^-18) of one of them the value's code is one of the two codes beside that threshold,
+// and the other threshold is far: Q[j] <= value decides. No search, no 96-bit fallback in the first
+// pass's summing phase (its registers cost every texel).
+override ONE_THRESHOLD: bool = true;
+override ONE: bool = ONE_THRESHOLD && SCREEN && BITS == 8u && (!SRGB || SCREEN_TABLE);
 const BUCKET_LOW: i32 = 18432;   // intbox.BUCKET_LOW
 const BUCKETS: i32 = 1793;       // intbox.BUCKETS
 const BUCKET_WORDS: u32 = 449u;  // four codes a word
@@ -94,19 +96,17 @@ fn bucket_code(z: f32) -> u32 {
     return k + select(0u, 1u, k < 255u && z >= threshold_f(k + 1u, true));
 }
 
-// Codes of base texel p (load_codes), the sRGB view's decode undone by the bucket table
-fn load_base(p: vec2<i32>) -> vec4<u32> {
-    if (!DECODE_TABLE || !SRGB_VIEW) {
-        return load_codes(p);
+// The code of num / den from a screened estimate x and its code k (q[k] <= x < q[k + 1], or the
+// estimate's nearest linear code): k where x is clearly inside, else the exact comparison with the
+// threshold it is next to (ONE's reasoning).
+fn exact_one(num: Big, den: Big, x: f32, k: u32, srgb: bool) -> u32 {
+    let above = k == 0u || x >= threshold_f(k, srgb) * (1.0 + MARGIN);
+    let below = k == top() || x < threshold_f(k + 1u, srgb) * (1.0 - MARGIN);
+    if (above && below) {
+        return k;
     }
-    let v = clamp(textureLoad(src, p, 0), vec4<f32>(0.0), vec4<f32>(1.0));
-    let z = v.rgb * 2147483648.0;
-    return vec4<u32>(bucket_code(z.x), bucket_code(z.y), bucket_code(z.z), u32(floor(v.a * 255.0 + 0.5)));
-}
-
-// A loop bound over 1 or 2 children (FIXED_LOOPS: the constant 2, the caller guards)
-fn upto(n: u32) -> u32 {
-    return select(n, 2u, FIXED_LOOPS);
+    let j = select(k, k + 1u, above);  // below failed: x is next to q[k + 1]
+    return select(j - 1u, j, reaches(num, den, j, srgb));
 }
 
 // (No loops over words or channels below: an array or vector indexed by a loop variable lives in
@@ -253,7 +253,7 @@ fn zero_narrow() -> Narrow {
 }
 
 fn add_narrow(n: Narrow, p: vec2<u32>) -> Narrow {
-    let c = load_base(vec2<i32>(p));
+    let c = load_codes(vec2<i32>(p));
     var l = c;
     if (SMEM_TABLES) {
         l = vec4<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u], 0u);
@@ -352,7 +352,24 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
     let covered = WA && n.a != 0u;
     var col = (n.sl.xyz + vec3<u32>(half)) >> vec3<u32>(s);
     var sure = SCREEN && !(STORE && i + 1u == prm.levels);
-    if (SRGB || covered) {
+    if (ONE && (SRGB || covered)) {
+        let h = select(n.sh.xyz, n.nh.xyz, covered);
+        let l = select(n.sl.xyz, n.nl.xyz, covered);
+        let den = select(1u << s, n.a, covered);
+        let xv = (vec3<f32>(h) * 65536.0 + vec3<f32>(l)) / f32(den);
+        if (SRGB) {
+            col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));
+        } else {
+            col = vec3<u32>(clamp(floor(xv + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
+        }
+        let wl = widen(vec4<u32>(h, 0u), vec4<u32>(l, 0u));  // the sums h 2^16 + l: low, high words
+        let d = Big(den, 0u, 0u, 0u);
+        col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);
+        if (NC == 3u) {
+            col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);
+            col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);
+        }
+    } else if (SRGB || covered) {
         let h = select(n.sh.xyz, n.nh.xyz, covered);
         let l = select(n.sl.xyz, n.nl.xyz, covered);
         let xv = (vec3<f32>(h) * 65536.0 + vec3<f32>(l)) / select(f32(1u << s), f32(n.a), covered);
@@ -372,7 +389,10 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         let below = col == vec3<u32>(255u) | xv < th * (1.0 - MARGIN);
         sure = sure && all((above & below) | vec3<bool>(false, NC == 1u, NC == 1u));
     }
-    if (sure) {
+    if (ONE && STORE && i + 1u == prm.levels) {  // (a pass of at most 2 levels that is not the last)
+        store_sums((y * prm.lv[i].size.x + x) * SLOTS * 3u, collapse(wide(n)));
+    }
+    if (sure || ONE) {
         let a = (n.a + half) >> s;
         var codes = vec4<u32>(col, a);
         if (NC == 1u) {
@@ -380,17 +400,15 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         }
         write_texel(i, x, y, codes);
     }
-    return sure;
+    return sure || ONE;
 }
 
 // The sums of first-level texel c from its source texels.
 fn child_narrow(c: vec2<u32>, fs: vec2<u32>) -> Narrow {
     var child = zero_narrow();
-    for (var sy = 0u; sy < upto(fs.y); sy++) {
-        for (var sx = 0u; sx < upto(fs.x); sx++) {
-            if (sx < fs.x && sy < fs.y) {
-                child = add_narrow(child, c * fs + vec2<u32>(sx, sy));
-            }
+    for (var sy = 0u; sy < fs.y; sy++) {
+        for (var sx = 0u; sx < fs.x; sx++) {
+            child = add_narrow(child, c * fs + vec2<u32>(sx, sy));
         }
     }
     return child;
@@ -453,13 +471,13 @@ fn round_one(sm: Sums, c: u32, s: u32) -> u32 {
         return round_pow2(num, s);
     }
     let den = select(Big(1u << s, 0u, 0u, 0u), sm.a, covered && !alpha);
-    if (SCREEN && srgb && SCREEN_TABLE) {  // round_fast's screen, its code from the buckets
+    if (ONE) {  // (approx()'s estimate: within 2^-20 too, see round_fast)
         let x = approx(num) / approx(den);
-        let k = bucket_code(x);
-        if ((k == 0u || x >= threshold_f(k, true) * (1.0 + MARGIN))
-            && (k == 255u || x < threshold_f(k + 1u, true) * (1.0 - MARGIN))) {
-            return k;
+        var k = u32(clamp(floor(x + 0.5), 0.0, 255.0));
+        if (srgb) {
+            k = bucket_code(x);
         }
+        return exact_one(num, den, x, k, srgb);
     }
     return round_fast(num, den, srgb);
 }
@@ -482,7 +500,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         if (t == 0u) {
             qtab[256] = 3.4e38;  // above every value (k + 1 = 256 is never compared)
         }
-        if (DECODE_TABLE || SCREEN_TABLE) {
+        if (SCREEN_TABLE) {
             for (var k = t; k < BUCKET_WORDS; k += 256u) {
                 btab[k] = tables[BUCKET_AT + k];
             }
@@ -501,16 +519,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (inside && BITS == 8u && !FROM_SUMS) {
         var an = zero_narrow();
         var unsure = 0u;  // bit k: first-level child k (cy rc.x + cx), bit 31: the anchor texel
-        for (var cy = 0u; cy < upto(rc.y); cy++) {
-            for (var cx = 0u; cx < upto(rc.x); cx++) {
-                if (cx < rc.x && cy < rc.y) {
-                    let c = p * rc + vec2<u32>(cx, cy);
-                    let child = child_narrow(c, fs);
-                    if (r == 1u && !finalize_narrow(0u, c.x, c.y, child)) {
-                        unsure |= 1u << (cy * rc.x + cx);
-                    }
-                    an = sum_narrow(an, child);
+        for (var cy = 0u; cy < rc.y; cy++) {
+            for (var cx = 0u; cx < rc.x; cx++) {
+                let c = p * rc + vec2<u32>(cx, cy);
+                let child = child_narrow(c, fs);
+                if (r == 1u && !finalize_narrow(0u, c.x, c.y, child)) {
+                    unsure |= 1u << (cy * rc.x + cx);
                 }
+                an = sum_narrow(an, child);
             }
         }
         acc = wide(an);
@@ -519,7 +535,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         }
         // the rare texels the screen left (within 2^-18 of a threshold): the exact path, children's
         // sums summed again (keeping them all would cost registers every texel pays for)
-        for (var m = unsure; m != 0u; m &= m - 1u) {
+        for (var m = select(unsure, 0u, ONE); m != 0u; m &= m - 1u) {
             let b = firstTrailingBit(m);
             var lv = r;
             var q = p;
@@ -580,18 +596,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let q = wg.xy * t + o;
         if (i < min(n, i0 + per) && j < e.x * e.y && all(q < prm.lv[i].size)) {
             let from_tile = i0 == 2u;  // else level i0 - 1's slots
-            let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[i0 - 1u].f);  // (1 or 2 a level a round)
+            let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[i0 - 1u].f);
             // the children's sums: word w of child c at w * stride + base + c.y * row + c.x
             let stride = select(85u, 256u, from_tile);
             let row = select(level_extent(i0 - 1u).x, 16u, from_tile);
             let base = select(3072u + level_slot(i0 - 1u, vec2<u32>(0u)), 0u, from_tile);
             var sum = zero_acc();
-            for (var cy = 0u; cy < select(rr.y, 2u, FIXED_LOOPS && ROUND_A_LEVEL); cy++) {
-                for (var cx = 0u; cx < select(rr.x, 2u, FIXED_LOOPS && ROUND_A_LEVEL); cx++) {
-                    if (cx < rr.x && cy < rr.y) {
-                        let c = o * rr + vec2<u32>(cx, cy);
-                        sum = add_collapsed(sum, sums_get(base + c.y * row + c.x, stride));
-                    }
+            for (var cy = 0u; cy < rr.y; cy++) {
+                for (var cx = 0u; cx < rr.x; cx++) {
+                    let c = o * rr + vec2<u32>(cx, cy);
+                    sum = add_collapsed(sum, sums_get(base + c.y * row + c.x, stride));
                 }
             }
             let cs = collapse(sum);
