@@ -77,6 +77,9 @@ override SCREEN_TABLE: bool = BITS == 8u && SRGB;
 // pass's summing phase (its registers cost every texel).
 override ONE_THRESHOLD: bool = true;
 override ONE: bool = ONE_THRESHOLD && SCREEN && BITS == 8u && (!SRGB || SCREEN_TABLE);
+// First passes whose texels have 2x2 children of 2x2 base texels each (both axes halve twice): the
+// base texels loaded without loops, 0: in the loops, 1: four loads a child, 2: all sixteen first
+override QUAD: u32 = 2u;
 const BUCKET_LOW: i32 = 18432;   // intbox.BUCKET_LOW
 const BUCKETS: i32 = 1793;       // intbox.BUCKETS
 const BUCKET_WORDS: u32 = 449u;  // four codes a word
@@ -253,7 +256,10 @@ fn zero_narrow() -> Narrow {
 }
 
 fn add_narrow(n: Narrow, p: vec2<u32>) -> Narrow {
-    let c = load_codes(vec2<i32>(p));
+    return add_codes(n, load_codes(vec2<i32>(p)));
+}
+
+fn add_codes(n: Narrow, c: vec4<u32>) -> Narrow {
     var l = c;
     if (SMEM_TABLES) {
         l = vec4<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u], 0u);
@@ -414,6 +420,65 @@ fn child_narrow(c: vec2<u32>, fs: vec2<u32>) -> Narrow {
     return child;
 }
 
+fn child4(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>) -> Narrow {
+    let n = add_codes(add_codes(zero_narrow(), texel_codes(a)), texel_codes(b));
+    return add_codes(add_codes(n, texel_codes(c)), texel_codes(d));
+}
+
+// QUAD 2: the sums of the 2x2 children of 2x2 base texels each from their base texels' values t
+// (the 4x4 block row by row, every index a constant), level 1's codes written, the anchor's returned
+fn quad_narrow(p: vec2<u32>, t: array<vec4<f32>, 16>) -> Narrow {
+    let c0 = child4(t[0], t[1], t[4], t[5]);
+    let c1 = child4(t[2], t[3], t[6], t[7]);
+    let c2 = child4(t[8], t[9], t[12], t[13]);
+    let c3 = child4(t[10], t[11], t[14], t[15]);
+    for (var k = 0u; k < 4u; k++) {  // (one copy of finalize_narrow)
+        var child = c0;
+        if (k == 1u) {
+            child = c1;
+        } else if (k == 2u) {
+            child = c2;
+        } else if (k == 3u) {
+            child = c3;
+        }
+        finalize_narrow(0u, 2u * p.x + (k & 1u), 2u * p.y + (k >> 1u), child);
+    }
+    return sum_narrow(sum_narrow(c0, c1), sum_narrow(c2, c3));
+}
+
+fn load4x4(p: vec2<u32>) -> array<vec4<f32>, 16> {
+    let b = vec2<i32>(p * 4u);
+    return array<vec4<f32>, 16>(
+        textureLoad(src, b, 0), textureLoad(src, b + vec2<i32>(1, 0), 0),
+        textureLoad(src, b + vec2<i32>(2, 0), 0), textureLoad(src, b + vec2<i32>(3, 0), 0),
+        textureLoad(src, b + vec2<i32>(0, 1), 0), textureLoad(src, b + vec2<i32>(1, 1), 0),
+        textureLoad(src, b + vec2<i32>(2, 1), 0), textureLoad(src, b + vec2<i32>(3, 1), 0),
+        textureLoad(src, b + vec2<i32>(0, 2), 0), textureLoad(src, b + vec2<i32>(1, 2), 0),
+        textureLoad(src, b + vec2<i32>(2, 2), 0), textureLoad(src, b + vec2<i32>(3, 2), 0),
+        textureLoad(src, b + vec2<i32>(0, 3), 0), textureLoad(src, b + vec2<i32>(1, 3), 0),
+        textureLoad(src, b + vec2<i32>(2, 3), 0), textureLoad(src, b + vec2<i32>(3, 3), 0));
+}
+
+// QUAD 1: a child's four texels loaded together, one child after the other
+fn quad_by_child(p: vec2<u32>) -> Narrow {
+    var an = zero_narrow();
+    for (var k = 0u; k < 4u; k++) {
+        let c = 2u * p + vec2<u32>(k & 1u, k >> 1u);
+        let b = vec2<i32>(2u * c);
+        let t0 = textureLoad(src, b, 0);
+        let t1 = textureLoad(src, b + vec2<i32>(1, 0), 0);
+        let t2 = textureLoad(src, b + vec2<i32>(0, 1), 0);
+        let t3 = textureLoad(src, b + vec2<i32>(1, 1), 0);
+        var child = add_codes(zero_narrow(), texel_codes(t0));
+        child = add_codes(child, texel_codes(t1));
+        child = add_codes(child, texel_codes(t2));
+        child = add_codes(child, texel_codes(t3));
+        finalize_narrow(0u, c.x, c.y, child);
+        an = sum_narrow(an, child);
+    }
+    return an;
+}
+
 // Levels 3.. of a pass (i = 2.. here) in a tile: a level's texels o < level_extent(i), at most
 // 64, 16, 4 and 1 of them (an axis that still halves has 16 >> (i - 2) texels in the tile, one that
 // stopped is 1 texel long), kept at level_slot(i, o): their sums (12 words a texel) in `tile`
@@ -516,7 +581,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let fs = vec2<u32>(1u) << f0;               // source texels of a first-level texel
     let rc = vec2<u32>(1u) << (anchor.f - f0);  // first-level texels of an anchor texel
     var acc = zero_acc();
-    if (inside && BITS == 8u && !FROM_SUMS) {
+    let quad = ONE && QUAD > 0u && r == 1u && all(fs == vec2<u32>(2u)) && all(rc == vec2<u32>(2u));
+    if (inside && BITS == 8u && !FROM_SUMS && quad) {
+        var an = zero_narrow();
+        if (QUAD == 2u) {
+            an = quad_narrow(p, load4x4(p));
+        } else {
+            an = quad_by_child(p);
+        }
+        acc = wide(an);
+        finalize_narrow(1u, p.x, p.y, an);
+    } else if (inside && BITS == 8u && !FROM_SUMS) {
         var an = zero_narrow();
         var unsure = 0u;  // bit k: first-level child k (cy rc.x + cx), bit 31: the anchor texel
         for (var cy = 0u; cy < rc.y; cy++) {
