@@ -17,12 +17,12 @@ runs the same cuts on lavapipe (CPU time).
 Variants that keep the bytes (the shader's overrides set by text edits of their defaults; each
 one's levels hashed and compared with the first such variant's, "same bytes" or "DIFFER"):
 ``main`` (SCREEN_TABLE and ONE_THRESHOLD off: main's first pass), ``screen`` (the bucket codes
-in main's screen), ``one`` (exact_one, base texels loaded in the loops: QUAD 0), ``quad1`` (four
-loads a child), ``base`` (the defaults: sixteen loads first), ``nosmem`` (the tables read from
-the storage buffer). Cuts that only locate time (wrong bytes): ``nosearch`` (the exact search cut out of
+in main's screen), ``one`` (exact_one, base texels loaded in the loops: QUAD 0), ``quad2`` (the
+sixteen loads first, not four a child), ``texel`` (levels 3.. summed a texel a thread, not a
+channel: CHANNEL_ROUNDS off), ``base`` (the defaults), ``nosmem`` (the tables read from the
+storage buffer). Cuts that only locate time (wrong bytes): ``nosearch`` (the exact search cut out of
 round_fast), ``noexact`` (... and the screen's fallback finalize), ``rawload`` (the base's codes
-are the view's floats times 255), ``sumonly`` (rawload + nofinal + notile: loads and sums alone), ``nol1`` (QUAD 2 without level
-1's codes).
+are the view's floats times 255), ``sumonly`` (rawload + nofinal + notile: loads and sums alone).
 """
 
 from __future__ import annotations
@@ -73,11 +73,12 @@ def _flags(on: set[str]) -> list[tuple[str, str]]:
     return out
 
 
+_QUAD = "override QUAD: u32 = select(2u, 1u, ROUND_A_LEVEL);"
 #: Variants that keep the bytes: their edits (the first one is what the others' bytes are checked against)
 EXACT = {"main": _flags(set()), "screen": _flags({"SCREEN_TABLE"}),
-         "one": [("override QUAD: u32 = 2u;", "override QUAD: u32 = 0u;")],
-         "quad1": [("override QUAD: u32 = 2u;", "override QUAD: u32 = 1u;")], "base": [], "nosmem": []}
-CUTS["nol1"] = [("        finalize_narrow(0u, 2u * p.x + (k & 1u), 2u * p.y + (k >> 1u), child);\n", "")]
+         "one": [(_QUAD, "override QUAD: u32 = 0u;")], "quad2": [(_QUAD, "override QUAD: u32 = 2u;")],
+         "texel": [("override CHANNEL_ROUNDS: bool = ROUND_A_LEVEL;", "override CHANNEL_ROUNDS: bool = false;")],
+         "base": [], "nosmem": []}
 CUTS.update(EXACT)
 
 _load = kernels.load_wgsl
@@ -145,7 +146,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="+", type=int, default=[4096, 8192])
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--variants", nargs="+", default=["main", "one", "quad1", "base", "nosmem", "nol1", "notile",
+    ap.add_argument("--variants", nargs="+", default=["main", "one", "quad2", "texel", "base", "nosmem", "notile",
                                                        "noencode", "empty"])
     ap.add_argument("--no-fast", action="store_true", help="skip the float chain's figure")
     args = ap.parse_args()

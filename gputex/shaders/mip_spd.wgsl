@@ -79,7 +79,7 @@ override ONE_THRESHOLD: bool = true;
 override ONE: bool = ONE_THRESHOLD && SCREEN && BITS == 8u && (!SRGB || SCREEN_TABLE);
 // First passes whose texels have 2x2 children of 2x2 base texels each (both axes halve twice): the
 // base texels loaded without loops, 0: in the loops, 1: four loads a child, 2: all sixteen first
-override QUAD: u32 = 2u;
+override QUAD: u32 = select(2u, 1u, ROUND_A_LEVEL);
 const BUCKET_LOW: i32 = 18432;   // intbox.BUCKET_LOW
 const BUCKETS: i32 = 1793;       // intbox.BUCKETS
 const BUCKET_WORDS: u32 = 449u;  // four codes a word
@@ -547,6 +547,51 @@ fn round_one(sm: Sums, c: u32, s: u32) -> u32 {
     return round_fast(num, den, srgb);
 }
 
+// Levels 3.. one a round (ROUND_A_LEVEL), each (texel, channel) summed by a thread of its own: a
+// quarter of the dependent steps and of the words read per thread of whole texels' sums (each reads
+// its children's alpha and one channel, 24 words, not 48), four times the threads
+override CHANNEL_ROUNDS: bool = ROUND_A_LEVEL;
+
+// Channel ch (3: alpha) of level i's texel o (q in the level) from its children in level i - 1 (the
+// tile for i = 2): into its slot (lsums_put's layout), and the stored sums if the pass keeps them.
+// Colour: the premultiplied sums of the children with alpha, or where the alpha sum is 0 the plain
+// ones (add_collapsed, collapse).
+fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
+    let from_tile = i == 2u;
+    let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[i - 1u].f);
+    let stride = select(85u, 256u, from_tile);
+    let row = select(level_extent(i - 1u).x, 16u, from_tile);
+    let base = select(3072u + level_slot(i - 1u, vec2<u32>(0u)), 0u, from_tile);
+    let z = Big(0u);
+    var a = z;
+    var prem = z;
+    var plain = z;
+    for (var cy = 0u; cy < rr.y; cy++) {
+        for (var cx = 0u; cx < rr.x; cx++) {
+            let c = o * rr + vec2<u32>(cx, cy);
+            let k = base + c.y * row + c.x;
+            let ca = Big(tile[k + 9u * stride], tile[k + 10u * stride], tile[k + 11u * stride], 0u);
+            let w = k + 3u * ch * stride;
+            let cv = Big(tile[w], tile[w + stride], tile[w + 2u * stride], 0u);
+            let pl = WA && !nonzero(ca);
+            a = add(a, ca);
+            prem = add(prem, select(cv, z, pl));
+            plain = add(plain, select(z, cv, pl));
+        }
+    }
+    let v = select(prem, plain, WA && !nonzero(a));  // (alpha: prem is the alpha sum)
+    let at = 3072u + 255u * ch + level_slot(i, o);  // word 3 ch of the slot (lsums_put)
+    tile[at] = v.x;
+    tile[at + 85u] = v.y;
+    tile[at + 170u] = v.z;
+    if (STORE && i + 1u == prm.levels && (ch < NC || (ch == 3u && HAS_ALPHA))) {
+        let d = (q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u + 3u * select(ch, NC, ch == 3u);
+        dst_sums[d] = v.x;
+        dst_sums[d + 1u] = v.y;
+        dst_sums[d + 2u] = v.z;
+    }
+}
+
 // word k of texel j at tile[256 k + j]: a warp's threads touch consecutive words, no bank conflicts
 fn tile_put(p: vec2<u32>, s: Sums) {
     sums_put(p.y * 16u + p.x, 256u, s);
@@ -660,6 +705,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let i0 = 2u + per * round;
         if (i0 >= n) {
             break;
+        }
+        if (CHANNEL_ROUNDS) {  // thread 4 j + c: channel c of level i0's texel j
+            let e = level_extent(i0);
+            let j = tid >> 2u;
+            let o = vec2<u32>(j & (e.x - 1u), j >> countTrailingZeros(e.x));
+            let q = wg.xy * (vec2<u32>(16u) >> (prm.lv[i0].f - anchor.f)) + o;
+            if (j < e.x * e.y && all(q < prm.lv[i0].size)) {
+                channel_sum(i0, o, q, tid & 3u);
+            }
+            continue;
         }
         let e0 = level_extent(i0);
         let first = tid < e0.x * e0.y;
