@@ -16,8 +16,7 @@ runs the same cuts on lavapipe (CPU time).
 
 Variants that keep the bytes (the shader's overrides set by text edits of their defaults; each
 one's levels hashed and compared with the first such variant's, "same bytes" or "DIFFER"):
-``main`` (SCREEN_TABLE and ONE_THRESHOLD off: main's first pass), ``screen`` (the bucket codes
-in main's screen), ``one`` (exact_one, base texels loaded in the loops: QUAD 0), ``quad2`` (the
+``main`` (ONE_THRESHOLD off: main's first pass), ``one`` (exact_one, base texels loaded in the loops: QUAD 0), ``quad2`` (the
 sixteen loads first, not four a child), ``texel`` (levels 3.. summed a texel a thread, not a
 channel: CHANNEL_ROUNDS off), ``base`` (the defaults), ``nosmem`` (the tables read from the
 storage buffer). Cuts that only locate time (wrong bytes): ``nosearch`` (the exact search cut out of
@@ -64,18 +63,9 @@ CUTS["rawload"] = [("    let c = load_codes(vec2<i32>(p));\n    var l = c;",
 CUTS["sumonly"] = CUTS["rawload"] + CUTS["nofinal"] + CUTS["notile"]
 
 
-def _flags(on: set[str]) -> list[tuple[str, str]]:
-    """Edits setting the screen's overrides: those in ``on`` keep their defaults."""
-    out = []
-    for flag, default in [("SCREEN_TABLE", "BITS == 8u && SRGB"), ("ONE_THRESHOLD", "true")]:
-        if flag not in on:
-            out.append((f"override {flag}: bool = {default};", f"override {flag}: bool = false;"))
-    return out
-
-
-_QUAD = "override QUAD: u32 = select(2u, 1u, ROUND_A_LEVEL);"
+_QUAD = "override QUAD: u32 = 1u;"
 #: Variants that keep the bytes: their edits (the first one is what the others' bytes are checked against)
-EXACT = {"main": _flags(set()), "screen": _flags({"SCREEN_TABLE"}),
+EXACT = {"main": [("override ONE_THRESHOLD: bool = ROUND_A_LEVEL;", "override ONE_THRESHOLD: bool = false;")],
          "one": [(_QUAD, "override QUAD: u32 = 0u;")], "quad2": [(_QUAD, "override QUAD: u32 = 2u;")],
          "texel": [("override CHANNEL_ROUNDS: bool = ROUND_A_LEVEL;", "override CHANNEL_ROUNDS: bool = false;")],
          "base": [], "nosmem": []}

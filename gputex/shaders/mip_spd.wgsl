@@ -66,20 +66,24 @@ override SMEM_TABLES: bool = BITS == 8u && SRGB;
 var<workgroup> ltab: array<u32, 256>;
 var<workgroup> qtab: array<f32, 257>;
 
-// 8-bit sRGB: the code of a float estimate x from a bucket table (intbox.bucket_table: one lookup
-// and one comparison, no pow): exactly the k with q[k] <= x < q[k + 1] for the float thresholds q.
-override SCREEN_TABLE: bool = BITS == 8u && SRGB;
+// The GPU forms (ROUND_A_LEVEL: spd.py sets it on every adapter but a CPU one; the tests force it),
+// measured on the H200 (docs/performance.md, helper h16pass). On lavapipe they cost compile time
+// (+0.7 s cold) and gain nothing, so CPU adapters keep the forms below each one.
 // 8-bit: the screen's doubtful codes decided by one exact comparison (exact_one) instead of the exact
-// search. The estimate x is within 2^-20 of the value (relative), x lies in [q[k], q[k + 1]) and the
-// thresholds are >= 0.39% apart (linear: k +- 1/2 at k <= 255; sRGB: >= 0.9%), so where x is within
-// MARGIN (2^-18) of one of them the value's code is one of the two codes beside that threshold,
-// and the other threshold is far: Q[j] <= value decides. No search, no 96-bit fallback in the first
-// pass's summing phase (its registers cost every texel).
-override ONE_THRESHOLD: bool = true;
-override ONE: bool = ONE_THRESHOLD && SCREEN && BITS == 8u && (!SRGB || SCREEN_TABLE);
-// First passes whose texels have 2x2 children of 2x2 base texels each (both axes halve twice): the
-// base texels loaded without loops, 0: in the loops, 1: four loads a child, 2: all sixteen first
-override QUAD: u32 = select(2u, 1u, ROUND_A_LEVEL);
+// search. The estimate x is within 2^-20 of the value (relative); its code k (sRGB: from a bucket
+// table, intbox.bucket_table, one lookup and one comparison, no pow) is exactly the k with
+// q[k] <= x < q[k + 1] for the float thresholds q; the thresholds are >= 0.39% apart (linear: k +- 1/2
+// at k <= 255; sRGB: >= 0.9%). So where x is within MARGIN (2^-18) of one of them the value's code is
+// one of the two codes beside that threshold, the other thresholds are far, and Q[j] <= value
+// decides. No search and no 96-bit fallback in the first pass's summing phase. (Else: the screen
+// on the pow encode, its misses by finalize and the search.)
+override ONE_THRESHOLD: bool = ROUND_A_LEVEL;
+override ONE: bool = ONE_THRESHOLD && SCREEN && BITS == 8u;
+// With ONE, first passes whose texels have 2x2 children of 2x2 base texels each (both axes halve
+// twice): the base texels loaded without the loops over the footprint (a loop's loads wait for one
+// another); 1: a child's four loads together, one child after the other (H200: first pass -13%);
+// 2: all sixteen first (-9%); 0: in the loops.
+override QUAD: u32 = 1u;
 const BUCKET_LOW: i32 = 18432;   // intbox.BUCKET_LOW
 const BUCKETS: i32 = 1793;       // intbox.BUCKETS
 const BUCKET_WORDS: u32 = 449u;  // four codes a word
@@ -379,15 +383,11 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         let h = select(n.sh.xyz, n.nh.xyz, covered);
         let l = select(n.sl.xyz, n.nl.xyz, covered);
         let xv = (vec3<f32>(h) * 65536.0 + vec3<f32>(l)) / select(f32(1u << s), f32(n.a), covered);
-        if (SRGB && SCREEN_TABLE) {
-            col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));
-        } else {
-            var v = xv;
-            if (SRGB) {
-                v = srgb_encode3(xv / 2147483648.0) * 255.0;
-            }
-            col = vec3<u32>(clamp(floor(v + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
+        var v = xv;
+        if (SRGB) {
+            v = srgb_encode3(xv / 2147483648.0) * 255.0;
         }
+        col = vec3<u32>(clamp(floor(v + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
         let tl = vec3<f32>(threshold_f(col.x, SRGB), threshold_f(col.y, SRGB), threshold_f(col.z, SRGB));
         let th = vec3<f32>(threshold_f(col.x + 1u, SRGB), threshold_f(col.y + 1u, SRGB),
                            threshold_f(col.z + 1u, SRGB));
@@ -610,7 +610,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         if (t == 0u) {
             qtab[256] = 3.4e38;  // above every value (k + 1 = 256 is never compared)
         }
-        if (SCREEN_TABLE) {
+        if (ONE) {
             for (var k = t; k < BUCKET_WORDS; k += 256u) {
                 btab[k] = tables[BUCKET_AT + k];
             }
