@@ -16,12 +16,14 @@ runs the same cuts on lavapipe (CPU time).
 
 Variants that keep the bytes (the shader's overrides set by text edits of their defaults; each
 one's levels hashed and compared with the first such variant's, "same bytes" or "DIFFER"):
-``main`` (ONE_THRESHOLD off: main's first pass), ``one`` (exact_one, base texels loaded in the loops: QUAD 0), ``quad2`` (the
-sixteen loads first, not four a child), ``texel`` (levels 3.. summed a texel a thread, not a
-channel: CHANNEL_ROUNDS off), ``base`` (the defaults), ``nosmem`` (the tables read from the
-storage buffer). Cuts that only locate time (wrong bytes): ``nosearch`` (the exact search cut out of
+``main`` (ONE_THRESHOLD off: main's first pass), ``one`` (exact_one, the base texels loaded in
+the footprint loops: QUAD off), ``texel`` (levels 3.. summed a texel a thread, not a channel:
+CHANNEL_ROUNDS off), ``base`` (the defaults), ``nosmem`` (the tables read from the storage
+buffer). Cuts that only locate time (wrong bytes): ``nosearch`` (the exact search cut out of
 round_fast), ``noexact`` (... and the screen's fallback finalize), ``rawload`` (the base's codes
-are the view's floats times 255), ``sumonly`` (rawload + nofinal + notile: loads and sums alone).
+are the view's floats times 255), ``sumonly`` (rawload + nofinal + notile: loads and sums alone);
+``nofinal``, ``noexact``, ``rawload`` and ``sumonly`` cut the footprint loops' path, which the
+GPU form takes only where QUAD does not apply (run them with ``main`` or ``one``).
 """
 
 from __future__ import annotations
@@ -63,10 +65,9 @@ CUTS["rawload"] = [("    let c = load_codes(vec2<i32>(p));\n    var l = c;",
 CUTS["sumonly"] = CUTS["rawload"] + CUTS["nofinal"] + CUTS["notile"]
 
 
-_QUAD = "override QUAD: u32 = 1u;"
 #: Variants that keep the bytes: their edits (the first one is what the others' bytes are checked against)
 EXACT = {"main": [("override ONE_THRESHOLD: bool = ROUND_A_LEVEL;", "override ONE_THRESHOLD: bool = false;")],
-         "one": [(_QUAD, "override QUAD: u32 = 0u;")], "quad2": [(_QUAD, "override QUAD: u32 = 2u;")],
+         "one": [("override QUAD: bool = true;", "override QUAD: bool = false;")],
          "texel": [("override CHANNEL_ROUNDS: bool = ROUND_A_LEVEL;", "override CHANNEL_ROUNDS: bool = false;")],
          "base": [], "nosmem": []}
 CUTS.update(EXACT)
@@ -136,8 +137,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="+", type=int, default=[4096, 8192])
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--variants", nargs="+", default=["main", "one", "quad2", "texel", "base", "nosmem", "notile",
-                                                       "noencode", "empty"])
+    ap.add_argument("--variants", nargs="+", default=["main", "one", "texel", "base", "nosmem", "notile", "noencode",
+                                                       "empty"])
     ap.add_argument("--no-fast", action="store_true", help="skip the float chain's figure")
     args = ap.parse_args()
     kernels.load_wgsl = load_wgsl

@@ -80,10 +80,9 @@ var<workgroup> qtab: array<f32, 257>;
 override ONE_THRESHOLD: bool = ROUND_A_LEVEL;
 override ONE: bool = ONE_THRESHOLD && SCREEN && BITS == 8u;
 // With ONE, first passes whose texels have 2x2 children of 2x2 base texels each (both axes halve
-// twice): the base texels loaded without the loops over the footprint (a loop's loads wait for one
-// another); 1: a child's four loads together, one child after the other (H200: first pass -13%);
-// 2: all sixteen first (-9%); 0: in the loops.
-override QUAD: u32 = 1u;
+// twice): a child's four base texels loaded together, without the loops over the footprint (a
+// loop's loads wait for one another; H200: first pass -13%; all sixteen loaded first: -9%).
+override QUAD: bool = true;
 const BUCKET_LOW: i32 = 18432;   // intbox.BUCKET_LOW
 const BUCKETS: i32 = 1793;       // intbox.BUCKETS
 const BUCKET_WORDS: u32 = 449u;  // four codes a word
@@ -420,46 +419,8 @@ fn child_narrow(c: vec2<u32>, fs: vec2<u32>) -> Narrow {
     return child;
 }
 
-fn child4(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>) -> Narrow {
-    let n = add_codes(add_codes(zero_narrow(), texel_codes(a)), texel_codes(b));
-    return add_codes(add_codes(n, texel_codes(c)), texel_codes(d));
-}
-
-// QUAD 2: the sums of the 2x2 children of 2x2 base texels each from their base texels' values t
-// (the 4x4 block row by row, every index a constant), level 1's codes written, the anchor's returned
-fn quad_narrow(p: vec2<u32>, t: array<vec4<f32>, 16>) -> Narrow {
-    let c0 = child4(t[0], t[1], t[4], t[5]);
-    let c1 = child4(t[2], t[3], t[6], t[7]);
-    let c2 = child4(t[8], t[9], t[12], t[13]);
-    let c3 = child4(t[10], t[11], t[14], t[15]);
-    for (var k = 0u; k < 4u; k++) {  // (one copy of finalize_narrow)
-        var child = c0;
-        if (k == 1u) {
-            child = c1;
-        } else if (k == 2u) {
-            child = c2;
-        } else if (k == 3u) {
-            child = c3;
-        }
-        finalize_narrow(0u, 2u * p.x + (k & 1u), 2u * p.y + (k >> 1u), child);
-    }
-    return sum_narrow(sum_narrow(c0, c1), sum_narrow(c2, c3));
-}
-
-fn load4x4(p: vec2<u32>) -> array<vec4<f32>, 16> {
-    let b = vec2<i32>(p * 4u);
-    return array<vec4<f32>, 16>(
-        textureLoad(src, b, 0), textureLoad(src, b + vec2<i32>(1, 0), 0),
-        textureLoad(src, b + vec2<i32>(2, 0), 0), textureLoad(src, b + vec2<i32>(3, 0), 0),
-        textureLoad(src, b + vec2<i32>(0, 1), 0), textureLoad(src, b + vec2<i32>(1, 1), 0),
-        textureLoad(src, b + vec2<i32>(2, 1), 0), textureLoad(src, b + vec2<i32>(3, 1), 0),
-        textureLoad(src, b + vec2<i32>(0, 2), 0), textureLoad(src, b + vec2<i32>(1, 2), 0),
-        textureLoad(src, b + vec2<i32>(2, 2), 0), textureLoad(src, b + vec2<i32>(3, 2), 0),
-        textureLoad(src, b + vec2<i32>(0, 3), 0), textureLoad(src, b + vec2<i32>(1, 3), 0),
-        textureLoad(src, b + vec2<i32>(2, 3), 0), textureLoad(src, b + vec2<i32>(3, 3), 0));
-}
-
-// QUAD 1: a child's four texels loaded together, one child after the other
+// QUAD: the anchor texel p's sums, its children's codes written: a child's four texels loaded
+// together, one child after the other
 fn quad_by_child(p: vec2<u32>) -> Narrow {
     var an = zero_narrow();
     for (var k = 0u; k < 4u; k++) {
@@ -626,14 +587,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let fs = vec2<u32>(1u) << f0;               // source texels of a first-level texel
     let rc = vec2<u32>(1u) << (anchor.f - f0);  // first-level texels of an anchor texel
     var acc = zero_acc();
-    let quad = ONE && QUAD > 0u && r == 1u && all(fs == vec2<u32>(2u)) && all(rc == vec2<u32>(2u));
+    let quad = ONE && QUAD && r == 1u && all(fs == vec2<u32>(2u)) && all(rc == vec2<u32>(2u));
     if (inside && BITS == 8u && !FROM_SUMS && quad) {
-        var an = zero_narrow();
-        if (QUAD == 2u) {
-            an = quad_narrow(p, load4x4(p));
-        } else {
-            an = quad_by_child(p);
-        }
+        let an = quad_by_child(p);
         acc = wide(an);
         finalize_narrow(1u, p.x, p.y, an);
     } else if (inside && BITS == 8u && !FROM_SUMS) {
