@@ -77,7 +77,7 @@ def test_doubtful_codes_decided_by_one_comparison_give_the_integer_chains_bytes(
                                                       ("r8unorm", 1, "linear", "straight")])
 def test_gpu_settings_give_the_integer_chains_bytes(gpu, monkeypatch, fmt, channels, space, alpha):
     """What GPUs run (spd.ROUND_A_LEVEL: levels 3.. a channel a thread, CHANNEL_ROUNDS; a child's
-    four base texels loaded together, QUAD 1; the tables in workgroup memory), here on any adapter:
+    four base texels loaded together, QUAD; the tables in workgroup memory), here on any adapter:
     two passes, the first keeping its last level's sums, the integer chain's bytes."""
     import gputex.mips.spd as spd
 
