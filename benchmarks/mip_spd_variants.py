@@ -13,6 +13,17 @@ not made), ``notileround`` (... made but not rounded), ``nobarrier`` (their barr
 from the output buffer into the texture); next to the float chain and the speed of light,
 measured as ``benchmarks/mips.py`` does (warm GPU, median of ``--repeat``). ``benchmarks/mips_cpu.py``
 runs the same cuts on lavapipe (CPU time).
+
+Variants that keep the bytes (the shader's overrides set by text edits of their defaults; each
+one's levels hashed and compared with the first such variant's, "same bytes" or "DIFFER"):
+``main`` (ONE_THRESHOLD off: main's first pass), ``one`` (exact_one, the base texels loaded in
+the footprint loops: QUAD off), ``texel`` (levels 3.. summed a texel a thread, not a channel:
+CHANNEL_ROUNDS off), ``base`` (the defaults), ``nosmem`` (the tables read from the storage
+buffer). Cuts that only locate time (wrong bytes): ``nosearch`` (the exact search cut out of
+round_fast), ``noexact`` (... and the screen's fallback finalize), ``rawload`` (the base's codes
+are the view's floats times 255), ``sumonly`` (rawload + nofinal + notile: loads and sums alone);
+``nofinal``, ``noexact``, ``rawload`` and ``sumonly`` cut the footprint loops' path, which the
+GPU form takes only where QUAD does not apply (run them with ``main`` or ``one``).
 """
 
 from __future__ import annotations
@@ -47,6 +58,19 @@ CUTS["nofinal"] = [("if (r == 1u && !finalize_narrow(0u, c.x, c.y, child)) {", "
 CUTS["empty"] = [("    let n = prm.levels;\n", "    let n = prm.levels;\n    if (n < 64u) {\n        return;\n    }\n")]
 CUTS["notile"] = [("    if (n <= 2u) {\n        return;\n    }", "    if (n <= 64u) {\n        return;\n    }")]
 CUTS["both"] = CUTS["noround"] + CUTS["noencode"]
+CUTS["nosearch"] = [("    return search_code(num, den, srgb, lo, hi, probe);\n}", "    return k;\n}")]
+CUTS["noexact"] = CUTS["nosearch"] + [("            finalize(lv, q.x, q.y, wide(nn));\n", "")]
+CUTS["rawload"] = [("    let c = load_codes(vec2<i32>(p));\n    var l = c;",
+                    "    let c = vec4<u32>(textureLoad(src, vec2<i32>(p), 0) * 255.0);\n    var l = c;")]
+CUTS["sumonly"] = CUTS["rawload"] + CUTS["nofinal"] + CUTS["notile"]
+
+
+#: Variants that keep the bytes: their edits (the first one is what the others' bytes are checked against)
+EXACT = {"main": [("override ONE_THRESHOLD: bool = ROUND_A_LEVEL;", "override ONE_THRESHOLD: bool = false;")],
+         "one": [("override QUAD: bool = true;", "override QUAD: bool = false;")],
+         "texel": [("override CHANNEL_ROUNDS: bool = ROUND_A_LEVEL;", "override CHANNEL_ROUNDS: bool = false;")],
+         "base": [], "nosmem": []}
+CUTS.update(EXACT)
 
 _load = kernels.load_wgsl
 VARIANT = {"name": "base"}
@@ -93,11 +117,29 @@ def copies(gpu, tex, count: int) -> tuple[float, float]:
     return out[0], out[1]
 
 
+def level_hash(tex) -> str:
+    """SHA-256 of levels 1.. of ``tex`` as captured."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for lv in range(1, tex.levels):
+        digest.update(gputex.capture_bytes(tex, lv).tobytes())
+    return digest.hexdigest()
+
+
+def _same(tex, variant: str, first: str | None) -> str:
+    if variant not in EXACT or first is None:
+        return ""
+    return "; same bytes" if level_hash(tex) == first else "; DIFFER"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="+", type=int, default=[4096, 8192])
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--variants", nargs="+", default=["base", "nocopy", "noround", "noencode", "both"])
+    ap.add_argument("--variants", nargs="+", default=["main", "one", "texel", "base", "nosmem", "notile", "noencode",
+                                                       "empty"])
+    ap.add_argument("--no-fast", action="store_true", help="skip the float chain's figure")
     args = ap.parse_args()
     kernels.load_wgsl = load_wgsl
     gpu = gputex.Session()
@@ -116,17 +158,24 @@ def main() -> None:
               f"{tt / 1e6:.4f} ms, buffer to buffer {tb / 1e6:.4f} ms", flush=True)
         encoder = type(gpu.device.create_command_encoder())
         to_texture, tex_to_tex = encoder.copy_buffer_to_texture, encoder.copy_texture_to_texture
-        for variant in ["fast"] + args.variants:
+        first_hash = None
+        for variant in ([] if args.no_fast else ["fast"]) + args.variants:
             VARIANT["name"] = variant
             gpu.cache(kernels.PIPELINES).items.clear()
-            if variant != "base":
+            spd.SMEM_TABLES = False if variant == "nosmem" else None
+            if variant not in ("base", "main"):
                 spd.self_check = lambda *a, **k: (True, "")
             encoder.copy_buffer_to_texture = (lambda *a, **k: None) if variant == "nocopy" else to_texture
             encoder.copy_texture_to_texture = (lambda *a, **k: None) if variant == "nocopy" else tex_to_tex
             wall, g, rep = bench.time_chain(gpu, tex, "fast" if variant == "fast" else "exact", args.repeat, light)
-            print(f"  {variant:>9}: GPU {g['median'] / 1e6:.4f} ms warm median ({g['median'] / sol['median']:.2f}x SOL), "
-                  f"{g['batch'] / 1e6:.4f} back to back, {g['cold'] / 1e6:.4f} cold; passes "
-                  + " ".join(f"{t / 1e6:.4f}" for t in rep.pass_ns), flush=True)
+            if g is None:  # no timestamps (lavapipe): the wall time only
+                print(f"  {variant:>9}: wall {wall * 1e3:.2f} ms" + _same(tex, variant, first_hash), flush=True)
+            else:
+                print(f"  {variant:>9}: GPU {g['median'] / 1e6:.4f} ms warm median ({g['median'] / sol['median']:.2f}x "
+                      f"SOL), {g['batch'] / 1e6:.4f} back to back, {g['cold'] / 1e6:.4f} cold; passes "
+                      + " ".join(f"{t / 1e6:.4f}" for t in rep.pass_ns) + _same(tex, variant, first_hash), flush=True)
+            if variant in EXACT and first_hash is None:
+                first_hash = level_hash(tex)
         light.destroy()
         tex.destroy()
 

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 
-__all__ = ["frac_bits", "EPSILON_LSB", "lin_table", "threshold_table", "LevelPlan", "plan_chain", "model_chain"]
+__all__ = ["frac_bits", "EPSILON_LSB", "lin_table", "threshold_table", "float_thresholds", "BUCKET_LOW",
+           "BUCKETS", "bucket_table", "LevelPlan", "plan_chain", "model_chain"]
 
 
 
@@ -96,6 +97,42 @@ def threshold_table(bits: int, srgb: bool) -> tuple[int, ...]:
     if not srgb:
         return (0,) + tuple(((2 * k - 1) << 32) // 2 for k in range(1, top + 1))
     return (0,) + tuple(_decode_floor(Fraction(2 * k - 1, 2 * top), frac_bits(bits) + 32) for k in range(1, top + 1))
+
+
+#: The float code buckets (:func:`bucket_table`): float32 bit pattern >> 16 (exponent and the
+#: top 7 mantissa bits) minus BUCKET_LOW; values below 2**17 (exponent 144) share bucket 0.
+BUCKET_LOW = 144 << 7
+#: Buckets from 2**17 to 2**31 (L(255)) inclusive.
+BUCKETS = (158 - 144) * 128 + 1
+
+
+@cache
+def float_thresholds() -> tuple[float, ...]:
+    """Q[k] / 2**32 of 8-bit sRGB as float32 values (in L's units, 2**-31): what the shaders'
+    float screen compares with (``integer.table_words(float_thresholds=True)``)."""
+    import numpy as np
+
+    q = np.array([float(t) / 2.0 ** 32 for t in threshold_table(8, True)], np.float64).astype(np.float32)
+    return tuple(float(v) for v in q)
+
+
+@cache
+def bucket_table() -> tuple[int, ...]:
+    """The 8-bit sRGB code of the lowest value of each bucket of floats: a float z >= 0 (in L's
+    units) falls in bucket ``clamp((bits(z) >> 16) - BUCKET_LOW, 0, BUCKETS - 1)``, and its code
+    against the float thresholds q (``float_thresholds``: the k with q[k] <= z < q[k + 1]) is
+    ``b + (z >= q[b + 1])``, b the bucket's entry: no bucket holds two thresholds (the sRGB
+    thresholds are >= 0.9% apart, a bucket spans 2**-7 = 0.78%; checked here). So a shader finds
+    the code of a float with one lookup and one comparison instead of the sRGB encode's ``pow``."""
+    import numpy as np
+
+    q = np.array(float_thresholds(), np.float32)[1:]
+    first = ((np.arange(BUCKETS, dtype=np.uint32) + BUCKET_LOW) << 16).view(np.float32).astype(np.float64)
+    first[0] = 0.0
+    end = ((np.arange(BUCKETS, dtype=np.uint32) + BUCKET_LOW + 1) << 16).view(np.float32).astype(np.float64)
+    codes = np.searchsorted(q, first, side="right")
+    assert (np.searchsorted(q, end, side="left") - codes).max() <= 1, "a bucket holds two thresholds"
+    return tuple(int(c) for c in codes)
 
 
 def round_code(num: int, den: int, bits: int, srgb: bool) -> int:

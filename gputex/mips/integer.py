@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ..kernels import dispatch, submit_timed, timestamps
 from ..layout import align_up
 from .common import integer_entries, pipeline
-from .intbox import MAX_BASE_TEXELS, lin_table, plan_chain, threshold_table
+from .intbox import BUCKETS, MAX_BASE_TEXELS, bucket_table, lin_table, plan_chain, threshold_table
 
 if TYPE_CHECKING:
     from ..texture import Texture
@@ -47,7 +47,8 @@ def slots(channels: int) -> int:
 def table_words(bits: int, srgb: bool, float_thresholds: bool = False):
     """The tables the integer shaders read, as uint32 words: L (2 words a code) then Q (3 words
     a code) for sRGB data, then with ``float_thresholds`` Q / 2**32 as float32 (what the
-    single-pass chain's float screen compares with); a stand-in for linear data."""
+    single-pass chain's float screen compares with) and at 8 bits ``intbox.bucket_table``'s
+    codes, four a word; a stand-in for linear data."""
     import numpy as np
 
     if not srgb:
@@ -59,6 +60,8 @@ def table_words(bits: int, srgb: bool, float_thresholds: bool = False):
              np.stack([thr & mask, (thr >> 32) & mask, thr >> 64], -1).astype(np.uint64).astype(np.uint32).ravel()]
     if float_thresholds:
         parts.append(np.array([float(q) / 2.0 ** 32 for q in thr], np.float64).astype(np.float32).view(np.uint32))
+        if bits == 8:  # intbox.bucket_table's codes, four bytes a word
+            parts.append(np.array(bucket_table() + (0,) * (-BUCKETS % 4), np.uint8).view(np.uint32))
     return np.concatenate(parts)
 
 

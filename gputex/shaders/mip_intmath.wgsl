@@ -99,7 +99,12 @@ fn srgb_encode3(c: vec3<f32>) -> vec3<f32> {
 // The codes of base texel p (r, g, b, a; grey and its alpha in r and a) as stored: the texture's
 // values read back to codes (an sRGB view's decode undone), from the including shader's `src`
 fn load_codes(p: vec2<i32>) -> vec4<u32> {
-    var v = textureLoad(src, p, 0);
+    return texel_codes(textureLoad(src, p, 0));
+}
+
+// The codes of a texel's loaded values (load_codes)
+fn texel_codes(t: vec4<f32>) -> vec4<u32> {
+    var v = t;
     if (SRGB_VIEW) {
         v = vec4<f32>(srgb_encode3(clamp(v.rgb, vec3<f32>(0.0), vec3<f32>(1.0))), v.a);
     }

@@ -76,6 +76,55 @@ override SMEM_TABLES: bool = BITS == 8u && SRGB;
 var<workgroup> ltab: array<u32, 256>;
 var<workgroup> qtab: array<f32, 257>;
 
+// The GPU forms (ROUND_A_LEVEL: spd.py sets it on every adapter but a CPU one; the tests force it),
+// measured on the H200 (docs/performance.md, helper h16pass). On lavapipe they cost compile time
+// (+0.7 s cold) and gain nothing, so CPU adapters keep the forms below each one.
+// 8-bit: the screen's doubtful codes decided by one exact comparison (exact_one) instead of the exact
+// search. The estimate x is within 2^-20 of the value (relative); its code k (sRGB: from a bucket
+// table, intbox.bucket_table, one lookup and one comparison, no pow) is exactly the k with
+// q[k] <= x < q[k + 1] for the float thresholds q; the thresholds are >= 0.39% apart (linear: k +- 1/2
+// at k <= 255; sRGB: >= 0.9%). So where x is within MARGIN (2^-18) of one of them the value's code is
+// one of the two codes beside that threshold, the other thresholds are far, and Q[j] <= value
+// decides. No search and no 96-bit fallback in the first pass's summing phase. (Else: the screen
+// on the pow encode, its misses by finalize and the search.)
+override ONE_THRESHOLD: bool = ROUND_A_LEVEL;
+override ONE: bool = ONE_THRESHOLD && SCREEN && BITS == 8u;
+// With ONE, first passes whose texels have 2x2 children of 2x2 base texels each (both axes halve
+// twice): a child's four base texels loaded together, without the loops over the footprint (a
+// loop's loads wait for one another; H200: first pass -13%; all sixteen loaded first: -9%).
+override QUAD: bool = true;
+const BUCKET_LOW: i32 = 18432;   // intbox.BUCKET_LOW
+const BUCKETS: i32 = 1793;       // intbox.BUCKETS
+const BUCKET_WORDS: u32 = 449u;  // four codes a word
+const BUCKET_AT: u32 = 1536u;    // the buckets' first word in `tables` (after L, Q, Q / 2^32)
+var<workgroup> btab: array<u32, 449>;
+
+// The code of float z >= 0 (L's units) against the float thresholds (k: q[k] <= z < q[k + 1])
+fn bucket_code(z: f32) -> u32 {
+    let b = u32(clamp(i32(bitcast<u32>(z) >> 16u) - BUCKET_LOW, 0, BUCKETS - 1));
+    var w = 0u;
+    if (SMEM_TABLES) {
+        w = btab[b >> 2u];
+    } else {
+        w = tables[BUCKET_AT + (b >> 2u)];
+    }
+    let k = (w >> ((b & 3u) * 8u)) & 255u;
+    return k + select(0u, 1u, k < 255u && z >= threshold_f(k + 1u, true));
+}
+
+// The code of num / den from a screened estimate x and its code k (q[k] <= x < q[k + 1], or the
+// estimate's nearest linear code): k where x is clearly inside, else the exact comparison with the
+// threshold it is next to (ONE's reasoning).
+fn exact_one(num: Big, den: Big, x: f32, k: u32, srgb: bool) -> u32 {
+    let above = k == 0u || x >= threshold_f(k, srgb) * (1.0 + MARGIN);
+    let below = k == top() || x < threshold_f(k + 1u, srgb) * (1.0 - MARGIN);
+    if (above && below) {
+        return k;
+    }
+    let j = select(k, k + 1u, above);  // below failed: x is next to q[k + 1]
+    return select(j - 1u, j, reaches(num, den, j, srgb));
+}
+
 // (No loops over words or channels below: an array or vector indexed by a loop variable lives in
 // local memory on some compilers, which made the first version of this shader 10x slower on the
 // H200 than its arithmetic.)
@@ -220,7 +269,10 @@ fn zero_narrow() -> Narrow {
 }
 
 fn add_narrow(n: Narrow, p: vec2<u32>) -> Narrow {
-    let c = load_codes(vec2<i32>(p));
+    return add_codes(n, load_codes(vec2<i32>(p)));
+}
+
+fn add_codes(n: Narrow, c: vec4<u32>) -> Narrow {
     var l = c;
     if (SMEM_TABLES) {
         l = vec4<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u], 0u);
@@ -337,7 +389,24 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
     let covered = WA && n.a != 0u;
     var col = (n.sl.xyz + vec3<u32>(half)) >> vec3<u32>(s);
     var sure = SCREEN && !(STORE && i + 1u == prm.levels);
-    if (SRGB || covered) {
+    if (ONE && (SRGB || covered)) {
+        let h = select(n.sh.xyz, n.nh.xyz, covered);
+        let l = select(n.sl.xyz, n.nl.xyz, covered);
+        let den = select(1u << s, n.a, covered);
+        let xv = (vec3<f32>(h) * 65536.0 + vec3<f32>(l)) / f32(den);
+        if (SRGB) {
+            col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));
+        } else {
+            col = vec3<u32>(clamp(floor(xv + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
+        }
+        let wl = widen(vec4<u32>(h, 0u), vec4<u32>(l, 0u));  // the sums h 2^16 + l: low, high words
+        let d = Big(den, 0u, 0u, 0u);
+        col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);
+        if (NC == 3u) {
+            col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);
+            col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);
+        }
+    } else if (SRGB || covered) {
         let h = select(n.sh.xyz, n.nh.xyz, covered);
         let l = select(n.sl.xyz, n.nl.xyz, covered);
         let xv = (vec3<f32>(h) * 65536.0 + vec3<f32>(l)) / select(f32(1u << s), f32(n.a), covered);
@@ -353,7 +422,10 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         let below = col == vec3<u32>(255u) | xv < th * (1.0 - MARGIN);
         sure = sure && all((above & below) | vec3<bool>(false, NC == 1u, NC == 1u));
     }
-    if (sure) {
+    if (ONE && STORE && i + 1u == prm.levels) {  // (a pass of at most 2 levels that is not the last)
+        store_sums((y * prm.lv[i].size.x + x) * SLOTS * 3u, collapse(wide(n)));
+    }
+    if (sure || ONE) {
         let a = (n.a + half) >> s;
         var codes = vec4<u32>(col, a);
         if (NC == 1u) {
@@ -361,7 +433,7 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         }
         write_texel(i, x, y, codes);
     }
-    return sure;
+    return sure || ONE;
 }
 
 // The sums of first-level texel c from its source texels.
@@ -373,6 +445,27 @@ fn child_narrow(c: vec2<u32>, fs: vec2<u32>) -> Narrow {
         }
     }
     return child;
+}
+
+// QUAD: the anchor texel p's sums, its children's codes written: a child's four texels loaded
+// together, one child after the other
+fn quad_by_child(p: vec2<u32>) -> Narrow {
+    var an = zero_narrow();
+    for (var k = 0u; k < 4u; k++) {
+        let c = 2u * p + vec2<u32>(k & 1u, k >> 1u);
+        let b = vec2<i32>(2u * c);
+        let t0 = textureLoad(src, b, 0);
+        let t1 = textureLoad(src, b + vec2<i32>(1, 0), 0);
+        let t2 = textureLoad(src, b + vec2<i32>(0, 1), 0);
+        let t3 = textureLoad(src, b + vec2<i32>(1, 1), 0);
+        var child = add_codes(zero_narrow(), texel_codes(t0));
+        child = add_codes(child, texel_codes(t1));
+        child = add_codes(child, texel_codes(t2));
+        child = add_codes(child, texel_codes(t3));
+        finalize_narrow(0u, c.x, c.y, child);
+        an = sum_narrow(an, child);
+    }
+    return an;
 }
 
 // Levels 3.. of a pass (i = 2.. here) in a tile: a level's texels o < level_extent(i), at most
@@ -431,7 +524,61 @@ fn round_one(sm: Sums, c: u32, s: u32) -> u32 {
     if (SCREEN && !srgb && !(covered && !alpha)) {
         return round_pow2(num, s);
     }
-    return round_fast(num, select(Big(1u << s, 0u, 0u, 0u), sm.a, covered && !alpha), srgb);
+    let den = select(Big(1u << s, 0u, 0u, 0u), sm.a, covered && !alpha);
+    if (ONE) {  // (approx()'s estimate: within 2^-20 too, see round_fast)
+        let x = approx(num) / approx(den);
+        var k = u32(clamp(floor(x + 0.5), 0.0, 255.0));
+        if (srgb) {
+            k = bucket_code(x);
+        }
+        return exact_one(num, den, x, k, srgb);
+    }
+    return round_fast(num, den, srgb);
+}
+
+// Levels 3.. one a round (ROUND_A_LEVEL), each (texel, channel) summed by a thread of its own: a
+// quarter of the dependent steps and of the words read per thread of whole texels' sums (each reads
+// its children's alpha and one channel, 24 words, not 48), four times the threads
+override CHANNEL_ROUNDS: bool = ROUND_A_LEVEL;
+
+// Channel ch (3: alpha) of level i's texel o (q in the level) from its children in level i - 1 (the
+// tile for i = 2): into its slot (lsums_put's layout), and the stored sums if the pass keeps them.
+// Colour: the premultiplied sums of the children with alpha, or where the alpha sum is 0 the plain
+// ones (add_collapsed, collapse).
+fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
+    let from_tile = i == 2u;
+    let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[i - 1u].f);
+    let stride = select(85u, 256u, from_tile);
+    let row = select(level_extent(i - 1u).x, 16u, from_tile);
+    let base = select(3072u + level_slot(i - 1u, vec2<u32>(0u)), 0u, from_tile);
+    let z = Big(0u);
+    var a = z;
+    var prem = z;
+    var plain = z;
+    for (var cy = 0u; cy < rr.y; cy++) {
+        for (var cx = 0u; cx < rr.x; cx++) {
+            let c = o * rr + vec2<u32>(cx, cy);
+            let k = base + c.y * row + c.x;
+            let ca = Big(tile[k + 9u * stride], tile[k + 10u * stride], tile[k + 11u * stride], 0u);
+            let w = k + 3u * ch * stride;
+            let cv = Big(tile[w], tile[w + stride], tile[w + 2u * stride], 0u);
+            let pl = WA && !nonzero(ca);
+            a = add(a, ca);
+            prem = add(prem, select(cv, z, pl));
+            plain = add(plain, select(z, cv, pl));
+        }
+    }
+    let v = select(prem, plain, WA && !nonzero(a));  // (alpha: prem is the alpha sum)
+    let at = 3072u + 255u * ch + level_slot(i, o);  // word 3 ch of the slot (lsums_put)
+    tile[at] = v.x;
+    tile[at + 85u] = v.y;
+    tile[at + 170u] = v.z;
+    if (STORE && i + 1u == prm.levels && (ch < NC || (ch == 3u && HAS_ALPHA))) {
+        let d = (q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u + 3u * select(ch, NC, ch == 3u);
+        dst_sums[d] = v.x;
+        dst_sums[d + 1u] = v.y;
+        dst_sums[d + 2u] = v.z;
+    }
 }
 
 // word k of texel j at tile[256 k + j]: a warp's threads touch consecutive words, no bank conflicts
@@ -452,6 +599,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         if (t == 0u) {
             qtab[256] = 3.4e38;  // above every value (k + 1 = 256 is never compared)
         }
+        if (ONE) {
+            for (var k = t; k < BUCKET_WORDS; k += 256u) {
+                btab[k] = tables[BUCKET_AT + k];
+            }
+        }
         workgroupBarrier();
     }
     let n = prm.levels;
@@ -463,7 +615,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let fs = vec2<u32>(1u) << f0;               // source texels of a first-level texel
     let rc = vec2<u32>(1u) << (anchor.f - f0);  // first-level texels of an anchor texel
     var acc = zero_acc();
-    if (inside && BITS == 8u && !FROM_SUMS) {
+    let quad = ONE && QUAD && r == 1u && all(fs == vec2<u32>(2u)) && all(rc == vec2<u32>(2u));
+    if (inside && BITS == 8u && !FROM_SUMS && quad) {
+        let an = quad_by_child(p);
+        acc = wide(an);
+        finalize_narrow(1u, p.x, p.y, an);
+    } else if (inside && BITS == 8u && !FROM_SUMS) {
         var an = zero_narrow();
         var unsure = 0u;  // bit k: first-level child k (cy rc.x + cx), bit 31: the anchor texel
         for (var cy = 0u; cy < rc.y; cy++) {
@@ -482,7 +639,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         }
         // the rare texels the screen left (within 2^-18 of a threshold): the exact path, children's
         // sums summed again (keeping them all would cost registers every texel pays for)
-        for (var m = unsure; m != 0u; m &= m - 1u) {
+        for (var m = select(unsure, 0u, ONE); m != 0u; m &= m - 1u) {
             let b = firstTrailingBit(m);
             var lv = r;
             var q = p;
@@ -532,6 +689,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let i0 = 2u + per * round;
         if (i0 >= n) {
             break;
+        }
+        if (CHANNEL_ROUNDS) {  // thread 4 j + c: channel c of level i0's texel j
+            let e = level_extent(i0);
+            let j = tid >> 2u;
+            let o = vec2<u32>(j & (e.x - 1u), j >> countTrailingZeros(e.x));
+            let q = wg.xy * (vec2<u32>(16u) >> (prm.lv[i0].f - anchor.f)) + o;
+            if (j < e.x * e.y && all(q < prm.lv[i0].size)) {
+                channel_sum(i0, o, q, tid & 3u);
+            }
+            continue;
         }
         let e0 = level_extent(i0);
         let first = tid < e0.x * e0.y;
