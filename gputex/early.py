@@ -151,7 +151,7 @@ def _forked_in_place() -> Iterator[list]:
     the block yields a list that holds True once the server was forked here."""
     import sys
     import threading
-    from multiprocessing import resource_tracker, util
+    from multiprocessing import forkserver, resource_tracker, util
 
     from .portable import disabled
 
@@ -175,6 +175,7 @@ def _forked_in_place() -> Iterator[list]:
         if pid:
             forked.append(True)
             return pid
+        code = 1
         try:  # the child: what ``python -c CMD`` would run, with only ``passfds`` open
             keep = {0, 1, 2, *passfds}
             for name in os.listdir("/proc/self/fd"):
@@ -183,9 +184,21 @@ def _forked_in_place() -> Iterator[list]:
                         os.close(int(name))
                     except OSError:  # (the listing's own descriptor, closed by now)
                         pass
+            # the parent holds the fork server's lock while it starts the server (this fork):
+            # the copy here would stay locked in the server and every worker it forks
+            forkserver._forkserver._lock = threading.Lock()  # type: ignore[attr-defined]
             exec(compile(args[-1], "<forkserver>", "exec"), {"__name__": "__mp_forkserver__"})
-        finally:
-            os._exit(0)
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        except BaseException:  # noqa: BLE001 - said on stderr as the exec'd server's would be
+            try:
+                import traceback
+
+                traceback.print_exc()
+            except BaseException:  # noqa: BLE001
+                pass
+        os._exit(code)
 
     util.spawnv_passfds = fork_passfds
     try:

@@ -256,3 +256,24 @@ def test_kill_9_leaves_no_worker_or_server(gpu, tmp_path):
     while time.time() < deadline and not all(map(_gone, left)):
         time.sleep(0.05)
     assert all(map(_gone, left)), [pid for pid in left if not _gone(pid)]
+
+
+def test_a_server_forked_in_place_leaves_its_lock_free(tmp_path):
+    """The server forked from gputex itself copies multiprocessing's fork-server lock while the
+    parent holds it (it starts the server under it): the server and every worker it forks must
+    get it free, as an exec'd server has it, or a fork server asked for inside a worker hangs."""
+    trace = tmp_path / "trace.jsonl"
+    script = (
+        "from gputex import early, workers\n"
+        "assert early.start(['capture', 'a.png', 'b.png', '-o', 'out', '--jobs', '3'])\n"
+        "expr = \"__import__('multiprocessing.forkserver').forkserver._forkserver._lock.locked()\"\n"
+        "with workers.codec_workers(2, ('decode',)):\n"
+        "    print(workers._POOLS['decode'].submit(eval, expr).result(timeout=60))\n"
+        "early.stop()\n")
+    for portable, forked in (("", True), ("serverfork", False)):
+        trace.unlink(missing_ok=True)
+        env = _env(GPUTEX_TRACE=str(trace), **({"GPUTEX_PORTABLE": portable} if portable else {}))
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+        assert (p.returncode, p.stdout.strip()) == (0, "False"), p.stderr
+        spans = [json.loads(line) for line in open(trace)]
+        assert [s["forked"] for s in spans if s["what"] == "forkserver"] == [forked]
