@@ -299,6 +299,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
                     _done()  # the rehearsal leaves the first input's own kind to its real step
 
     with codec_workers(n, steps.pools, split=split, later=True):
+        if split:  # the GPU's slots, offered before the first decode is planned (images wait for the device)
+            steps.split.opened()
         soon: list = [None]
 
         def begin():
@@ -306,8 +308,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
             they exist, not once the main thread has also started the device and imported the
             GPU step's modules: on the H200 host the first decode began 0.09-0.12 s after the
             pool was made, with this thread the last to get there): the device is made on a
-            thread of its own while the first inputs decode, the GPU's slots are offered and
-            the GPU step's modules imported. The worker processes the first decodes did not
+            thread of its own while the first inputs decode and the GPU step's modules are
+            imported (the GPU's slots were offered before the first decode was planned). The worker processes the first decodes did not
             ask for are asked for first (:func:`gputex.workers.start_processes`)."""
             start_processes()
             if session is None:
@@ -316,8 +318,6 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
                 warm = steps.warm([item.path for item in items], first_done.is_set if first_done else None
                                   ) if steps.warm is not None and items else None
                 soon[0] = session_soon(adapter, backend, warm=warm)
-            if split:
-                steps.split.opened()  # the GPU's slots, offered from the start (images wait for the device)
             if items:
                 preload(steps.modules)
             return soon[0]
