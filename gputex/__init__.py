@@ -162,6 +162,13 @@ def upload(session: Session, image: Image | TextureFile, format: str | None = No
     mip options' filter, alpha mode, wrap and normal-map setting; :func:`gputex.target_size`
     computes ``--max-size``/``--pot`` sizes); the chain then starts from the resized image.
 
+    ``store_levels=True`` lets the exact mip chain store the levels where it serves them (8-bit
+    RGBA box mips on a GPU: no copies, about twice as fast there): the texture's GPU object
+    (``.texture``) is then the linear twin format (``rgba8unorm`` for ``rgba8unorm-srgb``) with
+    the sRGB format as a view format, so views of it for your own shaders come from
+    :meth:`Texture.view`; ``.format``, captures and files are the same either way. Off by
+    default: ``.texture`` is then a texture of ``.format`` itself.
+
     Other keyword arguments are those of :func:`gputex.upload.upload` and, for the mip
     options (``filter``, ``alpha``, ``alpha_coverage``, ``normal_map``, ``wrap``, ``precision``,
     and ``mip_path`` for its ``path``), :func:`gputex.generate_mips`.
@@ -194,6 +201,7 @@ def upload(session: Session, image: Image | TextureFile, format: str | None = No
     mip = MipOptions(**{k: kwargs.pop(k) for k in list(kwargs) if k in mip_keys})
     if "mip_path" in kwargs:  # generate_mips's path= (path= is the upload path)
         mip.path = kwargs.pop("mip_path")
+    store = bool(kwargs.pop("store_levels", False))
     upload_kw = {"color_space", "premultiply", "flip_y", "budget", "path", "usage", "progress"}
     unknown = sorted(set(kwargs) - upload_kw)
     if unknown:
@@ -205,4 +213,4 @@ def upload(session: Session, image: Image | TextureFile, format: str | None = No
                    transform=Transform(resize=tuple(size)) if size is not None else None)
     # the CLI's own step (gputex.pipeline): the same format, levels, resize and mips
     return upload_image(session, image, opts, Result(source=image.source), usage=kwargs.get("usage", 0),
-                        progress=kwargs.get("progress"))
+                        progress=kwargs.get("progress"), store=store)

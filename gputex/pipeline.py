@@ -293,7 +293,7 @@ def stored_levels(session: Session, fmt, width: int, height: int, levels: int, m
 
 
 def _upload_texfile(session: Session, tf, opts: Options, result: Result, usage: int = 0,
-                    decode_blocks: bool = True) -> Texture:
+                    decode_blocks: bool = True, store: bool = True) -> Texture:
     """Upload a texture file's levels as stored; with ``decode_blocks`` a compressed texture is
     replaced by its GPU-decoded twin. ``--mips`` fills the chain of a file that holds one level."""
     import wgpu
@@ -315,7 +315,7 @@ def _upload_texfile(session: Session, tf, opts: Options, result: Result, usage: 
                                   usage=usage | wgpu.TextureUsage.TEXTURE_BINDING,
                                   render_target=drawn_levels(session, tf.format, max(len(tf.levels), alloc or 0),
                                                              tf.depth, opts.mip_options.path),
-                                  store_levels="" if tf.format.compressed or not make_mips else stored_levels(
+                                  store_levels="" if tf.format.compressed or not make_mips or not store else stored_levels(
                                       session, tf.format, tf.width, tf.height, want, opts.mip_options, tf.depth))
     if tf.format.compressed and not keep_compressed:
         from .unblock import decode_blocks as _decode_blocks
@@ -335,9 +335,13 @@ def _upload_texfile(session: Session, tf, opts: Options, result: Result, usage: 
 
 
 def upload_image(session: Session, image, opts: Options, result: Result, usage: int = 0,
-                 decode_blocks: bool = True, progress=None) -> Texture:
+                 decode_blocks: bool = True, progress=None, store: bool = True) -> Texture:
     """Upload one decoded image (or texture file) as ``opts`` say: format, resize, mip levels
-    allocated and made. The CLI's stages and :func:`gputex.upload` both come here."""
+    allocated and made. The CLI's stages and :func:`gputex.upload` both come here. ``store``: the
+    texture may be made for stored levels where the exact chain stores them (:func:`stored_levels`:
+    then its GPU texture is the linear twin with the sRGB view format); the CLI's steps keep their
+    textures to themselves, :func:`gputex.upload` hands its texture to the caller and asks only
+    when the caller does (``store_levels=True``)."""
     import wgpu
 
     from .upload import resolve_format, upload
@@ -349,7 +353,7 @@ def upload_image(session: Session, image, opts: Options, result: Result, usage: 
 
             raise FormatError(f"{image.source}: --resize, --max-size and --pot apply to images, "
                               "not texture files")
-        return _upload_texfile(session, image, opts, result, usage, decode_blocks)
+        return _upload_texfile(session, image, opts, result, usage, decode_blocks, store)
     size = opts.transform.target_size(image.width, image.height) if opts.transform else None
     if size == (image.width, image.height):
         size = None
@@ -362,8 +366,9 @@ def upload_image(session: Session, image, opts: Options, result: Result, usage: 
                      path=opts.upload_path, progress=progress,
                      render_target=alloc > 1 and drawn_levels(session, resolve_format(image, fmt, session, space),
                                                               alloc, path=opts.mip_options.path),
-                     store_levels=stored_levels(session, resolve_format(image, fmt, session, space), image.width,
-                                                image.height, alloc, opts.mip_options),
+                     store_levels="" if not store else stored_levels(
+                         session, resolve_format(image, fmt, session, space), image.width, image.height, alloc,
+                         opts.mip_options),
                      usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or size or bc else 0))
     if size:
         from .transform import resize_texture
@@ -373,7 +378,8 @@ def upload_image(session: Session, image, opts: Options, result: Result, usage: 
                 resized = resize_texture(tex, *size, levels=levels, usage=usage | (
                     wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or bc else 0), **opts.mip_options.resize_kwargs(),
                     render_target=drawn_levels(session, tex.format, levels, path=opts.mip_options.path),
-                    store_levels=stored_levels(session, tex.format, size[0], size[1], levels, opts.mip_options))
+                    store_levels="" if not store else stored_levels(session, tex.format, size[0], size[1], levels,
+                                                                    opts.mip_options))
             finally:
                 tex.destroy()
         result.resized_from = [image.width, image.height]

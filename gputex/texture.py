@@ -184,6 +184,11 @@ def create_texture(session: Session, fmt: Format, width: int, height: int, *, la
     if store_levels and levels > 1 and depth == 1:  # its mips are stored by a compute shader
         import wgpu
 
+        if store_levels not in (fmt.name, fmt.linear_name) or (store_levels == fmt.name and fmt.srgb):
+            raise FormatError(f"{source or 'texture'}: {fmt.name} levels cannot be stored through {store_levels!r} "
+                              f"(store_levels is the format itself or its linear twin {fmt.linear_name}, and a "
+                              "storage-capable one: gputex.mips.stored_format says which)")
+
         physical, storage = store_levels, store_levels
         usage = (copy_usage() if usage is None else usage) | wgpu.TextureUsage.STORAGE_BINDING
         if physical != fmt.name:

@@ -117,7 +117,8 @@ def stored_format(session, fmt, width: int, height: int, levels: int, depth: int
                                                   and session.info.adapter_type != "CPU")
     if (not on or levels < 2 or depth != 1 or precision != "exact" or filter != "box" or normal_map
             or coverage is not None or fmt.name not in STORED_FORMATS or width * height > MAX_BASE_TEXELS
-            or max(width, height) >= 1 << 16):  # (this chain's sizes, and the cell chain's: mips/odd.py)
+            or max(width, height) >= 1 << 16  # (this chain's sizes, and the cell chain's: mips/odd.py)
+            or session.cache("mip-store").peek(("failed", fmt.name)) is not None):  # (a failed stored self-check)
         return ""
     return storage_twin(session, fmt) or ""
 
@@ -152,6 +153,7 @@ def checked(session, fmt, color_space: str, alpha: str, storage: str, cache: str
         if ok:
             return True, ""
         c.put(("store-failed",) + _check_key(fmt, color_space, alpha), why)
+        session.cache("mip-store").put(("failed", fmt.name), why)  # later textures: not made for it
     return c.get((f"{cache}-self-check",) + _check_key(fmt, color_space, alpha), lambda: run(""))
 
 

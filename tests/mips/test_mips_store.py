@@ -126,6 +126,42 @@ def test_shim_without_view_formats_is_wgpus_own(gpu, monkeypatch):
     tex.destroy()
 
 
+def test_shim_passes_view_formats_to_a_wgpu_that_takes_them(monkeypatch):
+    """A wgpu-py whose create_texture takes view_formats (a release with PR #832): the feature
+    test passes once and the view formats go to wgpu-py's own create_texture, no shim."""
+    import gputex.wgpu_compat as compat
+
+    calls = []
+
+    class Device:
+        def create_texture(self, **kw):
+            calls.append(kw)
+            return type("Tex", (), {"destroy": lambda self: None, "kw": kw})()
+
+    monkeypatch.setattr(compat, "_NATIVE", None)
+    monkeypatch.setattr(compat, "_create_with_view_formats", lambda *a, **k: pytest.fail("shim used"))
+    dev = Device()
+    for _ in range(2):
+        tex = compat.create_texture(dev, size=(8, 4, 1), format="rgba8unorm", usage=4,
+                                    view_formats=("rgba8unorm-srgb",))
+        assert tex.kw == {"size": (8, 4, 1), "format": "rgba8unorm", "usage": 4, "view_formats": ["rgba8unorm-srgb"]}
+    assert compat._NATIVE is True and len(calls) == 3  # the feature test once, then the two textures
+    assert calls[0]["view_formats"] == ["rgba8unorm-srgb"] and calls[0]["size"] == (1, 1, 1)
+
+
+def test_store_levels_must_be_the_format_or_its_storable_twin(gpu):
+    """create_texture's store_levels names the format itself or its linear twin; anything else is
+    gputex's own one-line error, not wgpu's."""
+    for fmt, store in (("r8unorm", "rgba8unorm"), ("rgba8unorm-srgb", "rgba8unorm-srgb"),
+                       ("rgba8unorm", "bgra8unorm")):
+        with pytest.raises(gputex.FormatError) as e:
+            create_texture(gpu, gputex.get_format(fmt), 16, 16, levels=3, store_levels=store, source="t.png")
+        twin = gputex.get_format(fmt).linear_name
+        assert str(e.value) == (f"t.png: {fmt} levels cannot be stored through {store!r} (store_levels is the "
+                                f"format itself or its linear twin {twin}, and a storage-capable one: "
+                                "gputex.mips.stored_format says which)")
+
+
 # -- the texture's formats -----------------------------------------------------------------------
 
 def test_stored_texture_is_its_linear_twin_with_the_logical_format(gpu):
@@ -213,6 +249,22 @@ def test_stored_levels_equal_the_buffer_path_the_model_and_the_reference(gpu, w,
         assert_correctly_rounded(g, r, 255, what)
 
 
+@pytest.mark.parametrize("w,h", [(64, 64), (512, 256), (256, 8), (61, 37)])
+@pytest.mark.parametrize("fmt,space,alpha", [("rgba8unorm-srgb", "srgb", "weighted"),
+                                             ("rgba8unorm", "linear", "premultiplied")])
+def test_stored_levels_with_the_gpu_forms_equal_the_model(gpu, monkeypatch, w, h, fmt, space, alpha):
+    """What a GPU adapter runs by default (the single-pass chain's GPU forms, ``ROUND_A_LEVEL``,
+    and its tables in workgroup memory), storing its levels: the model's bytes (on any adapter)."""
+    monkeypatch.setattr(spd, "ROUND_A_LEVEL", True)
+    monkeypatch.setattr(spd, "SMEM_TABLES", True)
+    a = _image(np.random.default_rng(2150 + w + h), w, h, 4, 8, "holes")
+    report, got, stored = _chain(gpu, a, fmt, space, alpha, "rgba8unorm")
+    assert stored and report.precision == "integer" and report.note == ""
+    model = model_chain(a.tolist(), 4, 8, space == "srgb", alpha == "weighted", mip_count(w, h))
+    for lv, (g, m) in enumerate(zip(got, model), start=1):
+        assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"{fmt} {w}x{h} {alpha} level {lv}"
+
+
 def test_fewer_storage_bindings_make_more_passes_same_bytes(gpu, monkeypatch):
     """A device allowing 4 storage textures a stage: 4 levels a pass (1024x512: 10 levels in three
     passes of 4, 4 and 2 instead of 6 and 4), the model's bytes."""
@@ -225,13 +277,18 @@ def test_fewer_storage_bindings_make_more_passes_same_bytes(gpu, monkeypatch):
         assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"level {lv}"
 
 
-def test_failed_stored_self_check_takes_the_buffer(gpu, monkeypatch):
+@pytest.mark.parametrize("fmt,space", [("rgba8unorm", "linear"), ("rgba8unorm-srgb", "srgb")])
+def test_failed_stored_self_check_takes_the_buffer(gpu, monkeypatch, fmt, space):
     """An adapter whose stored levels disagree with the model: the chain takes the buffer (the
-    model's bytes), and the report says so."""
+    model's bytes; of an sRGB texture made for stored levels, whose base it then reads through
+    the linear view), the report says so, and later textures of the format are not made for
+    stored levels."""
     import gputex.mips.integer as integer
 
-    keys = [("mip-spd-store-check", "rgba8unorm", "rgba8unorm", "linear", False),
-            ("store-failed", "rgba8unorm", "linear", False)]
+    keys = [("mip-spd-store-check", "rgba8unorm", fmt, space, False), ("store-failed", fmt, space, False)]
+    failed = ("failed", fmt)
+    monkeypatch.setattr(spd, "STORE_LEVELS", True)
+    assert spd.stored_format(gpu, gputex.get_format(fmt), 64, 32, 7) == "rgba8unorm"
     real = integer.matches_model
 
     def disagreeing(*args, storage="", **kw):
@@ -242,30 +299,33 @@ def test_failed_stored_self_check_takes_the_buffer(gpu, monkeypatch):
     cache = gpu.cache("mip-spd")
     for k in keys:
         cache.pop(k)
+    gpu.cache("mip-store").pop(failed)
     monkeypatch.setattr(integer, "matches_model", disagreeing)
     try:
         a = _image(np.random.default_rng(2300), 64, 32, 4, 8, "holes")
-        report, got, _ = _chain(gpu, a, "rgba8unorm", "linear", "straight", "rgba8unorm")
+        report, got, _ = _chain(gpu, a, fmt, space, "straight", "rgba8unorm")
         assert report.precision == "integer"
         assert report.note == (f"{gpu.name}: storing the mip levels through rgba8unorm failed its self-check "
                                "(level 1 texel (0, 0): got [1, 2, 3, 4], expected [1, 2, 3, 5]); "
                                "they went through a buffer")
-        model = model_chain(a.tolist(), 4, 8, False, False, mip_count(64, 32))
+        model = model_chain(a.tolist(), 4, 8, space == "srgb", False, mip_count(64, 32))
         for lv, (g, m) in enumerate(zip(got, model), start=1):
             assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"level {lv}"
+        assert spd.stored_format(gpu, gputex.get_format(fmt), 64, 32, 7) == ""
     finally:
         for k in keys:
             cache.pop(k)
+        gpu.cache("mip-store").pop(failed)
 
 
 def test_upload_stores_the_levels_and_shows_the_logical_format(gpu, monkeypatch, tmp_path):
-    """gputex.upload(mips=True) where stored levels apply: the texture is made for them, every
-    step that reads it (capture, compare, the KTX2 writer) sees rgba8unorm-srgb and the same bytes
-    as a texture made without them."""
+    """gputex.upload(mips=True, store_levels=True) where stored levels apply: the texture is made
+    for them, every step that reads it (capture, compare, the KTX2 writer) sees rgba8unorm-srgb and
+    the same bytes as a texture made without them. Without store_levels (the library's default:
+    the caller gets the texture object) the GPU texture is of the format itself."""
     monkeypatch.setattr(spd, "STORE_LEVELS", True)
     a = _image(np.random.default_rng(2400), 128, 64, 4, 8, "holes")
-    tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), mips=True)
-    monkeypatch.setattr(spd, "STORE_LEVELS", False)
+    tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), mips=True, store_levels=True)
     plain = gputex.upload(gpu, gputex.from_array(a, "srgb"), mips=True)
     try:
         assert (tex.storage, tex.texture.format, tex.format.name) == ("rgba8unorm", "rgba8unorm",
@@ -307,9 +367,9 @@ def test_every_step_reads_a_stored_texture_as_the_srgb_one(gpu, monkeypatch):
 
     a = _image(np.random.default_rng(2600), 64, 32, 4, 8, "holes")
     texs = {}
+    monkeypatch.setattr(spd, "STORE_LEVELS", True)
     for on in (True, False):
-        monkeypatch.setattr(spd, "STORE_LEVELS", on)
-        texs[on] = gputex.upload(gpu, gputex.from_array(a, "srgb"), mips=True)
+        texs[on] = gputex.upload(gpu, gputex.from_array(a, "srgb"), mips=True, store_levels=on)
     stored, plain = texs[True], texs[False]
     try:
         assert stored.texture.format == "rgba8unorm" and plain.texture.format == "rgba8unorm-srgb"
