@@ -245,11 +245,13 @@ def test_kill_9_leaves_no_worker_or_server(gpu, tmp_path):
     while time.time() < deadline and not (out.exists() and [n for n in os.listdir(out) if n.endswith(".ktx2")]):
         time.sleep(0.01)
     helpers = _children(p.pid)
+    started = [s["server"] for s in map(json.loads, open(trace)) if s["what"] == "forkserver"]
+    forked = set(_children(started[0])) if started else set()  # the workers (their warm-up may not have run yet)
     p.kill()
     p.wait()
     spans = [json.loads(line) for line in open(trace)]
     servers = [s["server"] for s in spans if s["what"] == "forkserver"]
-    workers = {s["pid"] for s in spans if s["what"] == "worker-warm"}
+    workers = forked | {s["pid"] for s in spans if s["what"] == "worker-warm"}
     assert len(servers) == 1 and servers[0] in helpers and workers, (servers, helpers, workers)
     left = [*helpers, *workers]
     deadline = time.time() + 10  # (each worker's watch wakes at once; the server ends after them)
