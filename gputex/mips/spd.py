@@ -43,7 +43,12 @@ copies into an sRGB image are far below memory speed there whatever their source
 copied it, 0.783 against 0.620 ms, not kept), while ``textureStore`` of every level runs at 0.053
 ms (``benchmarks/store_floor.py``). Stored (ff3cc2c against main c924177, same call,
 ``benchmarks/results/mips-h200-ff3cc2c.txt``): 4096^2 0.328 against 0.591 ms, 8192^2 1.124 against
-2.146 ms; the chain is now its passes (first pass 0.278 / 1.057 ms).
+2.146 ms; the chain is now its passes (first pass 0.278 / 1.057 ms). With the first pass's
+loads four at a time and levels 3.. summed a (texel, channel) a thread (h16pass; ``QUAD``,
+``CHANNEL_ROUNDS``, ``ONE_THRESHOLD`` in the shader, on GPUs with ``ROUND_A_LEVEL``), the
+integrated tree (59c9903 against c924177, one call, ``benchmarks/results/h200-integ-59c9903.txt``):
+4096^2 0.269 against 0.589 ms, 8192^2 0.878 against 2.142 ms, first pass 0.222 / 0.812 ms; issue
+16's 0.060 / 0.2 ms are still 4.5x / 4.4x away.
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x16 chain
 (seven levels: two passes, both kinds of tile) whose bytes must equal ``intbox.model_chain``'s.
