@@ -393,8 +393,9 @@ def timings(gpu, args) -> list[dict]:
         w, h = parse_size(text)
         rng = np.random.default_rng(1)
         a = rng.integers(0, 256 if eight else 65536, (h, w, 4), np.uint8 if eight else np.uint16)
-        # made as upload makes it (for the exact chain: a texture whose levels it stores, mips.stored_format)
-        tex = gputex.upload(gpu, gputex.from_array(a), args.format, mips=True,
+        # made as the CLI's upload makes it (for the exact chain: a texture whose levels it stores,
+        # mips.stored_format; gputex.upload asks for that with store_levels=True)
+        tex = gputex.upload(gpu, gputex.from_array(a), args.format, mips=True, store_levels=True,
                             precision="exact" if "exact" in args.precisions else "fast")
         light = SpeedOfLight(gpu, tex) if gpu.has_feature("timestamp-query") else None
         sol = speed_of_light(gpu, light, args.repeat) if light else None
@@ -580,7 +581,8 @@ def hashes(gpu, path: str, against: str | None = None, formats: list[str] | None
                     a = rng.integers(0, 1 << bits, (h, w, channels), np.uint8 if bits == 8 else np.uint16)
                     if channels > 1:
                         a[..., -1] = np.where(rng.random((h, w)) < 0.4, 0, a[..., -1])
-                    tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, alpha=alpha)
+                    tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, alpha=alpha,
+                                        store_levels=True)  # (as the CLI makes it)
                     host = integer.int_ok(tex, "box", False, None) and cpu.engine(tex) == "cpu"
                     engines["cpu" if host else "shader"] += 1
                     digest = hashlib.sha256()

@@ -54,7 +54,7 @@ def child(size: str, runs: int, variant: str) -> None:
     rng = np.random.default_rng(1)
     a = rng.integers(0, 256, (h, w, 4), np.uint8)
     a[..., 3] = np.where(rng.random((h, w)) < 0.4, 0, a[..., 3])
-    tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True)
+    tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True, store_levels=True)
     r = generate_mips(tex)
     gpu.wait()
     walls, cpus = [], []

@@ -61,7 +61,10 @@ def main(sizes: list[str], flags: str) -> None:
         rng = np.random.default_rng(1)
         a = rng.integers(0, 256, (height, width, 4), np.uint8)
         a[..., 3] = np.where(rng.random((height, width)) < 0.4, 0, a[..., 3])
-        tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True, precision="fast")
+        # made as the CLI makes it (stored levels where the adapter's exact chain stores them)
+        tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True, store_levels=True)
+        from gputex.mips.spd import stores
+        print(f"{size}: levels stored: {stores(tex, 'weighted', 'mip-odd')}", flush=True)
         first_bytes = None
         sol = SpeedOfLight(gpu, tex) if gpu.has_feature("timestamp-query") else None
         if sol:

@@ -141,7 +141,7 @@ def parts(img: str, tmp: str) -> None:
     print(f"    {session.name}; read threads {read_threads()}")
 
     def up():
-        tex = gputex.upload(session, decoded, format="rgba8unorm-srgb", mips=True)
+        tex = gputex.upload(session, decoded, format="rgba8unorm-srgb", mips=True, store_levels=True)
         session.wait()
         return tex
     tex = clock("upload + mips (first: pipelines made)", up)

@@ -56,7 +56,10 @@ On a texture made for stored levels (:func:`.spd.stored_format`) each level's di
 its write view and store with ``textureStore`` (``store_texel``; no output buffers or copies, no
 ``tail``): H200 (helper h16store, ``benchmarks/results/mips-h200-ff3cc2c.txt``) 8191^2 3.216 ->
 2.136 ms, 4095x4097 1.077 -> 0.769 ms; but 1.90x / 2.34x the power-of-two chains, which lost their
-copies too (target 1.3x).
+copies too (target 1.3x), and 2.43x / 2.87x once the power-of-two chain's first pass got faster
+(integrated tree, ``benchmarks/results/h200-integ-59c9903.txt``). Levels 1-3 and ``G(4)`` made
+from one read of the base (a tile in workgroup memory, helper h16oddbase) gave the same bytes but
+took 4.08 against 1.42 ms at 8191^2 and was not merged (branch ``h16oddbase``, docs/performance.md).
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
