@@ -152,7 +152,7 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
                    gpu: Callable[[Item, Any, Any], Any] | None, encode: Callable[[Item, Any, Any], None] | None,
                    emit: Callable[[Any], None], start: Callable[[], Callable] | None = None,
                    stop: Callable[[], bool] | None = None, gate=None, workers: int | None = None,
-                   any_order: bool = False, device=None, begin: Callable[[], Any] | None = None) -> None:
+                   any_order: bool = False, begin: Callable[[], Any] | None = None) -> None:
     """Run ``decode`` (pool) -> ``gpu`` (this thread, in order) -> ``encode`` (pool) over items.
 
     ``decode(item) -> (result, data_or_None)``; ``gpu(item, data, result) -> payload_or_None``;
@@ -169,10 +169,10 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     GPU and the decode workers (:class:`gputex.upload_stage.HostSplit`), where a worker that
     makes an input's chain itself takes longer than the decodes after it; results are still
     emitted in input order (decoded inputs holding one of the GPU's slots may wait beyond the
-    ``jobs + 1`` decodes in flight; the others count against them). ``device``: the Future of the device that
-    ``start`` waits for (inputs that need no GPU step are taken meanwhile). ``begin()``, if
-    given, runs on this thread right after the first decodes are submitted (before ``start``);
-    what it returns, if not None, is that Future (:func:`gputex.run.run` makes the device there).
+    ``jobs + 1`` decodes in flight; the others count against them). ``begin()``, if given, runs
+    on this thread right after the first decodes are submitted (before ``start``); what it
+    returns, if not None, is the Future of the device that ``start`` waits for (inputs that
+    need no GPU step are taken meanwhile; :func:`gputex.run.run` makes the device there).
     Start-up (output folders, trace, the device on its own thread) is :func:`gputex.run.run`'s.
     """
     from concurrent.futures import ThreadPoolExecutor
@@ -195,7 +195,7 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
             lane = gate.lane() if gate is not None else None
             try:
                 if any_order:
-                    _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane, device, begin)
+                    _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane, begin)
                 else:
                     _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane, begin)
             finally:
@@ -259,12 +259,11 @@ def _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lan
 
 
 
-def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lane=None, device=None,
-               begin=None) -> None:
+def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lane=None, begin=None) -> None:
     """:func:`_overlap` with the GPU steps taken as the decodes finish (see ``any_order`` of
     :func:`run_overlapped`); emitted in input order. An input that comes back with nothing for
     the GPU (a decode worker wrote its file) leaves the window of decodes in flight at once, also
-    while the device is being made (``device``: its Future), so the workers never wait for it.
+    while the device is being made (the Future ``begin()`` returns), so the workers never wait for it.
     Once ``stop()`` is true no further GPU step starts; decodes already running finish (a
     decode worker may be writing its input's file: that input is emitted with it), the others
     are not started."""
@@ -358,8 +357,7 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
                     pass
 
     feed()
-    if begin is not None:
-        device = begin() or device
+    device = begin() if begin is not None else None
     while device is not None and not device.done() and not (stop and stop()):
         settle()  # (nothing is emitted before the device is there: a result line may name it)
         feed()

@@ -309,8 +309,9 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
             GPU step's modules: on the H200 host the first decode began 0.09-0.12 s after the
             pool was made, with this thread the last to get there): the device is made on a
             thread of its own while the first inputs decode and the GPU step's modules are
-            imported (the GPU's slots were offered before the first decode was planned). The worker processes the first decodes did not
-            ask for are asked for first (:func:`gputex.workers.start_processes`)."""
+            imported (the GPU's slots were offered before the first decode was planned). The
+            worker processes the first decodes did not ask for are asked for first
+            (:func:`gputex.workers.start_processes`)."""
             start_processes()
             if session is None:
                 from .device import session_soon

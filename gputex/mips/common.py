@@ -125,15 +125,16 @@ def plain_entries(storage: bool, stage: int = 0) -> list[Entry]:
     return out
 
 
-def stand_in(session: Session, kind: str) -> Any:
-    """A 1x1 rgba32float view bound where a shader declares a binding it does not use here."""
+def stand_in(session: Session, kind: str, format: str = "rgba32float") -> Any:
+    """A 1x1 view of ``format`` (``kind``: ``sampled`` or ``storage``) bound where a shader
+    declares a binding it does not use here, made once per session."""
     import wgpu
 
     def make() -> Any:
         usage = wgpu.TextureUsage.TEXTURE_BINDING if kind == "sampled" else wgpu.TextureUsage.STORAGE_BINDING
-        return session.device.create_texture(size=(1, 1, 1), format="rgba32float", usage=usage).create_view()
+        return session.device.create_texture(size=(1, 1, 1), format=format, usage=usage).create_view()
 
-    return session.cache(REUSE_CACHE).get(("stand-in", kind), make)
+    return session.cache(REUSE_CACHE).get(("stand-in", kind, format), make)
 
 
 def reused(session: Session, kind: str, key: Any, make: Callable[[], Any]) -> Any:

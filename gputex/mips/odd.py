@@ -228,7 +228,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     from ..kernels import compute_pipeline, dispatch, submit_timed, timestamps
     from .cells import FIRST_GRID, cell_plan
     from .common import integer_entries
-    from .spd import stand_in_view, stores
+    from .common import stand_in as stand_in_view
+    from .spd import stores
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     stored = stores(tex, alpha, "mip-odd")  # the levels stored through write views (binding 9), no copies
@@ -373,7 +374,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             if stored:
                 if level and level not in views:
                     views[level] = tex.storage_view(level, layer)
-                extra = [views[level] if level else stand_in_view(session, tex.storage)]
+                extra = [views[level] if level else stand_in_view(session, "storage", tex.storage)]
             return device.create_bind_group(layout=bgl, entries=[
                 {"binding": i, "resource": r} for i, r in enumerate(
                     [base, whole(o), {"buffer": session.uniform(prm)}, whole(src), whole(dst), whole(tables),

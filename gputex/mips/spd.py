@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from ..texture import Texture
 
 __all__ = ["LEVELS_PER_PASS", "STORED_FORMATS", "spd_plan", "spd_ok", "spd_chain", "self_check", "stored_format",
-           "stores", "checked", "store_note", "stand_in_view"]
+           "stores", "checked", "store_note"]
 
 #: Levels one dispatch makes (two in registers, four in a 16x16 tile of workgroup memory).
 LEVELS_PER_PASS = 6
@@ -267,6 +267,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
 
     from ..kernels import compute_pipeline
     from .common import integer_entries
+    from .common import stand_in as stand_in_view
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     nslots = slots(fmt.channels)
@@ -305,7 +306,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, constants=dict(consts, FROM_SUMS=src > 0,
                                                                                       STORE=store), subs=subs)
         params = session.uniform(_params(tex, src, n, lay))  # released with its bind group
-        views = [tex.storage_view(src + 1 + i, layer) if i < n else stand_in_view(session, tex.storage)
+        views = [tex.storage_view(src + 1 + i, layer) if i < n else stand_in_view(session, "storage", tex.storage)
                  for i in range(LEVELS_PER_PASS)] if stored else []
         bind = device.create_bind_group(layout=bgl, entries=[
             {"binding": i, "resource": r} for i, r in enumerate(
@@ -314,17 +315,6 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         passes.append((pipe, bind))
         sums = new_sums
     return layouts, passes, out
-
-
-def stand_in_view(session, fmt: str):
-    """A 1x1 write view bound for a storing pass's missing levels (made once per session)."""
-    import wgpu
-
-    def make():
-        t = session.device.create_texture(size=(1, 1, 1), format=fmt, usage=wgpu.TextureUsage.STORAGE_BINDING)
-        return t.create_view()
-
-    return session.cache("mip-spd").get(("stand-in view", fmt), make)
 
 
 #: The self-check's image: seven levels (two passes), 2D tiles and 1-texel-high levels.
