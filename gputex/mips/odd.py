@@ -179,6 +179,18 @@ TAIL_TEXELS = 4096
 #: workgroup each) it is slower: level 1 of 8191^2 0.032 -> 0.193 ms, level 2 0.034 -> 0.067.
 FIX_WIDE: bool | None = None
 WIDE_TEXELS = 1 << 20
+#: The passes over the base by columns (``level_cols`` for fast levels, ``cells_cols`` for a grid
+#: whose cells are summed in the lanes: a workgroup of 256 takes a chunk of texels or cells whose
+#: base columns span at most :data:`COL_GROUP`, each invocation sums a column over a row's
+#: footprint, then one a texel or cell adds its columns; None: on GPUs). The tests run both.
+COLS: bool | None = None
+#: ``level_cols`` only for fast levels from the base whose Fx + Fy is above this (0: every one;
+#: 8: level 1 at odd sizes stays with ``level_quad``).
+COLS_SPAN = 0
+#: Rows of a level (cells of a grid) a ``level_cols`` (``cells_cols``) workgroup makes.
+COL_ROWS = 4
+CELL_COL_ROWS = 4
+COL_GROUP = 256
 #: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
 
@@ -209,6 +221,31 @@ def _span(plan: CellPlan, st: Step) -> int:
 
     t = plan.index[st.y_off:st.y_off + 4 * st.size[1]].reshape(-1, 4).astype(np.int64)
     return int((t[:, 1] - t[:, 0]).max()) + 1
+
+
+def _chunks(plan: CellPlan, st: Step) -> Any:
+    """The chunks of a level's texels (a grid's cells) whose base columns span at most
+    :data:`COL_GROUP`: their first texels (cells) and one past the last, as uint32 words."""
+    import numpy as np
+
+    if st.kind == "cells":
+        pts = plan.index[st.x_off:st.x_off + st.size[0] + 1].astype(np.int64)
+        start, end = pts[:-1], pts[1:]
+    else:
+        t = plan.index[st.x_off:st.x_off + 4 * st.size[0]].reshape(-1, 4).astype(np.int64)
+        start, end = t[:, 0], t[:, 1] + (t[:, 3] > 0)
+    assert int((end - start).max()) <= COL_GROUP
+    out, j = [0], 0
+    while j < len(start):
+        j = int(np.searchsorted(end, start[j] + COL_GROUP, side="right"))
+        out.append(j)
+    return np.array(out, np.uint32)
+
+
+def _narrow_block(plan: CellPlan, st: Step, fmt: Format) -> bool:
+    """Whether grid step ``st`` sums its cells whole in the 32-bit lanes (8 bits, from the base,
+    at most 256 base texels a cell)."""
+    return NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells" and plan.extents[st.level] <= 256
 
 
 def _fast(plan: CellPlan, st: Step) -> bool:
@@ -299,6 +336,18 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             return FIX_WIDE if FIX_WIDE is not None else not cpu and st.size[0] * st.size[1] <= WIDE_TEXELS
         order = _orders(plan) if (SORTED if SORTED is not None else cpu) else {}
         table = plan.index if not order else np.concatenate([plan.index] + [t for _, t in order.values()])
+        cols = COLS if COLS is not None else not cpu
+        chunks: dict[tuple[str, int], tuple[int, int]] = {}  # (kind, level): (word offset, chunks)
+        if cols:
+            parts = [table]
+            for st in plan.steps:
+                if st.source == 0 and (st.kind, st.level) not in order and (
+                        _narrow_block(plan, st, fmt) if st.kind == "cells" else
+                        _fast(plan, st) and _run(plan, st) + _span(plan, st) > COLS_SPAN):
+                    ch = _chunks(plan, st)
+                    chunks[(st.kind, st.level)] = (sum(len(q) for q in parts), len(ch) - 1)
+                    parts.append(ch)
+            table = np.concatenate(parts)
         index = session.check(f"{tex.source}: mip cell tables", device.create_buffer_with_data,
                               data=table.astype(np.uint32).tobytes(), usage=wgpu.BufferUsage.STORAGE)
         owned.append(index)
@@ -353,8 +402,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                         BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
                         WORDS_OUT=words(st.level) if st.kind == "cells" else 3, INLINE_FIX=inline_at(st),
                         NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
-                        NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
-                        and plan.extents[st.level] <= 256, ONE_SWEEP=ONE_SWEEP if ONE_SWEEP is not None else cpu,
+                        NARROW_BLOCK=_narrow_block(plan, st, fmt), ONE_SWEEP=ONE_SWEEP if ONE_SWEEP is not None else cpu,
                         FIX_WIDE=wide_at(st))
 
         layout = _tail_layout(plan, tail, nslots, bpt) if tail is not None else None
@@ -444,12 +492,19 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                                   st.x_off, st.y_off, pitch0, *order.get(("cells", st.level), ((0, 0), None))[0],
                                   0, 0, 0, 0, 0, 0)
                 gw, gh = (64, 1) if wide else (8, 8)
-                pipe, bgl = pipeline(dict(c, CELL_X=gw, CELL_Y=gh), "cells")
-                dispatch(enc, pipe, bind_group(bgl, prm, src, dst), (-(-st.size[0] // gw), -(-st.size[1] // gh), 1),
-                         query.next() if query else None)
+                if ("cells", st.level) in chunks:  # by columns
+                    off, nch = chunks[("cells", st.level)]
+                    prm = prm[:48] + struct.pack("<I", off) + prm[52:]
+                    pipe, bgl = pipeline(dict(c, COL_ROWS=CELL_COL_ROWS), "cells_cols")
+                    grid = (nch, -(-st.size[1] // CELL_COL_ROWS), 1)
+                else:
+                    pipe, bgl = pipeline(dict(c, CELL_X=gw, CELL_Y=gh), "cells")
+                    grid = (-(-st.size[0] // gw), -(-st.size[1] // gh), 1)
+                dispatch(enc, pipe, bind_group(bgl, prm, src, dst), grid, query.next() if query else None)
                 flush()
                 if names is not None:
-                    names.append(f"G({st.level}) from {_source_name(st)}")
+                    names.append(f"G({st.level}) from {_source_name(st)}" + (
+                        " by columns" if ("cells", st.level) in chunks else ""))
                 continue
             w, h = st.size
             pitch = band_rows(st)[0]
@@ -479,10 +534,17 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                     names.append(f"level {st.level} + G({nx.level}) from {_source_name(st)}")
                 continue
             r0, n = job[2], job[3]
-            pipe, bgl = pipeline(c, "level_quad" if pair else "level_fast" if is_fast else "level")
+            by_cols = is_fast and ("level", st.level) in chunks
+            pipe, bgl = pipeline(dict(c, COL_ROWS=COL_ROWS) if by_cols else c, "level_cols" if by_cols else
+                                 "level_quad" if pair else "level_fast" if is_fast else "level")
             prm = _params(*st.source_size, w, h, r0, n, pitch // 4, total, nslots,
                               st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0],
                               0, 0, 0, 0, 0, 0)
+            grid = (-(-w // step), -(-n // step), 1)
+            if by_cols:
+                off, nch = chunks[("level", st.level)]
+                prm = prm[:48] + struct.pack("<I", off) + prm[52:]
+                grid = (nch, -(-n // COL_ROWS), 1)
             misses, args = (stand_in_m, None) if not is_fast or inline else \
                 lists[(st.level, r0)] if separate else miss_list(st)
             o = level_out(st, pitch, n)
@@ -491,10 +553,11 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 enc.clear_buffer(o, 0, pitch * n)
             if is_fast and not inline and not separate:
                 enc.clear_buffer(misses, 0, 16)
-            dispatch(enc, pipe, bind, (-(-w // step), -(-n // step), 1), query.next() if query else None)
+            dispatch(enc, pipe, bind, grid, query.next() if query else None)
             flush()
             if names is not None:
-                names.append(f"level {st.level} from {_source_name(st)}" + (f" rows {r0}-{r0 + n - 1}" if n < h else ""))
+                names.append(f"level {st.level} from {_source_name(st)}" + (f" rows {r0}-{r0 + n - 1}" if n < h else "")
+                             + (" by columns" if by_cols else ""))
             if is_fast and not inline:  # the texels left, as many workgroups as level_fast counted
                 enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
                 fix, _ = pipeline(c, "level_fix_wide" if wide_at(st) else "level_fix")

@@ -861,3 +861,170 @@ fn tail(@builtin(local_invocation_index) t: u32) {
         storageBarrier();  // (the next grid's sums seen by every invocation before the next level)
     }
 }
+
+// ---- Passes over the base by columns (odd.py's COLS; GPUs). A workgroup of COL_GROUP invocations
+// takes a chunk of the level's texels (or the grid's cells) whose base columns span at most
+// COL_GROUP (odd.py's tables at PRM.px_off: the chunks' first texels or cells, one more at the end)
+// and COL_ROWS of its rows: per row each invocation sums one base column over the row's footprint
+// (the rows' weights, or none for a cell: the same for the whole workgroup, so its loop is uniform
+// and its loads coalesce), then one invocation a texel or cell adds its columns from workgroup
+// memory. The texel-a-thread forms (level_fast, cells) loop as long as the widest footprint of a
+// SIMD group and read ~32 scattered texels a load (G(4) of 8191^2: cells 1 to 16 texels wide
+// side by side).
+//
+// level_cols' float sums are texel_float's transposed: per column the rows' cells times their
+// weights added over the rows, the columns times their weights added along the row. A term passes
+// as many roundings as in texel_float (Fx + Fy + 5 for the colour from the base, Fx + Fy + 2 for
+// alpha; the bound is symmetric in x and y: tests/mips/test_odd_fast.py checks both orders), so
+// screen_code's decisions stay exact. cells_cols' sums are integers (32-bit lanes, a cell at most
+// 256 base texels as NARROW_BLOCK's): any order gives the same sums.
+const COL_GROUP: u32 = 256u;
+override COL_ROWS: u32 = 4u;
+var<workgroup> col_pre: array<vec4<f32>, COL_GROUP>;   // colour (premultiplied with WA) and alpha
+var<workgroup> col_plain: array<vec3<f32>, COL_GROUP>; // the plain colour (WA)
+
+@compute @workgroup_size(COL_GROUP)
+fn level_cols(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
+    let j0 = index[PRM.px_off + wid.x];
+    let j1 = index[PRM.px_off + wid.x + 1u];
+    let xs = index[PRM.x_off + 4u * j0];  // the chunk's base columns: xs .. xe - 1
+    let tl = axis(PRM.x_off, j1 - 1u);
+    let xe = select(tl.y, tl.y + 1u, tl.w > 0u);
+    let x = xs + t;
+    let j = j0 + t;  // this invocation's texel in the output phase
+    var tx = vec4<u32>(0u);
+    if (j < j1) {
+        tx = axis(PRM.x_off, j);
+    }
+    let ex = select(tx.y, tx.y + 1u, tx.w > 0u);
+    let r0 = wid.y * COL_ROWS;
+    let r1 = min(r0 + COL_ROWS, PRM.rows);
+    for (var row = r0; row < r1; row++) {
+        let ty = axis(PRM.y_off, row + PRM.row0);
+        let ey = select(ty.y, ty.y + 1u, ty.w > 0u);
+        var pre = vec4<f32>(0.0);
+        var plain = vec3<f32>(0.0);
+        if (x < xe) {
+            for (var iy = ty.x; iy < ey; iy++) {
+                let c = codes_at(vec2<u32>(x, iy));
+                let a = f32(c.w);
+                var l = vec3<f32>(lin_f(c.x), 0.0, 0.0);
+                if (NC == 3u) {
+                    l = vec3<f32>(l.x, lin_f(c.y), lin_f(c.z));
+                }
+                let wy = f32(select(select(PRM.dst_h, ty.w, iy == ty.y), ty.z, iy == ty.x));
+                pre += vec4<f32>(l * select(1.0, a, WA), a) * wy;
+                if (WA) {
+                    plain += l * wy;
+                }
+            }
+        }
+        col_pre[t] = pre;
+        if (WA) {
+            col_plain[t] = plain;
+        }
+        workgroupBarrier();
+        if (j < j1) {
+            var s = vec4<f32>(0.0);
+            var p = vec3<f32>(0.0);
+            for (var ix = tx.x; ix < ex; ix++) {
+                let wx = f32(select(select(PRM.dst_w, tx.w, ix == tx.y), tx.z, ix == tx.x));
+                s += col_pre[ix - xs] * wx;
+                if (WA) {
+                    p += col_plain[ix - xs] * wx;
+                }
+            }
+            if (WA && s.w == 0.0) {  // the plain colour where no alpha covers
+                s = vec4<f32>(p, 0.0);
+            }
+            fast_finish(j, row, s);
+        }
+        workgroupBarrier();
+    }
+}
+
+// 13 words a column, word-major (nh, nl, na, then the plain ph, pl with WA): 13 KB, within
+// WebGPU's 16 KB of workgroup memory with the tables
+var<workgroup> col_lanes: array<u32, 3328>;
+
+fn lane3(k: u32, i: u32) -> vec3<u32> {
+    return vec3<u32>(col_lanes[k * COL_GROUP + i], col_lanes[(k + 1u) * COL_GROUP + i],
+                     col_lanes[(k + 2u) * COL_GROUP + i]);
+}
+
+fn put_lane3(k: u32, i: u32, v: vec3<u32>) {
+    col_lanes[k * COL_GROUP + i] = v.x;
+    col_lanes[(k + 1u) * COL_GROUP + i] = v.y;
+    col_lanes[(k + 2u) * COL_GROUP + i] = v.z;
+}
+
+@compute @workgroup_size(COL_GROUP)
+fn cells_cols(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
+    let c0 = index[PRM.px_off + wid.x];
+    let c1 = index[PRM.px_off + wid.x + 1u];
+    let xs = index[PRM.x_off + c0];
+    let xe = index[PRM.x_off + c1];
+    let x = xs + t;
+    let cx = c0 + t;  // this invocation's cell in the output phase
+    var a0 = 0u;
+    var a1 = 0u;
+    if (cx < c1) {
+        a0 = index[PRM.x_off + cx] - xs;
+        a1 = index[PRM.x_off + cx + 1u] - xs;
+    }
+    let r0 = wid.y * COL_ROWS;
+    let r1 = min(r0 + COL_ROWS, PRM.dst_h);
+    for (var cy = r0; cy < r1; cy++) {
+        let y0 = index[PRM.y_off + cy];
+        let y1 = index[PRM.y_off + cy + 1u];
+        var nh = vec3<u32>(0u);
+        var nl = vec3<u32>(0u);
+        var ph = vec3<u32>(0u);
+        var pl = vec3<u32>(0u);
+        var na = 0u;
+        if (x < xe) {
+            for (var y = y0; y < y1; y++) {
+                let c = codes_at(vec2<u32>(x, y));
+                let l = lin8(c);
+                let wt = select(1u, c.w, WA);
+                nh += (l >> vec3<u32>(16u)) * wt;
+                nl += (l & vec3<u32>(0xffffu)) * wt;
+                if (WA) {
+                    ph += l >> vec3<u32>(16u);
+                    pl += l & vec3<u32>(0xffffu);
+                }
+                na += c.w;
+            }
+        }
+        put_lane3(0u, t, nh);
+        put_lane3(3u, t, nl);
+        col_lanes[6u * COL_GROUP + t] = na;
+        if (WA) {
+            put_lane3(7u, t, ph);
+            put_lane3(10u, t, pl);
+        }
+        workgroupBarrier();
+        if (cx < c1) {
+            nh = vec3<u32>(0u);
+            nl = vec3<u32>(0u);
+            na = 0u;
+            for (var i = a0; i < a1; i++) {
+                nh += lane3(0u, i);
+                nl += lane3(3u, i);
+                na += col_lanes[6u * COL_GROUP + i];
+            }
+            if (WA && na == 0u) {  // the plain colour where the cell's alpha sum is 0 (as block_cell)
+                nh = vec3<u32>(0u);
+                nl = vec3<u32>(0u);
+                for (var i = a0; i < a1; i++) {
+                    nh += lane3(7u, i);
+                    nl += lane3(10u, i);
+                }
+            }
+            store_cell((cy * PRM.dst_w + cx) * SLOTS * WORDS_OUT, lanes_acc(nh, nl, na));
+        }
+        workgroupBarrier();
+    }
+}

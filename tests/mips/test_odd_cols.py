@@ -1,0 +1,89 @@
+"""The cell chain's passes over the base by columns (odd.COLS: mip_odd.wgsl ``level_cols`` for the
+fast levels, ``cells_cols`` for a grid summed in the lanes): the chunk tables (no GPU), and on the
+GPU the bytes of intbox.model_chain, with chunks of texels and cells side by side (images wider
+than a workgroup's 256 columns), every texel to the exact pass or from the screen, one or several
+rows a workgroup, the levels in bands."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_mips_int import _image
+from test_odd_fast import _assert_model, _gamma, _set, _texel_float
+
+from gputex.layout import mip_count
+from gputex.mips.cells import cell_plan
+
+
+@pytest.mark.parametrize("w,h,first", [(8191, 8191, 4), (4095, 4097, 4), (701, 45, 4), (300, 7, 3), (2, 3, 1)])
+def test_chunks_cover_every_texel_and_span_at_most_a_workgroup(w, h, first):
+    """Consecutive chunks from the first texel (cell) to the last, each spanning at most
+    odd.COL_GROUP base columns, each as long as it can be (the next texel would not fit)."""
+    import gputex.mips.odd as odd
+
+    plan = cell_plan(w, h, mip_count(w, h), 32, 1 << 30, first)
+    for st in plan.steps:
+        if st.source != 0:
+            continue
+        if st.kind == "cells":
+            pts = plan.index[st.x_off:st.x_off + st.size[0] + 1].astype(np.int64)
+            start, end = pts[:-1], pts[1:]
+        else:
+            t = plan.index[st.x_off:st.x_off + 4 * st.size[0]].reshape(-1, 4).astype(np.int64)
+            start, end = t[:, 0], t[:, 1] + (t[:, 3] > 0)
+        ch = odd._chunks(plan, st).astype(np.int64)
+        assert ch[0] == 0 and ch[-1] == st.size[0] and (np.diff(ch) > 0).all()
+        for j0, j1 in zip(ch[:-1], ch[1:]):
+            assert end[j1 - 1] - start[j0] <= odd.COL_GROUP
+            if j1 < st.size[0]:
+                assert end[j1] - start[j0] > odd.COL_GROUP
+
+
+def test_column_order_keeps_the_bound():
+    """level_cols adds the rows of a column first, then the columns: texel_float's order on the
+    transposed footprint, within the same gamma(Fx + Fy + 5) (colour) and gamma(Fx + Fy + 2)."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        fx, fy = rng.integers(1, 13, 2)
+        texels = [[(int(rng.integers(0, 256)), int(rng.integers(0, 256))) for _ in range(fx)] for _ in range(fy)]
+        wx = [int(v) for v in rng.integers(1, 0x10000, fx)]
+        wy = [int(v) for v in rng.integers(1, 0x10000, fy)]
+        cols = [list(c) for c in zip(*texels)]  # (the columns as rows, the weights swapped)
+        n, d, num, den = _texel_float(cols, wy, wx, 8, True, True)
+        assert abs(Fraction(float(n)) - num) <= _gamma(fx + fy + 5) * num
+        assert abs(Fraction(float(d)) - den) <= _gamma(fx + fy + 2) * den
+
+
+FORMATS = [("rgba8unorm-srgb", 4, 8, "srgb"), ("r8unorm", 1, 8, "srgb"), ("rg8unorm", 2, 8, "linear"),
+           ("rgba16unorm", 4, 16, "srgb")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt,channels,bits,space", FORMATS)
+@pytest.mark.parametrize("miss_all,rows", [(False, 4), (True, 1)])
+def test_levels_and_grids_by_columns_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space, miss_all, rows):
+    """Levels 1-3 from the base by level_cols (several chunks a row: 1023 columns), G(4) from the base
+    by cells_cols (8 bits), their texels from the screen or every one from the exact pass: the
+    model's bytes, both alpha modes."""
+    import gputex.mips.odd as odd
+
+    _set(monkeypatch, odd, COLS=True, COLS_SPAN=0, COL_ROWS=rows, CELL_COL_ROWS=rows + 2, MISS_ALL=miss_all,
+         FIRST=4, INLINE_FIX=False, FUSE=False, SORTED=False, SEPARATE=True)
+    w, h = 1023, 65
+    a = _image(np.random.default_rng(2900 + channels * 3 + bits), w, h, channels, bits, "holes")
+    _assert_model(gpu, a, fmt, space, channels, bits, [k if k >= 4 else 0 for k in range(1, mip_count(w, h))])
+
+
+@pytest.mark.gpu
+def test_columns_in_bands_give_the_model(gpu, monkeypatch):
+    """The levels by columns in bands of a few rows (a binding limit of 2048 bytes): the model's
+    bytes."""
+    import gputex.mips.odd as odd
+
+    _set(monkeypatch, odd, COLS=True, COLS_SPAN=0, COL_ROWS=3, FIRST=4, INLINE_FIX=False, FUSE=False, SORTED=False,
+         MISS_ALL=True)
+    monkeypatch.setattr(odd, "_limit", lambda session: 2048)
+    a = _image(np.random.default_rng(2950), 300, 37, 4, 8, "holes")
+    _assert_model(gpu, a, "rgba8unorm-srgb", "srgb", 4, 8)
