@@ -4,6 +4,7 @@ flags, same run and same texture.
     python benchmarks/mips_odd.py [SIZE ...]            (default: 8191 4095x4097)
     python benchmarks/mips_odd.py --flags [SIZE ...]    (odd.py's flags instead of the first grid)
     python benchmarks/mips_odd.py --tail [SIZE ...]     (the passes' order and the small levels' dispatch)
+    python benchmarks/mips_odd.py --cols [SIZE ...]     (the passes by columns: COLS and its settings)
 
 Prints, per size (rgba8unorm-srgb, weighted alpha, random codes, 40% of the texels transparent as
 in the hash matrix) and first grid ``G(k)`` (levels before k read the base;
@@ -39,6 +40,12 @@ def _settings(gpu: gputex.Session, flags: str) -> list[tuple[str, dict]]:
             ("TAIL=True TAIL_TEXELS=1024", {"TAIL": True, "TAIL_TEXELS": 1024})]
     if flags == "--tail":
         return tail
+    if flags == "--cols":
+        return [("defaults", {}), ("COLS=False", {"COLS": False}), ("COLS_SPAN=8", {"COLS_SPAN": 8}),
+                ("COLS_GRIDS=False", {"COLS_GRIDS": False}),
+                ("COL_ROWS=2", {"COL_ROWS": 2}), ("COL_ROWS=8", {"COL_ROWS": 8}),
+                ("CELL_COL_ROWS=1", {"CELL_COL_ROWS": 1}), ("CELL_COL_ROWS=8", {"CELL_COL_ROWS": 8}),
+                ("defaults again", {})]
     if not flags:
         return [(f"first {k}", {"first": k}) for k in (3, 4, 5, 2)]
     return tail[:3] + [("INLINE_FIX=True FUSE=True", {"INLINE_FIX": True, "FUSE": True}),
@@ -104,5 +111,6 @@ def main(sizes: list[str], flags: str) -> None:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a not in ("--flags", "--tail")]
-    main(args or ["8191", "4095x4097"], next((a for a in sys.argv[1:] if a in ("--flags", "--tail")), ""))
+    modes = ("--flags", "--tail", "--cols")
+    args = [a for a in sys.argv[1:] if a not in modes]
+    main(args or ["8191", "4095x4097"], next((a for a in sys.argv[1:] if a in modes), ""))

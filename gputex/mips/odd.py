@@ -184,7 +184,9 @@ WIDE_TEXELS = 1 << 20
 #: base columns span at most :data:`COL_GROUP`, each invocation sums a column over a row's
 #: footprint, then one a texel or cell adds its columns; None: on GPUs). The tests run both.
 COLS: bool | None = None
-#: ``level_cols`` only for fast levels from the base whose Fx + Fy is above this (0: every one;
+#: ``level_cols`` for fast levels from a grid too (those not made with the next grid, :data:`FUSE`).
+COLS_GRIDS = True
+#: ``level_cols`` only for fast levels whose Fx + Fy is above this (0: every one;
 #: 8: level 1 at odd sizes stays with ``level_quad``).
 COLS_SPAN = 0
 #: Rows of a level (cells of a grid) a ``level_cols`` (``cells_cols``) workgroup makes.
@@ -341,9 +343,10 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         if cols:
             parts = [table]
             for st in plan.steps:
-                if st.source == 0 and (st.kind, st.level) not in order and (
+                if (st.kind, st.level) not in order and (
                         _narrow_block(plan, st, fmt) if st.kind == "cells" else
-                        _fast(plan, st) and _run(plan, st) + _span(plan, st) > COLS_SPAN):
+                        _fast(plan, st) and (st.source == 0 or COLS_GRIDS)
+                        and _run(plan, st) + _span(plan, st) > COLS_SPAN):
                     ch = _chunks(plan, st)
                     chunks[(st.kind, st.level)] = (sum(len(q) for q in parts), len(ch) - 1)
                     parts.append(ch)

@@ -874,14 +874,46 @@ fn tail(@builtin(local_invocation_index) t: u32) {
 //
 // level_cols' float sums are texel_float's transposed: per column the rows' cells times their
 // weights added over the rows, the columns times their weights added along the row. A term passes
-// as many roundings as in texel_float (Fx + Fy + 5 for the colour from the base, Fx + Fy + 2 for
-// alpha; the bound is symmetric in x and y: tests/mips/test_odd_fast.py checks both orders), so
-// screen_code's decisions stay exact. cells_cols' sums are integers (32-bit lanes, a cell at most
+// as many roundings as in texel_float (from the base Fx + Fy + 5 for the colour, Fx + Fy + 2 for
+// alpha; from a grid Fx + Fy + 6; the bound is symmetric in x and y: tests/mips/test_odd_cols.py
+// checks the transposed order), so screen_code's decisions stay exact. Levels from a grid too. cells_cols' sums are integers (32-bit lanes, a cell at most
 // 256 base texels as NARROW_BLOCK's): any order gives the same sums.
 const COL_GROUP: u32 = 256u;
 override COL_ROWS: u32 = 4u;
 var<workgroup> col_pre: array<vec4<f32>, COL_GROUP>;   // colour (premultiplied with WA) and alpha
 var<workgroup> col_plain: array<vec3<f32>, COL_GROUP>; // the plain colour (WA)
+
+struct ColCell {
+    pre: vec4<f32>,   // cell_f(x, y, false)
+    plain: vec3<f32>, // cell_f(x, y, true)'s colour (WA)
+}
+
+// A source cell's float sums for level_cols: the premultiplied colour and alpha, and the plain
+// colour, from one read (the same values as cell_f's two sweeps)
+fn col_cell(x: u32, y: u32) -> ColCell {
+    if (FROM_BASE) {
+        let c = codes_at(vec2<u32>(x, y));
+        let a = f32(c.w);
+        var l = vec3<f32>(lin_f(c.x), 0.0, 0.0);
+        if (NC == 3u) {
+            l = vec3<f32>(l.x, lin_f(c.y), lin_f(c.z));
+        }
+        return ColCell(vec4<f32>(l * select(1.0, a, WA), a), l);
+    }
+    let i = (y * PRM.src_w + x) * SLOTS * WORDS_IN;
+    var a = 0.0;
+    if (HAS_ALPHA) {
+        a = approx(load_big(i + NC * WORDS_IN));
+    }
+    var c = vec3<f32>(approx(load_big(i)), 0.0, 0.0);
+    if (NC == 3u) {
+        c = vec3<f32>(c.x, approx(load_big(i + WORDS_IN)), approx(load_big(i + 2u * WORDS_IN)));
+    }
+    if (WA) {  // (a stored cell holds its premultiplied colour, or its plain one where its alpha sum is 0)
+        return ColCell(vec4<f32>(select(vec3<f32>(0.0), c, a > 0.0), a), select(c, vec3<f32>(0.0), a > 0.0));
+    }
+    return ColCell(vec4<f32>(c, a), c);
+}
 
 @compute @workgroup_size(COL_GROUP)
 fn level_cols(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
@@ -907,16 +939,11 @@ fn level_cols(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
         var plain = vec3<f32>(0.0);
         if (x < xe) {
             for (var iy = ty.x; iy < ey; iy++) {
-                let c = codes_at(vec2<u32>(x, iy));
-                let a = f32(c.w);
-                var l = vec3<f32>(lin_f(c.x), 0.0, 0.0);
-                if (NC == 3u) {
-                    l = vec3<f32>(l.x, lin_f(c.y), lin_f(c.z));
-                }
+                let v = col_cell(x, iy);
                 let wy = f32(select(select(PRM.dst_h, ty.w, iy == ty.y), ty.z, iy == ty.x));
-                pre += vec4<f32>(l * select(1.0, a, WA), a) * wy;
+                pre += v.pre * wy;
                 if (WA) {
-                    plain += l * wy;
+                    plain += v.plain * wy;
                 }
             }
         }

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_mips_int import _image
-from test_odd_fast import _assert_model, _gamma, _set, _texel_float
+from test_odd_fast import _approx, _assert_model, _gamma, _set, _texel_float
 
 from gputex.layout import mip_count
 from gputex.mips.cells import cell_plan
@@ -56,6 +56,30 @@ def test_column_order_keeps_the_bound():
         assert abs(Fraction(float(d)) - den) <= _gamma(fx + fy + 2) * den
 
 
+def test_column_order_from_a_grid_keeps_the_bound():
+    """level_cols from a grid: the cells' sums by approx(), a column's rows first: each sum within
+    gamma(Fx + Fy + 6), as in texel_float's order."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(8)
+    f32 = np.float32
+    for _ in range(200):
+        fx, fy = (int(v) for v in rng.integers(1, 11, 2))
+        wx = [int(v) for v in rng.integers(1, 0x10000, fx)]
+        wy = [int(v) for v in rng.integers(1, 0x10000, fy)]
+        most = (1 << 96) // (sum(wx) * sum(wy))
+        cells = [[int(rng.integers(0, 1 << 62)) * int(rng.integers(1, 1 << 34)) % most for _ in range(fx)]
+                 for _ in range(fy)]
+        s = f32(0)
+        for i in range(fx):
+            col = f32(0)
+            for j in range(fy):
+                col = col + _approx(cells[j][i]) * f32(wy[j])
+            s = s + col * f32(wx[i])
+        num = sum(wy[j] * wx[i] * cells[j][i] for j in range(fy) for i in range(fx))
+        assert abs(Fraction(float(s)) - num) <= _gamma(fx + fy + 6) * num
+
+
 FORMATS = [("rgba8unorm-srgb", 4, 8, "srgb"), ("r8unorm", 1, 8, "srgb"), ("rg8unorm", 2, 8, "linear"),
            ("rgba16unorm", 4, 16, "srgb")]
 
@@ -65,8 +89,8 @@ FORMATS = [("rgba8unorm-srgb", 4, 8, "srgb"), ("r8unorm", 1, 8, "srgb"), ("rg8un
 @pytest.mark.parametrize("miss_all,rows", [(False, 4), (True, 1)])
 def test_levels_and_grids_by_columns_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space, miss_all, rows):
     """Levels 1-3 from the base by level_cols (several chunks a row: 1023 columns), G(4) from the base
-    by cells_cols (8 bits), their texels from the screen or every one from the exact pass: the
-    model's bytes, both alpha modes."""
+    by cells_cols (8 bits), levels 4.. from grids by level_cols, their texels from the screen or
+    every one from the exact pass: the model's bytes, both alpha modes."""
     import gputex.mips.odd as odd
 
     _set(monkeypatch, odd, COLS=True, COLS_SPAN=0, COL_ROWS=rows, CELL_COL_ROWS=rows + 2, MISS_ALL=miss_all,
