@@ -40,12 +40,13 @@ def _settings(gpu: gputex.Session, flags: str) -> list[tuple[str, dict]]:
             ("TAIL=True TAIL_TEXELS=1024", {"TAIL": True, "TAIL_TEXELS": 1024})]
     if flags == "--tail":
         return tail
-    if flags == "--cols":
-        return [("defaults", {}), ("COLS=False", {"COLS": False}), ("COLS_SPAN=8", {"COLS_SPAN": 8}),
-                ("COLS_GRIDS=False", {"COLS_GRIDS": False}),
-                ("COL_ROWS=2", {"COL_ROWS": 2}), ("COL_ROWS=8", {"COL_ROWS": 8}),
-                ("CELL_COL_ROWS=1", {"CELL_COL_ROWS": 1}), ("CELL_COL_ROWS=8", {"CELL_COL_ROWS": 8}),
-                ("defaults again", {})]
+    if flags == "--cols":  # (first call of helper h16odd5: COLS_BASE, COLS_SPAN, COL_ROWS, CELL_COL_ROWS)
+        return [("defaults", {}), ("COLS=False", {"COLS": False}), ("PAIR_LOADS=True", {"PAIR_LOADS": True}),
+                ("LEVEL_GROUP=(16, 4)", {"LEVEL_GROUP": (16, 4)}), ("LEVEL_GROUP=(32, 2)", {"LEVEL_GROUP": (32, 2)}),
+                ("LEVEL_GROUP=(64, 1)", {"LEVEL_GROUP": (64, 1)}), ("CELL_GROUP=(32, 1)", {"CELL_GROUP": (32, 1)}),
+                ("CELL_GROUP=(128, 1)", {"CELL_GROUP": (128, 1)}),
+                ("PAIR_LOADS=True LEVEL_GROUP=(32, 2)", {"PAIR_LOADS": True, "LEVEL_GROUP": (32, 2)}),
+                ("COLS_BASE=True", {"COLS_BASE": True}), ("defaults again", {})]
     if not flags:
         return [(f"first {k}", {"first": k}) for k in (3, 4, 5, 2)]
     return tail[:3] + [("INLINE_FIX=True FUSE=True", {"INLINE_FIX": True, "FUSE": True}),

@@ -145,6 +145,9 @@ SEPARATE: bool | None = None
 #: outer loop of a cell's sum is uniform), else 8 x 8 (None: 64 x 1 on GPUs; H200: G(4) of
 #: 8191^2 from the base 0.47 against 0.92 ms, the chain 3.27 against 3.77 ms).
 CELLS_WIDE: bool | None = None
+CELL_GROUP = (64, 1)
+#: ``level_fast``'s and ``level_quad``'s workgroup (each invocation of level_quad makes 2 x 2 texels).
+LEVEL_GROUP = (8, 8)
 #: The first level read from a cell grid (None: :data:`.cells.FIRST_GRID` on a CPU adapter, 4
 #: on others: there level 3 from the base by float sums beat ``G(3)`` and level 3 from it; H200
 #: 8191^2: G(3) first 3.66 ms, G(4) 3.27, G(5) 3.42; 4095x4097: 1.16, 1.12, 1.27).
@@ -179,15 +182,21 @@ TAIL_TEXELS = 4096
 #: workgroup each) it is slower: level 1 of 8191^2 0.032 -> 0.193 ms, level 2 0.034 -> 0.067.
 FIX_WIDE: bool | None = None
 WIDE_TEXELS = 1 << 20
-#: The passes over the base by columns (``level_cols`` for fast levels, ``cells_cols`` for a grid
-#: whose cells are summed in the lanes: a workgroup of 256 takes a chunk of texels or cells whose
-#: base columns span at most :data:`COL_GROUP`, each invocation sums a column over a row's
-#: footprint, then one a texel or cell adds its columns; None: on GPUs). The tests run both.
+#: The inner loops over a row's source cells (base texels) two at a time, both read first (float
+#: sums in the same order; None: on GPUs). The tests run both.
+PAIR_LOADS: bool | None = False
+#: Levels by columns (``level_cols``: a workgroup of 256 takes a chunk of texels whose source
+#: columns (base texels or grid cells) span at most :data:`COL_GROUP`, each invocation sums a
+#: column over a row's footprint, then one a texel adds its columns; None: on GPUs) for the fast
+#: levels from a grid not made with the next grid (:data:`FUSE`). The tests run both. H200
+#: (``benchmarks/mips_odd.py --cols``): level 4 of 8191^2 from G(4) 0.141 -> 0.062 ms.
 COLS: bool | None = None
-#: ``level_cols`` for fast levels from a grid too (those not made with the next grid, :data:`FUSE`).
-COLS_GRIDS = True
-#: ``level_cols`` only for fast levels whose Fx + Fy is above this (0: every one;
-#: 8: level 1 at odd sizes stays with ``level_quad``).
+#: ... and the passes over the base too (``level_cols`` for the fast levels from the base,
+#: ``cells_cols`` for a grid summed in the lanes). Off: slower on the H200 (8191^2: levels 1, 2, 3
+#: 0.485 / 0.263 / 0.207 -> 0.654 / 0.463 / 0.385 ms, G(4) 0.472 -> 0.645; one invocation in 8
+#: adds the columns while the rest wait at the barrier). The tests run it.
+COLS_BASE = False
+#: ``level_cols`` only for fast levels whose Fx + Fy is above this (0: every one).
 COLS_SPAN = 0
 #: Rows of a level (cells of a grid) a ``level_cols`` (``cells_cols``) workgroup makes.
 COL_ROWS = 4
@@ -343,10 +352,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         if cols:
             parts = [table]
             for st in plan.steps:
-                if (st.kind, st.level) not in order and (
+                if (st.kind, st.level) not in order and (st.source > 0 or COLS_BASE) and (
                         _narrow_block(plan, st, fmt) if st.kind == "cells" else
-                        _fast(plan, st) and (st.source == 0 or COLS_GRIDS)
-                        and _run(plan, st) + _span(plan, st) > COLS_SPAN):
+                        _fast(plan, st) and _run(plan, st) + _span(plan, st) > COLS_SPAN):
                     ch = _chunks(plan, st)
                     chunks[(st.kind, st.level)] = (sum(len(q) for q in parts), len(ch) - 1)
                     parts.append(ch)
@@ -406,7 +414,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                         WORDS_OUT=words(st.level) if st.kind == "cells" else 3, INLINE_FIX=inline_at(st),
                         NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
                         NARROW_BLOCK=_narrow_block(plan, st, fmt), ONE_SWEEP=ONE_SWEEP if ONE_SWEEP is not None else cpu,
-                        FIX_WIDE=wide_at(st))
+                        FIX_WIDE=wide_at(st), PAIR_LOADS=PAIR_LOADS if PAIR_LOADS is not None else not cpu)
 
         layout = _tail_layout(plan, tail, nslots, bpt) if tail is not None else None
 
@@ -494,7 +502,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 prm = _params(*st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
                                   st.x_off, st.y_off, pitch0, *order.get(("cells", st.level), ((0, 0), None))[0],
                                   0, 0, 0, 0, 0, 0)
-                gw, gh = (64, 1) if wide else (8, 8)
+                gw, gh = CELL_GROUP if wide else (8, 8)
                 if ("cells", st.level) in chunks:  # by columns
                     off, nch = chunks[("cells", st.level)]
                     prm = prm[:48] + struct.pack("<I", off) + prm[52:]
@@ -515,7 +523,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             inline = inline_at(st)
             pair = is_fast and st.source == 0 and (
                 PAIRS if PAIRS is not None else cpu or _run(plan, st) + _span(plan, st) <= PAIRS_SPAN)
-            step = 16 if pair else 8  # (level_quad: 2 x 2 texels an invocation)
+            step = 16 if pair else 8  # (level_quad: 2 x 2 texels an invocation; step's workgroups 8 x 8)
+            gx_, gy_ = LEVEL_GROUP if job[0] == "level" and is_fast else (8, 8)
+            qx, qy = (2 * gx_, 2 * gy_) if pair else (gx_, gy_)
             if job[0] == "step":  # the level and the next grid, one dispatch
                 nx = job[2]
                 dst = grid_buffer(nx)
@@ -538,12 +548,13 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 continue
             r0, n = job[2], job[3]
             by_cols = is_fast and ("level", st.level) in chunks
-            pipe, bgl = pipeline(dict(c, COL_ROWS=COL_ROWS) if by_cols else c, "level_cols" if by_cols else
+            pipe, bgl = pipeline(dict(c, COL_ROWS=COL_ROWS) if by_cols else dict(
+                c, LEVEL_X=LEVEL_GROUP[0], LEVEL_Y=LEVEL_GROUP[1]) if is_fast else c, "level_cols" if by_cols else
                                  "level_quad" if pair else "level_fast" if is_fast else "level")
             prm = _params(*st.source_size, w, h, r0, n, pitch // 4, total, nslots,
                               st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0],
                               0, 0, 0, 0, 0, 0)
-            grid = (-(-w // step), -(-n // step), 1)
+            grid = (-(-w // qx), -(-n // qy), 1)
             if by_cols:
                 off, nch = chunks[("level", st.level)]
                 prm = prm[:48] + struct.pack("<I", off) + prm[52:]

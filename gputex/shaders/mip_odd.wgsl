@@ -44,6 +44,7 @@ override ONE_SWEEP: bool = true;   // ... the premultiplied and the plain colour
                                    // the plain in a second, only where the alpha sum is 0: GPUs)
 override SORTED: bool = false;     // cells: invocation i makes the cell index[px_off + i] (the cells
                                    // in order of width: neighbouring invocations loop alike long)
+override PAIR_LOADS: bool = false; // the inner loops over a row's cells two at a time (odd.py)
 override BASE_BUFFER: bool = true; // base texels from a copy of its bytes (else textureLoad, whose
                                    // -srgb loads need an encode to give the codes back)
 
@@ -271,7 +272,21 @@ fn block_narrow(y0: u32, y1: u32, x0: u32, x1: u32, plain: bool) -> Acc {
     var nl = vec3<u32>(0u);
     var na = 0u;
     for (var y = y0; y < y1; y++) {
-    for (var x = x0; x < x1; x++) {
+    var x = x0;
+    if (PAIR_LOADS) {  // two texels an iteration, both loads first
+        for (; x + 1u < x1; x += 2u) {
+            let c = codes_at(vec2<u32>(x, y));
+            let d = codes_at(vec2<u32>(x + 1u, y));
+            let l = lin8(c);
+            let m = lin8(d);
+            let wt = select(1u, c.w, WA && !plain);
+            let wu = select(1u, d.w, WA && !plain);
+            nh += (l >> vec3<u32>(16u)) * wt + (m >> vec3<u32>(16u)) * wu;
+            nl += (l & vec3<u32>(0xffffu)) * wt + (m & vec3<u32>(0xffffu)) * wu;
+            na += c.w + d.w;
+        }
+    }
+    for (; x < x1; x++) {
         let c = codes_at(vec2<u32>(x, y));
         let l = lin8(c);
         let wt = select(1u, c.w, WA && !plain);
@@ -429,6 +444,8 @@ fn level(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
     level_texel(gid.x, gid.y + PRM.row0);
 }
 
+override LEVEL_X: u32 = 8u;  // level_fast's and level_quad's workgroup (odd.py's LEVEL_GROUP)
+override LEVEL_Y: u32 = 8u;
 override CELL_X: u32 = 8u;  // cells' workgroup (odd.py's CELLS_WIDE: 64 x 1)
 override CELL_Y: u32 = 8u;
 
@@ -568,7 +585,16 @@ fn texel_float(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> vec4<f32> {
     var s = vec4<f32>(0.0);
     for (var iy = ty.x; iy < ey; iy++) {
         var r = vec4<f32>(0.0);
-        for (var ix = tx.x; ix < ex; ix++) {
+        var ix = tx.x;
+        if (PAIR_LOADS) {  // two cells an iteration, both read first; added in the same order
+            for (; ix + 1u < ex; ix += 2u) {
+                let u = cell_f(ix, iy, plain);
+                let v = cell_f(ix + 1u, iy, plain);
+                r += u * f32(select(select(PRM.dst_w, tx.w, ix == tx.y), tx.z, ix == tx.x));
+                r += v * f32(select(PRM.dst_w, tx.w, ix + 1u == tx.y));
+            }
+        }
+        for (; ix < ex; ix++) {
             let wx = f32(select(select(PRM.dst_w, tx.w, ix == tx.y), tx.z, ix == tx.x));
             r += cell_f(ix, iy, plain) * wx;
         }
@@ -577,7 +603,7 @@ fn texel_float(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> vec4<f32> {
     return s;
 }
 
-@compute @workgroup_size(8, 8)
+@compute @workgroup_size(LEVEL_X, LEVEL_Y)
 fn level_fast(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     load_tables(t);
     fast_texel(gid.xy);
@@ -653,7 +679,18 @@ fn quad_float(ta: vec4<u32>, tb: vec4<u32>, ua: vec4<u32>, ub: vec4<u32>, plain:
     for (var iy = ua.x; iy < fb; iy++) {
         var ra = z;
         var rb = z;
-        for (var ix = ta.x; ix < eb; ix++) {
+        var ix = ta.x;
+        if (PAIR_LOADS) {  // two cells an iteration, both read first; added in the same order
+            for (; ix + 1u < eb; ix += 2u) {
+                let u = cell_f(ix, iy, plain);
+                let v = cell_f(ix + 1u, iy, plain);
+                ra += u * weight(ta, ea, ix, PRM.dst_w);
+                rb += u * weight(tb, eb, ix, PRM.dst_w);
+                ra += v * weight(ta, ea, ix + 1u, PRM.dst_w);
+                rb += v * weight(tb, eb, ix + 1u, PRM.dst_w);
+            }
+        }
+        for (; ix < eb; ix++) {
             let v = cell_f(ix, iy, plain);
             ra += v * weight(ta, ea, ix, PRM.dst_w);
             rb += v * weight(tb, eb, ix, PRM.dst_w);
@@ -668,7 +705,7 @@ fn quad_float(ta: vec4<u32>, tb: vec4<u32>, ua: vec4<u32>, ub: vec4<u32>, plain:
     return q;
 }
 
-@compute @workgroup_size(8, 8)
+@compute @workgroup_size(LEVEL_X, LEVEL_Y)
 fn level_quad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     load_tables(t);
     quad_texels(gid.xy);

@@ -1,8 +1,8 @@
-"""The cell chain's passes over the base by columns (odd.COLS: mip_odd.wgsl ``level_cols`` for the
+"""The cell chain by columns (odd.COLS, odd.COLS_BASE: mip_odd.wgsl ``level_cols`` for the
 fast levels, ``cells_cols`` for a grid summed in the lanes): the chunk tables (no GPU), and on the
 GPU the bytes of intbox.model_chain, with chunks of texels and cells side by side (images wider
 than a workgroup's 256 columns), every texel to the exact pass or from the screen, one or several
-rows a workgroup, the levels in bands."""
+rows a workgroup, the levels in bands; and the inner loops with paired loads (odd.PAIR_LOADS)."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_levels_and_grids_by_columns_equal_the_model(gpu, monkeypatch, fmt, chan
     every one from the exact pass: the model's bytes, both alpha modes."""
     import gputex.mips.odd as odd
 
-    _set(monkeypatch, odd, COLS=True, COLS_SPAN=0, COL_ROWS=rows, CELL_COL_ROWS=rows + 2, MISS_ALL=miss_all,
+    _set(monkeypatch, odd, COLS=True, COLS_BASE=True, COLS_SPAN=0, COL_ROWS=rows, CELL_COL_ROWS=rows + 2, MISS_ALL=miss_all,
          FIRST=4, INLINE_FIX=False, FUSE=False, SORTED=False, SEPARATE=True)
     w, h = 1023, 65
     a = _image(np.random.default_rng(2900 + channels * 3 + bits), w, h, channels, bits, "holes")
@@ -106,8 +106,26 @@ def test_columns_in_bands_give_the_model(gpu, monkeypatch):
     bytes."""
     import gputex.mips.odd as odd
 
-    _set(monkeypatch, odd, COLS=True, COLS_SPAN=0, COL_ROWS=3, FIRST=4, INLINE_FIX=False, FUSE=False, SORTED=False,
+    _set(monkeypatch, odd, COLS=True, COLS_BASE=True, COLS_SPAN=0, COL_ROWS=3, FIRST=4, INLINE_FIX=False, FUSE=False, SORTED=False,
          MISS_ALL=True)
     monkeypatch.setattr(odd, "_limit", lambda session: 2048)
     a = _image(np.random.default_rng(2950), 300, 37, 4, 8, "holes")
     _assert_model(gpu, a, "rgba8unorm-srgb", "srgb", 4, 8)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt,channels,bits,space", [FORMATS[0], FORMATS[1], FORMATS[3]])
+@pytest.mark.parametrize("pairs", [True, False])
+def test_paired_loads_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space, pairs):
+    """odd.PAIR_LOADS: the inner loops two cells at a time (level 1 by quads or a texel a thread,
+    levels 2-3 from the base, G(4) from the base in the lanes with the plain colour in a second
+    sweep, levels and grids from grids), codes from the screen, the levels' and grids' workgroups
+    32 x 2 or as by default (odd.LEVEL_GROUP, odd.CELL_GROUP): the model's bytes."""
+    import gputex.mips.odd as odd
+
+    _set(monkeypatch, odd, PAIR_LOADS=True, COLS=False, PAIRS=pairs, FIRST=4, INLINE_FIX=False, FUSE=False,
+         SORTED=False, ONE_SWEEP=False, CELLS_WIDE=True, LEVEL_GROUP=(32, 2) if pairs else (8, 8),
+         CELL_GROUP=(32, 2) if pairs else (64, 1))
+    w, h = 67, 41
+    a = _image(np.random.default_rng(2980 + channels * 3 + bits), w, h, channels, bits, "holes")
+    _assert_model(gpu, a, fmt, space, channels, bits, [k if k >= 4 else 0 for k in range(1, mip_count(w, h))])
