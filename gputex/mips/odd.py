@@ -145,9 +145,15 @@ SEPARATE: bool | None = None
 #: outer loop of a cell's sum is uniform), else 8 x 8 (None: 64 x 1 on GPUs; H200: G(4) of
 #: 8191^2 from the base 0.47 against 0.92 ms, the chain 3.27 against 3.77 ms).
 CELLS_WIDE: bool | None = None
-CELL_GROUP = (64, 1)
-#: ``level_fast``'s and ``level_quad``'s workgroup (each invocation of level_quad makes 2 x 2 texels).
-LEVEL_GROUP = (8, 8)
+#: The wide cells' workgroup (at least 64 invocations: ``load_tables`` copies the tables in steps of
+#: 64). H200 (``benchmarks/mips_odd.py --cols``): G(4) of 8191^2 from the base 0.470 ms with 64 x 1,
+#: 0.418 with 128 x 1; 4095x4097 0.147 / 0.133.
+CELL_GROUP = (128, 1)
+#: ``level_fast``'s and ``level_quad``'s workgroup (each invocation of level_quad makes 2 x 2 texels;
+#: at least 64 invocations; None: 32 x 2 on GPUs, 8 x 8 on a CPU adapter). H200, 8191^2: level 1
+#: 0.483 ms with 8 x 8, 0.481 with 16 x 4, 0.462 with 32 x 2, 0.464 with 64 x 1; with
+#: :data:`PAIR_LOADS` 0.450 (levels 2, 3 0.254 / 0.202 against 0.262 / 0.205).
+LEVEL_GROUP: tuple[int, int] | None = None
 #: The first level read from a cell grid (None: :data:`.cells.FIRST_GRID` on a CPU adapter, 4
 #: on others: there level 3 from the base by float sums beat ``G(3)`` and level 3 from it; H200
 #: 8191^2: G(3) first 3.66 ms, G(4) 3.27, G(5) 3.42; 4095x4097: 1.16, 1.12, 1.27).
@@ -183,8 +189,9 @@ TAIL_TEXELS = 4096
 FIX_WIDE: bool | None = None
 WIDE_TEXELS = 1 << 20
 #: The inner loops over a row's source cells (base texels) two at a time, both read first (float
-#: sums in the same order; None: on GPUs). The tests run both.
-PAIR_LOADS: bool | None = False
+#: sums in the same order; None: on GPUs; with :data:`LEVEL_GROUP` 32 x 2 a few % faster on the H200,
+#: alone mixed). The tests run both.
+PAIR_LOADS: bool | None = None
 #: Levels by columns (``level_cols``: a workgroup of 256 takes a chunk of texels whose source
 #: columns (base texels or grid cells) span at most :data:`COL_GROUP`, each invocation sums a
 #: column over a row's footprint, then one a texel adds its columns; None: on GPUs) for the fast
@@ -400,6 +407,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         work = _schedule(plan, order, band_rows, fuse_at, tail)
         npasses = sum(2 if w[0] == "level" and _fast(plan, w[1]) and not inline_at(w[1]) else 1 for w in work)
         wide = CELLS_WIDE if CELLS_WIDE is not None else not cpu
+        level_group = LEVEL_GROUP if LEVEL_GROUP is not None else (8, 8) if cpu else (32, 2)
+        if min(CELL_GROUP[0] * CELL_GROUP[1], level_group[0] * level_group[1]) < 64:
+            raise ValueError(f"mip workgroups of {CELL_GROUP} and {level_group}: load_tables needs 64 invocations")
         query = timestamps(session, npasses + 4) if measure else None
         enc = device.create_command_encoder()
         if copy:
@@ -524,7 +534,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             pair = is_fast and st.source == 0 and (
                 PAIRS if PAIRS is not None else cpu or _run(plan, st) + _span(plan, st) <= PAIRS_SPAN)
             step = 16 if pair else 8  # (level_quad: 2 x 2 texels an invocation; step's workgroups 8 x 8)
-            gx_, gy_ = LEVEL_GROUP if job[0] == "level" and is_fast else (8, 8)
+            gx_, gy_ = level_group if job[0] == "level" and is_fast else (8, 8)
             qx, qy = (2 * gx_, 2 * gy_) if pair else (gx_, gy_)
             if job[0] == "step":  # the level and the next grid, one dispatch
                 nx = job[2]
@@ -549,7 +559,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             r0, n = job[2], job[3]
             by_cols = is_fast and ("level", st.level) in chunks
             pipe, bgl = pipeline(dict(c, COL_ROWS=COL_ROWS) if by_cols else dict(
-                c, LEVEL_X=LEVEL_GROUP[0], LEVEL_Y=LEVEL_GROUP[1]) if is_fast else c, "level_cols" if by_cols else
+                c, LEVEL_X=level_group[0], LEVEL_Y=level_group[1]) if is_fast else c, "level_cols" if by_cols else
                                  "level_quad" if pair else "level_fast" if is_fast else "level")
             prm = _params(*st.source_size, w, h, r0, n, pitch // 4, total, nslots,
                               st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0],

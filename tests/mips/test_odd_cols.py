@@ -120,12 +120,29 @@ def test_paired_loads_equal_the_model(gpu, monkeypatch, fmt, channels, bits, spa
     """odd.PAIR_LOADS: the inner loops two cells at a time (level 1 by quads or a texel a thread,
     levels 2-3 from the base, G(4) from the base in the lanes with the plain colour in a second
     sweep, levels and grids from grids), codes from the screen, the levels' and grids' workgroups
-    32 x 2 or as by default (odd.LEVEL_GROUP, odd.CELL_GROUP): the model's bytes."""
+    32 x 2, or 8 x 8 and 128 x 1 (odd.LEVEL_GROUP, odd.CELL_GROUP): the model's bytes."""
     import gputex.mips.odd as odd
 
     _set(monkeypatch, odd, PAIR_LOADS=True, COLS=False, PAIRS=pairs, FIRST=4, INLINE_FIX=False, FUSE=False,
          SORTED=False, ONE_SWEEP=False, CELLS_WIDE=True, LEVEL_GROUP=(32, 2) if pairs else (8, 8),
-         CELL_GROUP=(32, 2) if pairs else (64, 1))
+         CELL_GROUP=(32, 2) if pairs else (128, 1))
     w, h = 67, 41
     a = _image(np.random.default_rng(2980 + channels * 3 + bits), w, h, channels, bits, "holes")
     _assert_model(gpu, a, fmt, space, channels, bits, [k if k >= 4 else 0 for k in range(1, mip_count(w, h))])
+
+
+@pytest.mark.gpu
+def test_workgroups_below_the_tables_stride_are_refused(gpu, monkeypatch):
+    """load_tables copies the code tables in steps of 64 invocations: a smaller workgroup would
+    leave some entries unset (measured on the H200: CELL_GROUP 32 x 1 gave other bytes)."""
+    import gputex
+    import gputex.mips.odd as odd
+
+    a = _image(np.random.default_rng(2990), 45, 35, 4, 8, "holes")
+    tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True, precision="fast")
+    monkeypatch.setattr(odd, "CELL_GROUP", (32, 1))
+    try:
+        with pytest.raises(ValueError, match=r"mip workgroups of \(32, 1\) and \(\d+, \d+\): load_tables needs 64"):
+            odd.odd_chain(tex, "weighted")
+    finally:
+        tex.destroy()
