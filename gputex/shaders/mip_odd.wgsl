@@ -134,12 +134,22 @@ var<workgroup> ltab: array<u32, 256>;
 var<workgroup> qtab: array<f32, 257>;
 
 fn load_tables(t: u32) {  // t: the invocation's index in its workgroup of 64 (or more)
-    if (SMEM_TABLES) {
+    load_some(t, FROM_BASE, true);
+}
+
+// Only the tables a pass reads: L where it reads the base, the thresholds where it rounds (not
+// `cells`); a grid from a grid needs neither (no copy, no barrier)
+fn load_some(t: u32, l: bool, q: bool) {
+    if (SMEM_TABLES && (l || q)) {
         for (var k = t; k < 256u; k += 64u) {
-            ltab[k] = tables[2u * k];
-            qtab[k] = bitcast<f32>(tables[5u * 256u + k]);
+            if (l) {
+                ltab[k] = tables[2u * k];
+            }
+            if (q) {
+                qtab[k] = bitcast<f32>(tables[5u * 256u + k]);
+            }
         }
-        if (t == 0u) {
+        if (q && t == 0u) {
             qtab[256] = 3.4e38;  // above every value (k + 1 = 256 is never compared)
         }
         workgroupBarrier();
@@ -451,7 +461,7 @@ override CELL_Y: u32 = 8u;
 
 @compute @workgroup_size(CELL_X, CELL_Y)
 fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    load_tables(t);
+    load_some(t, FROM_BASE, false);
     make_cell(gid.xy, PRM.dst_w, PRM.dst_h, PRM.x_off, PRM.y_off);
 }
 
@@ -1025,7 +1035,7 @@ fn put_lane3(k: u32, i: u32, v: vec3<u32>) {
 
 @compute @workgroup_size(COL_GROUP)
 fn cells_cols(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    load_tables(t);
+    load_some(t, FROM_BASE, false);
     let c0 = index[PRM.px_off + wid.x];
     let c1 = index[PRM.px_off + wid.x + 1u];
     let xs = index[PRM.x_off + c0];

@@ -90,11 +90,12 @@ FORMATS = [("rgba8unorm-srgb", 4, 8, "srgb"), ("r8unorm", 1, 8, "srgb"), ("rg8un
 def test_levels_and_grids_by_columns_equal_the_model(gpu, monkeypatch, fmt, channels, bits, space, miss_all, rows):
     """Levels 1-3 from the base by level_cols (several chunks a row: 1023 columns), G(4) from the base
     by cells_cols (8 bits), levels 4.. from grids by level_cols, their texels from the screen or
-    every one from the exact pass: the model's bytes, both alpha modes."""
+    every one from the exact pass (the code tables in workgroup memory, as on GPUs, or not): the
+    model's bytes, both alpha modes."""
     import gputex.mips.odd as odd
 
     _set(monkeypatch, odd, COLS=True, COLS_BASE=True, COLS_SPAN=0, COL_ROWS=rows, CELL_COL_ROWS=rows + 2, MISS_ALL=miss_all,
-         FIRST=4, INLINE_FIX=False, FUSE=False, SORTED=False, SEPARATE=True)
+         FIRST=4, INLINE_FIX=False, FUSE=False, SORTED=False, SEPARATE=True, SMEM_TABLES=not miss_all)
     w, h = 1023, 65
     a = _image(np.random.default_rng(2900 + channels * 3 + bits), w, h, channels, bits, "holes")
     _assert_model(gpu, a, fmt, space, channels, bits, [k if k >= 4 else 0 for k in range(1, mip_count(w, h))])
@@ -120,12 +121,14 @@ def test_paired_loads_equal_the_model(gpu, monkeypatch, fmt, channels, bits, spa
     """odd.PAIR_LOADS: the inner loops two cells at a time (level 1 by quads or a texel a thread,
     levels 2-3 from the base, G(4) from the base in the lanes with the plain colour in a second
     sweep, levels and grids from grids), codes from the screen, the levels' and grids' workgroups
-    32 x 2, or 8 x 8 and 128 x 1 (odd.LEVEL_GROUP, odd.CELL_GROUP): the model's bytes."""
+    32 x 2, or 8 x 8 and 128 x 1 (odd.LEVEL_GROUP, odd.CELL_GROUP), the code tables in workgroup
+    memory, only those a pass reads (L from the base, the thresholds where it rounds): the model's
+    bytes."""
     import gputex.mips.odd as odd
 
     _set(monkeypatch, odd, PAIR_LOADS=True, COLS=False, PAIRS=pairs, FIRST=4, INLINE_FIX=False, FUSE=False,
          SORTED=False, ONE_SWEEP=False, CELLS_WIDE=True, LEVEL_GROUP=(32, 2) if pairs else (8, 8),
-         CELL_GROUP=(32, 2) if pairs else (128, 1))
+         CELL_GROUP=(32, 2) if pairs else (128, 1), SMEM_TABLES=True)
     w, h = 67, 41
     a = _image(np.random.default_rng(2980 + channels * 3 + bits), w, h, channels, bits, "holes")
     _assert_model(gpu, a, fmt, space, channels, bits, [k if k >= 4 else 0 for k in range(1, mip_count(w, h))])
