@@ -147,12 +147,14 @@ SEPARATE: bool | None = None
 CELLS_WIDE: bool | None = None
 #: The wide cells' workgroup (at least 64 invocations: ``load_tables`` copies the tables in steps of
 #: 64). H200 (``benchmarks/mips_odd.py --cols``): G(4) of 8191^2 from the base 0.470 ms with 64 x 1,
-#: 0.418 with 128 x 1; 4095x4097 0.147 / 0.133.
-CELL_GROUP = (128, 1)
+#: 0.418 with 128 x 1; 4095x4097 0.147 / 0.133 (256 x 1: fewer copies of the tables, measured in
+#: the last call, docs/performance.md).
+CELL_GROUP = (256, 1)
 #: ``level_fast``'s and ``level_quad``'s workgroup (each invocation of level_quad makes 2 x 2 texels;
-#: at least 64 invocations; None: 32 x 2 on GPUs, 8 x 8 on a CPU adapter). H200, 8191^2: level 1
+#: at least 64 invocations; None: 32 x 8 on GPUs, 8 x 8 on a CPU adapter). H200, 8191^2: level 1
 #: 0.483 ms with 8 x 8, 0.481 with 16 x 4, 0.462 with 32 x 2, 0.464 with 64 x 1; with
-#: :data:`PAIR_LOADS` 0.450 (levels 2, 3 0.254 / 0.202 against 0.262 / 0.205).
+#: :data:`PAIR_LOADS` 0.450 (levels 2, 3 0.254 / 0.202 against 0.262 / 0.205). 32 x 8: a copy of
+#: the tables (512 words) for 256 invocations, not 64 (measured in the last call).
 LEVEL_GROUP: tuple[int, int] | None = None
 #: The first level read from a cell grid (None: :data:`.cells.FIRST_GRID` on a CPU adapter, 4
 #: on others: there level 3 from the base by float sums beat ``G(3)`` and level 3 from it; H200
@@ -407,7 +409,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         work = _schedule(plan, order, band_rows, fuse_at, tail)
         npasses = sum(2 if w[0] == "level" and _fast(plan, w[1]) and not inline_at(w[1]) else 1 for w in work)
         wide = CELLS_WIDE if CELLS_WIDE is not None else not cpu
-        level_group = LEVEL_GROUP if LEVEL_GROUP is not None else (8, 8) if cpu else (32, 2)
+        level_group = LEVEL_GROUP if LEVEL_GROUP is not None else (8, 8) if cpu else (32, 8)
         if min(CELL_GROUP[0] * CELL_GROUP[1], level_group[0] * level_group[1]) < 64:
             raise ValueError(f"mip workgroups of {CELL_GROUP} and {level_group}: load_tables needs 64 invocations")
         query = timestamps(session, npasses + 4) if measure else None

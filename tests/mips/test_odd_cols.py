@@ -121,14 +121,14 @@ def test_paired_loads_equal_the_model(gpu, monkeypatch, fmt, channels, bits, spa
     """odd.PAIR_LOADS: the inner loops two cells at a time (level 1 by quads or a texel a thread,
     levels 2-3 from the base, G(4) from the base in the lanes with the plain colour in a second
     sweep, levels and grids from grids), codes from the screen, the levels' and grids' workgroups
-    32 x 2, or 8 x 8 and 128 x 1 (odd.LEVEL_GROUP, odd.CELL_GROUP), the code tables in workgroup
+    32 x 2, or 32 x 8 and 256 x 1 (odd.LEVEL_GROUP, odd.CELL_GROUP), the code tables in workgroup
     memory, only those a pass reads (L from the base, the thresholds where it rounds): the model's
     bytes."""
     import gputex.mips.odd as odd
 
     _set(monkeypatch, odd, PAIR_LOADS=True, COLS=False, PAIRS=pairs, FIRST=4, INLINE_FIX=False, FUSE=False,
-         SORTED=False, ONE_SWEEP=False, CELLS_WIDE=True, LEVEL_GROUP=(32, 2) if pairs else (8, 8),
-         CELL_GROUP=(32, 2) if pairs else (128, 1), SMEM_TABLES=True)
+         SORTED=False, ONE_SWEEP=False, CELLS_WIDE=True, LEVEL_GROUP=(32, 2) if pairs else (32, 8),
+         CELL_GROUP=(32, 2) if pairs else (256, 1), SMEM_TABLES=True)
     w, h = 67, 41
     a = _image(np.random.default_rng(2980 + channels * 3 + bits), w, h, channels, bits, "holes")
     _assert_model(gpu, a, fmt, space, channels, bits, [k if k >= 4 else 0 for k in range(1, mip_count(w, h))])
