@@ -42,11 +42,8 @@ def _settings(gpu: gputex.Session, flags: str) -> list[tuple[str, dict]]:
     if flags == "--tail":
         return tail
     if flags == "--groups":  # (the last call of helper h16odd5)
-        return [("defaults", {}), ("LEVEL_GROUP=(32, 2)", {"LEVEL_GROUP": (32, 2)}),
-                ("LEVEL_GROUP=(32, 4)", {"LEVEL_GROUP": (32, 4)}), ("CELL_GROUP=(128, 1)", {"CELL_GROUP": (128, 1)}),
-                ("as main: COLS=False PAIR_LOADS=False LEVEL_GROUP=(8, 8) CELL_GROUP=(64, 1)",
-                 {"COLS": False, "PAIR_LOADS": False, "LEVEL_GROUP": (8, 8), "CELL_GROUP": (64, 1)}),
-                ("defaults again", {})]
+        return [("defaults", {}), ("LEVEL_GROUP=(32, 2) CELL_GROUP=(128, 1)", {"LEVEL_GROUP": (32, 2), "CELL_GROUP": (128, 1)}),
+                ("LEVEL_GROUP=(32, 4)", {"LEVEL_GROUP": (32, 4)}), ("defaults again", {})]
     if flags == "--cols":  # (first call of helper h16odd5: COLS_BASE, COLS_SPAN, COL_ROWS, CELL_COL_ROWS)
         return [("defaults", {}), ("COLS=False", {"COLS": False}), ("PAIR_LOADS=True", {"PAIR_LOADS": True}),
                 ("LEVEL_GROUP=(16, 4)", {"LEVEL_GROUP": (16, 4)}), ("LEVEL_GROUP=(32, 2)", {"LEVEL_GROUP": (32, 2)}),
