@@ -61,6 +61,16 @@ copies too (target 1.3x), and 2.43x / 2.87x once the power-of-two chain's first 
 from one read of the base (a tile in workgroup memory, helper h16oddbase) gave the same bytes but
 took 4.08 against 1.42 ms at 8191^2 and was not merged (branch ``h16oddbase``, docs/performance.md).
 
+Since then (issue 16, helper h16odd5; ``benchmarks/results/mips-h200-5cdd6e5.txt``, main in the
+same call) the fast levels from a grid that are not made with the next grid are made by columns
+(``level_cols``, :data:`COLS`: level 4 of 8191^2 0.150 -> 0.062 ms), the inner loops read two
+cells at a time (:data:`PAIR_LOADS`), the levels' and cells' workgroups are larger
+(:data:`LEVEL_GROUP`, :data:`CELL_GROUP`) and each pass copies only the code tables it reads:
+8191^2 2.130 -> 1.941 ms (levels 1, 2, 3 and ``G(4)`` from the base 0.465 / 0.261 / 0.206 /
+0.463 -> 0.431 / 0.250 / 0.200 / 0.413), 4095x4097 0.780 -> 0.730 ms: 2.21x and 2.73x the
+power-of-two chains (0.879 / 0.268 ms), against issue 16's 1.3x: missed. The passes over the base
+by columns too (:data:`COLS_BASE`) were slower and stay off.
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
 ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
@@ -147,14 +157,15 @@ SEPARATE: bool | None = None
 CELLS_WIDE: bool | None = None
 #: The wide cells' workgroup (at least 64 invocations: ``load_tables`` copies the tables in steps of
 #: 64). H200 (``benchmarks/mips_odd.py --cols``): G(4) of 8191^2 from the base 0.470 ms with 64 x 1,
-#: 0.418 with 128 x 1; 4095x4097 0.147 / 0.133 (256 x 1: fewer copies of the tables, measured in
-#: the last call, docs/performance.md).
+#: 0.418 with 128 x 1; 4095x4097 0.147 / 0.133. 256 x 1 (a copy of the tables for 256 cells)
+#: measured the same as 128 x 1 (0.411-0.418 / 0.407 ms; 0.126-0.132 / 0.130).
 CELL_GROUP = (256, 1)
 #: ``level_fast``'s and ``level_quad``'s workgroup (each invocation of level_quad makes 2 x 2 texels;
 #: at least 64 invocations; None: 32 x 8 on GPUs, 8 x 8 on a CPU adapter). H200, 8191^2: level 1
 #: 0.483 ms with 8 x 8, 0.481 with 16 x 4, 0.462 with 32 x 2, 0.464 with 64 x 1; with
-#: :data:`PAIR_LOADS` 0.450 (levels 2, 3 0.254 / 0.202 against 0.262 / 0.205). 32 x 8: a copy of
-#: the tables (512 words) for 256 invocations, not 64 (measured in the last call).
+#: :data:`PAIR_LOADS` 0.450 (levels 2, 3 0.254 / 0.202 against 0.262 / 0.205). 32 x 4 and 32 x 8
+#: (a copy of the tables for 128 or 256 invocations, not 64) measured the same: the chain
+#: 1.948 / 1.949-1.956 ms against 1.940 with 32 x 2 (4095x4097 0.735 / 0.740 / 0.741).
 LEVEL_GROUP: tuple[int, int] | None = None
 #: The first level read from a cell grid (None: :data:`.cells.FIRST_GRID` on a CPU adapter, 4
 #: on others: there level 3 from the base by float sums beat ``G(3)`` and level 3 from it; H200
