@@ -4,6 +4,8 @@ flags, same run and same texture.
     python benchmarks/mips_odd.py [SIZE ...]            (default: 8191 4095x4097)
     python benchmarks/mips_odd.py --flags [SIZE ...]    (odd.py's flags instead of the first grid)
     python benchmarks/mips_odd.py --tail [SIZE ...]     (the passes' order and the small levels' dispatch)
+    python benchmarks/mips_odd.py --cols [SIZE ...]     (the passes by columns: COLS and its settings)
+    python benchmarks/mips_odd.py --groups [SIZE ...]   (the workgroups of the levels and cells)
 
 Prints, per size (rgba8unorm-srgb, weighted alpha, random codes, 40% of the texels transparent as
 in the hash matrix) and first grid ``G(k)`` (levels before k read the base;
@@ -39,6 +41,16 @@ def _settings(gpu: gputex.Session, flags: str) -> list[tuple[str, dict]]:
             ("TAIL=True TAIL_TEXELS=1024", {"TAIL": True, "TAIL_TEXELS": 1024})]
     if flags == "--tail":
         return tail
+    if flags == "--groups":  # (the last call of helper h16odd5)
+        return [("defaults", {}), ("LEVEL_GROUP=(32, 2) CELL_GROUP=(128, 1)", {"LEVEL_GROUP": (32, 2), "CELL_GROUP": (128, 1)}),
+                ("LEVEL_GROUP=(32, 4)", {"LEVEL_GROUP": (32, 4)}), ("defaults again", {})]
+    if flags == "--cols":  # (first call of helper h16odd5: COLS_BASE, COLS_SPAN, COL_ROWS, CELL_COL_ROWS)
+        return [("defaults", {}), ("COLS=False", {"COLS": False}), ("PAIR_LOADS=True", {"PAIR_LOADS": True}),
+                ("LEVEL_GROUP=(16, 4)", {"LEVEL_GROUP": (16, 4)}), ("LEVEL_GROUP=(32, 2)", {"LEVEL_GROUP": (32, 2)}),
+                ("LEVEL_GROUP=(64, 1)", {"LEVEL_GROUP": (64, 1)}), ("CELL_GROUP=(32, 1)", {"CELL_GROUP": (32, 1)}),
+                ("CELL_GROUP=(128, 1)", {"CELL_GROUP": (128, 1)}),
+                ("PAIR_LOADS=True LEVEL_GROUP=(32, 2)", {"PAIR_LOADS": True, "LEVEL_GROUP": (32, 2)}),
+                ("COLS_BASE=True", {"COLS_BASE": True}), ("defaults again", {})]
     if not flags:
         return [(f"first {k}", {"first": k}) for k in (3, 4, 5, 2)]
     return tail[:3] + [("INLINE_FIX=True FUSE=True", {"INLINE_FIX": True, "FUSE": True}),
@@ -104,5 +116,6 @@ def main(sizes: list[str], flags: str) -> None:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a not in ("--flags", "--tail")]
-    main(args or ["8191", "4095x4097"], next((a for a in sys.argv[1:] if a in ("--flags", "--tail")), ""))
+    modes = ("--flags", "--tail", "--cols", "--groups")
+    args = [a for a in sys.argv[1:] if a not in modes]
+    main(args or ["8191", "4095x4097"], next((a for a in sys.argv[1:] if a in modes), ""))

@@ -61,6 +61,16 @@ copies too (target 1.3x), and 2.43x / 2.87x once the power-of-two chain's first 
 from one read of the base (a tile in workgroup memory, helper h16oddbase) gave the same bytes but
 took 4.08 against 1.42 ms at 8191^2 and was not merged (branch ``h16oddbase``, docs/performance.md).
 
+Since then (issue 16, helper h16odd5; ``benchmarks/results/mips-h200-5cdd6e5.txt``, main in the
+same call) the fast levels from a grid that are not made with the next grid are made by columns
+(``level_cols``, :data:`COLS`: level 4 of 8191^2 0.150 -> 0.062 ms), the inner loops read two
+cells at a time (:data:`PAIR_LOADS`), the levels' and cells' workgroups are larger
+(:data:`LEVEL_GROUP`, :data:`CELL_GROUP`) and each pass copies only the code tables it reads:
+8191^2 2.130 -> 1.941 ms (levels 1, 2, 3 and ``G(4)`` from the base 0.465 / 0.261 / 0.206 /
+0.463 -> 0.431 / 0.250 / 0.200 / 0.413), 4095x4097 0.780 -> 0.730 ms: 2.21x and 2.73x the
+power-of-two chains (0.879 / 0.268 ms), against issue 16's 1.3x: missed. The passes over the base
+by columns too (:data:`COLS_BASE`) were slower and stay off.
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
 ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
@@ -145,6 +155,18 @@ SEPARATE: bool | None = None
 #: outer loop of a cell's sum is uniform), else 8 x 8 (None: 64 x 1 on GPUs; H200: G(4) of
 #: 8191^2 from the base 0.47 against 0.92 ms, the chain 3.27 against 3.77 ms).
 CELLS_WIDE: bool | None = None
+#: The wide cells' workgroup (at least 64 invocations: ``load_tables`` copies the tables in steps of
+#: 64). H200 (``benchmarks/mips_odd.py --cols``): G(4) of 8191^2 from the base 0.470 ms with 64 x 1,
+#: 0.418 with 128 x 1; 4095x4097 0.147 / 0.133. 256 x 1 (a copy of the tables for 256 cells)
+#: measured the same as 128 x 1 (0.411-0.418 / 0.407 ms; 0.126-0.132 / 0.130).
+CELL_GROUP = (256, 1)
+#: ``level_fast``'s and ``level_quad``'s workgroup (each invocation of level_quad makes 2 x 2 texels;
+#: at least 64 invocations; None: 32 x 8 on GPUs, 8 x 8 on a CPU adapter). H200, 8191^2: level 1
+#: 0.483 ms with 8 x 8, 0.481 with 16 x 4, 0.462 with 32 x 2, 0.464 with 64 x 1; with
+#: :data:`PAIR_LOADS` 0.450 (levels 2, 3 0.254 / 0.202 against 0.262 / 0.205). 32 x 4 and 32 x 8
+#: (a copy of the tables for 128 or 256 invocations, not 64) measured the same: the chain
+#: 1.948 / 1.949-1.956 ms against 1.940 with 32 x 2 (4095x4097 0.735 / 0.740 / 0.741).
+LEVEL_GROUP: tuple[int, int] | None = None
 #: The first level read from a cell grid (None: :data:`.cells.FIRST_GRID` on a CPU adapter, 4
 #: on others: there level 3 from the base by float sums beat ``G(3)`` and level 3 from it; H200
 #: 8191^2: G(3) first 3.66 ms, G(4) 3.27, G(5) 3.42; 4095x4097: 1.16, 1.12, 1.27).
@@ -179,6 +201,27 @@ TAIL_TEXELS = 4096
 #: workgroup each) it is slower: level 1 of 8191^2 0.032 -> 0.193 ms, level 2 0.034 -> 0.067.
 FIX_WIDE: bool | None = None
 WIDE_TEXELS = 1 << 20
+#: The inner loops over a row's source cells (base texels) two at a time, both read first (float
+#: sums in the same order; None: on GPUs; with :data:`LEVEL_GROUP` 32 x 2 a few % faster on the H200,
+#: alone mixed). The tests run both.
+PAIR_LOADS: bool | None = None
+#: Levels by columns (``level_cols``: a workgroup of 256 takes a chunk of texels whose source
+#: columns (base texels or grid cells) span at most :data:`COL_GROUP`, each invocation sums a
+#: column over a row's footprint, then one a texel adds its columns; None: on GPUs) for the fast
+#: levels from a grid not made with the next grid (:data:`FUSE`). The tests run both. H200
+#: (``benchmarks/mips_odd.py --cols``): level 4 of 8191^2 from G(4) 0.141 -> 0.062 ms.
+COLS: bool | None = None
+#: ... and the passes over the base too (``level_cols`` for the fast levels from the base,
+#: ``cells_cols`` for a grid summed in the lanes). Off: slower on the H200 (8191^2: levels 1, 2, 3
+#: 0.485 / 0.263 / 0.207 -> 0.654 / 0.463 / 0.385 ms, G(4) 0.472 -> 0.645; one invocation in 8
+#: adds the columns while the rest wait at the barrier). The tests run it.
+COLS_BASE = False
+#: ``level_cols`` only for fast levels whose Fx + Fy is above this (0: every one).
+COLS_SPAN = 0
+#: Rows of a level (cells of a grid) a ``level_cols`` (``cells_cols``) workgroup makes.
+COL_ROWS = 4
+CELL_COL_ROWS = 4
+COL_GROUP = 256
 #: Words of sums a cell keeps per slot (sums stay below 2**96: intbox.MAX_BASE_TEXELS).
 _WORDS = 3
 
@@ -209,6 +252,31 @@ def _span(plan: CellPlan, st: Step) -> int:
 
     t = plan.index[st.y_off:st.y_off + 4 * st.size[1]].reshape(-1, 4).astype(np.int64)
     return int((t[:, 1] - t[:, 0]).max()) + 1
+
+
+def _chunks(plan: CellPlan, st: Step) -> Any:
+    """The chunks of a level's texels (a grid's cells) whose base columns span at most
+    :data:`COL_GROUP`: their first texels (cells) and one past the last, as uint32 words."""
+    import numpy as np
+
+    if st.kind == "cells":
+        pts = plan.index[st.x_off:st.x_off + st.size[0] + 1].astype(np.int64)
+        start, end = pts[:-1], pts[1:]
+    else:
+        t = plan.index[st.x_off:st.x_off + 4 * st.size[0]].reshape(-1, 4).astype(np.int64)
+        start, end = t[:, 0], t[:, 1] + (t[:, 3] > 0)
+    assert int((end - start).max()) <= COL_GROUP
+    out, j = [0], 0
+    while j < len(start):
+        j = int(np.searchsorted(end, start[j] + COL_GROUP, side="right"))
+        out.append(j)
+    return np.array(out, np.uint32)
+
+
+def _narrow_block(plan: CellPlan, st: Step, fmt: Format) -> bool:
+    """Whether grid step ``st`` sums its cells whole in the 32-bit lanes (8 bits, from the base,
+    at most 256 base texels a cell)."""
+    return NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells" and plan.extents[st.level] <= 256
 
 
 def _fast(plan: CellPlan, st: Step) -> bool:
@@ -299,6 +367,18 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             return FIX_WIDE if FIX_WIDE is not None else not cpu and st.size[0] * st.size[1] <= WIDE_TEXELS
         order = _orders(plan) if (SORTED if SORTED is not None else cpu) else {}
         table = plan.index if not order else np.concatenate([plan.index] + [t for _, t in order.values()])
+        cols = COLS if COLS is not None else not cpu
+        chunks: dict[tuple[str, int], tuple[int, int]] = {}  # (kind, level): (word offset, chunks)
+        if cols:
+            parts = [table]
+            for st in plan.steps:
+                if (st.kind, st.level) not in order and (st.source > 0 or COLS_BASE) and (
+                        _narrow_block(plan, st, fmt) if st.kind == "cells" else
+                        _fast(plan, st) and _run(plan, st) + _span(plan, st) > COLS_SPAN):
+                    ch = _chunks(plan, st)
+                    chunks[(st.kind, st.level)] = (sum(len(q) for q in parts), len(ch) - 1)
+                    parts.append(ch)
+            table = np.concatenate(parts)
         index = session.check(f"{tex.source}: mip cell tables", device.create_buffer_with_data,
                               data=table.astype(np.uint32).tobytes(), usage=wgpu.BufferUsage.STORAGE)
         owned.append(index)
@@ -340,6 +420,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         work = _schedule(plan, order, band_rows, fuse_at, tail)
         npasses = sum(2 if w[0] == "level" and _fast(plan, w[1]) and not inline_at(w[1]) else 1 for w in work)
         wide = CELLS_WIDE if CELLS_WIDE is not None else not cpu
+        level_group = LEVEL_GROUP if LEVEL_GROUP is not None else (8, 8) if cpu else (32, 8)
+        if min(CELL_GROUP[0] * CELL_GROUP[1], level_group[0] * level_group[1]) < 64:
+            raise ValueError(f"mip workgroups of {CELL_GROUP} and {level_group}: load_tables needs 64 invocations")
         query = timestamps(session, npasses + 4) if measure else None
         enc = device.create_command_encoder()
         if copy:
@@ -353,9 +436,8 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                         BASE_BUFFER=copy, WORDS_IN=words(st.source) if st.source else 3,
                         WORDS_OUT=words(st.level) if st.kind == "cells" else 3, INLINE_FIX=inline_at(st),
                         NARROW=NARROW and fmt.bits == 8 and st.source == 0 and _run(plan, st) <= 256,
-                        NARROW_BLOCK=NARROW and fmt.bits == 8 and st.source == 0 and st.kind == "cells"
-                        and plan.extents[st.level] <= 256, ONE_SWEEP=ONE_SWEEP if ONE_SWEEP is not None else cpu,
-                        FIX_WIDE=wide_at(st))
+                        NARROW_BLOCK=_narrow_block(plan, st, fmt), ONE_SWEEP=ONE_SWEEP if ONE_SWEEP is not None else cpu,
+                        FIX_WIDE=wide_at(st), PAIR_LOADS=PAIR_LOADS if PAIR_LOADS is not None else not cpu)
 
         layout = _tail_layout(plan, tail, nslots, bpt) if tail is not None else None
 
@@ -443,13 +525,20 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 prm = _params(*st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
                                   st.x_off, st.y_off, pitch0, *order.get(("cells", st.level), ((0, 0), None))[0],
                                   0, 0, 0, 0, 0, 0)
-                gw, gh = (64, 1) if wide else (8, 8)
-                pipe, bgl = pipeline(dict(c, CELL_X=gw, CELL_Y=gh), "cells")
-                dispatch(enc, pipe, bind_group(bgl, prm, src, dst), (-(-st.size[0] // gw), -(-st.size[1] // gh), 1),
-                         query.next() if query else None)
+                gw, gh = CELL_GROUP if wide else (8, 8)
+                if ("cells", st.level) in chunks:  # by columns
+                    off, nch = chunks[("cells", st.level)]
+                    prm = prm[:48] + struct.pack("<I", off) + prm[52:]
+                    pipe, bgl = pipeline(dict(c, COL_ROWS=CELL_COL_ROWS), "cells_cols")
+                    grid = (nch, -(-st.size[1] // CELL_COL_ROWS), 1)
+                else:
+                    pipe, bgl = pipeline(dict(c, CELL_X=gw, CELL_Y=gh), "cells")
+                    grid = (-(-st.size[0] // gw), -(-st.size[1] // gh), 1)
+                dispatch(enc, pipe, bind_group(bgl, prm, src, dst), grid, query.next() if query else None)
                 flush()
                 if names is not None:
-                    names.append(f"G({st.level}) from {_source_name(st)}")
+                    names.append(f"G({st.level}) from {_source_name(st)}" + (
+                        " by columns" if ("cells", st.level) in chunks else ""))
                 continue
             w, h = st.size
             pitch = band_rows(st)[0]
@@ -457,7 +546,9 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             inline = inline_at(st)
             pair = is_fast and st.source == 0 and (
                 PAIRS if PAIRS is not None else cpu or _run(plan, st) + _span(plan, st) <= PAIRS_SPAN)
-            step = 16 if pair else 8  # (level_quad: 2 x 2 texels an invocation)
+            step = 16 if pair else 8  # (level_quad: 2 x 2 texels an invocation; step's workgroups 8 x 8)
+            gx_, gy_ = level_group if job[0] == "level" and is_fast else (8, 8)
+            qx, qy = (2 * gx_, 2 * gy_) if pair else (gx_, gy_)
             if job[0] == "step":  # the level and the next grid, one dispatch
                 nx = job[2]
                 dst = grid_buffer(nx)
@@ -479,10 +570,18 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                     names.append(f"level {st.level} + G({nx.level}) from {_source_name(st)}")
                 continue
             r0, n = job[2], job[3]
-            pipe, bgl = pipeline(c, "level_quad" if pair else "level_fast" if is_fast else "level")
+            by_cols = is_fast and ("level", st.level) in chunks
+            pipe, bgl = pipeline(dict(c, COL_ROWS=COL_ROWS) if by_cols else dict(
+                c, LEVEL_X=level_group[0], LEVEL_Y=level_group[1]) if is_fast else c, "level_cols" if by_cols else
+                                 "level_quad" if pair else "level_fast" if is_fast else "level")
             prm = _params(*st.source_size, w, h, r0, n, pitch // 4, total, nslots,
                               st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0],
                               0, 0, 0, 0, 0, 0)
+            grid = (-(-w // qx), -(-n // qy), 1)
+            if by_cols:
+                off, nch = chunks[("level", st.level)]
+                prm = prm[:48] + struct.pack("<I", off) + prm[52:]
+                grid = (nch, -(-n // COL_ROWS), 1)
             misses, args = (stand_in_m, None) if not is_fast or inline else \
                 lists[(st.level, r0)] if separate else miss_list(st)
             o = level_out(st, pitch, n)
@@ -491,10 +590,11 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 enc.clear_buffer(o, 0, pitch * n)
             if is_fast and not inline and not separate:
                 enc.clear_buffer(misses, 0, 16)
-            dispatch(enc, pipe, bind, (-(-w // step), -(-n // step), 1), query.next() if query else None)
+            dispatch(enc, pipe, bind, grid, query.next() if query else None)
             flush()
             if names is not None:
-                names.append(f"level {st.level} from {_source_name(st)}" + (f" rows {r0}-{r0 + n - 1}" if n < h else ""))
+                names.append(f"level {st.level} from {_source_name(st)}" + (f" rows {r0}-{r0 + n - 1}" if n < h else "")
+                             + (" by columns" if by_cols else ""))
             if is_fast and not inline:  # the texels left, as many workgroups as level_fast counted
                 enc.copy_buffer_to_buffer(misses, 0, args, 0, 4)
                 fix, _ = pipeline(c, "level_fix_wide" if wide_at(st) else "level_fix")

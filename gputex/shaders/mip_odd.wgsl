@@ -44,6 +44,7 @@ override ONE_SWEEP: bool = true;   // ... the premultiplied and the plain colour
                                    // the plain in a second, only where the alpha sum is 0: GPUs)
 override SORTED: bool = false;     // cells: invocation i makes the cell index[px_off + i] (the cells
                                    // in order of width: neighbouring invocations loop alike long)
+override PAIR_LOADS: bool = false; // the inner loops over a row's cells two at a time (odd.py)
 override BASE_BUFFER: bool = true; // base texels from a copy of its bytes (else textureLoad, whose
                                    // -srgb loads need an encode to give the codes back)
 
@@ -133,12 +134,22 @@ var<workgroup> ltab: array<u32, 256>;
 var<workgroup> qtab: array<f32, 257>;
 
 fn load_tables(t: u32) {  // t: the invocation's index in its workgroup of 64 (or more)
-    if (SMEM_TABLES) {
+    load_some(t, FROM_BASE, true);
+}
+
+// Only the tables a pass reads: L where it reads the base, the thresholds where it rounds (not
+// `cells`); a grid from a grid needs neither (no copy, no barrier)
+fn load_some(t: u32, l: bool, q: bool) {
+    if (SMEM_TABLES && (l || q)) {
         for (var k = t; k < 256u; k += 64u) {
-            ltab[k] = tables[2u * k];
-            qtab[k] = bitcast<f32>(tables[5u * 256u + k]);
+            if (l) {
+                ltab[k] = tables[2u * k];
+            }
+            if (q) {
+                qtab[k] = bitcast<f32>(tables[5u * 256u + k]);
+            }
         }
-        if (t == 0u) {
+        if (q && t == 0u) {
             qtab[256] = 3.4e38;  // above every value (k + 1 = 256 is never compared)
         }
         workgroupBarrier();
@@ -271,7 +282,21 @@ fn block_narrow(y0: u32, y1: u32, x0: u32, x1: u32, plain: bool) -> Acc {
     var nl = vec3<u32>(0u);
     var na = 0u;
     for (var y = y0; y < y1; y++) {
-    for (var x = x0; x < x1; x++) {
+    var x = x0;
+    if (PAIR_LOADS) {  // two texels an iteration, both loads first
+        for (; x + 1u < x1; x += 2u) {
+            let c = codes_at(vec2<u32>(x, y));
+            let d = codes_at(vec2<u32>(x + 1u, y));
+            let l = lin8(c);
+            let m = lin8(d);
+            let wt = select(1u, c.w, WA && !plain);
+            let wu = select(1u, d.w, WA && !plain);
+            nh += (l >> vec3<u32>(16u)) * wt + (m >> vec3<u32>(16u)) * wu;
+            nl += (l & vec3<u32>(0xffffu)) * wt + (m & vec3<u32>(0xffffu)) * wu;
+            na += c.w + d.w;
+        }
+    }
+    for (; x < x1; x++) {
         let c = codes_at(vec2<u32>(x, y));
         let l = lin8(c);
         let wt = select(1u, c.w, WA && !plain);
@@ -429,12 +454,14 @@ fn level(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocatio
     level_texel(gid.x, gid.y + PRM.row0);
 }
 
+override LEVEL_X: u32 = 8u;  // level_fast's and level_quad's workgroup (odd.py's LEVEL_GROUP)
+override LEVEL_Y: u32 = 8u;
 override CELL_X: u32 = 8u;  // cells' workgroup (odd.py's CELLS_WIDE: 64 x 1)
 override CELL_Y: u32 = 8u;
 
 @compute @workgroup_size(CELL_X, CELL_Y)
 fn cells(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    load_tables(t);
+    load_some(t, FROM_BASE, false);
     make_cell(gid.xy, PRM.dst_w, PRM.dst_h, PRM.x_off, PRM.y_off);
 }
 
@@ -568,7 +595,16 @@ fn texel_float(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> vec4<f32> {
     var s = vec4<f32>(0.0);
     for (var iy = ty.x; iy < ey; iy++) {
         var r = vec4<f32>(0.0);
-        for (var ix = tx.x; ix < ex; ix++) {
+        var ix = tx.x;
+        if (PAIR_LOADS) {  // two cells an iteration, both read first; added in the same order
+            for (; ix + 1u < ex; ix += 2u) {
+                let u = cell_f(ix, iy, plain);
+                let v = cell_f(ix + 1u, iy, plain);
+                r += u * f32(select(select(PRM.dst_w, tx.w, ix == tx.y), tx.z, ix == tx.x));
+                r += v * f32(select(PRM.dst_w, tx.w, ix + 1u == tx.y));
+            }
+        }
+        for (; ix < ex; ix++) {
             let wx = f32(select(select(PRM.dst_w, tx.w, ix == tx.y), tx.z, ix == tx.x));
             r += cell_f(ix, iy, plain) * wx;
         }
@@ -577,7 +613,7 @@ fn texel_float(tx: vec4<u32>, ty: vec4<u32>, plain: bool) -> vec4<f32> {
     return s;
 }
 
-@compute @workgroup_size(8, 8)
+@compute @workgroup_size(LEVEL_X, LEVEL_Y)
 fn level_fast(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     load_tables(t);
     fast_texel(gid.xy);
@@ -653,7 +689,18 @@ fn quad_float(ta: vec4<u32>, tb: vec4<u32>, ua: vec4<u32>, ub: vec4<u32>, plain:
     for (var iy = ua.x; iy < fb; iy++) {
         var ra = z;
         var rb = z;
-        for (var ix = ta.x; ix < eb; ix++) {
+        var ix = ta.x;
+        if (PAIR_LOADS) {  // two cells an iteration, both read first; added in the same order
+            for (; ix + 1u < eb; ix += 2u) {
+                let u = cell_f(ix, iy, plain);
+                let v = cell_f(ix + 1u, iy, plain);
+                ra += u * weight(ta, ea, ix, PRM.dst_w);
+                rb += u * weight(tb, eb, ix, PRM.dst_w);
+                ra += v * weight(ta, ea, ix + 1u, PRM.dst_w);
+                rb += v * weight(tb, eb, ix + 1u, PRM.dst_w);
+            }
+        }
+        for (; ix < eb; ix++) {
             let v = cell_f(ix, iy, plain);
             ra += v * weight(ta, ea, ix, PRM.dst_w);
             rb += v * weight(tb, eb, ix, PRM.dst_w);
@@ -668,7 +715,7 @@ fn quad_float(ta: vec4<u32>, tb: vec4<u32>, ua: vec4<u32>, ub: vec4<u32>, plain:
     return q;
 }
 
-@compute @workgroup_size(8, 8)
+@compute @workgroup_size(LEVEL_X, LEVEL_Y)
 fn level_quad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     load_tables(t);
     quad_texels(gid.xy);
@@ -859,5 +906,199 @@ fn tail(@builtin(local_invocation_index) t: u32) {
             make_cell(vec2<u32>(i % P.cell_w, i / P.cell_w), P.cell_w, P.cell_h, P.cx_off, P.cy_off);
         }
         storageBarrier();  // (the next grid's sums seen by every invocation before the next level)
+    }
+}
+
+// ---- Passes over the base by columns (odd.py's COLS; GPUs). A workgroup of COL_GROUP invocations
+// takes a chunk of the level's texels (or the grid's cells) whose base columns span at most
+// COL_GROUP (odd.py's tables at PRM.px_off: the chunks' first texels or cells, one more at the end)
+// and COL_ROWS of its rows: per row each invocation sums one base column over the row's footprint
+// (the rows' weights, or none for a cell: the same for the whole workgroup, so its loop is uniform
+// and its loads coalesce), then one invocation a texel or cell adds its columns from workgroup
+// memory. The texel-a-thread forms (level_fast, cells) loop as long as the widest footprint of a
+// SIMD group and read ~32 scattered texels a load (G(4) of 8191^2: cells 1 to 16 texels wide
+// side by side).
+//
+// level_cols' float sums are texel_float's transposed: per column the rows' cells times their
+// weights added over the rows, the columns times their weights added along the row. A term passes
+// as many roundings as in texel_float (from the base Fx + Fy + 5 for the colour, Fx + Fy + 2 for
+// alpha; from a grid Fx + Fy + 6; the bound is symmetric in x and y: tests/mips/test_odd_cols.py
+// checks the transposed order), so screen_code's decisions stay exact. Levels from a grid too. cells_cols' sums are integers (32-bit lanes, a cell at most
+// 256 base texels as NARROW_BLOCK's): any order gives the same sums.
+const COL_GROUP: u32 = 256u;
+override COL_ROWS: u32 = 4u;
+var<workgroup> col_pre: array<vec4<f32>, COL_GROUP>;   // colour (premultiplied with WA) and alpha
+var<workgroup> col_plain: array<vec3<f32>, COL_GROUP>; // the plain colour (WA)
+
+struct ColCell {
+    pre: vec4<f32>,   // cell_f(x, y, false)
+    plain: vec3<f32>, // cell_f(x, y, true)'s colour (WA)
+}
+
+// A source cell's float sums for level_cols: the premultiplied colour and alpha, and the plain
+// colour, from one read (the same values as cell_f's two sweeps)
+fn col_cell(x: u32, y: u32) -> ColCell {
+    if (FROM_BASE) {
+        let c = codes_at(vec2<u32>(x, y));
+        let a = f32(c.w);
+        var l = vec3<f32>(lin_f(c.x), 0.0, 0.0);
+        if (NC == 3u) {
+            l = vec3<f32>(l.x, lin_f(c.y), lin_f(c.z));
+        }
+        return ColCell(vec4<f32>(l * select(1.0, a, WA), a), l);
+    }
+    let i = (y * PRM.src_w + x) * SLOTS * WORDS_IN;
+    var a = 0.0;
+    if (HAS_ALPHA) {
+        a = approx(load_big(i + NC * WORDS_IN));
+    }
+    var c = vec3<f32>(approx(load_big(i)), 0.0, 0.0);
+    if (NC == 3u) {
+        c = vec3<f32>(c.x, approx(load_big(i + WORDS_IN)), approx(load_big(i + 2u * WORDS_IN)));
+    }
+    if (WA) {  // (a stored cell holds its premultiplied colour, or its plain one where its alpha sum is 0)
+        return ColCell(vec4<f32>(select(vec3<f32>(0.0), c, a > 0.0), a), select(c, vec3<f32>(0.0), a > 0.0));
+    }
+    return ColCell(vec4<f32>(c, a), c);
+}
+
+@compute @workgroup_size(COL_GROUP)
+fn level_cols(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_tables(t);
+    let j0 = index[PRM.px_off + wid.x];
+    let j1 = index[PRM.px_off + wid.x + 1u];
+    let xs = index[PRM.x_off + 4u * j0];  // the chunk's base columns: xs .. xe - 1
+    let tl = axis(PRM.x_off, j1 - 1u);
+    let xe = select(tl.y, tl.y + 1u, tl.w > 0u);
+    let x = xs + t;
+    let j = j0 + t;  // this invocation's texel in the output phase
+    var tx = vec4<u32>(0u);
+    if (j < j1) {
+        tx = axis(PRM.x_off, j);
+    }
+    let ex = select(tx.y, tx.y + 1u, tx.w > 0u);
+    let r0 = wid.y * COL_ROWS;
+    let r1 = min(r0 + COL_ROWS, PRM.rows);
+    for (var row = r0; row < r1; row++) {
+        let ty = axis(PRM.y_off, row + PRM.row0);
+        let ey = select(ty.y, ty.y + 1u, ty.w > 0u);
+        var pre = vec4<f32>(0.0);
+        var plain = vec3<f32>(0.0);
+        if (x < xe) {
+            for (var iy = ty.x; iy < ey; iy++) {
+                let v = col_cell(x, iy);
+                let wy = f32(select(select(PRM.dst_h, ty.w, iy == ty.y), ty.z, iy == ty.x));
+                pre += v.pre * wy;
+                if (WA) {
+                    plain += v.plain * wy;
+                }
+            }
+        }
+        col_pre[t] = pre;
+        if (WA) {
+            col_plain[t] = plain;
+        }
+        workgroupBarrier();
+        if (j < j1) {
+            var s = vec4<f32>(0.0);
+            var p = vec3<f32>(0.0);
+            for (var ix = tx.x; ix < ex; ix++) {
+                let wx = f32(select(select(PRM.dst_w, tx.w, ix == tx.y), tx.z, ix == tx.x));
+                s += col_pre[ix - xs] * wx;
+                if (WA) {
+                    p += col_plain[ix - xs] * wx;
+                }
+            }
+            if (WA && s.w == 0.0) {  // the plain colour where no alpha covers
+                s = vec4<f32>(p, 0.0);
+            }
+            fast_finish(j, row, s);
+        }
+        workgroupBarrier();
+    }
+}
+
+// 13 words a column, word-major (nh, nl, na, then the plain ph, pl with WA): 13 KB, within
+// WebGPU's 16 KB of workgroup memory with the tables
+var<workgroup> col_lanes: array<u32, 3328>;
+
+fn lane3(k: u32, i: u32) -> vec3<u32> {
+    return vec3<u32>(col_lanes[k * COL_GROUP + i], col_lanes[(k + 1u) * COL_GROUP + i],
+                     col_lanes[(k + 2u) * COL_GROUP + i]);
+}
+
+fn put_lane3(k: u32, i: u32, v: vec3<u32>) {
+    col_lanes[k * COL_GROUP + i] = v.x;
+    col_lanes[(k + 1u) * COL_GROUP + i] = v.y;
+    col_lanes[(k + 2u) * COL_GROUP + i] = v.z;
+}
+
+@compute @workgroup_size(COL_GROUP)
+fn cells_cols(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    load_some(t, FROM_BASE, false);
+    let c0 = index[PRM.px_off + wid.x];
+    let c1 = index[PRM.px_off + wid.x + 1u];
+    let xs = index[PRM.x_off + c0];
+    let xe = index[PRM.x_off + c1];
+    let x = xs + t;
+    let cx = c0 + t;  // this invocation's cell in the output phase
+    var a0 = 0u;
+    var a1 = 0u;
+    if (cx < c1) {
+        a0 = index[PRM.x_off + cx] - xs;
+        a1 = index[PRM.x_off + cx + 1u] - xs;
+    }
+    let r0 = wid.y * COL_ROWS;
+    let r1 = min(r0 + COL_ROWS, PRM.dst_h);
+    for (var cy = r0; cy < r1; cy++) {
+        let y0 = index[PRM.y_off + cy];
+        let y1 = index[PRM.y_off + cy + 1u];
+        var nh = vec3<u32>(0u);
+        var nl = vec3<u32>(0u);
+        var ph = vec3<u32>(0u);
+        var pl = vec3<u32>(0u);
+        var na = 0u;
+        if (x < xe) {
+            for (var y = y0; y < y1; y++) {
+                let c = codes_at(vec2<u32>(x, y));
+                let l = lin8(c);
+                let wt = select(1u, c.w, WA);
+                nh += (l >> vec3<u32>(16u)) * wt;
+                nl += (l & vec3<u32>(0xffffu)) * wt;
+                if (WA) {
+                    ph += l >> vec3<u32>(16u);
+                    pl += l & vec3<u32>(0xffffu);
+                }
+                na += c.w;
+            }
+        }
+        put_lane3(0u, t, nh);
+        put_lane3(3u, t, nl);
+        col_lanes[6u * COL_GROUP + t] = na;
+        if (WA) {
+            put_lane3(7u, t, ph);
+            put_lane3(10u, t, pl);
+        }
+        workgroupBarrier();
+        if (cx < c1) {
+            nh = vec3<u32>(0u);
+            nl = vec3<u32>(0u);
+            na = 0u;
+            for (var i = a0; i < a1; i++) {
+                nh += lane3(0u, i);
+                nl += lane3(3u, i);
+                na += col_lanes[6u * COL_GROUP + i];
+            }
+            if (WA && na == 0u) {  // the plain colour where the cell's alpha sum is 0 (as block_cell)
+                nh = vec3<u32>(0u);
+                nl = vec3<u32>(0u);
+                for (var i = a0; i < a1; i++) {
+                    nh += lane3(7u, i);
+                    nl += lane3(10u, i);
+                }
+            }
+            store_cell((cy * PRM.dst_w + cx) * SLOTS * WORDS_OUT, lanes_acc(nh, nl, na));
+        }
+        workgroupBarrier();
     }
 }
