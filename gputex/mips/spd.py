@@ -86,6 +86,15 @@ SMEM_TABLES: bool | None = None
 #: Levels 3.. of a pass summed one level a barrier (None: on every adapter but a CPU one, where
 #: two rounds of two levels each cost less; the same bytes either way, the tests run both).
 ROUND_A_LEVEL: bool | None = None
+#: The subgroup form of levels 3-4 of a pass (lanes exchanging their integer sums instead of a
+#: round of workgroup memory and a barrier each; the same bytes): None: on every adapter but a CPU
+#: one whose device has wgpu-native's ``subgroup`` feature, with ``ROUND_A_LEVEL``'s forms; the tests
+#: force it on lavapipe (subgroups of 8 lanes there: level 3 only).
+SUBGROUPS: bool | None = None
+#: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
+SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
+                      "@builtin(subgroup_size) sg_size: u32",
+           "SG_INDEX": "(sg_id * sg_size + sg_lane)", "SG_SIZE": "sg_size", "SG_XOR": "subgroupShuffleXor"}
 #: Textures whose levels this chain will store get made for it (:func:`stored_format`). None: the
 #: developer flag ``GPUTEX_MIPS_STORE`` (``1``/``0``), else on every adapter but a CPU one (there
 #: the host's C engine makes the chain: ``mips/cpu.py``); the tests force it on lavapipe.
@@ -222,12 +231,13 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
               "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb"
               and (SMEM_TABLES if SMEM_TABLES is not None else gpu),
               "ROUND_A_LEVEL": ROUND_A_LEVEL if ROUND_A_LEVEL is not None else gpu}
-    key = ("spd", layer, stored, tuple(sorted(consts.items())))
+    sg = (SUBGROUPS if SUBGROUPS is not None else gpu) and "subgroup" in session.features and consts["ROUND_A_LEVEL"]
+    key = ("spd", layer, stored, sg, tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
     owned: list = []
     try:
         if kept is None:
-            kept = _resources(tex, plan, consts, layer, owned, stored)
+            kept = _resources(tex, plan, consts, layer, owned, stored, sg)
         query = timestamps(session, len(plan) + 4) if measure else None
         enc = device.create_command_encoder()
         sources = []
@@ -259,7 +269,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     return sources, gpu_ns, pass_ns
 
 
-def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored: bool = False):
+def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored: bool = False, sg: bool = False):
     """What a chain over ``tex`` records its passes with: (each pass's output layout, each
     pass's (pipeline, bind group), the output buffer); the buffers it makes go into ``owned``.
     ``stored``: each pass binds its levels' write views (bindings 6-11) and no output buffer."""
@@ -278,6 +288,8 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         entries += [{"binding": 6 + i, "visibility": wgpu.ShaderStage.COMPUTE, "storage_texture": st}
                     for i in range(LEVELS_PER_PASS)]
         subs = {"LEVEL_OUT": "store_level", "STORE_FORMAT": tex.storage}
+    if sg:
+        subs.update(SG_SUBS)
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
 
