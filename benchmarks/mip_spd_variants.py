@@ -19,7 +19,9 @@ one's levels hashed and compared with the first such variant's, "same bytes" or 
 ``main`` (ONE_THRESHOLD off: main's first pass), ``one`` (exact_one, the base texels loaded in
 the footprint loops: QUAD off), ``texel`` (levels 3.. summed a texel a thread, not a channel:
 CHANNEL_ROUNDS off), ``base`` (the defaults), ``nosmem`` (the tables read from the storage
-buffer). Cuts that only locate time (wrong bytes): ``nosearch`` (the exact search cut out of
+buffer), ``nosg`` (no subgroup form: levels 3.. through workgroup memory, h16pass's form),
+``sg3`` (the subgroup form for level 3 only, as with subgroups of 8 lanes), ``nosq`` (a pass from
+stored sums through the footprint loops and finalize, not SUMS_QUAD). Cuts that only locate time (wrong bytes): ``nosearch`` (the exact search cut out of
 round_fast), ``noexact`` (... and the screen's fallback finalize), ``rawload`` (the base's codes
 are the view's floats times 255), ``sumonly`` (rawload + nofinal + notile: loads and sums alone);
 ``nofinal``, ``noexact``, ``rawload`` and ``sumonly`` cut the footprint loops' path, which the
@@ -69,7 +71,9 @@ CUTS["sumonly"] = CUTS["rawload"] + CUTS["nofinal"] + CUTS["notile"]
 EXACT = {"main": [("override ONE_THRESHOLD: bool = ROUND_A_LEVEL;", "override ONE_THRESHOLD: bool = false;")],
          "one": [("override QUAD: bool = true;", "override QUAD: bool = false;")],
          "texel": [("override CHANNEL_ROUNDS: bool = ROUND_A_LEVEL;", "override CHANNEL_ROUNDS: bool = false;")],
-         "base": [], "nosmem": []}
+         "base": [], "nosmem": [], "nosg": [],
+         "nosq": [("override SUMS_QUAD: bool = ROUND_A_LEVEL;", "override SUMS_QUAD: bool = false;")],
+         "sg3": [("|| size < 16u ||", "|| size < 4096u ||")]}
 CUTS.update(EXACT)
 
 _load = kernels.load_wgsl
@@ -137,13 +141,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="+", type=int, default=[4096, 8192])
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--variants", nargs="+", default=["main", "one", "texel", "base", "nosmem", "notile", "noencode",
+    ap.add_argument("--variants", nargs="+", default=["main", "base", "nosg", "sg3", "nosq", "nosmem", "notile",
                                                        "empty"])
     ap.add_argument("--no-fast", action="store_true", help="skip the float chain's figure")
     args = ap.parse_args()
     kernels.load_wgsl = load_wgsl
     gpu = gputex.Session()
-    print(f"adapter: {gpu.name}; commit {bench.commit()}")
+    print(f"adapter: {gpu.name}; commit {bench.commit()}; subgroup feature: {gpu.has_feature('subgroup')}")
     for n in args.sizes:
         a = np.random.default_rng(1).integers(0, 256, (n, n, 4), np.uint8)
         tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True, precision="fast")
@@ -163,6 +167,7 @@ def main() -> None:
             VARIANT["name"] = variant
             gpu.cache(kernels.PIPELINES).items.clear()
             spd.SMEM_TABLES = False if variant == "nosmem" else None
+            spd.SUBGROUPS = False if variant == "nosg" else None
             if variant not in ("base", "main"):
                 spd.self_check = lambda *a, **k: (True, "")
             encoder.copy_buffer_to_texture = (lambda *a, **k: None) if variant == "nocopy" else to_texture

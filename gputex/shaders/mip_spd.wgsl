@@ -472,6 +472,46 @@ fn quad_by_child(p: vec2<u32>) -> Narrow {
     return an;
 }
 
+// SUMS_QUAD (GPU forms): a pass from stored sums whose texels have 2x2 children of 2x2 source texels
+// (the second pass of a power-of-two chain: one workgroup, bound by its chain of dependent steps): a
+// child's four sums loaded together, its codes by round_one (exact_one, no search), as QUAD does for
+// the base. The same numbers and comparisons as finalize's, so the same bytes.
+override SUMS_QUAD: bool = ROUND_A_LEVEL;
+
+// Level i's texel (x, y) from its collapsed sums: every channel rounded (round_one), written, and
+// its sums kept where it is the pass's last level
+fn finalize_sums(i: u32, x: u32, y: u32, sm: Sums) {
+    let s = prm.mt[i].s;
+    var codes = vec4<u32>(round_one(sm, 0u, s), 0u, 0u, 0u);
+    if (NC == 3u) {
+        codes.y = round_one(sm, 1u, s);
+        codes.z = round_one(sm, 2u, s);
+    }
+    if (HAS_ALPHA) {
+        codes.w = round_one(sm, NC, s);
+    }
+    write_texel(i, x, y, codes);
+    if (STORE && i + 1u == prm.levels) {
+        store_sums((y * prm.lv[i].size.x + x) * SLOTS * 3u, sm);
+    }
+}
+
+fn quad_sums(p: vec2<u32>) -> Acc {
+    var an = zero_acc();
+    for (var k = 0u; k < 4u; k++) {
+        let c = 2u * p + vec2<u32>(k & 1u, k >> 1u);
+        let b = 2u * c;
+        let s0 = load_sums(b);
+        let s1 = load_sums(b + vec2<u32>(1u, 0u));
+        let s2 = load_sums(b + vec2<u32>(0u, 1u));
+        let s3 = load_sums(b + vec2<u32>(1u, 1u));
+        let child = add_collapsed(add_collapsed(add_collapsed(add_collapsed(zero_acc(), s0), s1), s2), s3);
+        finalize_sums(0u, c.x, c.y, collapse(child));
+        an = add_acc(an, child);
+    }
+    return an;
+}
+
 // Levels 3.. of a pass (i = 2.. here) in a tile: a level's texels o < level_extent(i), at most
 // 64, 16, 4 and 1 of them (an axis that still halves has 16 >> (i - 2) texels in the tile, one that
 // stopped is 1 texel long), kept at level_slot(i, o): their sums (12 words a texel) in `tile`
@@ -735,6 +775,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
             }
             finalize(lv, q.x, q.y, wide(nn));
         }
+    } else if (inside && FROM_SUMS && SUMS_QUAD && quad) {
+        acc = quad_sums(p);
+        finalize_sums(1u, p.x, p.y, collapse(acc));
     } else if (inside) {
         for (var cy = 0u; cy < rc.y; cy++) {
             for (var cx = 0u; cx < rc.x; cx++) {
