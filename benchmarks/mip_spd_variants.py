@@ -21,11 +21,12 @@ the footprint loops: QUAD off), ``texel`` (levels 3.. summed a texel a thread, n
 CHANNEL_ROUNDS off), ``base`` (the defaults), ``nosmem`` (the tables read from the storage
 buffer), ``nosg`` (no subgroup form: levels 3.. through workgroup memory, h16pass's form),
 ``sg3`` (the subgroup form for level 3 only, as with subgroups of 8 lanes), ``nosq`` (a pass from
-stored sums through the footprint loops and finalize, not SUMS_QUAD). Cuts that only locate time (wrong bytes): ``nosearch`` (the exact search cut out of
-round_fast), ``noexact`` (... and the screen's fallback finalize), ``rawload`` (the base's codes
-are the view's floats times 255), ``sumonly`` (rawload + nofinal + notile: loads and sums alone);
-``nofinal``, ``noexact``, ``rawload`` and ``sumonly`` cut the footprint loops' path, which the
-GPU form takes only where QUAD does not apply (run them with ``main`` or ``one``).
+stored sums through the footprint loops and finalize, not SUMS_QUAD). Cuts that only locate time
+(wrong bytes): ``nosearch`` (the exact search cut out of round_fast), ``noexact`` (... and the
+screen's fallback finalize), ``rawload`` (the base's codes are the view's floats times 255),
+``sumonly`` (rawload + nofinal + notile: loads and sums alone); ``nofinal``, ``noexact``,
+``rawload`` and ``sumonly`` cut the footprint loops' path, which the GPU form takes only
+where QUAD does not apply (run them with ``main`` or ``one``).
 """
 
 from __future__ import annotations
