@@ -91,6 +91,9 @@ ROUND_A_LEVEL: bool | None = None
 #: one whose device has wgpu-native's ``subgroup`` feature, with ``ROUND_A_LEVEL``'s forms; the tests
 #: force it on lavapipe (subgroups of 8 lanes there: level 3 only).
 SUBGROUPS: bool | None = None
+#: Levels of the chain's first pass (None: as many as the others; a profiling aid: 2 makes a pass of
+#: levels 1-2 that keeps their sums for the next, ``benchmarks/mip_spd_variants.py``'s ``split2``).
+FIRST_PASS_LEVELS: int | None = None
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -107,14 +110,17 @@ def _size(w: int, h: int, level: int) -> tuple[int, int]:
     return max(1, w >> level), max(1, h >> level)
 
 
-def spd_plan(width: int, height: int, levels: int, per: int = LEVELS_PER_PASS) -> list[tuple[int, int]] | None:
-    """The passes ``(source level, levels made)`` of the chain (at most ``per`` levels a pass),
-    or None where some level does not halve (or keep at 1) an axis of the level before it."""
+def spd_plan(width: int, height: int, levels: int, per: int = LEVELS_PER_PASS,
+             first: int | None = None) -> list[tuple[int, int]] | None:
+    """The passes ``(source level, levels made)`` of the chain (at most ``per`` levels a pass, the
+    first pass ``first`` where given), or None where some level does not halve (or keep at 1) an
+    axis of the level before it."""
     for lv in range(1, levels):
         for a, b in zip(_size(width, height, lv - 1), _size(width, height, lv)):
             if a != 2 * b and not a == b == 1:
                 return None
-    return [(s, min(per, levels - 1 - s)) for s in range(0, levels - 1, per)]
+    head = min(first or per, per, levels - 1)
+    return [(0, head)] * (levels > 1) + [(s, min(per, levels - 1 - s)) for s in range(head, levels - 1, per)]
 
 
 def stored_format(session, fmt, width: int, height: int, levels: int, depth: int = 1, *, filter: str = "box",
@@ -222,7 +228,8 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     stored = stores(tex, alpha)
-    plan = spd_plan(tex.width, tex.height, tex.levels, _per_pass(session) if stored else LEVELS_PER_PASS)
+    plan = spd_plan(tex.width, tex.height, tex.levels, _per_pass(session) if stored else LEVELS_PER_PASS,
+                    FIRST_PASS_LEVELS)
     gpu = session.info.adapter_type != "CPU"
     # (the base is read through a view of the GPU texture's own format: a stored texture's linear one)
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",

@@ -631,6 +631,11 @@ fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
 // the tile, so the 2x2 children of level 3's texel t >> 2 are lanes t ^ 1, t ^ 2, t ^ 3 and the 4x4
 // of level 4's texel t >> 4 the lanes t ^ 4.. t ^ 12 (subgroups of 16 or more lanes). The sums are
 // integers: exchanged and added in any order they are the same numbers, so the bytes are the tile's.
+// First passes only, level 3 only: on the H200 level 4 by exchanges too was slower than through the
+// rounds (first pass 0.221 against 0.213 ms at 4096^2), and the second pass (one workgroup, its
+// chain of dependent steps) was 4-6 us slower with either (docs/performance.md, helper h16tile).
+override SG_LEVEL4: bool = false;
+
 fn morton(t: u32) -> vec2<u32> {
     return vec2<u32>((t & 1u) | ((t >> 1u) & 2u) | ((t >> 2u) & 4u) | ((t >> 3u) & 8u),
                      ((t >> 1u) & 1u) | ((t >> 2u) & 2u) | ((t >> 3u) & 4u) | ((t >> 4u) & 8u));
@@ -690,7 +695,8 @@ fn sg_levels(g: vec2<u32>, t: u32, s0: Sums, size: u32) -> u32 {
                 store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, sm);
             }
         }
-        if (i >= 3u || i + 1u >= prm.levels || size < 16u || any(prm.lv[i + 1u].f - prm.lv[i].f != vec2<u32>(1u))) {
+        if (!SG_LEVEL4 || i >= 3u || i + 1u >= prm.levels || size < 16u
+            || any(prm.lv[i + 1u].f - prm.lv[i].f != vec2<u32>(1u))) {
             if (lead && i + 1u < prm.levels && all(o < level_extent(i))) {
                 lsums_put(level_slot(i, o), sm);
             }
@@ -713,7 +719,7 @@ fn tile_put(p: vec2<u32>, s: Sums) {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t0: u32 SG_ARGS) {
     // (one dimension: naga takes the subgroup builtins only there)
-    let sg_on = SG_SIZE >= 4u && CHANNEL_ROUNDS;
+    let sg_on = SG_SIZE >= 4u && CHANNEL_ROUNDS && !FROM_SUMS;  // (first passes: SG_FIRST)
     let t_sg = SG_INDEX;  // (the subgroup form: the thread's index from its subgroup and lane)
     let lid = select(vec2<u32>(t0 & 15u, t0 >> 4u), morton(t_sg), sg_on);
     if (SMEM_TABLES) {
