@@ -69,7 +69,7 @@ from .integer import int_ok, slots, tables_buffer
 if TYPE_CHECKING:
     from ..texture import Texture
 
-__all__ = ["LEVELS_PER_PASS", "STORED_FORMATS", "spd_plan", "spd_ok", "spd_chain", "self_check", "stored_format",
+__all__ = ["LEVELS_PER_PASS", "STORED_FORMATS", "spd_plan", "first_pass_levels", "spd_ok", "spd_chain", "self_check", "stored_format",
            "stores", "checked", "store_note"]
 
 #: Levels one dispatch makes (two in registers, four in a 16x16 tile of workgroup memory).
@@ -91,9 +91,14 @@ ROUND_A_LEVEL: bool | None = None
 #: one whose device has wgpu-native's ``subgroup`` feature, with ``ROUND_A_LEVEL``'s forms; the tests
 #: force it on lavapipe (subgroups of 8 lanes there: level 3 only).
 SUBGROUPS: bool | None = None
-#: Levels of the chain's first pass (None: as many as the others; a profiling aid: 2 makes a pass of
-#: levels 1-2 that keeps their sums for the next, ``benchmarks/mip_spd_variants.py``'s ``split2``).
+#: Levels of the chain's first pass. None: ``SPLIT_FIRST`` with ``ROUND_A_LEVEL``'s forms (GPUs) where
+#: those levels' sums fit in a binding, else as many as the other passes (``first_pass_levels``).
 FIRST_PASS_LEVELS: int | None = None
+#: The GPU forms' first pass: levels 1-3 (a tile's level-3 texels from its lanes, no workgroup memory
+#: rounds), their last level's sums kept; the passes after it make six levels each from them. H200
+#: (``benchmarks/results/mip-spd-variants-h200-9394853.txt``): 4096^2 0.250 -> 0.213 ms, 8192^2 0.802
+#: -> 0.589 ms against a first pass of six levels; two levels 0.226 / 0.671.
+SPLIT_FIRST = 3
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -141,6 +146,23 @@ def stored_format(session, fmt, width: int, height: int, levels: int, depth: int
             or session.cache("mip-store").peek(("failed", fmt.name)) is not None):  # (a failed stored self-check)
         return ""
     return storage_twin(session, fmt) or ""
+
+
+def first_pass_levels(session) -> int | None:
+    """Levels of a chain's first pass on ``session`` (``FIRST_PASS_LEVELS``; None: as many as the
+    other passes); :func:`spd_chain` takes it where the sums it keeps fit in a binding."""
+    if FIRST_PASS_LEVELS is not None:
+        return FIRST_PASS_LEVELS
+    gpu_forms = ROUND_A_LEVEL if ROUND_A_LEVEL is not None else session.info.adapter_type != "CPU"
+    return SPLIT_FIRST if gpu_forms else None
+
+
+def _fits(tex: Texture, plan: list[tuple[int, int]]) -> bool:
+    """Whether each pass's output layout and kept sums fit in a binding."""
+    limit = _limit(tex.session)
+    nslots = slots(tex.format.channels)
+    return all(_out_bytes(tex, s, n)[-1][0] <= limit
+               and tex.size(s + n)[0] * tex.size(s + n)[1] * nslots * _WORDS * 4 <= limit for s, n in plan)
 
 
 def _per_pass(session) -> int:
@@ -199,12 +221,7 @@ def spd_ok(tex: Texture, filter: str, normal_map: bool, coverage) -> bool:
     if not int_ok(tex, filter, normal_map, coverage):
         return False
     plan = spd_plan(tex.width, tex.height, tex.levels)
-    if plan is None:
-        return False
-    limit = _limit(tex.session)
-    nslots = slots(tex.format.channels)
-    return all(_out_bytes(tex, s, n)[-1][0] <= limit
-               and tex.size(s + n)[0] * tex.size(s + n)[1] * nslots * _WORDS * 4 <= limit for s, n in plan)
+    return plan is not None and _fits(tex, plan)
 
 
 def _params(tex: Texture, src: int, n: int, layout: list[tuple[int, int]]) -> bytes:
@@ -228,8 +245,11 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     stored = stores(tex, alpha)
-    plan = spd_plan(tex.width, tex.height, tex.levels, _per_pass(session) if stored else LEVELS_PER_PASS,
-                    FIRST_PASS_LEVELS)
+    per = _per_pass(session) if stored else LEVELS_PER_PASS
+    plan = spd_plan(tex.width, tex.height, tex.levels, per, first_pass_levels(session))
+    if plan is None or not _fits(tex, plan):
+        plan = spd_plan(tex.width, tex.height, tex.levels, per)
+    assert plan is not None
     gpu = session.info.adapter_type != "CPU"
     # (the base is read through a view of the GPU texture's own format: a stored texture's linear one)
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
@@ -239,7 +259,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
               and (SMEM_TABLES if SMEM_TABLES is not None else gpu),
               "ROUND_A_LEVEL": ROUND_A_LEVEL if ROUND_A_LEVEL is not None else gpu}
     sg = (SUBGROUPS if SUBGROUPS is not None else gpu) and "subgroup" in session.features and consts["ROUND_A_LEVEL"]
-    key = ("spd", layer, stored, sg, tuple(sorted(consts.items())))
+    key = ("spd", layer, stored, sg, tuple(plan), tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
     owned: list = []
     try:

@@ -49,7 +49,12 @@ def subgroups(gpu, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("fmt,channels,bits,space,alpha", CASES)
 @pytest.mark.parametrize("w,h", [(512, 256), (128, 16), (1024, 4)])
-def test_subgroup_form_gives_the_integer_chains_bytes(gpu, subgroups, fmt, channels, bits, space, alpha, w, h):
+@pytest.mark.parametrize("first", [None, spd.LEVELS_PER_PASS])
+def test_subgroup_form_gives_the_integer_chains_bytes(gpu, subgroups, monkeypatch, fmt, channels, bits, space, alpha,
+                                                      w, h, first):
+    """A first pass of spd.SPLIT_FIRST levels (level 3 its last: its sums kept) or of six (the
+    rounds in workgroup memory after level 3)."""
+    monkeypatch.setattr(spd, "FIRST_PASS_LEVELS", first)
     a = _image(np.random.default_rng(2300 + 7 * channels + bits + w), w, h, channels, bits, "holes")
     report, got = _levels(gpu, a, fmt, space, alpha, "exact")
     assert report.precision == "integer" and report.note == ""
