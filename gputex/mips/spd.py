@@ -102,7 +102,8 @@ SPLIT_FIRST = 3
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
-           "SG_INDEX": "(sg_id * sg_size + sg_lane)", "SG_SIZE": "sg_size", "SG_XOR": "subgroupShuffleXor"}
+           "SG_INDEX": "(sg_id * sg_size + sg_lane)", "SG_SIZE": "sg_size", "SG_XOR": "subgroupShuffleXor",
+           "SG_ON": "true"}
 #: Textures whose levels this chain will store get made for it (:func:`stored_format`). None: the
 #: developer flag ``GPUTEX_MIPS_STORE`` (``1``/``0``), else on every adapter but a CPU one (there
 #: the host's C engine makes the chain: ``mips/cpu.py``); the tests force it on lavapipe.
@@ -342,8 +343,12 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         last = tex.size(src + n)
         new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
                     if store else None)
-        pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, constants=dict(consts, FROM_SUMS=src > 0,
-                                                                                      STORE=store), subs=subs)
+        known = {}
+        if consts["ROUND_A_LEVEL"]:  # (GPU forms: the pass's shape as constants, mip_spd.wgsl's PASS_LEVELS)
+            halves = n > 2 and all(a == 2 * b for a, b in zip(tex.size(src + 2), tex.size(src + 3)))
+            known = {"PASS_LEVELS": n, "SG_TILE": int(halves)}
+        pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, subs=subs,
+                                     constants=dict(consts, FROM_SUMS=src > 0, STORE=store, **known))
         params = session.uniform(_params(tex, src, n, lay))  # released with its bind group
         views = [tex.storage_view(src + 1 + i, layer) if i < n else stand_in_view(session, "storage", tex.storage)
                  for i in range(LEVELS_PER_PASS)] if stored else []

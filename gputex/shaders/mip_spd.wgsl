@@ -6,6 +6,7 @@
 //! default SG_ARGS
 //! default SG_INDEX t0
 //! default SG_SIZE 0u
+//! default SG_ON false
 //! default SG_XOR no_shuffle
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
@@ -635,6 +636,12 @@ fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
 // rounds (first pass 0.221 against 0.213 ms at 4096^2), and the second pass (one workgroup, its
 // chain of dependent steps) was 4-6 us slower with either (docs/performance.md, helper h16tile).
 override SG_LEVEL4: bool = false;
+// The host's knowledge of a pass, as constants (GPU forms; 0 / 2: read from prm at run time): its
+// levels, and whether its level 3 halves both axes of its level 2 (1) or not (0) (the subgroup
+// form's condition). Then the code of what the pass does not do is dropped, and with it registers
+// (a first pass of three levels has no rounds in workgroup memory).
+override PASS_LEVELS: u32 = 0u;
+override SG_TILE: u32 = 2u;
 
 fn morton(t: u32) -> vec2<u32> {
     return vec2<u32>((t & 1u) | ((t >> 1u) & 2u) | ((t >> 2u) & 4u) | ((t >> 3u) & 8u),
@@ -719,7 +726,7 @@ fn tile_put(p: vec2<u32>, s: Sums) {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t0: u32 SG_ARGS) {
     // (one dimension: naga takes the subgroup builtins only there)
-    let sg_on = SG_SIZE >= 4u && CHANNEL_ROUNDS && !FROM_SUMS;  // (first passes: SG_FIRST)
+    let sg_on = SG_ON && CHANNEL_ROUNDS && !FROM_SUMS;  // (first passes only: SG_LEVEL4's note)
     let t_sg = SG_INDEX;  // (the subgroup form: the thread's index from its subgroup and lane)
     let lid = select(vec2<u32>(t0 & 15u, t0 >> 4u), morton(t_sg), sg_on);
     if (SMEM_TABLES) {
@@ -736,7 +743,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         }
         workgroupBarrier();
     }
-    let n = prm.levels;
+    let n = select(prm.levels, PASS_LEVELS, PASS_LEVELS != 0u);
     let r = min(1u, n - 1u);
     let anchor = prm.lv[r];
     let p = wg.xy * 16u + lid.xy;
@@ -809,10 +816,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     // the subgroup form: levels 3 (and 4) summed by exchanges between lanes, their codes and the
     // sums of the last such level for the rounds below (which then begin at level `first`)
     var first = 2u;
-    if (sg_on && all(prm.lv[2].f - anchor.f == vec2<u32>(1u))) {
-        first = sg_levels(wg.xy, t_sg, collapse(acc), SG_SIZE);
+    if (sg_on && select(SG_TILE == 1u, all(prm.lv[2].f - anchor.f == vec2<u32>(1u)), SG_TILE == 2u)) {
+        let next = sg_levels(wg.xy, t_sg, collapse(acc), SG_SIZE);
+        first = select(next, 3u, !SG_LEVEL4);
     } else {
         tile_put(lid.xy, collapse(acc));
+    }
+    if (first >= n) {  // (a pass of three levels made by the subgroup form: nothing left)
+        return;
     }
     // the sums of levels 3.. of the pass (i = 2..), kept in their slots, in rounds of a barrier each, a
     // round's levels summed from the level before them (the tile for the first round):
