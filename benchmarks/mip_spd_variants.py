@@ -23,7 +23,9 @@ buffer), ``nosg`` (no subgroup form: levels 3.. through workgroup memory, h16pas
 ``sg4`` (the subgroup form for levels 3 and 4), ``sgall`` (... in every pass), ``nosq`` (a pass
 from stored sums through the footprint loops and finalize, not SUMS_QUAD), ``split2``, ``split3``,
 ``split4`` (a first pass of 2, 3 or 4 levels keeping their sums for the next: spd.FIRST_PASS_LEVELS;
-3 is the default), ``nosplit`` (a first pass of six levels, as the others). Probes:
+3 is the default), ``split4sg`` (split4 with level 4 by the subgroup form too), ``nosplit`` (a
+first pass of six levels, as the others), ``smemall`` (the tables copied into workgroup memory in
+a pass of one workgroup too: spd.SMEM_TABLES_ALONE). Probes:
 ``tileonly`` (a first pass's tile phase alone: the anchor sums made up, no loads), ``sqnoround`` (a
 SUMS_QUAD pass's levels 1-2 not rounded). Cuts that only locate time
 (wrong bytes): ``nosearch`` (the exact search cut out of round_fast), ``noexact`` (... and the
@@ -81,7 +83,8 @@ EXACT = {"main": [("override ONE_THRESHOLD: bool = ROUND_A_LEVEL;", "override ON
          "sg4": [("override SG_LEVEL4: bool = false;", "override SG_LEVEL4: bool = true;")],
          "sgall": [("override SG_LEVEL4: bool = false;", "override SG_LEVEL4: bool = true;"),
                    ("CHANNEL_ROUNDS && !FROM_SUMS;", "CHANNEL_ROUNDS;")],
-         "split2": [], "split3": [], "split4": [], "nosplit": []}
+         "split2": [], "split3": [], "split4": [], "nosplit": [], "smemall": [],
+         "split4sg": [("override SG_LEVEL4: bool = false;", "override SG_LEVEL4: bool = true;")]}
 CUTS["tileonly"] = [("""        let an = quad_by_child(p);
         acc = wide(an);
         finalize_narrow(1u, p.x, p.y, an);""", """        var an = zero_narrow();
@@ -190,7 +193,8 @@ def main() -> None:
             gpu.cache(kernels.PIPELINES).items.clear()
             spd.SMEM_TABLES = False if variant == "nosmem" else None
             spd.SUBGROUPS = False if variant == "nosg" else None
-            spd.FIRST_PASS_LEVELS = (int(variant[5:]) if variant.startswith("split")
+            spd.SMEM_TABLES_ALONE = variant == "smemall"
+            spd.FIRST_PASS_LEVELS = (int(variant[5:6]) if variant.startswith("split")
                                      else spd.LEVELS_PER_PASS if variant == "nosplit" else None)
             if variant not in ("base", "main"):
                 spd.self_check = lambda *a, **k: (True, "")

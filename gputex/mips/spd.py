@@ -83,6 +83,10 @@ _WORDS = 3
 #: storage buffer touch many cache lines). None: on every adapter but a CPU one (lavapipe: the
 #: same memory either way, and the copy's barrier costs ~2% of a 2048^2 chain); the tests force both.
 SMEM_TABLES: bool | None = None
+#: With the GPU forms, a pass of one workgroup (a chain's last) copies the tables into workgroup
+#: memory too (False: it reads its few codes' thresholds from the buffer, without the copy's barrier
+#: on its chain of dependent steps).
+SMEM_TABLES_ALONE = False
 #: Levels 3.. of a pass summed one level a barrier (None: on every adapter but a CPU one, where
 #: two rounds of two levels each cost less; the same bytes either way, the tests run both).
 ROUND_A_LEVEL: bool | None = None
@@ -346,7 +350,11 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         known = {}
         if consts["ROUND_A_LEVEL"]:  # (GPU forms: the pass's shape as constants, mip_spd.wgsl's PASS_LEVELS)
             halves = n > 2 and all(a == 2 * b for a, b in zip(tex.size(src + 2), tex.size(src + 3)))
+            aw, ah = tex.size(src + min(2, n))
+            alone = -(-aw // 16) * -(-ah // 16) == 1
             known = {"PASS_LEVELS": n, "SG_TILE": int(halves)}
+            if alone and not SMEM_TABLES_ALONE:
+                known["SMEM_TABLES"] = False
         pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, subs=subs,
                                      constants=dict(consts, FROM_SUMS=src > 0, STORE=store, **known))
         params = session.uniform(_params(tex, src, n, lay))  # released with its bind group
