@@ -27,7 +27,8 @@ from stored sums through the footprint loops and finalize, not SUMS_QUAD), ``spl
 first pass of six levels, as the others), ``smemall`` (the tables copied into workgroup memory in
 a pass of one workgroup too: spd.SMEM_TABLES_ALONE). Probes:
 ``tileonly`` (a first pass's tile phase alone: the anchor sums made up, no loads), ``sqnoround`` (a
-SUMS_QUAD pass's levels 1-2 not rounded). Cuts that only locate time
+SUMS_QUAD pass's levels 1-2 not rounded), ``nokeep`` (the subgroup form's level 3 keeps no sums for
+the next pass), ``sgnoround`` (... its codes not rounded). Cuts that only locate time
 (wrong bytes): ``nosearch`` (the exact search cut out of round_fast), ``noexact`` (... and the
 screen's fallback finalize), ``rawload`` (the base's codes are the view's floats times 255),
 ``sumonly`` (rawload + nofinal + notile: loads and sums alone); ``nofinal``, ``noexact``,
@@ -92,6 +93,11 @@ CUTS["tileonly"] = [("""        let an = quad_by_child(p);
         an.sl = vec4<u32>((p.x * 13u) ^ p.y) & vec4<u32>(0xfffu);
         an.nl = an.sl * an.a;
         acc = wide(an);""")]
+CUTS["nokeep"] = [("            if (STORE && i + 1u == prm.levels) {\n"
+                   "                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, sm);\n            }\n        }\n"
+                   "        if (!SG_LEVEL4", "        }\n        if (!SG_LEVEL4")]
+CUTS["sgnoround"] = [("            let code = round_one(sm, c, prm.mt[i].s) << (16u * (c & 1u));",
+                      "            let code = ((sm.c0.x ^ sm.a.y) & 255u) << (16u * (c & 1u));")]
 CUTS["sqnoround"] = [("    var codes = vec4<u32>(round_one(sm, 0u, s), 0u, 0u, 0u);\n    if (NC == 3u) {\n"
                       "        codes.y = round_one(sm, 1u, s);\n        codes.z = round_one(sm, 2u, s);\n    }\n"
                       "    if (HAS_ALPHA) {\n        codes.w = round_one(sm, NC, s);\n    }",
