@@ -50,6 +50,22 @@ integrated tree (59c9903 against c924177, one call, ``benchmarks/results/h200-in
 4096^2 0.269 against 0.589 ms, 8192^2 0.878 against 2.142 ms, first pass 0.222 / 0.812 ms; issue
 16's 0.060 / 0.2 ms are still 4.5x / 4.4x away.
 
+**A first pass of three levels, level 3 from the lanes (helper h16tile).** On GPUs the first pass
+makes levels 1-3 and keeps level 3's sums (``SPLIT_FIRST``), the next passes six levels each from
+them; level 3's texels are summed by lanes exchanging their integer sums (``SUBGROUPS``: wgpu-native's
+``subgroup`` feature, ``subgroupShuffleXor``; each thread's texel from its subgroup and lane, so no
+assumption on how invocations are grouped), each of its four lanes rounding one channel; a pass's
+level count and tile shape are pipeline constants (``PASS_LEVELS``, ``SG_TILE``), so the three-level
+pass keeps no code for the workgroup-memory rounds; a pass from stored sums with 2x2 footprints loads
+a child's four sums together (``SUMS_QUAD``). Why: the tile phase alone (levels 3-6 of a 64x64 tile
+in workgroup memory, its loads cut out) took 0.108 ms of 4096^2's first pass, as much as the loads and
+levels 1-2 (0.109 ms). H200 (branch 7a57f9b against main
+c646fe6, one call, ``benchmarks/results/mips-h200-7a57f9b.txt``): 4096^2 0.208 against 0.268 ms,
+8192^2 0.570 against 0.878 ms (passes 0.131 + 0.038 + 0.026 and 0.474 + 0.056 + 0.027 ms); 5.0x /
+4.1x the speed of light; issue 16's 0.060 / 0.2 ms are still 3.5x / 2.9x away. The same bytes
+(hashes of the mip matrix's 8-bit RGBA cases on the H200 equal lavapipe's; the tests force every
+GPU form on lavapipe, whose subgroups have 8 lanes). CPU adapters keep main's forms.
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x16 chain
 (seven levels: two passes, both kinds of tile) whose bytes must equal ``intbox.model_chain``'s.
 An adapter that disagrees gets the integer chain instead, and the report says so. A texture
@@ -85,23 +101,26 @@ _WORDS = 3
 SMEM_TABLES: bool | None = None
 #: With the GPU forms, a pass of one workgroup (a chain's last) copies the tables into workgroup
 #: memory too (False: it reads its few codes' thresholds from the buffer, without the copy's barrier
-#: on its chain of dependent steps).
+#: on its chain of dependent steps). Measured neutral on the H200 (4096^2's last pass 0.0257 ms
+#: without the copy, 0.0249 with it, one run each).
 SMEM_TABLES_ALONE = False
 #: Levels 3.. of a pass summed one level a barrier (None: on every adapter but a CPU one, where
 #: two rounds of two levels each cost less; the same bytes either way, the tests run both).
 ROUND_A_LEVEL: bool | None = None
-#: The subgroup form of levels 3-4 of a pass (lanes exchanging their integer sums instead of a
-#: round of workgroup memory and a barrier each; the same bytes): None: on every adapter but a CPU
-#: one whose device has wgpu-native's ``subgroup`` feature, with ``ROUND_A_LEVEL``'s forms; the tests
-#: force it on lavapipe (subgroups of 8 lanes there: level 3 only).
+#: The subgroup form of a first pass's level 3 (lanes exchanging their integer sums instead of a
+#: round of workgroup memory and a barrier; the same bytes): None: on every adapter but a CPU one
+#: whose device has wgpu-native's ``subgroup`` feature, with ``ROUND_A_LEVEL``'s forms; the tests
+#: force it on lavapipe. H200, with the three-level first pass: 4096^2 0.234 -> 0.207 ms, 8192^2
+#: 0.677 -> 0.570 ms (mip_spd.wgsl's SG_LEVEL4 says what was slower).
 SUBGROUPS: bool | None = None
 #: Levels of the chain's first pass. None: ``SPLIT_FIRST`` with ``ROUND_A_LEVEL``'s forms (GPUs) where
 #: those levels' sums fit in a binding, else as many as the other passes (``first_pass_levels``).
 FIRST_PASS_LEVELS: int | None = None
 #: The GPU forms' first pass: levels 1-3 (a tile's level-3 texels from its lanes, no workgroup memory
 #: rounds), their last level's sums kept; the passes after it make six levels each from them. H200
-#: (``benchmarks/results/mip-spd-variants-h200-9394853.txt``): 4096^2 0.250 -> 0.213 ms, 8192^2 0.802
-#: -> 0.589 ms against a first pass of six levels; two levels 0.226 / 0.671.
+#: (``benchmarks/results/mips-h200-7a57f9b.txt``, the variants): 4096^2 0.247 -> 0.207 ms, 8192^2
+#: 0.797 -> 0.570 ms against a first pass of six levels; two levels (9394853) 0.226 / 0.671, four
+#: 0.234 / 0.659 (level 4 from the lanes too 0.229 / 0.649).
 SPLIT_FIRST = 3
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "

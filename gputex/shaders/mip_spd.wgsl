@@ -633,8 +633,9 @@ fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
 // of level 4's texel t >> 4 the lanes t ^ 4.. t ^ 12 (subgroups of 16 or more lanes). The sums are
 // integers: exchanged and added in any order they are the same numbers, so the bytes are the tile's.
 // First passes only, level 3 only: on the H200 level 4 by exchanges too was slower than through the
-// rounds (first pass 0.221 against 0.213 ms at 4096^2), and the second pass (one workgroup, its
-// chain of dependent steps) was 4-6 us slower with either (docs/performance.md, helper h16tile).
+// rounds (a six-level first pass 0.221 against 0.213 ms at 4096^2), and passes from stored sums were
+// slower with it (one workgroup: 4-6 us; with the three-level first pass, in every pass: 4096^2 0.212
+// against 0.207 ms, 8192^2 0.584 against 0.570; docs/performance.md, helper h16tile).
 override SG_LEVEL4: bool = false;
 // The host's knowledge of a pass, as constants (GPU forms; 0 / 2: read from prm at run time): its
 // levels, and whether its level 3 halves both axes of its level 2 (1) or not (0) (the subgroup
