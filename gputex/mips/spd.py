@@ -126,7 +126,7 @@ SPLIT_FIRST = 3
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
            "SG_INDEX": "(sg_id * sg_size + sg_lane)", "SG_SIZE": "sg_size", "SG_XOR": "subgroupShuffleXor",
-           "SG_ON": "true"}
+           "SG_ON": "true", "SG_LEVELS": "sg_levels"}
 #: Textures whose levels this chain will store get made for it (:func:`stored_format`). None: the
 #: developer flag ``GPUTEX_MIPS_STORE`` (``1``/``0``), else on every adapter but a CPU one (there
 #: the host's C engine makes the chain: ``mips/cpu.py``); the tests force it on lavapipe.
@@ -341,6 +341,8 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         subs = {"LEVEL_OUT": "store_level", "STORE_FORMAT": tex.storage}
     if sg:
         subs.update(SG_SUBS)
+    if consts["ROUND_A_LEVEL"]:  # (the GPU forms' code: CPU adapters' compilers never see it)
+        subs["QUAD_SUMS"] = "quad_sums"
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
 

@@ -7,6 +7,8 @@
 //! default SG_INDEX t0
 //! default SG_SIZE 0u
 //! default SG_ON false
+//! default SG_LEVELS no_sg_levels
+//! default QUAD_SUMS no_quad_sums
 //! default SG_XOR no_shuffle
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
@@ -497,6 +499,13 @@ fn finalize_sums(i: u32, x: u32, y: u32, sm: Sums) {
     }
 }
 
+// (QUAD_SUMS: quad_sums where spd.py gives the GPU forms, else this stand-in, never called: CPU
+// adapters' compilers then never see the code, lavapipe's cold compile)
+fn no_quad_sums(p: vec2<u32>) -> Acc {
+    return zero_acc();
+}
+
+// The anchor texel p's sums, its children's codes and its own written
 fn quad_sums(p: vec2<u32>) -> Acc {
     var an = zero_acc();
     for (var k = 0u; k < 4u; k++) {
@@ -510,6 +519,7 @@ fn quad_sums(p: vec2<u32>) -> Acc {
         finalize_sums(0u, c.x, c.y, collapse(child));
         an = add_acc(an, child);
     }
+    finalize_sums(1u, p.x, p.y, collapse(an));
     return an;
 }
 
@@ -674,6 +684,10 @@ fn sum_collapsed(a: Sums, b: Sums) -> Sums {
 // lanes of each texel, the codes gathered in its first lane, which writes the texel (and its sums
 // where the pass keeps them). The last such level's sums go to their slots for the rounds after it.
 // Returns the first level (i) left to them.
+fn no_sg_levels(g: vec2<u32>, t: u32, s0: Sums, size: u32) -> u32 {  // (SG_LEVELS without subgroups: never called)
+    return 2u;
+}
+
 fn sg_levels(g: vec2<u32>, t: u32, s0: Sums, size: u32) -> u32 {
     var sm = s0;
     var i = 2u;
@@ -790,8 +804,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
             finalize(lv, q.x, q.y, wide(nn));
         }
     } else if (inside && FROM_SUMS && SUMS_QUAD && quad) {
-        acc = quad_sums(p);
-        finalize_sums(1u, p.x, p.y, collapse(acc));
+        acc = QUAD_SUMS(p);
     } else if (inside) {
         for (var cy = 0u; cy < rc.y; cy++) {
             for (var cx = 0u; cx < rc.x; cx++) {
@@ -818,7 +831,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     // sums of the last such level for the rounds below (which then begin at level `first`)
     var first = 2u;
     if (sg_on && select(SG_TILE == 1u, all(prm.lv[2].f - anchor.f == vec2<u32>(1u)), SG_TILE == 2u)) {
-        let next = sg_levels(wg.xy, t_sg, collapse(acc), SG_SIZE);
+        let next = SG_LEVELS(wg.xy, t_sg, collapse(acc), SG_SIZE);
         first = select(next, 3u, !SG_LEVEL4);
     } else {
         tile_put(lid.xy, collapse(acc));
