@@ -58,11 +58,11 @@ assumption on how invocations are grouped), each of its four lanes rounding one 
 level count and tile shape are pipeline constants (``PASS_LEVELS``, ``SG_TILE``), so the three-level
 pass keeps no code for the workgroup-memory rounds; a pass from stored sums with 2x2 footprints loads
 a child's four sums together (``SUMS_QUAD``). Why: the tile phase alone (levels 3-6 of a 64x64 tile
-in workgroup memory, its loads cut out) took 0.108 ms of 4096^2's first pass, as much as the loads and
-levels 1-2 (0.109 ms). H200 (branch 7a57f9b against main
-c646fe6, one call, ``benchmarks/results/mips-h200-7a57f9b.txt``): 4096^2 0.208 against 0.268 ms,
-8192^2 0.570 against 0.878 ms (passes 0.131 + 0.038 + 0.026 and 0.474 + 0.056 + 0.027 ms); 5.0x /
-4.1x the speed of light; issue 16's 0.060 / 0.2 ms are still 3.5x / 2.9x away. The same bytes
+in workgroup memory, its loads cut out) took 0.108 ms of 4096^2's first pass, as much as the loads
+and levels 1-2 (0.109 ms). H200 (branch 7a57f9b against main c646fe6, one call,
+``benchmarks/results/mips-h200-7a57f9b.txt``): 4096^2 0.208 against 0.268 ms, 8192^2 0.570 against
+0.878 ms (passes 0.131 + 0.038 + 0.026 and 0.474 + 0.056 + 0.027 ms); 5.0x / 4.1x the speed of
+light; issue 16's 0.060 / 0.2 ms are still 3.5x / 2.9x away. The same bytes
 (hashes of the mip matrix's 8-bit RGBA cases on the H200 equal lavapipe's; the tests force every
 GPU form on lavapipe, whose subgroups have 8 lanes). CPU adapters keep main's forms.
 
