@@ -476,9 +476,10 @@ fn quad_by_child(p: vec2<u32>) -> Narrow {
 }
 
 // SUMS_QUAD (GPU forms): a pass from stored sums whose texels have 2x2 children of 2x2 source texels
-// (the second pass of a power-of-two chain: one workgroup, bound by its chain of dependent steps): a
-// child's four sums loaded together, its codes by round_one (exact_one, no search), as QUAD does for
-// the base. The same numbers and comparisons as finalize's, so the same bytes.
+// (a power-of-two chain's passes after the first; the last is one workgroup, bound by its chain of
+// dependent steps): a child's four sums loaded together, its codes by round_one (exact_one, no
+// search), as QUAD does for the base. The same numbers and comparisons as finalize's, so the same
+// bytes. (H200, the one-workgroup second pass of a six-level design: 0.0431 -> 0.0420 ms.)
 override SUMS_QUAD: bool = ROUND_A_LEVEL;
 
 // Level i's texel (x, y) from its collapsed sums: every channel rounded (round_one), written, and
