@@ -19,11 +19,21 @@ one's levels hashed and compared with the first such variant's, "same bytes" or 
 ``main`` (ONE_THRESHOLD off: main's first pass), ``one`` (exact_one, the base texels loaded in
 the footprint loops: QUAD off), ``texel`` (levels 3.. summed a texel a thread, not a channel:
 CHANNEL_ROUNDS off), ``base`` (the defaults), ``nosmem`` (the tables read from the storage
-buffer). Cuts that only locate time (wrong bytes): ``nosearch`` (the exact search cut out of
-round_fast), ``noexact`` (... and the screen's fallback finalize), ``rawload`` (the base's codes
-are the view's floats times 255), ``sumonly`` (rawload + nofinal + notile: loads and sums alone);
-``nofinal``, ``noexact``, ``rawload`` and ``sumonly`` cut the footprint loops' path, which the
-GPU form takes only where QUAD does not apply (run them with ``main`` or ``one``).
+buffer), ``nosg`` (no subgroup form: levels 3.. through workgroup memory, h16pass's form),
+``sg4`` (the subgroup form for levels 3 and 4), ``sgall`` (... in every pass), ``nosq`` (a pass
+from stored sums through the footprint loops and finalize, not SUMS_QUAD), ``split2``, ``split3``,
+``split4`` (a first pass of 2, 3 or 4 levels keeping their sums for the next: spd.FIRST_PASS_LEVELS;
+3 is the default), ``split4sg`` (split4 with level 4 by the subgroup form too), ``nosplit`` (a
+first pass of six levels, as the others), ``smemall`` (the tables copied into workgroup memory in
+a pass of one workgroup too: spd.SMEM_TABLES_ALONE). Probes:
+``tileonly`` (a first pass's tile phase alone: the anchor sums made up, no loads), ``sqnoround`` (a
+SUMS_QUAD pass's levels 1-2 not rounded), ``nokeep`` (the subgroup form's level 3 keeps no sums for
+the next pass), ``sgnoround`` (... its codes not rounded). Cuts that only locate time
+(wrong bytes): ``nosearch`` (the exact search cut out of round_fast), ``noexact`` (... and the
+screen's fallback finalize), ``rawload`` (the base's codes are the view's floats times 255),
+``sumonly`` (rawload + nofinal + notile: loads and sums alone); ``nofinal``, ``noexact``,
+``rawload`` and ``sumonly`` cut the footprint loops' path, which the GPU form takes only
+where QUAD does not apply (run them with ``main`` or ``one``).
 """
 
 from __future__ import annotations
@@ -69,7 +79,29 @@ CUTS["sumonly"] = CUTS["rawload"] + CUTS["nofinal"] + CUTS["notile"]
 EXACT = {"main": [("override ONE_THRESHOLD: bool = ROUND_A_LEVEL;", "override ONE_THRESHOLD: bool = false;")],
          "one": [("override QUAD: bool = true;", "override QUAD: bool = false;")],
          "texel": [("override CHANNEL_ROUNDS: bool = ROUND_A_LEVEL;", "override CHANNEL_ROUNDS: bool = false;")],
-         "base": [], "nosmem": []}
+         "base": [], "nosmem": [], "nosg": [],
+         "nosq": [("override SUMS_QUAD: bool = ROUND_A_LEVEL;", "override SUMS_QUAD: bool = false;")],
+         "sg4": [("override SG_LEVEL4: bool = false;", "override SG_LEVEL4: bool = true;")],
+         "sgall": [("override SG_LEVEL4: bool = false;", "override SG_LEVEL4: bool = true;"),
+                   ("CHANNEL_ROUNDS && !FROM_SUMS;", "CHANNEL_ROUNDS;")],
+         "split2": [], "split3": [], "split4": [], "nosplit": [], "smemall": [],
+         "split4sg": [("override SG_LEVEL4: bool = false;", "override SG_LEVEL4: bool = true;")]}
+CUTS["tileonly"] = [("""        let an = quad_by_child(p);
+        acc = wide(an);
+        finalize_narrow(1u, p.x, p.y, an);""", """        var an = zero_narrow();
+        an.a = (p.x * 7u + p.y) & 4095u;
+        an.sl = vec4<u32>((p.x * 13u) ^ p.y) & vec4<u32>(0xfffu);
+        an.nl = an.sl * an.a;
+        acc = wide(an);""")]
+CUTS["nokeep"] = [("            if (STORE && i + 1u == prm.levels) {\n"
+                   "                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, sm);\n            }\n        }\n"
+                   "        if (!SG_LEVEL4", "        }\n        if (!SG_LEVEL4")]
+CUTS["sgnoround"] = [("            let code = round_one(sm, c, prm.mt[i].s) << (16u * (c & 1u));",
+                      "            let code = ((sm.c0.x ^ sm.a.y) & 255u) << (16u * (c & 1u));")]
+CUTS["sqnoround"] = [("    var codes = vec4<u32>(round_one(sm, 0u, s), 0u, 0u, 0u);\n    if (NC == 3u) {\n"
+                      "        codes.y = round_one(sm, 1u, s);\n        codes.z = round_one(sm, 2u, s);\n    }\n"
+                      "    if (HAS_ALPHA) {\n        codes.w = round_one(sm, NC, s);\n    }",
+                      "    let codes = vec4<u32>(sm.c0.x, sm.c1.x, sm.c2.x, sm.a.x) & vec4<u32>(255u);")]
 CUTS.update(EXACT)
 
 _load = kernels.load_wgsl
@@ -137,16 +169,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="+", type=int, default=[4096, 8192])
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--variants", nargs="+", default=["main", "one", "texel", "base", "nosmem", "notile", "noencode",
-                                                       "empty"])
+    ap.add_argument("--variants", nargs="+", default=["main", "base", "nosg", "sg4", "split2", "split3",
+                                                       "tileonly", "sqnoround", "notile"])
     ap.add_argument("--no-fast", action="store_true", help="skip the float chain's figure")
+    ap.add_argument("--stored", action="store_true",
+                    help="a texture made for stored levels (as the CLI makes it): no copies; with --no-fast")
     args = ap.parse_args()
     kernels.load_wgsl = load_wgsl
     gpu = gputex.Session()
-    print(f"adapter: {gpu.name}; commit {bench.commit()}")
+    print(f"adapter: {gpu.name}; commit {bench.commit()}; subgroup feature: {gpu.has_feature('subgroup')}")
     for n in args.sizes:
         a = np.random.default_rng(1).integers(0, 256, (n, n, 4), np.uint8)
-        tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True, precision="fast")
+        tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True,
+                            **({"store_levels": True} if args.stored else {"precision": "fast"}))
         light = bench.SpeedOfLight(gpu, tex)
         sol = bench.speed_of_light(gpu, light, args.repeat)
         print(f"\n{n}x{n}: speed of light {sol['median'] / 1e6:.4f} ms warm median "
@@ -163,6 +198,10 @@ def main() -> None:
             VARIANT["name"] = variant
             gpu.cache(kernels.PIPELINES).items.clear()
             spd.SMEM_TABLES = False if variant == "nosmem" else None
+            spd.SUBGROUPS = False if variant == "nosg" else None
+            spd.SMEM_TABLES_ALONE = variant == "smemall"
+            spd.FIRST_PASS_LEVELS = (int(variant[5:6]) if variant.startswith("split")
+                                     else spd.LEVELS_PER_PASS if variant == "nosplit" else None)
             if variant not in ("base", "main"):
                 spd.self_check = lambda *a, **k: (True, "")
             encoder.copy_buffer_to_texture = (lambda *a, **k: None) if variant == "nocopy" else to_texture

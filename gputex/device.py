@@ -30,6 +30,7 @@ WANTED_FEATURES = (
     "bgra8unorm-storage",
     "rg11b10ufloat-renderable",
     "shader-f64",
+    "subgroup",  # (wgpu-native's name; mips/spd.py's subgroup form)
 )
 #: Limits taken from the adapter (its own maxima, not WebGPU's defaults).
 WANTED_LIMITS = (

@@ -50,6 +50,22 @@ integrated tree (59c9903 against c924177, one call, ``benchmarks/results/h200-in
 4096^2 0.269 against 0.589 ms, 8192^2 0.878 against 2.142 ms, first pass 0.222 / 0.812 ms; issue
 16's 0.060 / 0.2 ms are still 4.5x / 4.4x away.
 
+**A first pass of three levels, level 3 from the lanes (helper h16tile).** On GPUs the first pass
+makes levels 1-3 and keeps level 3's sums (``SPLIT_FIRST``), the next passes six levels each from
+them; level 3's texels are summed by lanes exchanging their integer sums (``SUBGROUPS``: wgpu-native's
+``subgroup`` feature, ``subgroupShuffleXor``; each thread's texel from its subgroup and lane, so no
+assumption on how invocations are grouped), each of its four lanes rounding one channel; a pass's
+level count and tile shape are pipeline constants (``PASS_LEVELS``, ``SG_TILE``), so the three-level
+pass keeps no code for the workgroup-memory rounds; a pass from stored sums with 2x2 footprints loads
+a child's four sums together (``SUMS_QUAD``). Why: the tile phase alone (levels 3-6 of a 64x64 tile
+in workgroup memory, its loads cut out) took 0.108 ms of 4096^2's first pass, as much as the loads
+and levels 1-2 (0.109 ms). H200 (branch 7a57f9b against main c646fe6, one call,
+``benchmarks/results/mips-h200-7a57f9b.txt``): 4096^2 0.208 against 0.268 ms, 8192^2 0.570 against
+0.878 ms (passes 0.131 + 0.038 + 0.026 and 0.474 + 0.056 + 0.027 ms); 5.0x / 4.1x the speed of
+light; issue 16's 0.060 / 0.2 ms are still 3.5x / 2.9x away. The same bytes
+(hashes of the mip matrix's 8-bit RGBA cases on the H200 equal lavapipe's; the tests force every
+GPU form on lavapipe, whose subgroups have 8 lanes). CPU adapters keep main's forms.
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x16 chain
 (seven levels: two passes, both kinds of tile) whose bytes must equal ``intbox.model_chain``'s.
 An adapter that disagrees gets the integer chain instead, and the report says so. A texture
@@ -69,7 +85,7 @@ from .integer import int_ok, slots, tables_buffer
 if TYPE_CHECKING:
     from ..texture import Texture
 
-__all__ = ["LEVELS_PER_PASS", "STORED_FORMATS", "spd_plan", "spd_ok", "spd_chain", "self_check", "stored_format",
+__all__ = ["LEVELS_PER_PASS", "STORED_FORMATS", "spd_plan", "first_pass_levels", "spd_ok", "spd_chain", "self_check", "stored_format",
            "stores", "checked", "store_note"]
 
 #: Levels one dispatch makes (two in registers, four in a 16x16 tile of workgroup memory).
@@ -83,9 +99,34 @@ _WORDS = 3
 #: storage buffer touch many cache lines). None: on every adapter but a CPU one (lavapipe: the
 #: same memory either way, and the copy's barrier costs ~2% of a 2048^2 chain); the tests force both.
 SMEM_TABLES: bool | None = None
+#: With the GPU forms, a pass of one workgroup (a chain's last) copies the tables into workgroup
+#: memory too (False: it reads its few codes' thresholds from the buffer, without the copy's barrier
+#: on its chain of dependent steps). Measured neutral on the H200 (4096^2's last pass 0.0257 ms
+#: without the copy, 0.0249 with it, one run each).
+SMEM_TABLES_ALONE = False
 #: Levels 3.. of a pass summed one level a barrier (None: on every adapter but a CPU one, where
 #: two rounds of two levels each cost less; the same bytes either way, the tests run both).
 ROUND_A_LEVEL: bool | None = None
+#: The subgroup form of a first pass's level 3 (lanes exchanging their integer sums instead of a
+#: round of workgroup memory and a barrier; the same bytes): None: on every adapter but a CPU one
+#: whose device has wgpu-native's ``subgroup`` feature, with ``ROUND_A_LEVEL``'s forms; the tests
+#: force it on lavapipe. H200, with the three-level first pass: 4096^2 0.234 -> 0.207 ms, 8192^2
+#: 0.677 -> 0.570 ms (mip_spd.wgsl's SG_LEVEL4 says what was slower).
+SUBGROUPS: bool | None = None
+#: Levels of the chain's first pass. None: ``SPLIT_FIRST`` with ``ROUND_A_LEVEL``'s forms (GPUs) where
+#: those levels' sums fit in a binding, else as many as the other passes (``first_pass_levels``).
+FIRST_PASS_LEVELS: int | None = None
+#: The GPU forms' first pass: levels 1-3 (a tile's level-3 texels from its lanes, no workgroup memory
+#: rounds), their last level's sums kept; the passes after it make six levels each from them. H200
+#: (``benchmarks/results/mips-h200-7a57f9b.txt``, the variants): 4096^2 0.247 -> 0.207 ms, 8192^2
+#: 0.797 -> 0.570 ms against a first pass of six levels; two levels (9394853) 0.226 / 0.671, four
+#: 0.234 / 0.659 (level 4 from the lanes too 0.229 / 0.649).
+SPLIT_FIRST = 3
+#: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
+SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
+                      "@builtin(subgroup_size) sg_size: u32",
+           "SG_INDEX": "(sg_id * sg_size + sg_lane)", "SG_SIZE": "sg_size", "SG_XOR": "subgroupShuffleXor",
+           "SG_ON": "true", "SG_LEVELS": "sg_levels"}
 #: Textures whose levels this chain will store get made for it (:func:`stored_format`). None: the
 #: developer flag ``GPUTEX_MIPS_STORE`` (``1``/``0``), else on every adapter but a CPU one (there
 #: the host's C engine makes the chain: ``mips/cpu.py``); the tests force it on lavapipe.
@@ -98,14 +139,17 @@ def _size(w: int, h: int, level: int) -> tuple[int, int]:
     return max(1, w >> level), max(1, h >> level)
 
 
-def spd_plan(width: int, height: int, levels: int, per: int = LEVELS_PER_PASS) -> list[tuple[int, int]] | None:
-    """The passes ``(source level, levels made)`` of the chain (at most ``per`` levels a pass),
-    or None where some level does not halve (or keep at 1) an axis of the level before it."""
+def spd_plan(width: int, height: int, levels: int, per: int = LEVELS_PER_PASS,
+             first: int | None = None) -> list[tuple[int, int]] | None:
+    """The passes ``(source level, levels made)`` of the chain (at most ``per`` levels a pass, the
+    first pass ``first`` where given), or None where some level does not halve (or keep at 1) an
+    axis of the level before it."""
     for lv in range(1, levels):
         for a, b in zip(_size(width, height, lv - 1), _size(width, height, lv)):
             if a != 2 * b and not a == b == 1:
                 return None
-    return [(s, min(per, levels - 1 - s)) for s in range(0, levels - 1, per)]
+    head = min(first or per, per, levels - 1)
+    return [(0, head)] * (levels > 1) + [(s, min(per, levels - 1 - s)) for s in range(head, levels - 1, per)]
 
 
 def stored_format(session, fmt, width: int, height: int, levels: int, depth: int = 1, *, filter: str = "box",
@@ -126,6 +170,23 @@ def stored_format(session, fmt, width: int, height: int, levels: int, depth: int
             or session.cache("mip-store").peek(("failed", fmt.name)) is not None):  # (a failed stored self-check)
         return ""
     return storage_twin(session, fmt) or ""
+
+
+def first_pass_levels(session) -> int | None:
+    """Levels of a chain's first pass on ``session`` (``FIRST_PASS_LEVELS``; None: as many as the
+    other passes); :func:`spd_chain` takes it where the sums it keeps fit in a binding."""
+    if FIRST_PASS_LEVELS is not None:
+        return FIRST_PASS_LEVELS
+    gpu_forms = ROUND_A_LEVEL if ROUND_A_LEVEL is not None else session.info.adapter_type != "CPU"
+    return SPLIT_FIRST if gpu_forms else None
+
+
+def _fits(tex: Texture, plan: list[tuple[int, int]]) -> bool:
+    """Whether each pass's output layout and kept sums fit in a binding."""
+    limit = _limit(tex.session)
+    nslots = slots(tex.format.channels)
+    return all(_out_bytes(tex, s, n)[-1][0] <= limit
+               and tex.size(s + n)[0] * tex.size(s + n)[1] * nslots * _WORDS * 4 <= limit for s, n in plan)
 
 
 def _per_pass(session) -> int:
@@ -184,12 +245,7 @@ def spd_ok(tex: Texture, filter: str, normal_map: bool, coverage) -> bool:
     if not int_ok(tex, filter, normal_map, coverage):
         return False
     plan = spd_plan(tex.width, tex.height, tex.levels)
-    if plan is None:
-        return False
-    limit = _limit(tex.session)
-    nslots = slots(tex.format.channels)
-    return all(_out_bytes(tex, s, n)[-1][0] <= limit
-               and tex.size(s + n)[0] * tex.size(s + n)[1] * nslots * _WORDS * 4 <= limit for s, n in plan)
+    return plan is not None and _fits(tex, plan)
 
 
 def _params(tex: Texture, src: int, n: int, layout: list[tuple[int, int]]) -> bytes:
@@ -213,7 +269,11 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     stored = stores(tex, alpha)
-    plan = spd_plan(tex.width, tex.height, tex.levels, _per_pass(session) if stored else LEVELS_PER_PASS)
+    per = _per_pass(session) if stored else LEVELS_PER_PASS
+    plan = spd_plan(tex.width, tex.height, tex.levels, per, first_pass_levels(session))
+    if plan is None or not _fits(tex, plan):
+        plan = spd_plan(tex.width, tex.height, tex.levels, per)
+    assert plan is not None
     gpu = session.info.adapter_type != "CPU"
     # (the base is read through a view of the GPU texture's own format: a stored texture's linear one)
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
@@ -222,12 +282,13 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
               "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb"
               and (SMEM_TABLES if SMEM_TABLES is not None else gpu),
               "ROUND_A_LEVEL": ROUND_A_LEVEL if ROUND_A_LEVEL is not None else gpu}
-    key = ("spd", layer, stored, tuple(sorted(consts.items())))
+    sg = (SUBGROUPS if SUBGROUPS is not None else gpu) and "subgroup" in session.features and consts["ROUND_A_LEVEL"]
+    key = ("spd", layer, stored, sg, tuple(plan), tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
     owned: list = []
     try:
         if kept is None:
-            kept = _resources(tex, plan, consts, layer, owned, stored)
+            kept = _resources(tex, plan, consts, layer, owned, stored, sg)
         query = timestamps(session, len(plan) + 4) if measure else None
         enc = device.create_command_encoder()
         sources = []
@@ -259,7 +320,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     return sources, gpu_ns, pass_ns
 
 
-def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored: bool = False):
+def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored: bool = False, sg: bool = False):
     """What a chain over ``tex`` records its passes with: (each pass's output layout, each
     pass's (pipeline, bind group), the output buffer); the buffers it makes go into ``owned``.
     ``stored``: each pass binds its levels' write views (bindings 6-11) and no output buffer."""
@@ -278,6 +339,10 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         entries += [{"binding": 6 + i, "visibility": wgpu.ShaderStage.COMPUTE, "storage_texture": st}
                     for i in range(LEVELS_PER_PASS)]
         subs = {"LEVEL_OUT": "store_level", "STORE_FORMAT": tex.storage}
+    if sg:
+        subs.update(SG_SUBS)
+    if consts["ROUND_A_LEVEL"]:  # (the GPU forms' code: CPU adapters' compilers never see it)
+        subs["QUAD_SUMS"] = "quad_sums"
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
 
@@ -303,8 +368,16 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         last = tex.size(src + n)
         new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
                     if store else None)
-        pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, constants=dict(consts, FROM_SUMS=src > 0,
-                                                                                      STORE=store), subs=subs)
+        known = {}
+        if consts["ROUND_A_LEVEL"]:  # (GPU forms: the pass's shape as constants, mip_spd.wgsl's PASS_LEVELS)
+            halves = n > 2 and all(a == 2 * b for a, b in zip(tex.size(src + 2), tex.size(src + 3)))
+            aw, ah = tex.size(src + min(2, n))
+            alone = -(-aw // 16) * -(-ah // 16) == 1
+            known = {"PASS_LEVELS": n, "SG_TILE": int(halves)}
+            if alone and not SMEM_TABLES_ALONE:
+                known["SMEM_TABLES"] = False
+        pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, subs=subs,
+                                     constants=dict(consts, FROM_SUMS=src > 0, STORE=store, **known))
         params = session.uniform(_params(tex, src, n, lay))  # released with its bind group
         views = [tex.storage_view(src + 1 + i, layer) if i < n else stand_in_view(session, "storage", tex.storage)
                  for i in range(LEVELS_PER_PASS)] if stored else []

@@ -3,6 +3,13 @@
 //! include mip_store.wgsl
 //! default LEVEL_OUT buffer_level
 //! default STORE_FORMAT rgba8unorm
+//! default SG_ARGS
+//! default SG_INDEX t0
+//! default SG_SIZE 0u
+//! default SG_ON false
+//! default SG_LEVELS no_sg_levels
+//! default QUAD_SUMS no_quad_sums
+//! default SG_XOR no_shuffle
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -468,6 +475,55 @@ fn quad_by_child(p: vec2<u32>) -> Narrow {
     return an;
 }
 
+// SUMS_QUAD (GPU forms): a pass from stored sums whose texels have 2x2 children of 2x2 source texels
+// (a power-of-two chain's passes after the first; the last is one workgroup, bound by its chain of
+// dependent steps): a child's four sums loaded together, its codes by round_one (exact_one, no
+// search), as QUAD does for the base. The same numbers and comparisons as finalize's, so the same
+// bytes. (H200, the one-workgroup second pass of a six-level design: 0.0431 -> 0.0420 ms.)
+override SUMS_QUAD: bool = ROUND_A_LEVEL;
+
+// Level i's texel (x, y) from its collapsed sums: every channel rounded (round_one), written, and
+// its sums kept where it is the pass's last level
+fn finalize_sums(i: u32, x: u32, y: u32, sm: Sums) {
+    let s = prm.mt[i].s;
+    var codes = vec4<u32>(round_one(sm, 0u, s), 0u, 0u, 0u);
+    if (NC == 3u) {
+        codes.y = round_one(sm, 1u, s);
+        codes.z = round_one(sm, 2u, s);
+    }
+    if (HAS_ALPHA) {
+        codes.w = round_one(sm, NC, s);
+    }
+    write_texel(i, x, y, codes);
+    if (STORE && i + 1u == prm.levels) {
+        store_sums((y * prm.lv[i].size.x + x) * SLOTS * 3u, sm);
+    }
+}
+
+// (QUAD_SUMS: quad_sums where spd.py gives the GPU forms, else this stand-in, never called: CPU
+// adapters' compilers then never see the code, lavapipe's cold compile)
+fn no_quad_sums(p: vec2<u32>) -> Acc {
+    return zero_acc();
+}
+
+// The anchor texel p's sums, its children's codes and its own written
+fn quad_sums(p: vec2<u32>) -> Acc {
+    var an = zero_acc();
+    for (var k = 0u; k < 4u; k++) {
+        let c = 2u * p + vec2<u32>(k & 1u, k >> 1u);
+        let b = 2u * c;
+        let s0 = load_sums(b);
+        let s1 = load_sums(b + vec2<u32>(1u, 0u));
+        let s2 = load_sums(b + vec2<u32>(0u, 1u));
+        let s3 = load_sums(b + vec2<u32>(1u, 1u));
+        let child = add_collapsed(add_collapsed(add_collapsed(add_collapsed(zero_acc(), s0), s1), s2), s3);
+        finalize_sums(0u, c.x, c.y, collapse(child));
+        an = add_acc(an, child);
+    }
+    finalize_sums(1u, p.x, p.y, collapse(an));
+    return an;
+}
+
 // Levels 3.. of a pass (i = 2.. here) in a tile: a level's texels o < level_extent(i), at most
 // 64, 16, 4 and 1 of them (an axis that still halves has 16 >> (i - 2) texels in the tile, one that
 // stopped is 1 texel long), kept at level_slot(i, o): their sums (12 words a texel) in `tile`
@@ -581,6 +637,99 @@ fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
     }
 }
 
+// The subgroup form (spd.SUBGROUPS: the device's `subgroup` feature; SG_* substituted, else
+// SG_SIZE is 0 and none of this runs). Thread t (its subgroup's index times the subgroup's size plus
+// its lane: no assumption on how the hardware groups invocations) owns anchor texel morton(t) of
+// the tile, so the 2x2 children of level 3's texel t >> 2 are lanes t ^ 1, t ^ 2, t ^ 3 and the 4x4
+// of level 4's texel t >> 4 the lanes t ^ 4.. t ^ 12 (subgroups of 16 or more lanes). The sums are
+// integers: exchanged and added in any order they are the same numbers, so the bytes are the tile's.
+// First passes only, level 3 only: on the H200 level 4 by exchanges too was slower than through the
+// rounds (a six-level first pass 0.221 against 0.213 ms at 4096^2), and passes from stored sums were
+// slower with it (one workgroup: 4-6 us; with the three-level first pass, in every pass: 4096^2 0.212
+// against 0.207 ms, 8192^2 0.584 against 0.570; docs/performance.md, helper h16tile).
+override SG_LEVEL4: bool = false;
+// The host's knowledge of a pass, as constants (GPU forms; 0 / 2: read from prm at run time): its
+// levels, and whether its level 3 halves both axes of its level 2 (1) or not (0) (the subgroup
+// form's condition). Then the code of what the pass does not do is dropped, and with it registers
+// (a first pass of three levels has no rounds in workgroup memory).
+override PASS_LEVELS: u32 = 0u;
+override SG_TILE: u32 = 2u;
+
+fn morton(t: u32) -> vec2<u32> {
+    return vec2<u32>((t & 1u) | ((t >> 1u) & 2u) | ((t >> 2u) & 4u) | ((t >> 3u) & 8u),
+                     ((t >> 1u) & 1u) | ((t >> 2u) & 2u) | ((t >> 3u) & 4u) | ((t >> 4u) & 8u));
+}
+
+fn no_shuffle(v: vec4<u32>, m: u32) -> vec4<u32> {
+    return v;
+}
+
+// The collapsed sums of lane t ^ m (words above 2^64 only where they can be nonzero: an 8-bit first
+// pass's sums stay below 4096 * 255 * 2^31 < 2^51)
+fn xor_sums(s: Sums, m: u32) -> Sums {
+    let u = SG_XOR(vec4<u32>(s.c0.x, s.c0.y, s.c1.x, s.c1.y), m);
+    let v = SG_XOR(vec4<u32>(s.c2.x, s.c2.y, s.a.x, s.a.y), m);
+    var w = vec4<u32>(0u);
+    if (BITS != 8u || FROM_SUMS) {
+        w = SG_XOR(vec4<u32>(s.c0.z, s.c1.z, s.c2.z, s.a.z), m);
+    }
+    return Sums(Big(u.x, u.y, w.x, 0u), Big(u.z, u.w, w.y, 0u), Big(v.x, v.y, w.z, 0u), Big(v.z, v.w, w.w, 0u));
+}
+
+fn sum_collapsed(a: Sums, b: Sums) -> Sums {
+    return collapse(add_collapsed(add_collapsed(zero_acc(), a), b));
+}
+
+// Levels 3 and (subgroups of 16 lanes or more, where it halves both axes) 4 of the pass (i = 2, 3)
+// from the anchor sums s0 of thread t: summed across lanes, channel t & 3 rounded by the first four
+// lanes of each texel, the codes gathered in its first lane, which writes the texel (and its sums
+// where the pass keeps them). The last such level's sums go to their slots for the rounds after it.
+// Returns the first level (i) left to them.
+fn no_sg_levels(g: vec2<u32>, t: u32, s0: Sums, size: u32) -> u32 {  // (SG_LEVELS without subgroups: never called)
+    return 2u;
+}
+
+fn sg_levels(g: vec2<u32>, t: u32, s0: Sums, size: u32) -> u32 {
+    var sm = s0;
+    var i = 2u;
+    loop {
+        let span = 2u * (i - 1u);  // t's bits within level i's texel
+        sm = sum_collapsed(sm, xor_sums(sm, 1u << (span - 2u)));
+        sm = sum_collapsed(sm, xor_sums(sm, 2u << (span - 2u)));
+        let o = morton(t >> span);
+        let q = g * (vec2<u32>(16u) >> (prm.lv[i].f - prm.lv[1].f)) + o;
+        let live = all(q < prm.lv[i].size);
+        let c = t & 3u;
+        var word = vec4<u32>(0u);
+        if (live && c < prm.channels && ((t >> 2u) & ((1u << (span - 2u)) - 1u)) == 0u) {
+            let code = round_one(sm, c, prm.mt[i].s) << (16u * (c & 1u));
+            word = vec4<u32>(select(0u, code, c < 2u), select(0u, code, c >= 2u), 0u, 0u);
+        }
+        word |= SG_XOR(word, 1u);
+        word |= SG_XOR(word, 2u);
+        let lead = live && (t & ((1u << span) - 1u)) == 0u;
+        if (lead) {
+            var codes = vec4<u32>(word.x & 0xffffu, word.x >> 16u, word.y & 0xffffu, word.y >> 16u);
+            if (NC == 1u) {
+                codes = vec4<u32>(codes.x, 0u, 0u, codes.y);
+            }
+            write_texel(i, q.x, q.y, codes);
+            if (STORE && i + 1u == prm.levels) {
+                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, sm);
+            }
+        }
+        if (!SG_LEVEL4 || i >= 3u || i + 1u >= prm.levels || size < 16u
+            || any(prm.lv[i + 1u].f - prm.lv[i].f != vec2<u32>(1u))) {
+            if (lead && i + 1u < prm.levels && all(o < level_extent(i))) {
+                lsums_put(level_slot(i, o), sm);
+            }
+            break;
+        }
+        i++;
+    }
+    return i + 1u;
+}
+
 // word k of texel j at tile[256 k + j]: a warp's threads touch consecutive words, no bank conflicts
 fn tile_put(p: vec2<u32>, s: Sums) {
     sums_put(p.y * 16u + p.x, 256u, s);
@@ -590,10 +739,14 @@ fn tile_put(p: vec2<u32>, s: Sums) {
 // anchor level (its second, or its only one) and sums it in registers from its children
 // (first level) and their source texels; levels 3.. of the pass come from workgroup memory,
 // 16 x 16 anchor texels a tile, each level texel kept at its first anchor texel's place.
-@compute @workgroup_size(16, 16)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t0: u32 SG_ARGS) {
+    // (one dimension: naga takes the subgroup builtins only there)
+    let sg_on = SG_ON && CHANNEL_ROUNDS && !FROM_SUMS;  // (first passes only: SG_LEVEL4's note)
+    let t_sg = SG_INDEX;  // (the subgroup form: the thread's index from its subgroup and lane)
+    let lid = select(vec2<u32>(t0 & 15u, t0 >> 4u), morton(t_sg), sg_on);
     if (SMEM_TABLES) {
-        let t = lid.y * 16u + lid.x;
+        let t = t0;
         ltab[t] = tables[2u * t];
         qtab[t] = bitcast<f32>(tables[5u * 256u + t]);
         if (t == 0u) {
@@ -606,7 +759,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         }
         workgroupBarrier();
     }
-    let n = prm.levels;
+    let n = select(prm.levels, PASS_LEVELS, PASS_LEVELS != 0u);
     let r = min(1u, n - 1u);
     let anchor = prm.lv[r];
     let p = wg.xy * 16u + lid.xy;
@@ -651,6 +804,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             }
             finalize(lv, q.x, q.y, wide(nn));
         }
+    } else if (inside && FROM_SUMS && SUMS_QUAD && quad) {
+        acc = QUAD_SUMS(p);
     } else if (inside) {
         for (var cy = 0u; cy < rc.y; cy++) {
             for (var cx = 0u; cx < rc.x; cx++) {
@@ -672,8 +827,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (n <= 2u) {
         return;
     }
-    tile_put(lid.xy, collapse(acc));
-    atomicStore(&ctile[lid.y * 16u + lid.x], 0u);
+    atomicStore(&ctile[t0], 0u);
+    // the subgroup form: levels 3 (and 4) summed by exchanges between lanes, their codes and the
+    // sums of the last such level for the rounds below (which then begin at level `first`)
+    var first = 2u;
+    if (sg_on && select(SG_TILE == 1u, all(prm.lv[2].f - anchor.f == vec2<u32>(1u)), SG_TILE == 2u)) {
+        let next = SG_LEVELS(wg.xy, t_sg, collapse(acc), SG_SIZE);
+        first = select(next, 3u, !SG_LEVEL4);
+    } else {
+        tile_put(lid.xy, collapse(acc));
+    }
+    if (first >= n) {  // (a pass of three levels made by the subgroup form: nothing left)
+        return;
+    }
     // the sums of levels 3.. of the pass (i = 2..), kept in their slots, in rounds of a barrier each, a
     // round's levels summed from the level before them (the tile for the first round):
     // ROUND_A_LEVEL, one level a round, each texel from 2x2 of the level before (GPUs: the shortest
@@ -682,9 +848,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     // adapters: on lavapipe every statement runs for every 8 threads, masked, whether or not one of
     // them has work, and a barrier switches between all of them). Threads 0.. take a round's first
     // level's texels, the next ones its second's.
-    let tid = lid.y * 16u + lid.x;
+    let tid = t0;
     let per = select(2u, 1u, ROUND_A_LEVEL);
-    for (var round = 0u; round < 4u; round++) {
+    for (var round = first - 2u; round < 4u; round++) {
         workgroupBarrier();
         let i0 = 2u + per * round;
         if (i0 >= n) {
@@ -734,14 +900,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     // level of 64 texels and four channels keeps the whole workgroup busy, levels of 16, 4 and 1
     // texels share the rest: no workgroup mostly idle through a loop and three barriers a level)
     var cnt = 0u;
-    for (var i = 2u; i < n; i++) {
+    for (var i = first; i < n; i++) {
         let te = level_extent(i);
         cnt += te.x * te.y * prm.channels;
     }
-    for (var k = lid.y * 16u + lid.x; k < cnt; k += 256u) {
-        var i = 2u;
+    for (var k = t0; k < cnt; k += 256u) {
+        var i = first;
         var kk = k;
-        var te = level_extent(2u);
+        var te = level_extent(first);
         loop {
             let m = te.x * te.y * prm.channels;
             if (kk < m) {
@@ -762,7 +928,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         }
     }
     workgroupBarrier();
-    for (var i = 2u; i < n; i++) {
+    for (var i = first; i < n; i++) {
         let t = vec2<u32>(16u) >> (prm.lv[i].f - anchor.f);
         let q = wg.xy * t + lid.xy;
         if (all(lid.xy < t) && all(q < prm.lv[i].size)) {

@@ -1,0 +1,80 @@
+"""The single-pass chain's subgroup form (spd.SUBGROUPS, mip_spd.wgsl's sg_levels): levels 3 (and
+4, with subgroups of 16 lanes or more) of a pass summed by lanes exchanging their integer sums, not
+through workgroup memory. Forced here on any adapter whose device has the ``subgroup`` feature
+(lavapipe: 8 lanes, so level 3 by exchanges and level 4.. by the rounds), with the other GPU forms:
+the bytes must be the integer chain's (``mips/integer.py``, itself tested against the float64
+reference), for full tiles, partial ones (a 128x16 image: the self-check's), levels one texel high,
+two passes (the second from stored sums, three words a sum) and stored levels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_mips_int import _image, _levels
+
+import gputex
+import gputex.kernels as kernels
+import gputex.mips.spd as spd
+
+CASES = [("rgba8unorm-srgb", 4, 8, "srgb", "weighted"), ("rgba8unorm-srgb", 4, 8, "srgb", "straight"),
+         ("rgba8unorm", 4, 8, "linear", "weighted"), ("rg8unorm", 2, 8, "linear", "weighted"),
+         ("r8unorm", 1, 8, "linear", "straight"), ("rgba16unorm", 4, 16, "srgb", "weighted")]
+
+
+@pytest.fixture
+def subgroups(gpu, monkeypatch):
+    """The subgroup form on, every shader it compiles recorded."""
+    if not gpu.has_feature("subgroup"):
+        pytest.skip(f"{gpu.name}: no subgroup feature")
+    seen: list[str] = []
+    load = kernels.load_wgsl
+
+    def recording(name, **subs):
+        code = load(name, **subs)
+        if name == "mip_spd.wgsl":
+            seen.append(code)
+        return code
+
+    monkeypatch.setattr(spd, "SUBGROUPS", True)
+    monkeypatch.setattr(spd, "ROUND_A_LEVEL", True)
+    monkeypatch.setattr(kernels, "load_wgsl", recording)
+    gpu.cache(kernels.PIPELINES).items.clear()
+    gpu.cache("mip-spd").items.clear()
+    yield seen
+    monkeypatch.undo()
+    gpu.cache(kernels.PIPELINES).items.clear()
+    gpu.cache("mip-spd").items.clear()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt,channels,bits,space,alpha", CASES)
+@pytest.mark.parametrize("w,h", [(512, 256), (128, 16), (1024, 4)])
+@pytest.mark.parametrize("first", [None, spd.LEVELS_PER_PASS])
+def test_subgroup_form_gives_the_integer_chains_bytes(gpu, subgroups, monkeypatch, fmt, channels, bits, space, alpha,
+                                                      w, h, first):
+    """A first pass of spd.SPLIT_FIRST levels (level 3 its last: its sums kept) or of six (the
+    rounds in workgroup memory after level 3)."""
+    monkeypatch.setattr(spd, "FIRST_PASS_LEVELS", first)
+    a = _image(np.random.default_rng(2300 + 7 * channels + bits + w), w, h, channels, bits, "holes")
+    report, got = _levels(gpu, a, fmt, space, alpha, "exact")
+    assert report.precision == "integer" and report.note == ""
+    assert subgroups and all("subgroupShuffleXor(" in code for code in subgroups)
+    _, want = _levels(gpu, a, fmt, space, alpha, "int")
+    for lv, (g, i) in enumerate(zip(got, want), start=1):
+        assert np.array_equal(g, i), f"{fmt} {alpha} {w}x{h} level {lv}"
+
+
+@pytest.mark.gpu
+def test_subgroup_form_stores_the_integer_chains_bytes(gpu, subgroups, monkeypatch):
+    monkeypatch.setattr(spd, "STORE_LEVELS", True)
+    a = _image(np.random.default_rng(2399), 256, 512, 4, 8, "holes")
+    tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True, store_levels=True)
+    try:
+        assert tex.storage == "rgba8unorm"
+        got = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+    finally:
+        tex.destroy()
+    assert subgroups and "textureStore(level0" in subgroups[-1]
+    _, want = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "int")
+    for lv, (g, i) in enumerate(zip(got, want), start=1):
+        assert np.array_equal(g, i), f"level {lv}"
