@@ -1,7 +1,8 @@
 """Batch throughput: gputex against the codecs alone and a plain sequential script, same run.
 
     python benchmarks/batch.py [--count 48] [--size 2048] [--jobs N] [--levels fast 1 6]
-                               [--variants "" GPUTEX_WORKERS=8 ...] [--trace] [--big | --only-big]
+                               [--variants "" GPUTEX_WORKERS=8 ...] [--trace [--save DIR]]
+                               [--big | --only-big]
 
 Builds its own corpus (photo-like PNGs of SIZE^2 plus odd sizes), then measures:
 
@@ -16,7 +17,8 @@ Builds its own corpus (photo-like PNGs of SIZE^2 plus odd sizes), then measures:
 
 ``--variants`` runs (1) and (2) once per environment (``NAME=VALUE,NAME=VALUE``; "" is the
 default), e.g. ``GPUTEX_WORKERS=8``. ``--trace`` records (1) with
-``GPUTEX_TRACE`` and prints where its time went (``benchmarks/timeline.py``).
+``GPUTEX_TRACE`` and prints where its time went (``benchmarks/timeline.py``); ``--save DIR``
+keeps each traced run's file there.
 ``--big`` also captures one 16384^2 RGBA8 image and reports peak RSS against its decoded size.
 """
 
@@ -201,6 +203,7 @@ def main() -> None:
     ap.add_argument("--levels", nargs="+", default=["fast", "1", "6"])
     ap.add_argument("--variants", nargs="+", default=[""])
     ap.add_argument("--trace", action="store_true")
+    ap.add_argument("--save", help="with --trace: keep each traced run's file there (trace-LEVEL-N.jsonl)")
     ap.add_argument("--skip-sequential", action="store_true")
     ap.add_argument("--big", action="store_true")
     ap.add_argument("--only-big", action="store_true", help="only the 16384^2 peak-RSS measurement")
@@ -244,6 +247,9 @@ def main() -> None:
                     from timeline import summary
 
                     print(summary(trace), flush=True)
+                    if args.save:
+                        os.makedirs(args.save, exist_ok=True)
+                        shutil.copy(trace, os.path.join(args.save, f"trace-{level}-{len(os.listdir(args.save))}.jsonl"))
         if not args.skip_sequential:
             seq = os.path.join(tmp, "seq")
             os.makedirs(seq)
