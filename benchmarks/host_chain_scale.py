@@ -2,12 +2,16 @@
 worker's chain takes longer on a 16-core host than alone (issue 13).
 
     python benchmarks/host_chain_scale.py [--procs 1 4 8 12 16] [--rounds 4] [--sizes 2048x2048 1537x1999]
+                                          [--per-level] [--module SO ...]
 
 Each of N processes (forked after the imports, no GPU) decodes a photo-like PNG and makes its
 chain with ``gputex.mips.cpu.host_chain`` on one thread, ``--rounds`` times, all starting
 together; per size it prints the median (and worst) time of the first round (a fresh process's
 first chain: its pages new) and of the later ones, with minor page faults and system time per
 chain. Also prints the machine's cores, SMT siblings and transparent huge page settings.
+``--per-level``: instead, in this process, the best of 6 of the chain cut at levels 2, 3, 4 and
+whole (where the time goes by level), for each ``--module`` (other builds of ``gputex/_mipcpu.c``,
+e.g. other compiler flags; default: the one gputex imports).
 """
 
 from __future__ import annotations
@@ -68,12 +72,55 @@ def _child(args) -> list[tuple]:
     return rows
 
 
+def _load(so: str):
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.ExtensionFileLoader("gputex._mipcpu", so)
+    spec = importlib.util.spec_from_file_location("gputex._mipcpu", so, loader=loader)
+    assert spec is not None
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def per_level(sizes: list[str], modules: list[str]) -> None:
+    from batch import photo
+
+    from gputex.layout import mip_count
+    from gputex.mips import cpu
+
+    imgs = {}
+    for i, s in enumerate(sizes):
+        w, h = map(int, s.split("x"))
+        imgs[(w, h)] = photo(h, w, i + 1)
+    for so in modules or [""]:
+        if so:
+            cpu._mipcpu = _load(so)
+        for (w, h), img in imgs.items():
+            res = []
+            for lv in (2, 3, 4, mip_count(w, h)):
+                best = 1e9
+                for _ in range(6):
+                    t0 = time.perf_counter()
+                    cpu.host_chain(img.reshape(h, -1), 4, 8, True, False, lv, nthreads=1)
+                    best = min(best, time.perf_counter() - t0)
+                res.append(f"{lv} levels {best * 1e3:6.1f} ms")
+            print(f"{os.path.basename(so) or 'gputex._mipcpu'} {w}x{h}: " + ", ".join(res), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--procs", type=int, nargs="+", default=[1, 4, 8, 12, 16])
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--sizes", nargs="+", default=["2048x2048", "1537x1999"])
+    ap.add_argument("--per-level", action="store_true")
+    ap.add_argument("--module", nargs="+", default=[])
     args = ap.parse_args()
+    if args.per_level:
+        print(_facts(), flush=True)
+        per_level(args.sizes, args.module)
+        return
     import multiprocessing
 
     import fpng
