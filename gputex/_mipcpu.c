@@ -271,7 +271,7 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
     u64 *hcur = row + (size_t)dw * ns, *hprev = hcur + (size_t)dw * ns;
     int hhave = -1;
     for (int y = y0; y < y1; y++) {
-        memset(row, 0, sizeof(u64) * (size_t)dw * ns);
+        if (!(fx == 2 && fy == 2)) memset(row, 0, sizeof(u64) * (size_t)dw * ns);  /* (2x2: each texel stored whole) */
         int missing = 0;
         if (fx == 2 && fy == 2) {  /* the common 2x2: the values summed as they are read */
             /* in registers, each texel's sums stored once, and the context's pointers in locals: a
