@@ -2,11 +2,13 @@
 worker's chain takes longer on a 16-core host than alone (issue 13).
 
     python benchmarks/host_chain_scale.py [--procs 1 4 8 12 16] [--rounds 4] [--sizes 2048x2048 1537x1999]
-                                          [--per-level] [--module SO ...]
+                                          [--per-level] [--module SO ...] [--straight]
 
 Each of N processes (forked after the imports, no GPU) decodes a photo-like PNG and makes its
-chain with ``gputex.mips.cpu.host_chain`` on one thread, ``--rounds`` times, all starting
-together; per size it prints the median (and worst) time of the first round (a fresh process's
+chain with ``gputex.mips.cpu.host_chain`` on one thread (weighted alpha, the CLI's default, as a
+batch's decode worker makes it; ``--straight``: straight alpha, what it measured in the H200 calls
+of ``results/peer-ktx-h200-8d26dde.txt``, 1.8x faster than weighted at 8d26dde on the 2-core
+machine), ``--rounds`` times, all starting together; per size it prints the median (and worst) time of the first round (a fresh process's
 first chain: its pages new) and of the later ones, with minor page faults and system time per
 chain. Also prints the machine's cores, SMT siblings and transparent huge page settings.
 ``--per-level``: instead, in this process, the best of 6 of the chain cut at levels 2, 3, 4 and
@@ -50,7 +52,7 @@ def _facts() -> str:
 
 
 def _child(args) -> list[tuple]:
-    paths, rounds, start, tag = args
+    paths, rounds, start, tag, weighted = args
     from gputex.decode import decode
     from gputex.layout import mip_count
     from gputex.mips.cpu import host_chain
@@ -65,7 +67,7 @@ def _child(args) -> list[tuple]:
             t1 = time.perf_counter()
             ru0 = resource.getrusage(resource.RUSAGE_SELF)
             h, w = img.pixels.shape[:2]
-            host_chain(img.pixels.reshape(h, -1), 4, 8, True, False, mip_count(w, h), nthreads=1)
+            host_chain(img.pixels.reshape(h, -1), 4, 8, True, weighted, mip_count(w, h), nthreads=1)
             ru1 = resource.getrusage(resource.RUSAGE_SELF)
             t2 = time.perf_counter()
             rows.append((tag, r, f"{w}x{h}", t1 - t0, t2 - t1, ru1.ru_minflt - ru0.ru_minflt, ru1.ru_stime - ru0.ru_stime))
@@ -84,7 +86,7 @@ def _load(so: str):
     return mod
 
 
-def per_level(sizes: list[str], modules: list[str]) -> None:
+def per_level(sizes: list[str], modules: list[str], weighted: bool = True) -> None:
     from batch import photo
 
     from gputex.layout import mip_count
@@ -103,7 +105,7 @@ def per_level(sizes: list[str], modules: list[str]) -> None:
                 best = 1e9
                 for _ in range(6):
                     t0 = time.perf_counter()
-                    cpu.host_chain(img.reshape(h, -1), 4, 8, True, False, lv, nthreads=1)
+                    cpu.host_chain(img.reshape(h, -1), 4, 8, True, weighted, lv, nthreads=1)
                     best = min(best, time.perf_counter() - t0)
                 res.append(f"{lv} levels {best * 1e3:6.1f} ms")
             print(f"{os.path.basename(so) or 'gputex._mipcpu'} {w}x{h}: " + ", ".join(res), flush=True)
@@ -116,10 +118,12 @@ def main() -> None:
     ap.add_argument("--sizes", nargs="+", default=["2048x2048", "1537x1999"])
     ap.add_argument("--per-level", action="store_true")
     ap.add_argument("--module", nargs="+", default=[])
+    ap.add_argument("--straight", action="store_true", help="straight alpha (default: weighted, as the CLI)")
     args = ap.parse_args()
+    print(f"alpha: {'straight' if args.straight else 'weighted'}", flush=True)
     if args.per_level:
         print(_facts(), flush=True)
-        per_level(args.sizes, args.module)
+        per_level(args.sizes, args.module, not args.straight)
         return
     import multiprocessing
 
@@ -142,7 +146,7 @@ def main() -> None:
         for n in args.procs:
             with ctx.Pool(n) as pool:
                 start = time.time() + 0.3
-                rows = [r for part in pool.map(_child, [(paths, args.rounds, start, i) for i in range(n)]) for r in part]
+                rows = [r for part in pool.map(_child, [(paths, args.rounds, start, i, not args.straight) for i in range(n)]) for r in part]
             for size in [s.split("x")[0] + "x" + s.split("x")[1] for s in args.sizes]:
                 for label, pick in (("first", lambda r: r[1] == 0), ("later", lambda r: r[1] > 0)):
                     sel = [r for r in rows if r[2] == size and pick(r)]

@@ -100,6 +100,7 @@ typedef struct {
     /* sRGB 8-bit, sums over W (no weighted alpha): code k from S >= T[k] = ceil(Q[k] * W / 2**32),
      * T[256] = max; tguess[S >> tshift] the largest k whose T[k] is at or below that bucket's start */
     u64 tq[257];
+    u64 opaque;            /* weighted alpha's sum over a footprint opaque throughout: 255 * W (8-bit sRGB) */
     uint8_t tguess[1 << GUESS_BITS];
     int tshift;
     Level lv[32];
@@ -159,6 +160,7 @@ static void build_guess(Ctx *c)
     for (int j = 0; j <= c->top; j++)
         c->tq[j] = (u64)((((u128)c->q[j] * c->total) + 0xffffffffu) >> 32);
     c->tq[c->top + 1] = UINT64_MAX;
+    c->opaque = (u64)c->top * c->total;
     u64 most = c->total * c->lin[c->top];  /* the largest sum: W * L(max) <= 2**55 */
     int bits = 64 - __builtin_clzll(most | 1);
     c->tshift = bits > GUESS_BITS ? bits - GUESS_BITS : 0;
@@ -181,13 +183,16 @@ INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int 
     u64 den = (WA && a > 0) ? a : c->total;
     size_t t = (size_t)y * L->w + x;
     unsigned codes[4];
-    if (SRGB && !(WA && a > 0)) {
+    if (SRGB && (!(WA && a > 0) || a == c->opaque)) {
         /* over W: integers only, a bucket's guess moved up along the exact thresholds (2048^2
          * RGBA8 sRGB chain 20.5 -> 13.7 ms on one core of the 2-core machine, against the float
-         * screen, which stays for weighted alpha's per-texel denominators) */
+         * screen, which stays for weighted alpha's per-texel denominators). Weighted alpha over a
+         * footprint opaque throughout (a = max * W) is the same: each sum is max * sum(w * L),
+         * and Q[k] * a <= S * 2**32 exactly when S / max >= T[k] (the default --alpha weighted,
+         * every opaque photo: 2048^2 chain 24.4 -> 16.9 ms on one core here) */
         const u64 *restrict tq = c->tq;
         for (int k = 0; k < nc; k++) {
-            u64 s = acc[k];
+            u64 s = (WA && a > 0) ? acc[k] / 255u : acc[k];  /* (opaque: 8-bit sRGB, max 255) */
             int g = c->tguess[s >> c->tshift];
             while (s >= tq[g + 1]) g++;
             codes[k] = (unsigned)g;

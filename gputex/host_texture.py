@@ -119,10 +119,8 @@ def write_host_texture(image: Image, plan: HostPlan, texture: tuple[Format, str,
 @contextmanager
 def _engine_span():
     """``GPUTEX_TRACE``'s ``mips:host-engine`` span, with the thread's system seconds (``sys``) and
-    minor page faults (``faults``) meanwhile. (H200 host, 48-image batch: the engine took 61-70 ms
-    a 2048² chain there, median, against 37 ms in 12 processes alone in the same session,
-    ``benchmarks/host_chain_scale.py``, with its thread on a core throughout; these say whether
-    the kernel's part, page faults and zeroing, is the difference.)"""
+    minor page faults (``faults``) meanwhile: the kernel's part of a chain (its sums' pages
+    mapped and zeroed) beside the arithmetic."""
     from .trace import enabled, mark
 
     if not enabled():
