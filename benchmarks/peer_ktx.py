@@ -23,7 +23,8 @@ then measures, each as a fresh process timed from start to exit:
    size, no GPU.
 
 ``--trace`` records the KTX2 batch run (``GPUTEX_TRACE``) and prints where its wall time went
-(``benchmarks/timeline.py``), and the first run of the codecs alone (its start-up and decodes); ``--profile N`` adds one more KTX2 batch run under
+(``benchmarks/timeline.py``), and the first run of the codecs alone (its start-up and decodes;
+that run's parent imports gputex before its pool starts); ``--profile N`` adds one more KTX2 batch run under
 ``GPUTEX_PROFILE`` (its time not counted) and prints the in-order thread's N costliest
 functions. ``--repeat N`` runs the KTX2 batch and the codecs alone N times each, alternating,
 and prints every time (the ratio uses the best of each). The corpus is written by ``--jobs``
@@ -131,7 +132,8 @@ def codecs_alone(paths: list[str], out: str, jobs: int, trace: str | None = None
 
     spec = json.dumps({"paths": paths, "out": out})
     code = ("import json, os, sys\nfrom concurrent.futures import ProcessPoolExecutor\n"  # noqa: UP031 (%r)
-            "from gputex.trace import mark, process_start\nmark('startup', process_start())\n"
+            "if os.environ.get('GPUTEX_TRACE'):  # (traced runs only: gputex imported here first)\n"
+            "    from gputex.trace import mark, process_start\n    mark('startup', process_start())\n"
             "sys.path.insert(0, %r)\nfrom peer_ktx import _codec_one\n"
             "s = json.loads(sys.argv[1])\n"
             "with ProcessPoolExecutor(%d) as ex:\n"

@@ -32,9 +32,10 @@
  * Hot loops keep their sums in registers and the context's pointers in locals: a sum kept in
  * memory was read back after every add, and a store through a uint8_t pointer may alias the
  * context, so the compiler reloaded its fields after each one. Built by gcc 13 with Python
- * 3.12's flags (the H200 host) the 2048^2 chain took 56.5 ms before, 2.4x this 2-core
- * machine's 23.5 ms (gcc 12) while a PNG decode took 1.5x; with these loops and the integer
- * thresholds 21.0 ms there, 13.7 ms here (``benchmarks/host_chain_scale.py --per-level``).
+ * 3.12's flags (the H200 host) the 2048^2 chain (straight alpha) took 56.5 ms before, 2.4x this
+ * 2-core machine's 23.5 ms (gcc 12) while a PNG decode took 1.5x; with these loops and the
+ * integer thresholds 21.0 ms there, 13.7 ms here (``benchmarks/host_chain_scale.py
+ * --per-level --straight``); weighted alpha, opaque: 24.8 -> 17.0 ms here.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -185,8 +186,8 @@ INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int 
     unsigned codes[4];
     if (SRGB && (!(WA && a > 0) || a == c->opaque)) {
         /* over W: integers only, a bucket's guess moved up along the exact thresholds (2048^2
-         * RGBA8 sRGB chain 20.5 -> 13.7 ms on one core of the 2-core machine, against the float
-         * screen, which stays for weighted alpha's per-texel denominators). Weighted alpha over a
+         * RGBA8 sRGB chain, straight alpha, 20.5 -> 13.7 ms on one core of the 2-core machine,
+         * against the float screen, which stays for weighted alpha's per-texel denominators). Weighted alpha over a
          * footprint opaque throughout (a = max * W) is the same: each sum is max * sum(w * L),
          * and Q[k] * a <= S * 2**32 exactly when S / max >= T[k] (the default --alpha weighted,
          * every opaque photo: 2048^2 chain 24.4 -> 16.9 ms on one core here) */
