@@ -1,7 +1,8 @@
 """Batch throughput: gputex against the codecs alone and a plain sequential script, same run.
 
     python benchmarks/batch.py [--count 48] [--size 2048] [--jobs N] [--levels fast 1 6]
-                               [--variants "" GPUTEX_WORKERS=8 ...] [--trace] [--big | --only-big]
+                               [--variants "" GPUTEX_WORKERS=8 ...] [--trace [--save DIR]]
+                               [--big | --only-big]
 
 Builds its own corpus (photo-like PNGs of SIZE^2 plus odd sizes), then measures:
 
@@ -16,7 +17,8 @@ Builds its own corpus (photo-like PNGs of SIZE^2 plus odd sizes), then measures:
 
 ``--variants`` runs (1) and (2) once per environment (``NAME=VALUE,NAME=VALUE``; "" is the
 default), e.g. ``GPUTEX_WORKERS=8``. ``--trace`` records (1) with
-``GPUTEX_TRACE`` and prints where its time went (``benchmarks/timeline.py``).
+``GPUTEX_TRACE`` and prints where its time went (``benchmarks/timeline.py``); ``--save DIR``
+keeps each traced run's file there.
 ``--big`` also captures one 16384^2 RGBA8 image and reports peak RSS against its decoded size.
 """
 
@@ -51,23 +53,38 @@ def photo(h: int, w: int, seed: int) -> np.ndarray:
     return np.stack(chans, -1).clip(0, 255).astype(np.uint8)
 
 
-def make_corpus(folder: str, count: int, size: int) -> list[str]:
+def _write_one(job: tuple[str, int, int, int]) -> str:
     import fpng
 
-    paths = []
-    for i in range(count):
-        h, w = (size, size) if i % 6 else (size - 49, size - 511)  # every sixth: odd sizes
-        p = os.path.join(folder, f"img{i:03d}.png")
-        with open(p, "wb") as f:
-            f.write(fpng.from_ndarray(photo(h, w, i)))
-        paths.append(p)
-    return paths
+    path, h, w, seed = job
+    with open(path, "wb") as f:
+        f.write(fpng.from_ndarray(photo(h, w, seed)))
+    return path
 
 
-# The child reports its own VmHWM: a forked child's ru_maxrss includes the parent's peak.
-_CHILD = ("import sys\nfrom gputex.cli import main\ntry:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
-          "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
-          "print('VMHWM', hwm, file=sys.stderr)\nsys.exit(code)")
+def make_corpus(folder: str, count: int, size: int, jobs: int = 1) -> list[str]:
+    """``count`` photo-like PNGs (every sixth odd-sized), written by ``jobs`` processes (the
+    same files as one process writes)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    todo = [(os.path.join(folder, f"img{i:03d}.png"), *((size, size) if i % 6 else (size - 49, size - 511)), i)
+            for i in range(count)]
+    if jobs <= 1:
+        return [_write_one(job) for job in todo]
+    with ProcessPoolExecutor(jobs) as ex:
+        return list(ex.map(_write_one, todo))
+
+
+# The child runs the ``gputex`` command as the console script does (gputex.start.console: the
+# early fork server of a batch's workers, the adapter listed while the CLI imports, the lean
+# exit; until 2026-12-01 it called gputex.cli.main, which has none of them) and reports its own
+# VmHWM at exit (a forked child's ru_maxrss includes the parent's peak), from its own process
+# only (the fork server and the workers forked from it inherit the handler).
+_CHILD = ("import atexit, os, sys\n_pid = os.getpid()\n\n"
+          "def _hwm():\n    if os.getpid() == _pid:\n"
+          "        hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+          "        print('VMHWM', hwm, file=sys.stderr, flush=True)\n\n"
+          "atexit.register(_hwm)\nfrom gputex.start import console\nconsole()\n")
 
 
 def run_gputex(paths: list[str], out: str, jobs: int, level: str, env: dict | None = None) -> tuple[float, float]:
@@ -201,6 +218,7 @@ def main() -> None:
     ap.add_argument("--levels", nargs="+", default=["fast", "1", "6"])
     ap.add_argument("--variants", nargs="+", default=[""])
     ap.add_argument("--trace", action="store_true")
+    ap.add_argument("--save", help="with --trace: keep each traced run's file there (trace-LEVEL-N.jsonl)")
     ap.add_argument("--skip-sequential", action="store_true")
     ap.add_argument("--big", action="store_true")
     ap.add_argument("--only-big", action="store_true", help="only the 16384^2 peak-RSS measurement")
@@ -216,7 +234,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         corpus = os.path.join(tmp, "corpus")
         os.makedirs(corpus)
-        paths = make_corpus(corpus, args.count, args.size)
+        paths = make_corpus(corpus, args.count, args.size, args.jobs)
         mb = sum(gputex.decode(p).pixels.nbytes for p in paths[:6]) / 6 * len(paths) / 1e6
         print(f"corpus: {len(paths)} PNGs ({args.size}^2, every sixth {args.size - 511}x{args.size - 49}), "
               f"{mb:.0f} MB decoded; {os.cpu_count()} cores, --jobs {args.jobs}; "
@@ -244,6 +262,9 @@ def main() -> None:
                     from timeline import summary
 
                     print(summary(trace), flush=True)
+                    if args.save:
+                        os.makedirs(args.save, exist_ok=True)
+                        shutil.copy(trace, os.path.join(args.save, f"trace-{level}-{len(os.listdir(args.save))}.jsonl"))
         if not args.skip_sequential:
             seq = os.path.join(tmp, "seq")
             os.makedirs(seq)

@@ -23,7 +23,8 @@ then measures, each as a fresh process timed from start to exit:
    size, no GPU.
 
 ``--trace`` records the KTX2 batch run (``GPUTEX_TRACE``) and prints where its wall time went
-(``benchmarks/timeline.py``); ``--profile N`` adds one more KTX2 batch run under
+(``benchmarks/timeline.py``), and the first run of the codecs alone (its start-up and decodes;
+that run's parent imports gputex before its pool starts); ``--profile N`` adds one more KTX2 batch run under
 ``GPUTEX_PROFILE`` (its time not counted) and prints the in-order thread's N costliest
 functions. ``--repeat N`` runs the KTX2 batch and the codecs alone N times each, alternating,
 and prints every time (the ratio uses the best of each). The corpus is written by ``--jobs``
@@ -124,18 +125,21 @@ def decode_alone(path: str) -> float:
     return timed([sys.executable, "-c", code], env=with_tree(ROOT), cwd=os.path.dirname(path))
 
 
-def codecs_alone(paths: list[str], out: str, jobs: int) -> float:
-    """Decode each input and write its (precomputed) mip chain as KTX2, ``jobs`` processes, no GPU."""
+def codecs_alone(paths: list[str], out: str, jobs: int, trace: str | None = None) -> float:
+    """Decode each input and write its (precomputed) mip chain as KTX2, ``jobs`` processes, no GPU.
+    ``trace``: a ``GPUTEX_TRACE`` file for the run (its start-up marked as gputex marks its own)."""
     import json
 
     spec = json.dumps({"paths": paths, "out": out})
     code = ("import json, os, sys\nfrom concurrent.futures import ProcessPoolExecutor\n"  # noqa: UP031 (%r)
+            "if os.environ.get('GPUTEX_TRACE'):  # (traced runs only: gputex imported here first)\n"
+            "    from gputex.trace import mark, process_start\n    mark('startup', process_start())\n"
             "sys.path.insert(0, %r)\nfrom peer_ktx import _codec_one\n"
             "s = json.loads(sys.argv[1])\n"
             "with ProcessPoolExecutor(%d) as ex:\n"
             "    list(ex.map(_codec_one, s['paths'], [s['out']] * len(s['paths'])))\n"
             % (HERE, jobs))
-    return timed([sys.executable, "-c", code, spec])
+    return timed([sys.executable, "-c", code, spec], env=with_tree(ROOT, trace))
 
 
 def _write_photo(path: str, size: int) -> None:
@@ -151,8 +155,10 @@ def _codec_one(path: str, out: str) -> None:
     import gputex
     from gputex.formats import get_format
     from gputex.texfile import TextureFile, write_texture_file
+    from gputex.trace import span
 
-    img = gputex.decode(path)
+    with span("decode", path=path):
+        img = gputex.decode(path)
     # The mip chain's bytes are the GPU's part and not computed here: level 0 is the decoded
     # RGBA pixels, the smaller levels zeros of the right sizes; the file write is real.
     h, w = img.pixels.shape[:2]
@@ -163,7 +169,8 @@ def _codec_one(path: str, out: str) -> None:
         levels.append(bytes(lh * lw * 4))
     tf = TextureFile(format=get_format("rgba8unorm-srgb"), width=w, height=h, levels=levels,
                      color_space="srgb", container="ktx2", source=path)
-    write_texture_file(tf, os.path.join(out, os.path.basename(path) + ".ktx2"))
+    with span("encode", path=path):
+        write_texture_file(tf, os.path.join(out, os.path.basename(path) + ".ktx2"))
 
 
 def compile_all(trees: list[str]) -> None:
@@ -324,7 +331,15 @@ def main() -> None:
                     rows.append((f"  png levels with checkout {i + 1}", capture(other)))
             out = os.path.join(tmp, "codecs")
             os.makedirs(out)
-            codecs = codecs_alone(paths, out, args.jobs)
+            codecs_trace = os.path.join(tmp, "codecs-trace.jsonl") if args.trace else None
+            codecs = codecs_alone(paths, out, args.jobs, codecs_trace)
+            if codecs_trace:
+                from timeline import summary
+
+                print("\ntrace of the codecs alone (same start-up mark; decode and encode in its pool):\n"
+                      + "\n".join(summary(codecs_trace, args.jobs).splitlines()[:5]), flush=True)
+                if args.save:
+                    shutil.copy(codecs_trace, os.path.join(args.save, "codecs-trace.jsonl"))
             times = {"ktx2": [ktx2], "codecs": [codecs]}
             for _ in range(args.repeat - 1):  # alternating, so drifts of the machine hit every column alike
                 times["ktx2"].append(upload("ktx2"))

@@ -14,6 +14,7 @@ serves; :func:`write_host_texture` makes the file. Pure host code: no wgpu, no d
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -102,7 +103,8 @@ def write_host_texture(image: Image, plan: HostPlan, texture: tuple[Format, str,
     pixels = image.pixels[::-1] if plan.flip_y else image.pixels
     with span("mips:host-chain", path=plan.out):
         rows = to_texture_rows(pixels, space, fmt, premultiply=plan.premultiply)
-        chain = host_chain(rows, fmt.channels, fmt.bits, space == "srgb", plan.weighted, levels, nthreads=1)
+        with _engine_span():  # the C engine alone (the span around it adds the conversion)
+            chain = host_chain(rows, fmt.channels, fmt.bits, space == "srgb", plan.weighted, levels, nthreads=1)
     t1 = time.perf_counter()
     data: list[Any] = [np.ascontiguousarray(a).view(np.uint8).reshape(-1).data for a in [rows, *chain]]
     tf = TextureFile(fmt, image.width, image.height, levels=data, color_space=space, source=image.source)
@@ -112,6 +114,32 @@ def write_host_texture(image: Image, plan: HostPlan, texture: tuple[Format, str,
     return HostWritten(plan.out, fmt.name, image.width, image.height, levels, space,
                        copy_layout(fmt, image.width, image.height, 1).as_dict(), int(image.pixels.nbytes),
                        list(image.warnings), t1 - t0, time.perf_counter() - t1)
+
+
+@contextmanager
+def _engine_span():
+    """``GPUTEX_TRACE``'s ``mips:host-engine`` span, with the thread's system seconds (``sys``) and
+    minor page faults (``faults``) meanwhile: the kernel's part of a chain (its sums' pages
+    mapped and zeroed) beside the arithmetic."""
+    from .trace import enabled, mark
+
+    if not enabled():
+        yield
+        return
+    try:
+        import resource
+
+        who = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
+    except ImportError:  # not POSIX
+        yield
+        return
+    t0, r0 = time.time(), resource.getrusage(who)
+    try:
+        yield
+    finally:
+        r1 = resource.getrusage(who)
+        mark("mips:host-engine", t0, cpu=round(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, 6),
+             sys=round(r1.ru_stime - r0.ru_stime, 6), faults=r1.ru_minflt - r0.ru_minflt)
 
 
 def preload() -> None:

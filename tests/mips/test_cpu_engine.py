@@ -71,6 +71,46 @@ def test_c_engine_is_correctly_rounded_against_float64(rng, w, h, alpha):
         assert_correctly_rounded(g, r, 255, f"{w}x{h} level {lv}")
 
 
+@pytest.mark.parametrize("w,h,channels", [(16, 16, 4), (61, 37, 4), (33, 20, 2), (64, 64, 4), (257, 131, 4),
+                                           (99, 61, 4), (45, 83, 2)])
+def test_weighted_chain_of_opaque_footprints_equals_the_model(rng, w, h, channels):
+    """Weighted alpha over footprints opaque throughout takes the integer thresholds of the plain
+    sums (``_mipcpu.c``: a = 255 * W): images opaque everywhere, and opaque in their left half
+    with holes and partial alpha in the right (footprints of both kinds, and mixed ones, at
+    every level: from the base, stored sums, cell grids), 1 and 3 threads: the model's bytes."""
+    for kind in ("opaque", "half"):
+        a = _image(rng, w, h, channels, 8, "opaque" if kind == "opaque" else "holes")
+        if kind == "half":
+            a[:, : w // 2, -1] = 255
+        want = _model(a, channels, 8, True, True)
+        for threads in (1, 3):
+            got = cpu.host_chain(a, channels, 8, True, True, mip_count(w, h), nthreads=threads)
+            for lv, (g, m) in enumerate(zip(got, want), 1):
+                assert np.array_equal(g, m), f"{kind}, level {lv}, {threads} threads"
+
+
+def test_every_pair_of_opaque_srgb_codes_rounds_as_intbox():
+    """Level 1 of a 131072x1 image, opaque, holds the weighted average of every pair of 8-bit sRGB
+    codes (red: (i, j), green: (j, i), blue (i + j) mod 256): each texel of all 65536 has
+    ``intbox.round_code`` of its exact weighted sums, as the float screen gave them before."""
+    from gputex.mips.intbox import lin_table, round_code
+
+    i, j = np.meshgrid(np.arange(256), np.arange(256), indexing="ij")
+    a = np.full((1, 2 * 65536, 4), 255, np.uint8)
+    a[0, 0::2, 0], a[0, 1::2, 0] = i.ravel(), j.ravel()
+    a[0, 0::2, 1], a[0, 1::2, 1] = j.ravel(), i.ravel()
+    a[0, 0::2, 2], a[0, 1::2, 2] = i.ravel(), (i + j).ravel() % 256
+    got = cpu.host_chain(a, 4, 8, True, True, 2)[0][0]
+    lin = lin_table(8, True)
+    w = 65536  # each base texel's weight
+    codes = {(p, q): round_code(w * 255 * (lin[p] + lin[q]), w * 510, 8, True) for p in range(256) for q in range(p, 256)}
+    for ch in range(3):
+        p, q = a[0, 0::2, ch].tolist(), a[0, 1::2, ch].tolist()
+        want = [codes[(x, y) if x <= y else (y, x)] for x, y in zip(p, q)]
+        assert got[:, ch].tolist() == want, ch
+    assert (got[:, 3] == 255).all()
+
+
 @pytest.mark.parametrize("weighted", [True, False])
 def test_every_pair_of_srgb_codes_rounds_as_intbox(rng, weighted):
     """Level 1 of a 131072x1 image holds the average of every pair of 8-bit sRGB codes (red: (i,
