@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from ..texture import Texture
 
 __all__ = ["LEVELS_PER_PASS", "STORED_FORMATS", "spd_plan", "first_pass_levels", "spd_ok", "spd_chain", "self_check", "stored_format",
-           "stores", "checked", "store_note"]
+           "subgroups_on", "subgroup_note", "stores", "checked", "store_note"]
 
 #: Levels one dispatch makes (two in registers, four in a 16x16 tile of workgroup memory).
 LEVELS_PER_PASS = 6
@@ -170,6 +170,18 @@ def stored_format(session, fmt, width: int, height: int, levels: int, depth: int
             or session.cache("mip-store").peek(("failed", fmt.name)) is not None):  # (a failed stored self-check)
         return ""
     return storage_twin(session, fmt) or ""
+
+
+def subgroups_on(session) -> bool:
+    """Whether the chain's GPU forms take level 3 from the lanes (``SUBGROUPS``) on ``session``: the
+    device has wgpu-native's ``subgroup`` feature and the form has not failed its self-check there
+    (:func:`self_check`)."""
+    wanted = SUBGROUPS if SUBGROUPS is not None else session.info.adapter_type != "CPU"
+    return bool(wanted) and "subgroup" in session.features and session.cache("mip-spd").peek(_NO_SG) is None
+
+
+#: The session cache's entry saying the subgroup form failed its self-check (its value: why).
+_NO_SG = ("subgroups-failed",)
 
 
 def first_pass_levels(session) -> int | None:
@@ -282,7 +294,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
               "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb"
               and (SMEM_TABLES if SMEM_TABLES is not None else gpu),
               "ROUND_A_LEVEL": ROUND_A_LEVEL if ROUND_A_LEVEL is not None else gpu}
-    sg = (SUBGROUPS if SUBGROUPS is not None else gpu) and "subgroup" in session.features and consts["ROUND_A_LEVEL"]
+    sg = consts["ROUND_A_LEVEL"] and subgroups_on(session)
     key = ("spd", layer, stored, sg, tuple(plan), tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
     owned: list = []
@@ -398,11 +410,32 @@ def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") ->
     """Once per session and kind of chain: this chain's bytes for a 128x16 image must be those of
     ``intbox.model_chain``. Returns (passed, what differed). ``storage``: the texture's levels
     are stored through it; the stored chain is checked first, and where it disagrees the
-    buffer's (the chain then takes the buffer: :func:`store_note`)."""
+    buffer's (the chain then takes the buffer: :func:`store_note`). Where the chain would take
+    level 3 from the lanes (:func:`subgroups_on`), that form is checked first, on its own: an
+    adapter whose subgroups disagree (lanes that are not what the form assumes) keeps the
+    single-pass chain with the rounds in workgroup memory (:func:`subgroup_note` says so)."""
     from .integer import matches_model
 
-    return checked(session, fmt, color_space, alpha, storage, "mip-spd",
-                   lambda st: matches_model(session, fmt, color_space, alpha, spd_chain, CHECK_SIZE, 8, storage=st))
+    def run(st: str) -> tuple[bool, str]:
+        return matches_model(session, fmt, color_space, alpha, spd_chain, CHECK_SIZE, 8, storage=st)
+
+    gpu_forms = ROUND_A_LEVEL if ROUND_A_LEVEL is not None else session.info.adapter_type != "CPU"
+    if gpu_forms and subgroups_on(session):
+        key = ("mip-spd-sg-check", storage) + _check_key(fmt, color_space, alpha)
+        ok, why = session.cache("mip-spd").get(key, lambda: run(storage))
+        if ok:
+            return True, ""
+        session.cache("mip-spd").put(_NO_SG, why)  # every later chain of the session: the rounds
+    return checked(session, fmt, color_space, alpha, storage, "mip-spd", run)
+
+
+def subgroup_note(session) -> str:
+    """``MipReport.note`` where the subgroup form failed its self-check on this session, else ""."""
+    why = session.cache("mip-spd").peek(_NO_SG)
+    if why is None:
+        return ""
+    return (f"{session.name}: the single-pass mip chain's subgroup form failed its self-check ({why}); "
+            "its rounds in workgroup memory were used")
 
 
 def store_note(tex: Texture, alpha: str, cache: str = "mip-spd") -> str:

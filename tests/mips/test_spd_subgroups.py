@@ -78,3 +78,25 @@ def test_subgroup_form_stores_the_integer_chains_bytes(gpu, subgroups, monkeypat
     _, want = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "int")
     for lv, (g, i) in enumerate(zip(got, want), start=1):
         assert np.array_equal(g, i), f"level {lv}"
+
+
+@pytest.mark.gpu
+def test_a_failing_subgroup_form_leaves_the_single_pass_chain_with_its_rounds(gpu, subgroups, monkeypatch):
+    """An adapter whose lanes are not what the form assumes (here: shuffles that return the lane's
+    own sums): the form fails its self-check, the session's chains take the rounds in workgroup
+    memory (the single-pass chain still, not the multi-pass one), the integer chain's bytes, and
+    the report says so."""
+    monkeypatch.setitem(spd.SG_SUBS, "SG_XOR", "no_shuffle")
+    a = _image(np.random.default_rng(2470), 512, 256, 4, 8, "holes")
+    report, got = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "exact")
+    assert report.precision == "integer"
+    assert "the single-pass mip chain's subgroup form failed its self-check" in report.note
+    assert "rounds in workgroup memory were used" in report.note
+    plan = spd.spd_plan(512, 256, 10, first=spd.first_pass_levels(gpu))
+    assert report.sources == [s for s, n in plan for _ in range(n)]
+    assert not spd.subgroups_on(gpu)
+    assert any("sg_levels(" in code for code in subgroups)  # the form was tried
+    assert "no_sg_levels(wg.xy" in subgroups[-1]  # and the chain made without it
+    _, want = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "int")
+    for lv, (g, i) in enumerate(zip(got, want), start=1):
+        assert np.array_equal(g, i), f"level {lv}"
