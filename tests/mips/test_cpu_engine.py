@@ -150,6 +150,38 @@ def test_c_engine_sums_do_not_overflow_at_its_largest_size():
     assert all(g.min() == 65535 for g in cpu.host_chain(a16, 2, 16, False, True, 13))
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_c_engine_rounds_random_srgb_at_its_largest_size(rng, weighted):
+    """4096x4096 random sRGB codes (W = 2**24, the largest the engine serves): straight alpha with
+    random alpha, or weighted alpha over an opaque image (the integer thresholds' path for
+    ``a == 255 * W``); sampled level-1 texels and every texel of levels 6.. have
+    ``intbox.round_code`` of their exact sums (numpy int64 block sums of ``lin_table``: below
+    2**56)."""
+    from gputex.mips.intbox import lin_table, round_code
+
+    n = 4096
+    a = rng.integers(0, 256, (n, n, 4), dtype=np.uint8)
+    if weighted:
+        a[..., 3] = 255
+    levels = cpu.host_chain(a, 4, 8, True, weighted, mip_count(n, n))
+    lin = np.array(lin_table(8, True), np.int64)[a[..., :3]]
+    alpha = a[..., 3].astype(np.int64)
+
+    def block_sums(v, lv):
+        s = 1 << lv
+        return v.reshape(n // s, s, n // s, s, *v.shape[2:]).sum(axis=(1, 3))
+
+    for lv in [1] + list(range(6, 13)):
+        got = levels[lv - 1].reshape(n >> lv, n >> lv, 4)
+        sums, asums, count = block_sums(lin, lv), block_sums(alpha, lv), 1 << (2 * lv)
+        cells = [(int(y), int(x)) for y, x in rng.integers(0, n >> lv, (1500, 2))] if lv == 1 else \
+            [(y, x) for y in range(n >> lv) for x in range(n >> lv)]
+        for y, x in cells:  # (opaque and weighted: sum(255 * lin) / (255 * count), the same ratio)
+            for ch in range(3):
+                assert got[y, x, ch] == round_code(int(sums[y, x, ch]), count, 8, True), (lv, y, x, ch)
+            assert got[y, x, 3] == round_code(int(asums[y, x]), count, 8, False), (lv, y, x)
+
+
 def test_c_engine_refuses_what_it_does_not_serve():
     from gputex import _mipcpu
 

@@ -173,3 +173,18 @@ def test_failed_self_check_falls_back_to_the_integer_chain(gpu, monkeypatch):
             assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"level {lv}"
     finally:
         gpu.cache("mip-spd").pop(key)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("adapter_type,round_a_level,forced,want", [
+    ("DiscreteGPU", None, None, 3), ("IntegratedGPU", None, None, 3), ("CPU", None, None, None),
+    ("CPU", True, None, 3), ("DiscreteGPU", False, None, None), ("DiscreteGPU", None, 6, 6), ("CPU", None, 2, 2)])
+def test_first_pass_levels_follow_the_adapter(gpu, monkeypatch, adapter_type, round_a_level, forced, want):
+    """Three levels in the first pass with the GPU forms (a GPU adapter, or ROUND_A_LEVEL forced),
+    as many as the other passes (None) with the CPU adapters' forms; FIRST_PASS_LEVELS overrides."""
+    import dataclasses
+
+    monkeypatch.setattr(gpu, "info", dataclasses.replace(gpu.info, adapter_type=adapter_type))
+    monkeypatch.setattr(spd, "ROUND_A_LEVEL", round_a_level)
+    monkeypatch.setattr(spd, "FIRST_PASS_LEVELS", forced)
+    assert spd.first_pass_levels(gpu) == want
