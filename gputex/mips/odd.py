@@ -68,8 +68,10 @@ cells at a time (:data:`PAIR_LOADS`), the levels' and cells' workgroups are larg
 (:data:`LEVEL_GROUP`, :data:`CELL_GROUP`) and each pass copies only the code tables it reads:
 8191^2 2.130 -> 1.941 ms (levels 1, 2, 3 and ``G(4)`` from the base 0.465 / 0.261 / 0.206 /
 0.463 -> 0.431 / 0.250 / 0.200 / 0.413), 4095x4097 0.780 -> 0.730 ms: 2.21x and 2.73x the
-power-of-two chains (0.879 / 0.268 ms), against issue 16's 1.3x: missed. The passes over the base
-by columns too (:data:`COLS_BASE`) were slower and stay off.
+power-of-two chains of that call (0.879 / 0.268 ms), against issue 16's 1.3x: missed. The passes
+over the base by columns too (:data:`COLS_BASE`) were slower and stay off. With the faster
+power-of-two chains beside them (h16tile; the integrated tree, ``h200-integ-89ac214.txt``): 8191^2
+1.935 ms, 4095x4097 0.735 ms, 3.39x and 3.55x the power-of-two chains (0.571 / 0.207 ms).
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 45x35 chain
 (base levels, a grid from the base, grids from grids) whose bytes must equal
