@@ -85,6 +85,7 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import GPUError, UsageError
 from ..layout import align_up
 from .intbox import lin_table
 from .integer import int_ok, slots, tables_buffer
@@ -267,7 +268,8 @@ def _chunks(plan: CellPlan, st: Step) -> Any:
     else:
         t = plan.index[st.x_off:st.x_off + 4 * st.size[0]].reshape(-1, 4).astype(np.int64)
         start, end = t[:, 0], t[:, 1] + (t[:, 3] > 0)
-    assert int((end - start).max()) <= COL_GROUP
+    if int((end - start).max()) > COL_GROUP:  # (cells.py keeps every footprint within it)
+        raise GPUError(f"a mip step's texels span more than {COL_GROUP} base columns")
     out, j = [0], 0
     while j < len(start):
         j = int(np.searchsorted(end, start[j] + COL_GROUP, side="right"))
@@ -424,7 +426,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
         wide = CELLS_WIDE if CELLS_WIDE is not None else not cpu
         level_group = LEVEL_GROUP if LEVEL_GROUP is not None else (8, 8) if cpu else (32, 8)
         if min(CELL_GROUP[0] * CELL_GROUP[1], level_group[0] * level_group[1]) < 64:
-            raise ValueError(f"mip workgroups of {CELL_GROUP} and {level_group}: load_tables needs 64 invocations")
+            raise UsageError(f"mip workgroups of {CELL_GROUP} and {level_group}: load_tables needs 64 invocations")
         query = timestamps(session, npasses + 4) if measure else None
         enc = device.create_command_encoder()
         if copy:
@@ -524,13 +526,14 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             c = consts_of(st)
             if job[0] == "cells":
                 dst = grid_buffer(st)
+                by_cols = ("cells", st.level) in chunks
+                first, second = order.get(("cells", st.level), ((0, 0), None))[0]
+                if by_cols:  # (word 12: the pass's first chunk in the chunk table)
+                    first, nch = chunks[("cells", st.level)]
                 prm = _params(*st.source_size, *st.size, 0, st.size[1], 0, total, nslots,
-                                  st.x_off, st.y_off, pitch0, *order.get(("cells", st.level), ((0, 0), None))[0],
-                                  0, 0, 0, 0, 0, 0)
+                              st.x_off, st.y_off, pitch0, first, second, 0, 0, 0, 0, 0, 0)
                 gw, gh = CELL_GROUP if wide else (8, 8)
-                if ("cells", st.level) in chunks:  # by columns
-                    off, nch = chunks[("cells", st.level)]
-                    prm = prm[:48] + struct.pack("<I", off) + prm[52:]
+                if by_cols:
                     pipe, bgl = pipeline(dict(c, COL_ROWS=CELL_COL_ROWS), "cells_cols")
                     grid = (nch, -(-st.size[1] // CELL_COL_ROWS), 1)
                 else:
@@ -576,14 +579,13 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
             pipe, bgl = pipeline(dict(c, COL_ROWS=COL_ROWS) if by_cols else dict(
                 c, LEVEL_X=level_group[0], LEVEL_Y=level_group[1]) if is_fast else c, "level_cols" if by_cols else
                                  "level_quad" if pair else "level_fast" if is_fast else "level")
-            prm = _params(*st.source_size, w, h, r0, n, pitch // 4, total, nslots,
-                              st.x_off, st.y_off, pitch0, *order.get(("level", st.level), ((0, 0), None))[0],
-                              0, 0, 0, 0, 0, 0)
+            first, second = order.get(("level", st.level), ((0, 0), None))[0]
             grid = (-(-w // qx), -(-n // qy), 1)
-            if by_cols:
-                off, nch = chunks[("level", st.level)]
-                prm = prm[:48] + struct.pack("<I", off) + prm[52:]
+            if by_cols:  # (word 12: the pass's first chunk in the chunk table)
+                first, nch = chunks[("level", st.level)]
                 grid = (nch, -(-n // COL_ROWS), 1)
+            prm = _params(*st.source_size, w, h, r0, n, pitch // 4, total, nslots,
+                          st.x_off, st.y_off, pitch0, first, second, 0, 0, 0, 0, 0, 0)
             misses, args = (stand_in_m, None) if not is_fast or inline else \
                 lists[(st.level, r0)] if separate else miss_list(st)
             o = level_out(st, pitch, n)

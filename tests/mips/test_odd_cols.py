@@ -11,6 +11,7 @@ import pytest
 from test_mips_int import _image
 from test_odd_fast import _approx, _assert_model, _gamma, _set, _texel_float
 
+from gputex.errors import UsageError
 from gputex.layout import mip_count
 from gputex.mips.cells import cell_plan
 
@@ -145,7 +146,42 @@ def test_workgroups_below_the_tables_stride_are_refused(gpu, monkeypatch):
     tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True, precision="fast")
     monkeypatch.setattr(odd, "CELL_GROUP", (32, 1))
     try:
-        with pytest.raises(ValueError, match=r"mip workgroups of \(32, 1\) and \(\d+, \d+\): load_tables needs 64"):
+        with pytest.raises(UsageError, match=r"mip workgroups of \(32, 1\) and \(\d+, \d+\): load_tables needs 64"):
             odd.odd_chain(tex, "weighted")
     finally:
         tex.destroy()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("w,h", [(1000, 999), (2047, 61), (257, 131)])
+def test_what_a_gpu_runs_by_default_gives_the_models_bytes(gpu, monkeypatch, w, h):
+    """Every flag as a GPU adapter resolves it (levels from a grid by columns, paired loads, 32 x 8
+    and 256 x 1 workgroups, the tables a pass reads, the wide exact passes, fused small levels,
+    stored levels), here on this adapter said to be a GPU: a pass by columns runs, and every
+    level is the model's."""
+    import dataclasses
+
+    import gputex.mips.odd as odd
+
+    monkeypatch.setattr(gpu, "info", dataclasses.replace(gpu.info, adapter_type="DiscreteGPU"))
+    names: list[str] = []
+    chain = odd.odd_chain
+
+    def naming(tex, alpha, layer=0, measure=False, first=None, names_=None):
+        return chain(tex, alpha, layer, measure, first, names)
+
+    monkeypatch.setattr(odd, "odd_chain", naming)
+    a = _image(np.random.default_rng(2600 + w + h), w, h, 4, 8, "holes")
+    _assert_model(gpu, a, "rgba8unorm-srgb", "srgb", 4, 8)
+    assert any(n.endswith("by columns") for n in names), names
+
+
+def test_the_chunk_width_is_the_shaders():
+    """odd.COL_GROUP (the chunk tables' span) is mip_odd.wgsl's COL_GROUP (its workgroup)."""
+    import re
+
+    import gputex.mips.odd as odd
+    from gputex.kernels import load_wgsl
+
+    found = re.findall(r"const COL_GROUP: u32 = (\d+)u;", load_wgsl("mip_odd.wgsl"))
+    assert found == [str(odd.COL_GROUP)]
