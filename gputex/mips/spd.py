@@ -66,12 +66,12 @@ light; issue 16's 0.060 / 0.2 ms are still 3.5x / 2.9x away. The same bytes
 (hashes of the mip matrix's 8-bit RGBA cases on the H200 equal lavapipe's; the tests force every
 GPU form on lavapipe, whose subgroups have 8 lanes). CPU adapters keep main's forms.
 
-The self-check (:func:`self_check`) runs once per session and kind of chain: a 256x32 chain
-(eight levels: two passes, tiles cut by the image's edge, levels one texel high, and with the GPU
+The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x32 chain
+(seven levels: two passes, tiles cut by the image's edge, levels one texel high, and with the GPU
 forms a second pass whose footprints of kept sums are 2x2 twice: ``SUMS_QUAD``) whose bytes must
 equal ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
 report says so (where only the subgroup form disagrees, the rounds: :func:`subgroup_note`). A
-texture whose levels are stored is checked through a stored 256x32 chain; where that disagrees and the
+texture whose levels are stored is checked through a stored 128x32 chain; where that disagrees and the
 buffer's passes, the chain takes the buffer (:func:`store_note` says so in the report).
 """
 
@@ -404,14 +404,15 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
     return layouts, passes, out
 
 
-#: The self-check's image: eight levels in two passes, tiles cut by its edge, 1-texel-high levels;
-#: with the GPU forms (a first pass of three) level 3 is 32x4, so the second pass reads its sums
-#: by 2x2 footprints twice (``SUMS_QUAD``; 128x16, the check before, never did).
-CHECK_SIZE = (256, 32)
+#: The self-check's image: seven levels in two passes, tiles cut by its edge, 1-texel-high levels;
+#: with the GPU forms (a first pass of three) level 3 is 16x4, so the second pass reads its sums
+#: by 2x2 footprints twice (``SUMS_QUAD``; 128x16, the check before, never did). Its model is
+#: ~30 ms of Python here (128x16: 18, 256x32: 65).
+CHECK_SIZE = (128, 32)
 
 
 def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") -> tuple[bool, str]:
-    """Once per session and kind of chain: this chain's bytes for a 256x32 image must be those of
+    """Once per session and kind of chain: this chain's bytes for a 128x32 image must be those of
     ``intbox.model_chain``. Returns (passed, what differed). ``storage``: the texture's levels
     are stored through it; the stored chain is checked first, and where it disagrees the
     buffer's (the chain then takes the buffer: :func:`store_note`). Where the chain would take
