@@ -186,13 +186,17 @@ def subgroups_on(session) -> bool:
 _NO_SG = ("subgroups-failed",)
 
 
+def gpu_forms(session) -> bool:
+    """Whether the chain takes its GPU forms on ``session`` (``ROUND_A_LEVEL``; None: a GPU adapter)."""
+    return ROUND_A_LEVEL if ROUND_A_LEVEL is not None else session.info.adapter_type != "CPU"
+
+
 def first_pass_levels(session) -> int | None:
     """Levels of a chain's first pass on ``session`` (``FIRST_PASS_LEVELS``; None: as many as the
     other passes); :func:`spd_chain` takes it where the sums it keeps fit in a binding."""
     if FIRST_PASS_LEVELS is not None:
         return FIRST_PASS_LEVELS
-    gpu_forms = ROUND_A_LEVEL if ROUND_A_LEVEL is not None else session.info.adapter_type != "CPU"
-    return SPLIT_FIRST if gpu_forms else None
+    return SPLIT_FIRST if gpu_forms(session) else None
 
 
 def _fits(tex: Texture, plan: list[tuple[int, int]]) -> bool:
@@ -295,7 +299,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
               "SCREEN": SCREEN,
               "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb"
               and (SMEM_TABLES if SMEM_TABLES is not None else gpu),
-              "ROUND_A_LEVEL": ROUND_A_LEVEL if ROUND_A_LEVEL is not None else gpu}
+              "ROUND_A_LEVEL": gpu_forms(session)}
     sg = consts["ROUND_A_LEVEL"] and subgroups_on(session)
     key = ("spd", layer, stored, sg, tuple(plan), tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
@@ -425,8 +429,7 @@ def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") ->
         return matches_model(session, fmt, color_space, alpha, spd_chain, CHECK_SIZE, mip_count(*CHECK_SIZE),
                              storage=st)
 
-    gpu_forms = ROUND_A_LEVEL if ROUND_A_LEVEL is not None else session.info.adapter_type != "CPU"
-    if gpu_forms and subgroups_on(session):
+    if gpu_forms(session) and subgroups_on(session):
         key = ("mip-spd-sg-check", storage) + _check_key(fmt, color_space, alpha)
         ok, why = session.cache("mip-spd").get(key, lambda: run(storage))
         if ok:
