@@ -281,10 +281,11 @@ def drawn_levels(session: Session, fmt, levels: int, depth: int = 1, path: str |
 
 
 def stored_levels(session: Session, fmt, width: int, height: int, levels: int, mip: MipOptions,
-                  depth: int = 1) -> str:
+                  depth: int = 1, *, wanted: bool = True) -> str:
     """The storage format the mip step will store this texture's levels through (the
-    ``store_levels`` argument of :func:`gputex.texture.create_texture`), or ""."""
-    if levels <= 1 or depth > 1:
+    ``store_levels`` argument of :func:`gputex.texture.create_texture`), or "" (also where not
+    ``wanted``: :func:`upload_image`'s ``store``)."""
+    if not wanted or levels <= 1 or depth > 1:
         return ""
     from .mips import stored_format
 
@@ -315,8 +316,9 @@ def _upload_texfile(session: Session, tf, opts: Options, result: Result, usage: 
                                   usage=usage | wgpu.TextureUsage.TEXTURE_BINDING,
                                   render_target=drawn_levels(session, tf.format, max(len(tf.levels), alloc or 0),
                                                              tf.depth, opts.mip_options.path),
-                                  store_levels="" if tf.format.compressed or not make_mips or not store else stored_levels(
-                                      session, tf.format, tf.width, tf.height, want, opts.mip_options, tf.depth))
+                                  store_levels=stored_levels(session, tf.format, tf.width, tf.height, want,
+                                                             opts.mip_options, tf.depth,
+                                                             wanted=store and make_mips and not tf.format.compressed))
     if tf.format.compressed and not keep_compressed:
         from .unblock import decode_blocks as _decode_blocks
 
@@ -366,9 +368,8 @@ def upload_image(session: Session, image, opts: Options, result: Result, usage: 
                      path=opts.upload_path, progress=progress,
                      render_target=alloc > 1 and drawn_levels(session, resolve_format(image, fmt, session, space),
                                                               alloc, path=opts.mip_options.path),
-                     store_levels="" if not store else stored_levels(
-                         session, resolve_format(image, fmt, session, space), image.width, image.height, alloc,
-                         opts.mip_options),
+                     store_levels=stored_levels(session, resolve_format(image, fmt, session, space), image.width,
+                                                image.height, alloc, opts.mip_options, wanted=store),
                      usage=usage | (wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or size or bc else 0))
     if size:
         from .transform import resize_texture
@@ -378,8 +379,8 @@ def upload_image(session: Session, image, opts: Options, result: Result, usage: 
                 resized = resize_texture(tex, *size, levels=levels, usage=usage | (
                     wgpu.TextureUsage.TEXTURE_BINDING if levels > 1 or bc else 0), **opts.mip_options.resize_kwargs(),
                     render_target=drawn_levels(session, tex.format, levels, path=opts.mip_options.path),
-                    store_levels="" if not store else stored_levels(session, tex.format, size[0], size[1], levels,
-                                                                    opts.mip_options))
+                    store_levels=stored_levels(session, tex.format, size[0], size[1], levels, opts.mip_options,
+                                               wanted=store))
             finally:
                 tex.destroy()
         result.resized_from = [image.width, image.height]

@@ -90,3 +90,20 @@ def test_gpu_settings_give_the_integer_chains_bytes(gpu, monkeypatch, fmt, chann
     _, want = _levels(gpu, a, fmt, space, alpha, "int")
     for lv, (g, i) in enumerate(zip(got, want), start=1):
         assert np.array_equal(g, i), f"level {lv}"
+
+
+def test_the_shaders_bucket_constants_are_the_tables():
+    """mip_spd.wgsl's bucket constants are intbox's, and BUCKET_AT / BUCKET_WORDS are where and
+    how long ``integer.table_words`` lays out the 8-bit sRGB bucket codes (the last section)."""
+    import re
+
+    from gputex.kernels import load_wgsl
+    from gputex.mips.integer import table_words
+
+    consts = {k: int(v) for k, v in re.findall(r"const (BUCKET\w*): \w+ = (\d+)u?;", load_wgsl("mip_spd.wgsl"))}
+    words = table_words(8, True, float_thresholds=True)
+    codes = np.array(bucket_table() + (0,) * (-BUCKETS % 4), np.uint8).view(np.uint32)
+    assert consts["BUCKET_LOW"] == BUCKET_LOW and consts["BUCKETS"] == BUCKETS
+    assert consts["BUCKET_WORDS"] == len(codes) == -(-BUCKETS // 4)
+    assert consts["BUCKET_AT"] + consts["BUCKET_WORDS"] == len(words)
+    assert np.array_equal(words[consts["BUCKET_AT"]:], codes)
