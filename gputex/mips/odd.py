@@ -542,8 +542,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
                 dispatch(enc, pipe, bind_group(bgl, prm, src, dst), grid, query.next() if query else None)
                 flush()
                 if names is not None:
-                    names.append(f"G({st.level}) from {_source_name(st)}" + (
-                        " by columns" if ("cells", st.level) in chunks else ""))
+                    names.append(f"G({st.level}) from {_source_name(st)}" + (" by columns" if by_cols else ""))
                 continue
             w, h = st.size
             pitch = band_rows(st)[0]
