@@ -289,6 +289,16 @@ def _fast(plan: CellPlan, st: Step) -> bool:
         _run(plan, st) + _span(plan, st) <= (FAST_SPAN if st.source == 0 else GRID_SPAN)
 
 
+def first_grid(session) -> int:
+    """The first level the chain reads from a cell grid on ``session``: :data:`FIRST`, else
+    :data:`.cells.FIRST_GRID` on a CPU adapter and :data:`FIRST_GPU` on others."""
+    from .cells import FIRST_GRID
+
+    if FIRST is not None:
+        return FIRST
+    return FIRST_GRID if session.info.adapter_type == "CPU" else FIRST_GPU
+
+
 def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
               first: int | None = None, names: list[str] | None = None) -> tuple[list[int], int | None, list[int]]:
     """Fill levels 1.. of ``tex`` with the cell chain. Returns (sources, gpu_ns, pass_ns): a
@@ -298,7 +308,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     import wgpu
 
     from ..kernels import compute_pipeline, dispatch, submit_timed, timestamps
-    from .cells import FIRST_GRID, cell_plan
+    from .cells import cell_plan
     from .common import integer_entries
     from .common import stand_in as stand_in_view
     from .spd import stores
@@ -310,7 +320,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     cell_bytes = nslots * _WORDS * 4  # (the plan's binding check: at most 3 words a slot)
     limit = _limit(session)
     if first is None:
-        first = FIRST if FIRST is not None else FIRST_GRID if cpu else FIRST_GPU
+        first = first_grid(session)
     plan = cell_plan(tex.width, tex.height, tex.levels, cell_bytes, limit, first)
     top = (1 << fmt.bits) - 1
     most = max(lin_table(fmt.bits, tex.color_space == "srgb")) * (top if alpha == "weighted" else 1)

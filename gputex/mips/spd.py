@@ -226,6 +226,13 @@ def stores(tex: Texture, alpha: str, cache: str = "mip-spd") -> bool:
             is None)
 
 
+def _store_failed(session, fmt, color_space: str, alpha: str, cache: str, why: str) -> None:
+    """Record that a chain's (its cache's) stored levels failed their self-check on ``session``:
+    the chain takes the buffer (:func:`stores`), later textures of the format are not made for it."""
+    session.cache(cache).put(("store-failed",) + _check_key(fmt, color_space, alpha), why)
+    session.cache("mip-store").put(("failed", fmt.name), why)
+
+
 def checked(session, fmt, color_space: str, alpha: str, storage: str, cache: str, run) -> tuple[bool, str]:
     """A chain's self-check (``run(storage)``: :func:`.integer.matches_model` over the chain, on
     a texture made for stored levels or not), once per session and kind of chain: with
@@ -236,8 +243,7 @@ def checked(session, fmt, color_space: str, alpha: str, storage: str, cache: str
         ok, why = c.get((f"{cache}-store-check", storage) + _check_key(fmt, color_space, alpha), lambda: run(storage))
         if ok:
             return True, ""
-        c.put(("store-failed",) + _check_key(fmt, color_space, alpha), why)
-        session.cache("mip-store").put(("failed", fmt.name), why)  # later textures: not made for it
+        _store_failed(session, fmt, color_space, alpha, cache, why)
     return c.get((f"{cache}-self-check",) + _check_key(fmt, color_space, alpha), lambda: run(""))
 
 
@@ -422,7 +428,9 @@ def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") ->
     buffer's (the chain then takes the buffer: :func:`store_note`). Where the chain would take
     level 3 from the lanes (:func:`subgroups_on`), that form is checked first, on its own: an
     adapter whose subgroups disagree (lanes that are not what the form assumes) keeps the
-    single-pass chain with the rounds in workgroup memory (:func:`subgroup_note` says so)."""
+    single-pass chain with the rounds in workgroup memory (:func:`subgroup_note` says so). Where
+    the form disagrees only when it stores the levels (its buffer's bytes are right), the
+    storing failed, not the lanes: the chain keeps the form and takes the buffer."""
     from .integer import matches_model
 
     def run(st: str) -> tuple[bool, str]:
@@ -430,11 +438,15 @@ def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") ->
                              storage=st)
 
     if gpu_forms(session) and subgroups_on(session):
-        key = ("mip-spd-sg-check", storage) + _check_key(fmt, color_space, alpha)
-        ok, why = session.cache("mip-spd").get(key, lambda: run(storage))
+        c = session.cache("mip-spd")
+        ok, why = c.get(("mip-spd-sg-check", storage) + _check_key(fmt, color_space, alpha), lambda: run(storage))
         if ok:
             return True, ""
-        session.cache("mip-spd").put(_NO_SG, why)  # every later chain of the session: the rounds
+        if storage and fmt.name in STORED_FORMATS and c.get(
+                ("mip-spd-sg-check", "") + _check_key(fmt, color_space, alpha), lambda: run(""))[0]:
+            _store_failed(session, fmt, color_space, alpha, "mip-spd", why)  # the storing, not the lanes
+            return True, ""
+        c.put(_NO_SG, why)  # every later chain of the session: the rounds
     return checked(session, fmt, color_space, alpha, storage, "mip-spd", run)
 
 

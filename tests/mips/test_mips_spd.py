@@ -152,6 +152,7 @@ def test_failed_self_check_falls_back_to_the_integer_chain(gpu, monkeypatch):
 
     key = ("mip-spd-self-check", "rg8unorm", "linear", True)
     gpu.cache("mip-spd").pop(key)
+    monkeypatch.setattr(spd, "SUBGROUPS", False)  # (a GPU's subgroup form: its own check, test_spd_subgroups.py)
     real = intbox.model_chain
 
     def wrong(*args):  # an adapter that disagrees (only for the single-pass check's image)

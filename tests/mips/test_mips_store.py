@@ -289,7 +289,8 @@ def test_failed_stored_self_check_takes_the_buffer(gpu, monkeypatch, fmt, space)
     stored levels."""
     import gputex.mips.integer as integer
 
-    keys = [("mip-spd-store-check", "rgba8unorm", fmt, space, False), ("store-failed", fmt, space, False)]
+    keys = [("mip-spd-store-check", "rgba8unorm", fmt, space, False), ("store-failed", fmt, space, False),
+            ("mip-spd-sg-check", "rgba8unorm", fmt, space, False), ("mip-spd-sg-check", "", fmt, space, False)]
     failed = ("failed", fmt)
     monkeypatch.setattr(spd, "STORE_LEVELS", True)
     assert spd.stored_format(gpu, gputex.get_format(fmt), 64, 32, 7) == "rgba8unorm"

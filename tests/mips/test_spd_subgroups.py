@@ -74,7 +74,7 @@ def test_subgroup_form_stores_the_integer_chains_bytes(gpu, subgroups, monkeypat
         got = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
     finally:
         tex.destroy()
-    assert subgroups and "textureStore(level0" in subgroups[-1]
+    assert subgroups and "    store_level(i, x, y, codes);" in subgroups[-1]  # (the stored form's LEVEL_OUT)
     _, want = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "int")
     for lv, (g, i) in enumerate(zip(got, want), start=1):
         assert np.array_equal(g, i), f"level {lv}"
@@ -100,3 +100,40 @@ def test_a_failing_subgroup_form_leaves_the_single_pass_chain_with_its_rounds(gp
     _, want = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "int")
     for lv, (g, i) in enumerate(zip(got, want), start=1):
         assert np.array_equal(g, i), f"level {lv}"
+
+
+@pytest.mark.gpu
+def test_a_subgroup_form_failing_only_when_it_stores_keeps_its_lanes_and_takes_the_buffer(gpu, subgroups, monkeypatch):
+    """Stored levels that disagree while the form's buffer is right: the storing failed, not the
+    lanes. The chain keeps the subgroup form, makes the levels through its buffer (the integer
+    chain's bytes), and the report names the storing alone."""
+    from test_mips_store import _chain
+
+    import gputex.mips.integer as integer
+
+    monkeypatch.setattr(spd, "STORE_LEVELS", True)
+    real = integer.matches_model
+
+    def disagreeing(*args, storage="", **kw):
+        if storage:
+            return False, "level 1 texel (0, 0): got [1, 2, 3, 4], expected [1, 2, 3, 5]"
+        return real(*args, storage=storage, **kw)
+
+    monkeypatch.setattr(integer, "matches_model", disagreeing)
+    failed = ("failed", "rgba8unorm-srgb")
+    gpu.cache("mip-store").pop(failed)
+    try:
+        a = _image(np.random.default_rng(2480), 512, 256, 4, 8, "holes")
+        report, got, _ = _chain(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "rgba8unorm")
+        assert report.precision == "integer"
+        assert report.note == (f"{gpu.name}: storing the mip levels through rgba8unorm failed its self-check "
+                               "(level 1 texel (0, 0): got [1, 2, 3, 4], expected [1, 2, 3, 5]); "
+                               "they went through a buffer")
+        assert spd.subgroups_on(gpu)
+        assert "subgroupShuffleXor(" in subgroups[-1] and "    buffer_level(i, x, y, codes);" in subgroups[-1]
+        assert spd.stored_format(gpu, gputex.get_format("rgba8unorm-srgb"), 512, 256, 10) == ""
+        _, want = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "int")
+        for lv, (g, i) in enumerate(zip(got, want), start=1):
+            assert np.array_equal(g, i), f"level {lv}"
+    finally:
+        gpu.cache("mip-store").pop(failed)
