@@ -289,7 +289,7 @@ def _fast(plan: CellPlan, st: Step) -> bool:
         _run(plan, st) + _span(plan, st) <= (FAST_SPAN if st.source == 0 else GRID_SPAN)
 
 
-def first_grid(session) -> int:
+def first_grid(session: Session) -> int:
     """The first level the chain reads from a cell grid on ``session``: :data:`FIRST`, else
     :data:`.cells.FIRST_GRID` on a CPU adapter and :data:`FIRST_GPU` on others."""
     from .cells import FIRST_GRID
