@@ -105,11 +105,15 @@ def compute_pipeline(session: Session, shader: str, entries: list[Entry], *, ent
         key = (shader, entry, tuple(sorted(subs.items())), tuple(sorted(constants.items())))
 
     def make() -> tuple[Any, Any]:
-        module = _module(session, shader, subs, label)
-        bgl = session.device.create_bind_group_layout(entries=entries)
-        layout = session.device.create_pipeline_layout(bind_group_layouts=[bgl])
-        pipe = session.check(f"compile {label or shader}", session.device.create_compute_pipeline, layout=layout,
-                             compute={"module": module, "entry_point": entry, "constants": constants})
+        from .trace import span
+
+        with span("pipeline", shader=shader):  # (GPUTEX_TRACE: what a run's first chains pay)
+            module = _module(session, shader, subs, label)
+            bgl = session.device.create_bind_group_layout(entries=entries)
+            layout = session.device.create_pipeline_layout(bind_group_layouts=[bgl])
+            pipe = session.check(f"compile {label or shader}", session.device.create_compute_pipeline,
+                                 layout=layout, compute={"module": module, "entry_point": entry,
+                                                         "constants": constants})
         return pipe, bgl
 
     made: tuple[Any, Any] = session.cache(cache).get(("compute",) + (key if isinstance(key, tuple) else (key,)), make)

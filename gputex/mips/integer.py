@@ -178,6 +178,15 @@ def self_check_image(channels: int, bits: int):
 
 def matches_model(session, fmt, color_space: str, alpha: str, chain, size: tuple[int, int] | None,
                   levels: int, storage: str = "") -> tuple[bool, str]:
+    """:func:`_matches_model` as a ``mips:self-check`` span (``GPUTEX_TRACE``)."""
+    from ..trace import span
+
+    with span("mips:self-check", format=fmt.name, chain=getattr(chain, "__name__", ""), storage=storage):
+        return _matches_model(session, fmt, color_space, alpha, chain, size, levels, storage)
+
+
+def _matches_model(session, fmt, color_space: str, alpha: str, chain, size: tuple[int, int] | None,
+                   levels: int, storage: str = "") -> tuple[bool, str]:
     """Run ``chain(tex, alpha)`` over :func:`self_check_image` (tiled to ``size``, or as it is)
     uploaded as ``fmt`` with ``levels`` levels (``storage``: made for its levels to be stored
     through that format, ``create_texture(store_levels=)``): (True, "") where every level has
