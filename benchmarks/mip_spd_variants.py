@@ -102,21 +102,14 @@ CUTS["sqnoround"] = [("    var codes = vec4<u32>(round_one(sm, 0u, s), 0u, 0u, 0
                       "        codes.y = round_one(sm, 1u, s);\n        codes.z = round_one(sm, 2u, s);\n    }\n"
                       "    if (HAS_ALPHA) {\n        codes.w = round_one(sm, NC, s);\n    }",
                       "    let codes = vec4<u32>(sm.c0.x, sm.c1.x, sm.c2.x, sm.a.x) & vec4<u32>(255u);")]
-# h16base: the first pass's loads and levels 1-2. Byte-keeping: ``wg512``, ``wg1024`` (a first pass
-# of three levels in workgroups of 2 or 4 tiles: spd.GROUP_TILES), ``wg1024pf`` (with prefast), ``fused`` (levels 1-2's sRGB codes by
-# srgb_code_one: the bucket's code and its three thresholds read together), ``fastb`` (fused, and no
-# threshold read where the bucket holds none and the value is inside it), ``pre`` (QUAD's sixteen texels
-# loaded before the tables' copy and its barrier), ``prefast`` (pre + fastb), ``rep8`` (the sRGB table
-# in workgroup memory eight times, a lane reading its own copy: fewer bank conflicts), ``nosmemfast``
-# (fastb with the tables read from the storage buffer). Probes (wrong bytes): ``nolin`` (no sRGB table
-# lookups: the codes shifted), ``noq`` (levels 1-2's codes a few bits of the float estimate: no bucket,
-# threshold or exact comparison), ``cvt`` (QUAD's codes the loaded floats times 255, no floor/clamp),
-# ``loadsonly`` (nolin + noq).
-_FUSED = [("override FUSED: bool = false;", "override FUSED: bool = true;")]
-_FASTB = _FUSED + [("override FASTB: bool = false;", "override FASTB: bool = true;")]
-_PRE = [("override PRELOAD: bool = false;", "override PRELOAD: bool = true;")]
-EXACT.update({"wg512": [], "wg1024": [], "wg1024pf": _PRE + _FASTB, "fused": _FUSED, "fastb": _FASTB, "pre": _PRE,
-              "prefast": _PRE + _FASTB, "nosmemfast": _FASTB,
+# h16base: the first pass's loads and levels 1-2. Byte-keeping: ``wg256``, ``wg1024`` (a first pass
+# of three levels in workgroups of 1 or 4 tiles, not spd.GROUP_TILES's default 2), ``rep8`` (the sRGB
+# table in workgroup memory eight times, a lane reading its own copy: fewer bank conflicts). Probes
+# (wrong bytes): ``nolin`` (no sRGB table lookups: the codes shifted), ``noq`` (levels 1-2's codes a
+# few bits of the float estimate: no bucket, threshold or exact comparison), ``cvt`` (QUAD's codes the
+# loaded floats times 255, no floor/clamp), ``loadsonly`` (nolin + noq). Measured at 9b7998e and
+# removed (slower or neutral; docs/performance.md, helper h16base): ``fused``, ``fastb``, ``pre``.
+EXACT.update({"wg256": [], "wg1024": [],
               "rep8": [("var<workgroup> ltab: array<u32, 256>;", "var<workgroup> ltab: array<u32, 2048>;\nvar<private> lrep: u32;"),
                        ("        ltab[t] = tables[2u * t];",
                         "        for (var j = 0u; j < 8u; j++) {\n            ltab[8u * t + j] = tables[2u * t];\n        }\n"
@@ -135,6 +128,7 @@ CUTS["loadsonly"] = CUTS["nolin"] + CUTS["noq"]
 CUTS.update(EXACT)
 
 _load = kernels.load_wgsl
+GROUP_TILES = spd.GROUP_TILES
 VARIANT = {"name": "base"}
 
 
@@ -228,10 +222,10 @@ def main() -> None:
         for variant in ([] if args.no_fast else ["fast"]) + args.variants:
             VARIANT["name"] = variant
             gpu.cache(kernels.PIPELINES).items.clear()
-            spd.SMEM_TABLES = False if variant in ("nosmem", "nosmemfast") else None
+            spd.SMEM_TABLES = False if variant == "nosmem" else None
             spd.SUBGROUPS = False if variant == "nosg" else None
             spd.SMEM_TABLES_ALONE = variant == "smemall"
-            spd.GROUP_TILES = (2, 1) if variant == "wg512" else (2, 2) if variant.startswith("wg1024") else (1, 1)
+            spd.GROUP_TILES = {"wg256": (1, 1), "wg1024": (2, 2)}.get(variant, GROUP_TILES)
             spd.FIRST_PASS_LEVELS = (int(variant[5:6]) if variant.startswith("split")
                                      else spd.LEVELS_PER_PASS if variant == "nosplit" else None)
             if variant not in ("base", "main"):

@@ -126,8 +126,10 @@ FIRST_PASS_LEVELS: int | None = None
 SPLIT_FIRST = 3
 #: Tiles of 16x16 anchor texels a workgroup of a first pass of three levels made by the subgroup
 #: form (``mip_spd.wgsl``'s ``WG_SIZE``): (1, 1) 256 invocations, (2, 1) 512, (2, 2) 1024 (where the
-#: device allows them), the tables copied once for them all. h16base measures it.
-GROUP_TILES: tuple[int, int] = (1, 1)
+#: device allows them), the tables copied and waited for once for them all. H200, that first pass at
+#: 4096^2 / 8192^2 (``benchmarks/results/mip-spd-variants-h200-h16base.txt``): 256 invocations 0.133 /
+#: 0.476 ms, 512 0.115 / 0.413, 1024 0.130 / 0.465.
+GROUP_TILES: tuple[int, int] = (2, 1)
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",

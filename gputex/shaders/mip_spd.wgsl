@@ -121,47 +121,6 @@ fn bucket_code(z: f32) -> u32 {
     return k + select(0u, 1u, k < 255u && z >= threshold_f(k + 1u, true));
 }
 
-// FUSED (h16base): levels 1-2's sRGB codes by bucket_code and exact_one in one: the bucket's code k0
-// and the thresholds q[k0], q[k0 + 1], q[k0 + 2] read together (two dependent steps, not three: the
-// comparison with q[k0 + 1] picks k and the two thresholds beside it), the same comparisons, so the
-// same codes. FASTB: where the bucket holds no threshold (its code equals the next bucket's) and z
-// is at least 64 float steps inside it (64 ulp >= z 2^-18 = MARGIN), every threshold is more than
-// MARGIN from z: exact_one's answer is k0 (above and below both hold), no threshold read.
-override FUSED: bool = false;
-override FASTB: bool = false;
-
-fn bucket_word(b: u32) -> u32 {
-    if (SMEM_TABLES) {
-        return btab[b >> 2u];
-    }
-    return tables[BUCKET_AT + (b >> 2u)];
-}
-
-fn srgb_code_one(num: Big, den: Big, z: f32) -> u32 {
-    let raw = i32(bitcast<u32>(z) >> 16u) - BUCKET_LOW;
-    let b = u32(clamp(raw, 0, BUCKETS - 1));
-    let k0 = (bucket_word(b) >> ((b & 3u) * 8u)) & 255u;
-    if (FASTB && raw >= 0 && raw < BUCKETS - 1) {
-        let k1 = (bucket_word(b + 1u) >> (((b + 1u) & 3u) * 8u)) & 255u;
-        let f = bitcast<u32>(z) & 0xffffu;
-        if (k1 == k0 && f >= 64u && f <= 65472u) {
-            return k0;
-        }
-    }
-    let q0 = threshold_f(k0, true);
-    let q1 = threshold_f(k0 + 1u, true);
-    let q2 = threshold_f(min(k0 + 2u, 256u), true);
-    let up = k0 < 255u && z >= q1;
-    let k = k0 + select(0u, 1u, up);
-    let above = k == 0u || z >= select(q0, q1, up) * (1.0 + MARGIN);
-    let below = k == 255u || z < select(q1, q2, up) * (1.0 - MARGIN);
-    if (above && below) {
-        return k;
-    }
-    let j = select(k, k + 1u, above);  // below failed: z is next to q[k + 1]
-    return select(j - 1u, j, reaches(num, den, j, true));
-}
-
 // The code of num / den from a screened estimate x and its code k (q[k] <= x < q[k + 1], or the
 // estimate's nearest linear code): k where x is clearly inside, else the exact comparison with the
 // threshold it is next to (ONE's reasoning).
@@ -444,25 +403,17 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         let l = select(n.sl.xyz, n.nl.xyz, covered);
         let den = select(1u << s, n.a, covered);
         let xv = (vec3<f32>(h) * 65536.0 + vec3<f32>(l)) / f32(den);
-        let wl = widen(vec4<u32>(h, 0u), vec4<u32>(l, 0u));  // the sums h 2^16 + l: low, high words
-        let d = Big(den, 0u, 0u, 0u);
-        if (SRGB && FUSED) {
-            col.x = srgb_code_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x);
-            if (NC == 3u) {
-                col.y = srgb_code_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y);
-                col.z = srgb_code_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z);
-            }
-        } else {
         if (SRGB) {
             col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));
         } else {
             col = vec3<u32>(clamp(floor(xv + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
         }
+        let wl = widen(vec4<u32>(h, 0u), vec4<u32>(l, 0u));  // the sums h 2^16 + l: low, high words
+        let d = Big(den, 0u, 0u, 0u);
         col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);
         if (NC == 3u) {
             col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);
             col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);
-        }
         }
     } else if (SRGB || covered) {
         let h = select(n.sh.xyz, n.nh.xyz, covered);
@@ -524,37 +475,6 @@ fn quad_by_child(p: vec2<u32>) -> Narrow {
         an = sum_narrow(an, child);
     }
     return an;
-}
-
-// PRELOAD (h16base): QUAD's sixteen base texels loaded before the tables' copy and its barrier (their
-// codes packed four to a word: 16 registers), so the loads' latency and the copy's overlap; then the
-// children as quad_by_child makes them, from the words. The same codes, the same sums.
-override PRELOAD: bool = false;
-
-fn packed_codes(b: vec2<i32>) -> vec4<u32> {
-    let c0 = texel_codes(textureLoad(src, b, 0));
-    let c1 = texel_codes(textureLoad(src, b + vec2<i32>(1, 0), 0));
-    let c2 = texel_codes(textureLoad(src, b + vec2<i32>(0, 1), 0));
-    let c3 = texel_codes(textureLoad(src, b + vec2<i32>(1, 1), 0));
-    let m = vec4<u32>(0u, 8u, 16u, 24u);
-    return vec4<u32>(dot4(c0 << m), dot4(c1 << m), dot4(c2 << m), dot4(c3 << m));
-}
-
-fn dot4(v: vec4<u32>) -> u32 {
-    return v.x | v.y | v.z | v.w;
-}
-
-fn unpacked(w: u32) -> vec4<u32> {
-    return (vec4<u32>(w) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u);
-}
-
-fn child_from_words(c: vec2<u32>, w: vec4<u32>) -> Narrow {
-    var child = add_codes(zero_narrow(), unpacked(w.x));
-    child = add_codes(child, unpacked(w.y));
-    child = add_codes(child, unpacked(w.z));
-    child = add_codes(child, unpacked(w.w));
-    finalize_narrow(0u, c.x, c.y, child);
-    return child;
 }
 
 // SUMS_QUAD (GPU forms): a pass from stored sums whose texels have 2x2 children of 2x2 source texels
@@ -822,10 +742,12 @@ fn tile_put(p: vec2<u32>, s: Sums) {
 // (first level) and their source texels; levels 3.. of the pass come from workgroup memory,
 // 16 x 16 anchor texels a tile, each level texel kept at its first anchor texel's place.
 //
-// WG_SIZE (h16base; spd.GROUP_TILES, a first pass of three levels made by the subgroup form only):
-// 512 or 1024 invocations, 2 x 1 or 2 x 2 such tiles a workgroup (invocation ti: tile ti >> 8 of it,
-// thread ti & 255 there), so the tables are copied once for two or four tiles; such a pass uses no
-// workgroup memory but the tables. WG_TX: tiles a workgroup along x.
+// WG_SIZE (spd.GROUP_TILES, GPU forms: a first pass of three levels made by the subgroup form only,
+// which uses no workgroup memory but the tables): 512 or 1024 invocations, 2 x 1 or 2 x 2 such tiles
+// a workgroup (invocation tv: tile tv >> 8 of it, thread tv & 255 there; tv from the subgroup and
+// lane as t_sg), the tables copied and waited for once for them all. H200, first pass 4096^2 /
+// 8192^2 (docs/performance.md, helper h16base): 256 invocations 0.133 / 0.476 ms, 512 0.115 / 0.413,
+// 1024 0.130 / 0.465. WG_TX: tiles a workgroup along x.
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) ti: u32 SG_ARGS) {
     // (one dimension: naga takes the subgroup builtins only there)
@@ -836,21 +758,6 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     let wsub = tv >> 8u;
     let wg = vec3<u32>(wg0.x * WG_TX + (wsub & (WG_TX - 1u)), wg0.y * (WG_SIZE / 256u / WG_TX) + wsub / WG_TX, 0u);
     let lid = select(vec2<u32>(t0 & 15u, t0 >> 4u), morton(t_sg), sg_on);
-    var pw0 = vec4<u32>(0u);
-    var pw1 = vec4<u32>(0u);
-    var pw2 = vec4<u32>(0u);
-    var pw3 = vec4<u32>(0u);
-    let pre_n = select(prm.levels, PASS_LEVELS, PASS_LEVELS != 0u);
-    let pre_p = wg.xy * 16u + lid.xy;
-    let pre = PRELOAD && ONE && QUAD && BITS == 8u && !FROM_SUMS && pre_n > 1u && all(prm.lv[0].f == vec2<u32>(1u))
-              && all(prm.lv[1].f == vec2<u32>(2u)) && all(pre_p < prm.lv[1].size);
-    if (pre) {
-        let b = vec2<i32>(4u * pre_p);
-        pw0 = packed_codes(b);
-        pw1 = packed_codes(b + vec2<i32>(2, 0));
-        pw2 = packed_codes(b + vec2<i32>(0, 2));
-        pw3 = packed_codes(b + vec2<i32>(2, 2));
-    }
     if (SMEM_TABLES && ti < 256u) {
         let t = t0;
         ltab[t] = tables[2u * t];
@@ -877,14 +784,7 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     let rc = vec2<u32>(1u) << (anchor.f - f0);  // first-level texels of an anchor texel
     var acc = zero_acc();
     let quad = ONE && QUAD && r == 1u && all(fs == vec2<u32>(2u)) && all(rc == vec2<u32>(2u));
-    if (inside && BITS == 8u && !FROM_SUMS && quad && pre) {
-        var an = child_from_words(2u * p, pw0);
-        an = sum_narrow(an, child_from_words(2u * p + vec2<u32>(1u, 0u), pw1));
-        an = sum_narrow(an, child_from_words(2u * p + vec2<u32>(0u, 1u), pw2));
-        an = sum_narrow(an, child_from_words(2u * p + vec2<u32>(1u, 1u), pw3));
-        acc = wide(an);
-        finalize_narrow(1u, p.x, p.y, an);
-    } else if (inside && BITS == 8u && !FROM_SUMS && quad) {
+    if (inside && BITS == 8u && !FROM_SUMS && quad) {
         let an = quad_by_child(p);
         acc = wide(an);
         finalize_narrow(1u, p.x, p.y, an);
