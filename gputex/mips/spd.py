@@ -66,6 +66,14 @@ light; issue 16's 0.060 / 0.2 ms are still 3.5x / 2.9x away. The same bytes
 (hashes of the mip matrix's 8-bit RGBA cases on the H200 equal lavapipe's; the tests force every
 GPU form on lavapipe, whose subgroups have 8 lanes). CPU adapters keep main's forms.
 
+**Workgroups of two tiles (helper h16base).** On GPUs that three-level first pass (no workgroup
+memory but the tables) runs in workgroups of 512 invocations, two 16x16 tiles each (``GROUP_TILES``),
+the tables copied and waited for once for both. H200 (ec5413d against main 56e6b2c, one call,
+``benchmarks/results/mips-h200-ec5413d.txt``): 4096^2 0.191 against 0.206 ms, 8192^2 0.511 against
+0.569 ms (first pass 0.116 / 0.414 ms); issue 16's 0.060 / 0.2 ms are still 3.2x / 2.6x away. Probes
+of that pass (``benchmarks/mip_spd_variants.py``, ``docs/performance.md``): levels 1-2's rounding is a
+quarter of it, the sRGB table lookups a tenth; fewer or replicated lookups were not faster.
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x32 chain
 (seven levels: two passes, tiles cut by the image's edge, levels one texel high, and with the GPU
 forms a second pass whose footprints of kept sums are 2x2 twice: ``SUMS_QUAD``) whose bytes must
