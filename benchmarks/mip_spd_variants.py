@@ -102,9 +102,33 @@ CUTS["sqnoround"] = [("    var codes = vec4<u32>(round_one(sm, 0u, s), 0u, 0u, 0
                       "        codes.y = round_one(sm, 1u, s);\n        codes.z = round_one(sm, 2u, s);\n    }\n"
                       "    if (HAS_ALPHA) {\n        codes.w = round_one(sm, NC, s);\n    }",
                       "    let codes = vec4<u32>(sm.c0.x, sm.c1.x, sm.c2.x, sm.a.x) & vec4<u32>(255u);")]
+# h16base: the first pass's loads and levels 1-2. Byte-keeping: ``wg256``, ``wg1024`` (a first pass
+# of three levels in workgroups of 1 or 4 tiles, not spd.GROUP_TILES's default 2), ``rep8`` (the sRGB
+# table in workgroup memory eight times, a lane reading its own copy: fewer bank conflicts). Probes
+# (wrong bytes): ``nolin`` (no sRGB table lookups: the codes shifted), ``noq`` (levels 1-2's codes a
+# few bits of the float estimate: no bucket, threshold or exact comparison), ``cvt`` (QUAD's codes the
+# loaded floats times 255, no floor/clamp), ``loadsonly`` (nolin + noq). Measured at 9b7998e and
+# removed (slower or neutral; docs/performance.md, helper h16base): ``fused``, ``fastb``, ``pre``.
+EXACT.update({"wg256": [], "wg1024": [],
+              "rep8": [("var<workgroup> ltab: array<u32, 256>;", "var<workgroup> ltab: array<u32, 2048>;\nvar<private> lrep: u32;"),
+                       ("        ltab[t] = tables[2u * t];",
+                        "        for (var j = 0u; j < 8u; j++) {\n            ltab[8u * t + j] = tables[2u * t];\n        }\n"
+                        "        lrep = t0 & 7u;"),
+                       ("l = vec4<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u], 0u);",
+                        "l = vec4<u32>(ltab[8u * (c.x & 255u) + lrep], ltab[8u * (c.y & 255u) + lrep], "
+                        "ltab[8u * (c.z & 255u) + lrep], 0u);")]})
+CUTS["nolin"] = [("l = vec4<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u], 0u);", "l = c << vec4<u32>(23u);")]
+CUTS["noq"] = [("            col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));",
+                "            col = vec3<u32>(xv) & vec3<u32>(255u);"),
+               ("        col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);\n        if (NC == 3u) {\n"
+                "            col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);\n"
+                "            col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);\n        }\n", "")]
+CUTS["cvt"] = [(f"texel_codes(t{i}))", f"vec4<u32>(t{i} * 255.0))") for i in range(4)]
+CUTS["loadsonly"] = CUTS["nolin"] + CUTS["noq"]
 CUTS.update(EXACT)
 
 _load = kernels.load_wgsl
+GROUP_TILES = spd.GROUP_TILES
 VARIANT = {"name": "base"}
 
 
@@ -177,7 +201,8 @@ def main() -> None:
     args = ap.parse_args()
     kernels.load_wgsl = load_wgsl
     gpu = gputex.Session()
-    print(f"adapter: {gpu.name}; commit {bench.commit()}; subgroup feature: {gpu.has_feature('subgroup')}")
+    print(f"adapter: {gpu.name}; commit {bench.commit()}; subgroup feature: {gpu.has_feature('subgroup')}; "
+          f"invocations a workgroup: {gpu.limits.get('max-compute-invocations-per-workgroup')}")
     for n in args.sizes:
         a = np.random.default_rng(1).integers(0, 256, (n, n, 4), np.uint8)
         tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True,
@@ -200,6 +225,7 @@ def main() -> None:
             spd.SMEM_TABLES = False if variant == "nosmem" else None
             spd.SUBGROUPS = False if variant == "nosg" else None
             spd.SMEM_TABLES_ALONE = variant == "smemall"
+            spd.GROUP_TILES = {"wg256": (1, 1), "wg1024": (2, 2)}.get(variant, GROUP_TILES)
             spd.FIRST_PASS_LEVELS = (int(variant[5:6]) if variant.startswith("split")
                                      else spd.LEVELS_PER_PASS if variant == "nosplit" else None)
             if variant not in ("base", "main"):

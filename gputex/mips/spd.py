@@ -66,6 +66,14 @@ light; issue 16's 0.060 / 0.2 ms are still 3.5x / 2.9x away. The same bytes
 (hashes of the mip matrix's 8-bit RGBA cases on the H200 equal lavapipe's; the tests force every
 GPU form on lavapipe, whose subgroups have 8 lanes). CPU adapters keep main's forms.
 
+**Workgroups of two tiles (helper h16base).** On GPUs that three-level first pass (no workgroup
+memory but the tables) runs in workgroups of 512 invocations, two 16x16 tiles each (``GROUP_TILES``),
+the tables copied and waited for once for both. H200 (ec5413d against main 56e6b2c, one call,
+``benchmarks/results/mips-h200-ec5413d.txt``): 4096^2 0.191 against 0.206 ms, 8192^2 0.511 against
+0.569 ms (first pass 0.116 / 0.414 ms); issue 16's 0.060 / 0.2 ms are still 3.2x / 2.6x away. Probes
+of that pass (``benchmarks/mip_spd_variants.py``, ``docs/performance.md``): levels 1-2's rounding is a
+quarter of it, the sRGB table lookups a tenth; fewer or replicated lookups were not faster.
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x32 chain
 (seven levels: two passes, tiles cut by the image's edge, levels one texel high, and with the GPU
 forms a second pass whose footprints of kept sums are 2x2 twice: ``SUMS_QUAD``) whose bytes must
@@ -124,6 +132,12 @@ FIRST_PASS_LEVELS: int | None = None
 #: 0.797 -> 0.570 ms against a first pass of six levels; two levels (9394853) 0.226 / 0.671, four
 #: 0.234 / 0.659 (level 4 from the lanes too 0.229 / 0.649).
 SPLIT_FIRST = 3
+#: Tiles of 16x16 anchor texels a workgroup of a first pass of three levels made by the subgroup
+#: form (``mip_spd.wgsl``'s ``WG_SIZE``): (1, 1) 256 invocations, (2, 1) 512, (2, 2) 1024 (where the
+#: device allows them), the tables copied and waited for once for them all. H200, that first pass at
+#: 4096^2 / 8192^2 (``benchmarks/results/mip-spd-variants-h200-h16base.txt``): 256 invocations 0.133 /
+#: 0.476 ms, 512 0.115 / 0.413, 1024 0.130 / 0.465.
+GROUP_TILES: tuple[int, int] = (2, 1)
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -212,6 +226,18 @@ def _per_pass(session) -> int:
     ``max-storage-textures-per-shader-stage`` (WebGPU's default 4; ``device.py`` asks for the
     adapter's)."""
     return max(1, min(LEVELS_PER_PASS, session.limits.get("max-storage-textures-per-shader-stage", 4)))
+
+
+def _group_tiles(session, src: int, known: dict, sg: bool) -> tuple[int, int]:
+    """Tiles a workgroup of this pass takes (``GROUP_TILES``): only a first pass of three levels made
+    by the subgroup form (no workgroup memory but the tables), where the device allows the size."""
+    tx, ty = GROUP_TILES
+    lim = session.limits
+    if (tx * ty == 1 or src != 0 or not sg or known.get("PASS_LEVELS") != 3 or known.get("SG_TILE") != 1
+            or lim.get("max-compute-invocations-per-workgroup", 256) < 256 * tx * ty
+            or lim.get("max-compute-workgroup-size-x", 256) < 256 * tx * ty):
+        return 1, 1
+    return tx, ty
 
 
 def _check_key(fmt, color_space: str, alpha: str) -> tuple:
@@ -316,7 +342,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
         query = timestamps(session, len(plan) + 4) if measure else None
         enc = device.create_command_encoder()
         sources = []
-        for (src, n), lay, (pipe, bind) in zip(plan, kept[0], kept[1]):
+        for (src, n), lay, (pipe, bind, (tx, ty)) in zip(plan, kept[0], kept[1]):
             if fmt.block_bytes < 4 and not stored:
                 enc.clear_buffer(kept[2], 0, lay[-1][0])
             aw, ah = tex.size(src + min(2, n))
@@ -324,7 +350,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
             cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
             cpass.set_pipeline(pipe)
             cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(-(-aw // 16), -(-ah // 16), 1)
+            cpass.dispatch_workgroups(-(-aw // (16 * tx)), -(-ah // (16 * ty)), 1)
             cpass.end()
             for i in range(0 if stored else n):
                 w, h = tex.size(src + 1 + i)
@@ -442,7 +468,9 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
                     if store else None)
         known = _pass_constants(tex.size, src, n) if consts["ROUND_A_LEVEL"] else {}
-        pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, subs=subs,
+        tiles = _group_tiles(session, src, known, sg)
+        wg_subs = {"WG_SIZE": f"{256 * tiles[0] * tiles[1]}u", "WG_TX": f"{tiles[0]}u"} if tiles != (1, 1) else {}
+        pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, subs={**subs, **wg_subs},
                                      constants=dict(consts, FROM_SUMS=src > 0, STORE=store, **known))
         params = session.uniform(_params(tex, src, n, lay))  # released with its bind group
         views = [tex.storage_view(src + 1 + i, layer) if i < n else stand_in_view(session, "storage", tex.storage)
@@ -451,7 +479,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
             {"binding": i, "resource": r} for i, r in enumerate(
                 [base, whole(out), {"buffer": params}, whole(sums) if sums else whole(stand_in),
                  whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)] + views)])
-        passes.append((pipe, bind))
+        passes.append((pipe, bind, tiles))
         sums = new_sums
     return layouts, passes, out
 

@@ -5,6 +5,8 @@
 //! default STORE_FORMAT rgba8unorm
 //! default SG_ARGS
 //! default SG_INDEX t0
+//! default WG_SIZE 256u
+//! default WG_TX 1u
 //! default SG_SIZE 0u
 //! default SG_ON false
 //! default SG_LEVELS no_sg_levels
@@ -739,13 +741,24 @@ fn tile_put(p: vec2<u32>, s: Sums) {
 // anchor level (its second, or its only one) and sums it in registers from its children
 // (first level) and their source texels; levels 3.. of the pass come from workgroup memory,
 // 16 x 16 anchor texels a tile, each level texel kept at its first anchor texel's place.
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t0: u32 SG_ARGS) {
+//
+// WG_SIZE (spd.GROUP_TILES, GPU forms: a first pass of three levels made by the subgroup form only,
+// which uses no workgroup memory but the tables): 512 or 1024 invocations, 2 x 1 or 2 x 2 such tiles
+// a workgroup (invocation tv: tile tv >> 8 of it, thread tv & 255 there; tv from the subgroup and
+// lane as t_sg), the tables copied and waited for once for them all. H200, first pass 4096^2 /
+// 8192^2 (docs/performance.md, helper h16base): 256 invocations 0.133 / 0.476 ms, 512 0.115 / 0.413,
+// 1024 0.130 / 0.465. WG_TX: tiles a workgroup along x.
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) ti: u32 SG_ARGS) {
     // (one dimension: naga takes the subgroup builtins only there)
+    let t0 = ti & 255u;
     let sg_on = SG_ON && CHANNEL_ROUNDS && !FROM_SUMS;  // (first passes only: SG_LEVEL4's note)
-    let t_sg = SG_INDEX;  // (the subgroup form: the thread's index from its subgroup and lane)
+    let tv = select(ti, SG_INDEX, sg_on);  // (the subgroup form: the thread's index from its subgroup and lane)
+    let t_sg = tv & 255u;
+    let wsub = tv >> 8u;
+    let wg = vec3<u32>(wg0.x * WG_TX + (wsub & (WG_TX - 1u)), wg0.y * (WG_SIZE / 256u / WG_TX) + wsub / WG_TX, 0u);
     let lid = select(vec2<u32>(t0 & 15u, t0 >> 4u), morton(t_sg), sg_on);
-    if (SMEM_TABLES) {
+    if (SMEM_TABLES && ti < 256u) {
         let t = t0;
         ltab[t] = tables[2u * t];
         qtab[t] = bitcast<f32>(tables[5u * 256u + t]);
@@ -757,6 +770,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
                 btab[k] = tables[BUCKET_AT + k];
             }
         }
+    }
+    if (SMEM_TABLES) {
         workgroupBarrier();
     }
     let n = select(prm.levels, PASS_LEVELS, PASS_LEVELS != 0u);

@@ -137,3 +137,23 @@ def test_a_subgroup_form_failing_only_when_it_stores_keeps_its_lanes_and_takes_t
             assert np.array_equal(g, i), f"level {lv}"
     finally:
         gpu.cache("mip-store").pop(failed)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tiles", [(1, 1), (2, 1), (2, 2)])
+@pytest.mark.parametrize("fmt,channels,bits,space,alpha,w,h", [
+    ("rgba8unorm-srgb", 4, 8, "srgb", "weighted", 256, 64), ("rgba8unorm-srgb", 4, 8, "srgb", "weighted", 64, 512),
+    ("rg8unorm", 2, 8, "linear", "weighted", 512, 128)])
+def test_first_pass_workgroups_of_several_tiles_give_the_integer_chains_bytes(gpu, subgroups, monkeypatch, tiles, fmt,
+                                                                           channels, bits, space, alpha, w, h):
+    """spd.GROUP_TILES: the three-level first pass in workgroups of 256, 512 (2 x 1 tiles) or 1024
+    (2 x 2) invocations, tiles past the image's edge included (256x64: 4 x 1 tiles; 64x512: 1 x 8)."""
+    monkeypatch.setattr(spd, "GROUP_TILES", tiles)
+    a = _image(np.random.default_rng(2500 + w + h + channels), w, h, channels, bits, "holes")
+    report, got = _levels(gpu, a, fmt, space, alpha, "exact")
+    assert report.precision == "integer" and report.note == ""
+    size = 256 * tiles[0] * tiles[1]
+    assert any(f"@workgroup_size({size}u)" in code for code in subgroups)
+    _, want = _levels(gpu, a, fmt, space, alpha, "int")
+    for lv, (g, i) in enumerate(zip(got, want), start=1):
+        assert np.array_equal(g, i), f"{fmt} {w}x{h} tiles {tiles} level {lv}"
