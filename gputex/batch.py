@@ -23,7 +23,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Item", "expand_inputs", "run_overlapped", "IMAGE_SUFFIXES"]
+__all__ = ["Item", "expand_inputs", "run_overlapped", "IMAGE_SUFFIXES", "GPU_GROUP"]
+
+#: At most this many decoded inputs go through one in-order step when the GPU step can take
+#: several (``gpu.many``: ``upload -o``'s, one read-back map for them): those already decoded
+#: when the step begins, in input order (or completion order, ``any_order``). It bounds no
+#: memory of its own (they are decoded already; their read-backs share the ring's bound,
+#: :data:`gputex.gpu_batch.RING_BYTES`), only how long ``stop()`` may go unasked: as many as the
+#: GPU's slots (:data:`gputex.upload_stage.GPU_SLOTS`).
+GPU_GROUP = 8
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tga", ".tif", ".tiff", ".webp", ".gif", ".ppm",
                   ".pgm", ".pbm", ".pfm", ".ico", ".dds", ".ktx", ".ktx2")
@@ -156,11 +164,14 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     """Run ``decode`` (pool) -> ``gpu`` (this thread, in order) -> ``encode`` (pool) over items.
 
     ``decode(item) -> (result, data_or_None)``; ``gpu(item, data, result) -> payload_or_None``;
-    ``encode(item, payload, result)``. Each must record its own errors in ``result``.
+    ``encode(item, payload, result)``. Each must record its own errors in ``result``. Where
+    ``gpu`` has a ``many`` attribute (``many([(item, data, result), ...]) -> [payload, ...]``),
+    the inputs already decoded when a step begins go through it together, up to
+    :data:`GPU_GROUP` of them.
     ``emit(result)`` is called once per item, in input order. ``start() -> gpu``, if given,
     runs on this thread once the first decodes are submitted (it makes the device: ~0.35 s on
     the H200 host, ~0.7 s on lavapipe, during which the pool already decodes). ``stop()``,
-    if given, is asked before each input's GPU step: once true no further input starts, and
+    if given, is asked before each input's GPU step (each ``many`` step's): once true no further input starts, and
     those already past the GPU step are encoded and emitted (decodes in flight are dropped).
     ``gate``: a :class:`~gputex.caps.MemoryGate` holding the decoded images in flight to its cap.
     ``workers``: codec worker processes per kind (None: :func:`gputex.workers.worker_count`).
@@ -245,18 +256,36 @@ def _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lan
                 feed()
                 continue
             item, fut = decoding.popleft()
-            result, data = fut.result()
+            taken = [(item, *fut.result())]
+            many = getattr(gpu, "many", None)
+            while many is not None and decoding and len(taken) < GPU_GROUP and decoding[0][1].done():
+                item, fut = decoding.popleft()  # decoded already: the same step takes it
+                taken.append((item, *fut.result()))
             feed(busy=True)
-            with span("gpu", path=item.path):
-                payload = gpu(item, data, result) if data is not None else None
-            del data
-            job = pool.submit(encode, item, payload, result) if payload is not None and encode else None
-            encoding.append((result, job))
+            for (item, result, _), payload in zip(taken, _steps(gpu, many, taken, span)):
+                job = pool.submit(encode, item, payload, result) if payload is not None and encode else None
+                encoding.append((result, job))
+            del taken
             drain(2 * jobs)
     for _, fut in decoding:  # stopped: decodes not started yet are not started at all
         fut.cancel()
     drain(0)
 
+
+def _steps(gpu, many, taken: list, span) -> list:
+    """The GPU steps of ``taken`` (``[(item, result, data)]``): one ``many`` call for those with
+    data where the step takes several, else one ``gpu`` call each; None for those without."""
+    todo = [k for k, (_, _, data) in enumerate(taken) if data is not None]
+    out: list = [None] * len(taken)
+    if many is not None and todo:
+        for k, payload in zip(todo, many([(taken[k][0], taken[k][2], taken[k][1]) for k in todo])):
+            out[k] = payload
+        return out
+    for k in todo:
+        item, result, data = taken[k]
+        with span("gpu", path=item.path):
+            out[k] = gpu(item, data, result)
+    return out
 
 
 def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lane=None, begin=None) -> None:
@@ -380,15 +409,14 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
                 else:
                     wait_some()
                 continue
-            index = min(ready)
-            item, fut = decoding.pop(index)
-            result, data = fut.result()
+            many = getattr(gpu, "many", None)
+            indices = sorted(ready)[:GPU_GROUP] if many is not None else [min(ready)]
+            taken = [(decoding[i][0], *decoding.pop(i)[1].result()) for i in indices]
             feed(busy=True)
-            with span("gpu", path=item.path):
-                payload = gpu(item, data, result)
-            del data
-            job = pool.submit(encode, item, payload, result) if payload is not None and encode else None
-            done[index] = (result, job)
+            for index, (item, result, _), payload in zip(indices, taken, _steps(gpu, many, taken, span)):
+                job = pool.submit(encode, item, payload, result) if payload is not None and encode else None
+                done[index] = (result, job)
+            del taken
             drain(2 * jobs)
     for index, (_, fut) in list(decoding.items()):  # stopped: decodes not started are not started at all
         if fut.cancel():
