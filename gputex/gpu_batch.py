@@ -649,7 +649,7 @@ class ReadbackGroup:
         group = groups[0]
         size = group_bytes(group)
         shared = self._open
-        if shared is not None and (align_up(shared.used, 256) + size > shared.buf.size
+        if shared is not None and (align_up(shared.used, 256) + size > shared.cap
                                    or shared.device is not self.session.device):  # (recreated: a loss)
             self.close()
             shared = None
@@ -657,6 +657,7 @@ class ReadbackGroup:
             cap = max(size, min(_group_limit(self.session), size * (self.expect + 1)))
             ring = self.session.cache("gpu-batch").get("readback-ring", lambda: _Ring(self.session))
             shared = self._open = _Shared(ring, ring.take(cap), self.session)
+            shared.cap = cap  # (a reused buffer may be bigger: the group still ends here)
         base = align_up(shared.used, 256)
         for p in group:
             p.offset += base
@@ -698,6 +699,7 @@ class _Shared:
 
         self.ring, self.buf, self.session, self.device = ring, buf, session, session.device
         self.used = 0
+        self.cap = buf.size  # what the group may fill
         self.members = 0  # handed out
         self.left = 0  # handed out and not yet finished or cancelled
         self.requested = threading.Event()
