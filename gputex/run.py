@@ -158,8 +158,9 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
     upload and mips of a zero image for each kind of chain among the first
     :data:`REHEARSE_INPUTS` inputs (PNGs; their headers read, :func:`gputex.warmup.png_shape`),
     so their pipelines and self-checks are made before the pixels arrive. Power-of-two sizes
-    as :func:`gputex.warmup.shape_for` makes them (one pixel high, the long side kept: the same
-    passes); other sizes at their own size (see :data:`REHEARSE_MAX_PIXELS`). A 48-image batch
+    as :func:`gputex.mips.spd.rehearsal_shape` makes them (the long side kept, the short one as
+    small as gives the same passes: one texel with CPU adapters' forms); other sizes at their
+    own size (see :data:`REHEARSE_MAX_PIXELS`). A 48-image batch
     of 2048² PNGs, every sixth 1537x1999, meets two chains (cells and single pass): on the H200
     host, the first process of a machine spent 1.46 s in them on its first two images. None
     where nothing applies; errors are ignored (the real input meets them itself).
@@ -176,21 +177,20 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
     host, same batch: where the first input's chain went to a worker, the rehearsal made the
     1999x1537 chain for 0.15 s, then the power-of-two one, with 8 decoded images waiting; the
     first GPU step came at 0.70 s against 0.54-0.57 s)."""
-    from .warmup import png_shape, shape_for
+    from .warmup import png_shape
 
     t = opts.transform
     if not opts.mips or t is not None and (t.resize or t.max_size or t.pot):
         return None
-    kinds: dict[tuple, bool] = {}  # (shape, channels, depth, space) -> whether a power of two
+    kinds: dict[tuple, bool] = {}  # ((height, width), channels, depth, space) -> whether a power of two
     first: tuple | None = None  # the first input's kind
     for i, path in enumerate(paths[:REHEARSE_INPUTS]):
         shape = png_shape(path) if isinstance(path, str) else None
         if shape is None:
             continue
         w, h, channels, depth, space = shape
-        pot = not (w & (w - 1) or h & (h - 1))
-        kind = (shape_for(w, h) if pot else (h, w), channels, depth, space)
-        kinds.setdefault(kind, pot)
+        kind = ((h, w), channels, depth, space)
+        kinds.setdefault(kind, not (w & (w - 1) or h & (h - 1)))
         if i == 0:
             first = kind
     if not kinds:
@@ -201,11 +201,13 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
 
         from .image import from_array
         from .kernels import PIPELINES
+        from .mips.spd import rehearsal_shape
         from .pipeline import Result, upload_image
         from .trace import span
 
         full = session.info.adapter_type != "CPU" if full_size is None else full_size
         pipelines = session.cache(PIPELINES)
+        done: set[tuple] = set()
         for kind, pot in kinds.items():
             hw, channels, depth, space = kind
             if waiting is not None and waiting():
@@ -214,6 +216,11 @@ def rehearsal(opts: Options, paths: Sequence[Any], *, full_size: bool | None = N
                 continue
             if kind == first and first_ready is not None and first_ready():
                 continue  # its pixels are there: the first GPU step makes these pipelines itself
+            if pot:  # the smallest image with the same passes
+                hw = rehearsal_shape(session, hw[1], hw[0])
+            if (hw, channels, depth, space) in done:
+                continue
+            done.add((hw, channels, depth, space))
             made = pipelines.misses
             try:
                 with span("rehearsal", shape=list(hw)):

@@ -1,7 +1,7 @@
 """What the run's rehearsal (:func:`gputex.run.rehearsal`) needs to know before the pixels
 arrive: an input PNG's shape, channels, depth and colour space from its header alone
-(:func:`png_shape`), and the image one pixel high that meets the same single-pass chain as a
-power-of-two input (:func:`shape_for`).
+(:func:`png_shape`). (The smallest image that meets the same single-pass chain as a power-of-two
+input: :func:`gputex.mips.spd.rehearsal_shape`.)
 
 The first mip chain of a process pays for its pipelines (naga's translation, the driver's
 compile or cache look-up) and the integer chains' self-checks: ~0.2 s on lavapipe with Mesa's
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["png_shape", "shape_for"]
+__all__ = ["png_shape"]
 
 _CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}
 
@@ -45,11 +45,3 @@ def png_shape(path: str) -> tuple[int, int, int, int, str] | None:
             return None
         pos += 12 + length
     return None
-
-
-def shape_for(w: int, h: int) -> tuple[int, int]:
-    """(height, width) of the rehearsal image for a ``w`` x ``h`` power-of-two input: its long
-    side kept, the other one pixel, so the chain has the same levels and the same passes (the
-    single-pass chain's pipelines differ by pass: whether it reads the sums of one before and
-    stores sums for one after; a 64x64 image's one pass made none of an 8192² image's three)."""
-    return (1, w) if w >= h else (h, 1)

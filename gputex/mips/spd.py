@@ -344,6 +344,55 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     return sources, gpu_ns, pass_ns
 
 
+def _pass_constants(size, src: int, n: int) -> dict:
+    """The GPU forms' pipeline constants of a pass making levels ``src + 1 .. src + n`` (``size(level)``:
+    its (width, height)): its shape (mip_spd.wgsl's ``PASS_LEVELS``; a first pass's ``SG_TILE``:
+    level 3 halves both axes of level 2; passes from sums never take the subgroup form), and no
+    table copy for a pass of one workgroup."""
+    known = {"PASS_LEVELS": n}
+    if src == 0:
+        known["SG_TILE"] = int(n > 2 and all(a == 2 * b for a, b in zip(size(src + 2), size(src + 3))))
+    aw, ah = size(src + min(2, n))
+    if -(-aw // 16) * -(-ah // 16) == 1 and not SMEM_TABLES_ALONE:
+        known["SMEM_TABLES"] = False
+    return known
+
+
+def pass_shapes(session, width: int, height: int) -> list[list[tuple]]:
+    """What the pipelines of a full chain over a power-of-two ``width`` x ``height`` image depend on
+    besides its format and alpha, pass by pass, on ``session`` (for levels stored or not): the
+    source level, the levels made, whether the pass keeps sums, and the GPU forms' constants.
+    Two sizes with the same shapes make the same pipelines (the run's rehearsal, ``run.py``)."""
+    levels = max(width, height).bit_length()
+
+    def size(lv: int) -> tuple[int, int]:
+        return _size(width, height, lv)
+
+    forms = gpu_forms(session)
+    shapes = []
+    for per in {LEVELS_PER_PASS, _per_pass(session)}:
+        plan = spd_plan(width, height, levels, per, first_pass_levels(session)) or []
+        shapes.append([(src, n, src + n < levels - 1, tuple(sorted(_pass_constants(size, src, n).items()))
+                        if forms else ()) for src, n in plan])
+    return shapes
+
+
+def rehearsal_shape(session, width: int, height: int) -> tuple[int, int]:
+    """(height, width) of the smallest image whose single-pass chain makes the pipelines of a
+    power-of-two ``width`` x ``height`` one on ``session`` (:func:`pass_shapes`): its long side
+    kept, the short one the smallest power of two with the same pass shapes (one texel where the
+    chain's forms do not depend on it: CPU adapters' forms)."""
+    want = pass_shapes(session, width, height)
+    long, short = max(width, height), min(width, height)
+    s = 1
+    while s < short:
+        w, h = (long, s) if width >= height else (s, long)
+        if pass_shapes(session, w, h) == want:
+            break
+        s *= 2
+    return (s, long) if width >= height else (long, s)
+
+
 def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored: bool = False, sg: bool = False):
     """What a chain over ``tex`` records its passes with: (each pass's output layout, each
     pass's (pipeline, bind group), the output buffer); the buffers it makes go into ``owned``.
@@ -392,14 +441,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         last = tex.size(src + n)
         new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
                     if store else None)
-        known = {}
-        if consts["ROUND_A_LEVEL"]:  # (GPU forms: the pass's shape as constants, mip_spd.wgsl's PASS_LEVELS)
-            halves = n > 2 and all(a == 2 * b for a, b in zip(tex.size(src + 2), tex.size(src + 3)))
-            aw, ah = tex.size(src + min(2, n))
-            alone = -(-aw // 16) * -(-ah // 16) == 1
-            known = {"PASS_LEVELS": n, "SG_TILE": int(halves)}
-            if alone and not SMEM_TABLES_ALONE:
-                known["SMEM_TABLES"] = False
+        known = _pass_constants(tex.size, src, n) if consts["ROUND_A_LEVEL"] else {}
         pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, subs=subs,
                                      constants=dict(consts, FROM_SUMS=src > 0, STORE=store, **known))
         params = session.uniform(_params(tex, src, n, lay))  # released with its bind group

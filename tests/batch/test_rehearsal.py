@@ -43,7 +43,7 @@ def _shapes(monkeypatch, opts, paths, adapter_type="DiscreteGPU", full_size=None
     def cache(name):
         return made.setdefault(name, Cache(name))
 
-    run(SimpleNamespace(info=SimpleNamespace(adapter_type=adapter_type), cache=cache))
+    run(SimpleNamespace(info=SimpleNamespace(adapter_type=adapter_type), cache=cache, limits={}))
     return seen
 
 
@@ -55,10 +55,12 @@ def test_each_kind_of_chain_once(monkeypatch, tmp_png, rng):
     odd2 = tmp_png(rng.integers(0, 256, (37, 45, 4), np.uint8), "e_odd.png")
     paths = [odd, pot, pot2, tall, odd2]
     opts = Options(mips=True)
-    # power-of-two sizes one pixel thin (the long side kept), other sizes whole, each kind once
-    assert _shapes(monkeypatch, opts, paths) == [(37, 45, 4, "uint8", "srgb"), (1, 64, 4, "uint8", "srgb"),
-                                                 (128, 1, 1, "uint16", "linear")]
-    # a CPU adapter (lavapipe): only the thin ones (a whole-size chain would take the decodes' cores)
+    # power-of-two sizes thin (the long side kept; on a GPU 8 texels, its forms' first pass:
+    # spd.rehearsal_shape), other sizes whole, each kind once
+    assert _shapes(monkeypatch, opts, paths) == [(37, 45, 4, "uint8", "srgb"), (8, 64, 4, "uint8", "srgb"),
+                                                 (128, 8, 1, "uint16", "linear")]
+    # a CPU adapter (lavapipe): only the thin ones, one texel (a whole-size chain would take the
+    # decodes' cores)
     assert _shapes(monkeypatch, opts, paths, adapter_type="CPU") == [(1, 64, 4, "uint8", "srgb"),
                                                                      (128, 1, 1, "uint16", "linear")]
     assert _shapes(monkeypatch, opts, paths, adapter_type="CPU", full_size=True)[0] == (37, 45, 4, "uint8", "srgb")
@@ -71,7 +73,7 @@ def test_each_kind_of_chain_once(monkeypatch, tmp_png, rng):
     for made, done in (([1, 1, 1], 3), ([1, 0, 1], 2), ([0, 1, 1], 1)):
         assert len(_shapes(monkeypatch, opts, [odd, odd3, odd4], caches={"test-pipelines": made})) == done
     # only the first REHEARSE_INPUTS inputs are looked at
-    assert _shapes(monkeypatch, opts, [pot] * REHEARSE_INPUTS + [tall]) == [(1, 64, 4, "uint8", "srgb")]
+    assert _shapes(monkeypatch, opts, [pot] * REHEARSE_INPUTS + [tall]) == [(8, 64, 4, "uint8", "srgb")]
 
 
 def test_the_first_inputs_kind_is_left_to_it_once_decoded(monkeypatch, tmp_png, rng):
@@ -82,7 +84,7 @@ def test_the_first_inputs_kind_is_left_to_it_once_decoded(monkeypatch, tmp_png, 
     pot = tmp_png(rng.integers(0, 256, (32, 64, 4), np.uint8), "b_pot.png")
     odd2 = tmp_png(rng.integers(0, 256, (37, 45, 4), np.uint8), "c_odd.png")
     opts = Options(mips=True)
-    every = [(37, 45, 4, "uint8", "srgb"), (1, 64, 4, "uint8", "srgb")]
+    every = [(37, 45, 4, "uint8", "srgb"), (8, 64, 4, "uint8", "srgb")]
     assert _shapes(monkeypatch, opts, [odd, pot, odd2], first_ready=lambda: False) == every
     assert _shapes(monkeypatch, opts, [odd, pot, odd2], first_ready=lambda: True) == every[1:]
     assert _shapes(monkeypatch, opts, [pot, odd, odd2], first_ready=lambda: True) == every[:1]
@@ -97,7 +99,7 @@ def test_nothing_more_once_decoded_images_wait(monkeypatch, tmp_png, rng):
     odd = tmp_png(rng.integers(0, 256, (37, 45, 4), np.uint8), "a_odd.png")
     pot = tmp_png(rng.integers(0, 256, (32, 64, 4), np.uint8), "b_pot.png")
     opts = Options(mips=True)
-    every = [(37, 45, 4, "uint8", "srgb"), (1, 64, 4, "uint8", "srgb")]
+    every = [(37, 45, 4, "uint8", "srgb"), (8, 64, 4, "uint8", "srgb")]
     assert _shapes(monkeypatch, opts, [odd, pot], waiting=lambda: False) == every
     assert _shapes(monkeypatch, opts, [odd, pot], waiting=lambda: True, first_ready=lambda: False) == []
     answers = iter([False])
@@ -188,11 +190,17 @@ def test_preload_imports_and_ignores_what_fails():
 
 @pytest.mark.gpu
 @pytest.mark.usefixtures("mip_shader")  # the shaders' pipelines, also on a CPU adapter
-def test_after_the_rehearsal_no_chain_makes_a_pipeline(gpu, tmp_png, rng):
+@pytest.mark.parametrize("gpu_forms", [None, True])  # (True: the single-pass chain's GPU forms, forced)
+def test_after_the_rehearsal_no_chain_makes_a_pipeline(gpu, tmp_png, rng, monkeypatch, gpu_forms):
     """Every image of the batch (an odd size, two power-of-two kinds) finds its pipelines and
     self-checks made: no cache of a fresh session misses after the rehearsal."""
+    import gputex.mips.spd as spd
     from gputex.decode import decode
     from gputex.device import Session
+
+    if gpu_forms:
+        monkeypatch.setattr(spd, "ROUND_A_LEVEL", True)
+        monkeypatch.setattr(spd, "SUBGROUPS", True)
 
     paths = [tmp_png(rng.integers(0, 256, (37, 45, 4), np.uint8), "a.png"),
              tmp_png(rng.integers(0, 256, (64, 128, 4), np.uint8), "b.png"),

@@ -11,7 +11,7 @@ import pytest
 
 from gputex.pipeline import MipOptions, Options, Result, upload_image
 from gputex.run import rehearsal
-from gputex.warmup import png_shape, shape_for
+from gputex.warmup import png_shape
 
 # the rehearsal makes the shaders' pipelines: keep the chains on them on a CPU adapter too
 pytestmark = pytest.mark.usefixtures("mip_shader")
@@ -41,8 +41,19 @@ def test_rehearsal_only_where_it_meets_the_real_chain(tmp_png, rng):
     assert rehearsal(Options(mips=True), ["-"]) is None
 
 
-def test_the_rehearsal_image_keeps_the_long_side():
-    assert shape_for(8192, 8192) == (1, 8192) and shape_for(64, 4096) == (4096, 1) and shape_for(1, 1) == (1, 1)
+def test_the_rehearsal_image_keeps_the_long_side_and_the_passes_shapes(gpu, monkeypatch):
+    """One texel high with the CPU adapters' forms; with the GPU forms as short as keeps each
+    first pass's level 3 halving level 2 on both axes (``SG_TILE``): 8 texels."""
+    import gputex.mips.spd as spd
+
+    monkeypatch.setattr(spd, "FIRST_PASS_LEVELS", None)
+    monkeypatch.setattr(spd, "ROUND_A_LEVEL", False)
+    shape = spd.rehearsal_shape
+    assert shape(gpu, 8192, 8192) == (1, 8192) and shape(gpu, 64, 4096) == (4096, 1) and shape(gpu, 1, 1) == (1, 1)
+    monkeypatch.setattr(spd, "ROUND_A_LEVEL", True)  # (a first pass of spd.SPLIT_FIRST levels)
+    assert [shape(gpu, 8192, 8192), shape(gpu, 2048, 2048), shape(gpu, 64, 4096)] == [(8, 8192), (8, 2048), (4096, 8)]
+    assert [shape(gpu, 16, 16), shape(gpu, 8, 8), shape(gpu, 4, 2), shape(gpu, 1, 1)] == [(8, 16), (8, 8), (1, 4), (1, 1)]
+    assert spd.pass_shapes(gpu, 8192, 8) == spd.pass_shapes(gpu, 8192, 8192) != spd.pass_shapes(gpu, 8192, 4)
 
 
 @pytest.mark.gpu
@@ -51,9 +62,16 @@ def test_the_rehearsal_image_keeps_the_long_side():
     (128, 128, 1, np.uint16),
     (64, 8192, 4, np.uint8),  # 14 levels: three passes of the single-pass chain, each its own pipeline
 ])
-def test_after_a_rehearsal_the_real_chain_makes_no_pipeline(gpu, tmp_png, rng, h, w, channels, dtype):
+@pytest.mark.parametrize("gpu_forms", [None, True])  # (True: the GPU forms, forced on any adapter)
+def test_after_a_rehearsal_the_real_chain_makes_no_pipeline(gpu, tmp_png, rng, monkeypatch, h, w, channels, dtype,
+                                                            gpu_forms):
+    import gputex.mips.spd as spd
     from gputex.decode import decode
     from gputex.device import Session
+
+    if gpu_forms:
+        monkeypatch.setattr(spd, "ROUND_A_LEVEL", True)
+        monkeypatch.setattr(spd, "SUBGROUPS", True)
 
     top = 255 if dtype == np.uint8 else 65535
     path = tmp_png(rng.integers(0, top + 1, (h, w, channels), dtype).squeeze(), "in.png")
