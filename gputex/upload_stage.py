@@ -165,13 +165,14 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
         from .trace import span
 
         group = ReadbackGroup(session, expect=len(entries))
-        out = []
-        try:
-            for item, decoded, result in entries:
-                with span("gpu", path=item.path):
-                    out.append(run(item, decoded, result, group))
-        finally:
-            group.close()  # the map asked for: the pool's writers wait for it
+        out: list = []
+        with span("gpu-group", count=len(entries)):
+            try:
+                for item, decoded, result in entries:
+                    with span("gpu", path=item.path):
+                        out.append(run(item, decoded, result, group))
+            finally:
+                group.close()  # the map asked for: the pool's writers wait for it
         return out
 
     def step(item, decoded: Decoded, result: Result, group=None):
