@@ -157,10 +157,11 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
             if decoded.slot and split is not None:
                 split.step_done()
 
-    def many(entries: list) -> list:
+    def many(entries: list, between=None) -> list:
         """The steps of several decoded inputs ``[(item, decoded, result)]`` in one go, their
         read-backs in shared buffers with one map (:class:`~gputex.gpu_batch.ReadbackGroup`):
-        what each returns, in order. Each input is traced as its own ``gpu`` span."""
+        what each returns, in order. Each input is traced as its own ``gpu`` span;
+        ``between()``, if given, runs after each (the schedule feeds its decodes there)."""
         from .gpu_batch import ReadbackGroup
         from .trace import span
 
@@ -171,6 +172,8 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
                 for item, decoded, result in entries:
                     with span("gpu", path=item.path):
                         out.append(run(item, decoded, result, group))
+                    if between is not None:
+                        between()
             finally:
                 group.close()  # the map asked for: the pool's writers wait for it
         return out
