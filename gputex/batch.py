@@ -411,6 +411,12 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
             discard()
             raise
     group = _group_size()
+
+    def between() -> None:
+        """Between the inputs of one ``many`` step: the decodes go on."""
+        settle()
+        feed(busy=True)
+
     with profiled():
         while (decoding or held) and not (stop and stop()):
             ready = settle()
@@ -427,7 +433,6 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
             indices = sorted(ready)[:group] if many is not None else [min(ready)]
             taken = [(decoding[i][0], *decoding.pop(i)[1].result()) for i in indices]
             feed(busy=True)
-            between = lambda: (settle(), feed(busy=True))  # noqa: E731 - decodes go on meanwhile
             for index, (item, result, _), payload in zip(indices, taken, _steps(gpu, many, taken, span, between)):
                 job = pool.submit(encode, item, payload, result) if payload is not None and encode else None
                 done[index] = (result, job)
