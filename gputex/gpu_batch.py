@@ -26,9 +26,14 @@ a read-back buffer of a small ring (:data:`DEFER_BUFFERS`), submits and requests
 goes on to the next input; the pool thread that writes the input's texture file (``upload
 -o``) or encodes its levels (``capture``) waits for that map and copies the rows out
 (:class:`Readback`). On the H200 host the in-order thread's share per 2048² image fell from
-~49 to ~39 ms (traced run, mostly the mip chain's own CPU time now). Grouping several images'
-uploads into one submission (:func:`iter_groups`, below) is not wired into the run yet: the
-per-image wgpu calls it saves are now a small part of that thread's time. To wire it, images
+~49 to ~39 ms (traced run, mostly the mip chain's own CPU time now). ``upload -o``'s step now
+takes the inputs already decoded together (``gputex.batch.GPU_GROUP``) and their read-backs
+share ring buffers, one map each (:class:`ReadbackGroup`, at the end of this module); each
+input's upload and chain are still its own submissions (the texture pool keeps one texture per
+size, so an input's copies are submitted before the next input reuses its texture). Grouping
+several images' uploads into one submission (:func:`iter_groups`, below) is not wired into the
+run: on the H200 host it measured 1.22x the blocking per-image path alone, and the per-image
+wgpu calls it saves are a small part of that thread's time. To wire it, images
 that are plain 2D images (not texture files, no resize / BC encoding / cube / array), decoded
 in input order, would go as
 
