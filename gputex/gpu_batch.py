@@ -609,8 +609,10 @@ def _submit(tex: Texture, pieces: list, limit: int, stored) -> Readback | None:
 
 #: A group's read-back buffer holds the levels of several textures, up to this many bytes: one
 #: map (and one wait in the pool) for all of them instead of one each. 2048² RGBA8 with mips:
-#: 22.4 MB, so 5 of them; a texture alone above :data:`DEFER_MAX_BYTES` is never grouped.
-GROUP_MAX_BYTES = 128 << 20
+#: 22.4 MB, so 2 of them (1024²: 11). As :data:`DEFER_MAX_BYTES`, so the ring keeps its six
+#: buffers in flight within :data:`RING_BYTES` (new buffers are made as big as the biggest so
+#: far: 128 MiB group buffers would leave three); a texture above it is never grouped.
+GROUP_MAX_BYTES = 64 << 20
 
 
 class ReadbackGroup:
