@@ -1,7 +1,7 @@
 """Per-image cost of the in-order GPU thread's step (gputex.capture_stage.capture_gpu_stage), alone (no codecs).
 
     python benchmarks/gpu_stage.py [--size 2048] [--count 20] [--group 8] [--budget-mib 256]
-                                   [--upload-o N] [--profile K]
+                                   [--upload-o N [--many K]] [--profile K]
 
 Upload (convert + transfer), mips (record + submit), capture of every level (wait + copy
 out), for one RGBA8 sRGB image repeated; milliseconds per image, best and median.
@@ -17,7 +17,9 @@ read-back: :func:`gputex.upload_stage.upload_gpu_stage`) for ``N`` images of ``-
 sixth odd-sized as in ``benchmarks/peer_ktx.py``, alone on a fresh session: the first odd and
 the first power-of-two image (pipelines and self-checks), then ms per image of each stage
 (the read-back finished and the file written after the timed step, on the same thread); with
-``--profile K`` the K costliest functions of the timed steps (cProfile, tottime).
+``--profile K`` the K costliest functions of the timed steps (cProfile, tottime); with
+``--many K`` K inputs a step through the stage's ``many`` (their read-backs in one map, as the
+batch runs them), the step's time divided among them.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def main() -> None:
     ap.add_argument("--budget-mib", type=int, default=256)
     ap.add_argument("--upload-o", type=int, default=0, metavar="N")
     ap.add_argument("--profile", type=int, default=0, metavar="K")
+    ap.add_argument("--many", type=int, default=1, metavar="K",
+                    help="with --upload-o: K inputs a step through the stage's `many` (one read-back map)")
     args = ap.parse_args()
     if args.upload_o:
         upload_o(args)
@@ -150,28 +154,38 @@ def upload_o(args) -> None:
         names = OutputNames(out, [])
         stage, write = upload_gpu_stage(gpu, opts, names, defer=True), upload_encode_stage(opts)
         rows, firsts = [], []
-        for i, shape in enumerate(shapes):
-            item = Item(f"img{i:03d}.png")
-            result = Result(source=item.path)
-            image = gputex.from_array(pixels[shape])
+        many = getattr(stage, "many", None) if args.many > 1 else None
+        i = 0
+        while i < len(shapes):
             first = i < 2
+            k = 1 if first or many is None else min(args.many, len(shapes) - i)
+            entries = []
+            for j in range(i, i + k):
+                item = Item(f"img{j:03d}.png")
+                entries.append((item, Decoded(gputex.from_array(pixels[shapes[j]])), Result(source=item.path)))
             if prof and not first:
                 prof.enable()
             t1 = time.perf_counter()
-            pending = stage(item, Decoded(image), result)
-            took = time.perf_counter() - t1
+            if k > 1:
+                got = many(entries)
+            else:
+                got = [stage(*entries[0])]
+            took = (time.perf_counter() - t1) / k
             if prof and not first:
                 prof.disable()
-            assert pending is not None, result.error
-            write(item, pending, result)
-            assert result.ok, result.error
-            if first:
-                firsts.append(f"{shape[1]}x{shape[0]} {took * 1e3:.1f} ms (mips {result.timings['mips'] * 1e3:.1f})")
-            else:
-                rows.append((took * 1e3, *(result.timings.get(k, 0.0) * 1e3 for k in ("upload", "mips"))))
+            for (item, _, result), pending in zip(entries, got):
+                assert pending is not None, result.error
+                write(item, pending, result)
+                assert result.ok, result.error
+                if first:
+                    shape = shapes[i]
+                    firsts.append(f"{shape[1]}x{shape[0]} {took * 1e3:.1f} ms (mips {result.timings['mips'] * 1e3:.1f})")
+                else:
+                    rows.append((took * 1e3, *(result.timings.get(key, 0.0) * 1e3 for key in ("upload", "mips"))))
+            i += k
     print(f"{gpu.name}: Session() {made * 1e3:.0f} ms; first images (fresh session): {'; '.join(firsts)}")
     med = [statistics.median(r[k] for r in rows) for k in range(3)]
-    print(f"upload -o step, {len(rows)} images after those, ms per image (median): total {med[0]:.2f}, "
+    print(f"upload -o step, {len(rows)} images after those, {args.many} a step, ms per image (median): total {med[0]:.2f}, "
           f"upload {med[1]:.2f}, mips {med[2]:.2f}, the rest (read-back copies submitted, names) "
           f"{med[0] - med[1] - med[2]:.2f}")
     if prof:

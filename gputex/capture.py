@@ -163,6 +163,15 @@ def record_copies(enc, group: list[_Piece], buf) -> None:
         )
 
 
+def copy_mapped(group: list[_Piece], mapped: np.ndarray, threads: int = 1) -> None:
+    """Copy ``group``'s rows into the pieces' arrays out of ``mapped`` (a read-back buffer's mapped
+    bytes from offset 0, uint8; the caller keeps it mapped and unmaps): several textures' groups
+    in one buffer (``gpu_batch``'s shared read-backs) each copy their own."""
+    from .parallel import run_all
+
+    run_all(_copy_tasks(group, mapped, threads), threads)
+
+
 def copy_out(group: list[_Piece], buf, threads: int | None = None) -> None:
     """Copy a mapped group's rows into the pieces' arrays on ``threads`` threads, then unmap."""
     import numpy as np

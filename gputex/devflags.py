@@ -41,6 +41,9 @@ variable                    what it overrides
                             on every adapter, or on none (default: on every adapter but a CPU one).
 ``GPUTEX_GPU_SLOTS``        images the GPU step of a split batch takes at once (default 8,
                             :data:`gputex.upload_stage.GPU_SLOTS`).
+``GPUTEX_GPU_GROUP``        decoded inputs one in-order step of ``upload -o`` takes together, their
+                            read-backs in one map (default 8, :data:`gputex.batch.GPU_GROUP`;
+                            ``1``: one input a step).
 ``GPUTEX_FSYNC``            ``1``: every output is fsynced before it is named (``--fsync`` sets it
                             for the process and its workers: :func:`gputex.atomic.set_fsync`).
 ==========================  ===================================================================
@@ -73,6 +76,7 @@ FLAGS = {
     "GPUTEX_MIPS_STORE": "1 or 0: the exact mip chain stores its levels on every adapter, or on none",
     "GPUTEX_FSYNC": "1: outputs fsynced before they are named (--fsync)",
     "GPUTEX_GPU_SLOTS": "images the GPU step of a split upload -o batch takes at once",
+    "GPUTEX_GPU_GROUP": "decoded inputs one in-order step of upload -o takes together (1: one a step)",
 }
 
 

@@ -26,9 +26,14 @@ a read-back buffer of a small ring (:data:`DEFER_BUFFERS`), submits and requests
 goes on to the next input; the pool thread that writes the input's texture file (``upload
 -o``) or encodes its levels (``capture``) waits for that map and copies the rows out
 (:class:`Readback`). On the H200 host the in-order thread's share per 2048² image fell from
-~49 to ~39 ms (traced run, mostly the mip chain's own CPU time now). Grouping several images'
-uploads into one submission (:func:`iter_groups`, below) is not wired into the run yet: the
-per-image wgpu calls it saves are now a small part of that thread's time. To wire it, images
+~49 to ~39 ms (traced run, mostly the mip chain's own CPU time now). ``upload -o``'s step now
+takes the inputs already decoded together (``gputex.batch.GPU_GROUP``) and their read-backs
+share ring buffers, one map each (:class:`ReadbackGroup`, at the end of this module); each
+input's upload and chain are still its own submissions (the texture pool keeps one texture per
+size, so an input's copies are submitted before the next input reuses its texture). Grouping
+several images' uploads into one submission (:func:`iter_groups`, below) is not wired into the
+run: on the H200 host it measured 1.22x the blocking per-image path alone, and the per-image
+wgpu calls it saves are a small part of that thread's time. To wire it, images
 that are plain 2D images (not texture files, no resize / BC encoding / cube / array), decoded
 in input order, would go as
 
@@ -59,7 +64,8 @@ if TYPE_CHECKING:
     from .texture import Texture
 
 __all__ = ["GpuSteps", "process_group", "iter_groups", "plan_groups", "DEFAULT_GROUP_BUDGET", "Readback",
-           "start_readback", "start_level_readback", "DEFER_MAX_BYTES", "DEFER_BUFFERS"]
+           "start_readback", "start_level_readback", "DEFER_MAX_BYTES", "DEFER_BUFFERS", "RING_BYTES",
+           "ReadbackGroup", "GROUP_MAX_BYTES"]
 
 #: Host memory (staging + read-back buffers) one group may use, bytes.
 DEFAULT_GROUP_BUDGET = 256 << 20
@@ -406,6 +412,9 @@ DEFER_MAX_BYTES = 64 << 20
 #: copied into: up to :data:`DEFER_MAX_BYTES` each, allocated when its copies are submitted and
 #: held until its file is written), one per deferred input not yet written.
 DEFER_BUFFERS = 6
+#: And at most this many bytes of them (a group's buffer, :data:`GROUP_MAX_BYTES`, holds
+#: several textures): the bound single read-backs always had.
+RING_BYTES = DEFER_BUFFERS * DEFER_MAX_BYTES
 
 
 class Readback:
@@ -477,6 +486,7 @@ class _Ring:
         self.session = session
         self.free: list = []
         self.count = 0
+        self.held = 0  # bytes of the buffers made and not dropped
         self.biggest = 0
         self.cond = threading.Condition()
 
@@ -489,19 +499,27 @@ class _Ring:
                 if fit is not None:
                     self.free.remove(fit)
                     return fit
-                if self.count < DEFER_BUFFERS:  # a new one before replacing a small one: a
-                    self.count += 1  # destroy waited 40-50 ms on the H200 host mid-batch
-                    break
+                new = max(align_up(max(size, 256), 1 << 20), self.biggest)
+                if self.count < DEFER_BUFFERS and (self.held + new <= RING_BYTES or not self.count):
+                    self.count += 1  # a new one before replacing a small one: a destroy
+                    break  # waited 40-50 ms on the H200 host mid-batch
                 if self.free:  # too small: replaced by a bigger one (released once unreferenced)
-                    self.free.pop()
-                    break
+                    small = min(self.free, key=lambda b: b.size)
+                    self.free.remove(small)
+                    self.held -= small.size
+                    self.count -= 1
+                    continue
                 self.cond.wait()
-            size = self.biggest = max(align_up(max(size, 256), 1 << 20), self.biggest)
+            size = self.biggest = new
+            self.held += size
         try:
             return self.session.check("readback buffer", self.session.device.create_buffer,
                                       size=size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
         except BaseException:
-            self.give(None, usable=False)
+            with self.cond:
+                self.count -= 1
+                self.held -= size
+                self.cond.notify()
             raise
 
     def give(self, buf, usable: bool = True) -> None:
@@ -510,6 +528,7 @@ class _Ring:
                 self.free.append(buf)
             else:
                 self.count -= 1
+                self.held -= buf.size
             self.cond.notify()
         if not usable and buf is not None:
             try:
@@ -584,3 +603,213 @@ def _submit(tex: Texture, pieces: list, limit: int, stored) -> Readback | None:
         ring.give(buf, usable=False)
         raise
     return Readback(ring, buf, group, stored(), promise, tex.source)
+
+
+# -- several textures' read-backs in one buffer, one map ----------------------------------------
+
+#: A group's read-back buffer holds the levels of several textures, up to this many bytes: one
+#: map (and one wait in the pool) for all of them instead of one each. 2048² RGBA8 with mips:
+#: 22.4 MB, so 2 of them (1024²: 11). As :data:`DEFER_MAX_BYTES`, so the ring keeps its six
+#: buffers in flight within :data:`RING_BYTES` (new buffers are made as big as the biggest so
+#: far: 128 MiB group buffers would leave three); a texture above it is never grouped.
+GROUP_MAX_BYTES = 64 << 20
+
+
+class ReadbackGroup:
+    """The read-backs of the textures of one in-order step over several inputs
+    (:func:`gputex.upload_stage.upload_gpu_stage`'s ``many``): each :meth:`add` records the
+    copies of every level of one texture into a shared buffer of the ring and submits them at
+    once (so its texture may be recycled and the next input of its size reuse it: the queue
+    runs those copies before any later upload into it); :meth:`close` asks for one map of the
+    buffer. Each texture's :class:`Readback`-like handle (``finish``/``cancel``, on any thread)
+    waits for that map, copies its own rows out and the last one done gives the buffer back.
+    A texture that does not fit in what is left of the buffer closes it and opens the next.
+
+    Why: on the H200 host every map pending while the in-order thread submits makes wgpu-py's
+    poll thread hold the device's lock in a blocking poll (h13batch3), and on lavapipe a
+    ``map_async`` took ~3 ms of the in-order thread (``gpu_stage.py --upload-o``): one map a
+    group instead of one an input. Memory: the ring's bound (:data:`RING_BYTES`) as for single
+    read-backs; a buffer is at most :data:`GROUP_MAX_BYTES`."""
+
+    def __init__(self, session: Session, expect: int = 1):
+        self.session = session
+        self.expect = max(1, expect)  # inputs still to come in this step, for the buffer's size
+        self._open: _Shared | None = None
+
+    def add(self, tex: Texture) -> _Member | None:
+        """Record and submit the copies of every level of ``tex``; None where the padded copy
+        exceeds :data:`DEFER_MAX_BYTES` (read it back otherwise, as :func:`start_readback`)."""
+        from .capture import as_texture_file, copy_groups, group_bytes, record_copies, texture_file_pieces
+
+        self.expect = max(1, self.expect - 1)
+        if tex.format.compressed:
+            from .capabilities import require
+
+            require(tex.session, "compressed-copy", tex.source)
+        limit = _defer_limit(self.session)
+        if _padded(tex, range(tex.levels), tex.level_images) > limit:
+            return None
+        out, pieces = texture_file_pieces(tex, None, limit)
+        groups = copy_groups(pieces, limit)
+        if len(groups) != 1:
+            return None
+        group = groups[0]
+        size = group_bytes(group)
+        shared = self._open
+        if shared is not None and (align_up(shared.used, 256) + size > shared.cap
+                                   or shared.device is not self.session.device):  # (recreated: a loss)
+            self.close()
+            shared = None
+        if shared is None:
+            cap = max(size, min(_group_limit(self.session), size * (self.expect + 1)))
+            ring = self.session.cache("gpu-batch").get("readback-ring", lambda: _Ring(self.session))
+            shared = self._open = _Shared(ring, ring.take(cap), self.session)
+            shared.cap = cap  # (a reused buffer may be bigger: the group still ends here)
+        base = align_up(shared.used, 256)
+        for p in group:
+            p.offset += base
+        session = self.session
+        try:
+            enc = session.device.create_command_encoder()
+            record_copies(enc, group, shared.buf)
+            session.device.queue.submit([enc.finish()])
+        except BaseException:
+            if shared.members == 0:  # nothing of it submitted: the buffer goes back unused
+                self._open = None
+                shared.ring.give(shared.buf, usable=False)
+            else:
+                self.close()
+            raise
+        shared.used = base + size
+        shared.members += 1
+        shared.left += 1
+        return _Member(shared, group, as_texture_file(tex, out), tex.source)
+
+    def close(self) -> None:
+        """Ask for the map of the open buffer (its members' handles wait for it); a no-op
+        when none is open. Must be called once the step is done, also after an error."""
+        shared, self._open = self._open, None
+        if shared is not None:
+            shared.request()
+
+
+def _group_limit(session: Session) -> int:
+    return min(GROUP_MAX_BYTES, session.limits.get("max-buffer-size", 256 << 20))
+
+
+class _Shared:
+    """One read-back buffer holding several textures' copies: mapped once, copied out by each
+    member on its own thread, unmapped and given back to the ring by the last member done."""
+
+    def __init__(self, ring: _Ring, buf, session: Session):
+        import threading
+
+        self.ring, self.buf, self.session, self.device = ring, buf, session, session.device
+        self.used = 0
+        self.cap = buf.size  # what the group may fill
+        self.members = 0  # handed out
+        self.left = 0  # handed out and not yet finished or cancelled
+        self.requested = threading.Event()
+        self.lock = threading.Lock()
+        self.promise: Any = None
+        self.mapped: Any = None  # the mapped bytes (uint8 array) once waited for
+        self.error: BaseException | None = None  # the map's own failure (wgpu's), for every member
+        self.bad = False  # a member failed: the buffer is not reused
+        self.gone = False
+
+    def request(self) -> None:
+        import wgpu
+
+        try:
+            self.promise = self.buf.map_async(wgpu.MapMode.READ, 0, self._size())
+        except Exception as e:  # noqa: BLE001 - each member reports it
+            self.error = e
+        finally:
+            self.requested.set()
+            with self.lock:
+                if self.left == 0:  # every member cancelled before the map was asked for
+                    self._release()
+
+    def _size(self) -> int:
+        return max(4, align_up(self.used, 4))
+
+    def view(self, source: str):
+        """The mapped bytes (waiting for the map the first time); the map's failure is raised
+        as :meth:`gputex.device.Session.check` raises it, naming ``source``."""
+        import numpy as np
+
+        self.requested.wait()
+        with self.lock:
+            if self.error is None and self.mapped is None:
+                try:
+                    self.promise.sync_wait()
+                    self.mapped = np.frombuffer(self.buf.read_mapped(0, self._size(), copy=False), np.uint8)
+                except Exception as e:  # noqa: BLE001 - raised below, for this member and the others
+                    self.error = e
+            error, mapped = self.error, self.mapped
+        if error is not None:
+            def fail():
+                raise error
+
+            self.session.check(f"{source}: map readback buffer", fail)
+        return mapped
+
+    def done(self, ok: bool = True) -> None:
+        """One member finished (or cancelled): the last one unmaps and gives the buffer back."""
+        with self.lock:
+            self.bad = self.bad or not ok
+            self.left -= 1
+            if self.left == 0 and self.requested.is_set():
+                self._release()
+
+    def _release(self) -> None:
+        """(Under the lock.) Unmap and give the buffer back; dropped where the map failed."""
+        if self.gone:
+            return
+        self.gone = True
+        usable = self.error is None and not self.bad and self.promise is not None
+        waited, self.mapped = self.mapped is not None, None  # no view may outlive the unmap
+        if usable:
+            try:
+                if not waited:
+                    self.promise.sync_wait()
+                self.buf.unmap()
+            except Exception:  # noqa: BLE001 - the buffer is dropped instead
+                usable = False
+        self.ring.give(self.buf, usable=usable)
+
+
+class _Member:
+    """One texture's part of a :class:`_Shared` buffer, with :class:`Readback`'s interface."""
+
+    def __init__(self, shared: _Shared, group: list, stored: Any, source: str):
+        self._shared, self._group, self.stored, self._source = shared, group, stored, source
+        self._live = True
+
+    def finish(self) -> Any:
+        from .capture import copy_mapped
+        from .errors import DeviceLostError
+
+        if not self._live:
+            raise RuntimeError("read-back already finished")
+        self._live = False
+        try:
+            copy_mapped(self._group, self._shared.view(self._source))
+        except DeviceLostError as e:
+            self._shared.done(ok=False)
+            raise DeviceLostError(f"{e}; not retried (read back after its GPU step), nothing written") from e
+        except BaseException:
+            self._shared.done(ok=False)
+            raise
+        self._shared.done()
+        return self.stored
+
+    def cancel(self) -> None:
+        if self._live:
+            self._live = False
+            self._shared.done()
+
+    def __del__(self) -> None:  # dropped unfinished (a run torn down mid-way): the buffer is released
+        if getattr(self, "_live", False):
+            self._live = False
+            self._shared.done()

@@ -150,14 +150,35 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
     if split is not None:
         split.gpu_ready(session)
 
-    def run(item, decoded: Decoded, result: Result):
+    def run(item, decoded: Decoded, result: Result, group=None):
         try:
-            return step(item, decoded, result)
+            return step(item, decoded, result, group)
         finally:
             if decoded.slot and split is not None:
                 split.step_done()
 
-    def step(item, decoded: Decoded, result: Result):
+    def many(entries: list, between=None) -> list:
+        """The steps of several decoded inputs ``[(item, decoded, result)]`` in one go, their
+        read-backs in shared buffers with one map (:class:`~gputex.gpu_batch.ReadbackGroup`):
+        what each returns, in order. Each input is traced as its own ``gpu`` span;
+        ``between()``, if given, runs after each (the schedule feeds its decodes there)."""
+        from .gpu_batch import ReadbackGroup
+        from .trace import span
+
+        group = ReadbackGroup(session, expect=len(entries))
+        out: list = []
+        with span("gpu-group", count=len(entries)):
+            try:
+                for item, decoded, result in entries:
+                    with span("gpu", path=item.path):
+                        out.append(run(item, decoded, result, group))
+                    if between is not None:
+                        between()
+            finally:
+                group.close()  # the map asked for: the pool's writers wait for it
+        return out
+
+    def step(item, decoded: Decoded, result: Result, group=None):
         image = decoded.take()
         pending: list = []
         name = OutputName(opts, names, item)  # taken once: a retry after a device loss writes the same file
@@ -172,7 +193,7 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
                 done = False
                 try:
                     verify_and_write(tex, image, item, opts, names, result, pending if defer else None,
-                                     name=name, early=early)
+                                     name=name, early=early, group=group)
                     done = True
                 finally:
                     if done:  # the next input of its size reuses it (its copies are submitted)
@@ -189,6 +210,8 @@ def upload_gpu_stage(session: Session, opts: Options, names: OutputNames | None 
             name.release()  # a later input may have the name its file never got
         return pending[0] if pending else None
 
+    if defer:
+        run.many = many  # type: ignore[attr-defined]  # the schedule's several-inputs step (gputex.batch)
     return run
 
 
@@ -258,12 +281,14 @@ def upload_encode_stage(opts: Options):
 
 
 def verify_and_write(tex: Texture, source, item, opts: Options, names, result: Result,
-                     pending: list | None = None, *, name: OutputName | None = None, early=None) -> None:
+                     pending: list | None = None, *, name: OutputName | None = None, early=None,
+                     group=None) -> None:
     """Verify (``opts.verifies()``) and write the texture file of ``opts.out``; with a
     ``pending`` list, the write is appended to it as a :class:`PendingWrite` instead.
     ``name``: the input's :class:`OutputName` where the caller may call this again for it.
     ``early``: the texture file opened before the upload (:func:`_open_early`), handed over
-    (committed or discarded here)."""
+    (committed or discarded here). ``group``: a :class:`~gputex.gpu_batch.ReadbackGroup` the
+    deferred read-back joins (one map for several inputs) instead of a buffer of its own."""
     try:
         encoded = None if is_texfile(source) else _bc_encode(tex, opts, result)
     except BaseException:
@@ -272,14 +297,14 @@ def verify_and_write(tex: Texture, source, item, opts: Options, names, result: R
         raise
     try:
         _check_and_write(tex, encoded, source, item, opts, name or OutputName(opts, names, item), result, pending,
-                         early)
+                         early, group)
     finally:
         if encoded is not None:
             encoded.destroy()
 
 
 def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: Options, name: OutputName,
-                     result: Result, pending: list | None = None, early=None) -> None:
+                     result: Result, pending: list | None = None, early=None, group=None) -> None:
     """Verify ``tex`` against what was sent; write ``encoded`` (its BC encoding) or ``tex``
     (with ``pending``: hand the write over as a :class:`PendingWrite`)."""
     import numpy as np
@@ -293,7 +318,7 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
     try:
         result.layout = tex.layout(0).as_dict()
         if early is None and pending is not None and opts.out and not opts.verifies() and _defer_readback(
-                tex, encoded, source, opts, name, result, pending):
+                tex, encoded, source, opts, name, result, pending, group):
             return
         # too big to defer (or no pool): the levels copied straight into the mapped file (where it
         # cannot map, the whole write below uses the same name)
@@ -337,14 +362,14 @@ def _check_and_write(tex: Texture, encoded: Texture | None, source, item, opts: 
 
 
 def _defer_readback(tex: Texture, encoded: Texture | None, source, opts: Options, name: OutputName,
-                    result: Result, pending: list) -> bool:
+                    result: Result, pending: list, group=None) -> bool:
     """No check wanted: the copies of every level are submitted and the read-back is left to
     the write in the pool (:class:`~gputex.gpu_batch.Readback`), so the in-order thread goes on
     to the next input while the GPU copies; False when the texture is too big for that."""
     from .gpu_batch import start_readback
 
     with timed(result, "capture"):
-        readback = start_readback(encoded or tex)
+        readback = start_readback(encoded or tex) if group is None else group.add(encoded or tex)
     if readback is None:
         return False
     if encoded is not None:

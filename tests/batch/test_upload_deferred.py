@@ -237,26 +237,26 @@ def test_capture_readback_given_back_when_a_name_fails(rng, gpu, tmp_path, monke
 def test_device_lost_in_a_deferred_readback_fails_that_input_only(rng, gpu, tmp_path, monkeypatch):
     """A device lost while the pool finishes an input's read-back (after its GPU step, so it
     cannot be retried there): that input fails with one line saying so and writes nothing; the
-    next input is written."""
-    from gputex import gpu_batch
+    next input (in a step, hence a read-back map, of its own: ``GPU_GROUP`` 1) is written."""
+    from gputex import batch, gpu_batch
 
-    real, started = gpu_batch._submit, []
+    real, started = gpu_batch._Shared.request, []
 
     class Lost:
         def sync_wait(self):
             raise RuntimeError("Device lost (made by the test)")
 
-    def submit(*a, **kw):
-        rb = real(*a, **kw)
-        if rb is not None and not started:
-            rb._promise = Lost()  # the map of the first input's read-back fails as a lost device
-        started.append(rb)
-        return rb
+    def request(self):
+        real(self)
+        if not started:
+            self.promise = Lost()  # the map of the first input's read-back fails as a lost device
+        started.append(self.members)
 
-    monkeypatch.setattr(gpu_batch, "_submit", submit)
+    monkeypatch.setattr(batch, "GPU_GROUP", 1)
+    monkeypatch.setattr(gpu_batch._Shared, "request", request)
     made = _inputs(rng, tmp_path / "in")[:2]
     results = _run([p for p, _ in made], tmp_path / "out", "ktx2", deferred=True)
-    assert len(started) == 2 and None not in started  # both read back in the pool
+    assert started == [1, 1]  # both read back in the pool, one map each
     assert [r.ok for r in results] == [False, True], [r.error for r in results]
     assert results[0].error == (f"{made[0][0]}: map readback buffer: GPU device lost (Device lost (made by "
                                 "the test)); not retried (read back after its GPU step), nothing written")
