@@ -26,7 +26,7 @@ from .intbox import BUCKETS, MAX_BASE_TEXELS, bucket_table, lin_table, plan_chai
 if TYPE_CHECKING:
     from ..texture import Texture
 
-__all__ = ["INT_FORMATS", "int_ok", "int_chain", "self_check", "matches_model"]
+__all__ = ["INT_FORMATS", "int_ok", "int_chain", "self_check", "matches_model", "expected_levels"]
 
 #: Formats the integer chain serves (unorm, 8 or 16 bits a channel).
 INT_FORMATS = ("r8unorm", "rg8unorm", "rgba8unorm", "rgba8unorm-srgb", "bgra8unorm", "bgra8unorm-srgb",
@@ -176,6 +176,38 @@ def self_check_image(channels: int, bits: int):
     return v.astype(np.uint8 if bits == 8 else np.uint16)
 
 
+def check_codes(channels: int, bits: int, size: tuple[int, int] | None = None):
+    """:func:`self_check_image`, tiled to ``size`` (width, height) where given."""
+    import numpy as np
+
+    codes = self_check_image(channels, bits)
+    if size is None:
+        return codes
+    w, h = size
+    return np.ascontiguousarray(np.tile(codes, (-(-h // 7), -(-w // 13), 1))[:h, :w])
+
+
+def expected_levels(codes, channels: int, bits: int, srgb: bool, weighted: bool, levels: int) -> list:
+    """Levels 1..``levels - 1`` of the integer chain of ``codes`` (``(h, w, channels)`` uint8 or
+    uint16), each ``(h, w, channels)``: the bytes of ``intbox.model_chain``, which the self-checks
+    compare a chain with. Computed by the host C engine (``mips/cpu.py``) where it is built and
+    serves the kind (``tests/mips/test_cpu_engine.py`` holds it to the model, and this function
+    to the model at every self-check's image): ~0.1 ms, where the model's pure Python took 30-60
+    ms holding the GIL (H200 host: the first chain of each kind waited ~40 ms of it before its
+    pipelines were made). Else by the model itself."""
+    import numpy as np
+
+    from . import cpu
+    from .intbox import model_chain
+
+    h, w = codes.shape[:2]
+    if cpu.available() and cpu.serves(channels, bits, srgb, w, h):
+        return cpu.host_chain(np.ascontiguousarray(codes), channels, bits, srgb, weighted, levels, nthreads=1)
+    dtype = np.uint8 if bits == 8 else np.uint16
+    return [np.array(lv, dtype).reshape(len(lv), len(lv[0]), channels)
+            for lv in model_chain(codes.tolist(), channels, bits, srgb, weighted, levels)]
+
+
 def matches_model(session, fmt, color_space: str, alpha: str, chain, size: tuple[int, int] | None,
                   levels: int, storage: str = "") -> tuple[bool, str]:
     """:func:`_matches_model` as a ``mips:self-check`` span (``GPUTEX_TRACE``)."""
@@ -187,42 +219,26 @@ def matches_model(session, fmt, color_space: str, alpha: str, chain, size: tuple
 
 def _matches_model(session, fmt, color_space: str, alpha: str, chain, size: tuple[int, int] | None,
                    levels: int, storage: str = "") -> tuple[bool, str]:
-    """Run ``chain(tex, alpha)`` over :func:`self_check_image` (tiled to ``size``, or as it is)
-    uploaded as ``fmt`` with ``levels`` levels (``storage``: made for its levels to be stored
-    through that format, ``create_texture(store_levels=)``): (True, "") where every level has
-    the bytes of ``intbox.model_chain`` (the same integers computed in Python), else (False, the
-    first texel that differs). The self-checks of the integer chains (this one, spd, odd) share it."""
+    """Run ``chain(tex, alpha)`` over :func:`check_codes` (:func:`self_check_image` tiled to
+    ``size``, or as it is) uploaded as ``fmt`` with ``levels`` levels (``storage``: made for its
+    levels to be stored through that format, ``create_texture(store_levels=)``), its levels read
+    back in one map: (True, "") where every level has the bytes of ``intbox.model_chain``
+    (:func:`expected_levels`), else (False, the first texel that differs). The self-checks of the
+    integer chains (this one, spd, odd) share it."""
     import numpy as np
 
-    from ..capture import capture
+    from ..capture import capture_levels
     from ..decode import from_array
     from ..upload import upload
-    from .intbox import model_chain
 
-    codes = self_check_image(fmt.channels, fmt.bits)
-    if size is not None:
-        w, h = size
-        codes = np.ascontiguousarray(np.tile(codes, (-(-h // 7), -(-w // 13), 1))[:h, :w])
-    # the model (35-45 ms of pure Python on the 2-core lavapipe machine) on a thread of its own
-    # while this one makes the chain's pipelines (C, the GIL released): the first chain of a
-    # process, which a single image's run waits for
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1, thread_name_prefix="gputex-model") as pool:
-        model = pool.submit(model_chain, codes.tolist(), fmt.channels, fmt.bits, color_space == "srgb",
-                            alpha == "weighted", levels)
-        tex = upload(session, from_array(codes, color_space), fmt.name, levels=levels, color_space=color_space,
-                     usage=binding_usage(), store_levels=storage)
-        try:
-            chain(tex, alpha)
-            want = model.result()
-        except BaseException:
-            tex.destroy()
-            raise
+    codes = check_codes(fmt.channels, fmt.bits, size)
+    want = expected_levels(codes, fmt.channels, fmt.bits, color_space == "srgb", alpha == "weighted", levels)
+    tex = upload(session, from_array(codes, color_space), fmt.name, levels=levels, color_space=color_space,
+                 usage=binding_usage(), store_levels=storage)
     try:
-        for lv in range(1, tex.levels):
-            got = capture(tex, lv)
-            exp = np.array(want[lv - 1], got.dtype).reshape(got.shape)
+        chain(tex, alpha)
+        for lv, got in enumerate(capture_levels(tex, list(range(1, tex.levels))), start=1):
+            exp = want[lv - 1].astype(got.dtype).reshape(got.shape)
             if not np.array_equal(got, exp):
                 y, x = (int(b) for b in np.argwhere(got != exp)[0][:2])
                 return False, (f"level {lv} texel ({y}, {x}): got {got[y, x].tolist()}, "

@@ -375,3 +375,25 @@ def test_sources_follow_the_tiling_plan():
         for lv, src in enumerate(cpu.sources(w, h, mip_count(w, h)), 1):
             if src:
                 assert max(1, w >> src) % max(1, w >> lv) == 0 and max(1, h >> src) % max(1, h >> lv) == 0
+
+
+@pytest.mark.parametrize("size", [None, (128, 32), (45, 35)])  # (the int, spd and odd chains' check images)
+@pytest.mark.parametrize("channels,bits,srgb", KINDS + [(4, 16, True), (2, 16, True)])
+def test_self_checks_reference_is_the_model_at_every_check_image(monkeypatch, size, channels, bits, srgb):
+    """``integer.expected_levels`` (the C engine where it serves the kind, else the model: 16-bit
+    sRGB) gives the model's bytes for the self-checks' images, and so does its model path."""
+    from gputex.mips import integer, odd, spd
+
+    assert {spd.CHECK_SIZE, odd.CHECK_SIZE} == {(128, 32), (45, 35)}
+    codes = integer.check_codes(channels, bits, size)
+    levels = mip_count(codes.shape[1], codes.shape[0])
+    for weighted in (True, False):
+        want = _model(codes, channels, bits, srgb, weighted)
+        for path in ("engine", "model"):
+            if path == "model":
+                monkeypatch.setattr(cpu, "available", lambda: False)
+            got = integer.expected_levels(codes, channels, bits, srgb, weighted, levels)
+            assert len(got) == len(want)
+            for lv, (g, m) in enumerate(zip(got, want), start=1):
+                assert g.dtype == m.dtype and np.array_equal(g, m), f"{path} {size} {weighted} level {lv}"
+            monkeypatch.undo()

@@ -214,19 +214,21 @@ def disagreeing(gpu, monkeypatch):
     are made to differ from what the chain gives (the cell chain's check fails too). Yields the
     real model."""
     import gputex.mips.intbox as intbox
+    import gputex.mips.integer as integer
 
     key = ("self-check", "rg8unorm", "linear", True)
     odd_key = ("mip-odd-self-check", "rg8unorm", "linear", True)
     gpu.cache("mip-int").pop(key)
     gpu.cache("mip-odd").pop(odd_key)
     real = intbox.model_chain
+    expected = integer.expected_levels
 
-    def wrong(*args):
-        levels = real(*args)
-        levels[0][0][0] = tuple((v + 1) % 256 for v in levels[0][0][0])
+    def wrong(*args):  # the self-checks' reference off by one code at level 1 texel (0, 0)
+        levels = expected(*args)
+        levels[0][0, 0] ^= 1
         return levels
 
-    monkeypatch.setattr(intbox, "model_chain", wrong)
+    monkeypatch.setattr(integer, "expected_levels", wrong)
     yield real
     gpu.cache("mip-int").pop(key)
     gpu.cache("mip-odd").pop(odd_key)

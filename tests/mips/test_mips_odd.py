@@ -160,19 +160,21 @@ def test_banded_levels_give_the_same_bytes(gpu, monkeypatch):
 @pytest.mark.gpu
 def test_failed_self_check_falls_back_to_the_integer_chain(gpu, monkeypatch):
     import gputex.mips.intbox as intbox
+    import gputex.mips.integer as integer
     from gputex.mips.odd import CHECK_SIZE
 
     key = ("mip-odd-self-check", "rg8unorm", "linear", True)
     gpu.cache("mip-odd").pop(key)
     real = intbox.model_chain
+    expected = integer.expected_levels
 
-    def wrong(*args):  # an adapter that disagrees (only for the cell chain's check image)
-        levels = real(*args)
-        if len(args[0]) == CHECK_SIZE[1]:
-            levels[2][0][0] = tuple((v + 1) % 256 for v in levels[2][0][0])
+    def wrong(codes, *args):  # an adapter that disagrees (only for the cell chain's check image)
+        levels = expected(codes, *args)
+        if codes.shape[0] == CHECK_SIZE[1]:
+            levels[2][0, 0] ^= 1
         return levels
 
-    monkeypatch.setattr(intbox, "model_chain", wrong)
+    monkeypatch.setattr(integer, "expected_levels", wrong)
     try:
         a = _image(np.random.default_rng(2400), 9, 5, 2, 8, "holes")
         report, got = _levels(gpu, a, "rg8unorm", "linear", "weighted", "exact")

@@ -149,19 +149,21 @@ def test_tile_levels_one_or_two_a_round_give_the_same_bytes(gpu, monkeypatch, ro
 @pytest.mark.gpu
 def test_failed_self_check_falls_back_to_the_integer_chain(gpu, monkeypatch):
     import gputex.mips.intbox as intbox
+    import gputex.mips.integer as integer
 
     key = ("mip-spd-self-check", "rg8unorm", "linear", True)
     gpu.cache("mip-spd").pop(key)
     monkeypatch.setattr(spd, "SUBGROUPS", False)  # (a GPU's subgroup form: its own check, test_spd_subgroups.py)
     real = intbox.model_chain
+    expected = integer.expected_levels
 
-    def wrong(*args):  # an adapter that disagrees (only for the single-pass check's image)
-        levels = real(*args)
-        if len(args[0]) == spd.CHECK_SIZE[1]:
-            levels[1][0][0] = tuple((v + 1) % 256 for v in levels[1][0][0])
+    def wrong(codes, *args):  # an adapter that disagrees (only for the single-pass check's image)
+        levels = expected(codes, *args)
+        if codes.shape[0] == spd.CHECK_SIZE[1]:
+            levels[1][0, 0] ^= 1
         return levels
 
-    monkeypatch.setattr(intbox, "model_chain", wrong)
+    monkeypatch.setattr(integer, "expected_levels", wrong)
     try:
         a = _image(np.random.default_rng(1664), 8, 4, 2, 8, "holes")
         report, got = _levels(gpu, a, "rg8unorm", "linear", "weighted", "exact")
