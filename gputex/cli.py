@@ -435,13 +435,26 @@ def console() -> None:
         from .device import pause_gc, prestart
 
         pause_gc()  # until the run's session is ready
-        if not {"--help", "-h"} & set(sys.argv[2:]):  # wgpu imported and adapters listed meanwhile
+        if _prestart() and not {"--help", "-h"} & set(sys.argv[2:]):  # wgpu imported, adapters listed meanwhile
             prestart(enumerate_adapters=not os.environ.get("GPUTEX_BACKEND") and not any(
                 a == "--backend" or a.startswith("--backend=") for a in sys.argv[2:]))
     try:
         main()
     except _Done as e:
         _lean_exit(e.code if isinstance(e.code, int) else EXIT_OK)
+
+
+def _prestart() -> bool:
+    """Whether the command begins wgpu's import and the adapter list on a thread at once
+    (``GPUTEX_PRESTART``; default: yes, but not for a command line taken for a batch, whose
+    workers' fork server started: there that thread's Python (wgpu's import and C types, 0.24 s
+    of CPU on the H200 host) held the GIL while the main thread was on its way to the workers'
+    first decodes; the batch's device is made once they are asked for, ``run.run``'s ``begin``)."""
+    from .devflags import flag
+    from .early import started
+
+    value = flag("GPUTEX_PRESTART")
+    return value == "1" if value in ("0", "1") else not started()
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["WORKER_MODULES", "looks_like_batch", "start", "context", "stop"]
+__all__ = ["WORKER_MODULES", "looks_like_batch", "start", "started", "context", "stop"]
 
 #: What a decode worker imports before its first image, imported once by the server instead:
 #: numpy, the decoders, the decode and encode paths, and the host path of ``upload --mips -o``
@@ -102,6 +102,11 @@ def looks_like_batch(argv: list[str], cpus: int | None = None) -> bool:
         return False  # codecs in threads (gputex.caps.cap_jobs)
     jobs = _int_after(args, ("--jobs", "-j"))
     return (jobs if jobs is not None else (cpus or os.cpu_count() or 1)) >= 3
+
+
+def started() -> bool:
+    """Whether :func:`start` started the fork server in this process (the command line looked like a batch)."""
+    return _CONTEXT is not None
 
 
 def start(argv: list[str]) -> bool:

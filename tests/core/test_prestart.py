@@ -42,3 +42,21 @@ def test_upload_help_imports_no_wgpu():
                        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     assert p.returncode == 0, p.stderr
     assert "WGPU False" in p.stdout
+
+
+def test_prestart_is_left_to_the_run_where_the_command_line_is_a_batch(monkeypatch):
+    """Not for a command line whose workers' fork server started (``early.started``: its device
+    is made once the first decodes are asked for); ``GPUTEX_PRESTART`` 1 or 0 decides otherwise."""
+    import gputex.cli as cli
+    import gputex.early as early
+
+    monkeypatch.delenv("GPUTEX_PRESTART", raising=False)
+    monkeypatch.setattr(early, "_CONTEXT", None)
+    assert cli._prestart() and not early.started()
+    monkeypatch.setattr(early, "_CONTEXT", object())
+    assert not cli._prestart() and early.started()
+    monkeypatch.setenv("GPUTEX_PRESTART", "1")
+    assert cli._prestart()
+    monkeypatch.setattr(early, "_CONTEXT", None)
+    monkeypatch.setenv("GPUTEX_PRESTART", "0")
+    assert not cli._prestart()
