@@ -75,7 +75,7 @@ def main(sizes: list[str], flags: str) -> None:
         a[..., 3] = np.where(rng.random((height, width)) < 0.4, 0, a[..., 3])
         # made as the CLI makes it (stored levels where the adapter's exact chain stores them)
         tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True, store_levels=True)
-        from gputex.mips.spd import stores
+        from gputex.mips.stored import stores
         print(f"{size}: levels stored: {stores(tex, 'weighted', 'mip-odd')}", flush=True)
         first_bytes = None
         sol = SpeedOfLight(gpu, tex) if gpu.has_feature("timestamp-query") else None

@@ -37,7 +37,7 @@ variable                    what it overrides
                             chain on the GPU step; ``cpu``: every one the engine serves made by
                             the decode workers; :class:`gputex.upload_stage.HostSplit`).
 ``GPUTEX_MIPS_STORE``       ``1`` or ``0``: textures made for the exact chain to store their levels
-                            (``textureStore``, no copies; :func:`gputex.mips.spd.stored_format`)
+                            (``textureStore``, no copies; :func:`gputex.mips.stored.stored_format`)
                             on every adapter, or on none (default: on every adapter but a CPU one).
 ``GPUTEX_GPU_SLOTS``        images the GPU step of a split batch takes at once (default 8,
                             :data:`gputex.upload_stage.GPU_SLOTS`).

@@ -97,9 +97,9 @@ def stored_format(session: Session, fmt: Format | str, width: int, height: int, 
                   filter: str = "box", precision: str = "exact", normal_map: bool = False,
                   coverage: float | None = None) -> str:
     """The storage format through which the exact chain will store a texture's levels
-    (pass it as ``create_texture(..., store_levels=...)``), or "" (:func:`.spd.stored_format`)."""
+    (pass it as ``create_texture(..., store_levels=...)``), or "" (:func:`.stored.stored_format`)."""
     from ..formats import get_format
-    from .spd import stored_format as spd_stored
+    from .stored import stored_format as spd_stored
 
     fmt = get_format(fmt) if isinstance(fmt, str) else fmt
     return spd_stored(session, fmt, width, height, levels, depth, filter=filter, precision=precision,
@@ -233,7 +233,7 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
     """The integer chain, where it applies and this adapter passes its self-check; its
     single-pass form (:mod:`.spd`, the same bytes) where that serves the sizes, else its cell
     form (:mod:`.odd`, the same bytes)."""
-    from . import cpu, odd, spd
+    from . import cpu, odd, spd, stored
     from .integer import int_chain, int_ok, self_check
 
     if not int_ok(tex, filter, normal_map, coverage):
@@ -265,7 +265,7 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
         if ok:
             report.sources, report.gpu_ns, report.pass_ns = chain(tex, alpha, layer, measure)
             report.exact, report.precision = True, "integer"
-            stored_note = spd.store_note(tex, alpha, "mip-spd" if chain is spd.spd_chain else "mip-odd")
+            stored_note = stored.store_note(tex, alpha, "mip-spd" if chain is spd.spd_chain else "mip-odd")
             sg_note = spd.subgroup_note(tex.session) if chain is spd.spd_chain else ""
             report.note = "; ".join(n for n in (report.note, stored_note, sg_note) if n)
             return True

@@ -52,7 +52,7 @@ of levels of at most 1M texels makes a texel a workgroup (``level_fix_wide``, :d
 8191^2 3.26 -> 3.19 ms (1.49x 8192^2), 4095x4097 1.09 -> 1.06 ms (1.79x 4096^2). The small levels in
 one workgroup (:data:`TAIL`) were slower and stay off.
 
-On a texture made for stored levels (:func:`.spd.stored_format`) each level's dispatches bind
+On a texture made for stored levels (:func:`.stored.stored_format`) each level's dispatches bind
 its write view and store with ``textureStore`` (``store_texel``; no output buffers or copies, no
 ``tail``): H200 (helper h16store, ``benchmarks/results/mips-h200-ff3cc2c.txt``) 8191^2 3.216 ->
 2.136 ms, 4095x4097 1.077 -> 0.769 ms; but 1.90x / 2.34x the power-of-two chains, which lost their
@@ -311,7 +311,7 @@ def odd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False,
     from .cells import cell_plan
     from .common import integer_entries
     from .common import stand_in as stand_in_view
-    from .spd import stores
+    from .stored import stores
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     stored = stores(tex, alpha, "mip-odd")  # the levels stored through write views (binding 9), no copies
@@ -751,11 +751,11 @@ CHECK_SIZE = (45, 35)
 def self_check(session: Session, fmt: Format, color_space: str, alpha: str, storage: str = "") -> tuple[bool, str]:
     """Once per session and kind of chain: this chain's bytes for a 45x35 image must be those of
     ``intbox.model_chain``. Returns (passed, what differed). ``storage``: the texture's levels
-    are stored through it (:func:`.spd.checked`: the stored chain checked first, the buffer's
+    are stored through it (:func:`.stored.checked`: the stored chain checked first, the buffer's
     where it disagrees)."""
     from ..layout import mip_count
     from .integer import matches_model
-    from .spd import checked
+    from .stored import checked
 
     w, h = CHECK_SIZE
     return checked(session, fmt, color_space, alpha, storage, "mip-odd",

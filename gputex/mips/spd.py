@@ -30,7 +30,7 @@ a 2048^2 chain took 378 ms of CPU, now 239 (``benchmarks/mips_cpu.py``; ``docs/p
 Alpha's exact ties (a quarter of level 1's texels) are rounded by a shift, not the search.
 
 **The levels stored straight into the texture.** Where the texture was made for it
-(:func:`stored_format` at its creation: 8-bit RGBA, the exact box chain, a GPU adapter; an sRGB
+(:func:`.stored.stored_format` at its creation: 8-bit RGBA, the exact box chain, a GPU adapter; an sRGB
 texture is then its linear twin ``rgba8unorm`` with the sRGB view format, ``gputex/texture.py``),
 each pass binds one write view a level (``store_level``, ``texture_storage_2d``; within
 ``max-storage-textures-per-shader-stage``, fewer levels a pass where it is below six) and the
@@ -80,7 +80,7 @@ forms a second pass whose footprints of kept sums are 2x2 twice: ``SUMS_QUAD``) 
 equal ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
 report says so (where only the subgroup form disagrees, the rounds: :func:`subgroup_note`). A
 texture whose levels are stored is checked through a stored 128x32 chain; where that disagrees and the
-buffer's passes, the chain takes the buffer (:func:`store_note` says so in the report).
+buffer's passes, the chain takes the buffer (:func:`.stored.store_note` says so in the report).
 """
 
 from __future__ import annotations
@@ -89,14 +89,14 @@ import struct
 from typing import TYPE_CHECKING
 
 from ..layout import align_up, mip_count
-from .intbox import MAX_BASE_TEXELS
 from .integer import int_ok, slots, tables_buffer
+from .stored import STORED_FORMATS, check_key, checked, store_failed, stores
 
 if TYPE_CHECKING:
     from ..texture import Texture
 
-__all__ = ["LEVELS_PER_PASS", "STORED_FORMATS", "spd_plan", "first_pass_levels", "spd_ok", "spd_chain", "self_check", "stored_format",
-           "subgroups_on", "subgroup_note", "stores", "checked", "store_note"]
+__all__ = ["LEVELS_PER_PASS", "spd_plan", "first_pass_levels", "spd_ok", "spd_chain", "self_check", "subgroups_on",
+           "subgroup_note", "pass_shapes", "rehearsal_shape"]
 
 #: Levels one dispatch makes (two in registers, four in a 16x16 tile of workgroup memory).
 LEVELS_PER_PASS = 6
@@ -143,12 +143,6 @@ SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_inv
                       "@builtin(subgroup_size) sg_size: u32",
            "SG_INDEX": "(sg_id * sg_size + sg_lane)", "SG_SIZE": "sg_size", "SG_XOR": "subgroupShuffleXor",
            "SG_ON": "true", "SG_LEVELS": "sg_levels"}
-#: Textures whose levels this chain will store get made for it (:func:`stored_format`). None: the
-#: developer flag ``GPUTEX_MIPS_STORE`` (``1``/``0``), else on every adapter but a CPU one (there
-#: the host's C engine makes the chain: ``mips/cpu.py``); the tests force it on lavapipe.
-STORE_LEVELS: bool | None = None
-#: The formats whose levels can be stored (8-bit RGBA: one texel a textureStore, ``store_value``).
-STORED_FORMATS = ("rgba8unorm", "rgba8unorm-srgb", "bgra8unorm", "bgra8unorm-srgb")
 
 
 def _size(w: int, h: int, level: int) -> tuple[int, int]:
@@ -166,26 +160,6 @@ def spd_plan(width: int, height: int, levels: int, per: int = LEVELS_PER_PASS,
                 return None
     head = min(first or per, per, levels - 1)
     return [(0, head)] * (levels > 1) + [(s, min(per, levels - 1 - s)) for s in range(head, levels - 1, per)]
-
-
-def stored_format(session, fmt, width: int, height: int, levels: int, depth: int = 1, *, filter: str = "box",
-                  precision: str = "exact", normal_map: bool = False, coverage: float | None = None) -> str:
-    """The storage format a texture of this format, size and levels should be made with
-    (``create_texture(store_levels=...)``) because this chain will store its levels (the module
-    docstring): ``fmt`` itself or its linear twin; "" where the mip step will not store them."""
-    from ..devflags import flag
-    from .common import storage_twin
-
-    on = STORE_LEVELS
-    if on is None:
-        on = flag("GPUTEX_MIPS_STORE") == "1" or (flag("GPUTEX_MIPS_STORE") != "0"
-                                                  and session.info.adapter_type != "CPU")
-    if (not on or levels < 2 or depth != 1 or precision != "exact" or filter != "box" or normal_map
-            or coverage is not None or fmt.name not in STORED_FORMATS or width * height > MAX_BASE_TEXELS
-            or max(width, height) >= 1 << 16  # (this chain's sizes, and the cell chain's: mips/odd.py)
-            or session.cache("mip-store").peek(("failed", fmt.name)) is not None):  # (a failed stored self-check)
-        return ""
-    return storage_twin(session, fmt) or ""
 
 
 def subgroups_on(session) -> bool:
@@ -238,39 +212,6 @@ def _group_tiles(session, src: int, known: dict, sg: bool) -> tuple[int, int]:
             or lim.get("max-compute-workgroup-size-x", 256) < 256 * tx * ty):
         return 1, 1
     return tx, ty
-
-
-def _check_key(fmt, color_space: str, alpha: str) -> tuple:
-    return fmt.name, color_space, alpha == "weighted" and fmt.channels != 1
-
-
-def stores(tex: Texture, alpha: str, cache: str = "mip-spd") -> bool:
-    """Whether a chain (its session cache: ``mip-spd``, ``mip-odd``) stores ``tex``'s levels:
-    the texture was made for it, and the chain's stored self-check did not fail on this session."""
-    return (bool(tex.storage) and tex.format.name in STORED_FORMATS
-            and tex.session.cache(cache).peek(("store-failed",) + _check_key(tex.format, tex.color_space, alpha))
-            is None)
-
-
-def _store_failed(session, fmt, color_space: str, alpha: str, cache: str, why: str) -> None:
-    """Record that a chain's (its cache's) stored levels failed their self-check on ``session``:
-    the chain takes the buffer (:func:`stores`), later textures of the format are not made for it."""
-    session.cache(cache).put(("store-failed",) + _check_key(fmt, color_space, alpha), why)
-    session.cache("mip-store").put(("failed", fmt.name), why)
-
-
-def checked(session, fmt, color_space: str, alpha: str, storage: str, cache: str, run) -> tuple[bool, str]:
-    """A chain's self-check (``run(storage)``: :func:`.integer.matches_model` over the chain, on
-    a texture made for stored levels or not), once per session and kind of chain: with
-    ``storage`` the stored chain first, and where it disagrees the buffer's (the chain then takes
-    the buffer, :func:`store_note` says so)."""
-    c = session.cache(cache)
-    if storage and fmt.name in STORED_FORMATS:
-        ok, why = c.get((f"{cache}-store-check", storage) + _check_key(fmt, color_space, alpha), lambda: run(storage))
-        if ok:
-            return True, ""
-        _store_failed(session, fmt, color_space, alpha, cache, why)
-    return c.get((f"{cache}-self-check",) + _check_key(fmt, color_space, alpha), lambda: run(""))
 
 
 def _out_bytes(tex: Texture, src: int, n: int) -> list[tuple[int, int]]:
@@ -495,7 +436,7 @@ def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") ->
     """Once per session and kind of chain: this chain's bytes for a 128x32 image must be those of
     ``intbox.model_chain``. Returns (passed, what differed). ``storage``: the texture's levels
     are stored through it; the stored chain is checked first, and where it disagrees the
-    buffer's (the chain then takes the buffer: :func:`store_note`). Where the chain would take
+    buffer's (the chain then takes the buffer: :func:`.stored.store_note`). Where the chain would take
     level 3 from the lanes (:func:`subgroups_on`), that form is checked first, on its own: an
     adapter whose subgroups disagree (lanes that are not what the form assumes) keeps the
     single-pass chain with the rounds in workgroup memory (:func:`subgroup_note` says so). Where
@@ -509,12 +450,12 @@ def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") ->
 
     if gpu_forms(session) and subgroups_on(session):
         c = session.cache("mip-spd")
-        ok, why = c.get(("mip-spd-sg-check", storage) + _check_key(fmt, color_space, alpha), lambda: run(storage))
+        ok, why = c.get(("mip-spd-sg-check", storage) + check_key(fmt, color_space, alpha), lambda: run(storage))
         if ok:
             return True, ""
         if storage and fmt.name in STORED_FORMATS and c.get(
-                ("mip-spd-sg-check", "") + _check_key(fmt, color_space, alpha), lambda: run(""))[0]:
-            _store_failed(session, fmt, color_space, alpha, "mip-spd", why)  # the storing, not the lanes
+                ("mip-spd-sg-check", "") + check_key(fmt, color_space, alpha), lambda: run(""))[0]:
+            store_failed(session, fmt, color_space, alpha, "mip-spd", why)  # the storing, not the lanes
             return True, ""
         c.put(_NO_SG, why)  # every later chain of the session: the rounds
     return checked(session, fmt, color_space, alpha, storage, "mip-spd", run)
@@ -527,13 +468,3 @@ def subgroup_note(session) -> str:
         return ""
     return (f"{session.name}: the single-pass mip chain's subgroup form failed its self-check ({why}); "
             "its rounds in workgroup memory were used")
-
-
-def store_note(tex: Texture, alpha: str, cache: str = "mip-spd") -> str:
-    """``MipReport.note`` where ``tex``'s levels could have been stored but the chain's (its
-    cache's) stored self-check failed on this session (its buffer made them), else ""."""
-    why = tex.session.cache(cache).peek(("store-failed",) + _check_key(tex.format, tex.color_space, alpha))
-    if not tex.storage or why is None:
-        return ""
-    return (f"{tex.session.name}: storing the mip levels through {tex.storage} failed its self-check ({why}); "
-            "they went through a buffer")

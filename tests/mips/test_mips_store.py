@@ -14,6 +14,7 @@ import gputex
 from gputex.errors import GPUError
 from gputex.layout import mip_count
 from gputex.mips import spd
+from gputex.mips import stored as stored_levels
 from gputex.mips.intbox import model_chain
 from gputex.texture import copy_usage, create_texture
 
@@ -184,23 +185,23 @@ def test_stored_texture_is_its_linear_twin_with_the_logical_format(gpu):
 
 def test_stored_format_policy(gpu, monkeypatch):
     fmt = gputex.get_format
-    monkeypatch.setattr(spd, "STORE_LEVELS", True)
-    assert spd.stored_format(gpu, fmt("rgba8unorm-srgb"), 64, 32, 7) == "rgba8unorm"
-    assert spd.stored_format(gpu, fmt("rgba8unorm"), 64, 32, 7) == "rgba8unorm"
+    monkeypatch.setattr(stored_levels, "STORE_LEVELS", True)
+    assert stored_levels.stored_format(gpu, fmt("rgba8unorm-srgb"), 64, 32, 7) == "rgba8unorm"
+    assert stored_levels.stored_format(gpu, fmt("rgba8unorm"), 64, 32, 7) == "rgba8unorm"
     want_bgra = "bgra8unorm" if gpu.has_feature("bgra8unorm-storage") else ""
-    assert spd.stored_format(gpu, fmt("bgra8unorm-srgb"), 64, 32, 7) == want_bgra
+    assert stored_levels.stored_format(gpu, fmt("bgra8unorm-srgb"), 64, 32, 7) == want_bgra
     for kw in ({"precision": "fast"}, {"filter": "kaiser"}, {"normal_map": True}, {"coverage": 0.5}):
-        assert spd.stored_format(gpu, fmt("rgba8unorm-srgb"), 64, 32, 7, **kw) == "", kw
-    assert spd.stored_format(gpu, fmt("rgba16unorm"), 64, 32, 7) == ""  # not 8-bit RGBA
-    assert spd.stored_format(gpu, fmt("rgba8unorm-srgb"), 61, 37, 6) == "rgba8unorm"  # the cell chain stores too
-    assert spd.stored_format(gpu, fmt("rgba8unorm-srgb"), 64, 32, 1) == ""  # no levels
-    monkeypatch.setattr(spd, "STORE_LEVELS", None)
+        assert stored_levels.stored_format(gpu, fmt("rgba8unorm-srgb"), 64, 32, 7, **kw) == "", kw
+    assert stored_levels.stored_format(gpu, fmt("rgba16unorm"), 64, 32, 7) == ""  # not 8-bit RGBA
+    assert stored_levels.stored_format(gpu, fmt("rgba8unorm-srgb"), 61, 37, 6) == "rgba8unorm"  # the cell chain stores too
+    assert stored_levels.stored_format(gpu, fmt("rgba8unorm-srgb"), 64, 32, 1) == ""  # no levels
+    monkeypatch.setattr(stored_levels, "STORE_LEVELS", None)
     monkeypatch.setenv("GPUTEX_MIPS_STORE", "0")
-    assert spd.stored_format(gpu, fmt("rgba8unorm-srgb"), 64, 32, 7) == ""
+    assert stored_levels.stored_format(gpu, fmt("rgba8unorm-srgb"), 64, 32, 7) == ""
     monkeypatch.setenv("GPUTEX_MIPS_STORE", "1")
-    assert spd.stored_format(gpu, fmt("rgba8unorm-srgb"), 64, 32, 7) == "rgba8unorm"
+    assert stored_levels.stored_format(gpu, fmt("rgba8unorm-srgb"), 64, 32, 7) == "rgba8unorm"
     monkeypatch.delenv("GPUTEX_MIPS_STORE")
-    assert spd.stored_format(gpu, fmt("rgba8unorm-srgb"), 64, 32, 7) == (
+    assert stored_levels.stored_format(gpu, fmt("rgba8unorm-srgb"), 64, 32, 7) == (
         "" if gpu.info.adapter_type == "CPU" else "rgba8unorm")
 
 
@@ -214,7 +215,7 @@ def _chain(gpu, a, fmt, space, alpha, store: str):
     tex = upload(gpu, gputex.from_array(a, space), fmt, levels=mip_count(*a.shape[1::-1]), store_levels=store,
                  usage=copy_usage(__import__("wgpu").TextureUsage.TEXTURE_BINDING))
     try:
-        stored = spd.stores(tex, alpha, "mip-spd" if spd.spd_plan(tex.width, tex.height, tex.levels) else "mip-odd")
+        stored = stored_levels.stores(tex, alpha, "mip-spd" if spd.spd_plan(tex.width, tex.height, tex.levels) else "mip-odd")
         report = gputex.generate_mips(tex, alpha=alpha, precision="exact")
         return report, [gputex.capture(tex, lv) for lv in range(1, tex.levels)], stored
     finally:
@@ -292,8 +293,8 @@ def test_failed_stored_self_check_takes_the_buffer(gpu, monkeypatch, fmt, space)
     keys = [("mip-spd-store-check", "rgba8unorm", fmt, space, False), ("store-failed", fmt, space, False),
             ("mip-spd-sg-check", "rgba8unorm", fmt, space, False), ("mip-spd-sg-check", "", fmt, space, False)]
     failed = ("failed", fmt)
-    monkeypatch.setattr(spd, "STORE_LEVELS", True)
-    assert spd.stored_format(gpu, gputex.get_format(fmt), 64, 32, 7) == "rgba8unorm"
+    monkeypatch.setattr(stored_levels, "STORE_LEVELS", True)
+    assert stored_levels.stored_format(gpu, gputex.get_format(fmt), 64, 32, 7) == "rgba8unorm"
     real = integer.matches_model
 
     def disagreeing(*args, storage="", **kw):
@@ -316,7 +317,7 @@ def test_failed_stored_self_check_takes_the_buffer(gpu, monkeypatch, fmt, space)
         model = model_chain(a.tolist(), 4, 8, space == "srgb", False, mip_count(64, 32))
         for lv, (g, m) in enumerate(zip(got, model), start=1):
             assert np.array_equal(g, np.array(m, g.dtype).reshape(g.shape)), f"level {lv}"
-        assert spd.stored_format(gpu, gputex.get_format(fmt), 64, 32, 7) == ""
+        assert stored_levels.stored_format(gpu, gputex.get_format(fmt), 64, 32, 7) == ""
     finally:
         for k in keys:
             cache.pop(k)
@@ -328,7 +329,7 @@ def test_upload_stores_the_levels_and_shows_the_logical_format(gpu, monkeypatch,
     for them, every step that reads it (capture, compare, the KTX2 writer) sees rgba8unorm-srgb and
     the same bytes as a texture made without them. Without store_levels (the library's default:
     the caller gets the texture object) the GPU texture is of the format itself."""
-    monkeypatch.setattr(spd, "STORE_LEVELS", True)
+    monkeypatch.setattr(stored_levels, "STORE_LEVELS", True)
     a = _image(np.random.default_rng(2400), 128, 64, 4, 8, "holes")
     tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), mips=True, store_levels=True)
     plain = gputex.upload(gpu, gputex.from_array(a, "srgb"), mips=True)
@@ -372,7 +373,7 @@ def test_every_step_reads_a_stored_texture_as_the_srgb_one(gpu, monkeypatch):
 
     a = _image(np.random.default_rng(2600), 64, 32, 4, 8, "holes")
     texs = {}
-    monkeypatch.setattr(spd, "STORE_LEVELS", True)
+    monkeypatch.setattr(stored_levels, "STORE_LEVELS", True)
     for on in (True, False):
         texs[on] = gputex.upload(gpu, gputex.from_array(a, "srgb"), mips=True, store_levels=on)
     stored, plain = texs[True], texs[False]

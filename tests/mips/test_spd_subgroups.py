@@ -15,6 +15,7 @@ from test_mips_int import _image, _levels
 import gputex
 import gputex.kernels as kernels
 import gputex.mips.spd as spd
+import gputex.mips.stored as stored
 
 CASES = [("rgba8unorm-srgb", 4, 8, "srgb", "weighted"), ("rgba8unorm-srgb", 4, 8, "srgb", "straight"),
          ("rgba8unorm", 4, 8, "linear", "weighted"), ("rg8unorm", 2, 8, "linear", "weighted"),
@@ -66,7 +67,7 @@ def test_subgroup_form_gives_the_integer_chains_bytes(gpu, subgroups, monkeypatc
 
 @pytest.mark.gpu
 def test_subgroup_form_stores_the_integer_chains_bytes(gpu, subgroups, monkeypatch):
-    monkeypatch.setattr(spd, "STORE_LEVELS", True)
+    monkeypatch.setattr(stored, "STORE_LEVELS", True)
     a = _image(np.random.default_rng(2399), 256, 512, 4, 8, "holes")
     tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True, store_levels=True)
     try:
@@ -111,7 +112,7 @@ def test_a_subgroup_form_failing_only_when_it_stores_keeps_its_lanes_and_takes_t
 
     import gputex.mips.integer as integer
 
-    monkeypatch.setattr(spd, "STORE_LEVELS", True)
+    monkeypatch.setattr(stored, "STORE_LEVELS", True)
     real = integer.matches_model
 
     def disagreeing(*args, storage="", **kw):
@@ -131,7 +132,7 @@ def test_a_subgroup_form_failing_only_when_it_stores_keeps_its_lanes_and_takes_t
                                "they went through a buffer")
         assert spd.subgroups_on(gpu)
         assert "subgroupShuffleXor(" in subgroups[-1] and "    buffer_level(i, x, y, codes);" in subgroups[-1]
-        assert spd.stored_format(gpu, gputex.get_format("rgba8unorm-srgb"), 512, 256, 10) == ""
+        assert stored.stored_format(gpu, gputex.get_format("rgba8unorm-srgb"), 512, 256, 10) == ""
         _, want = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "int")
         for lv, (g, i) in enumerate(zip(got, want), start=1):
             assert np.array_equal(g, i), f"level {lv}"
