@@ -177,12 +177,12 @@ def copy_out(group: list[_Piece], buf, threads: int | None = None) -> None:
     import numpy as np
 
     from .caps import capped
-    from .parallel import read_threads, run_all
+    from .parallel import read_threads
 
     threads = threads or capped(read_threads())
     try:
         mapped = np.frombuffer(buf.read_mapped(0, group_bytes(group), copy=False), np.uint8)
-        run_all(_copy_tasks(group, mapped, threads), threads)
+        copy_mapped(group, mapped, threads)
         del mapped  # no view of the mapped memory may outlive the unmap
     finally:
         buf.unmap()

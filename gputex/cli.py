@@ -90,7 +90,7 @@ from .cli_run import (  # noqa: F401
     validate_encoding,
     validate_format,
 )
-from .errors import GputexError
+from .errors import GputexError, UsageError
 from .settings import default
 
 app = typer.Typer(
@@ -435,7 +435,12 @@ def console() -> None:
         from .device import pause_gc, prestart
 
         pause_gc()  # until the run's session is ready
-        if _prestart() and not {"--help", "-h"} & set(sys.argv[2:]):  # wgpu imported, adapters listed meanwhile
+        try:
+            early = _prestart(sys.argv[1])
+        except UsageError as e:
+            print(f"gputex: {e}", file=sys.stderr)
+            sys.exit(EXIT_USAGE)
+        if early and not {"--help", "-h"} & set(sys.argv[2:]):  # wgpu imported, adapters listed meanwhile
             prestart(enumerate_adapters=not os.environ.get("GPUTEX_BACKEND") and not any(
                 a == "--backend" or a.startswith("--backend=") for a in sys.argv[2:]))
     try:
@@ -444,17 +449,21 @@ def console() -> None:
         _lean_exit(e.code if isinstance(e.code, int) else EXIT_OK)
 
 
-def _prestart() -> bool:
-    """Whether the command begins wgpu's import and the adapter list on a thread at once
-    (``GPUTEX_PRESTART``; default: yes, but not for a command line taken for a batch, whose
-    workers' fork server started: there that thread's Python (wgpu's import and C types, 0.24 s
-    of CPU on the H200 host) held the GIL while the main thread was on its way to the workers'
-    first decodes; the batch's device is made once they are asked for, ``run.run``'s ``begin``)."""
+def _prestart(command: str) -> bool:
+    """Whether ``command`` begins wgpu's import and the adapter list on a thread at once
+    (``GPUTEX_PRESTART`` 1 or 0, else :class:`UsageError`; default: yes, but not for an
+    ``upload`` command line taken for a batch, whose workers' fork server started: there that
+    thread's Python (wgpu's import and C types, 0.24 s of CPU on the H200 host) held the GIL
+    while the main thread was on its way to the workers' first decodes; the batch's device is
+    made once they are asked for, ``run.run``'s ``begin``. ``capture`` batches keep it: not
+    measured for them)."""
     from .devflags import flag
     from .early import started
 
     value = flag("GPUTEX_PRESTART")
-    return value == "1" if value in ("0", "1") else not started()
+    if value is not None and value not in ("0", "1"):
+        raise UsageError(f"GPUTEX_PRESTART must be 0 or 1, got {value!r}")
+    return value == "1" if value is not None else not (command == "upload" and started())
 
 
 def main() -> None:

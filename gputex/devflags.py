@@ -46,8 +46,8 @@ variable                    what it overrides
                             ``1``: one input a step).
 ``GPUTEX_PRESTART``         ``1`` or ``0``: the CLI's ``upload``/``capture`` begin wgpu's import and
                             the adapter list on a thread as they start (:func:`gputex.device.prestart`),
-                            or not (default: yes, but not where the command line looks like a
-                            batch and its workers' fork server started: :func:`gputex.cli.console`).
+                            or not (default: yes, but not for an ``upload`` command line taken for
+                            a batch, its workers' fork server started: :func:`gputex.cli._prestart`).
 ``GPUTEX_FSYNC``            ``1``: every output is fsynced before it is named (``--fsync`` sets it
                             for the process and its workers: :func:`gputex.atomic.set_fsync`).
 ==========================  ===================================================================
@@ -79,7 +79,7 @@ FLAGS = {
     "GPUTEX_MIPS_ENGINE": "auto, shader or cpu: who makes the exact integer mip chain",
     "GPUTEX_MIPS_STORE": "1 or 0: the exact mip chain stores its levels on every adapter, or on none",
     "GPUTEX_FSYNC": "1: outputs fsynced before they are named (--fsync)",
-    "GPUTEX_PRESTART": "1 or 0: upload/capture begin wgpu and the adapter list on a thread at once (default: not for batches)",
+    "GPUTEX_PRESTART": "1 or 0: upload/capture begin wgpu and the adapter list on a thread at once (default: not for upload batches)",
     "GPUTEX_GPU_SLOTS": "images the GPU step of a split upload -o batch takes at once",
     "GPUTEX_GPU_GROUP": "decoded inputs one in-order step of upload -o takes together (1: one a step)",
 }

@@ -490,7 +490,11 @@ class _Ring:
         self.biggest = 0
         self.cond = threading.Condition()
 
-    def take(self, size: int):
+    def take(self, size: int, wait: bool = True):
+        """A buffer of at least ``size`` bytes: a free one, else a new one within the ring's
+        bounds, else (``wait``) once one is given back; None where ``wait`` is false and there
+        is none now (a :class:`ReadbackGroup` holding buffers of its own: its members give them
+        back only after its step, so waiting there would wait on itself)."""
         import wgpu
 
         with self.cond:
@@ -509,6 +513,8 @@ class _Ring:
                     self.held -= small.size
                     self.count -= 1
                     continue
+                if not wait:
+                    return None
                 self.cond.wait()
             size = self.biggest = new
             self.held += size
@@ -635,6 +641,7 @@ class ReadbackGroup:
         self.session = session
         self.expect = max(1, expect)  # inputs still to come in this step, for the buffer's size
         self._open: _Shared | None = None
+        self.taken = 0  # ring buffers this step took
 
     def add(self, tex: Texture) -> _Member | None:
         """Record and submit the copies of every level of ``tex``; None where the padded copy
@@ -663,7 +670,14 @@ class ReadbackGroup:
         if shared is None:
             cap = max(size, min(_group_limit(self.session), size * (self.expect + 1)))
             ring = self.session.cache("gpu-batch").get("readback-ring", lambda: _Ring(self.session))
-            shared = self._open = _Shared(ring, ring.take(cap), self.session)
+            # the step's first buffer may wait for earlier steps' members to give theirs back;
+            # a later one may not (its own members give theirs back only after the step): with
+            # none free the input is read back alone (start_readback's path)
+            buf = ring.take(cap, wait=not self.taken)
+            if buf is None:
+                return None
+            self.taken += 1
+            shared = self._open = _Shared(ring, buf, self.session)
             shared.cap = cap  # (a reused buffer may be bigger: the group still ends here)
         base = align_up(shared.used, 256)
         for p in group:

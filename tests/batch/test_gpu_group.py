@@ -160,6 +160,87 @@ def test_group_boundaries(gpu, rng, tmp_path, requests, monkeypatch):
     assert ring.count == len(ring.free)
 
 
+def test_a_step_needing_more_buffers_than_the_ring_holds_reads_the_rest_back_alone(gpu, rng, tmp_path, monkeypatch):
+    """Each texture a buffer of its own (``GROUP_MAX_BYTES`` one 64x64 chain) and more inputs in
+    one step than the ring's :data:`~gputex.gpu_batch.DEFER_BUFFERS`: the step's members give
+    their buffers back only after it, so it must not wait for one (it did, forever: 3000² PNGs,
+    ``--jobs 8``). Once the ring has none free the input is read back alone (its file written in
+    the step), and every input still gets the one-input step's bytes."""
+    from gputex.containers import read_texture_file
+
+    n = gpu_batch.DEFER_BUFFERS + 3
+    arrays = [rng.integers(0, 256, (64, 64, 4), np.uint8) for _ in range(n)]
+    want = _one_by_one(gpu, arrays, tmp_path / "one")
+    chain = sum(max(256, (64 >> lv) * 4) * max(1, 64 >> lv) for lv in range(7))  # padded rows
+    monkeypatch.setattr(gpu_batch, "GROUP_MAX_BYTES", chain + 256)
+    (tmp_path / "group").mkdir()  # (where the inputs read back alone write their files)
+    opts = Options(mips=True, out=str(tmp_path / "group"), container="ktx2")
+    stage = upload_gpu_stage(gpu, opts, OutputNames(opts.out, []), defer=True)
+    entries = _entries(arrays)
+    done: dict = {}
+    t = threading.Thread(target=lambda: done.setdefault("pendings", stage.many(entries)), daemon=True)
+    t.start()
+    t.join(120)
+    assert not t.is_alive(), "the step waited for read-back buffers only its own members give back"
+    pendings = done["pendings"]
+    alone = [k for k, p in enumerate(pendings) if p is None]
+    assert alone and len(alone) < n  # some grouped, the rest read back in the step
+    for k, (p, (_, _, result)) in enumerate(zip(pendings, entries)):
+        assert result.ok, result.error
+        got = _levels(p) if p is not None else [bytes(lv) for lv in read_texture_file(result.outputs[0]).levels]
+        assert got == want[k], f"input {k}"
+    ring = _ring(gpu)
+    assert ring.count == len(ring.free) and ring.count <= gpu_batch.DEFER_BUFFERS
+
+
+def test_a_lost_map_fails_every_member_of_its_buffer_with_one_line(gpu, rng, tmp_path, monkeypatch):
+    """The shared buffer's map fails as a lost device: each of its members (finished on threads
+    of their own, as the pool's writers do) raises the one-line error naming its own input, the
+    buffer is dropped, not given back for reuse, and the next step's group reads back again."""
+    from gputex.errors import DeviceLostError
+
+    class Lost:
+        def sync_wait(self):
+            raise RuntimeError("Device lost (made by the test)")
+
+    real, lost = gpu_batch._Shared.request, []
+
+    def request(self):
+        real(self)
+        if not lost:
+            self.promise = Lost()
+        lost.append(self.members)
+
+    monkeypatch.setattr(gpu_batch._Shared, "request", request)
+    arrays = [rng.integers(0, 256, (32, 32, 4), np.uint8) for _ in range(3)]
+    ring = _ring(gpu)
+    opts = Options(mips=True, out=str(tmp_path / "group"), container="ktx2")
+    stage = upload_gpu_stage(gpu, opts, OutputNames(opts.out, []), defer=True)
+    entries = [(Item(f"ina{k}.png"), Decoded(gputex.from_array(a, source=f"ina{k}.png")), Result(source=f"ina{k}.png"))
+               for k, a in enumerate(arrays)]
+    pendings = stage.many(entries)
+    assert lost == [3]
+    errors: dict = {}
+
+    def finish(k):
+        try:
+            _levels(pendings[k])
+        except DeviceLostError as e:
+            errors[k] = str(e)
+
+    threads = [threading.Thread(target=finish, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == {k: (f"ina{k}.png: map readback buffer: GPU device lost (Device lost (made by the test)); "
+                          "not retried (read back after its GPU step), nothing written") for k in range(3)}
+    assert ring.count == len(ring.free) and all(b.map_state == "unmapped" for b in ring.free)
+    again = stage.many(_entries(arrays, "b"))  # a map of its own, which works
+    assert lost == [3, 3]
+    assert [_levels(p)[0] for p in again] == [a.tobytes() for a in arrays]
+
+
 def test_members_cancelled_before_and_after_the_map(gpu, rng):
     """Every member cancelled, some before the map is asked for: the buffer is unmapped and
     back in the ring; a member finished after another was cancelled still gets its rows."""

@@ -44,19 +44,31 @@ def test_upload_help_imports_no_wgpu():
     assert "WGPU False" in p.stdout
 
 
-def test_prestart_is_left_to_the_run_where_the_command_line_is_a_batch(monkeypatch):
-    """Not for a command line whose workers' fork server started (``early.started``: its device
-    is made once the first decodes are asked for); ``GPUTEX_PRESTART`` 1 or 0 decides otherwise."""
+def test_prestart_is_left_to_the_run_where_the_command_line_is_an_upload_batch(monkeypatch):
+    """Not for an ``upload`` command line whose workers' fork server started (``early.started``:
+    its device is made once the first decodes are asked for); ``capture`` keeps it;
+    ``GPUTEX_PRESTART`` 1 or 0 decides otherwise, and any other value is a usage error."""
     import gputex.cli as cli
     import gputex.early as early
+    from gputex.errors import UsageError
 
     monkeypatch.delenv("GPUTEX_PRESTART", raising=False)
     monkeypatch.setattr(early, "_CONTEXT", None)
-    assert cli._prestart() and not early.started()
+    assert cli._prestart("upload") and cli._prestart("capture") and not early.started()
     monkeypatch.setattr(early, "_CONTEXT", object())
-    assert not cli._prestart() and early.started()
+    assert not cli._prestart("upload") and cli._prestart("capture") and early.started()
     monkeypatch.setenv("GPUTEX_PRESTART", "1")
-    assert cli._prestart()
+    assert cli._prestart("upload")
     monkeypatch.setattr(early, "_CONTEXT", None)
     monkeypatch.setenv("GPUTEX_PRESTART", "0")
-    assert not cli._prestart()
+    assert not cli._prestart("upload") and not cli._prestart("capture")
+    monkeypatch.setenv("GPUTEX_PRESTART", "yes")
+    with pytest.raises(UsageError, match="^GPUTEX_PRESTART must be 0 or 1, got 'yes'$"):
+        cli._prestart("upload")
+
+
+def test_a_bad_prestart_flag_is_one_line_and_exit_2(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "gputex", "upload", str(tmp_path / "none.png")], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, GPUTEX_PRESTART="yes",
+                                                        PYTHONPATH=os.pathsep.join(sys.path)))
+    assert (p.returncode, p.stdout, p.stderr) == (2, "", "gputex: GPUTEX_PRESTART must be 0 or 1, got 'yes'\n")
