@@ -29,8 +29,10 @@ __all__ = ["Item", "expand_inputs", "run_overlapped", "IMAGE_SUFFIXES", "GPU_GRO
 #: several (``gpu.many``: ``upload -o``'s, one read-back map for them): those already decoded
 #: when the step begins, in input order (or completion order, ``any_order``). It bounds no
 #: memory of its own (they are decoded already; their read-backs share the ring's bound,
-#: :data:`gputex.gpu_batch.RING_BYTES`), only how long ``stop()`` may go unasked: as many as the
-#: GPU's slots (:data:`gputex.upload_stage.GPU_SLOTS`). ``GPUTEX_GPU_GROUP`` overrides it.
+#: :data:`gputex.gpu_batch.RING_BYTES`: once the ring has no buffer free, the step's later inputs
+#: are read back alone rather than wait for buffers only its own members give back), only how
+#: long ``stop()`` may go unasked: as many as the GPU's slots (:data:`gputex.upload_stage.GPU_SLOTS`).
+#: ``GPUTEX_GPU_GROUP`` overrides it.
 #: Between the inputs of one step the schedule goes on feeding the decodes (H200 host: a first
 #: step of 8 inputs that fed none took 0.38-0.45 s, the first chains' pipelines included, and
 #: left the decode workers idle meanwhile: the batch 0.74x main).
