@@ -397,3 +397,27 @@ def test_self_checks_reference_is_the_model_at_every_check_image(monkeypatch, si
             for lv, (g, m) in enumerate(zip(got, want), start=1):
                 assert g.dtype == m.dtype and np.array_equal(g, m), f"{path} {size} {weighted} level {lv}"
             monkeypatch.undo()
+
+
+@pytest.mark.gpu
+def test_a_self_check_without_the_engine_runs_the_model_on_a_thread_of_its_own(gpu, monkeypatch):
+    """Where the C engine does not serve the kind (not built here; 16-bit sRGB), the self-check's
+    reference is the model, computed on a thread while the chain is made; its verdict is the
+    same. With the engine, the reference comes on the calling thread."""
+    import threading
+
+    from gputex.formats import get_format
+    from gputex.mips import integer
+
+    real, where = integer.expected_levels, []
+
+    def recording(*args):
+        where.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(integer, "expected_levels", recording)
+    fmt = get_format("rgba8unorm-srgb")
+    assert integer.matches_model(gpu, fmt, "srgb", "weighted", integer.int_chain, None, 4) == (True, "")
+    monkeypatch.setattr(cpu, "available", lambda: False)
+    assert integer.matches_model(gpu, fmt, "srgb", "weighted", integer.int_chain, None, 4) == (True, "")
+    assert where[0] == threading.current_thread().name and where[1].startswith("gputex-model")
