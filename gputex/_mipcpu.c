@@ -237,11 +237,14 @@ INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int 
 
 /* ---- a level from the base ------------------------------------------------------------------ */
 
-INLINE unsigned code_at(const Ctx *c, size_t i, const int B16)
+/* Code ``i`` of the base bytes (16-bit codes little-endian). */
+INLINE unsigned code_of(const uint8_t *base, size_t i, const int B16)
 {
-    if (!B16) return c->base[i];
-    return (unsigned)c->base[2 * i] | ((unsigned)c->base[2 * i + 1] << 8);
+    if (!B16) return base[i];
+    return (unsigned)base[2 * i] | ((unsigned)base[2 * i + 1] << 8);
 }
+
+INLINE unsigned code_at(const Ctx *c, size_t i, const int B16) { return code_of(c->base, i, B16); }
 
 /* Base row ty as slot values: a * L(code) (weighted) or L(code) per colour channel, then a. */
 INLINE void base_values(const Ctx *c, int ty, u64 *vals, int plain, const int CH, const int B16, const int SRGB,
@@ -293,11 +296,9 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
                 u64 acc[MAX_SLOTS] = {0, 0, 0, 0};
                 for (int j = 0; j < 2; j++) {
                     size_t t = i + (size_t)j * stride;
-#define CODE_AT(at) (B16 ? ((unsigned)base[2 * (at)] | ((unsigned)base[2 * (at) + 1] << 8)) : (unsigned)base[at])
-                    u64 a0 = ha ? CODE_AT(t + CH - 1) : 1, a1 = ha ? CODE_AT(t + 2 * CH - 1) : 1;
+                    u64 a0 = ha ? code_of(base, t + CH - 1, B16) : 1, a1 = ha ? code_of(base, t + 2 * CH - 1, B16) : 1;
                     for (int k = 0; k < nc; k++) {
-                        unsigned k0 = CODE_AT(t + k), k1 = CODE_AT(t + CH + k);
-#undef CODE_AT
+                        unsigned k0 = code_of(base, t + k, B16), k1 = code_of(base, t + CH + k, B16);
                         u64 l0 = SRGB ? lin[k0] : (u64)k0, l1 = SRGB ? lin[k1] : (u64)k1;
                         acc[k] += WA ? a0 * l0 + a1 * l1 : l0 + l1;
                     }

@@ -548,7 +548,19 @@ def start_readback(tex: Texture) -> Readback | None:
     request the map, without waiting; None when the padded copy exceeds
     :data:`DEFER_MAX_BYTES` (read it back with :func:`gputex.capture.capture_texture_file`).
     ``tex`` may be destroyed once this returns (WebGPU keeps it for the submitted copies)."""
-    from .capture import as_texture_file, texture_file_pieces
+    from .capture import as_texture_file
+
+    planned = _file_pieces(tex)
+    if planned is None:
+        return None
+    out, pieces, limit = planned
+    return _submit(tex, pieces, limit, lambda: as_texture_file(tex, out))
+
+
+def _file_pieces(tex: Texture) -> tuple[Any, list, int] | None:
+    """(the texture file's levels, their copy pieces, the byte limit) of every level of ``tex``
+    for a deferred read-back; None where the padded copy exceeds :data:`DEFER_MAX_BYTES`."""
+    from .capture import texture_file_pieces
 
     if tex.format.compressed:
         from .capabilities import require
@@ -558,7 +570,7 @@ def start_readback(tex: Texture) -> Readback | None:
     if _padded(tex, range(tex.levels), tex.level_images) > limit:
         return None
     out, pieces = texture_file_pieces(tex, None, limit)
-    return _submit(tex, pieces, limit, lambda: as_texture_file(tex, out))
+    return out, pieces, limit
 
 
 def start_level_readback(tex: Texture, levels: list[int], layer: int, into) -> Readback | None:
@@ -586,19 +598,31 @@ def _padded(tex: Texture, levels, images) -> int:
     return sum(images(lv) * copy_layout(tex.format, *tex.size(lv)[:2]).staging_bytes for lv in levels)
 
 
+def _one_group(pieces: list, limit: int) -> list | None:
+    """``pieces`` as one copy group of at most ``limit`` bytes, or None where they need more."""
+    from .capture import copy_groups
+
+    groups = copy_groups(pieces, limit)
+    return groups[0] if len(groups) == 1 else None
+
+
+def _ring(session: Session) -> _Ring:
+    """The session's read-back ring."""
+    return session.cache("gpu-batch").get("readback-ring", lambda: _Ring(session))
+
+
 def _submit(tex: Texture, pieces: list, limit: int, stored) -> Readback | None:
     """Record ``pieces`` (one group of at most ``limit`` bytes, else None) into a ring buffer,
     submit, request the map."""
     import wgpu
 
-    from .capture import copy_groups, group_bytes, record_copies
+    from .capture import group_bytes, record_copies
 
-    groups = copy_groups(pieces, limit)
-    if len(groups) != 1:
+    group = _one_group(pieces, limit)
+    if group is None:
         return None
-    group = groups[0]
     session = tex.session
-    ring = session.cache("gpu-batch").get("readback-ring", lambda: _Ring(session))
+    ring = _ring(session)
     buf = ring.take(group_bytes(group))
     try:
         enc = session.device.create_command_encoder()
@@ -646,21 +670,16 @@ class ReadbackGroup:
     def add(self, tex: Texture) -> _Member | None:
         """Record and submit the copies of every level of ``tex``; None where the padded copy
         exceeds :data:`DEFER_MAX_BYTES` (read it back otherwise, as :func:`start_readback`)."""
-        from .capture import as_texture_file, copy_groups, group_bytes, record_copies, texture_file_pieces
+        from .capture import as_texture_file, group_bytes, record_copies
 
         self.expect = max(1, self.expect - 1)
-        if tex.format.compressed:
-            from .capabilities import require
-
-            require(tex.session, "compressed-copy", tex.source)
-        limit = _defer_limit(self.session)
-        if _padded(tex, range(tex.levels), tex.level_images) > limit:
+        planned = _file_pieces(tex)
+        if planned is None:
             return None
-        out, pieces = texture_file_pieces(tex, None, limit)
-        groups = copy_groups(pieces, limit)
-        if len(groups) != 1:
+        out, pieces, limit = planned
+        group = _one_group(pieces, limit)
+        if group is None:
             return None
-        group = groups[0]
         size = group_bytes(group)
         shared = self._open
         if shared is not None and (align_up(shared.used, 256) + size > shared.cap
@@ -669,7 +688,7 @@ class ReadbackGroup:
             shared = None
         if shared is None:
             cap = max(size, min(_group_limit(self.session), size * (self.expect + 1)))
-            ring = self.session.cache("gpu-batch").get("readback-ring", lambda: _Ring(self.session))
+            ring = _ring(self.session)
             # the step's first buffer may wait for earlier steps' members to give theirs back;
             # a later one may not (its own members give theirs back only after the step): with
             # none free the input is read back alone (start_readback's path)

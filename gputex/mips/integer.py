@@ -16,7 +16,7 @@ report says so (``MipReport.note``).
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..kernels import dispatch, submit_timed, timestamps
 from ..layout import align_up
@@ -231,7 +231,8 @@ def _matches_model(session, fmt, color_space: str, alpha: str, chain, size: tupl
     back in one map: (True, "") where every level has the bytes of ``intbox.model_chain``
     (:func:`expected_levels`), else (False, the first texel that differs). The self-checks of the
     integer chains (this one, spd, odd) share it."""
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor
+    from contextlib import nullcontext
 
     import numpy as np
 
@@ -241,25 +242,20 @@ def _matches_model(session, fmt, color_space: str, alpha: str, chain, size: tupl
 
     codes = check_codes(fmt.channels, fmt.bits, size)
     args = (codes, fmt.channels, fmt.bits, color_space == "srgb", alpha == "weighted", levels)
-    pool = None
-    if _engine_serves(*args[:4]):
-        want: Future = Future()
-        want.set_result(expected_levels(*args))  # (the C engine: ~0.1 ms)
-    else:  # the model's Python (35-45 ms) on a thread while this one makes the chain's pipelines
-        pool = ThreadPoolExecutor(1, thread_name_prefix="gputex-model")
-        want = pool.submit(expected_levels, *args)
-    try:
+    # the C engine's reference at once (~0.1 ms); the model's Python (35-45 ms) on a thread while
+    # this one makes the chain's pipelines
+    engine = _engine_serves(*args[:4])
+    pool: Any
+    with ThreadPoolExecutor(1, thread_name_prefix="gputex-model") if not engine else nullcontext() as pool:
+        model = None if engine else pool.submit(expected_levels, *args)
         tex = upload(session, from_array(codes, color_space), fmt.name, levels=levels, color_space=color_space,
                      usage=binding_usage(), store_levels=storage)
         try:
             chain(tex, alpha)
-            expected = want.result()
+            expected = expected_levels(*args) if model is None else model.result()
         except BaseException:
             tex.destroy()
             raise
-    finally:
-        if pool is not None:
-            pool.shutdown()
     try:
         for lv, got in enumerate(capture_levels(tex, list(range(1, tex.levels))), start=1):
             exp = expected[lv - 1].astype(got.dtype).reshape(got.shape)

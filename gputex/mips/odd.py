@@ -257,17 +257,25 @@ def _span(plan: CellPlan, st: Step) -> int:
     return int((t[:, 1] - t[:, 0]).max()) + 1
 
 
+def col_spans(plan: CellPlan, st: Step) -> tuple[Any, Any]:
+    """(first, one past the last) base column of each texel (cell) of step ``st`` from the base,
+    as int64 arrays: a cell's cut points, a level texel's footprint (its partial last column
+    included)."""
+    import numpy as np
+
+    if st.kind == "cells":
+        pts = plan.index[st.x_off:st.x_off + st.size[0] + 1].astype(np.int64)
+        return pts[:-1], pts[1:]
+    t = plan.index[st.x_off:st.x_off + 4 * st.size[0]].reshape(-1, 4).astype(np.int64)
+    return t[:, 0], t[:, 1] + (t[:, 3] > 0)
+
+
 def _chunks(plan: CellPlan, st: Step) -> Any:
     """The chunks of a level's texels (a grid's cells) whose base columns span at most
     :data:`COL_GROUP`: their first texels (cells) and one past the last, as uint32 words."""
     import numpy as np
 
-    if st.kind == "cells":
-        pts = plan.index[st.x_off:st.x_off + st.size[0] + 1].astype(np.int64)
-        start, end = pts[:-1], pts[1:]
-    else:
-        t = plan.index[st.x_off:st.x_off + 4 * st.size[0]].reshape(-1, 4).astype(np.int64)
-        start, end = t[:, 0], t[:, 1] + (t[:, 3] > 0)
+    start, end = col_spans(plan, st)
     if int((end - start).max()) > COL_GROUP:  # (cells.py keeps every footprint within it)
         raise GPUError(f"a mip step's texels span more than {COL_GROUP} base columns")
     out, j = [0], 0

@@ -313,30 +313,38 @@ fn block_narrow(y0: u32, y1: u32, x0: u32, x1: u32, plain: bool) -> Acc {
 // cell() reads a stored cell; one sweep where a cell of one transparent texel would make its
 // neighbours in the SIMD group sweep twice)
 fn block_cell(y0: u32, y1: u32, x0: u32, x1: u32) -> Acc {
-    var nh = vec3<u32>(0u);
-    var nl = vec3<u32>(0u);
-    var ph = vec3<u32>(0u);
-    var pl = vec3<u32>(0u);
-    var na = 0u;
+    var s = LaneSums();
     for (var y = y0; y < y1; y++) {
         for (var x = x0; x < x1; x++) {
-            let c = codes_at(vec2<u32>(x, y));
-            let l = lin8(c);
-            let wt = select(1u, c.w, WA);
-            nh += (l >> vec3<u32>(16u)) * wt;
-            nl += (l & vec3<u32>(0xffffu)) * wt;
-            if (WA) {
-                ph += l >> vec3<u32>(16u);
-                pl += l & vec3<u32>(0xffffu);
-            }
-            na += c.w;
+            lane_add(&s, codes_at(vec2<u32>(x, y)));
         }
     }
-    if (WA && na == 0u) {
-        nh = ph;
-        nl = pl;
+    if (WA && s.na == 0u) {
+        return lanes_acc(s.ph, s.pl, s.na);
     }
-    return lanes_acc(nh, nl, na);
+    return lanes_acc(s.nh, s.nl, s.na);
+}
+
+// 8-bit base texels' sums in 32-bit lanes: the (alpha-weighted) colour's linear values split
+// into high and low 16 bits, with WA the plain colour's too, and the alpha
+struct LaneSums {
+    nh: vec3<u32>,
+    nl: vec3<u32>,
+    ph: vec3<u32>,
+    pl: vec3<u32>,
+    na: u32,
+}
+
+fn lane_add(s: ptr<function, LaneSums>, c: vec4<u32>) {
+    let l = lin8(c);
+    let wt = select(1u, c.w, WA);
+    (*s).nh += (l >> vec3<u32>(16u)) * wt;
+    (*s).nl += (l & vec3<u32>(0xffffu)) * wt;
+    if (WA) {
+        (*s).ph += l >> vec3<u32>(16u);
+        (*s).pl += l & vec3<u32>(0xffffu);
+    }
+    (*s).na += c.w;
 }
 
 fn store_cell(j: u32, acc: Acc) {
@@ -562,16 +570,20 @@ fn screen_code(num: f32, den: f32, srgb: bool) -> u32 {
     return select(0xffffffffu, k, above && below && !MISS_ALL);
 }
 
+// A base texel's colour channels' linear values in floats (NC of them; the rest 0)
+fn base_lin_f(c: vec4<u32>) -> vec3<f32> {
+    if (NC == 3u) {
+        return vec3<f32>(lin_f(c.x), lin_f(c.y), lin_f(c.z));
+    }
+    return vec3<f32>(lin_f(c.x), 0.0, 0.0);
+}
+
 // cell() in floats: a base texel's L (times its alpha), or a stored cell's sums by approx()
 fn cell_f(x: u32, y: u32, plain: bool) -> vec4<f32> {
     if (FROM_BASE) {
         let c = codes_at(vec2<u32>(x, y));
         let a = f32(c.w);
-        var l = vec3<f32>(lin_f(c.x), 0.0, 0.0);
-        if (NC == 3u) {
-            l = vec3<f32>(l.x, lin_f(c.y), lin_f(c.z));
-        }
-        return vec4<f32>(l * select(1.0, a, WA && !plain), a);
+        return vec4<f32>(base_lin_f(c) * select(1.0, a, WA && !plain), a);
     }
     let i = (y * PRM.src_w + x) * SLOTS * WORDS_IN;
     var a = 0.0;
@@ -941,10 +953,7 @@ fn col_cell(x: u32, y: u32) -> ColCell {
     if (FROM_BASE) {
         let c = codes_at(vec2<u32>(x, y));
         let a = f32(c.w);
-        var l = vec3<f32>(lin_f(c.x), 0.0, 0.0);
-        if (NC == 3u) {
-            l = vec3<f32>(l.x, lin_f(c.y), lin_f(c.z));
-        }
+        let l = base_lin_f(c);
         return ColCell(vec4<f32>(l * select(1.0, a, WA), a), l);
     }
     let i = (y * PRM.src_w + x) * SLOTS * WORDS_IN;
@@ -1053,37 +1062,24 @@ fn cells_cols(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     for (var cy = r0; cy < r1; cy++) {
         let y0 = index[PRM.y_off + cy];
         let y1 = index[PRM.y_off + cy + 1u];
-        var nh = vec3<u32>(0u);
-        var nl = vec3<u32>(0u);
-        var ph = vec3<u32>(0u);
-        var pl = vec3<u32>(0u);
-        var na = 0u;
+        var s = LaneSums();
         if (x < xe) {
             for (var y = y0; y < y1; y++) {
-                let c = codes_at(vec2<u32>(x, y));
-                let l = lin8(c);
-                let wt = select(1u, c.w, WA);
-                nh += (l >> vec3<u32>(16u)) * wt;
-                nl += (l & vec3<u32>(0xffffu)) * wt;
-                if (WA) {
-                    ph += l >> vec3<u32>(16u);
-                    pl += l & vec3<u32>(0xffffu);
-                }
-                na += c.w;
+                lane_add(&s, codes_at(vec2<u32>(x, y)));
             }
         }
-        put_lane3(0u, t, nh);
-        put_lane3(3u, t, nl);
-        col_lanes[6u * COL_GROUP + t] = na;
+        put_lane3(0u, t, s.nh);
+        put_lane3(3u, t, s.nl);
+        col_lanes[6u * COL_GROUP + t] = s.na;
         if (WA) {
-            put_lane3(7u, t, ph);
-            put_lane3(10u, t, pl);
+            put_lane3(7u, t, s.ph);
+            put_lane3(10u, t, s.pl);
         }
         workgroupBarrier();
         if (cx < c1) {
-            nh = vec3<u32>(0u);
-            nl = vec3<u32>(0u);
-            na = 0u;
+            var nh = vec3<u32>(0u);
+            var nl = vec3<u32>(0u);
+            var na = 0u;
             for (var i = a0; i < a1; i++) {
                 nh += lane3(0u, i);
                 nl += lane3(3u, i);

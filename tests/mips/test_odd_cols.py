@@ -26,12 +26,7 @@ def test_chunks_cover_every_texel_and_span_at_most_a_workgroup(w, h, first):
     for st in plan.steps:
         if st.source != 0:
             continue
-        if st.kind == "cells":
-            pts = plan.index[st.x_off:st.x_off + st.size[0] + 1].astype(np.int64)
-            start, end = pts[:-1], pts[1:]
-        else:
-            t = plan.index[st.x_off:st.x_off + 4 * st.size[0]].reshape(-1, 4).astype(np.int64)
-            start, end = t[:, 0], t[:, 1] + (t[:, 3] > 0)
+        start, end = odd.col_spans(plan, st)
         ch = odd._chunks(plan, st).astype(np.int64)
         assert ch[0] == 0 and ch[-1] == st.size[0] and (np.diff(ch) > 0).all()
         for j0, j1 in zip(ch[:-1], ch[1:]):
