@@ -41,6 +41,9 @@ variable                    what it overrides
                             on every adapter, or on none (default: on every adapter but a CPU one).
 ``GPUTEX_GPU_SLOTS``        images the GPU step of a split batch takes at once (default 8,
                             :data:`gputex.upload_stage.GPU_SLOTS`).
+``GPUTEX_GPU_SLOTS_AT``     ``ready`` or ``start``: when a split batch making its own device offers the
+                            GPU's slots (default ``ready``: once the device is made and rehearsed;
+                            :class:`gputex.upload_stage.HostSplit`).
 ``GPUTEX_GPU_GROUP``        decoded inputs one in-order step of ``upload -o`` takes together, their
                             read-backs in one map (default 8, :data:`gputex.batch.GPU_GROUP`;
                             ``1``: one input a step).
@@ -60,7 +63,10 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["FLAGS", "flag", "int_flag"]
+__all__ = ["FLAGS", "flag", "int_flag", "choice_flag", "SLOTS_AT"]
+
+#: ``GPUTEX_GPU_SLOTS_AT``'s values, the default first (why: :class:`gputex.upload_stage.HostSplit`).
+SLOTS_AT = ("ready", "start")
 
 #: Every developer override and one line on it (the table above says more).
 FLAGS = {
@@ -81,6 +87,7 @@ FLAGS = {
     "GPUTEX_FSYNC": "1: outputs fsynced before they are named (--fsync)",
     "GPUTEX_PRESTART": "1 or 0: upload/capture begin wgpu and the adapter list on a thread at once (default: not for upload batches)",
     "GPUTEX_GPU_SLOTS": "images the GPU step of a split upload -o batch takes at once",
+    "GPUTEX_GPU_SLOTS_AT": "ready or start: when a split upload -o batch offers the GPU's slots",
     "GPUTEX_GPU_GROUP": "decoded inputs one in-order step of upload -o takes together (1: one a step)",
 }
 
@@ -97,3 +104,14 @@ def int_flag(name: str) -> int | None:
     """:func:`flag` as a non-negative integer; None when unset or not a number."""
     value = flag(name)
     return int(value) if value is not None and value.isdigit() else None
+
+
+def choice_flag(name: str, choices: tuple[str, ...]) -> str:
+    """:func:`flag` as one of ``choices`` (any case; the first when unset); another value is a
+    :class:`~gputex.errors.UsageError` naming the flag and what it takes."""
+    value = (flag(name) or choices[0]).lower()
+    if value not in choices:
+        from .errors import UsageError
+
+        raise UsageError(f"{name} must be {', '.join(choices[:-1])} or {choices[-1]}, got {value!r}")
+    return value

@@ -96,16 +96,15 @@ def _half(jobs: int) -> int:
 
 def _split_processes(jobs: int) -> int:
     """Decode processes for ``upload --mips -o DIR`` when they make chains and write files too
-    (:class:`gputex.upload_stage.HostSplit`): three quarters of ``jobs``, at least 3; the rest of
-    the cores are left to the main process (the GPU step, the read-backs and writes of the
-    GPU's images). H200 host, 48 x 2048², ``--jobs 16`` (``peer_ktx.py --variants``, one run
-    each unless said): 12 processes 1.00 and 1.08 s in two calls, 16 processes best of 3 1.02 and
-    1.10 s, 14 processes 1.02 s; at 2fd0042 12 processes best of 3 0.99 s, 16 1.06 s, 10 1.09 s
-    (``benchmarks/results/peer-ktx-h200-2fd0042.txt``). With the first decodes submitted before
-    the device (h13start), 14 against 12 in three calls: 0.95 (one run) against 1.00 (best of
-    3); best of 3 0.93 against 0.92 (one run); best of 3 1.07 against 1.00 (one run): no gain
-    shown, so three quarters stay."""
-    return max(3, jobs * 3 // 4)
+    (:class:`gputex.upload_stage.HostSplit`): ``jobs - 1``, at least 3; one core is left to the
+    main process (the device, the GPU step, the read-backs and writes of the GPU's images).
+    Before the GPU's slots waited for its device (``GPUTEX_GPU_SLOTS_AT``), three quarters of
+    ``jobs`` were as fast as more (h13hybrid, h13start: 12 against 14 and 16 processes within
+    noise). Since, H200 host, 48 x 2048² -> KTX2, ``--jobs 16``, four alternating rounds in each of
+    two calls (``benchmarks/batch_variants.py``, ``benchmarks/results/split-ready-h200-2b484b9-*.txt``; median / best, s): 12 processes 1.020 / 0.938, 14 0.821 / 0.808,
+    15 0.826 / 0.778 and 0.863 / 0.790, 16 0.850 / 0.814, 13 0.968 / 0.882; the GPU's device was
+    ready at 0.53-0.65 s and took few or no images, so the processes bound the batch."""
+    return max(3, jobs - 1)
 
 
 def stages(command: str, opts: Options, names=None) -> Stages:
@@ -306,8 +305,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
                     _done()  # the rehearsal leaves the first input's own kind to its real step
 
     with codec_workers(n, steps.pools, split=split, later=True):
-        if split:  # the GPU's slots, offered before the first decode is planned (images wait for the device)
-            steps.split.opened()
+        if split:  # a caller's device: the GPU's slots offered before the first decode is planned
+            steps.split.opened(ready=session is not None)
         soon: list = [None]
 
         def begin():
@@ -316,7 +315,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
             GPU step's modules: on the H200 host the first decode began 0.09-0.12 s after the
             pool was made, with this thread the last to get there): the device is made on a
             thread of its own while the first inputs decode and the GPU step's modules are
-            imported (the GPU's slots were offered before the first decode was planned). The
+            imported (the GPU's slots are offered once it is made and rehearsed). The
             worker processes the first decodes did not ask for are asked for first
             (:func:`gputex.workers.start_processes`)."""
             start_processes()
@@ -326,6 +325,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
                 warm = steps.warm([item.path for item in items], first_done.is_set if first_done else None
                                   ) if steps.warm is not None and items else None
                 soon[0] = session_soon(adapter, backend, warm=warm)
+                if split:  # the GPU's slots offered once it is made and rehearsed
+                    soon[0].add_done_callback(steps.split.warmed)
             if items:
                 preload(steps.modules)
             return soon[0]

@@ -22,9 +22,9 @@ from .texture import reusing
 
 __all__ = ["upload_gpu_stage", "upload_encode_stage", "PendingWrite", "verify_and_write", "HostSplit", "GPU_SLOTS"]
 
-#: Decoded images that may wait for the GPU step (offered from the start of the run, before the
-#: device is ready): a decoded image that finds none free gets its chain and file made by its
-#: worker (:class:`HostSplit`). H200 host, 48 x 2048²: the step takes ~8 ms an image and a
+#: Decoded images that may wait for the GPU step (offered once the device is made and rehearsed,
+#: :meth:`HostSplit.warmed`): a decoded image that finds none free gets its chain and file made
+#: by its worker (:class:`HostSplit`). H200 host, 48 x 2048²: the step takes ~8 ms an image and a
 #: worker's chain and write ~100 ms, so a worker hands the GPU its image while the wait there is
 #: shorter than that.
 GPU_SLOTS = 8
@@ -34,15 +34,21 @@ class HostSplit:
     """``upload --mips -o DIR`` with decode workers: the batch's chains split between the GPU and
     the host's C engine (:mod:`gputex.host_texture`). Each image's texture file name is reserved
     before it decodes (:meth:`plan`), so a worker that makes the chain itself writes the file under
-    it; the GPU's slots are offered when the workers start (:meth:`opened`) and given back after
-    each GPU step (:meth:`step_done`). Off (:meth:`prepare` returns False) for
+    it; the GPU's slots are offered once the device is made and rehearsed (:meth:`warmed`; or as
+    the workers start, :meth:`opened`, where the caller gave the device or ``GPUTEX_GPU_SLOTS_AT=start``)
+    and given back after each GPU step (:meth:`step_done`). Why not from the start: H200 host,
+    48 x 2048² -> KTX2 (traced at 71793ed, ``benchmarks/results/peer-ktx-h200-71793ed-trace.jsonl``),
+    the 8 images decoded first took the slots at 0.28-0.45 s and waited for a device ready at
+    0.70 s, whose first two steps then carried the self-checks and pipelines (0.16 s, 0.07 s):
+    the GPU finished last (1.09 s) while the 12 workers' own 39 images were done at 0.81-0.99 s.
+    Off (:meth:`prepare` returns False) for
     ``GPUTEX_MIPS_ENGINE=shader``, ``--verify``, transforms, BC formats, a single output file, and
     inputs whose output stems repeat (their names depend on the order of the steps)."""
 
     def __init__(self, opts: Options, names: OutputNames | None):
         import threading
 
-        from .devflags import int_flag
+        from .devflags import SLOTS_AT, choice_flag, int_flag
 
         self.opts, self.names = opts, names
         self.on = False
@@ -53,6 +59,9 @@ class HostSplit:
         self.norm16 = False
         slots = int_flag("GPUTEX_GPU_SLOTS")
         self.slots = GPU_SLOTS if slots is None else slots
+        self.at_start = choice_flag("GPUTEX_GPU_SLOTS_AT", SLOTS_AT) == "start"  # as before
+        self._offered = False
+        self._lock = threading.Lock()
 
     def prepare(self, items: list, session: Session | None = None) -> bool:
         """Whether the split runs for these inputs (see the class); ``session``: the device, where
@@ -115,12 +124,29 @@ class HostSplit:
         result.timings["encode"] = got.encode_seconds
         return True
 
-    def opened(self) -> None:
-        """The decode workers run: the GPU's slots are offered (not with ``GPUTEX_MIPS_ENGINE=cpu``)."""
+    def opened(self, ready: bool) -> None:
+        """The decode workers run. ``ready``: whether the device is there already (the caller's):
+        then the GPU's slots are offered now, else at :meth:`warmed` (with
+        ``GPUTEX_GPU_SLOTS_AT=start``: now as well)."""
+        if ready or self.at_start:
+            self._offer()
+
+    def warmed(self, made) -> None:
+        """The Future of the run's own device is done (made, and rehearsed on its thread): the GPU's
+        slots are offered, where it was made (else none: the workers take every image the engine
+        serves, and the others meet the device's error in their GPU step)."""
+        if not made.cancelled() and made.exception() is None:
+            self._offer()
+
+    def _offer(self) -> None:
+        """The GPU's slots offered to the decode workers, once (not with ``GPUTEX_MIPS_ENGINE=cpu``)."""
         from .workers import free_gpu_slots
 
-        if self.on and not self.always:
-            free_gpu_slots(self.slots)
+        with self._lock:
+            if self._offered or not self.on or self.always:
+                return
+            self._offered = True
+        free_gpu_slots(self.slots)
 
     def gpu_ready(self, session: Session) -> None:
         """The device is made (and rehearsed): 16-bit images can be planned from now on."""

@@ -351,3 +351,51 @@ def test_the_result_line_of_a_host_written_input(rng, tmp_path):
         f"{p}: rgba8unorm-srgb 32x32 (srgb), 4096 bytes; chain and file made on the host (the C engine in a decode "
         f"worker: no upload, no capture); not verified; 6 levels -> {tmp_path / 'out' / (n + '.ktx2')}"
         for p, n in zip(paths, ("p", "q", "r"))]
+
+
+@pytest.mark.parametrize("at", ["ready", "start"])
+def test_slots_wait_for_the_runs_own_device(rng, tmp_path, monkeypatch, at):
+    """A split batch that makes its own device offers the GPU's slots once that device is made and
+    rehearsed (``GPUTEX_GPU_SLOTS_AT=ready``, the default): decoded images do not wait for a GPU
+    that is not there; ``start`` offers them as the decode workers start, before the device is
+    asked for. The files are the same either way."""
+    import time
+
+    from gputex import device, workers
+
+    made: list = []
+    real_soon, real_free = device.session_soon, workers.free_gpu_slots
+
+    def soon(*args, **kwargs):
+        made.append(real_soon(*args, **kwargs))
+        return made[-1]
+
+    offers: list = []
+
+    def free(n=1):
+        offers.append((n, bool(made) and made[0].done()))
+        real_free(n)
+
+    monkeypatch.setattr(device, "session_soon", soon)
+    monkeypatch.setattr(workers, "free_gpu_slots", free)
+    monkeypatch.setenv("GPUTEX_GPU_SLOTS_AT", at)
+    paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (64, 64, 4), np.uint8)) for n in "abcd"]
+    results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=3, workers=2)
+    assert [r.error for r in results] == [None] * 4
+    assert len(made) == 1
+    made[0].result(timeout=60)
+    deadline = time.monotonic() + 10
+    while not offers and time.monotonic() < deadline:  # the Future's callbacks run after its waiters wake
+        time.sleep(0.01)
+    assert offers[0] == (8, at == "ready")
+    assert [n for n, _ in offers].count(8) == 1  # offered once
+
+
+def test_a_bad_slots_at_flag_is_a_usage_error(tmp_path):
+    import sys
+
+    env = dict(os.environ, GPUTEX_GPU_SLOTS_AT="soon")
+    r = subprocess.run([sys.executable, "-m", "gputex", "upload", str(tmp_path / "x.png"), "--mips", "-o",
+                        str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=120)
+    assert (r.returncode, r.stderr) == (2, "gputex: GPUTEX_GPU_SLOTS_AT must be ready or start, got 'soon'\n")
+    assert not (tmp_path / "out").exists()
