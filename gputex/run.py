@@ -101,7 +101,8 @@ def _split_processes(jobs: int) -> int:
     Before the GPU's slots waited for its device (``GPUTEX_GPU_SLOTS_AT``), three quarters of
     ``jobs`` were as fast as more (h13hybrid, h13start: 12 against 14 and 16 processes within
     noise). Since, H200 host, 48 x 2048² -> KTX2, ``--jobs 16``, four alternating rounds in each of
-    two calls (``benchmarks/batch_variants.py``, ``benchmarks/results/split-ready-h200-2b484b9-*.txt``; median / best, s): 12 processes 1.020 / 0.938, 14 0.821 / 0.808,
+    two calls (``benchmarks/batch_variants.py``, ``benchmarks/results/split-ready-h200-2b484b9-*.txt``;
+    median / best, s): 12 processes 1.020 / 0.938, 14 0.821 / 0.808,
     15 0.826 / 0.778 and 0.863 / 0.790, 16 0.850 / 0.814, 13 0.968 / 0.882; the GPU's device was
     ready at 0.53-0.65 s and took few or no images, so the processes bound the batch."""
     return max(3, jobs - 1)
