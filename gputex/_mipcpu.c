@@ -1,6 +1,7 @@
 /* The exact integer box mip chain on the host, for CPU adapters (gputex/mips/cpu.py).
  *
- * chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads) -> None
+ * chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads, arena) -> None
+ * arena_bytes() -> int; release() -> int (the process's arena of sums, below)
  *
  * The same integers as gputex/mips/intbox.py (its docstring and ``model_chain`` are the
  * contract) and ``mip_int.wgsl``: per texel and channel the exact sum ``S = sum(w * L(code))``
@@ -57,7 +58,7 @@ typedef unsigned __int128 u128;
 typedef struct {
     int w, h;           /* level size */
     u64 *sums;          /* stored sums (w * h * slots), or NULL */
-    size_t bytes;       /* what big_alloc mapped for them */
+    size_t bytes;       /* what big_alloc mapped for them (0: in the arena) */
 } Level;
 
 /* Large buffers in transparent huge pages where Linux has them (madvise mode): a 2048^2 chain's
@@ -78,13 +79,73 @@ static void *big_alloc(size_t *bytes)
 
 static void big_free(void *p, size_t bytes)
 {
-    if (!p) return;
+    if (!p || !bytes) return;  /* (bytes 0: in the arena) */
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     munmap(p, bytes);
 #else
     (void)bytes;
     free(p);
 #endif
+}
+
+/* The process's arena: the sums of one chain (stored levels, cell grids) bump-allocated from one
+ * mapping that is kept for the next chain, as a decode worker makes one chain after another. A
+ * fresh mapping each chain had its huge pages zeroed by the kernel every time (``clear_page``:
+ * 14% of a 2048^2 chain's profile on the 2-core machine; 12 huge pages, 24 MB, a chain, most of
+ * them for levels of a few KB each rounded up to 2 MB). A chain takes the arena where no other
+ * thread holds it (else it maps its sums as before); what it asked for in all (``want``) sizes
+ * the arena for the next one, up to ARENA_MAX: a process keeps at most that much (a 2048^2
+ * RGBA chain ~11 MB, 4096^2 ~43 MB); ``release()`` unmaps it. */
+#define ARENA_MAX ((size_t)64 << 20)
+#define ARENA_ALIGN 64
+
+static uint8_t *arena_mem;
+static size_t arena_size;
+static int arena_busy;
+
+typedef struct {
+    int held;          /* this chain holds the arena */
+    uint8_t *mem;      /* the arena's memory (NULL: none yet, or not held) */
+    size_t size, used, want;
+} Arena;
+
+static void arena_take(Arena *a)
+{
+    memset(a, 0, sizeof(Arena));
+    if (__atomic_exchange_n(&arena_busy, 1, __ATOMIC_ACQUIRE)) return;  /* another thread's chain has it */
+    a->held = 1;
+    a->mem = arena_mem;
+    a->size = arena_mem ? arena_size : 0;
+}
+
+/* Gives the arena back, grown to what this chain asked for (where that is at most ARENA_MAX). */
+static void arena_give(Arena *a)
+{
+    if (!a->held) return;
+    if (a->want > arena_size && a->want <= ARENA_MAX) {
+        size_t bytes = a->want;
+        uint8_t *p = big_alloc(&bytes);
+        if (p) {
+            big_free(arena_mem, arena_size);
+            arena_mem = p;
+            arena_size = bytes;
+        }
+    }
+    __atomic_store_n(&arena_busy, 0, __ATOMIC_RELEASE);
+}
+
+/* Sums of ``*bytes`` bytes: from the arena (``*bytes`` set to 0: nothing to unmap) or mapped. */
+static void *sums_alloc(Arena *a, size_t *bytes)
+{
+    size_t n = (*bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    a->want += n;
+    if (a->mem && a->used + n <= a->size) {
+        void *p = a->mem + a->used;
+        a->used += n;
+        *bytes = 0;
+        return p;
+    }
+    return big_alloc(bytes);
 }
 
 typedef struct {
@@ -116,6 +177,7 @@ typedef struct {
     const int *gx, *gy;         /* gx_n + 1 / gy_n + 1 cut points */
     const int *gx_of, *gy_of;   /* the cell of each base column / row */
     u64 *cells;                 /* gy_n * gx_n * slots */
+    Arena arena;                /* where the sums are taken from */
 } Ctx;
 
 /* ---- codes from sums ------------------------------------------------------------------------ */
@@ -783,7 +845,7 @@ static int level_from_grid(Ctx *c, int l, Grid *prev, int threads)
     g.ny = grid_axis(c, l, c->height, 0, &g.cut_y, &g.of_y);
     if (g.nx < 0 || g.ny < 0) { grid_free(&g); return 1; }
     g.bytes = sizeof(u64) * (size_t)g.nx * g.ny * c->slots;
-    g.cells = big_alloc(&g.bytes);
+    g.cells = sums_alloc(&c->arena, &g.bytes);
     if (!g.cells) { grid_free(&g); return 1; }
     c->gx_n = g.nx; c->gy_n = g.ny; c->gx = g.cut_x; c->gy = g.cut_y; c->gx_of = g.of_x; c->gy_of = g.of_y;
     c->cells = g.cells;
@@ -844,7 +906,7 @@ static int run_chain(Ctx *c, int threads)
         for (int m = kept + 1; m < c->levels; m++) needed |= c->source[m] == kept;
         if (needed) {
             c->lv[kept].bytes = sizeof(u64) * (size_t)c->lv[kept].w * c->lv[kept].h * c->slots;
-            c->lv[kept].sums = big_alloc(&c->lv[kept].bytes);
+            c->lv[kept].sums = sums_alloc(&c->arena, &c->lv[kept].bytes);
             if (!c->lv[kept].sums) { err = 1; break; }
         }
         if (c->source[l]) {
@@ -883,11 +945,11 @@ static int run_chain(Ctx *c, int threads)
 static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"base", "out", "width", "height", "levels", "channels", "bits", "srgb", "weighted",
-                             "lin", "q", "threads", NULL};
+                             "lin", "q", "threads", "arena", NULL};
     Py_buffer base, out, lin, q;
-    int width, height, levels, channels, bits, srgb, weighted, threads = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*w*iiiiippy*y*|i", kwlist, &base, &out, &width, &height,
-                                     &levels, &channels, &bits, &srgb, &weighted, &lin, &q, &threads))
+    int width, height, levels, channels, bits, srgb, weighted, threads = 1, use_arena = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*w*iiiiippy*y*|ip", kwlist, &base, &out, &width, &height,
+                                     &levels, &channels, &bits, &srgb, &weighted, &lin, &q, &threads, &use_arena))
         return NULL;
     PyObject *result = NULL;
     Ctx *c = calloc(1, sizeof(Ctx));
@@ -924,7 +986,9 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     int err;
     Py_BEGIN_ALLOW_THREADS
     if (srgb) build_guess(c);
+    if (use_arena) arena_take(&c->arena);
     err = run_chain(c, threads);
+    arena_give(&c->arena);
     Py_END_ALLOW_THREADS
     if (err) { PyErr_NoMemory(); goto done; }
     result = Py_None;
@@ -938,9 +1002,31 @@ done:
     return result;
 }
 
+/* The arena's size (0: none kept). */
+static PyObject *arena_bytes(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromSize_t(arena_mem ? arena_size : 0);
+}
+
+/* Unmaps the arena where no chain holds it; returns the bytes given back. */
+static PyObject *release(PyObject *self, PyObject *unused)
+{
+    size_t freed = 0;
+    if (!__atomic_exchange_n(&arena_busy, 1, __ATOMIC_ACQUIRE)) {
+        freed = arena_mem ? arena_size : 0;
+        big_free(arena_mem, arena_size);
+        arena_mem = NULL;
+        arena_size = 0;
+        __atomic_store_n(&arena_busy, 0, __ATOMIC_RELEASE);
+    }
+    return PyLong_FromSize_t(freed);
+}
+
 static PyMethodDef methods[] = {
     {"chain", (PyCFunction)(void (*)(void))chain, METH_VARARGS | METH_KEYWORDS,
-     "chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads=1)"},
+     "chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads=1, arena=True)"},
+    {"arena_bytes", arena_bytes, METH_NOARGS, "arena_bytes() -> the bytes the process's arena keeps"},
+    {"release", release, METH_NOARGS, "release() -> unmaps the arena (where no chain holds it); the bytes freed"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mipcpu", NULL, -1, methods, NULL, NULL, NULL, NULL};
