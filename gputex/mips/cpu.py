@@ -132,12 +132,16 @@ def arena_bytes() -> int:
     Each chain's sums (stored levels, cell grids) are taken from it, and it grows to what the
     largest chain asked for, at most 64 MiB (a 2048^2 RGBA chain ~12 MiB): a decode worker's
     chains then find their pages mapped, not zeroed by the kernel again (``_mipcpu.c``)."""
-    return int(_mipcpu.arena_bytes()) if _mipcpu is not None else 0
+    if _mipcpu is None:
+        return 0
+    return int(_mipcpu.arena_bytes())
 
 
 def release_arena() -> int:
     """Unmap the C engine's arena (where no chain is using it); returns the bytes given back."""
-    return int(_mipcpu.release()) if _mipcpu is not None else 0
+    if _mipcpu is None:
+        return 0
+    return int(_mipcpu.release())
 
 
 def sources(width: int, height: int, levels: int) -> list[int]:
