@@ -119,7 +119,7 @@ def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted:
     out = np.empty(sum(a * b for a, b in sizes) * channels, dtype)
     lin, q = _tables(bits, srgb)
     _mipcpu.chain(raw.view(np.uint8).reshape(-1), out.view(np.uint8), w, h, levels, channels, bits, srgb,
-                  weighted, lin, q, nthreads or threads(), arena)
+                  weighted, lin, q, nthreads or threads(), **({} if arena else {"arena": False}))
     res, off = [], 0
     for a, b in sizes:
         res.append(out[off:off + a * b * channels].reshape(b, a, channels))
