@@ -165,6 +165,7 @@ typedef struct {
     u64 opaque;            /* alpha's sum over a footprint opaque throughout: max * W */
     uint8_t tguess[1 << GUESS_BITS];
     int tshift;
+    int fuse_top;          /* FUSED: the last level of the band */
     Level lv[32];
     size_t out_off[32];
     int source[32];
@@ -360,8 +361,26 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
             const size_t stride = (size_t)c->width * CH;
             size_t i = (size_t)(2 * y) * stride;
             u64 *restrict r = row;
+            const u64 top = (u64)c->top, topwt = top * wt;
             for (int x = 0; x < dw; x++, r += ns, i += 2 * CH) {
                 u64 acc[MAX_SLOTS] = {0, 0, 0, 0};
+                if (WA && ha) {
+                    /* weighted alpha, four opaque texels (every texel of an opaque photo): the plain
+                     * sums times max, no product per texel (each code <= max: all four are max when
+                     * their AND is) */
+                    u64 a00 = code_of(base, i + CH - 1, B16), a01 = code_of(base, i + 2 * CH - 1, B16);
+                    u64 a10 = code_of(base, i + stride + CH - 1, B16), a11 = code_of(base, i + stride + 2 * CH - 1, B16);
+                    if ((a00 & a01 & a10 & a11) == top) {
+                        for (int k = 0; k < nc; k++) {
+                            unsigned k00 = code_of(base, i + k, B16), k01 = code_of(base, i + CH + k, B16);
+                            unsigned k10 = code_of(base, i + stride + k, B16), k11 = code_of(base, i + stride + CH + k, B16);
+                            u64 sum = SRGB ? lin[k00] + lin[k01] + lin[k10] + lin[k11] : (u64)k00 + k01 + k10 + k11;
+                            r[k] = sum * topwt;
+                        }
+                        r[nc] = 4 * topwt;
+                        continue;
+                    }
+                }
                 for (int j = 0; j < 2; j++) {
                     size_t t = i + (size_t)j * stride;
                     u64 a0 = ha ? code_of(base, t + CH - 1, B16) : 1, a1 = ha ? code_of(base, t + 2 * CH - 1, B16) : 1;
@@ -676,14 +695,35 @@ static void axis_weights(int n, int m, int *start, int *count, u64 *wt, int stri
 
 enum { FROM_SUMS, FROM_BASE, FUSED, CELLS_FROM_BASE, FROM_CELLS };
 
+/* The levels after the first of a fused band have this many rows or more (at most one row of each a
+ * thread, 16 threads). */
+#define FUSE_ROWS 16
+
 /* The first level a cell grid may make (levels before it read the base; as gputex/mips/cells.py). */
 #define FIRST_GRID 3
 
 typedef struct {
     const Ctx *c;
     int lvl, mode, y0, y1;
-    u64 *row, *vals, *ring;
+    u64 *row, *vals;
+    u64 *ring[32];  /* FUSED: per level lvl .. fuse_top - 1, the rows of it that one row of the next tiles */
 } Job;
+
+/* FUSED: row y of level k (lvl < k <= fuse_top) into ``dst`` (its first row drow0): the rows of
+ * level k - 1 it tiles made first into that level's ring (from the base at level lvl), then
+ * summed. No level between lvl and fuse_top leaves the cache. */
+static void band_row(const Job *j, int k, int y, u64 *dst, int drow0)
+{
+    const Ctx *c = j->c;
+    int ry = c->lv[k - 1].h / c->lv[k].h;
+    u64 *ring = j->ring[k - 1 - j->lvl];
+    if (k - 1 == j->lvl) {
+        rows_from_base(c, k - 1, ring, y * ry, y * ry, (y + 1) * ry, j->row, j->vals);
+    } else {
+        for (int t = 0; t < ry; t++) band_row(j, k - 1, y * ry + t, ring, y * ry);
+    }
+    rows_from_sums(c, k, ring, y * ry, dst, drow0, y, y + 1);
+}
 
 static void *run_job(void *p)
 {
@@ -699,13 +739,10 @@ static void *run_job(void *p)
     } else if (j->mode == FROM_SUMS) {
         rows_from_sums(c, l, c->lv[c->source[l]].sums, 0, c->lv[l].sums, 0, j->y0, j->y1);
     } else {
-        /* level l from the base, ry of its rows at a time into the ring, then the row of level
-         * l + 1 they tile from the ring: level l's sums never leave the cache */
-        int ry = c->lv[l].h / c->lv[l + 1].h;
-        for (int y = j->y0; y < j->y1; y++) {
-            rows_from_base(c, l, j->ring, y * ry, y * ry, (y + 1) * ry, j->row, j->vals);
-            rows_from_sums(c, l + 1, j->ring, y * ry, c->lv[l + 1].sums, 0, y, y + 1);
-        }
+        /* level l from the base, ry of its rows at a time into a ring, then the row of level
+         * l + 1 they tile from it, and so on to fuse_top: the sums of the levels between never
+         * leave the cache */
+        for (int y = j->y0; y < j->y1; y++) band_row(j, c->fuse_top, y, c->lv[c->fuse_top].sums, 0);
     }
     return NULL;
 }
@@ -714,7 +751,7 @@ static void *run_job(void *p)
  * split over threads. */
 static int level_rows(const Ctx *c, int lvl, int mode, int threads)
 {
-    const Level *L = &c->lv[mode == FUSED ? lvl + 1 : lvl], *S = &c->lv[c->source[lvl]];
+    const Level *L = &c->lv[mode == FUSED ? c->fuse_top : lvl], *S = &c->lv[c->source[lvl]];
     int rows = mode == CELLS_FROM_BASE ? c->gy_n : L->h;
     int n = threads;
     if (n > rows) n = rows;
@@ -729,8 +766,9 @@ static int level_rows(const Ctx *c, int lvl, int mode, int threads)
     Job jobs[MAX_THREADS];
     pthread_t tid[MAX_THREADS];
     int started[MAX_THREADS] = {0}, err = 0;
-    size_t ring = mode == FUSED ? (size_t)(c->lv[lvl].h / L->h) * c->lv[lvl].w * c->slots : 0;
+    int rings = mode == FUSED ? c->fuse_top - lvl : 0;
     for (int i = 0; i < n; i++) {
+        memset(&jobs[i], 0, sizeof(Job));
         jobs[i].c = c;
         jobs[i].lvl = lvl;
         jobs[i].mode = mode;
@@ -738,8 +776,12 @@ static int level_rows(const Ctx *c, int lvl, int mode, int threads)
         jobs[i].y1 = (int)((long long)rows * (i + 1) / n);
         jobs[i].row = row ? malloc(sizeof(u64) * row) : NULL;
         jobs[i].vals = base ? malloc(sizeof(u64) * (size_t)c->width * c->slots) : NULL;
-        jobs[i].ring = ring ? malloc(sizeof(u64) * ring) : NULL;
-        if ((row && !jobs[i].row) || (base && !jobs[i].vals) || (ring && !jobs[i].ring)) err = 1;
+        if ((row && !jobs[i].row) || (base && !jobs[i].vals)) err = 1;
+        for (int k = 0; k < rings; k++) {
+            const Level *a = &c->lv[lvl + k], *b = &c->lv[lvl + k + 1];
+            jobs[i].ring[k] = malloc(sizeof(u64) * (size_t)(a->h / b->h) * a->w * c->slots);
+            if (!jobs[i].ring[k]) err = 1;
+        }
     }
     if (!err) {
         for (int i = 1; i < n; i++) started[i] = pthread_create(&tid[i], NULL, run_job, &jobs[i]) == 0;
@@ -752,7 +794,7 @@ static int level_rows(const Ctx *c, int lvl, int mode, int threads)
     for (int i = 0; i < n; i++) {
         free(jobs[i].row);
         free(jobs[i].vals);
-        free(jobs[i].ring);
+        for (int k = 0; k < rings; k++) free(jobs[i].ring[k]);
     }
     return err;
 }
@@ -905,10 +947,20 @@ static int run_chain(Ctx *c, int threads)
     }
     Grid grid = {0};
     for (int l = 1; l < c->levels && !err; l++) {
-        /* a level from the base that only the next level reads is made with it, band by band */
-        int fused = c->source[l] == 0 && !is_cell_level(c, l) && l + 1 < c->levels && c->source[l + 1] == l;
-        for (int m = l + 2; m < c->levels && fused; m++) fused = c->source[m] != l;
-        int kept = fused ? l + 1 : l, needed = 0;  /* the level whose sums may be kept */
+        /* a level from the base that only the next level reads is made with it, band by band, and
+         * so on while the next level tiles that one alone and has FUSE_ROWS rows or more
+         * (2048^2: levels 1-6 in one pass, their sums in rings of two rows; before, level 2's 8 MB
+         * of sums went to memory and came back for level 3) */
+        int fused = 0;
+        while (c->source[l] == 0 && !is_cell_level(c, l) && l + fused + 1 < c->levels
+               && c->source[l + fused + 1] == l + fused && (fused == 0 || c->lv[l + fused + 1].h >= FUSE_ROWS)) {
+            int alone = 1;
+            for (int m = l + fused + 2; m < c->levels; m++) alone &= c->source[m] != l + fused;
+            if (!alone) break;
+            fused++;
+        }
+        c->fuse_top = l + fused;
+        int kept = l + fused, needed = 0;  /* the level whose sums may be kept */
         for (int m = kept + 1; m < c->levels; m++) needed |= c->source[m] == kept;
         if (needed) {
             c->lv[kept].bytes = sizeof(u64) * (size_t)c->lv[kept].w * c->lv[kept].h * c->slots;
@@ -935,7 +987,7 @@ static int run_chain(Ctx *c, int threads)
             }
             free(xs); free(ys); free(xw); free(yw);
         }
-        l += fused;  /* level l + 1 is made */
+        l += fused;  /* levels to l + fused are made */
         /* sums no later level reads are freed as soon as possible */
         for (int k = 1; k < l; k++) {
             int later = 0;
