@@ -148,6 +148,15 @@ static void *sums_alloc(Arena *a, size_t *bytes)
     return big_alloc(bytes);
 }
 
+/* Integer thresholds of codes: t[k] the least sum of code k (t[256] = max), guess[S >> shift]
+ * the largest k whose t[k] lies at or below that bucket's start; ``one_step``: no bucket holds two
+ * thresholds (then a guess moves up one code at most). */
+typedef struct {
+    u64 t[257];
+    uint8_t guess[1 << GUESS_BITS];
+    int shift, one_step;
+} Thresh;
+
 typedef struct {
     const uint8_t *base;
     uint8_t *out;
@@ -159,12 +168,11 @@ typedef struct {
     uint8_t guess[1 << GUESS_BITS];
     double guess_scale;
     double qb[257];        /* sRGB 8-bit: Q[k] in bucket units (a float screen; qb[256] = inf) */
-    /* sRGB 8-bit, sums over W (no weighted alpha): code k from S >= T[k] = ceil(Q[k] * W / 2**32),
-     * T[256] = max; tguess[S >> tshift] the largest k whose T[k] is at or below that bucket's start */
-    u64 tq[257];
+    /* sRGB 8-bit, sums over W (no weighted alpha): code k from S >= T[k] = ceil(Q[k] * W / 2**32)
+     * (``tw``); weighted sums over a footprint opaque throughout (255 times those): from
+     * S >= 255 * T[k] (``to``) */
+    Thresh tw, to;
     u64 opaque;            /* alpha's sum over a footprint opaque throughout: max * W */
-    uint8_t tguess[1 << GUESS_BITS];
-    int tshift;
     int fuse_top;          /* FUSED: the last level of the band */
     Level lv[32];
     size_t out_off[32];
@@ -205,6 +213,26 @@ INLINE int bucket_of(double x)
     return i < 0 ? 0 : i;
 }
 
+/* The integer thresholds of sums over W times ``scale``: S * 2**32 >= Q[k] * W exactly when
+ * S >= T[k] = ceil(Q[k] * W / 2**32) (S an integer; Q[k] * W < 2**63 * 2**24), and
+ * floor(S / scale) >= T[k] exactly when S >= scale * T[k] (scale * W * L(max) < 2**63). */
+static void build_thresholds(Ctx *c, Thresh *th, u64 scale)
+{
+    for (int j = 0; j <= c->top; j++) th->t[j] = scale * (u64)((((u128)c->q[j] * c->total) + 0xffffffffu) >> 32);
+    th->t[c->top + 1] = UINT64_MAX;
+    u64 most = scale * c->total * c->lin[c->top];  /* the largest sum */
+    int bits = 64 - __builtin_clzll(most | 1), k = 0;
+    th->shift = bits > GUESS_BITS ? bits - GUESS_BITS : 0;
+    for (int i = 0; i < (1 << GUESS_BITS); i++) {
+        u64 start = (u64)i << th->shift;
+        while (k < c->top && th->t[k + 1] <= start) k++;
+        th->guess[i] = (uint8_t)k;
+    }
+    /* the thresholds lie 2.48 buckets apart or more (k >= 1, any W <= 2**24; T[0] = 0) */
+    th->one_step = 1;
+    for (int j = 0; j < c->top; j++) th->one_step &= th->t[j + 1] - th->t[j] >= ((u64)1 << th->shift);
+}
+
 static void build_guess(Ctx *c)
 {
     /* guess[i]: the largest k whose threshold lies at or below bucket i's start; the exact
@@ -219,20 +247,8 @@ static void build_guess(Ctx *c)
     }
     for (int j = 0; j <= c->top; j++) c->qb[j] = (double)c->q[j] / 4294967296.0 * c->guess_scale;
     c->qb[c->top + 1] = 1e300;
-    /* the integer thresholds of sums over W: S * 2**32 >= Q[k] * W exactly when S >= T[k] (S an
-     * integer); Q[k] * W < 2**63 * 2**24 */
-    for (int j = 0; j <= c->top; j++)
-        c->tq[j] = (u64)((((u128)c->q[j] * c->total) + 0xffffffffu) >> 32);
-    c->tq[c->top + 1] = UINT64_MAX;
-    u64 most = c->total * c->lin[c->top];  /* the largest sum: W * L(max) <= 2**55 */
-    int bits = 64 - __builtin_clzll(most | 1);
-    c->tshift = bits > GUESS_BITS ? bits - GUESS_BITS : 0;
-    k = 0;
-    for (int i = 0; i < (1 << GUESS_BITS); i++) {
-        u64 start = (u64)i << c->tshift;
-        while (k < c->top && c->tq[k + 1] <= start) k++;
-        c->tguess[i] = (uint8_t)k;
-    }
+    build_thresholds(c, &c->tw, 1);
+    build_thresholds(c, &c->to, (u64)c->top);
 }
 
 /* Codes of texel x of row y of the current level from its slot sums (colour slots already
@@ -253,15 +269,15 @@ INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int 
          * footprint opaque throughout (a = max * W) is the same: each sum is max * sum(w * L),
          * and Q[k] * a <= S * 2**32 exactly when S / max >= T[k] (the default --alpha weighted,
          * every opaque photo: 2048^2 chain 24.4 -> 16.9 ms on one core here) */
-        const u64 *restrict tq = c->tq;
+        const Thresh *restrict th = (WA && a > 0) ? &c->to : &c->tw;  /* (opaque: S >= 255 * T[k], no division) */
         for (int k = 0; k < nc; k++) {
-            u64 s = (WA && a > 0) ? acc[k] / 255u : acc[k];  /* (opaque: 8-bit sRGB, max 255) */
-            int g = c->tguess[s >> c->tshift];
-            /* one step without a branch: the thresholds lie at least 2.48 buckets apart (k >= 1,
-             * any W), so a bucket holds at most one and the loop below never runs (a predicted
-             * branch; the loop alone mispredicted: 2048^2 chain ~1 ms of 17, one core here) */
-            g += s >= tq[g + 1];
-            while (s >= tq[g + 1]) g++;
+            u64 s = acc[k];
+            int g = th->guess[s >> th->shift];
+            /* one step without a branch: a bucket holds one threshold at most (``one_step``), so
+             * no loop (the loop alone mispredicted: 2048^2 chain ~1 ms of 17, one core here) */
+            g += s >= th->t[g + 1];
+            if (!th->one_step)
+                while (s >= th->t[g + 1]) g++;
             codes[k] = (unsigned)g;
         }
     } else if (SRGB) {
