@@ -134,10 +134,24 @@ static void arena_give(Arena *a)
     __atomic_store_n(&arena_busy, 0, __ATOMIC_RELEASE);
 }
 
+/* The arena made ``need`` bytes large where it is smaller (and need at most ARENA_MAX), before
+ * the chain takes anything from it: a chain's sums all come from the arena from the process's
+ * second chain on (a batch's decode worker makes three or four). */
+static void arena_reserve(Arena *a, size_t need)
+{
+    if (!a->held || need <= a->size || need > ARENA_MAX) return;
+    size_t bytes = need;
+    uint8_t *p = big_alloc(&bytes);
+    if (!p) return;
+    big_free(arena_mem, arena_size);
+    arena_mem = a->mem = p;
+    arena_size = a->size = bytes;
+}
+
 /* Sums of ``*bytes`` bytes: from the arena (``*bytes`` set to 0: nothing to unmap) or mapped. */
 static void *sums_alloc(Arena *a, size_t *bytes)
 {
-    size_t n = (*bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    size_t n = (*bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);  /* (as chain_need counts) */
     a->want += n;
     if (a->mem && a->used + n <= a->size) {
         void *p = a->mem + a->used;
@@ -944,15 +958,15 @@ static int level_from_grid(Ctx *c, int l, Grid *prev, int threads)
     return err;
 }
 
-static int run_chain(Ctx *c, int threads)
+/* The plan: the levels' sizes, and each level from the deepest earlier stored level (from 1 on)
+ * whose texels tile it. */
+static void plan_chain(Ctx *c)
 {
-    int err = 0;
     for (int l = 0; l < c->levels; l++) {
         c->lv[l].w = size_of(c->width, l);
         c->lv[l].h = size_of(c->height, l);
         c->lv[l].sums = NULL;
     }
-    /* each level from the deepest earlier stored level (from 1 on) whose texels tile it */
     for (int l = 1; l < c->levels; l++) {
         c->source[l] = 0;
         for (int k = l - 1; k >= 1; k--)
@@ -961,23 +975,65 @@ static int run_chain(Ctx *c, int threads)
                 break;
             }
     }
+}
+
+/* The levels made with level l (from the base), band by band: a level from the base that only
+ * the next level reads is made with it, and so on while the next level tiles that one alone and
+ * has FUSE_ROWS rows or more (2048^2: levels 1-6 in one pass, their sums in rings of two rows;
+ * before, level 2's 8 MB of sums went to memory and came back for level 3). */
+static int fused_after(const Ctx *c, int l)
+{
+    int fused = 0;
+    while (c->source[l] == 0 && !is_cell_level(c, l) && l + fused + 1 < c->levels
+           && c->source[l + fused + 1] == l + fused && (fused == 0 || c->lv[l + fused + 1].h >= FUSE_ROWS)) {
+        for (int m = l + fused + 2; m < c->levels; m++)
+            if (c->source[m] == l + fused) return fused;
+        fused++;
+    }
+    return fused;
+}
+
+/* Whether a later level reads level k's stored sums. */
+static int sums_read(const Ctx *c, int k)
+{
+    for (int m = k + 1; m < c->levels; m++)
+        if (c->source[m] == k) return 1;
+    return 0;
+}
+
+#define ALIGNED(n) (((n) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
+
+/* The bytes of sums the chain will ask for (stored levels and cell grids), as run_chain takes them. */
+static size_t chain_need(const Ctx *c)
+{
+    size_t need = 0;
+    for (int l = 1; l < c->levels; l++) {
+        if (is_cell_level(c, l)) {
+            int *cut = NULL, *of = NULL, nx, ny;
+            nx = grid_axis(c, l, c->width, 1, &cut, &of);
+            free(cut); free(of);
+            ny = grid_axis(c, l, c->height, 0, &cut, &of);
+            free(cut); free(of);
+            if (nx > 0 && ny > 0) need += ALIGNED(sizeof(u64) * (size_t)nx * ny * c->slots);
+        }
+        int fused = fused_after(c, l);
+        if (sums_read(c, l + fused))
+            need += ALIGNED(sizeof(u64) * (size_t)c->lv[l + fused].w * c->lv[l + fused].h * c->slots);
+        l += fused;
+    }
+    return need;
+}
+
+static int run_chain(Ctx *c, int threads)
+{
+    int err = 0;
+    plan_chain(c);
+    if (c->arena.held) arena_reserve(&c->arena, chain_need(c));
     Grid grid = {0};
     for (int l = 1; l < c->levels && !err; l++) {
-        /* a level from the base that only the next level reads is made with it, band by band, and
-         * so on while the next level tiles that one alone and has FUSE_ROWS rows or more
-         * (2048^2: levels 1-6 in one pass, their sums in rings of two rows; before, level 2's 8 MB
-         * of sums went to memory and came back for level 3) */
-        int fused = 0;
-        while (c->source[l] == 0 && !is_cell_level(c, l) && l + fused + 1 < c->levels
-               && c->source[l + fused + 1] == l + fused && (fused == 0 || c->lv[l + fused + 1].h >= FUSE_ROWS)) {
-            int alone = 1;
-            for (int m = l + fused + 2; m < c->levels; m++) alone &= c->source[m] != l + fused;
-            if (!alone) break;
-            fused++;
-        }
+        int fused = fused_after(c, l);
         c->fuse_top = l + fused;
-        int kept = l + fused, needed = 0;  /* the level whose sums may be kept */
-        for (int m = kept + 1; m < c->levels; m++) needed |= c->source[m] == kept;
+        int kept = l + fused, needed = sums_read(c, kept);  /* the level whose sums may be kept */
         if (needed) {
             c->lv[kept].bytes = sizeof(u64) * (size_t)c->lv[kept].w * c->lv[kept].h * c->slots;
             c->lv[kept].sums = sums_alloc(&c->arena, &c->lv[kept].bytes);
