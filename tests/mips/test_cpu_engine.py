@@ -473,3 +473,22 @@ def test_chains_on_several_threads_at_once_share_the_arena_or_map_their_own(rng)
     for (_, w, h), got, want in zip(cases, gots, wants):
         for lv, (g, m) in enumerate(zip(got, want), 1):
             assert np.array_equal(g, m), f"{w}x{h} level {lv}"
+
+
+@pytest.mark.parametrize("w,h,channels,bits,srgb", [(256, 256, 4, 8, True), (192, 160, 4, 8, True), (256, 64, 2, 8, True),
+                                                    (160, 192, 2, 16, False), (256, 128, 1, 8, False)])
+def test_fused_bands_of_several_levels_equal_the_model(rng, w, h, channels, bits, srgb):
+    """Levels that tile the one before alone, 16 rows or more, made in one band from the base
+    (``_mipcpu.c``'s ``fused_after``: 256^2 levels 1-4, 192x160 levels 1-3, 256x64 levels 1-2),
+    their sums in rings: opaque, half-opaque and holes, weighted and straight, rows split over 1,
+    2, 3 and 5 threads: the model's bytes."""
+    for alpha in ("opaque", "half", "holes"):
+        a = _image(rng, w, h, channels, bits, "holes" if alpha == "half" else alpha)
+        if alpha == "half":
+            a[: h // 2, :, -1] = (1 << bits) - 1
+        for weighted in (True, False):
+            want = _model(a, channels, bits, srgb, weighted)
+            for threads in (1, 2, 3, 5):
+                got = cpu.host_chain(a, channels, bits, srgb, weighted, mip_count(w, h), nthreads=threads)
+                for lv, (g, m) in enumerate(zip(got, want), 1):
+                    assert np.array_equal(g, m), f"{alpha}, weighted {weighted}, level {lv}, {threads} threads"
