@@ -551,19 +551,28 @@ INLINE void cells_from_base_t(const Ctx *c, int r0, int r1, u64 *tmp, const int 
                               const int WA)
 {
     const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha, nt = ns + (WA ? nc : 0);
+    /* the context's pointers in restrict locals (a store through ``t`` may alias the context:
+     * its fields were reloaded after each); weighted alpha as the plain sums P and the deficit
+     * D = sum((max - a) * L), so sum(a * L) = max * P - D exactly and an opaque texel costs no
+     * product (1537x1999 level 3, its grid and texels: 7.7 -> 6.1 ms, one core here) */
+    const uint8_t *restrict base = c->base;
+    const u64 *restrict lin = c->lin;
+    const int *restrict gx_of = c->gx_of;
+    const int width = c->width;
+    const u64 top = (u64)c->top;
     for (int r = r0; r < r1; r++) {
         memset(tmp, 0, sizeof(u64) * (size_t)c->gx_n * nt);
         for (int ty = c->gy[r]; ty < c->gy[r + 1]; ty++) {
-            size_t i = (size_t)ty * c->width * CH;
-            for (int tx = 0; tx < c->width; tx++, i += CH) {
-                u64 *t = tmp + (size_t)c->gx_of[tx] * nt;
-                u64 a = ha ? code_at(c, i + CH - 1, B16) : 1;
+            size_t i = (size_t)ty * width * CH;
+            for (int tx = 0; tx < width; tx++, i += CH) {
+                u64 *restrict t = tmp + (size_t)gx_of[tx] * nt;
+                u64 a = ha ? code_of(base, i + CH - 1, B16) : 1;
                 for (int k = 0; k < nc; k++) {
-                    unsigned code = code_at(c, i + k, B16);
-                    u64 l = SRGB ? c->lin[code] : (u64)code;
+                    unsigned code = code_of(base, i + k, B16);
+                    u64 l = SRGB ? lin[code] : (u64)code;
                     if (WA) {
-                        t[k] += a * l;
                         t[ns + k] += l;
+                        if (a != top) t[k] += (top - a) * l;
                     } else {
                         t[k] += l;
                     }
@@ -575,7 +584,7 @@ INLINE void cells_from_base_t(const Ctx *c, int r0, int r1, u64 *tmp, const int 
         for (int x = 0; x < c->gx_n; x++, d += ns) {
             const u64 *t = tmp + (size_t)x * nt;
             int plain = WA && t[nc] == 0;
-            for (int k = 0; k < nc; k++) d[k] = plain ? t[ns + k] : t[k];
+            for (int k = 0; k < nc; k++) d[k] = plain ? t[ns + k] : WA ? top * t[ns + k] - t[k] : t[k];
             if (ha) d[nc] = t[nc];
         }
     }
