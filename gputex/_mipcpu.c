@@ -1193,4 +1193,13 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mipcpu", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__mipcpu(void) { return PyModule_Create(&module); }
+/* A process forked while one of its threads held the arena (a fork server, a pool's fork): the
+ * child has a copy of the arena and no such thread, so the arena is free there. */
+static void arena_after_fork(void) { arena_busy = 0; }
+
+PyMODINIT_FUNC PyInit__mipcpu(void)
+{
+    static int registered;
+    if (!registered) registered = pthread_atfork(NULL, NULL, arena_after_fork) == 0;
+    return PyModule_Create(&module);
+}

@@ -492,3 +492,28 @@ def test_fused_bands_of_several_levels_equal_the_model(rng, w, h, channels, bits
                 got = cpu.host_chain(a, channels, bits, srgb, weighted, mip_count(w, h), nthreads=threads)
                 for lv, (g, m) in enumerate(zip(got, want), 1):
                     assert np.array_equal(g, m), f"{alpha}, weighted {weighted}, level {lv}, {threads} threads"
+
+
+def _child_chain(args):
+    a, w, h = args
+    got = cpu.host_chain(a, 4, 8, True, True, mip_count(w, h), nthreads=1)
+    return [g.tobytes() for g in got], cpu.arena_bytes()
+
+
+def test_a_forked_process_keeps_the_arena_and_the_models_bytes(rng):
+    """A process forked after chains (as the batch's decode workers are, from a fork server) inherits
+    the arena and makes its chains with it: the model's bytes, the arena no smaller."""
+    import multiprocessing
+
+    a = _image(rng, 257, 131, 4, 8, "holes")
+    cpu.host_chain(a, 4, 8, True, True, mip_count(257, 131))
+    kept = cpu.arena_bytes()
+    assert kept > 0
+    b = _image(rng, 99, 61, 4, 8, "opaque")
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        levels, child_kept = pool.apply(_child_chain, ((b, 99, 61),))
+    want = _model(b, 4, 8, True, True)
+    assert len(levels) == len(want) == mip_count(99, 61) - 1
+    for lv, (g, m) in enumerate(zip(levels, want), 1):
+        assert np.array_equal(np.frombuffer(g, np.uint8), m.reshape(-1)), f"level {lv}"
+    assert child_kept >= kept
