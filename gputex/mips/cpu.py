@@ -118,6 +118,7 @@ def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted:
     sizes = [(max(1, w >> lv), max(1, h >> lv)) for lv in range(1, levels)]
     out = np.empty(sum(a * b for a, b in sizes) * channels, dtype)
     lin, q = _tables(bits, srgb)
+    # (``arena`` passed only when off: builds from before it, which benchmarks load with --module, take the rest)
     _mipcpu.chain(raw.view(np.uint8).reshape(-1), out.view(np.uint8), w, h, levels, channels, bits, srgb,
                   weighted, lin, q, nthreads or threads(), **({} if arena else {"arena": False}))
     res, off = [], 0
