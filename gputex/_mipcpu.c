@@ -107,9 +107,11 @@ static void big_free(void *p, size_t bytes)
  * fresh mapping each chain had its huge pages zeroed by the kernel every time (``clear_page``:
  * 14% of a 2048^2 chain's profile on the 2-core machine; 12 huge pages, 24 MB, a chain, most of
  * them for levels of a few KB each rounded up to 2 MB). A chain takes the arena where no other
- * thread holds it (else it maps its sums as before); what it asked for in all (``want``) sizes
- * the arena for the next one, up to ARENA_MAX: a process keeps at most that much (a 2048^2
- * RGBA chain ~11 MB, 4096^2 ~43 MB); ``release()`` unmaps it. */
+ * thread holds it (else it maps its sums as before), sized first for what the chain will take
+ * (``chain_need``; and after it, for what it took, ``want``), up to ARENA_MAX: a process keeps
+ * at most that much (RGBA: 2048^2 and 4096^2 one 2 MB huge page, their tiled levels fused;
+ * 1999x1537 12 MB of cell grids; 4095x4097's grids are over the cap and mapped per chain as
+ * before); ``release()`` unmaps it. */
 #define ARENA_MAX ((size_t)64 << 20)
 #define ARENA_ALIGN 64
 

@@ -131,8 +131,9 @@ def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted:
 def arena_bytes() -> int:
     """The bytes the C engine's arena keeps mapped in this process between chains (0: none).
     Each chain's sums (stored levels, cell grids) are taken from it, and it grows to what the
-    largest chain asked for, at most 64 MiB (a 2048^2 RGBA chain ~12 MiB): a decode worker's
-    chains then find their pages mapped, not zeroed by the kernel again (``_mipcpu.c``)."""
+    largest chain asked for, at most 64 MiB (RGBA: 2048^2 2 MiB, 1999x1537 12 MiB of cell grids):
+    a decode worker's chains then find their pages mapped, not zeroed by the kernel again
+    (``_mipcpu.c``)."""
     if _mipcpu is None:
         return 0
     return int(_mipcpu.arena_bytes())
