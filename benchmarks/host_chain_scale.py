@@ -18,7 +18,8 @@ turn at each process count (the children load it after the fork); ``--json FILE`
 (module, processes, size, first/later).
 ``--per-level``: instead, in this process, the best of 6 of the chain cut at levels 2, 3, 4 and
 whole (where the time goes by level), for each ``--module`` (other builds of ``gputex/_mipcpu.c``,
-e.g. other compiler flags; default: the one gputex imports).
+e.g. other compiler flags or main's; default: the one gputex imports; a module named more than
+once runs again in turn), then each build's whole chain as a ratio to the first one's.
 """
 
 from __future__ import annotations
@@ -117,6 +118,10 @@ def _load(so: str):
     return mod
 
 
+def _name(so: str) -> str:
+    return os.path.relpath(so) if so else "gputex._mipcpu"
+
+
 def per_level(sizes: list[str], modules: list[str], weighted: bool = True) -> None:
     from batch import photo
 
@@ -127,6 +132,7 @@ def per_level(sizes: list[str], modules: list[str], weighted: bool = True) -> No
     for i, s in enumerate(sizes):
         w, h = map(int, s.split("x"))
         imgs[(w, h)] = photo(h, w, i + 1)
+    whole: dict[tuple[str, int, int], list[float]] = {}
     for so in modules or [""]:
         if so:
             cpu._mipcpu = _load(so)
@@ -139,7 +145,15 @@ def per_level(sizes: list[str], modules: list[str], weighted: bool = True) -> No
                     cpu.host_chain(img.reshape(h, -1), 4, 8, True, weighted, lv, nthreads=1)
                     best = min(best, time.perf_counter() - t0)
                 res.append(f"{lv} levels {best * 1e3:6.1f} ms")
-            print(f"{os.path.basename(so) or 'gputex._mipcpu'} {w}x{h}: " + ", ".join(res), flush=True)
+            whole.setdefault((so, w, h), []).append(best)
+            print(f"{_name(so)} {w}x{h}: " + ", ".join(res), flush=True)
+    if len(set(modules)) > 1:  # each build's whole chain (median of its passes) against the first one's
+        first = modules[0]
+        for (w, h) in imgs:
+            ref = statistics.median(whole[(first, w, h)])
+            print(f"{w}x{h} whole chain / {_name(first)}'s: " + ", ".join(
+                f"{_name(so)} {statistics.median(whole[(so, w, h)]) / ref:.2f}"
+                for so in dict.fromkeys(modules) if so != first), flush=True)
 
 
 def main() -> None:
@@ -182,7 +196,7 @@ def main() -> None:
                     start = time.time() + 0.3
                     rows = [r for part in pool.map(_child, [(paths, args.rounds, start, i, not args.straight, so)
                                                              for i in range(n)]) for r in part]
-                name = so or "gputex._mipcpu"
+                name = _name(so)
                 for size in args.sizes:
                     for label, pick in (("first", lambda r: r[1] == 0), ("later", lambda r: r[1] > 0)):
                         sel = [r for r in rows if r[2] == size and pick(r)]
