@@ -9,16 +9,23 @@ chain with ``gputex.mips.cpu.host_chain`` on one thread (weighted alpha, the CLI
 batch's decode worker makes it; ``--straight``: straight alpha, what it measured in the H200 calls
 of ``results/peer-ktx-h200-8d26dde.txt``, 1.8x faster than weighted at 8d26dde on the 2-core
 machine), ``--rounds`` times, all starting together; per size it prints the median (and worst) time of the first round (a fresh process's
-first chain: its pages new) and of the later ones, with minor page faults and system time per
-chain. Also prints the machine's cores, SMT siblings and transparent huge page settings.
+first chain: its pages new) and of the later ones, with minor page faults, user and system time per
+chain, and two probes taken in each process just before each chain: ``spin`` (a fixed pure-Python
+loop: the core's speed, so frequency and SMT, with no memory traffic) and ``copy`` (GB/s of a
+32 MB numpy copy: the memory bandwidth one process gets while the others work). Also prints the
+machine's cores, SMT siblings and transparent huge page settings. ``--module``: each build in
+turn at each process count (the children load it after the fork); ``--json FILE``: one line per
+(module, processes, size, first/later).
 ``--per-level``: instead, in this process, the best of 6 of the chain cut at levels 2, 3, 4 and
 whole (where the time goes by level), for each ``--module`` (other builds of ``gputex/_mipcpu.c``,
-e.g. other compiler flags; default: the one gputex imports).
+e.g. other compiler flags or main's; default: the one gputex imports; a module named more than
+once runs again in turn), then each build's whole chain as a ratio to the first one's.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -51,12 +58,34 @@ def _facts() -> str:
     return "; ".join(out)
 
 
+def _spin() -> float:
+    t0 = time.perf_counter()
+    x = 0
+    for i in range(100000):
+        x += i & 7
+    return time.perf_counter() - t0
+
+
+def _copy_gbs(src, dst) -> float:
+    import numpy as np
+
+    t0 = time.perf_counter()
+    np.copyto(dst, src)
+    return src.nbytes / (time.perf_counter() - t0) / 1e9
+
+
 def _child(args) -> list[tuple]:
-    paths, rounds, start, tag, weighted = args
+    paths, rounds, start, tag, weighted, so = args
+    import numpy as np
+
     from gputex.decode import decode
     from gputex.layout import mip_count
-    from gputex.mips.cpu import host_chain
+    from gputex.mips import cpu
 
+    if so:
+        cpu._mipcpu = _load(so)
+    src, dst = np.ones(4 << 20, np.uint64), np.zeros(4 << 20, np.uint64)  # 32 MB, pages mapped before the start
+    dst[:] = 1
     while time.time() < start:  # all processes begin together
         time.sleep(0.0005)
     rows = []
@@ -65,12 +94,15 @@ def _child(args) -> list[tuple]:
             t0 = time.perf_counter()
             img = decode(path)
             t1 = time.perf_counter()
+            spin, gbs = _spin(), _copy_gbs(src, dst)
             ru0 = resource.getrusage(resource.RUSAGE_SELF)
-            h, w = img.pixels.shape[:2]
-            host_chain(img.pixels.reshape(h, -1), 4, 8, True, weighted, mip_count(w, h), nthreads=1)
-            ru1 = resource.getrusage(resource.RUSAGE_SELF)
             t2 = time.perf_counter()
-            rows.append((tag, r, f"{w}x{h}", t1 - t0, t2 - t1, ru1.ru_minflt - ru0.ru_minflt, ru1.ru_stime - ru0.ru_stime))
+            h, w = img.pixels.shape[:2]
+            cpu.host_chain(img.pixels.reshape(h, -1), 4, 8, True, weighted, mip_count(w, h), nthreads=1)
+            t3 = time.perf_counter()
+            ru1 = resource.getrusage(resource.RUSAGE_SELF)
+            rows.append((tag, r, f"{w}x{h}", t1 - t0, t3 - t2, ru1.ru_minflt - ru0.ru_minflt, ru1.ru_stime - ru0.ru_stime,
+                         ru1.ru_utime - ru0.ru_utime, spin, gbs))
     return rows
 
 
@@ -86,6 +118,10 @@ def _load(so: str):
     return mod
 
 
+def _name(so: str) -> str:
+    return os.path.relpath(so) if so else "gputex._mipcpu"
+
+
 def per_level(sizes: list[str], modules: list[str], weighted: bool = True) -> None:
     from batch import photo
 
@@ -96,6 +132,7 @@ def per_level(sizes: list[str], modules: list[str], weighted: bool = True) -> No
     for i, s in enumerate(sizes):
         w, h = map(int, s.split("x"))
         imgs[(w, h)] = photo(h, w, i + 1)
+    whole: dict[tuple[str, int, int], list[float]] = {}
     for so in modules or [""]:
         if so:
             cpu._mipcpu = _load(so)
@@ -108,7 +145,15 @@ def per_level(sizes: list[str], modules: list[str], weighted: bool = True) -> No
                     cpu.host_chain(img.reshape(h, -1), 4, 8, True, weighted, lv, nthreads=1)
                     best = min(best, time.perf_counter() - t0)
                 res.append(f"{lv} levels {best * 1e3:6.1f} ms")
-            print(f"{os.path.basename(so) or 'gputex._mipcpu'} {w}x{h}: " + ", ".join(res), flush=True)
+            whole.setdefault((so, w, h), []).append(best)
+            print(f"{_name(so)} {w}x{h}: " + ", ".join(res), flush=True)
+    if len(set(modules)) > 1:  # each build's whole chain (median of its passes) against the first one's
+        first = modules[0]
+        for (w, h) in imgs:
+            ref = statistics.median(whole[(first, w, h)])
+            print(f"{w}x{h} whole chain / {_name(first)}'s: " + ", ".join(
+                f"{_name(so)} {statistics.median(whole[(so, w, h)]) / ref:.2f}"
+                for so in dict.fromkeys(modules) if so != first), flush=True)
 
 
 def main() -> None:
@@ -119,6 +164,7 @@ def main() -> None:
     ap.add_argument("--per-level", action="store_true")
     ap.add_argument("--module", nargs="+", default=[])
     ap.add_argument("--straight", action="store_true", help="straight alpha (default: weighted, as the CLI)")
+    ap.add_argument("--json", help="also write one JSON line per result to this file")
     args = ap.parse_args()
     print(f"alpha: {'straight' if args.straight else 'weighted'}", flush=True)
     if args.per_level:
@@ -143,21 +189,31 @@ def main() -> None:
         import gputex.mips.cpu  # noqa: F401
 
         ctx = multiprocessing.get_context("fork")
+        out = open(args.json, "a") if args.json else None
         for n in args.procs:
-            with ctx.Pool(n) as pool:
-                start = time.time() + 0.3
-                rows = [r for part in pool.map(_child, [(paths, args.rounds, start, i, not args.straight) for i in range(n)]) for r in part]
-            for size in [s.split("x")[0] + "x" + s.split("x")[1] for s in args.sizes]:
-                for label, pick in (("first", lambda r: r[1] == 0), ("later", lambda r: r[1] > 0)):
-                    sel = [r for r in rows if r[2] == size and pick(r)]
-                    if not sel:
-                        continue
-                    dec = [r[3] * 1e3 for r in sel]
-                    ch = [r[4] * 1e3 for r in sel]
-                    print(f"procs {n:2d} {size:>9} {label}: decode median {statistics.median(dec):6.1f} ms "
-                          f"(max {max(dec):6.1f}), chain median {statistics.median(ch):6.1f} ms (max {max(ch):6.1f}), "
-                          f"faults/chain {statistics.median(r[5] for r in sel):.0f}, "
-                          f"sys/chain {statistics.median(r[6] for r in sel) * 1e3:.1f} ms", flush=True)
+            for so in args.module or [""]:  # (each build in turn at each count)
+                with ctx.Pool(n) as pool:
+                    start = time.time() + 0.3
+                    rows = [r for part in pool.map(_child, [(paths, args.rounds, start, i, not args.straight, so)
+                                                             for i in range(n)]) for r in part]
+                name = _name(so)
+                for size in args.sizes:
+                    for label, pick in (("first", lambda r: r[1] == 0), ("later", lambda r: r[1] > 0)):
+                        sel = [r for r in rows if r[2] == size and pick(r)]
+                        if not sel:
+                            continue
+                        med = {k: statistics.median(r[i] for r in sel) for k, i in
+                               (("decode", 3), ("chain", 4), ("faults", 5), ("sys", 6), ("user", 7), ("spin", 8), ("gbs", 9))}
+                        print(f"{name} procs {n:2d} {size:>9} {label}: decode median {med['decode'] * 1e3:6.1f} ms, "
+                              f"chain median {med['chain'] * 1e3:6.1f} ms (max {max(r[4] for r in sel) * 1e3:6.1f}; "
+                              f"user {med['user'] * 1e3:.1f}, sys {med['sys'] * 1e3:.1f} ms, faults {med['faults']:.0f}), "
+                              f"spin {med['spin'] * 1e3:.2f} ms, copy {med['gbs']:.1f} GB/s", flush=True)
+                        if out:
+                            out.write(json.dumps({"module": name, "procs": n, "size": size, "which": label,
+                                                  "chains": len(sel), **{k: round(v, 6) for k, v in med.items()},
+                                                  "alpha": "straight" if args.straight else "weighted"}) + "\n")
+        if out:
+            out.close()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 /* The exact integer box mip chain on the host, for CPU adapters (gputex/mips/cpu.py).
  *
- * chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads) -> None
+ * chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads, arena) -> None
+ * arena_bytes() -> int; release() -> int (the process's arena of sums, below)
  *
  * The same integers as gputex/mips/intbox.py (its docstring and ``model_chain`` are the
  * contract) and ``mip_int.wgsl``: per texel and channel the exact sum ``S = sum(w * L(code))``
@@ -36,6 +37,19 @@
  * 2-core machine's 23.5 ms (gcc 12) while a PNG decode took 1.5x; with these loops and the
  * integer thresholds 21.0 ms there, 13.7 ms here (``benchmarks/host_chain_scale.py
  * --per-level --straight``); weighted alpha, opaque: 24.8 -> 17.0 ms here.
+ *
+ * Per image in a batch's decode worker (issue 13, h13chain): the sums come from a process-wide
+ * arena kept between chains (no kernel zeroing of fresh huge pages: 24 MB and ~4 ms of system
+ * time a 2048^2 chain on the H200 host); a fused band goes on through every later level that
+ * tiles the one before alone (2048^2: levels 1-6 from one pass, their sums in rings); weighted
+ * alpha over opaque footprints has thresholds of its own (255 * T[k]: no division), a guess
+ * moves one code at most (no loop), an opaque 2x2 needs no product per texel, an opaque
+ * footprint's alpha code no division; odd sizes' rows of horizontal sums stay in a ring for the
+ * whole footprint, and a cell grid from the base keeps weighted alpha as max * P - D. Weighted
+ * chains (the CLI's default), one core of the 2-core machine: 2048^2 16.8 -> 11.9 ms,
+ * 1537x1999 35.1 -> 28.7-29.0; in the H200 batch's workers (the engine's CPU per chain):
+ * 2048^2 46-47 -> 36-37 ms, 1999x1537 90-100 -> 81-82. Not kept: the file built with -mavx2
+ * (gcc's vectors of 64-bit products): 11.9 -> 12.4 and 31.9 -> 33.3 ms here.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -53,11 +67,12 @@ typedef unsigned __int128 u128;
 #define MAX_SLOTS 4
 #define GUESS_BITS 14
 #define MAX_THREADS 16
+#define MAX_RING 16  /* rows of a footprint from the base (levels 1-2: at most height / (height >> 2) + 2 = 9) */
 
 typedef struct {
     int w, h;           /* level size */
     u64 *sums;          /* stored sums (w * h * slots), or NULL */
-    size_t bytes;       /* what big_alloc mapped for them */
+    size_t bytes;       /* what big_alloc mapped for them (0: in the arena) */
 } Level;
 
 /* Large buffers in transparent huge pages where Linux has them (madvise mode): a 2048^2 chain's
@@ -78,7 +93,7 @@ static void *big_alloc(size_t *bytes)
 
 static void big_free(void *p, size_t bytes)
 {
-    if (!p) return;
+    if (!p || !bytes) return;  /* (bytes 0: in the arena) */
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     munmap(p, bytes);
 #else
@@ -86,6 +101,91 @@ static void big_free(void *p, size_t bytes)
     free(p);
 #endif
 }
+
+/* The process's arena: the sums of one chain (stored levels, cell grids) bump-allocated from one
+ * mapping that is kept for the next chain, as a decode worker makes one chain after another. A
+ * fresh mapping each chain had its huge pages zeroed by the kernel every time (``clear_page``:
+ * 14% of a 2048^2 chain's profile on the 2-core machine; 12 huge pages, 24 MB, a chain, most of
+ * them for levels of a few KB each rounded up to 2 MB). A chain takes the arena where no other
+ * thread holds it (else it maps its sums as before), sized first for what the chain will take
+ * (``chain_need``; and after it, for what it took, ``want``), up to ARENA_MAX: a process keeps
+ * at most that much (RGBA: 2048^2 and 4096^2 one 2 MB huge page, their tiled levels fused;
+ * 1999x1537 12 MB of cell grids; 4095x4097's grids are over the cap and mapped per chain as
+ * before); ``release()`` unmaps it. */
+#define ARENA_MAX ((size_t)64 << 20)
+#define ARENA_ALIGN 64
+
+static uint8_t *arena_mem;
+static size_t arena_size;
+static int arena_busy;
+
+typedef struct {
+    int held;          /* this chain holds the arena */
+    uint8_t *mem;      /* the arena's memory (NULL: none yet, or not held) */
+    size_t size, used, want;
+} Arena;
+
+static void arena_take(Arena *a)
+{
+    memset(a, 0, sizeof(Arena));
+    if (__atomic_exchange_n(&arena_busy, 1, __ATOMIC_ACQUIRE)) return;  /* another thread's chain has it */
+    a->held = 1;
+    a->mem = arena_mem;
+    a->size = arena_mem ? arena_size : 0;
+}
+
+/* Gives the arena back, grown to what this chain asked for (where that is at most ARENA_MAX). */
+static void arena_give(Arena *a)
+{
+    if (!a->held) return;
+    if (a->want > arena_size && a->want <= ARENA_MAX) {
+        size_t bytes = a->want;
+        uint8_t *p = big_alloc(&bytes);
+        if (p) {
+            big_free(arena_mem, arena_size);
+            arena_mem = p;
+            arena_size = bytes;
+        }
+    }
+    __atomic_store_n(&arena_busy, 0, __ATOMIC_RELEASE);
+}
+
+/* The arena made ``need`` bytes large where it is smaller (and need at most ARENA_MAX), before
+ * the chain takes anything from it: a chain's sums all come from the arena from the process's
+ * second chain on (a batch's decode worker makes three or four). */
+static void arena_reserve(Arena *a, size_t need)
+{
+    if (!a->held || need <= a->size || need > ARENA_MAX) return;
+    size_t bytes = need;
+    uint8_t *p = big_alloc(&bytes);
+    if (!p) return;
+    big_free(arena_mem, arena_size);
+    arena_mem = a->mem = p;
+    arena_size = a->size = bytes;
+}
+
+/* Sums of ``*bytes`` bytes: from the arena (``*bytes`` set to 0: nothing to unmap) or mapped. */
+static void *sums_alloc(Arena *a, size_t *bytes)
+{
+    size_t n = (*bytes + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);  /* (as chain_need counts) */
+    a->want += n;
+    if (a->mem && a->used + n <= a->size) {
+        void *p = a->mem + a->used;
+        a->used += n;
+        *bytes = 0;
+        return p;
+    }
+    return big_alloc(bytes);
+}
+
+/* Integer thresholds of codes: t[k] the least sum of code k (t[256] = max), guess[S >> shift]
+ * the largest k whose t[k] lies at or below that bucket's start; ``one_step``: no bucket holds two
+ * thresholds (then a guess moves up one code at most). */
+typedef struct {
+    u64 t[257];
+    uint8_t guess[1 << GUESS_BITS];
+    int shift, one_step;
+} Thresh;
 
 typedef struct {
     const uint8_t *base;
@@ -98,12 +198,12 @@ typedef struct {
     uint8_t guess[1 << GUESS_BITS];
     double guess_scale;
     double qb[257];        /* sRGB 8-bit: Q[k] in bucket units (a float screen; qb[256] = inf) */
-    /* sRGB 8-bit, sums over W (no weighted alpha): code k from S >= T[k] = ceil(Q[k] * W / 2**32),
-     * T[256] = max; tguess[S >> tshift] the largest k whose T[k] is at or below that bucket's start */
-    u64 tq[257];
-    u64 opaque;            /* weighted alpha's sum over a footprint opaque throughout: 255 * W (8-bit sRGB) */
-    uint8_t tguess[1 << GUESS_BITS];
-    int tshift;
+    /* sRGB 8-bit, sums over W (no weighted alpha): code k from S >= T[k] = ceil(Q[k] * W / 2**32)
+     * (``tw``); weighted sums over a footprint opaque throughout (255 times those): from
+     * S >= 255 * T[k] (``to``) */
+    Thresh tw, to;
+    u64 opaque;            /* alpha's sum over a footprint opaque throughout: max * W */
+    int fuse_top;          /* FUSED: the last level of the band */
     Level lv[32];
     size_t out_off[32];
     int source[32];
@@ -116,6 +216,7 @@ typedef struct {
     const int *gx, *gy;         /* gx_n + 1 / gy_n + 1 cut points */
     const int *gx_of, *gy_of;   /* the cell of each base column / row */
     u64 *cells;                 /* gy_n * gx_n * slots */
+    Arena arena;                /* where the sums are taken from */
 } Ctx;
 
 /* ---- codes from sums ------------------------------------------------------------------------ */
@@ -142,6 +243,26 @@ INLINE int bucket_of(double x)
     return i < 0 ? 0 : i;
 }
 
+/* The integer thresholds of sums over W times ``scale``: S * 2**32 >= Q[k] * W exactly when
+ * S >= T[k] = ceil(Q[k] * W / 2**32) (S an integer; Q[k] * W < 2**63 * 2**24), and
+ * floor(S / scale) >= T[k] exactly when S >= scale * T[k] (scale * W * L(max) < 2**63). */
+static void build_thresholds(Ctx *c, Thresh *th, u64 scale)
+{
+    for (int j = 0; j <= c->top; j++) th->t[j] = scale * (u64)((((u128)c->q[j] * c->total) + 0xffffffffu) >> 32);
+    th->t[c->top + 1] = UINT64_MAX;
+    u64 most = scale * c->total * c->lin[c->top];  /* the largest sum */
+    int bits = 64 - __builtin_clzll(most | 1), k = 0;
+    th->shift = bits > GUESS_BITS ? bits - GUESS_BITS : 0;
+    for (int i = 0; i < (1 << GUESS_BITS); i++) {
+        u64 start = (u64)i << th->shift;
+        while (k < c->top && th->t[k + 1] <= start) k++;
+        th->guess[i] = (uint8_t)k;
+    }
+    /* the thresholds lie 2.48 buckets apart or more (k >= 1, any W <= 2**24; T[0] = 0) */
+    th->one_step = 1;
+    for (int j = 0; j < c->top; j++) th->one_step &= th->t[j + 1] - th->t[j] >= ((u64)1 << th->shift);
+}
+
 static void build_guess(Ctx *c)
 {
     /* guess[i]: the largest k whose threshold lies at or below bucket i's start; the exact
@@ -156,21 +277,8 @@ static void build_guess(Ctx *c)
     }
     for (int j = 0; j <= c->top; j++) c->qb[j] = (double)c->q[j] / 4294967296.0 * c->guess_scale;
     c->qb[c->top + 1] = 1e300;
-    /* the integer thresholds of sums over W: S * 2**32 >= Q[k] * W exactly when S >= T[k] (S an
-     * integer); Q[k] * W < 2**63 * 2**24 */
-    for (int j = 0; j <= c->top; j++)
-        c->tq[j] = (u64)((((u128)c->q[j] * c->total) + 0xffffffffu) >> 32);
-    c->tq[c->top + 1] = UINT64_MAX;
-    c->opaque = (u64)c->top * c->total;
-    u64 most = c->total * c->lin[c->top];  /* the largest sum: W * L(max) <= 2**55 */
-    int bits = 64 - __builtin_clzll(most | 1);
-    c->tshift = bits > GUESS_BITS ? bits - GUESS_BITS : 0;
-    k = 0;
-    for (int i = 0; i < (1 << GUESS_BITS); i++) {
-        u64 start = (u64)i << c->tshift;
-        while (k < c->top && c->tq[k + 1] <= start) k++;
-        c->tguess[i] = (uint8_t)k;
-    }
+    build_thresholds(c, &c->tw, 1);
+    build_thresholds(c, &c->to, (u64)c->top);
 }
 
 /* Codes of texel x of row y of the current level from its slot sums (colour slots already
@@ -191,11 +299,15 @@ INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int 
          * footprint opaque throughout (a = max * W) is the same: each sum is max * sum(w * L),
          * and Q[k] * a <= S * 2**32 exactly when S / max >= T[k] (the default --alpha weighted,
          * every opaque photo: 2048^2 chain 24.4 -> 16.9 ms on one core here) */
-        const u64 *restrict tq = c->tq;
+        const Thresh *restrict th = (WA && a > 0) ? &c->to : &c->tw;  /* (opaque: S >= 255 * T[k], no division) */
         for (int k = 0; k < nc; k++) {
-            u64 s = (WA && a > 0) ? acc[k] / 255u : acc[k];  /* (opaque: 8-bit sRGB, max 255) */
-            int g = c->tguess[s >> c->tshift];
-            while (s >= tq[g + 1]) g++;
+            u64 s = acc[k];
+            int g = th->guess[s >> th->shift];
+            /* one step without a branch: a bucket holds one threshold at most (``one_step``), so
+             * no loop (the loop alone mispredicted: 2048^2 chain ~1 ms of 17, one core here) */
+            g += s >= th->t[g + 1];
+            if (!th->one_step)
+                while (s >= th->t[g + 1]) g++;
             codes[k] = (unsigned)g;
         }
     } else if (SRGB) {
@@ -218,8 +330,11 @@ INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int 
     } else {
         for (int k = 0; k < nc; k++) codes[k] = code_linear(acc[k], den, c->top);
     }
-    if (ha) codes[nc] = code_linear(a, c->total, c->top);
-    if (!B16) {
+    if (ha) codes[nc] = a == c->opaque ? (unsigned)c->top : code_linear(a, c->total, c->top);  /* (no division) */
+    if (!B16 && CH == 4) {  /* one store */
+        uint8_t b4[4] = {(uint8_t)codes[0], (uint8_t)codes[1], (uint8_t)codes[2], (uint8_t)codes[3]};
+        memcpy(c->out + c->out_off[lvl] + t * CH, b4, 4);
+    } else if (!B16) {
         uint8_t *restrict o = c->out + c->out_off[lvl] + t * CH;  /* (restrict: no reload of the context) */
         for (int k = 0; k < CH; k++) o[k] = (uint8_t)codes[k];
     } else {
@@ -274,13 +389,17 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
     const int fx = c->width % dw == 0 ? c->width / dw : 0, fy = c->height % L->h == 0 ? c->height / L->h : 0;
     const u64 wt = (u64)dw * (u64)L->h;
     int have = -1;  /* the base row whose values ``vals`` holds */
-    /* weighted footprints: the horizontal sums of a base row, and of the last row of the
-     * footprint above (``hhave``: the first of the next one where footprints share a row), in the
-     * job's row buffer after the row itself (1537x1999 level 1: 15.0 -> 14.2 ms, one core here) */
-    u64 *hcur = row + (size_t)dw * ns, *hprev = hcur + (size_t)dw * ns;
-    int hhave = -1;
+    /* weighted footprints: the horizontal sums of each base row, made once, in a ring of ``nring``
+     * rows after the row itself in the job's buffer (base row ty in slot ty % nring, ``tag``: the
+     * row a slot holds), all of a footprint's rows at once (yn <= ystride = nring); then each sum
+     * added over them in a register and stored once (the row was read and written back for every
+     * base row: 1537x1999 levels 1-2 21.9 -> 20.5 ms, one core here) */
+    const int nring = c->ystride;
+    u64 *hring = row + (size_t)dw * ns;
+    int tag[MAX_RING];
+    for (int i = 0; i < nring && i < MAX_RING; i++) tag[i] = -1;
     for (int y = y0; y < y1; y++) {
-        if (!(fx == 2 && fy == 2)) memset(row, 0, sizeof(u64) * (size_t)dw * ns);  /* (2x2: each texel stored whole) */
+        if (fx && fy && !(fx == 2 && fy == 2)) memset(row, 0, sizeof(u64) * (size_t)dw * ns);  /* (else each sum stored whole) */
         int missing = 0;
         if (fx == 2 && fy == 2) {  /* the common 2x2: the values summed as they are read */
             /* in registers, each texel's sums stored once, and the context's pointers in locals: a
@@ -292,8 +411,26 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
             const size_t stride = (size_t)c->width * CH;
             size_t i = (size_t)(2 * y) * stride;
             u64 *restrict r = row;
+            const u64 top = (u64)c->top, topwt = top * wt;
             for (int x = 0; x < dw; x++, r += ns, i += 2 * CH) {
                 u64 acc[MAX_SLOTS] = {0, 0, 0, 0};
+                if (WA && ha) {
+                    /* weighted alpha, four opaque texels (every texel of an opaque photo): the plain
+                     * sums times max, no product per texel (each code <= max: all four are max when
+                     * their AND is) */
+                    u64 a00 = code_of(base, i + CH - 1, B16), a01 = code_of(base, i + 2 * CH - 1, B16);
+                    u64 a10 = code_of(base, i + stride + CH - 1, B16), a11 = code_of(base, i + stride + 2 * CH - 1, B16);
+                    if ((a00 & a01 & a10 & a11) == top) {
+                        for (int k = 0; k < nc; k++) {
+                            unsigned k00 = code_of(base, i + k, B16), k01 = code_of(base, i + CH + k, B16);
+                            unsigned k10 = code_of(base, i + stride + k, B16), k11 = code_of(base, i + stride + CH + k, B16);
+                            u64 sum = SRGB ? lin[k00] + lin[k01] + lin[k10] + lin[k11] : (u64)k00 + k01 + k10 + k11;
+                            r[k] = sum * topwt;
+                        }
+                        r[nc] = 4 * topwt;
+                        continue;
+                    }
+                }
                 for (int j = 0; j < 2; j++) {
                     size_t t = i + (size_t)j * stride;
                     u64 a0 = ha ? code_of(base, t + CH - 1, B16) : 1, a1 = ha ? code_of(base, t + 2 * CH - 1, B16) : 1;
@@ -322,34 +459,38 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
             }
             for (size_t i = 0; i < (size_t)dw * ns; i++) row[i] *= wt;
         }
-        for (int j = 0; j < (fx && fy ? 0 : c->yn[y]); j++) {
-            u64 wy = c->yw[(size_t)y * c->ystride + j];
-            int ty = c->ys[y] + j;
-            const u64 *restrict hs = hprev;
-            if (ty != hhave) {  /* a row shared with the footprint above: its horizontal sums kept */
-                if (ty != have) base_values(c, ty, vals, 0, CH, B16, SRGB, WA);
-                have = ty;
-                const int *restrict xs = c->xs, *restrict xn = c->xn;
-                const u64 *restrict xw = c->xw;
-                const int xstride = c->xstride;
-                for (int x = 0; x < dw; x++) {
-                    u64 h[MAX_SLOTS] = {0, 0, 0, 0};
-                    const u64 *restrict wx = xw + (size_t)x * xstride;
-                    const u64 *restrict v = vals + (size_t)xs[x] * ns;
-                    for (int i = 0; i < xn[x]; i++, v += ns)
-                        for (int k = 0; k < ns; k++) h[k] += wx[i] * v[k];
-                    for (int k = 0; k < ns; k++) hcur[(size_t)x * ns + k] = h[k];
+        if (!(fx && fy)) {
+            const int n = c->yn[y];
+            const u64 *hrow[MAX_RING];
+            u64 wy[MAX_RING];
+            for (int j = 0; j < n; j++) {
+                int ty = c->ys[y] + j, slot = ty % nring;
+                u64 *restrict hs = hring + (size_t)slot * dw * ns;
+                if (tag[slot] != ty) {  /* (a row shared with the footprint above: kept) */
+                    if (ty != have) base_values(c, ty, vals, 0, CH, B16, SRGB, WA);
+                    have = ty;
+                    const int *restrict xs = c->xs, *restrict xn = c->xn;
+                    const u64 *restrict xw = c->xw;
+                    const int xstride = c->xstride;
+                    for (int x = 0; x < dw; x++) {
+                        u64 h[MAX_SLOTS] = {0, 0, 0, 0};
+                        const u64 *restrict wx = xw + (size_t)x * xstride;
+                        const u64 *restrict v = vals + (size_t)xs[x] * ns;
+                        for (int i = 0; i < xn[x]; i++, v += ns)
+                            for (int k = 0; k < ns; k++) h[k] += wx[i] * v[k];
+                        for (int k = 0; k < ns; k++) hs[(size_t)x * ns + k] = h[k];
+                    }
+                    tag[slot] = ty;
                 }
-                hs = hcur;
-                if (j == c->yn[y] - 1) {  /* the next footprint's first row, most likely */
-                    u64 *t = hprev;
-                    hprev = hcur;
-                    hcur = t;
-                    hhave = ty;
-                }
+                hrow[j] = hs;
+                wy[j] = c->yw[(size_t)y * c->ystride + j];
             }
             u64 *restrict r = row;
-            for (size_t i = 0; i < (size_t)dw * ns; i++) r[i] += wy * hs[i];
+            for (size_t i = 0; i < (size_t)dw * ns; i++) {
+                u64 sum = 0;
+                for (int j = 0; j < n; j++) sum += wy[j] * hrow[j][i];
+                r[i] = sum;
+            }
         }
         if (WA)
             for (int x = 0; x < dw; x++) missing |= row[(size_t)x * ns + nc] == 0;
@@ -425,19 +566,28 @@ INLINE void cells_from_base_t(const Ctx *c, int r0, int r1, u64 *tmp, const int 
                               const int WA)
 {
     const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha, nt = ns + (WA ? nc : 0);
+    /* the context's pointers in restrict locals (a store through ``t`` may alias the context:
+     * its fields were reloaded after each); weighted alpha as the plain sums P and the deficit
+     * D = sum((max - a) * L), so sum(a * L) = max * P - D exactly and an opaque texel costs no
+     * product (1537x1999 level 3, its grid and texels: 7.7 -> 6.1 ms, one core here) */
+    const uint8_t *restrict base = c->base;
+    const u64 *restrict lin = c->lin;
+    const int *restrict gx_of = c->gx_of;
+    const int width = c->width;
+    const u64 top = (u64)c->top;
     for (int r = r0; r < r1; r++) {
         memset(tmp, 0, sizeof(u64) * (size_t)c->gx_n * nt);
         for (int ty = c->gy[r]; ty < c->gy[r + 1]; ty++) {
-            size_t i = (size_t)ty * c->width * CH;
-            for (int tx = 0; tx < c->width; tx++, i += CH) {
-                u64 *t = tmp + (size_t)c->gx_of[tx] * nt;
-                u64 a = ha ? code_at(c, i + CH - 1, B16) : 1;
+            size_t i = (size_t)ty * width * CH;
+            for (int tx = 0; tx < width; tx++, i += CH) {
+                u64 *restrict t = tmp + (size_t)gx_of[tx] * nt;
+                u64 a = ha ? code_of(base, i + CH - 1, B16) : 1;
                 for (int k = 0; k < nc; k++) {
-                    unsigned code = code_at(c, i + k, B16);
-                    u64 l = SRGB ? c->lin[code] : (u64)code;
+                    unsigned code = code_of(base, i + k, B16);
+                    u64 l = SRGB ? lin[code] : (u64)code;
                     if (WA) {
-                        t[k] += a * l;
                         t[ns + k] += l;
+                        if (a != top) t[k] += (top - a) * l;
                     } else {
                         t[k] += l;
                     }
@@ -449,7 +599,7 @@ INLINE void cells_from_base_t(const Ctx *c, int r0, int r1, u64 *tmp, const int 
         for (int x = 0; x < c->gx_n; x++, d += ns) {
             const u64 *t = tmp + (size_t)x * nt;
             int plain = WA && t[nc] == 0;
-            for (int k = 0; k < nc; k++) d[k] = plain ? t[ns + k] : t[k];
+            for (int k = 0; k < nc; k++) d[k] = plain ? t[ns + k] : WA ? top * t[ns + k] - t[k] : t[k];
             if (ha) d[nc] = t[nc];
         }
     }
@@ -608,14 +758,35 @@ static void axis_weights(int n, int m, int *start, int *count, u64 *wt, int stri
 
 enum { FROM_SUMS, FROM_BASE, FUSED, CELLS_FROM_BASE, FROM_CELLS };
 
+/* The levels after the first of a fused band have this many rows or more (at most one row of each a
+ * thread, 16 threads). */
+#define FUSE_ROWS 16
+
 /* The first level a cell grid may make (levels before it read the base; as gputex/mips/cells.py). */
 #define FIRST_GRID 3
 
 typedef struct {
     const Ctx *c;
     int lvl, mode, y0, y1;
-    u64 *row, *vals, *ring;
+    u64 *row, *vals;
+    u64 *ring[32];  /* FUSED: per level lvl .. fuse_top - 1, the rows of it that one row of the next tiles */
 } Job;
+
+/* FUSED: row y of level k (lvl < k <= fuse_top) into ``dst`` (its first row drow0): the rows of
+ * level k - 1 it tiles made first into that level's ring (from the base at level lvl), then
+ * summed. No level between lvl and fuse_top leaves the cache. */
+static void band_row(const Job *j, int k, int y, u64 *dst, int drow0)
+{
+    const Ctx *c = j->c;
+    int ry = c->lv[k - 1].h / c->lv[k].h;
+    u64 *ring = j->ring[k - 1 - j->lvl];
+    if (k - 1 == j->lvl) {
+        rows_from_base(c, k - 1, ring, y * ry, y * ry, (y + 1) * ry, j->row, j->vals);
+    } else {
+        for (int t = 0; t < ry; t++) band_row(j, k - 1, y * ry + t, ring, y * ry);
+    }
+    rows_from_sums(c, k, ring, y * ry, dst, drow0, y, y + 1);
+}
 
 static void *run_job(void *p)
 {
@@ -631,13 +802,10 @@ static void *run_job(void *p)
     } else if (j->mode == FROM_SUMS) {
         rows_from_sums(c, l, c->lv[c->source[l]].sums, 0, c->lv[l].sums, 0, j->y0, j->y1);
     } else {
-        /* level l from the base, ry of its rows at a time into the ring, then the row of level
-         * l + 1 they tile from the ring: level l's sums never leave the cache */
-        int ry = c->lv[l].h / c->lv[l + 1].h;
-        for (int y = j->y0; y < j->y1; y++) {
-            rows_from_base(c, l, j->ring, y * ry, y * ry, (y + 1) * ry, j->row, j->vals);
-            rows_from_sums(c, l + 1, j->ring, y * ry, c->lv[l + 1].sums, 0, y, y + 1);
-        }
+        /* level l from the base, ry of its rows at a time into a ring, then the row of level
+         * l + 1 they tile from it, and so on to fuse_top: the sums of the levels between never
+         * leave the cache */
+        for (int y = j->y0; y < j->y1; y++) band_row(j, c->fuse_top, y, c->lv[c->fuse_top].sums, 0);
     }
     return NULL;
 }
@@ -646,7 +814,7 @@ static void *run_job(void *p)
  * split over threads. */
 static int level_rows(const Ctx *c, int lvl, int mode, int threads)
 {
-    const Level *L = &c->lv[mode == FUSED ? lvl + 1 : lvl], *S = &c->lv[c->source[lvl]];
+    const Level *L = &c->lv[mode == FUSED ? c->fuse_top : lvl], *S = &c->lv[c->source[lvl]];
     int rows = mode == CELLS_FROM_BASE ? c->gy_n : L->h;
     int n = threads;
     if (n > rows) n = rows;
@@ -656,13 +824,14 @@ static int level_rows(const Ctx *c, int lvl, int mode, int threads)
     if (work < 65536) n = 1;
     if (n < 1) n = 1;
     int base = mode == FROM_BASE || mode == FUSED;
-    size_t row = base ? 3 * (size_t)c->lv[lvl].w * c->slots  /* the row, and two of horizontal sums */
+    size_t row = base ? (1 + (size_t)c->ystride) * c->lv[lvl].w * c->slots  /* the row, and the ring of horizontal sums */
                       : mode == CELLS_FROM_BASE ? (size_t)c->gx_n * (c->slots + c->nc) : 0;
     Job jobs[MAX_THREADS];
     pthread_t tid[MAX_THREADS];
-    int started[MAX_THREADS] = {0}, err = 0;
-    size_t ring = mode == FUSED ? (size_t)(c->lv[lvl].h / L->h) * c->lv[lvl].w * c->slots : 0;
+    int started[MAX_THREADS] = {0}, err = base && c->ystride > MAX_RING;  /* (never: see MAX_RING) */
+    int rings = mode == FUSED ? c->fuse_top - lvl : 0;
     for (int i = 0; i < n; i++) {
+        memset(&jobs[i], 0, sizeof(Job));
         jobs[i].c = c;
         jobs[i].lvl = lvl;
         jobs[i].mode = mode;
@@ -670,8 +839,12 @@ static int level_rows(const Ctx *c, int lvl, int mode, int threads)
         jobs[i].y1 = (int)((long long)rows * (i + 1) / n);
         jobs[i].row = row ? malloc(sizeof(u64) * row) : NULL;
         jobs[i].vals = base ? malloc(sizeof(u64) * (size_t)c->width * c->slots) : NULL;
-        jobs[i].ring = ring ? malloc(sizeof(u64) * ring) : NULL;
-        if ((row && !jobs[i].row) || (base && !jobs[i].vals) || (ring && !jobs[i].ring)) err = 1;
+        if ((row && !jobs[i].row) || (base && !jobs[i].vals)) err = 1;
+        for (int k = 0; k < rings; k++) {
+            const Level *a = &c->lv[lvl + k], *b = &c->lv[lvl + k + 1];
+            jobs[i].ring[k] = malloc(sizeof(u64) * (size_t)(a->h / b->h) * a->w * c->slots);
+            if (!jobs[i].ring[k]) err = 1;
+        }
     }
     if (!err) {
         for (int i = 1; i < n; i++) started[i] = pthread_create(&tid[i], NULL, run_job, &jobs[i]) == 0;
@@ -684,7 +857,7 @@ static int level_rows(const Ctx *c, int lvl, int mode, int threads)
     for (int i = 0; i < n; i++) {
         free(jobs[i].row);
         free(jobs[i].vals);
-        free(jobs[i].ring);
+        for (int k = 0; k < rings; k++) free(jobs[i].ring[k]);
     }
     return err;
 }
@@ -783,7 +956,7 @@ static int level_from_grid(Ctx *c, int l, Grid *prev, int threads)
     g.ny = grid_axis(c, l, c->height, 0, &g.cut_y, &g.of_y);
     if (g.nx < 0 || g.ny < 0) { grid_free(&g); return 1; }
     g.bytes = sizeof(u64) * (size_t)g.nx * g.ny * c->slots;
-    g.cells = big_alloc(&g.bytes);
+    g.cells = sums_alloc(&c->arena, &g.bytes);
     if (!g.cells) { grid_free(&g); return 1; }
     c->gx_n = g.nx; c->gy_n = g.ny; c->gx = g.cut_x; c->gy = g.cut_y; c->gx_of = g.of_x; c->gy_of = g.of_y;
     c->cells = g.cells;
@@ -818,15 +991,15 @@ static int level_from_grid(Ctx *c, int l, Grid *prev, int threads)
     return err;
 }
 
-static int run_chain(Ctx *c, int threads)
+/* The plan: the levels' sizes, and each level from the deepest earlier stored level (from 1 on)
+ * whose texels tile it. */
+static void plan_chain(Ctx *c)
 {
-    int err = 0;
     for (int l = 0; l < c->levels; l++) {
         c->lv[l].w = size_of(c->width, l);
         c->lv[l].h = size_of(c->height, l);
         c->lv[l].sums = NULL;
     }
-    /* each level from the deepest earlier stored level (from 1 on) whose texels tile it */
     for (int l = 1; l < c->levels; l++) {
         c->source[l] = 0;
         for (int k = l - 1; k >= 1; k--)
@@ -835,16 +1008,68 @@ static int run_chain(Ctx *c, int threads)
                 break;
             }
     }
+}
+
+/* The levels made with level l (from the base), band by band: a level from the base that only
+ * the next level reads is made with it, and so on while the next level tiles that one alone and
+ * has FUSE_ROWS rows or more (2048^2: levels 1-6 in one pass, their sums in rings of two rows;
+ * before, level 2's 8 MB of sums went to memory and came back for level 3). */
+static int fused_after(const Ctx *c, int l)
+{
+    int fused = 0;
+    while (c->source[l] == 0 && !is_cell_level(c, l) && l + fused + 1 < c->levels
+           && c->source[l + fused + 1] == l + fused && (fused == 0 || c->lv[l + fused + 1].h >= FUSE_ROWS)) {
+        for (int m = l + fused + 2; m < c->levels; m++)
+            if (c->source[m] == l + fused) return fused;
+        fused++;
+    }
+    return fused;
+}
+
+/* Whether a later level reads level k's stored sums. */
+static int sums_read(const Ctx *c, int k)
+{
+    for (int m = k + 1; m < c->levels; m++)
+        if (c->source[m] == k) return 1;
+    return 0;
+}
+
+#define ALIGNED(n) (((n) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
+
+/* The bytes of sums the chain will ask for (stored levels and cell grids), as run_chain takes them. */
+static size_t chain_need(const Ctx *c)
+{
+    size_t need = 0;
+    for (int l = 1; l < c->levels; l++) {
+        if (is_cell_level(c, l)) {
+            int *cut = NULL, *of = NULL, nx, ny;
+            nx = grid_axis(c, l, c->width, 1, &cut, &of);
+            free(cut); free(of);
+            ny = grid_axis(c, l, c->height, 0, &cut, &of);
+            free(cut); free(of);
+            if (nx > 0 && ny > 0) need += ALIGNED(sizeof(u64) * (size_t)nx * ny * c->slots);
+        }
+        int fused = fused_after(c, l);
+        if (sums_read(c, l + fused))
+            need += ALIGNED(sizeof(u64) * (size_t)c->lv[l + fused].w * c->lv[l + fused].h * c->slots);
+        l += fused;
+    }
+    return need;
+}
+
+static int run_chain(Ctx *c, int threads)
+{
+    int err = 0;
+    plan_chain(c);
+    if (c->arena.held) arena_reserve(&c->arena, chain_need(c));
     Grid grid = {0};
     for (int l = 1; l < c->levels && !err; l++) {
-        /* a level from the base that only the next level reads is made with it, band by band */
-        int fused = c->source[l] == 0 && !is_cell_level(c, l) && l + 1 < c->levels && c->source[l + 1] == l;
-        for (int m = l + 2; m < c->levels && fused; m++) fused = c->source[m] != l;
-        int kept = fused ? l + 1 : l, needed = 0;  /* the level whose sums may be kept */
-        for (int m = kept + 1; m < c->levels; m++) needed |= c->source[m] == kept;
+        int fused = fused_after(c, l);
+        c->fuse_top = l + fused;
+        int kept = l + fused, needed = sums_read(c, kept);  /* the level whose sums may be kept */
         if (needed) {
             c->lv[kept].bytes = sizeof(u64) * (size_t)c->lv[kept].w * c->lv[kept].h * c->slots;
-            c->lv[kept].sums = big_alloc(&c->lv[kept].bytes);
+            c->lv[kept].sums = sums_alloc(&c->arena, &c->lv[kept].bytes);
             if (!c->lv[kept].sums) { err = 1; break; }
         }
         if (c->source[l]) {
@@ -867,7 +1092,7 @@ static int run_chain(Ctx *c, int threads)
             }
             free(xs); free(ys); free(xw); free(yw);
         }
-        l += fused;  /* level l + 1 is made */
+        l += fused;  /* levels to l + fused are made */
         /* sums no later level reads are freed as soon as possible */
         for (int k = 1; k < l; k++) {
             int later = 0;
@@ -883,11 +1108,11 @@ static int run_chain(Ctx *c, int threads)
 static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"base", "out", "width", "height", "levels", "channels", "bits", "srgb", "weighted",
-                             "lin", "q", "threads", NULL};
+                             "lin", "q", "threads", "arena", NULL};
     Py_buffer base, out, lin, q;
-    int width, height, levels, channels, bits, srgb, weighted, threads = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*w*iiiiippy*y*|i", kwlist, &base, &out, &width, &height,
-                                     &levels, &channels, &bits, &srgb, &weighted, &lin, &q, &threads))
+    int width, height, levels, channels, bits, srgb, weighted, threads = 1, use_arena = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*w*iiiiippy*y*|ip", kwlist, &base, &out, &width, &height,
+                                     &levels, &channels, &bits, &srgb, &weighted, &lin, &q, &threads, &use_arena))
         return NULL;
     PyObject *result = NULL;
     Ctx *c = calloc(1, sizeof(Ctx));
@@ -918,13 +1143,16 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     c->nc = channels == 4 ? 3 : 1;
     c->slots = c->nc + c->has_alpha;
     c->bpt = bpt; c->top = top; c->total = total;
+    c->opaque = (u64)top * total;
     c->lin = lin.buf; c->q = q.buf;
     if (threads < 1) threads = 1;
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     int err;
     Py_BEGIN_ALLOW_THREADS
     if (srgb) build_guess(c);
+    if (use_arena) arena_take(&c->arena);
     err = run_chain(c, threads);
+    arena_give(&c->arena);
     Py_END_ALLOW_THREADS
     if (err) { PyErr_NoMemory(); goto done; }
     result = Py_None;
@@ -938,11 +1166,42 @@ done:
     return result;
 }
 
+/* The arena's size (0: none kept). */
+static PyObject *arena_bytes(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromSize_t(arena_mem ? arena_size : 0);
+}
+
+/* Unmaps the arena where no chain holds it; returns the bytes given back. */
+static PyObject *release(PyObject *self, PyObject *unused)
+{
+    size_t freed = 0;
+    if (!__atomic_exchange_n(&arena_busy, 1, __ATOMIC_ACQUIRE)) {
+        freed = arena_mem ? arena_size : 0;
+        big_free(arena_mem, arena_size);
+        arena_mem = NULL;
+        arena_size = 0;
+        __atomic_store_n(&arena_busy, 0, __ATOMIC_RELEASE);
+    }
+    return PyLong_FromSize_t(freed);
+}
+
 static PyMethodDef methods[] = {
     {"chain", (PyCFunction)(void (*)(void))chain, METH_VARARGS | METH_KEYWORDS,
-     "chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads=1)"},
+     "chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads=1, arena=True)"},
+    {"arena_bytes", arena_bytes, METH_NOARGS, "arena_bytes() -> the bytes the process's arena keeps"},
+    {"release", release, METH_NOARGS, "release() -> unmaps the arena (where no chain holds it); the bytes freed"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mipcpu", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__mipcpu(void) { return PyModule_Create(&module); }
+/* A process forked while one of its threads held the arena (a fork server, a pool's fork): the
+ * child has a copy of the arena and no such thread, so the arena is free there. */
+static void arena_after_fork(void) { arena_busy = 0; }
+
+PyMODINIT_FUNC PyInit__mipcpu(void)
+{
+    static int registered;
+    if (!registered) registered = pthread_atfork(NULL, NULL, arena_after_fork) == 0;
+    return PyModule_Create(&module);
+}

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..texture import Texture
 
 __all__ = ["ENGINES", "MAX_TEXELS", "engine", "engine_flag", "available", "serves", "cpu_ok", "threads", "host_chain",
-           "sources", "cpu_chain"]
+           "sources", "cpu_chain", "arena_bytes", "release_arena"]
 
 try:
     from .. import _mipcpu
@@ -102,10 +102,12 @@ def threads() -> int:
 
 
 def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted: bool, levels: int,
-               nthreads: int | None = None) -> list[np.ndarray]:
+               nthreads: int | None = None, arena: bool = True) -> list[np.ndarray]:
     """Levels 1..``levels - 1`` of the integer chain of ``base`` (``(height, width, channels)``
     uint8 or uint16 codes, or the texture's tight rows ``(height, width * bytes per texel)``
-    uint8), each ``(h, w, channels)`` in ``base``'s dtype (``uint16`` for 16 bits)."""
+    uint8), each ``(h, w, channels)`` in ``base``'s dtype (``uint16`` for 16 bits). ``arena``:
+    the engine's sums in the process's arena, kept for the next chain (:func:`arena_bytes`;
+    False: mapped for this chain alone, as before the arena; the same bytes)."""
     import numpy as np
 
     assert _mipcpu is not None, "gputex._mipcpu was not built"
@@ -116,13 +118,32 @@ def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted:
     sizes = [(max(1, w >> lv), max(1, h >> lv)) for lv in range(1, levels)]
     out = np.empty(sum(a * b for a, b in sizes) * channels, dtype)
     lin, q = _tables(bits, srgb)
+    # (``arena`` passed only when off: builds from before it, which benchmarks load with --module, take the rest)
     _mipcpu.chain(raw.view(np.uint8).reshape(-1), out.view(np.uint8), w, h, levels, channels, bits, srgb,
-                  weighted, lin, q, nthreads or threads())
+                  weighted, lin, q, nthreads or threads(), **({} if arena else {"arena": False}))
     res, off = [], 0
     for a, b in sizes:
         res.append(out[off:off + a * b * channels].reshape(b, a, channels))
         off += a * b * channels
     return res
+
+
+def arena_bytes() -> int:
+    """The bytes the C engine's arena keeps mapped in this process between chains (0: none).
+    Each chain's sums (stored levels, cell grids) are taken from it, and it grows to what the
+    largest chain asked for, at most 64 MiB (RGBA: 2048^2 2 MiB, 1999x1537 12 MiB of cell grids):
+    a decode worker's chains then find their pages mapped, not zeroed by the kernel again
+    (``_mipcpu.c``)."""
+    if _mipcpu is None:
+        return 0
+    return int(_mipcpu.arena_bytes())
+
+
+def release_arena() -> int:
+    """Unmap the C engine's arena (where no chain is using it); returns the bytes given back."""
+    if _mipcpu is None:
+        return 0
+    return int(_mipcpu.release())
 
 
 def sources(width: int, height: int, levels: int) -> list[int]:

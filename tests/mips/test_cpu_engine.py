@@ -421,3 +421,99 @@ def test_a_self_check_without_the_engine_runs_the_model_on_a_thread_of_its_own(g
     monkeypatch.setattr(cpu, "available", lambda: False)
     assert integer.matches_model(gpu, fmt, "srgb", "weighted", integer.int_chain, None, 4) == (True, "")
     assert where[0] == threading.current_thread().name and where[1].startswith("gputex-model")
+
+
+ARENA_CASES = [(64, 64, 4, 8, True, "opaque"), (99, 61, 4, 8, True, "holes"), (96, 40, 1, 8, False, "holes"),
+               (131, 97, 2, 16, False, "holes"), (257, 131, 4, 8, True, "holes"), (45, 83, 2, 8, True, "opaque"),
+               (16, 16, 4, 8, True, "holes")]
+
+
+def test_chains_of_every_kind_and_size_in_turn_reuse_the_arena_and_keep_the_models_bytes(rng):
+    """The process's arena of sums (``_mipcpu.c``) is kept between chains and not cleared: chains
+    of other sizes and kinds in turn (stored levels, cell grids, fused levels; each finds the
+    previous one's sums where its own go), each against the model; the arena grows to the
+    largest chain's sums and stays that size for smaller ones; ``arena=False`` maps the sums for
+    the chain alone (the same bytes) and leaves the arena as it is; ``release_arena`` unmaps it."""
+    cpu.release_arena()
+    assert cpu.arena_bytes() == 0
+    images = [(_image(rng, w, h, ch, bits, alpha), ch, bits, srgb) for w, h, ch, bits, srgb, alpha in ARENA_CASES]
+    wants = [_model(a, ch, bits, srgb, weighted) for a, ch, bits, srgb in images for weighted in (True, False)]
+    sizes = []
+    for round_ in range(2):
+        i = 0
+        for a, ch, bits, srgb in images:
+            for weighted in (True, False):
+                h, w = a.shape[:2]
+                got = cpu.host_chain(a, ch, bits, srgb, weighted, mip_count(w, h), nthreads=1 + round_)
+                for lv, (g, m) in enumerate(zip(got, wants[i]), 1):
+                    assert np.array_equal(g, m), f"{w}x{h}x{ch} {bits}-bit, weighted {weighted}, level {lv}, round {round_}"
+                i += 1
+                sizes.append(cpu.arena_bytes())
+    # 257x131x4 keeps levels 2.. (129x65 sums of 4 slots) and its grids: the arena holds at least that
+    assert max(sizes) >= 64 * 32 * 4 * 8
+    assert sizes == sorted(sizes) and sizes[-1] == max(sizes)  # grows, never shrinks
+    kept = cpu.arena_bytes()
+    a, ch, bits, srgb = images[1]
+    got = cpu.host_chain(a, ch, bits, srgb, True, mip_count(99, 61), arena=False)
+    assert all(np.array_equal(g, m) for g, m in zip(got, wants[2]))
+    assert cpu.arena_bytes() == kept
+    assert cpu.release_arena() == kept and cpu.arena_bytes() == 0
+
+
+def test_chains_on_several_threads_at_once_share_the_arena_or_map_their_own(rng):
+    """Chains called from several Python threads at once (the GIL released): one holds the arena,
+    the others map their sums; every result is the model's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = [(_image(rng, w, h, 4, 8, "holes"), w, h) for w, h in [(257, 131), (99, 61), (128, 128), (61, 37)] * 3]
+    wants = [_model(a, 4, 8, True, True) for a, _, _ in cases]
+    with ThreadPoolExecutor(4) as pool:
+        gots = list(pool.map(lambda c: cpu.host_chain(c[0], 4, 8, True, True, mip_count(c[1], c[2]), nthreads=1),
+                             cases))
+    for (_, w, h), got, want in zip(cases, gots, wants):
+        for lv, (g, m) in enumerate(zip(got, want), 1):
+            assert np.array_equal(g, m), f"{w}x{h} level {lv}"
+
+
+@pytest.mark.parametrize("w,h,channels,bits,srgb", [(256, 256, 4, 8, True), (192, 160, 4, 8, True), (256, 64, 2, 8, True),
+                                                    (160, 192, 2, 16, False), (256, 128, 1, 8, False)])
+def test_fused_bands_of_several_levels_equal_the_model(rng, w, h, channels, bits, srgb):
+    """Levels that tile the one before alone, 16 rows or more, made in one band from the base
+    (``_mipcpu.c``'s ``fused_after``: 256^2 levels 1-4, 192x160 levels 1-3, 256x64 levels 1-2),
+    their sums in rings: opaque, half-opaque and holes, weighted and straight, rows split over 1,
+    2, 3 and 5 threads: the model's bytes."""
+    for alpha in ("opaque", "half", "holes"):
+        a = _image(rng, w, h, channels, bits, "holes" if alpha == "half" else alpha)
+        if alpha == "half":
+            a[: h // 2, :, -1] = (1 << bits) - 1
+        for weighted in (True, False):
+            want = _model(a, channels, bits, srgb, weighted)
+            for threads in (1, 2, 3, 5):
+                got = cpu.host_chain(a, channels, bits, srgb, weighted, mip_count(w, h), nthreads=threads)
+                for lv, (g, m) in enumerate(zip(got, want), 1):
+                    assert np.array_equal(g, m), f"{alpha}, weighted {weighted}, level {lv}, {threads} threads"
+
+
+def _child_chain(args):
+    a, w, h = args
+    got = cpu.host_chain(a, 4, 8, True, True, mip_count(w, h), nthreads=1)
+    return [g.tobytes() for g in got], cpu.arena_bytes()
+
+
+def test_a_forked_process_keeps_the_arena_and_the_models_bytes(rng):
+    """A process forked after chains (as the batch's decode workers are, from a fork server) inherits
+    the arena and makes its chains with it: the model's bytes, the arena no smaller."""
+    import multiprocessing
+
+    a = _image(rng, 257, 131, 4, 8, "holes")
+    cpu.host_chain(a, 4, 8, True, True, mip_count(257, 131))
+    kept = cpu.arena_bytes()
+    assert kept > 0
+    b = _image(rng, 99, 61, 4, 8, "opaque")
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        levels, child_kept = pool.apply(_child_chain, ((b, 99, 61),))
+    want = _model(b, 4, 8, True, True)
+    assert len(levels) == len(want) == mip_count(99, 61) - 1
+    for lv, (g, m) in enumerate(zip(levels, want), 1):
+        assert np.array_equal(np.frombuffer(g, np.uint8), m.reshape(-1)), f"level {lv}"
+    assert child_kept >= kept
