@@ -138,6 +138,12 @@ SPLIT_FIRST = 3
 #: 4096^2 / 8192^2 (``benchmarks/results/mip-spd-variants-h200-h16base.txt``): 256 invocations 0.133 /
 #: 0.476 ms, 512 0.115 / 0.413, 1024 0.130 / 0.465.
 GROUP_TILES: tuple[int, int] = (2, 1)
+#: With the subgroup form, an 8-bit first pass of three levels takes level 3 from the lanes' 32-bit
+#: sums (``mip_spd.wgsl``'s ``sg_narrow``), not their collapsed 96-bit ones (``sg_levels``). Why
+#: (``benchmarks/first_pass_probe.py``, helper h16why): the first pass is bound by its instructions, not
+#: its memory traffic; the same loads and stores with a level's texel the XOR of its children run at
+#: 1.07x the speed of light, and cutting level 3 out saved 0.083 of 8192^2's 0.413 ms.
+NARROW_LEVEL3 = True
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -381,6 +387,8 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         subs = {"LEVEL_OUT": "store_level", "STORE_FORMAT": tex.storage}
     if sg:
         subs.update(SG_SUBS)
+        if NARROW_LEVEL3:
+            subs["SG_NARROW"] = "sg_narrow"
     if consts["ROUND_A_LEVEL"]:  # (the GPU forms' code: CPU adapters' compilers never see it)
         subs["QUAD_SUMS"] = "quad_sums"
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)

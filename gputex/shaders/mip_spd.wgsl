@@ -12,6 +12,7 @@
 //! default SG_LEVELS no_sg_levels
 //! default QUAD_SUMS no_quad_sums
 //! default SG_XOR no_shuffle
+//! default SG_NARROW no_sg_narrow
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -402,7 +403,7 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         let h = select(n.sh.xyz, n.nh.xyz, covered);
         let l = select(n.sl.xyz, n.nl.xyz, covered);
         let den = select(1u << s, n.a, covered);
-        let xv = (vec3<f32>(h) * 65536.0 + vec3<f32>(l)) / f32(den);
+        let xv = estimate3(h, l, den);
         if (SRGB) {
             col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));
         } else {
@@ -445,6 +446,21 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
     return sure || ONE;
 }
 
+// The float estimates (h 2^16 + l) / den of finalize_narrow (ONE). RCP_EST (GPU forms, h16why): one
+// reciprocal of den for the three channels, multiplied, instead of three divisions: 1 / den within
+// 2.5 ulp (WGSL's division; exact where den is a power of two) and the product's rounding add 5 2^-24 +
+// 2^-24 where the division added 5 2^-24, so the estimate stays within 10 2^-24 < 2^-20 of the value
+// (finalize_narrow's bound), and exact_one decides the same codes.
+override RCP_EST: bool = true;
+
+fn estimate3(h: vec3<u32>, l: vec3<u32>, den: u32) -> vec3<f32> {
+    let x = vec3<f32>(h) * 65536.0 + vec3<f32>(l);
+    if (RCP_EST) {
+        return x * (1.0 / f32(den));
+    }
+    return x / f32(den);
+}
+
 // The sums of first-level texel c from its source texels.
 fn child_narrow(c: vec2<u32>, fs: vec2<u32>) -> Narrow {
     var child = zero_narrow();
@@ -454,6 +470,20 @@ fn child_narrow(c: vec2<u32>, fs: vec2<u32>) -> Narrow {
         }
     }
     return child;
+}
+
+// PACK_CODES (GPU forms, h16why): an RGBA base texel's codes by pack4x8unorm, which WGSL defines as
+// floor(0.5 + 255 clamp(v, 0, 1)) a channel (texel_codes' formula; a loaded unorm8 value times 255 is
+// within a few ulp of its code, never near a tie), instead of a floor, clamp and conversion a channel.
+// H200, first pass at 8192^2: 0.413 -> 0.396 ms (benchmarks/first_pass_probe.py, probe "pack").
+override PACK_CODES: bool = ROUND_A_LEVEL;
+
+fn quad_codes(t: vec4<f32>) -> vec4<u32> {
+    if (PACK_CODES && !SRGB_VIEW && CHANNELS == 4u && BITS == 8u) {
+        let w = pack4x8unorm(t);
+        return vec4<u32>(w & 255u, (w >> 8u) & 255u, (w >> 16u) & 255u, w >> 24u);
+    }
+    return texel_codes(t);
 }
 
 // QUAD: the anchor texel p's sums, its children's codes written: a child's four texels loaded
@@ -467,10 +497,10 @@ fn quad_by_child(p: vec2<u32>) -> Narrow {
         let t1 = textureLoad(src, b + vec2<i32>(1, 0), 0);
         let t2 = textureLoad(src, b + vec2<i32>(0, 1), 0);
         let t3 = textureLoad(src, b + vec2<i32>(1, 1), 0);
-        var child = add_codes(zero_narrow(), texel_codes(t0));
-        child = add_codes(child, texel_codes(t1));
-        child = add_codes(child, texel_codes(t2));
-        child = add_codes(child, texel_codes(t3));
+        var child = add_codes(zero_narrow(), quad_codes(t0));
+        child = add_codes(child, quad_codes(t1));
+        child = add_codes(child, quad_codes(t2));
+        child = add_codes(child, quad_codes(t3));
         finalize_narrow(0u, c.x, c.y, child);
         an = sum_narrow(an, child);
     }
@@ -732,6 +762,76 @@ fn sg_levels(g: vec2<u32>, t: u32, s0: Sums, size: u32) -> u32 {
     return i + 1u;
 }
 
+// SG_NARROW (spd.NARROW_LEVEL3 with the subgroup form: sg_narrow; else this stand-in, never true): an
+// 8-bit first pass of three levels takes level 3 from the lanes' 32-bit sums (Narrow), not their
+// collapsed 96-bit ones. A level-3 texel has at most 64 base texels, so each lane word stays below
+// 64 * 255 * 2^16 < 2^30: the exchanged sums are added without carries (sg_levels' sum_collapsed adds
+// seven 96-bit sums a step), and lane c of the texel rounds channel c as finalize_narrow does (the
+// same estimate's bound: exact_one), then the first gathers the codes and writes the texel; lane c
+// keeps channel c's sums (collapsed: premultiplied, or plain where the alpha sum is 0; the same words
+// as store_sums). The same numbers and comparisons as sg_levels': the same bytes.
+fn no_sg_narrow(g: vec2<u32>, t: u32, n: Narrow) -> bool {
+    return false;
+}
+
+fn xor_narrow(n: Narrow, m: u32) -> Narrow {
+    let u = SG_XOR(vec4<u32>(n.sh.xyz, n.a), m);
+    let v = SG_XOR(vec4<u32>(n.sl.xyz, 0u), m);
+    var r = Narrow(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(u.xyz, 0u), vec4<u32>(v.xyz, 0u), u.w);
+    if (WA) {
+        r.nh = vec4<u32>(SG_XOR(n.nh, m).xyz, 0u);
+        r.nl = vec4<u32>(SG_XOR(n.nl, m).xyz, 0u);
+    }
+    return r;
+}
+
+fn sg_narrow(g: vec2<u32>, t: u32, n0: Narrow) -> bool {
+    var n = sum_narrow(n0, xor_narrow(n0, 1u));
+    n = sum_narrow(n, xor_narrow(n, 2u));
+    let q = g * (vec2<u32>(16u) >> (prm.lv[2].f - prm.lv[1].f)) + morton(t >> 2u);
+    let live = all(q < prm.lv[2].size);
+    let c = t & 3u;
+    let s = prm.mt[2].s;
+    let half = 1u << (s - 1u);
+    let covered = WA && n.a != 0u;
+    var code = select(0u, (n.a + half) >> s, c == NC && HAS_ALPHA);  // (alpha: round_pow2's answer)
+    var v = vec2<u32>(n.a, 0u);    // the channel's collapsed sum: low, high words
+    if (c < NC) {
+        let h = select(n.sh[c], n.nh[c], covered);
+        let l = select(n.sl[c], n.nl[c], covered);
+        let lo = (h << 16u) + l;
+        v = vec2<u32>(lo, (h >> 16u) + select(0u, 1u, lo < l));
+        code = (l + half) >> s;  // (a linear value over 2^s: h is 0)
+        if (SRGB || covered) {
+            let den = select(1u << s, n.a, covered);
+            let x = estimate3(vec3<u32>(h), vec3<u32>(l), den).x;
+            var k = u32(clamp(floor(x + 0.5), 0.0, 255.0));
+            if (SRGB) {
+                k = bucket_code(x);
+            }
+            code = exact_one(Big(v.x, v.y, 0u, 0u), Big(den, 0u, 0u, 0u), x, k, SRGB);
+        }
+    }
+    var word = vec4<u32>(select(0u, code << (16u * (c & 1u)), c < 2u), select(0u, code << (16u * (c & 1u)), c >= 2u),
+                         0u, 0u);
+    word |= SG_XOR(word, 1u);
+    word |= SG_XOR(word, 2u);
+    if (live && c == 0u) {
+        var codes = vec4<u32>(word.x & 0xffffu, word.x >> 16u, word.y & 0xffffu, word.y >> 16u);
+        if (NC == 1u) {
+            codes = vec4<u32>(codes.x, 0u, 0u, codes.y);
+        }
+        write_texel(2u, q.x, q.y, codes);
+    }
+    if (STORE && live && c < SLOTS) {
+        let d = (q.y * prm.lv[2].size.x + q.x) * SLOTS * 3u + 3u * c;
+        dst_sums[d] = v.x;
+        dst_sums[d + 1u] = v.y;
+        dst_sums[d + 2u] = 0u;
+    }
+    return true;
+}
+
 // word k of texel j at tile[256 k + j]: a warp's threads touch consecutive words, no bank conflicts
 fn tile_put(p: vec2<u32>, s: Sums) {
     sums_put(p.y * 16u + p.x, 256u, s);
@@ -783,10 +883,12 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     let fs = vec2<u32>(1u) << f0;               // source texels of a first-level texel
     let rc = vec2<u32>(1u) << (anchor.f - f0);  // first-level texels of an anchor texel
     var acc = zero_acc();
+    var an_top = zero_narrow();  // (8-bit: the anchor texel's 32-bit sums, for SG_NARROW)
     let quad = ONE && QUAD && r == 1u && all(fs == vec2<u32>(2u)) && all(rc == vec2<u32>(2u));
     if (inside && BITS == 8u && !FROM_SUMS && quad) {
         let an = quad_by_child(p);
         acc = wide(an);
+        an_top = an;
         finalize_narrow(1u, p.x, p.y, an);
     } else if (inside && BITS == 8u && !FROM_SUMS) {
         var an = zero_narrow();
@@ -802,6 +904,7 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
             }
         }
         acc = wide(an);
+        an_top = an;
         if (!finalize_narrow(r, p.x, p.y, an)) {
             unsure |= 1u << 31u;
         }
@@ -847,6 +950,9 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     // sums of the last such level for the rounds below (which then begin at level `first`)
     var first = 2u;
     if (sg_on && select(SG_TILE == 1u, all(prm.lv[2].f - anchor.f == vec2<u32>(1u)), SG_TILE == 2u)) {
+        if (ONE && BITS == 8u && n == 3u && !SG_LEVEL4 && SG_NARROW(wg.xy, t_sg, an_top)) {
+            return;
+        }
         let next = SG_LEVELS(wg.xy, t_sg, collapse(acc), SG_SIZE);
         first = select(next, 3u, !SG_LEVEL4);
     } else {
