@@ -18,8 +18,9 @@ What each micro-kernel property is (``Knobs``):
 
 - ``store``: ``buf`` (mip_sol's: levels 1.. into buffers, 8-byte stores of level 1) or ``tex``
   (levels 1-3 by ``textureStore`` into the texture's storage views, as the stored chain does);
-- ``map``: ``rows`` (mip_sol's: a 16x16 workgroup, thread (x, y) owns the 4x4 base block (x, y))
-  or ``morton`` (the pass's: thread t of a 16x16 tile owns anchor texel morton(t));
+- ``map``: ``rows`` (a workgroup of 256 in one dimension, thread t owns the 4x4 base block (t % 16,
+  t / 16) of its 16x16 tile), ``rows2d`` (the same in a 16x16 workgroup: mip_sol's) or ``morton``
+  (the pass's: thread t of a 16x16 tile owns anchor texel morton(t));
 - ``wg``: invocations a workgroup (512: two tiles, the pass's ``GROUP_TILES``);
 - ``order``: ``all`` (the 16 loads first, then the stores) or ``child`` (a level-1 texel's four
   loads, its store, then the next: the pass's ``quad_by_child``);
@@ -84,6 +85,7 @@ for _name, _change in [("sol-shape", {}), ("tex-stores", {"store": "tex"}), ("mo
     LADDER.append((_name, _k))
 #: Single properties added to one step of the ladder: (name, the step, the change)
 SINGLE: list[tuple[str, str, dict]] = [
+    ("tex-rows2d", "tex-stores", {"map": "rows2d"}),
     ("tex+smem16k", "tex-stores", {"smem": 4096}),
     ("tex+smem32k", "tex-stores", {"smem": 8192}),
     ("tex+regs48", "tex-stores", {"regs": 48}),
@@ -187,7 +189,7 @@ fn st(l: u32, p: vec2<u32>, v: vec4<f32>) {
     }
 }
 
-@compute @workgroup_size(WG)
+@compute @workgroup_size(WGSIZE)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) ti: u32 SG_ARGS) {
     let tv = select(ti, SG_INDEX, SG);
     let t = tv & 255u;
@@ -346,7 +348,8 @@ def kernel_source(k: Knobs) -> str:
     else:
         code = code.replace("textureLoad(src, vec2<i32>(o + vec2<u32>(k & 3u, 0u)), 0).x > 0.5;",
                             "select(k, k * 7u, textureLoad(src, vec2<i32>(o + vec2<u32>(k & 3u, k >> 2u)), 0).x > 0.5);")
-    subs = {"PADN": str(max(1, k.smem)) + "u", "WG": f"{k.wg}u", "REGS": str(max(1, k.regs)) + "u",
+    subs = {"PADN": str(max(1, k.smem)) + "u", "WG": f"{k.wg}u",
+            "WGSIZE": "16, 16" if k.map == "rows2d" else f"{k.wg}", "REGS": str(max(1, k.regs)) + "u",
             "DECODE_CODES": "true" if k.decode == "codes" else "false", "LUT": "true" if k.lut else "false",
             "FINAL_FLOAT": "true" if k.final == "float" else "false", "MORTON": "true" if k.map == "morton" else "false",
             "BY_CHILD": "true" if k.order == "child" else "false", "NARROW": "true" if k.sums == "narrow" else "false",
@@ -470,6 +473,11 @@ PROBES: dict[str, list[tuple[str, str]]] = {
     "nostore12": [("        write_texel(i, x, y, codes);\n    }\n    return sure || ONE;",
                    "        if (all(codes == vec4<u32>(1u, 2u, 3u, 4u))) {\n            write_texel(i, x, y, codes);\n"
                    "        }\n    }\n    return sure || ONE;")],
+    # byte-keeping (h16why's forms each taken back, and all three: h16base's first pass)
+    "nonarrow": [("&& sg_narrow(wg.xy, t_sg, an_top)", "&& no_sg_narrow(wg.xy, t_sg, an_top)")],
+    "nopack": [("override PACK_CODES: bool = ROUND_A_LEVEL;", "override PACK_CODES: bool = false;")],
+    "norcp": [("override RCP_EST: bool = true;", "override RCP_EST: bool = false;")],
+    "nofast": [("const FAST_CODES: bool = ", "const FAST_CODES: bool = false && ")],
     # byte-keeping: the base's codes by pack4x8unorm (floor(0.5 + 255 clamp(v)), WGSL's definition: the same
     # formula as texel_codes') instead of floor, clamp and a conversion a channel
     "pack": [("""fn texel_codes(t: vec4<f32>) -> vec4<u32> {
@@ -496,6 +504,7 @@ def level_hash(tex) -> str:
 
 
 PROBES["pack+all16"] = PROBES["pack"] + PROBES["all16"]
+PROBES["old"] = PROBES["nonarrow"] + PROBES["nopack"] + PROBES["norcp"] + PROBES["nofast"]
 
 
 def probe_source(name: str, code: str) -> str:

@@ -89,6 +89,7 @@ import struct
 from typing import TYPE_CHECKING
 
 from ..layout import align_up, mip_count
+from .intbox import BUCKETS
 from .integer import int_ok, slots, tables_buffer
 from .stored import STORED_FORMATS, check_key, checked, store_failed, stores
 
@@ -144,6 +145,10 @@ GROUP_TILES: tuple[int, int] = (2, 1)
 #: its memory traffic; the same loads and stores with a level's texel the XOR of its children run at
 #: 1.07x the speed of light, and cutting level 3 out saved 0.083 of 8192^2's 0.413 ms.
 NARROW_LEVEL3 = True
+#: The GPU forms' 8-bit sRGB codes of levels 1-3 of a first pass by one lookup a channel
+#: (``mip_spd.wgsl``'s ``srgb_code_one``, ``intbox.code_words``: the bucket's code and the one
+#: threshold inside it), not ``bucket_code`` and ``exact_one``'s four (the same codes: both are exact).
+FAST_CODES = True
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -391,6 +396,8 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
             subs["SG_NARROW"] = "sg_narrow"
     if consts["ROUND_A_LEVEL"]:  # (the GPU forms' code: CPU adapters' compilers never see it)
         subs["QUAD_SUMS"] = "quad_sums"
+        if FAST_CODES and fmt.bits == 8 and tex.color_space == "srgb":
+            subs["FTAB_WORDS"] = f"{BUCKETS}u"
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
 

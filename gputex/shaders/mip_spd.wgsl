@@ -13,6 +13,7 @@
 //! default QUAD_SUMS no_quad_sums
 //! default SG_XOR no_shuffle
 //! default SG_NARROW no_sg_narrow
+//! default FTAB_WORDS 1u
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -108,6 +109,11 @@ const BUCKETS: i32 = 1793;       // intbox.BUCKETS
 const BUCKET_WORDS: u32 = 449u;  // four codes a word
 const BUCKET_AT: u32 = 1536u;    // the buckets' first word in `tables` (after L, Q, Q / 2^32)
 var<workgroup> btab: array<u32, 449>;
+// FAST_CODES (GPU forms, spd.FAST_CODES: FTAB_WORDS substituted by intbox.BUCKETS; else 1, never read):
+// intbox.code_words in workgroup memory, a word a bucket (srgb_code_one)
+const FAST_CODES: bool = FTAB_WORDS > 1u;
+const CODE_AT: u32 = 1985u;  // the code words' first word in `tables` (BUCKET_AT + BUCKET_WORDS)
+var<workgroup> ftab: array<u32, FTAB_WORDS>;
 
 // The code of float z >= 0 (L's units) against the float thresholds (k: q[k] <= z < q[k + 1])
 fn bucket_code(z: f32) -> u32 {
@@ -120,6 +126,44 @@ fn bucket_code(z: f32) -> u32 {
     }
     let k = (w >> ((b & 3u) * 8u)) & 255u;
     return k + select(0u, 1u, k < 255u && z >= threshold_f(k + 1u, true));
+}
+
+fn code_word(b: u32) -> u32 {
+    if (SMEM_TABLES) {
+        return ftab[b];
+    }
+    return tables[CODE_AT + b];
+}
+
+// The 8-bit sRGB code of num / den from its estimate x (within 2^-20 of it, relative), FAST_CODES:
+// the word of x's bucket (intbox.code_words) gives the code k0 at the bucket's start and the one float
+// threshold inside it, every other threshold being farther than MARGIN from any value of a safe
+// bucket; so the code is k0, or k0 + 1 where x passed that threshold, and only x within MARGIN of it
+// is decided by the exact comparison with it (exact_one's reasoning, on one word instead of the
+// bucket code and three thresholds). An unsafe bucket (one in 1793) takes exact_one's steps.
+fn srgb_code_one(num: Big, den: Big, x: f32) -> u32 {
+    let bits = bitcast<u32>(x);
+    let w = code_word(u32(clamp(i32(bits >> 16u) - BUCKET_LOW, 0, BUCKETS - 1)));
+    var k = w & 255u;
+    var j = 0u;  // the threshold decided by the exact comparison (0: none)
+    if ((w & 0x200u) != 0u) {
+        k = bucket_code(x);
+        let above = k == 0u || x >= threshold_f(k, true) * (1.0 + MARGIN);
+        let below = k == 255u || x < threshold_f(k + 1u, true) * (1.0 - MARGIN);
+        if (!(above && below)) {
+            j = select(k, k + 1u, above);
+        }
+    } else if ((w & 0x100u) != 0u) {
+        let thr = bitcast<f32>((bits & 0xffff0000u) | (w >> 16u));
+        if (x >= thr * (1.0 - MARGIN) && x < thr * (1.0 + MARGIN)) {
+            j = k + 1u;
+        }
+        k += select(0u, 1u, x >= thr);
+    }
+    if (j != 0u) {
+        k = select(j - 1u, j, reaches(num, den, j, true));
+    }
+    return k;
 }
 
 // The code of num / den from a screened estimate x and its code k (q[k] <= x < q[k + 1], or the
@@ -404,17 +448,25 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         let l = select(n.sl.xyz, n.nl.xyz, covered);
         let den = select(1u << s, n.a, covered);
         let xv = estimate3(h, l, den);
-        if (SRGB) {
-            col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));
-        } else {
-            col = vec3<u32>(clamp(floor(xv + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
-        }
         let wl = widen(vec4<u32>(h, 0u), vec4<u32>(l, 0u));  // the sums h 2^16 + l: low, high words
         let d = Big(den, 0u, 0u, 0u);
-        col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);
-        if (NC == 3u) {
-            col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);
-            col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);
+        if (FAST_CODES && SRGB) {
+            col.x = srgb_code_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x);
+            if (NC == 3u) {
+                col.y = srgb_code_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y);
+                col.z = srgb_code_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z);
+            }
+        } else {
+            if (SRGB) {
+                col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));
+            } else {
+                col = vec3<u32>(clamp(floor(xv + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
+            }
+            col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);
+            if (NC == 3u) {
+                col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);
+                col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);
+            }
         }
     } else if (SRGB || covered) {
         let h = select(n.sh.xyz, n.nh.xyz, covered);
@@ -806,10 +858,14 @@ fn sg_narrow(g: vec2<u32>, t: u32, n0: Narrow) -> bool {
             let den = select(1u << s, n.a, covered);
             let x = estimate3(vec3<u32>(h), vec3<u32>(l), den).x;
             var k = u32(clamp(floor(x + 0.5), 0.0, 255.0));
-            if (SRGB) {
-                k = bucket_code(x);
+            if (FAST_CODES && SRGB) {
+                code = srgb_code_one(Big(v.x, v.y, 0u, 0u), Big(den, 0u, 0u, 0u), x);
+            } else {
+                if (SRGB) {
+                    k = bucket_code(x);
+                }
+                code = exact_one(Big(v.x, v.y, 0u, 0u), Big(den, 0u, 0u, 0u), x, k, SRGB);
             }
-            code = exact_one(Big(v.x, v.y, 0u, 0u), Big(den, 0u, 0u, 0u), x, k, SRGB);
         }
     }
     var word = vec4<u32>(select(0u, code << (16u * (c & 1u)), c < 2u), select(0u, code << (16u * (c & 1u)), c >= 2u),
@@ -869,6 +925,11 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
             for (var k = t; k < BUCKET_WORDS; k += 256u) {
                 btab[k] = tables[BUCKET_AT + k];
             }
+        }
+    }
+    if (SMEM_TABLES && FAST_CODES) {
+        for (var k = ti; k < FTAB_WORDS; k += WG_SIZE) {
+            ftab[k] = tables[CODE_AT + k];
         }
     }
     if (SMEM_TABLES) {
