@@ -505,6 +505,26 @@ def level_hash(tex) -> str:
 
 PROBES["pack+all16"] = PROBES["pack"] + PROBES["all16"]
 PROBES["old"] = PROBES["nonarrow"] + PROBES["nopack"] + PROBES["norcp"] + PROBES["nofast"]
+PROBES["kept3"] = []
+#: Probes that set flags of gputex.mips.spd (byte-keeping): the first pass's kept sums in three words a
+#: slot (h16base's), and all of h16why's forms taken back
+PROBE_FLAGS: dict[str, dict[str, object]] = {"kept3": {"KEPT_WORDS_2": False}, "old": {"KEPT_WORDS_2": False}}
+
+
+class _Flags:
+    """spd's flags set for one probe, restored after."""
+
+    def __init__(self, name: str):
+        self.flags = PROBE_FLAGS.get(name, {})
+
+    def __enter__(self):
+        self.saved = {k: getattr(spd, k) for k in self.flags}
+        for k, v in self.flags.items():
+            setattr(spd, k, v)
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            setattr(spd, k, v)
 
 
 def probe_source(name: str, code: str) -> str:
@@ -552,7 +572,8 @@ def main() -> None:
                 kernels.load_wgsl = (lambda nm, _p=name, **s: probe_source(_p, load(nm, **s)) if nm == "mip_spd.wgsl"
                                      else load(nm, **s))
                 gpu.cache(kernels.PIPELINES).items.clear()
-                gputex.generate_mips(tex, precision="exact")
+                with _Flags(name):
+                    gputex.generate_mips(tex, precision="exact")
                 kernels.load_wgsl = load
                 h = level_hash(tex)
                 first_hash = first_hash or h
@@ -582,7 +603,8 @@ def main() -> None:
             if name != "base":
                 spd.self_check = lambda *a, **kw: (True, "")
             try:
-                _, g, rep = bench.time_chain(gpu, tex, "exact", args.repeat, light)
+                with _Flags(name):
+                    _, g, rep = bench.time_chain(gpu, tex, "exact", args.repeat, light)
                 h = level_hash(tex)
             except Exception as e:  # (one probe's failure does not end the run)
                 print(f"  pass  {name:>16}: failed: {str(e).splitlines()[:3]}", flush=True)

@@ -149,6 +149,10 @@ NARROW_LEVEL3 = True
 #: (``mip_spd.wgsl``'s ``srgb_code_one``, ``intbox.code_words``: the bucket's code and the one
 #: threshold inside it), not ``bucket_code`` and ``exact_one``'s four (the same codes: both are exact).
 FAST_CODES = True
+#: An 8-bit first pass keeps its last level's sums in two words a slot, not three, with the GPU forms
+#: (``_kept_words``): at 8192^2 its 50 MB of level-3 sums become 33 MB, written once, read by the
+#: next pass.
+KEPT_WORDS_2 = True
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -418,16 +422,19 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
                                    array_layer_count=1, dimension="2d")
     sums = None
     passes = []
+    words_in = _WORDS
     for (src, n), lay in zip(plan, layouts):
         store = src + n < tex.levels - 1
         last = tex.size(src + n)
-        new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
+        words = _kept_words(fmt, src, consts["ROUND_A_LEVEL"])
+        new_sums = (buffer(last[0] * last[1] * nslots * words * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
                     if store else None)
         known = _pass_constants(tex.size, src, n) if consts["ROUND_A_LEVEL"] else {}
         tiles = _group_tiles(session, src, known, sg)
         wg_subs = {"WG_SIZE": f"{256 * tiles[0] * tiles[1]}u", "WG_TX": f"{tiles[0]}u"} if tiles != (1, 1) else {}
         pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, subs={**subs, **wg_subs},
-                                     constants=dict(consts, FROM_SUMS=src > 0, STORE=store, **known))
+                                     constants=dict(consts, FROM_SUMS=src > 0, STORE=store, SUMS_IN=words_in,
+                                                    SUMS_OUT=words, **known))
         params = session.uniform(_params(tex, src, n, lay))  # released with its bind group
         views = [tex.storage_view(src + 1 + i, layer) if i < n else stand_in_view(session, "storage", tex.storage)
                  for i in range(LEVELS_PER_PASS)] if stored else []
@@ -436,8 +443,15 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
                 [base, whole(out), {"buffer": params}, whole(sums) if sums else whole(stand_in),
                  whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)] + views)])
         passes.append((pipe, bind, tiles))
-        sums = new_sums
+        sums, words_in = new_sums, words
     return layouts, passes, out
+
+
+def _kept_words(fmt, src: int, forms: bool) -> int:
+    """Words a slot of the sums a pass from level ``src`` keeps (mip_spd.wgsl's SUMS_OUT): 2 for an
+    8-bit first pass with the GPU forms (``KEPT_WORDS_2``: its sums stay below 4096 * 255 * 2**31 <
+    2**51), else 3 (sums up to 2**96: ``intbox.MAX_BASE_TEXELS``)."""
+    return 2 if KEPT_WORDS_2 and forms and fmt.bits == 8 and src == 0 else _WORDS
 
 
 #: The self-check's image: seven levels in two passes, tiles cut by its edge, 1-texel-high levels;

@@ -240,40 +240,51 @@ fn big3(b: array<u32, 3>) -> Big {
     return Big(b[0], b[1], b[2], 0u);
 }
 
-// Stored sums: SLOTS x 3 words a texel (grey, alpha; or r, g, b, alpha)
+// Stored sums: SLOTS x SUMS_IN words a texel (grey, alpha; or r, g, b, alpha), SUMS_OUT for those a pass
+// keeps: 3 words a slot, or 2 where every sum stays below 2^64 (spd.py, GPU forms: an 8-bit first pass's
+// kept sums, below 4096 * 255 * 2^31 < 2^51; h16why: a third less to write and for the next pass to read)
+override SUMS_IN: u32 = 3u;
+override SUMS_OUT: u32 = 3u;
+
+fn sums_slot(i: u32, k: u32) -> Big {  // slot k of the stored texel at word i
+    let j = i + SUMS_IN * k;
+    if (SUMS_IN == 2u) {
+        return Big(src_sums[j], src_sums[j + 1u], 0u, 0u);
+    }
+    return Big(src_sums[j], src_sums[j + 1u], src_sums[j + 2u], 0u);
+}
+
 fn load_sums(p: vec2<u32>) -> Sums {
-    let i = (p.y * prm.src_size.x + p.x) * SLOTS * 3u;
+    let i = (p.y * prm.src_size.x + p.x) * SLOTS * SUMS_IN;
     let z = Big(0u);
-    let s0 = Big(src_sums[i], src_sums[i + 1u], src_sums[i + 2u], 0u);
+    let s0 = sums_slot(i, 0u);
     if (NC == 1u) {
         if (HAS_ALPHA) {
-            return Sums(s0, z, z, Big(src_sums[i + 3u], src_sums[i + 4u], src_sums[i + 5u], 0u));
+            return Sums(s0, z, z, sums_slot(i, 1u));
         }
         return Sums(s0, z, z, z);
     }
-    return Sums(s0, Big(src_sums[i + 3u], src_sums[i + 4u], src_sums[i + 5u], 0u),
-                Big(src_sums[i + 6u], src_sums[i + 7u], src_sums[i + 8u], 0u),
-                Big(src_sums[i + 9u], src_sums[i + 10u], src_sums[i + 11u], 0u));
+    return Sums(s0, sums_slot(i, 1u), sums_slot(i, 2u), sums_slot(i, 3u));
+}
+
+fn put_slot(j: u32, v: Big) {  // one slot's words at dst_sums[j..]
+    dst_sums[j] = v.x;
+    dst_sums[j + 1u] = v.y;
+    if (SUMS_OUT == 3u) {
+        dst_sums[j + 2u] = v.z;
+    }
 }
 
 fn store_sums(j: u32, s: Sums) {
-    dst_sums[j] = s.c0.x;
-    dst_sums[j + 1u] = s.c0.y;
-    dst_sums[j + 2u] = s.c0.z;
-    var k = j + 3u;
+    put_slot(j, s.c0);
+    var k = j + SUMS_OUT;
     if (NC == 3u) {
-        dst_sums[j + 3u] = s.c1.x;
-        dst_sums[j + 4u] = s.c1.y;
-        dst_sums[j + 5u] = s.c1.z;
-        dst_sums[j + 6u] = s.c2.x;
-        dst_sums[j + 7u] = s.c2.y;
-        dst_sums[j + 8u] = s.c2.z;
-        k = j + 9u;
+        put_slot(j + SUMS_OUT, s.c1);
+        put_slot(j + 2u * SUMS_OUT, s.c2);
+        k = j + 3u * SUMS_OUT;
     }
     if (HAS_ALPHA) {
-        dst_sums[k] = s.a.x;
-        dst_sums[k + 1u] = s.a.y;
-        dst_sums[k + 2u] = s.a.z;
+        put_slot(k, s.a);
     }
 }
 
@@ -424,7 +435,7 @@ fn finalize(i: u32, x: u32, y: u32, acc: Acc) {
     }
     write_texel(i, x, y, codes);
     if (STORE && i + 1u == prm.levels) {
-        store_sums((y * prm.lv[i].size.x + x) * SLOTS * 3u, collapse(acc));
+        store_sums((y * prm.lv[i].size.x + x) * SLOTS * SUMS_OUT, collapse(acc));
     }
 }
 
@@ -485,7 +496,7 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         sure = sure && all((above & below) | vec3<bool>(false, NC == 1u, NC == 1u));
     }
     if (ONE && STORE && i + 1u == prm.levels) {  // (a pass of at most 2 levels that is not the last)
-        store_sums((y * prm.lv[i].size.x + x) * SLOTS * 3u, collapse(wide(n)));
+        store_sums((y * prm.lv[i].size.x + x) * SLOTS * SUMS_OUT, collapse(wide(n)));
     }
     if (sure || ONE) {
         let a = (n.a + half) >> s;
@@ -580,7 +591,7 @@ fn finalize_sums(i: u32, x: u32, y: u32, sm: Sums) {
     }
     write_texel(i, x, y, codes);
     if (STORE && i + 1u == prm.levels) {
-        store_sums((y * prm.lv[i].size.x + x) * SLOTS * 3u, sm);
+        store_sums((y * prm.lv[i].size.x + x) * SLOTS * SUMS_OUT, sm);
     }
 }
 
@@ -714,10 +725,7 @@ fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
     tile[at + 85u] = v.y;
     tile[at + 170u] = v.z;
     if (STORE && i + 1u == prm.levels && (ch < NC || (ch == 3u && HAS_ALPHA))) {
-        let d = (q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u + 3u * select(ch, NC, ch == 3u);
-        dst_sums[d] = v.x;
-        dst_sums[d + 1u] = v.y;
-        dst_sums[d + 2u] = v.z;
+        put_slot((q.y * prm.lv[i].size.x + q.x) * SLOTS * SUMS_OUT + SUMS_OUT * select(ch, NC, ch == 3u), v);
     }
 }
 
@@ -799,7 +807,7 @@ fn sg_levels(g: vec2<u32>, t: u32, s0: Sums, size: u32) -> u32 {
             }
             write_texel(i, q.x, q.y, codes);
             if (STORE && i + 1u == prm.levels) {
-                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, sm);
+                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * SUMS_OUT, sm);
             }
         }
         if (!SG_LEVEL4 || i >= 3u || i + 1u >= prm.levels || size < 16u
@@ -880,10 +888,7 @@ fn sg_narrow(g: vec2<u32>, t: u32, n0: Narrow) -> bool {
         write_texel(2u, q.x, q.y, codes);
     }
     if (STORE && live && c < SLOTS) {
-        let d = (q.y * prm.lv[2].size.x + q.x) * SLOTS * 3u + 3u * c;
-        dst_sums[d] = v.x;
-        dst_sums[d + 1u] = v.y;
-        dst_sums[d + 2u] = 0u;
+        put_slot((q.y * prm.lv[2].size.x + q.x) * SLOTS * SUMS_OUT + SUMS_OUT * c, Big(v.x, v.y, 0u, 0u));
     }
     return true;
 }
@@ -1073,7 +1078,7 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
             let cs = collapse(sum);
             lsums_put(level_slot(i, o), cs);
             if (STORE && i + 1u == prm.levels) {
-                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, cs);
+                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * SUMS_OUT, cs);
             }
         }
     }

@@ -93,6 +93,30 @@ def test_the_narrow_form_stores_the_integer_chains_bytes(gpu, forms, monkeypatch
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("first", [None, spd.LEVELS_PER_PASS])
+def test_an_8_bit_first_pass_keeps_its_sums_in_two_words_a_slot(gpu, forms, monkeypatch, first):
+    """spd.KEPT_WORDS_2: the first pass (three levels, or six) writes two words a slot and the next
+    pass reads them so; the passes after keep three. The integer chain's bytes."""
+    monkeypatch.setattr(spd, "FIRST_PASS_LEVELS", first)
+    kept = []
+    real = spd._kept_words
+
+    def recording(fmt, src, forms):
+        kept.append((src, real(fmt, src, forms)))
+        return kept[-1][1]
+
+    monkeypatch.setattr(spd, "_kept_words", recording)
+    a = _image(np.random.default_rng(2697), 2048, 1024, 4, 8, "holes")
+    report, got = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "exact")
+    assert report.note == "" and sorted(set(report.sources)) == ([0, 3, 9] if first is None else [0, 6])
+    # (source level, words a slot) of each pass, the self-check's chain's among them
+    assert set(kept) == ({(0, 2), (3, 3), (9, 3)} if first is None else {(0, 2), (6, 3)})
+    _, want = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "int")
+    for lv, (g, i) in enumerate(zip(got, want), start=1):
+        assert np.array_equal(g, i), f"level {lv}"
+
+
+@pytest.mark.gpu
 def test_without_the_narrow_form_the_first_pass_keeps_sg_levels(gpu, forms, monkeypatch):
     monkeypatch.setattr(spd, "NARROW_LEVEL3", False)
     a = _image(np.random.default_rng(2695), 256, 128, 4, 8, "holes")
