@@ -36,6 +36,19 @@ What each micro-kernel property is (``Knobs``):
   needs ``morton``), its first lane storing the texel and (``keep``) the level-3 sums, 12 words;
 - ``smem``: words of workgroup memory declared and touched besides the tables (occupancy);
 - ``regs``: extra u32 kept live through the footprint (register pressure).
+
+Two of the single-property kernels measure something else than their names: ``regs`` keeps its
+words in an array indexed by a loop variable, and ``order`` ``all`` with ``narrow`` sums keeps the 16
+loaded texels in one (``tex+narrow``, ``tex+narrow+lut``, ``keep-all``): such arrays live in local
+memory on the H200 (4.5-8x the speed of light), as the real pass's ``all16`` probe shows too.
+
+What it showed on the H200 (``benchmarks/results/first-pass-probe-h200-2b484b9.txt`` and
+``...-1578869.txt``; docs/performance.md, helper h16why): with the pass's own shape (Morton order,
+512 invocations, a child's four loads then its store, ``textureStore``) the loads and stores alone run
+at 1.07x the speed of light at 8192^2; the pass's arithmetic added step by step takes it to 1.83x
+(sRGB table lookups and the float codes' lookups the largest steps), the real pass is 2.95x. So the
+first pass is bound by its instructions and workgroup-memory lookups, not by its memory traffic; and
+declaring 7 KB more workgroup memory (even where no invocation touches it) made the pass 20-25% slower.
 """
 
 from __future__ import annotations
@@ -473,11 +486,6 @@ PROBES: dict[str, list[tuple[str, str]]] = {
     "nostore12": [("        write_texel(i, x, y, codes);\n    }\n    return sure || ONE;",
                    "        if (all(codes == vec4<u32>(1u, 2u, 3u, 4u))) {\n            write_texel(i, x, y, codes);\n"
                    "        }\n    }\n    return sure || ONE;")],
-    # byte-keeping (h16why's forms each taken back, and all three: h16base's first pass)
-    "nonarrow": [("&& sg_narrow(wg.xy, t_sg, an_top)", "&& no_sg_narrow(wg.xy, t_sg, an_top)")],
-    "nopack": [("override PACK_CODES: bool = ROUND_A_LEVEL;", "override PACK_CODES: bool = false;")],
-    "norcp": [("override RCP_EST: bool = true;", "override RCP_EST: bool = false;")],
-    "nofast": [("const FAST_CODES: bool = ", "const FAST_CODES: bool = false && ")],
     # byte-keeping: the base's codes by pack4x8unorm (floor(0.5 + 255 clamp(v)), WGSL's definition: the same
     # formula as texel_codes') instead of floor, clamp and a conversion a channel
     "pack": [("""fn texel_codes(t: vec4<f32>) -> vec4<u32> {
@@ -504,11 +512,10 @@ def level_hash(tex) -> str:
 
 
 PROBES["pack+all16"] = PROBES["pack"] + PROBES["all16"]
-PROBES["old"] = PROBES["nonarrow"] + PROBES["nopack"] + PROBES["norcp"] + PROBES["nofast"]
-PROBES["kept3"] = []
-#: Probes that set flags of gputex.mips.spd (byte-keeping): the first pass's kept sums in three words a
-#: slot (h16base's), and all of h16why's forms taken back
-PROBE_FLAGS: dict[str, dict[str, object]] = {"kept3": {"KEPT_WORDS_2": False}, "old": {"KEPT_WORDS_2": False}}
+#: Probes that also set flags of gputex.mips.spd (name -> {flag: value}). At 1578869 the byte-keeping
+#: probes ``nonarrow``, ``nopack``, ``norcp``, ``nofast``, ``kept3`` and ``old`` took h16why's forms
+#: back one at a time (docs/performance.md, helper h16why); those forms were not kept, nor their probes.
+PROBE_FLAGS: dict[str, dict[str, object]] = {}
 
 
 class _Flags:

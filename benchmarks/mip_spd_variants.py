@@ -118,14 +118,11 @@ EXACT.update({"wg256": [], "wg1024": [],
                         "l = vec4<u32>(ltab[8u * (c.x & 255u) + lrep], ltab[8u * (c.y & 255u) + lrep], "
                         "ltab[8u * (c.z & 255u) + lrep], 0u);")]})
 CUTS["nolin"] = [("l = vec4<u32>(ltab[c.x & 255u], ltab[c.y & 255u], ltab[c.z & 255u], 0u);", "l = c << vec4<u32>(23u);")]
-CUTS["noq"] = [("                col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));",
-                "                col = vec3<u32>(xv) & vec3<u32>(255u);"),
-               ("            col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);\n            if (NC == 3u) {\n"
-                "                col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);\n"
-                "                col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);\n            }\n", ""),
-               # (h16why's srgb_code_one, the GPU forms' 8-bit sRGB codes: a few bits of the estimate)
-               ("fn srgb_code_one(num: Big, den: Big, x: f32) -> u32 {\n",
-                "fn srgb_code_one(num: Big, den: Big, x: f32) -> u32 {\n    if (x >= 0.0) {\n        return u32(x) & 255u;\n    }\n")]
+CUTS["noq"] = [("            col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));",
+                "            col = vec3<u32>(xv) & vec3<u32>(255u);"),
+               ("        col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);\n        if (NC == 3u) {\n"
+                "            col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);\n"
+                "            col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);\n        }\n", "")]
 CUTS["cvt"] = [(f"texel_codes(t{i}))", f"vec4<u32>(t{i} * 255.0))") for i in range(4)]
 CUTS["loadsonly"] = CUTS["nolin"] + CUTS["noq"]
 CUTS.update(EXACT)

@@ -35,7 +35,7 @@ from fractions import Fraction
 from functools import cache
 
 __all__ = ["frac_bits", "EPSILON_LSB", "lin_table", "threshold_table", "float_thresholds", "BUCKET_LOW",
-           "BUCKETS", "bucket_table", "CODE_EDGE", "code_words", "LevelPlan", "plan_chain", "model_chain"]
+           "BUCKETS", "bucket_table", "LevelPlan", "plan_chain", "model_chain"]
 
 
 
@@ -133,40 +133,6 @@ def bucket_table() -> tuple[int, ...]:
     codes = np.searchsorted(q, first, side="right")
     assert (np.searchsorted(q, end, side="left") - codes).max() <= 1, "a bucket holds two thresholds"
     return tuple(int(c) for c in codes)
-
-
-#: Bit patterns (float32) a threshold outside a bucket must keep from the bucket's edges for
-#: :func:`code_words` to call the bucket safe: 128 ulps are >= 2**-17 of the value, twice the
-#: shaders' MARGIN (2**-18).
-CODE_EDGE = 128
-
-
-@cache
-def code_words() -> tuple[int, ...]:
-    """A word per bucket of :func:`bucket_table` for the single-pass chain's GPU forms
-    (``mip_spd.wgsl``'s ``srgb_code_one``): the bucket's code k0 (bits 0-7), whether one float
-    threshold lies inside it (bit 8: its low 16 bits in bits 16-31; its high 16 are the bucket's),
-    and whether the bucket is unsafe (bit 9: a threshold outside it within ``CODE_EDGE`` bit patterns
-    of its edges, or two inside). In a safe bucket every threshold but the one inside is farther from
-    any value of the bucket than the screen's MARGIN, so a float z's code is k0, or k0 + 1 where
-    z >= that threshold, and only z within MARGIN of that threshold needs the exact comparison: one
-    lookup where ``bucket_code`` and ``exact_one`` read four words."""
-    import numpy as np
-
-    q = np.array(float_thresholds(), np.float32)[1:].view(np.uint32).astype(np.int64)  # codes 1..255
-    codes = np.array(bucket_table(), np.int64)
-    lo = (np.arange(BUCKETS, dtype=np.int64) + BUCKET_LOW) << 16
-    hi = lo + (1 << 16)
-    t = q[None, :]
-    inside = (lo[:, None] < t) & (t < hi[:, None])
-    near = (((lo[:, None] - CODE_EDGE <= t) & (t <= lo[:, None])) | ((hi[:, None] <= t) & (t <= hi[:, None] + CODE_EDGE)))
-    unsafe = (inside.sum(1) > 1) | near.any(1)
-    one = (inside.sum(1) == 1) & ~unsafe
-    j = inside.argmax(1)
-    assert (j[one] == codes[one]).all(), "the threshold inside a bucket is its code's next"
-    words = codes | (unsafe.astype(np.int64) << 9) | np.where(one, (1 << 8) | ((q[j] & 0xFFFF) << 16), 0)
-    assert words[0] & 0x300 == 0 and words[-1] & 0x300 == 0, "the clamped end buckets hold no threshold"
-    return tuple(int(w) for w in words)
 
 
 def round_code(num: int, den: int, bits: int, srgb: bool) -> int:

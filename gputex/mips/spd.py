@@ -89,7 +89,6 @@ import struct
 from typing import TYPE_CHECKING
 
 from ..layout import align_up, mip_count
-from .intbox import BUCKETS
 from .integer import int_ok, slots, tables_buffer
 from .stored import STORED_FORMATS, check_key, checked, store_failed, stores
 
@@ -139,20 +138,6 @@ SPLIT_FIRST = 3
 #: 4096^2 / 8192^2 (``benchmarks/results/mip-spd-variants-h200-h16base.txt``): 256 invocations 0.133 /
 #: 0.476 ms, 512 0.115 / 0.413, 1024 0.130 / 0.465.
 GROUP_TILES: tuple[int, int] = (2, 1)
-#: With the subgroup form, an 8-bit first pass of three levels takes level 3 from the lanes' 32-bit
-#: sums (``mip_spd.wgsl``'s ``sg_narrow``), not their collapsed 96-bit ones (``sg_levels``). Why
-#: (``benchmarks/first_pass_probe.py``, helper h16why): the first pass is bound by its instructions, not
-#: its memory traffic; the same loads and stores with a level's texel the XOR of its children run at
-#: 1.07x the speed of light, and cutting level 3 out saved 0.083 of 8192^2's 0.413 ms.
-NARROW_LEVEL3 = True
-#: The GPU forms' 8-bit sRGB codes of levels 1-3 of a first pass by one lookup a channel
-#: (``mip_spd.wgsl``'s ``srgb_code_one``, ``intbox.code_words``: the bucket's code and the one
-#: threshold inside it), not ``bucket_code`` and ``exact_one``'s four (the same codes: both are exact).
-FAST_CODES = True
-#: An 8-bit first pass keeps its last level's sums in two words a slot, not three, with the GPU forms
-#: (``_kept_words``): at 8192^2 its 50 MB of level-3 sums become 33 MB, written once, read by the
-#: next pass.
-KEPT_WORDS_2 = True
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -396,12 +381,8 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         subs = {"LEVEL_OUT": "store_level", "STORE_FORMAT": tex.storage}
     if sg:
         subs.update(SG_SUBS)
-        if NARROW_LEVEL3:
-            subs["SG_NARROW"] = "sg_narrow"
     if consts["ROUND_A_LEVEL"]:  # (the GPU forms' code: CPU adapters' compilers never see it)
         subs["QUAD_SUMS"] = "quad_sums"
-        if FAST_CODES and fmt.bits == 8 and tex.color_space == "srgb":
-            subs["FTAB_WORDS"] = f"{BUCKETS}u"
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
 
@@ -422,19 +403,16 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
                                    array_layer_count=1, dimension="2d")
     sums = None
     passes = []
-    words_in = _WORDS
     for (src, n), lay in zip(plan, layouts):
         store = src + n < tex.levels - 1
         last = tex.size(src + n)
-        words = _kept_words(fmt, src, consts["ROUND_A_LEVEL"])
-        new_sums = (buffer(last[0] * last[1] * nslots * words * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
+        new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
                     if store else None)
         known = _pass_constants(tex.size, src, n) if consts["ROUND_A_LEVEL"] else {}
         tiles = _group_tiles(session, src, known, sg)
         wg_subs = {"WG_SIZE": f"{256 * tiles[0] * tiles[1]}u", "WG_TX": f"{tiles[0]}u"} if tiles != (1, 1) else {}
         pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, subs={**subs, **wg_subs},
-                                     constants=dict(consts, FROM_SUMS=src > 0, STORE=store, SUMS_IN=words_in,
-                                                    SUMS_OUT=words, **known))
+                                     constants=dict(consts, FROM_SUMS=src > 0, STORE=store, **known))
         params = session.uniform(_params(tex, src, n, lay))  # released with its bind group
         views = [tex.storage_view(src + 1 + i, layer) if i < n else stand_in_view(session, "storage", tex.storage)
                  for i in range(LEVELS_PER_PASS)] if stored else []
@@ -443,15 +421,8 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
                 [base, whole(out), {"buffer": params}, whole(sums) if sums else whole(stand_in),
                  whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)] + views)])
         passes.append((pipe, bind, tiles))
-        sums, words_in = new_sums, words
+        sums = new_sums
     return layouts, passes, out
-
-
-def _kept_words(fmt, src: int, forms: bool) -> int:
-    """Words a slot of the sums a pass from level ``src`` keeps (mip_spd.wgsl's SUMS_OUT): 2 for an
-    8-bit first pass with the GPU forms (``KEPT_WORDS_2``: its sums stay below 4096 * 255 * 2**31 <
-    2**51), else 3 (sums up to 2**96: ``intbox.MAX_BASE_TEXELS``)."""
-    return 2 if KEPT_WORDS_2 and forms and fmt.bits == 8 and src == 0 else _WORDS
 
 
 #: The self-check's image: seven levels in two passes, tiles cut by its edge, 1-texel-high levels;

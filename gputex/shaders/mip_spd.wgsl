@@ -12,8 +12,6 @@
 //! default SG_LEVELS no_sg_levels
 //! default QUAD_SUMS no_quad_sums
 //! default SG_XOR no_shuffle
-//! default SG_NARROW no_sg_narrow
-//! default FTAB_WORDS 1u
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -109,11 +107,6 @@ const BUCKETS: i32 = 1793;       // intbox.BUCKETS
 const BUCKET_WORDS: u32 = 449u;  // four codes a word
 const BUCKET_AT: u32 = 1536u;    // the buckets' first word in `tables` (after L, Q, Q / 2^32)
 var<workgroup> btab: array<u32, 449>;
-// FAST_CODES (GPU forms, spd.FAST_CODES: FTAB_WORDS substituted by intbox.BUCKETS; else 1, never read):
-// intbox.code_words in workgroup memory, a word a bucket (srgb_code_one)
-const FAST_CODES: bool = FTAB_WORDS > 1u;
-const CODE_AT: u32 = 1985u;  // the code words' first word in `tables` (BUCKET_AT + BUCKET_WORDS)
-var<workgroup> ftab: array<u32, FTAB_WORDS>;
 
 // The code of float z >= 0 (L's units) against the float thresholds (k: q[k] <= z < q[k + 1])
 fn bucket_code(z: f32) -> u32 {
@@ -126,44 +119,6 @@ fn bucket_code(z: f32) -> u32 {
     }
     let k = (w >> ((b & 3u) * 8u)) & 255u;
     return k + select(0u, 1u, k < 255u && z >= threshold_f(k + 1u, true));
-}
-
-fn code_word(b: u32) -> u32 {
-    if (SMEM_TABLES) {
-        return ftab[b];
-    }
-    return tables[CODE_AT + b];
-}
-
-// The 8-bit sRGB code of num / den from its estimate x (within 2^-20 of it, relative), FAST_CODES:
-// the word of x's bucket (intbox.code_words) gives the code k0 at the bucket's start and the one float
-// threshold inside it, every other threshold being farther than MARGIN from any value of a safe
-// bucket; so the code is k0, or k0 + 1 where x passed that threshold, and only x within MARGIN of it
-// is decided by the exact comparison with it (exact_one's reasoning, on one word instead of the
-// bucket code and three thresholds). An unsafe bucket (one in 1793) takes exact_one's steps.
-fn srgb_code_one(num: Big, den: Big, x: f32) -> u32 {
-    let bits = bitcast<u32>(x);
-    let w = code_word(u32(clamp(i32(bits >> 16u) - BUCKET_LOW, 0, BUCKETS - 1)));
-    var k = w & 255u;
-    var j = 0u;  // the threshold decided by the exact comparison (0: none)
-    if ((w & 0x200u) != 0u) {
-        k = bucket_code(x);
-        let above = k == 0u || x >= threshold_f(k, true) * (1.0 + MARGIN);
-        let below = k == 255u || x < threshold_f(k + 1u, true) * (1.0 - MARGIN);
-        if (!(above && below)) {
-            j = select(k, k + 1u, above);
-        }
-    } else if ((w & 0x100u) != 0u) {
-        let thr = bitcast<f32>((bits & 0xffff0000u) | (w >> 16u));
-        if (x >= thr * (1.0 - MARGIN) && x < thr * (1.0 + MARGIN)) {
-            j = k + 1u;
-        }
-        k += select(0u, 1u, x >= thr);
-    }
-    if (j != 0u) {
-        k = select(j - 1u, j, reaches(num, den, j, true));
-    }
-    return k;
 }
 
 // The code of num / den from a screened estimate x and its code k (q[k] <= x < q[k + 1], or the
@@ -240,51 +195,40 @@ fn big3(b: array<u32, 3>) -> Big {
     return Big(b[0], b[1], b[2], 0u);
 }
 
-// Stored sums: SLOTS x SUMS_IN words a texel (grey, alpha; or r, g, b, alpha), SUMS_OUT for those a pass
-// keeps: 3 words a slot, or 2 where every sum stays below 2^64 (spd.py, GPU forms: an 8-bit first pass's
-// kept sums, below 4096 * 255 * 2^31 < 2^51; h16why: a third less to write and for the next pass to read)
-override SUMS_IN: u32 = 3u;
-override SUMS_OUT: u32 = 3u;
-
-fn sums_slot(i: u32, k: u32) -> Big {  // slot k of the stored texel at word i
-    let j = i + SUMS_IN * k;
-    if (SUMS_IN == 2u) {
-        return Big(src_sums[j], src_sums[j + 1u], 0u, 0u);
-    }
-    return Big(src_sums[j], src_sums[j + 1u], src_sums[j + 2u], 0u);
-}
-
+// Stored sums: SLOTS x 3 words a texel (grey, alpha; or r, g, b, alpha)
 fn load_sums(p: vec2<u32>) -> Sums {
-    let i = (p.y * prm.src_size.x + p.x) * SLOTS * SUMS_IN;
+    let i = (p.y * prm.src_size.x + p.x) * SLOTS * 3u;
     let z = Big(0u);
-    let s0 = sums_slot(i, 0u);
+    let s0 = Big(src_sums[i], src_sums[i + 1u], src_sums[i + 2u], 0u);
     if (NC == 1u) {
         if (HAS_ALPHA) {
-            return Sums(s0, z, z, sums_slot(i, 1u));
+            return Sums(s0, z, z, Big(src_sums[i + 3u], src_sums[i + 4u], src_sums[i + 5u], 0u));
         }
         return Sums(s0, z, z, z);
     }
-    return Sums(s0, sums_slot(i, 1u), sums_slot(i, 2u), sums_slot(i, 3u));
-}
-
-fn put_slot(j: u32, v: Big) {  // one slot's words at dst_sums[j..]
-    dst_sums[j] = v.x;
-    dst_sums[j + 1u] = v.y;
-    if (SUMS_OUT == 3u) {
-        dst_sums[j + 2u] = v.z;
-    }
+    return Sums(s0, Big(src_sums[i + 3u], src_sums[i + 4u], src_sums[i + 5u], 0u),
+                Big(src_sums[i + 6u], src_sums[i + 7u], src_sums[i + 8u], 0u),
+                Big(src_sums[i + 9u], src_sums[i + 10u], src_sums[i + 11u], 0u));
 }
 
 fn store_sums(j: u32, s: Sums) {
-    put_slot(j, s.c0);
-    var k = j + SUMS_OUT;
+    dst_sums[j] = s.c0.x;
+    dst_sums[j + 1u] = s.c0.y;
+    dst_sums[j + 2u] = s.c0.z;
+    var k = j + 3u;
     if (NC == 3u) {
-        put_slot(j + SUMS_OUT, s.c1);
-        put_slot(j + 2u * SUMS_OUT, s.c2);
-        k = j + 3u * SUMS_OUT;
+        dst_sums[j + 3u] = s.c1.x;
+        dst_sums[j + 4u] = s.c1.y;
+        dst_sums[j + 5u] = s.c1.z;
+        dst_sums[j + 6u] = s.c2.x;
+        dst_sums[j + 7u] = s.c2.y;
+        dst_sums[j + 8u] = s.c2.z;
+        k = j + 9u;
     }
     if (HAS_ALPHA) {
-        put_slot(k, s.a);
+        dst_sums[k] = s.a.x;
+        dst_sums[k + 1u] = s.a.y;
+        dst_sums[k + 2u] = s.a.z;
     }
 }
 
@@ -435,7 +379,7 @@ fn finalize(i: u32, x: u32, y: u32, acc: Acc) {
     }
     write_texel(i, x, y, codes);
     if (STORE && i + 1u == prm.levels) {
-        store_sums((y * prm.lv[i].size.x + x) * SLOTS * SUMS_OUT, collapse(acc));
+        store_sums((y * prm.lv[i].size.x + x) * SLOTS * 3u, collapse(acc));
     }
 }
 
@@ -458,26 +402,18 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         let h = select(n.sh.xyz, n.nh.xyz, covered);
         let l = select(n.sl.xyz, n.nl.xyz, covered);
         let den = select(1u << s, n.a, covered);
-        let xv = estimate3(h, l, den);
+        let xv = (vec3<f32>(h) * 65536.0 + vec3<f32>(l)) / f32(den);
+        if (SRGB) {
+            col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));
+        } else {
+            col = vec3<u32>(clamp(floor(xv + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
+        }
         let wl = widen(vec4<u32>(h, 0u), vec4<u32>(l, 0u));  // the sums h 2^16 + l: low, high words
         let d = Big(den, 0u, 0u, 0u);
-        if (FAST_CODES && SRGB) {
-            col.x = srgb_code_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x);
-            if (NC == 3u) {
-                col.y = srgb_code_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y);
-                col.z = srgb_code_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z);
-            }
-        } else {
-            if (SRGB) {
-                col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));
-            } else {
-                col = vec3<u32>(clamp(floor(xv + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
-            }
-            col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);
-            if (NC == 3u) {
-                col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);
-                col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);
-            }
+        col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);
+        if (NC == 3u) {
+            col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);
+            col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);
         }
     } else if (SRGB || covered) {
         let h = select(n.sh.xyz, n.nh.xyz, covered);
@@ -496,7 +432,7 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         sure = sure && all((above & below) | vec3<bool>(false, NC == 1u, NC == 1u));
     }
     if (ONE && STORE && i + 1u == prm.levels) {  // (a pass of at most 2 levels that is not the last)
-        store_sums((y * prm.lv[i].size.x + x) * SLOTS * SUMS_OUT, collapse(wide(n)));
+        store_sums((y * prm.lv[i].size.x + x) * SLOTS * 3u, collapse(wide(n)));
     }
     if (sure || ONE) {
         let a = (n.a + half) >> s;
@@ -507,21 +443,6 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         write_texel(i, x, y, codes);
     }
     return sure || ONE;
-}
-
-// The float estimates (h 2^16 + l) / den of finalize_narrow (ONE). RCP_EST (GPU forms, h16why): one
-// reciprocal of den for the three channels, multiplied, instead of three divisions: 1 / den within
-// 2.5 ulp (WGSL's division; exact where den is a power of two) and the product's rounding add 5 2^-24 +
-// 2^-24 where the division added 5 2^-24, so the estimate stays within 10 2^-24 < 2^-20 of the value
-// (finalize_narrow's bound), and exact_one decides the same codes.
-override RCP_EST: bool = true;
-
-fn estimate3(h: vec3<u32>, l: vec3<u32>, den: u32) -> vec3<f32> {
-    let x = vec3<f32>(h) * 65536.0 + vec3<f32>(l);
-    if (RCP_EST) {
-        return x * (1.0 / f32(den));
-    }
-    return x / f32(den);
 }
 
 // The sums of first-level texel c from its source texels.
@@ -535,20 +456,6 @@ fn child_narrow(c: vec2<u32>, fs: vec2<u32>) -> Narrow {
     return child;
 }
 
-// PACK_CODES (GPU forms, h16why): an RGBA base texel's codes by pack4x8unorm, which WGSL defines as
-// floor(0.5 + 255 clamp(v, 0, 1)) a channel (texel_codes' formula; a loaded unorm8 value times 255 is
-// within a few ulp of its code, never near a tie), instead of a floor, clamp and conversion a channel.
-// H200, first pass at 8192^2: 0.413 -> 0.396 ms (benchmarks/first_pass_probe.py, probe "pack").
-override PACK_CODES: bool = ROUND_A_LEVEL;
-
-fn quad_codes(t: vec4<f32>) -> vec4<u32> {
-    if (PACK_CODES && !SRGB_VIEW && CHANNELS == 4u && BITS == 8u) {
-        let w = pack4x8unorm(t);
-        return vec4<u32>(w & 255u, (w >> 8u) & 255u, (w >> 16u) & 255u, w >> 24u);
-    }
-    return texel_codes(t);
-}
-
 // QUAD: the anchor texel p's sums, its children's codes written: a child's four texels loaded
 // together, one child after the other
 fn quad_by_child(p: vec2<u32>) -> Narrow {
@@ -560,10 +467,10 @@ fn quad_by_child(p: vec2<u32>) -> Narrow {
         let t1 = textureLoad(src, b + vec2<i32>(1, 0), 0);
         let t2 = textureLoad(src, b + vec2<i32>(0, 1), 0);
         let t3 = textureLoad(src, b + vec2<i32>(1, 1), 0);
-        var child = add_codes(zero_narrow(), quad_codes(t0));
-        child = add_codes(child, quad_codes(t1));
-        child = add_codes(child, quad_codes(t2));
-        child = add_codes(child, quad_codes(t3));
+        var child = add_codes(zero_narrow(), texel_codes(t0));
+        child = add_codes(child, texel_codes(t1));
+        child = add_codes(child, texel_codes(t2));
+        child = add_codes(child, texel_codes(t3));
         finalize_narrow(0u, c.x, c.y, child);
         an = sum_narrow(an, child);
     }
@@ -591,7 +498,7 @@ fn finalize_sums(i: u32, x: u32, y: u32, sm: Sums) {
     }
     write_texel(i, x, y, codes);
     if (STORE && i + 1u == prm.levels) {
-        store_sums((y * prm.lv[i].size.x + x) * SLOTS * SUMS_OUT, sm);
+        store_sums((y * prm.lv[i].size.x + x) * SLOTS * 3u, sm);
     }
 }
 
@@ -725,7 +632,10 @@ fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
     tile[at + 85u] = v.y;
     tile[at + 170u] = v.z;
     if (STORE && i + 1u == prm.levels && (ch < NC || (ch == 3u && HAS_ALPHA))) {
-        put_slot((q.y * prm.lv[i].size.x + q.x) * SLOTS * SUMS_OUT + SUMS_OUT * select(ch, NC, ch == 3u), v);
+        let d = (q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u + 3u * select(ch, NC, ch == 3u);
+        dst_sums[d] = v.x;
+        dst_sums[d + 1u] = v.y;
+        dst_sums[d + 2u] = v.z;
     }
 }
 
@@ -807,7 +717,7 @@ fn sg_levels(g: vec2<u32>, t: u32, s0: Sums, size: u32) -> u32 {
             }
             write_texel(i, q.x, q.y, codes);
             if (STORE && i + 1u == prm.levels) {
-                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * SUMS_OUT, sm);
+                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, sm);
             }
         }
         if (!SG_LEVEL4 || i >= 3u || i + 1u >= prm.levels || size < 16u
@@ -820,77 +730,6 @@ fn sg_levels(g: vec2<u32>, t: u32, s0: Sums, size: u32) -> u32 {
         i++;
     }
     return i + 1u;
-}
-
-// SG_NARROW (spd.NARROW_LEVEL3 with the subgroup form: sg_narrow; else this stand-in, never true): an
-// 8-bit first pass of three levels takes level 3 from the lanes' 32-bit sums (Narrow), not their
-// collapsed 96-bit ones. A level-3 texel has at most 64 base texels, so each lane word stays below
-// 64 * 255 * 2^16 < 2^30: the exchanged sums are added without carries (sg_levels' sum_collapsed adds
-// seven 96-bit sums a step), and lane c of the texel rounds channel c as finalize_narrow does (the
-// same estimate's bound: exact_one), then the first gathers the codes and writes the texel; lane c
-// keeps channel c's sums (collapsed: premultiplied, or plain where the alpha sum is 0; the same words
-// as store_sums). The same numbers and comparisons as sg_levels': the same bytes.
-fn no_sg_narrow(g: vec2<u32>, t: u32, n: Narrow) -> bool {
-    return false;
-}
-
-fn xor_narrow(n: Narrow, m: u32) -> Narrow {
-    let u = SG_XOR(vec4<u32>(n.sh.xyz, n.a), m);
-    let v = SG_XOR(vec4<u32>(n.sl.xyz, 0u), m);
-    var r = Narrow(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(u.xyz, 0u), vec4<u32>(v.xyz, 0u), u.w);
-    if (WA) {
-        r.nh = vec4<u32>(SG_XOR(n.nh, m).xyz, 0u);
-        r.nl = vec4<u32>(SG_XOR(n.nl, m).xyz, 0u);
-    }
-    return r;
-}
-
-fn sg_narrow(g: vec2<u32>, t: u32, n0: Narrow) -> bool {
-    var n = sum_narrow(n0, xor_narrow(n0, 1u));
-    n = sum_narrow(n, xor_narrow(n, 2u));
-    let q = g * (vec2<u32>(16u) >> (prm.lv[2].f - prm.lv[1].f)) + morton(t >> 2u);
-    let live = all(q < prm.lv[2].size);
-    let c = t & 3u;
-    let s = prm.mt[2].s;
-    let half = 1u << (s - 1u);
-    let covered = WA && n.a != 0u;
-    var code = select(0u, (n.a + half) >> s, c == NC && HAS_ALPHA);  // (alpha: round_pow2's answer)
-    var v = vec2<u32>(n.a, 0u);    // the channel's collapsed sum: low, high words
-    if (c < NC) {
-        let h = select(n.sh[c], n.nh[c], covered);
-        let l = select(n.sl[c], n.nl[c], covered);
-        let lo = (h << 16u) + l;
-        v = vec2<u32>(lo, (h >> 16u) + select(0u, 1u, lo < l));
-        code = (l + half) >> s;  // (a linear value over 2^s: h is 0)
-        if (SRGB || covered) {
-            let den = select(1u << s, n.a, covered);
-            let x = estimate3(vec3<u32>(h), vec3<u32>(l), den).x;
-            var k = u32(clamp(floor(x + 0.5), 0.0, 255.0));
-            if (FAST_CODES && SRGB) {
-                code = srgb_code_one(Big(v.x, v.y, 0u, 0u), Big(den, 0u, 0u, 0u), x);
-            } else {
-                if (SRGB) {
-                    k = bucket_code(x);
-                }
-                code = exact_one(Big(v.x, v.y, 0u, 0u), Big(den, 0u, 0u, 0u), x, k, SRGB);
-            }
-        }
-    }
-    var word = vec4<u32>(select(0u, code << (16u * (c & 1u)), c < 2u), select(0u, code << (16u * (c & 1u)), c >= 2u),
-                         0u, 0u);
-    word |= SG_XOR(word, 1u);
-    word |= SG_XOR(word, 2u);
-    if (live && c == 0u) {
-        var codes = vec4<u32>(word.x & 0xffffu, word.x >> 16u, word.y & 0xffffu, word.y >> 16u);
-        if (NC == 1u) {
-            codes = vec4<u32>(codes.x, 0u, 0u, codes.y);
-        }
-        write_texel(2u, q.x, q.y, codes);
-    }
-    if (STORE && live && c < SLOTS) {
-        put_slot((q.y * prm.lv[2].size.x + q.x) * SLOTS * SUMS_OUT + SUMS_OUT * c, Big(v.x, v.y, 0u, 0u));
-    }
-    return true;
 }
 
 // word k of texel j at tile[256 k + j]: a warp's threads touch consecutive words, no bank conflicts
@@ -932,11 +771,6 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
             }
         }
     }
-    if (SMEM_TABLES && FAST_CODES) {
-        for (var k = ti; k < FTAB_WORDS; k += WG_SIZE) {
-            ftab[k] = tables[CODE_AT + k];
-        }
-    }
     if (SMEM_TABLES) {
         workgroupBarrier();
     }
@@ -949,12 +783,10 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     let fs = vec2<u32>(1u) << f0;               // source texels of a first-level texel
     let rc = vec2<u32>(1u) << (anchor.f - f0);  // first-level texels of an anchor texel
     var acc = zero_acc();
-    var an_top = zero_narrow();  // (8-bit: the anchor texel's 32-bit sums, for SG_NARROW)
     let quad = ONE && QUAD && r == 1u && all(fs == vec2<u32>(2u)) && all(rc == vec2<u32>(2u));
     if (inside && BITS == 8u && !FROM_SUMS && quad) {
         let an = quad_by_child(p);
         acc = wide(an);
-        an_top = an;
         finalize_narrow(1u, p.x, p.y, an);
     } else if (inside && BITS == 8u && !FROM_SUMS) {
         var an = zero_narrow();
@@ -970,7 +802,6 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
             }
         }
         acc = wide(an);
-        an_top = an;
         if (!finalize_narrow(r, p.x, p.y, an)) {
             unsure |= 1u << 31u;
         }
@@ -1016,9 +847,6 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     // sums of the last such level for the rounds below (which then begin at level `first`)
     var first = 2u;
     if (sg_on && select(SG_TILE == 1u, all(prm.lv[2].f - anchor.f == vec2<u32>(1u)), SG_TILE == 2u)) {
-        if (ONE && BITS == 8u && n == 3u && !SG_LEVEL4 && SG_NARROW(wg.xy, t_sg, an_top)) {
-            return;
-        }
         let next = SG_LEVELS(wg.xy, t_sg, collapse(acc), SG_SIZE);
         first = select(next, 3u, !SG_LEVEL4);
     } else {
@@ -1078,7 +906,7 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
             let cs = collapse(sum);
             lsums_put(level_slot(i, o), cs);
             if (STORE && i + 1u == prm.levels) {
-                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * SUMS_OUT, cs);
+                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, cs);
             }
         }
     }

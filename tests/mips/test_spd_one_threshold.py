@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from test_mips_int import _image, _levels
 
-from gputex.mips.intbox import BUCKET_LOW, BUCKETS, bucket_table, code_words, float_thresholds
+from gputex.mips.intbox import BUCKET_LOW, BUCKETS, bucket_table, float_thresholds
 
 MARGIN = "const MARGIN: f32 = 3.814697265625e-6;"
 
@@ -94,8 +94,7 @@ def test_gpu_settings_give_the_integer_chains_bytes(gpu, monkeypatch, fmt, chann
 
 def test_the_shaders_bucket_constants_are_the_tables():
     """mip_spd.wgsl's bucket constants are intbox's, and BUCKET_AT / BUCKET_WORDS are where and
-    how long ``integer.table_words`` lays out the 8-bit sRGB bucket codes; CODE_AT, where
-    ``intbox.code_words`` follow them (the last section, a word a bucket)."""
+    how long ``integer.table_words`` lays out the 8-bit sRGB bucket codes (the last section)."""
     import re
 
     from gputex.kernels import load_wgsl
@@ -106,7 +105,5 @@ def test_the_shaders_bucket_constants_are_the_tables():
     codes = np.array(bucket_table() + (0,) * (-BUCKETS % 4), np.uint8).view(np.uint32)
     assert consts["BUCKET_LOW"] == BUCKET_LOW and consts["BUCKETS"] == BUCKETS
     assert consts["BUCKET_WORDS"] == len(codes) == -(-BUCKETS // 4)
-    at = int(re.search(r"const CODE_AT: u32 = (\d+)u;", load_wgsl("mip_spd.wgsl")).group(1))
-    assert consts["BUCKET_AT"] + consts["BUCKET_WORDS"] == at and at + BUCKETS == len(words)
-    assert np.array_equal(words[consts["BUCKET_AT"]:at], codes)
-    assert np.array_equal(words[at:], np.array(code_words(), np.uint32))
+    assert consts["BUCKET_AT"] + consts["BUCKET_WORDS"] == len(words)
+    assert np.array_equal(words[consts["BUCKET_AT"]:], codes)
