@@ -534,7 +534,20 @@ class _Flags:
             setattr(spd, k, v)
 
 
+#: Probes whose edits apply to one pass's pipeline only: (name, text that marks it). ``slimtile``
+#: (byte-keeping where the chain's GPU forms take the subgroup form, spd.GROUP_TILES (2, 1)): the
+#: three-level first pass (the one made in workgroups of 512) without the 16 KB ``tile`` and the 1 KB
+#: ``ctile`` it never reads: do declared, unused workgroup arrays cost it what FAST_CODES' 7 KB did
+#: at 1578869 (docs/performance.md, helper h16why)? Not run on the H200 yet.
+PASS_ONLY = {"slimtile": "@compute @workgroup_size(512u)"}
+PROBES["slimtile"] = [("var<workgroup> tile: array<u32, 4092>;", "var<workgroup> tile: array<u32, 1>;"),
+                      ("var<workgroup> ctile: array<atomic<u32>, 256>;", "var<workgroup> ctile: array<atomic<u32>, 1>;"),
+                      ("    atomicStore(&ctile[t0], 0u);\n", "")]
+
+
 def probe_source(name: str, code: str) -> str:
+    if name in PASS_ONLY and PASS_ONLY[name] not in code:
+        return code
     for old, new in PROBES[name]:
         assert old in code, old
         code = code.replace(old, new)
