@@ -202,24 +202,12 @@ def _per_pass(session) -> int:
     return max(1, min(LEVELS_PER_PASS, session.limits.get("max-storage-textures-per-shader-stage", 4)))
 
 
-def _slim(src: int, known: dict, sg: bool) -> bool:
-    """Whether this pass is a first pass of three levels made by the subgroup form: it uses no
-    workgroup memory but the tables (``mip_spd.wgsl``'s ``tile`` and ``ctile`` are declared with
-    one word there, ``SLIM_TILE``)."""
-    return src == 0 and sg and known.get("PASS_LEVELS") == 3 and known.get("SG_TILE") == 1
-
-
-#: Whether :func:`_slim` passes declare ``tile``/``ctile`` with one word (else their full sizes, as
-#: before; for benchmarks and bisecting).
-SLIM_TILE = True
-
-
 def _group_tiles(session, src: int, known: dict, sg: bool) -> tuple[int, int]:
     """Tiles a workgroup of this pass takes (``GROUP_TILES``): only a first pass of three levels made
-    by the subgroup form (:func:`_slim`), where the device allows the size."""
+    by the subgroup form (no workgroup memory but the tables), where the device allows the size."""
     tx, ty = GROUP_TILES
     lim = session.limits
-    if (tx * ty == 1 or not _slim(src, known, sg)
+    if (tx * ty == 1 or src != 0 or not sg or known.get("PASS_LEVELS") != 3 or known.get("SG_TILE") != 1
             or lim.get("max-compute-invocations-per-workgroup", 256) < 256 * tx * ty
             or lim.get("max-compute-workgroup-size-x", 256) < 256 * tx * ty):
         return 1, 1
@@ -423,8 +411,6 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         known = _pass_constants(tex.size, src, n) if consts["ROUND_A_LEVEL"] else {}
         tiles = _group_tiles(session, src, known, sg)
         wg_subs = {"WG_SIZE": f"{256 * tiles[0] * tiles[1]}u", "WG_TX": f"{tiles[0]}u"} if tiles != (1, 1) else {}
-        if SLIM_TILE and _slim(src, known, sg):
-            wg_subs.update(TILE_WORDS="1u", CTILE_WORDS="1u")
         pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, subs={**subs, **wg_subs},
                                      constants=dict(consts, FROM_SUMS=src > 0, STORE=store, **known))
         params = session.uniform(_params(tex, src, n, lay))  # released with its bind group

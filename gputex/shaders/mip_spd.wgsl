@@ -7,8 +7,6 @@
 //! default SG_INDEX t0
 //! default WG_SIZE 256u
 //! default WG_TX 1u
-//! default TILE_WORDS 4092u
-//! default CTILE_WORDS 256u
 //! default SG_SIZE 0u
 //! default SG_ON false
 //! default SG_LEVELS no_sg_levels
@@ -78,12 +76,8 @@ struct Params {
 @group(0) @binding(10) var level4: texture_storage_2d<STORE_FORMAT, write>;
 @group(0) @binding(11) var level5: texture_storage_2d<STORE_FORMAT, write>;
 
-// 16 x 16 texels x 4 slots x 3 words (tile_put), then the level slots (lsums_put). TILE_WORDS and
-// CTILE_WORDS (ctile, below) are 1u in a pass that never reads them (spd.py's _slim: a first pass of
-// three levels made by the subgroup form): declared, they were allocated all the same (helper h16why,
-// docs/performance.md: 16 KB more workgroup memory took a kernel of the pass's loads and stores from
-// 1.92x to 2.64x the speed of light on the H200).
-var<workgroup> tile: array<u32, TILE_WORDS>;
+// 16 x 16 texels x 4 slots x 3 words (tile_put), then the level slots (lsums_put)
+var<workgroup> tile: array<u32, 4092>;
 
 // 8-bit sRGB: L and the float thresholds in workgroup memory (a warp's 32 lookups of random
 // codes in a storage buffer touch up to 16 cache lines each)
@@ -536,7 +530,7 @@ fn quad_sums(p: vec2<u32>) -> Acc {
 // 64, 16, 4 and 1 of them (an axis that still halves has 16 >> (i - 2) texels in the tile, one that
 // stopped is 1 texel long), kept at level_slot(i, o): their sums (12 words a texel) in `tile`
 // after the anchor level's (lsums_put), their codes (two 16-bit codes a word) in ctile.
-var<workgroup> ctile: array<atomic<u32>, CTILE_WORDS>;
+var<workgroup> ctile: array<atomic<u32>, 256>;
 
 fn level_extent(i: u32) -> vec2<u32> {
     let t = vec2<u32>(16u) >> (prm.lv[i].f - prm.lv[min(1u, prm.levels - 1u)].f);
@@ -848,9 +842,7 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     if (n <= 2u) {
         return;
     }
-    if (CTILE_WORDS > 1u) {
-        atomicStore(&ctile[t0], 0u);
-    }
+    atomicStore(&ctile[t0], 0u);
     // the subgroup form: levels 3 (and 4) summed by exchanges between lanes, their codes and the
     // sums of the last such level for the rounds below (which then begin at level `first`)
     var first = 2u;

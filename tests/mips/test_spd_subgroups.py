@@ -155,25 +155,6 @@ def test_first_pass_workgroups_of_several_tiles_give_the_integer_chains_bytes(gp
     assert report.precision == "integer" and report.note == ""
     size = 256 * tiles[0] * tiles[1]
     assert any(f"@workgroup_size({size}u)" in code for code in subgroups)
-    # that pass never reads the tile's workgroup arrays: they are declared with one word (spd._slim)
-    slim = [code for code in subgroups if "var<workgroup> tile: array<u32, 1u>;" in code]
-    assert slim and all(f"@workgroup_size({size}u)" in code and "array<atomic<u32>, 1u>" in code for code in slim)
     _, want = _levels(gpu, a, fmt, space, alpha, "int")
     for lv, (g, i) in enumerate(zip(got, want), start=1):
         assert np.array_equal(g, i), f"{fmt} {w}x{h} tiles {tiles} level {lv}"
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("tiles", [(1, 1), (2, 1)])
-def test_first_pass_with_its_full_tile_arrays_gives_the_same_bytes(gpu, subgroups, monkeypatch, tiles):
-    """``spd.SLIM_TILE = False``: the three-level first pass declares ``tile`` and ``ctile`` at their
-    full sizes again (as before the slim form): the same bytes as the integer chain."""
-    monkeypatch.setattr(spd, "GROUP_TILES", tiles)
-    monkeypatch.setattr(spd, "SLIM_TILE", False)
-    a = _image(np.random.default_rng(2600 + tiles[0]), 256, 64, 4, 8, "holes")
-    report, got = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "exact")
-    assert report.precision == "integer" and report.note == ""
-    assert subgroups and not any("var<workgroup> tile: array<u32, 1u>;" in code for code in subgroups)
-    _, want = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "int")
-    for lv, (g, i) in enumerate(zip(got, want), start=1):
-        assert np.array_equal(g, i), f"tiles {tiles} level {lv}"
