@@ -30,51 +30,54 @@ def main():
         configs[name] = {} if env in ("", "-") else dict(kv.split(":", 1) for kv in env.split(";"))
     os.makedirs(out + "/traces", exist_ok=True)
     compile_all([ROOT] + [c["TREE"] for c in configs.values() if "TREE" in c])
-    tmp = tempfile.mkdtemp()
-    os.makedirs(tmp + "/batch")
-    paths = make_corpus(tmp + "/batch", 48, 2048, 16)
-    times = {n: [] for n in configs}
-    times["codecs"] = []
-    digests = {}
-    for r in range(rounds):
-        for name, env in configs.items():
-            o = tmp + "/o_" + name
-            shutil.rmtree(o, ignore_errors=True)
-            os.makedirs(o)
-            e = dict(os.environ)
-            root = env.get("TREE", ROOT)
-            e["PYTHONPATH"] = os.path.abspath(root) + os.pathsep + e.get("PYTHONPATH", "")
-            e.update({k: v for k, v in env.items() if k != "TREE"})
-            e["GPUTEX_TRACE"] = f"{out}/traces/{name}-{r}.jsonl"
-            t = timed(GPUTEX + ["upload", *paths, "--format", "rgba8unorm-srgb", "--mips", "--filter", "box", "-o", o,
-                                "--container", "ktx2", "--jobs", "16"], env=e, cwd=tmp)
-            times[name].append(t)
-            if r == 0:
-                digests[name] = {n: hashlib.sha256(open(os.path.join(o, n), "rb").read()).hexdigest() for n in os.listdir(o)}
-            print(f"round {r} {name}: {t:.3f} s", flush=True)
-        c = tmp + "/codecs"
-        shutil.rmtree(c, ignore_errors=True)
-        os.makedirs(c)
-        times["codecs"].append(codecs_alone(paths, c, 16))
-        print(f"round {r} codecs alone: {times['codecs'][-1]:.3f} s", flush=True)
-    ktx = find_ktx(os.path.join(ROOT, ".gpu", "peer", "ktx") if os.path.exists(os.path.join(ROOT, ".gpu")) else None)
-    kt = []
-    if ktx:
-        for _ in range(2):
-            t0 = time.perf_counter()
-            subprocess.run(f"ls {tmp}/batch/*.png | xargs -P16 -I{{}} {ktx} {' '.join(KTX_ARGS)} {{}} {{}}.ktx2",
-                           shell=True, check=True)
-            kt.append(time.perf_counter() - t0)
-    first = next(iter(digests.values()))
-    print("\nconfig        runs (s)                     median (upper)  best   ktx/best  best/codecs  same files as first")
-    best_c = min(times["codecs"])
-    for n, ts in times.items():
-        s = sorted(ts)
-        med = s[len(s) // 2]
-        ratio = min(kt) / min(ts) if kt else float("nan")
-        extra = "" if n == "codecs" else f"  {ratio:6.2f}    {best_c / min(ts):6.2f}      {digests.get(n) == first}"
-        print(f"{n:12s} {' '.join(f'{t:.3f}' for t in ts):28s} {med:.3f} {min(ts):.3f}{extra}")
-    print(f"ktx create x16 (xargs -P16): {' '.join(f'{t:.2f}' for t in kt)}")
+    tmp = tempfile.mkdtemp(prefix="gputex-variants-")
+    try:
+        os.makedirs(tmp + "/batch")
+        paths = make_corpus(tmp + "/batch", 48, 2048, 16)
+        times = {n: [] for n in configs}
+        times["codecs"] = []
+        digests = {}
+        for r in range(rounds):
+            for name, env in configs.items():
+                o = tmp + "/o_" + name
+                shutil.rmtree(o, ignore_errors=True)
+                os.makedirs(o)
+                e = dict(os.environ)
+                root = env.get("TREE", ROOT)
+                e["PYTHONPATH"] = os.path.abspath(root) + os.pathsep + e.get("PYTHONPATH", "")
+                e.update({k: v for k, v in env.items() if k != "TREE"})
+                e["GPUTEX_TRACE"] = f"{out}/traces/{name}-{r}.jsonl"
+                t = timed(GPUTEX + ["upload", *paths, "--format", "rgba8unorm-srgb", "--mips", "--filter", "box", "-o", o,
+                                    "--container", "ktx2", "--jobs", "16"], env=e, cwd=tmp)
+                times[name].append(t)
+                if r == 0:
+                    digests[name] = {n: hashlib.sha256(open(os.path.join(o, n), "rb").read()).hexdigest() for n in os.listdir(o)}
+                print(f"round {r} {name}: {t:.3f} s", flush=True)
+            c = tmp + "/codecs"
+            shutil.rmtree(c, ignore_errors=True)
+            os.makedirs(c)
+            times["codecs"].append(codecs_alone(paths, c, 16))
+            print(f"round {r} codecs alone: {times['codecs'][-1]:.3f} s", flush=True)
+        ktx = find_ktx(os.path.join(ROOT, ".gpu", "peer", "ktx") if os.path.exists(os.path.join(ROOT, ".gpu")) else None)
+        kt = []
+        if ktx:
+            for _ in range(2):
+                t0 = time.perf_counter()
+                subprocess.run(f"ls {tmp}/batch/*.png | xargs -P16 -I{{}} {ktx} {' '.join(KTX_ARGS)} {{}} {{}}.ktx2",
+                               shell=True, check=True)
+                kt.append(time.perf_counter() - t0)
+        first = next(iter(digests.values()))
+        print("\nconfig        runs (s)                     median (upper)  best   ktx/best  best/codecs  same files as first")
+        best_c = min(times["codecs"])
+        for n, ts in times.items():
+            s = sorted(ts)
+            med = s[len(s) // 2]
+            ratio = min(kt) / min(ts) if kt else float("nan")
+            extra = "" if n == "codecs" else f"  {ratio:6.2f}    {best_c / min(ts):6.2f}      {digests.get(n) == first}"
+            print(f"{n:12s} {' '.join(f'{t:.3f}' for t in ts):28s} {med:.3f} {min(ts):.3f}{extra}")
+        print(f"ktx create x16 (xargs -P16): {' '.join(f'{t:.2f}' for t in kt)}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     json.dump({"times": times, "ktx": kt}, open(out + "/alt.json", "w"))
 
 

@@ -41,7 +41,7 @@
  * Per image in a batch's decode worker (issue 13, h13chain): the sums come from a process-wide
  * arena kept between chains (no kernel zeroing of fresh huge pages: 24 MB and ~4 ms of system
  * time a 2048^2 chain on the H200 host); a fused band goes on through every later level that
- * tiles the one before alone (2048^2: levels 1-6 from one pass, their sums in rings); weighted
+ * tiles the one before alone (2048^2: levels 1-7 from one pass, their sums in rings); weighted
  * alpha over opaque footprints has thresholds of its own (255 * T[k]: no division), a guess
  * moves one code at most (no loop), an opaque 2x2 needs no product per texel, an opaque
  * footprint's alpha code no division; odd sizes' rows of horizontal sums stay in a ring for the
@@ -134,18 +134,28 @@ static void arena_take(Arena *a)
     a->size = arena_mem ? arena_size : 0;
 }
 
+/* The arena's mapping replaced by ``p``: the new one in place before the old one is unmapped, so
+ * a process forked by another thread meanwhile inherits a mapped arena (the old one unmapped first,
+ * a child forked in between took a pointer to unmapped memory: review, a SIGSEGV shown with the gap
+ * widened). */
+static void arena_swap(uint8_t *p, size_t bytes)
+{
+    uint8_t *old = arena_mem;
+    size_t old_size = arena_size;
+    __atomic_store_n(&arena_mem, p, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&arena_size, bytes, __ATOMIC_SEQ_CST);
+    big_free(old, old_size);
+}
+
 /* Gives the arena back, grown to what this chain asked for (where that is at most ARENA_MAX). */
 static void arena_give(Arena *a)
 {
     if (!a->held) return;
     if (a->want > arena_size && a->want <= ARENA_MAX) {
+        /* (only where arena_reserve's mapping failed: chain_need sizes the reserve exactly) */
         size_t bytes = a->want;
         uint8_t *p = big_alloc(&bytes);
-        if (p) {
-            big_free(arena_mem, arena_size);
-            arena_mem = p;
-            arena_size = bytes;
-        }
+        if (p) arena_swap(p, bytes);
     }
     __atomic_store_n(&arena_busy, 0, __ATOMIC_RELEASE);
 }
@@ -159,9 +169,9 @@ static void arena_reserve(Arena *a, size_t need)
     size_t bytes = need;
     uint8_t *p = big_alloc(&bytes);
     if (!p) return;
-    big_free(arena_mem, arena_size);
-    arena_mem = a->mem = p;
-    arena_size = a->size = bytes;
+    arena_swap(p, bytes);
+    a->mem = p;
+    a->size = bytes;
 }
 
 /* Sums of ``*bytes`` bytes: from the arena (``*bytes`` set to 0: nothing to unmap) or mapped. */
@@ -258,7 +268,9 @@ static void build_thresholds(Ctx *c, Thresh *th, u64 scale)
         while (k < c->top && th->t[k + 1] <= start) k++;
         th->guess[i] = (uint8_t)k;
     }
-    /* the thresholds lie 2.48 buckets apart or more (k >= 1, any W <= 2**24; T[0] = 0) */
+    /* the thresholds lie apart by a bucket or more for any W <= 2**24 (review: at least 1.24
+     * buckets, the plain table where W is a power of two; 2.48 the 255x one), so ``one_step`` holds
+     * and finalize_t's loop for a table without it is never taken: kept, for thresholds of other data */
     th->one_step = 1;
     for (int j = 0; j < c->top; j++) th->one_step &= th->t[j + 1] - th->t[j] >= ((u64)1 << th->shift);
 }
@@ -1012,7 +1024,7 @@ static void plan_chain(Ctx *c)
 
 /* The levels made with level l (from the base), band by band: a level from the base that only
  * the next level reads is made with it, and so on while the next level tiles that one alone and
- * has FUSE_ROWS rows or more (2048^2: levels 1-6 in one pass, their sums in rings of two rows;
+ * has FUSE_ROWS rows or more (2048^2: levels 1-7 in one pass, their sums in rings of two rows;
  * before, level 2's 8 MB of sums went to memory and came back for level 3). */
 static int fused_after(const Ctx *c, int l)
 {
@@ -1178,9 +1190,7 @@ static PyObject *release(PyObject *self, PyObject *unused)
     size_t freed = 0;
     if (!__atomic_exchange_n(&arena_busy, 1, __ATOMIC_ACQUIRE)) {
         freed = arena_mem ? arena_size : 0;
-        big_free(arena_mem, arena_size);
-        arena_mem = NULL;
-        arena_size = 0;
+        arena_swap(NULL, 0);  /* (NULL first, then unmapped: see arena_swap) */
         __atomic_store_n(&arena_busy, 0, __ATOMIC_RELEASE);
     }
     return PyLong_FromSize_t(freed);

@@ -12,6 +12,8 @@ from . import pipeline
 from .pipeline import Decoded, Options, Result, is_texfile, note_texture, run_one, timed, upload_format
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from .device import Session
     from .outputs import OutputNames
     from .texfile import TextureFile
@@ -48,7 +50,7 @@ class HostSplit:
     def __init__(self, opts: Options, names: OutputNames | None):
         import threading
 
-        from .devflags import SLOTS_AT, choice_flag, int_flag
+        from .devflags import int_flag
 
         self.opts, self.names = opts, names
         self.on = False
@@ -59,8 +61,9 @@ class HostSplit:
         self.norm16 = False
         slots = int_flag("GPUTEX_GPU_SLOTS")
         self.slots = GPU_SLOTS if slots is None else slots
-        self.at_start = choice_flag("GPUTEX_GPU_SLOTS_AT", SLOTS_AT) == "start"  # as before
+        self.at_start = False  # GPUTEX_GPU_SLOTS_AT=start (read by prepare, where the split runs)
         self._offered = False
+        self._sem: Any = None  # the batch's semaphore of GPU slots (opened)
         self._lock = threading.Lock()
 
     def prepare(self, items: list, session: Session | None = None) -> bool:
@@ -83,6 +86,10 @@ class HostSplit:
                        and opts.mip_options.precision == "exact" and self.names is not None
                        and not is_texture_file_out(opts.out) and len(set(stems)) == len(stems) and cpu.available())
         self.always = mode == "cpu"
+        if self.on:
+            from .devflags import SLOTS_AT, choice_flag
+
+            self.at_start = choice_flag("GPUTEX_GPU_SLOTS_AT", SLOTS_AT) == "start"  # as before
         if session is not None:
             self.norm16 = bool(session.has_feature("texture-format16bit-norm"))
         return self.on
@@ -127,11 +134,15 @@ class HostSplit:
     def opened(self, ready: bool) -> None:
         """The decode workers run. ``ready``: whether the device is there already (the caller's):
         then the GPU's slots are offered now, else at :meth:`warmed` (with
-        ``GPUTEX_GPU_SLOTS_AT=start``: now as well)."""
+        ``GPUTEX_GPU_SLOTS_AT=start``: now as well), into this batch's semaphore (a later batch's
+        cannot receive them: review)."""
+        from .workers import gpu_slots
+
+        self._sem = gpu_slots()
         if ready or self.at_start:
             self._offer()
 
-    def warmed(self, made) -> None:
+    def warmed(self, made: Future) -> None:
         """The Future of the run's own device is done (made, and rehearsed on its thread): the GPU's
         slots are offered, where it was made (else none: the workers take every image the engine
         serves, and the others meet the device's error in their GPU step)."""
@@ -146,7 +157,9 @@ class HostSplit:
             if self._offered or not self.on or self.always:
                 return
             self._offered = True
-        free_gpu_slots(self.slots)
+            sem = self._sem
+        if sem is not None:
+            free_gpu_slots(self.slots, sem)
 
     def gpu_ready(self, session: Session) -> None:
         """The device is made (and rehearsed): 16-bit images can be planned from now on."""

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 from .caps import worker_count  # noqa: E402,F401  (lives with the other resource caps)
 
 __all__ = ["codec_workers", "start_processes", "worker_count", "sweep_shared", "decode_image", "decode_or_write", "encode_images",
-           "SharedBlock", "shared_block", "write_texture", "free_gpu_slots"]
+           "SharedBlock", "shared_block", "write_texture", "free_gpu_slots", "gpu_slots"]
 
 _POOLS: dict = {}  # "decode" and "encode": two pools, so decodes never wait behind encodes
 _PREFIX = ".gputex-"
@@ -547,9 +547,16 @@ def decode_or_write(path: str, plan: HostPlan, **kwargs) -> tuple[Image | HostWr
         raise
 
 
-def free_gpu_slots(n: int = 1) -> None:
-    """Tell the decode workers that the GPU can take ``n`` more images (:func:`decode_or_write`)."""
-    slots = _SLOTS
+def gpu_slots() -> Any:
+    """The running split batch's semaphore of GPU slots (None where none runs): a later release
+    that names it (:func:`free_gpu_slots`) cannot reach another batch's."""
+    return _SLOTS
+
+
+def free_gpu_slots(n: int = 1, slots: Any = None) -> None:
+    """Tell the decode workers that the GPU can take ``n`` more images (:func:`decode_or_write`):
+    ``slots`` (a :func:`gpu_slots`), else the running batch's."""
+    slots = _SLOTS if slots is None else slots
     if slots is not None:
         for _ in range(n):
             slots.release()

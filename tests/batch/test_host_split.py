@@ -353,42 +353,96 @@ def test_the_result_line_of_a_host_written_input(rng, tmp_path):
         for p, n in zip(paths, ("p", "q", "r"))]
 
 
-@pytest.mark.parametrize("at", ["ready", "start"])
-def test_slots_wait_for_the_runs_own_device(rng, tmp_path, monkeypatch, at):
-    """A split batch that makes its own device offers the GPU's slots once that device is made and
-    rehearsed (``GPUTEX_GPU_SLOTS_AT=ready``, the default): decoded images do not wait for a GPU
-    that is not there; ``start`` offers them as the decode workers start, before the device is
-    asked for. The files are the same either way."""
-    import time
-
+def _record_offers(monkeypatch, future=None):
+    """``device.session_soon`` (the run's own device) and ``workers.free_gpu_slots`` recorded: each
+    offer as (slots, whether the device's Future was done, the semaphore named). ``future``: what
+    ``session_soon`` returns instead of making a device."""
     from gputex import device, workers
 
     made: list = []
+    offers: list = []
     real_soon, real_free = device.session_soon, workers.free_gpu_slots
 
     def soon(*args, **kwargs):
-        made.append(real_soon(*args, **kwargs))
+        made.append(future if future is not None else real_soon(*args, **kwargs))
         return made[-1]
 
-    offers: list = []
-
-    def free(n=1):
-        offers.append((n, bool(made) and made[0].done()))
-        real_free(n)
+    def free(n=1, slots=None):
+        offers.append((n, bool(made) and made[0].done(), slots))
+        real_free(n, slots)
 
     monkeypatch.setattr(device, "session_soon", soon)
     monkeypatch.setattr(workers, "free_gpu_slots", free)
-    monkeypatch.setenv("GPUTEX_GPU_SLOTS_AT", at)
+    return made, offers
+
+
+@pytest.mark.parametrize("at", ["ready", "start"])
+def test_slots_wait_for_the_runs_own_device(gpu, rng, tmp_path, monkeypatch, at):
+    """A split batch that makes its own device offers the GPU's slots once that device is made and
+    rehearsed (``GPUTEX_GPU_SLOTS_AT=ready``, the default): decoded images do not wait for a GPU
+    that is not there; ``start`` offers them as the decode workers start, before the device is
+    asked for. The files are the GPU path's either way."""
+    import time
+
     paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (64, 64, 4), np.uint8)) for n in "abcd"]
+    shader = _upload(gpu, monkeypatch, paths, tmp_path / "shader", "ktx2", "shader")
+    assert [r.error for r in shader] == [None] * 4
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
+    made, offers = _record_offers(monkeypatch)
+    monkeypatch.setenv("GPUTEX_GPU_SLOTS_AT", at)
     results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=3, workers=2)
     assert [r.error for r in results] == [None] * 4
+    assert _hashes(tmp_path / "out") == _hashes(tmp_path / "shader")
     assert len(made) == 1
     made[0].result(timeout=60)
     deadline = time.monotonic() + 10
     while not offers and time.monotonic() < deadline:  # the Future's callbacks run after its waiters wake
         time.sleep(0.01)
-    assert offers[0] == (8, at == "ready")
-    assert [n for n, _ in offers].count(8) == 1  # offered once
+    assert offers[0][:2] == (8, at == "ready")
+    assert [o[0] for o in offers].count(8) == 1  # offered once
+    assert offers[0][2] is not None  # into the batch's own semaphore
+
+
+def test_slots_offered_to_the_running_batch_once_its_device_is_ready(gpu, rng, tmp_path, monkeypatch):
+    """The device ready at once (a done Future): the offer reaches the running batch's workers (its
+    semaphore, while the pool runs) and the GPU may take images; the bytes are the GPU path's."""
+    from concurrent.futures import Future
+
+    from gputex import workers
+
+    paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (48, 40, 4), np.uint8)) for n in "abcdef"]
+    shader = _upload(gpu, monkeypatch, paths, tmp_path / "shader", "ktx2", "shader")
+    assert [r.error for r in shader] == [None] * 6
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
+    ready: Future = Future()
+    ready.set_result(gpu)
+    seen: list = []
+    real_gpu_slots = workers.gpu_slots
+    monkeypatch.setattr(workers, "gpu_slots", lambda: seen.append(real_gpu_slots()) or seen[-1])
+    made, offers = _record_offers(monkeypatch, ready)
+    results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=3, workers=2)
+    assert [r.error for r in results] == [None] * 6
+    assert _hashes(tmp_path / "out") == _hashes(tmp_path / "shader")
+    assert made == [ready] and offers[0][:2] == (8, True)
+    assert seen and seen[0] is not None and offers[0][2] is seen[0]  # the pool's semaphore, while it ran
+
+
+def test_no_slots_where_the_runs_device_fails(rng, tmp_path, monkeypatch):
+    """The run's own device cannot be made: no slot is ever offered, nothing hangs, and the run
+    fails with the device's error (``NoAdapterError``) leaving no file behind."""
+    from concurrent.futures import Future
+
+    from gputex.errors import NoAdapterError
+
+    failed: Future = Future()
+    failed.set_exception(NoAdapterError("no GPU adapter matching 'nothing'"))
+    made, offers = _record_offers(monkeypatch, failed)
+    paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (32, 32, 4), np.uint8)) for n in "abcd"]
+    out = tmp_path / "out"
+    with pytest.raises(NoAdapterError, match="no GPU adapter matching 'nothing'"):
+        upload_files(paths, Options(mips=True), out=str(out), jobs=3, workers=2)
+    assert made == [failed] and offers == []
+    assert not out.exists() or os.listdir(out) == []
 
 
 def test_a_bad_slots_at_flag_is_a_usage_error(tmp_path):

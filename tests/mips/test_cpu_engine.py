@@ -517,3 +517,34 @@ def test_a_forked_process_keeps_the_arena_and_the_models_bytes(rng):
     for lv, (g, m) in enumerate(zip(levels, want), 1):
         assert np.array_equal(np.frombuffer(g, np.uint8), m.reshape(-1)), f"level {lv}"
     assert child_kept >= kept
+
+
+def _release_in_child(q):
+    q.put(cpu.release_arena())
+
+
+def test_a_process_forked_while_a_chain_holds_the_arena_finds_it_free(rng):
+    """Forked (by another thread) while a chain holds the process's arena, the child does not
+    inherit it held: its chains can take it (``pthread_atfork``), and ``release_arena`` there gives
+    back the inherited mapping. Without the handler the child found it held for ever (0 freed)."""
+    import multiprocessing
+    import threading
+    import time
+
+    small = _image(rng, 257, 131, 4, 8, "holes")
+    cpu.host_chain(small, 4, 8, True, True, mip_count(257, 131))  # the arena exists
+    assert cpu.arena_bytes() > 0
+    big = _image(rng, 4096, 4096, 4, 8, "opaque")
+    t = threading.Thread(target=cpu.host_chain, args=(big, 4, 8, True, True, mip_count(4096, 4096)),
+                         kwargs={"nthreads": 1})
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    t.start()
+    time.sleep(0.02)  # inside the chain (~0.1-0.2 s at 4096²): the arena held by that thread
+    assert t.is_alive()
+    child = ctx.Process(target=_release_in_child, args=(q,))
+    child.start()
+    freed = q.get(timeout=60)
+    child.join(60)
+    t.join()
+    assert child.exitcode == 0 and freed > 0
