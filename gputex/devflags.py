@@ -44,6 +44,8 @@ variable                    what it overrides
 ``GPUTEX_GPU_SLOTS_AT``     ``ready`` or ``start``: when a split batch making its own device offers the
                             GPU's slots (default ``ready``: once the device is made and rehearsed;
                             :class:`gputex.upload_stage.HostSplit`).
+``GPUTEX_SPAWN_FIRST``      ``1`` (default) or ``0``: a split batch asks for its worker processes
+                            before its device thread starts (:func:`gputex.run._spawn_first`).
 ``GPUTEX_GPU_GROUP``        decoded inputs one in-order step of ``upload -o`` takes together, their
                             read-backs in one map (default 8, :data:`gputex.batch.GPU_GROUP`;
                             ``1``: one input a step).
@@ -88,6 +90,7 @@ FLAGS = {
     "GPUTEX_PRESTART": "1 or 0: upload/capture begin wgpu and the adapter list on a thread at once (default: not for upload batches)",
     "GPUTEX_GPU_SLOTS": "images the GPU step of a split upload -o batch takes at once",
     "GPUTEX_GPU_SLOTS_AT": "ready or start: when a split upload -o batch offers the GPU's slots",
+    "GPUTEX_SPAWN_FIRST": "1 or 0: a split upload -o batch asks for its worker processes before the device thread starts (default 1)",
     "GPUTEX_GPU_GROUP": "decoded inputs one in-order step of upload -o takes together (1: one a step)",
 }
 

@@ -94,6 +94,20 @@ def _half(jobs: int) -> int:
     return max(3, -(-jobs // 2))
 
 
+def _spawn_first() -> bool:
+    """Whether a split batch asks for all its worker processes before the device thread and the
+    GPU step's imports begin (``GPUTEX_SPAWN_FIRST``: 1, the default, or 0). Asked for on the
+    starter thread while those two ran Python, the 15 processes of ``--jobs 16`` came one every
+    ~9 ms (the GIL shared three ways): the spawn took 0.13-0.16 s and the workers' first decodes
+    began 0.06 s later on average; asked for first, 0.03 s, and the device was ready no later
+    (0.72-0.79 s against 0.74-0.78). H200 host, 48 x 2048² -> KTX2, five alternating rounds
+    (``benchmarks/batch_variants.py``, ``benchmarks/results/spawn-first-h200-9bde322.txt``):
+    0.881 0.929 0.909 0.870 0.994 s against 0.908 0.937 0.983 1.013 (and a cold 5.89)."""
+    from .devflags import flag
+
+    return flag("GPUTEX_SPAWN_FIRST") != "0"
+
+
 def _split_processes(jobs: int) -> int:
     """Decode processes for ``upload --mips -o DIR`` when they make chains and write files too
     (:class:`gputex.upload_stage.HostSplit`): ``jobs - 1``, at least 3; one core is left to the
@@ -319,7 +333,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
             imported (the GPU's slots are offered once it is made and rehearsed). The
             worker processes the first decodes did not ask for are asked for first
             (:func:`gputex.workers.start_processes`)."""
-            start_processes()
+            start_processes(wait=split and _spawn_first())
             if session is None:
                 from .device import session_soon
 

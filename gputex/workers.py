@@ -126,12 +126,17 @@ _STARTER: list = []  # codec_workers(later=True)'s thread that asks for the rest
 _SUBMITTED = threading.Event()  # a task was submitted to a pool (what the deferred starter waits for)
 
 
-def start_processes() -> None:
+def start_processes(wait: bool = False) -> None:
     """Ask for the rest of the worker processes of a ``codec_workers(later=True)`` block (once;
     nothing where there is none to ask for): on a thread that first waits, up to 0.2 s, for the
-    first task to be submitted, so the tasks that ask for the processes queue behind it."""
+    first task to be submitted, so the tasks that ask for the processes queue behind it.
+    ``wait``: on this thread, returning once they are asked for."""
     if _STARTER:
-        _STARTER.pop().start()
+        starter = _STARTER.pop()
+        if wait:
+            starter.run()
+        else:
+            starter.start()
 
 
 def _start_later(pools: list, n: int) -> None:

@@ -453,3 +453,32 @@ def test_a_bad_slots_at_flag_is_a_usage_error(tmp_path):
                         str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=120)
     assert (r.returncode, r.stderr) == (2, "gputex: GPUTEX_GPU_SLOTS_AT must be ready or start, got 'soon'\n")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value,wait", [(None, True), ("0", False)])
+def test_a_split_batch_asks_for_its_workers_before_its_device(rng, tmp_path, monkeypatch, value, wait):
+    """``GPUTEX_SPAWN_FIRST`` (default 1): a split batch making its own device asks for all its
+    worker processes on the main thread before the device thread starts; ``0``: on the starter
+    thread beside it, as before. The files are written either way."""
+    from gputex import device, workers
+
+    order: list = []
+    real_start, real_soon = workers.start_processes, device.session_soon
+
+    def start(wait=False):
+        real_start(wait=wait)
+        order.append(("workers", wait))
+
+    def soon(*args, **kwargs):
+        order.append(("device", None))
+        return real_soon(*args, **kwargs)
+
+    monkeypatch.setattr(workers, "start_processes", start)
+    monkeypatch.setattr(device, "session_soon", soon)
+    if value is not None:
+        monkeypatch.setenv("GPUTEX_SPAWN_FIRST", value)
+    paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (32, 48, 4), np.uint8)) for n in "abcd"]
+    results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=3, workers=2)
+    assert [r.error for r in results] == [None] * 4
+    assert order == [("workers", wait), ("device", None)]
+    assert sorted(os.listdir(tmp_path / "out")) == [f"{n}.ktx2" for n in "abcd"]
