@@ -13,13 +13,20 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_ktx import GPUTEX, KTX_ARGS, ROOT, codecs_alone, compile_all, find_ktx, make_corpus, timed  # noqa: E402
+from peer_ktx import (  # noqa: E402
+    ROOT,
+    batch_command,
+    codecs_alone,
+    compile_all,
+    find_ktx,
+    ktx_batch,
+    make_corpus,
+    timed,
+)
 
 
 def main():
@@ -47,8 +54,7 @@ def main():
                 e["PYTHONPATH"] = os.path.abspath(root) + os.pathsep + e.get("PYTHONPATH", "")
                 e.update({k: v for k, v in env.items() if k != "TREE"})
                 e["GPUTEX_TRACE"] = f"{out}/traces/{name}-{r}.jsonl"
-                t = timed(GPUTEX + ["upload", *paths, "--format", "rgba8unorm-srgb", "--mips", "--filter", "box", "-o", o,
-                                    "--container", "ktx2", "--jobs", "16"], env=e, cwd=tmp)
+                t = timed(batch_command(paths, o, "ktx2", 16), env=e, cwd=tmp)
                 times[name].append(t)
                 if r == 0:
                     digests[name] = {n: hashlib.sha256(open(os.path.join(o, n), "rb").read()).hexdigest() for n in os.listdir(o)}
@@ -61,11 +67,10 @@ def main():
         ktx = find_ktx(os.path.join(ROOT, ".gpu", "peer", "ktx") if os.path.exists(os.path.join(ROOT, ".gpu")) else None)
         kt = []
         if ktx:
-            for _ in range(2):
-                t0 = time.perf_counter()
-                subprocess.run(f"ls {tmp}/batch/*.png | xargs -P16 -I{{}} {ktx} {' '.join(KTX_ARGS)} {{}} {{}}.ktx2",
-                               shell=True, check=True)
-                kt.append(time.perf_counter() - t0)
+            for r in range(2):
+                k = os.path.join(tmp, f"k{r}")
+                os.makedirs(k)
+                kt.append(ktx_batch(ktx, paths, k, 16))
         first = next(iter(digests.values()))
         print("\nconfig        runs (s)                     median (upper)  best   ktx/best  best/codecs  same files as first")
         best_c = min(times["codecs"])
@@ -75,7 +80,7 @@ def main():
             ratio = min(kt) / min(ts) if kt else float("nan")
             extra = "" if n == "codecs" else f"  {ratio:6.2f}    {best_c / min(ts):6.2f}      {digests.get(n) == first}"
             print(f"{n:12s} {' '.join(f'{t:.3f}' for t in ts):28s} {med:.3f} {min(ts):.3f}{extra}")
-        print(f"ktx create x16 (xargs -P16): {' '.join(f'{t:.2f}' for t in kt)}")
+        print(f"ktx create, 16 at a time: {' '.join(f'{t:.2f}' for t in kt)}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     json.dump({"times": times, "ktx": kt}, open(out + "/alt.json", "w"))

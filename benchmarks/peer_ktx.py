@@ -110,6 +110,19 @@ KTX_ARGS = ["create", "--format", "R8G8B8A8_SRGB", "--assign-tf", "srgb", "--gen
             "--mipmap-filter", "box", "--mipmap-wrap", "clamp"]
 
 
+def batch_command(paths: list[str], out: str, container: str, jobs: int) -> list[str]:
+    """The timed gputex batch: ``paths`` -> mipped ``container`` files in ``out``, ``jobs`` at a time."""
+    return GPUTEX + ["upload", *paths, "--format", "rgba8unorm-srgb", "--mips", "--filter", "box", "-o", out,
+                     "--container", container, "--jobs", str(jobs)]
+
+
+def ktx_batch(ktx: str, paths: list[str], out: str, jobs: int) -> float:
+    """Seconds for ``ktx create`` over ``paths`` into ``out``, one process per input, ``jobs`` at a
+    time (``xargs -P``, as a user scripts it)."""
+    script = f'"{ktx}" {" ".join(KTX_ARGS)} "$0" "{out}/$(basename "$0").ktx2"'
+    return timed(["bash", "-c", f'printf "%s\\0" "$@" | xargs -0 -P {jobs} -n 1 bash -c \'{script}\'', "_", *paths])
+
+
 def with_tree(tree: str | None, trace: str | None = None) -> dict:
     """The environment of a gputex run from checkout ``tree`` (None: this one), tracing to ``trace``."""
     env = dict(os.environ)
@@ -278,9 +291,7 @@ def main() -> None:
                     os.makedirs(args.save, exist_ok=True)
                     saved[0] += 1
                     env["GPUTEX_TRACE"] = os.path.join(args.save, f"run-{saved[0]}-{folder or container}.jsonl")
-                return timed(GPUTEX + ["upload", *paths, "--format", "rgba8unorm-srgb", "--mips", "--filter",
-                                       "box", "-o", out, "--container", container, "--jobs", str(args.jobs)],
-                             env=env, cwd=tmp)
+                return timed(batch_command(paths, out, container, args.jobs), env=env, cwd=tmp)
 
             saved = [0]
             if args.warm_up:
@@ -360,9 +371,7 @@ def main() -> None:
             if ktx:
                 out = os.path.join(tmp, "k")
                 os.makedirs(out)
-                script = f'"{ktx}" {" ".join(KTX_ARGS)} "$0" "{out}/$(basename "$0").ktx2"'
-                k = timed(["bash", "-c", f'printf "%s\\0" "$@" | xargs -0 -P {args.jobs} -n 1 bash -c \'{script}\'',
-                           "_", *paths])
+                k = ktx_batch(ktx, paths, out, args.jobs)
                 rows.append((f"ktx create, {args.jobs} at a time", k))
             g = rows[0][1]
             print(f"\nbatch of {args.count} ({args.batch_size}², every sixth odd-sized)")
