@@ -172,7 +172,7 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
                    gpu: Callable[[Item, Any, Any], Any] | None, encode: Callable[[Item, Any, Any], None] | None,
                    emit: Callable[[Any], None], start: Callable[[], Callable] | None = None,
                    stop: Callable[[], bool] | None = None, gate=None, workers: int | None = None,
-                   any_order: bool = False, begin: Callable[[], Any] | None = None) -> None:
+                   any_order: bool = False, begin: Callable[[], Any] | None = None, later: Any = None) -> None:
     """Run ``decode`` (pool) -> ``gpu`` (this thread, in order) -> ``encode`` (pool) over items.
 
     ``decode(item) -> (result, data_or_None)``; ``gpu(item, data, result) -> payload_or_None``;
@@ -196,6 +196,10 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
     on this thread right after the first decodes are submitted (before ``start``); what it
     returns, if not None, is the Future of the device that ``start`` waits for (inputs that
     need no GPU step are taken meanwhile; :func:`gputex.run.run` makes the device there).
+    ``later`` (``any_order`` only; :class:`gputex.run.DeviceOnDemand`): the device is made when
+    it is wanted, not by ``begin``: ``later.start(why)`` returns its Future once a decoded input
+    needs the GPU step or ``later.due(results finished, inputs left)`` says so; ``start`` is
+    called once that Future is done, and results are emitted meanwhile.
     Start-up (output folders, trace, the device on its own thread) is :func:`gputex.run.run`'s.
     """
     from concurrent.futures import ThreadPoolExecutor
@@ -218,7 +222,7 @@ def run_overlapped(items: list[Item], jobs: int, decode: Callable[[Item], tuple[
             lane = gate.lane() if gate is not None else None
             try:
                 if any_order:
-                    _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane, begin)
+                    _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane, begin, later)
                 else:
                     _overlap(items, jobs, pool, decode, gpu, encode, emit, start, stop, lane, begin)
             finally:
@@ -303,14 +307,15 @@ def _steps(gpu, many, taken: list, span, between) -> list:
     return out
 
 
-def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lane=None, begin=None) -> None:
+def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, lane=None, begin=None,
+               later=None) -> None:
     """:func:`_overlap` with the GPU steps taken as the decodes finish (see ``any_order`` of
     :func:`run_overlapped`); emitted in input order. An input that comes back with nothing for
     the GPU (a decode worker wrote its file) leaves the window of decodes in flight at once, also
     while the device is being made (the Future ``begin()`` returns), so the workers never wait for it.
     Once ``stop()`` is true no further GPU step starts; decodes already running finish (a
     decode worker may be writing its input's file: that input is emitted with it), the others
-    are not started."""
+    are not started. ``later``: the device made on demand (see :func:`run_overlapped`)."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
     from .trace import profiled, span
@@ -320,6 +325,7 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
     done: dict = {}  # index -> (result, encode future or None), until emitted in input order
     emitted = [0]
     held: list = []
+    fresh: list = []  # results of inputs finished with nothing for the GPU, for ``later.due``
 
     def running() -> int:
         return sum(not f.done() for _, f in decoding.values())
@@ -354,6 +360,8 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
                 if data is None:
                     del decoding[index]
                     done[index] = (result, None)
+                    if later is not None:
+                        fresh.append(result)
                 else:
                     ready.append(index)
         return ready
@@ -400,18 +408,23 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
                 except OSError:
                     pass
 
+    def get_gpu():
+        try:
+            return start()
+        except Exception:
+            discard()
+            raise
+
     feed()
     device = begin() if begin is not None else None
     while device is not None and not device.done() and not (stop and stop()):
         settle()  # (nothing is emitted before the device is there: a result line may name it)
         feed()
         wait_some([device])
-    if start is not None:
-        try:
-            gpu = start()
-        except Exception:
-            discard()
-            raise
+    if start is not None and later is None:
+        gpu = get_gpu()
+    elif later is not None:
+        gpu = None  # made once wanted, below
     group = _group_size()
 
     def between() -> None:
@@ -422,6 +435,17 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
     with profiled():
         while (decoding or held) and not (stop and stop()):
             ready = settle()
+            if later is not None and gpu is None:
+                if device is None and (ready or later.due(fresh, len(items) - emitted[0] - len(done))):
+                    device = later.start("an input for the GPU step" if ready else "the work left")
+                fresh.clear()
+                if ready and device is not None:  # (asked for above, where not before)
+                    if not device.done():  # the inputs for it wait; the others go on
+                        drain(2 * jobs)
+                        feed(busy=True)
+                        wait_some([device])
+                        continue
+                    gpu = get_gpu()
             drain(2 * jobs)
             feed(busy=True)
             if not ready:

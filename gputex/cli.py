@@ -438,9 +438,10 @@ def console() -> None:
         try:
             early = _prestart(sys.argv[1])
             if sys.argv[1] == "upload":  # read by the batch's split, once its decode workers run
-                from .devflags import SLOTS_AT, choice_flag
+                from .devflags import SLOTS_AT, SPLIT_DEVICE, choice_flag
 
                 choice_flag("GPUTEX_GPU_SLOTS_AT", SLOTS_AT)
+                choice_flag("GPUTEX_SPLIT_DEVICE", SPLIT_DEVICE)
         except UsageError as e:
             print(f"gputex: {e}", file=sys.stderr)
             sys.exit(EXIT_USAGE)

@@ -167,10 +167,12 @@ def run_batch(items, as_json: bool, session, render, *, jobs: int = 1, steps=Non
             raise KeyboardInterrupt  # failed while stopping (its worker got the signal too): not reported
         if as_json:
             d = result.as_dict()
-            d["adapter"] = session.name
+            d["adapter"] = session.name if session is not None else None  # (None: no device made yet)
             typer.echo(json.dumps(d))
         elif not quiet:
-            if (adapter_line or verbose) and not state["header"]:
+            if (adapter_line or verbose) and not state["header"] and session is not None:
+                # (a split batch makes its device on demand: the line comes before the first
+                # result that used it; inputs made on the host before it need none)
                 state["header"] = True
                 typer.echo(f"adapter: {session.name}")
             render([result], session)

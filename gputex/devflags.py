@@ -46,6 +46,10 @@ variable                    what it overrides
                             :class:`gputex.upload_stage.HostSplit`).
 ``GPUTEX_SPAWN_FIRST``      ``1`` (default) or ``0``: a split batch asks for its worker processes
                             before its device thread starts (:func:`gputex.run._spawn_first`).
+``GPUTEX_SPLIT_DEVICE``     ``demand`` or ``start``: when a split batch with no adapter chosen makes
+                            its device (default ``demand``: when an input needs the GPU step or the
+                            work left outlasts :data:`gputex.run.DEVICE_AFTER`; ``start``: as it
+                            starts; :class:`gputex.run.DeviceOnDemand`).
 ``GPUTEX_GPU_GROUP``        decoded inputs one in-order step of ``upload -o`` takes together, their
                             read-backs in one map (default 8, :data:`gputex.batch.GPU_GROUP`;
                             ``1``: one input a step).
@@ -65,10 +69,12 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["FLAGS", "flag", "int_flag", "choice_flag", "SLOTS_AT"]
+__all__ = ["FLAGS", "flag", "int_flag", "choice_flag", "SLOTS_AT", "SPLIT_DEVICE"]
 
 #: ``GPUTEX_GPU_SLOTS_AT``'s values, the default first (why: :class:`gputex.upload_stage.HostSplit`).
 SLOTS_AT = ("ready", "start")
+#: ``GPUTEX_SPLIT_DEVICE``'s values, the default first (why: :class:`gputex.run.DeviceOnDemand`).
+SPLIT_DEVICE = ("demand", "start")
 
 #: Every developer override and one line on it (the table above says more).
 FLAGS = {
@@ -91,6 +97,7 @@ FLAGS = {
     "GPUTEX_GPU_SLOTS": "images the GPU step of a split upload -o batch takes at once",
     "GPUTEX_GPU_SLOTS_AT": "ready or start: when a split upload -o batch offers the GPU's slots",
     "GPUTEX_SPAWN_FIRST": "1 or 0: a split upload -o batch asks for its worker processes before the device thread starts (default 1)",
+    "GPUTEX_SPLIT_DEVICE": "demand or start: when a split upload -o batch with no adapter chosen makes its device",
     "GPUTEX_GPU_GROUP": "decoded inputs one in-order step of upload -o takes together (1: one a step)",
 }
 

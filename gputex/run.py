@@ -122,6 +122,72 @@ def _split_processes(jobs: int) -> int:
     return max(3, jobs - 1)
 
 
+#: Seconds of work a split batch estimates it has left (:class:`DeviceOnDemand`) beyond which it
+#: makes its device for the GPU to take chains, where no input needed it earlier. The device is
+#: ready ~0.55-0.8 s after it is asked for on the H200 host (1.3 s of the cores on lavapipe), and
+#: its thread takes a core meanwhile; past about twice that the chains it takes repay it.
+DEVICE_AFTER = 1.5
+
+
+def _demand(split: bool, session: Session | None, adapter: str | None, backend: str | None) -> bool:
+    """Whether a run makes its device on demand (:class:`DeviceOnDemand`): a split batch (the
+    decode workers make chains and write files), no device given, no adapter or backend chosen
+    (``--adapter``/``--backend`` or ``GPUTEX_ADAPTER``/``GPUTEX_BACKEND``: a device asked for is
+    made, and a bad choice fails the run at once), and ``GPUTEX_SPLIT_DEVICE`` not ``start``."""
+    import os
+
+    from .devflags import SPLIT_DEVICE, choice_flag
+
+    if not split or session is not None or adapter or backend:
+        return False
+    if os.environ.get("GPUTEX_ADAPTER", "").strip() or os.environ.get("GPUTEX_BACKEND", "").strip():
+        return False
+    return choice_flag("GPUTEX_SPLIT_DEVICE", SPLIT_DEVICE) == "demand"
+
+
+class DeviceOnDemand:
+    """A split batch's device made when it is wanted, not as the batch starts: when a decoded
+    input comes back for the GPU step (one the host engine does not serve), or when the work left
+    (inputs not finished x the mean worker seconds of those finished, over the processes) exceeds
+    :data:`DEVICE_AFTER` (:meth:`due`). Until then every chain and file is made by the decode
+    workers and results are reported as they come (their lines name no adapter). Why: on the H200
+    host the device was ready at 0.72-0.79 s, after the 48-image batch's codecs alone had finished,
+    so it took no chain, while its thread, the GPU step's imports and the rehearsal took ~0.8 s of
+    one core. Without it, same call, alternating (``benchmarks/batch_variants.py``,
+    ``benchmarks/results/split-device-h200-de0a98b.txt``): 48 x 2048² -> KTX2, ``--jobs 16``, median /
+    best 0.769 / 0.719 s (15 processes) and 0.755 / 0.741 s (16) against 0.912 / 0.848 s.
+    ``start()`` makes it (once) and returns its Future."""
+
+    def __init__(self, make: Callable[[], Any], processes: int):
+        self._make = make
+        self.processes = max(1, processes)
+        self.future: Any = None
+        self.busy = 0.0  # worker seconds of the inputs finished so far
+        self.finished = 0
+
+    def due(self, finished: Sequence[Result], left: int) -> bool:
+        """Whether the work left outlasts :data:`DEVICE_AFTER`; ``finished``: results of inputs
+        finished since the last call (their timings: the worker's decode, chain and write),
+        ``left``: inputs not finished."""
+        for r in finished:
+            self.busy += sum(r.timings.get(k, 0.0) for k in ("decode", "mips", "encode"))
+            self.finished += 1
+        if not self.finished:
+            return False
+        return left * self.busy / self.finished / self.processes > DEVICE_AFTER
+
+    def start(self, why: str = "") -> Any:
+        if self.future is None:
+            from .trace import enabled, mark
+
+            if enabled():
+                import time
+
+                mark("device-asked", time.time(), why=why)
+            self.future = self._make()
+        return self.future
+
+
 def stages(command: str, opts: Options, names=None) -> Stages:
     """The stages of ``capture`` (decode, upload + mips + capture, encode) or ``upload``
     (decode, upload + verify + capture, texture-file write)."""
@@ -298,11 +364,13 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         mark("startup", process_start())  # interpreter, imports, argument parsing
     n = worker_count(jobs, len(items), workers) if steps.encode is not None else 0
     split = steps.split is not None and n > 0 and steps.split.prepare(list(items), session)
+    demand = _demand(split, session, adapter, backend)
     if steps.processes is not None and workers is None:
         from .devflags import int_flag
 
         if int_flag("GPUTEX_WORKERS") is None:
-            n = min(n, (_split_processes if split else steps.processes)(jobs))
+            # on demand: a process a core (no device thread beside them, unless it is wanted)
+            n = min(n, max(1, jobs) if demand else (_split_processes if split else steps.processes)(jobs))
     held: list = [session]
     decode = steps.decode
     first_done = None
@@ -324,6 +392,27 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
             steps.split.opened(ready=session is not None)
         soon: list = [None]
 
+        def make_device(aside: bool = False):
+            """The device on its own thread (rehearsed there), the GPU's slots offered once it is
+            made; the GPU step's modules imported meanwhile (``aside``: on a thread of their
+            own, not holding up the loop that feeds the workers)."""
+            from .device import session_soon
+
+            warm = steps.warm([item.path for item in items], first_done.is_set if first_done else None
+                              ) if steps.warm is not None and items else None
+            soon[0] = session_soon(adapter, backend, warm=warm)
+            if split:  # the GPU's slots offered once it is made and rehearsed
+                soon[0].add_done_callback(steps.split.warmed)
+            if items and aside:
+                import threading
+
+                threading.Thread(target=preload, args=(steps.modules,), name="gputex-preload", daemon=True).start()
+            elif items:
+                preload(steps.modules)
+            return soon[0]
+
+        later = DeviceOnDemand(lambda: make_device(aside=True), n) if demand else None
+
         def begin():
             """Once the first decodes are submitted (so the workers start on them as soon as
             they exist, not once the main thread has also started the device and imported the
@@ -334,14 +423,13 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
             worker processes the first decodes did not ask for are asked for first
             (:func:`gputex.workers.start_processes`)."""
             start_processes(wait=split and _spawn_first())
-            if session is None:
-                from .device import session_soon
+            if later is not None:  # made when wanted (DeviceOnDemand)
+                from .device import resume_gc
 
-                warm = steps.warm([item.path for item in items], first_done.is_set if first_done else None
-                                  ) if steps.warm is not None and items else None
-                soon[0] = session_soon(adapter, backend, warm=warm)
-                if split:  # the GPU's slots offered once it is made and rehearsed
-                    soon[0].add_done_callback(steps.split.warmed)
+                resume_gc()  # (paused for a device's start-up that may never come)
+                return None
+            if session is None:
+                return make_device()
             if items:
                 preload(steps.modules)
             return soon[0]
@@ -354,7 +442,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         run_overlapped(list(items), jobs, decode, None, steps.encode,
                        lambda result: on_result(result, held[0]), start, stop=stop, gate=gate,
                        workers=None if workers is None else n,  # None: as it decides for its capped jobs
-                       any_order=split, begin=begin)
+                       any_order=split, begin=begin, later=later)
     if session is not None:  # the caller's device: the textures kept for reuse go
         from .texture import drop_pool
 

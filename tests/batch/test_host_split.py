@@ -333,21 +333,27 @@ def test_decoded_images_waiting_for_the_gpu_are_bounded(slot):
     assert seen["most"] <= (2 if slot else 3 + 1 + 1)  # the window, and the one in its GPU step
 
 
-def test_the_result_line_of_a_host_written_input(rng, tmp_path):
+@pytest.mark.parametrize("when", ["demand", "start"])
+def test_the_result_line_of_a_host_written_input(rng, tmp_path, when):
     """The text line of an input whose chain and file a decode worker made names no copies that
-    never happened (no write_texture/capture row pitches, no staging)."""
+    never happened (no write_texture/capture row pitches, no staging). With the device made on
+    demand (the default) no input needed it, so none was made and no adapter line comes; made at
+    the start (``GPUTEX_SPLIT_DEVICE=start``) the adapter line comes first."""
     import sys
 
     a = rng.integers(0, 256, (32, 32, 4), np.uint8)
     paths = [write(tmp_path / "in" / f"{n}.png", a) for n in ("p", "q", "r")]
-    env = dict(os.environ, GPUTEX_MIPS_ENGINE="cpu", PYTHONPATH=os.pathsep.join(
+    env = dict(os.environ, GPUTEX_MIPS_ENGINE="cpu", GPUTEX_SPLIT_DEVICE=when, PYTHONPATH=os.pathsep.join(
         [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), os.environ.get("PYTHONPATH", "")]))
+    env.pop("GPUTEX_ADAPTER", None)
+    env.pop("GPUTEX_BACKEND", None)
     r = subprocess.run([sys.executable, "-m", "gputex", "upload", *paths, "--mips", "-o", str(tmp_path / "out"),
                         "--jobs", "3", "--workers", "2"], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("adapter: ")
-    assert lines[1:] == [
+    if when == "start":
+        assert lines.pop(0).startswith("adapter: ")
+    assert lines == [
         f"{p}: rgba8unorm-srgb 32x32 (srgb), 4096 bytes; chain and file made on the host (the C engine in a decode "
         f"worker: no upload, no capture); not verified; 6 levels -> {tmp_path / 'out' / (n + '.ktx2')}"
         for p, n in zip(paths, ("p", "q", "r"))]
@@ -390,6 +396,7 @@ def test_slots_wait_for_the_runs_own_device(gpu, rng, tmp_path, monkeypatch, at)
     monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
     made, offers = _record_offers(monkeypatch)
     monkeypatch.setenv("GPUTEX_GPU_SLOTS_AT", at)
+    monkeypatch.setenv("GPUTEX_SPLIT_DEVICE", "start")  # (on demand: below)
     results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=3, workers=2)
     assert [r.error for r in results] == [None] * 4
     assert _hashes(tmp_path / "out") == _hashes(tmp_path / "shader")
@@ -420,6 +427,7 @@ def test_slots_offered_to_the_running_batch_once_its_device_is_ready(gpu, rng, t
     real_gpu_slots = workers.gpu_slots
     monkeypatch.setattr(workers, "gpu_slots", lambda: seen.append(real_gpu_slots()) or seen[-1])
     made, offers = _record_offers(monkeypatch, ready)
+    monkeypatch.setenv("GPUTEX_SPLIT_DEVICE", "start")
     results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=3, workers=2)
     assert [r.error for r in results] == [None] * 6
     assert _hashes(tmp_path / "out") == _hashes(tmp_path / "shader")
@@ -437,6 +445,7 @@ def test_no_slots_where_the_runs_device_fails(rng, tmp_path, monkeypatch):
     failed: Future = Future()
     failed.set_exception(NoAdapterError("no GPU adapter matching 'nothing'"))
     made, offers = _record_offers(monkeypatch, failed)
+    monkeypatch.setenv("GPUTEX_SPLIT_DEVICE", "start")
     paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (32, 32, 4), np.uint8)) for n in "abcd"]
     out = tmp_path / "out"
     with pytest.raises(NoAdapterError, match="no GPU adapter matching 'nothing'"):
@@ -477,8 +486,142 @@ def test_a_split_batch_asks_for_its_workers_before_its_device(rng, tmp_path, mon
     monkeypatch.setattr(device, "session_soon", soon)
     if value is not None:
         monkeypatch.setenv("GPUTEX_SPAWN_FIRST", value)
+    monkeypatch.setenv("GPUTEX_SPLIT_DEVICE", "start")
     paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (32, 48, 4), np.uint8)) for n in "abcd"]
     results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=3, workers=2)
     assert [r.error for r in results] == [None] * 4
     assert order == [("workers", wait), ("device", None)]
     assert sorted(os.listdir(tmp_path / "out")) == [f"{n}.ktx2" for n in "abcd"]
+
+
+def _no_chosen_adapter(monkeypatch):
+    monkeypatch.delenv("GPUTEX_ADAPTER", raising=False)
+    monkeypatch.delenv("GPUTEX_BACKEND", raising=False)
+    monkeypatch.delenv("GPUTEX_SPLIT_DEVICE", raising=False)
+
+
+def test_on_demand_no_device_where_no_input_needs_it(gpu, rng, tmp_path, monkeypatch):
+    """``GPUTEX_SPLIT_DEVICE=demand`` (the default), no adapter chosen: a split batch whose every
+    input the C engine serves (8-bit) makes no device at all; the run returns no session, every
+    result is the host's, and the files are the GPU path's byte for byte."""
+    a = [rng.integers(0, 256, (40, 56, 4), np.uint8) for _ in range(4)]
+    a[1][..., 3] = rng.choice([0, 9, 255], (40, 56))
+    paths = [write(tmp_path / "in" / f"{n}.png", x) for n, x in zip("abcd", a)]
+    shader = _upload(gpu, monkeypatch, paths, tmp_path / "shader", "ktx2", "shader")
+    assert [r.error for r in shader] == [None] * 4
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
+    _no_chosen_adapter(monkeypatch)
+    made, offers = _record_offers(monkeypatch)
+    results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=3, workers=2)
+    assert [r.error for r in results] == [None] * 4
+    assert [r.mips_engine for r in results] == ["host"] * 4
+    assert made == [] and offers == []
+    assert _hashes(tmp_path / "out") == _hashes(tmp_path / "shader")
+
+
+def test_on_demand_the_device_comes_for_an_input_that_needs_it(gpu, rng, tmp_path, monkeypatch):
+    """An input the host engine does not serve before a device is there (16-bit: its format
+    depends on the device's 16-bit norm formats) makes the batch ask for its device then, once;
+    that input's GPU step runs on it and every file is the GPU path's."""
+    paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (24, 36, 4), np.uint8)) for n in "abc"]
+    paths.append(write(tmp_path / "in" / "d.png", rng.integers(0, 65536, (20, 30, 4), np.uint16)))
+    shader = _upload(gpu, monkeypatch, paths, tmp_path / "shader", "ktx2", "shader")
+    assert [r.error for r in shader] == [None] * 4
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
+    _no_chosen_adapter(monkeypatch)
+    made, offers = _record_offers(monkeypatch)
+    results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=3, workers=2)
+    assert [r.error for r in results] == [None] * 4
+    assert len(made) == 1
+    assert results[3].upload_path is not None  # uploaded: the GPU step took it
+    assert _hashes(tmp_path / "out") == _hashes(tmp_path / "shader")
+
+
+def test_on_demand_the_device_comes_for_a_long_batch(gpu, rng, tmp_path, monkeypatch):
+    """The work left outlasting :data:`gputex.run.DEVICE_AFTER` (here 0 s: any) makes the batch ask
+    for its device while its workers go on; the GPU's slots are offered once it is ready, and
+    the files are the GPU path's whichever way each input went."""
+    from gputex import run as run_mod
+
+    paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (32, 40, 4), np.uint8)) for n in "abcdefgh"]
+    shader = _upload(gpu, monkeypatch, paths, tmp_path / "shader", "ktx2", "shader")
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
+    _no_chosen_adapter(monkeypatch)
+    monkeypatch.setattr(run_mod, "DEVICE_AFTER", 0.0)
+    made, offers = _record_offers(monkeypatch)
+    results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=3, workers=2)
+    assert [r.error for r in results] == [None] * 8 and [r.error for r in shader] == [None] * 8
+    assert len(made) == 1
+    made[0].result(timeout=60)
+    assert _hashes(tmp_path / "out") == _hashes(tmp_path / "shader")
+
+
+def test_on_demand_a_device_that_fails_leaves_only_reported_files(rng, tmp_path, monkeypatch):
+    """The device asked for on demand cannot be made: the run fails with its error; the files of
+    inputs already reported stay (each was whole when reported), no other file is left."""
+    from concurrent.futures import Future
+
+    from gputex.errors import NoAdapterError
+
+    failed: Future = Future()
+    failed.set_exception(NoAdapterError("no GPU adapter found"))
+    _no_chosen_adapter(monkeypatch)
+    made, offers = _record_offers(monkeypatch, failed)
+    paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (24, 24, 4), np.uint8)) for n in "abc"]
+    paths.append(write(tmp_path / "in" / "d.png", rng.integers(0, 65536, (20, 20, 4), np.uint16)))
+    paths.append(write(tmp_path / "in" / "e.png", rng.integers(0, 256, (24, 24, 4), np.uint8)))
+    out = tmp_path / "out"
+    from gputex.batch import expand_inputs
+    from gputex.outputs import texture_names
+    from gputex.run import run, stages
+
+    opts = Options(mips=True, out=str(out))
+    names, _ = texture_names(opts.out, paths)
+    reported: list = []
+    with pytest.raises(NoAdapterError, match="no GPU adapter found"):
+        run(expand_inputs(paths), stages("upload", opts, names), on_result=lambda r, s: reported.append(r),
+            jobs=3, workers=2)
+    assert made == [failed] and offers == []
+    assert all(r.ok for r in reported) and "d.png" not in {os.path.basename(r.source) for r in reported}
+    left = sorted(os.listdir(out)) if out.exists() else []
+    assert left == sorted(os.path.basename(p) for r in reported for p in r.outputs)
+
+
+@pytest.mark.parametrize("adapter,env", [("llvmpipe", {}), (None, {"GPUTEX_ADAPTER": "x"}),
+                                         (None, {"GPUTEX_BACKEND": "vulkan"}), (None, {"GPUTEX_SPLIT_DEVICE": "start"})])
+def test_a_chosen_adapter_is_made_at_the_start(monkeypatch, adapter, env):
+    """An adapter or backend chosen (the option or its variable), or ``GPUTEX_SPLIT_DEVICE=start``:
+    the device is made as the batch starts (a bad choice fails the run at once), not on demand."""
+    from gputex.run import _demand
+
+    _no_chosen_adapter(monkeypatch)
+    assert _demand(True, None, None, None) is True
+    assert _demand(False, None, None, None) is False  # no split
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert _demand(True, None, adapter, None) is False
+
+
+def test_the_work_left_against_device_after():
+    """``DeviceOnDemand.due``: inputs left x the mean worker seconds of those finished / processes,
+    against :data:`gputex.run.DEVICE_AFTER` (strictly more); nothing finished: not due."""
+    from types import SimpleNamespace
+
+    from gputex.run import DEVICE_AFTER, DeviceOnDemand
+
+    later = DeviceOnDemand(lambda: None, processes=4)
+    assert later.due([], 1000) is False
+    r = SimpleNamespace(timings={"decode": 0.06, "mips": 0.03, "encode": 0.01, "gpu": 5.0})  # 0.1 s of the worker
+    assert later.due([r, r], left=round(DEVICE_AFTER * 4 / 0.1)) is False  # exactly DEVICE_AFTER left
+    assert later.due([], left=round(DEVICE_AFTER * 4 / 0.1) + 1) is True
+    assert DeviceOnDemand(lambda: None, processes=0).processes == 1
+
+
+def test_a_bad_split_device_flag_is_a_usage_error(tmp_path):
+    import sys
+
+    env = dict(os.environ, GPUTEX_SPLIT_DEVICE="later")
+    r = subprocess.run([sys.executable, "-m", "gputex", "upload", str(tmp_path / "x.png"), "--mips", "-o",
+                        str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=120)
+    assert (r.returncode, r.stderr) == (2, "gputex: GPUTEX_SPLIT_DEVICE must be demand or start, got 'later'\n")
+    assert not (tmp_path / "out").exists()
