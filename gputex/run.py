@@ -129,11 +129,15 @@ def _split_processes(jobs: int) -> int:
 DEVICE_AFTER = 1.5
 
 
-def _demand(split: bool, session: Session | None, adapter: str | None, backend: str | None) -> bool:
+def _demand(split: bool, session: Session | None, adapter: str | None, backend: str | None,
+            paths: Sequence[Any] = ()) -> bool:
     """Whether a run makes its device on demand (:class:`DeviceOnDemand`): a split batch (the
     decode workers make chains and write files), no device given, no adapter or backend chosen
     (``--adapter``/``--backend`` or ``GPUTEX_ADAPTER``/``GPUTEX_BACKEND``: a device asked for is
-    made, and a bad choice fails the run at once), and ``GPUTEX_SPLIT_DEVICE`` not ``start``."""
+    made, and a bad choice fails the run at once), ``GPUTEX_SPLIT_DEVICE`` not ``start``, and no
+    PNG among the first :data:`REHEARSE_INPUTS` of ``paths`` (their headers read) that the host
+    engine would not take before a device is there (16-bit data, more than
+    :data:`gputex.mips.cpu.MAX_TEXELS` texels): such a batch wants its device at once."""
     import os
 
     from .devflags import SPLIT_DEVICE, choice_flag
@@ -142,7 +146,16 @@ def _demand(split: bool, session: Session | None, adapter: str | None, backend: 
         return False
     if os.environ.get("GPUTEX_ADAPTER", "").strip() or os.environ.get("GPUTEX_BACKEND", "").strip():
         return False
-    return choice_flag("GPUTEX_SPLIT_DEVICE", SPLIT_DEVICE) == "demand"
+    if choice_flag("GPUTEX_SPLIT_DEVICE", SPLIT_DEVICE) != "demand":
+        return False
+    from .mips.cpu import MAX_TEXELS
+    from .warmup import png_shape
+
+    for path in paths[:REHEARSE_INPUTS]:
+        shape = png_shape(path) if isinstance(path, str) else None
+        if shape is not None and (shape[3] != 8 or shape[0] * shape[1] > MAX_TEXELS):
+            return False
+    return True
 
 
 class DeviceOnDemand:
@@ -364,7 +377,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
         mark("startup", process_start())  # interpreter, imports, argument parsing
     n = worker_count(jobs, len(items), workers) if steps.encode is not None else 0
     split = steps.split is not None and n > 0 and steps.split.prepare(list(items), session)
-    demand = _demand(split, session, adapter, backend)
+    demand = _demand(split, session, adapter, backend, [item.path for item in items])
     if steps.processes is not None and workers is None:
         from .devflags import int_flag
 

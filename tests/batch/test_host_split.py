@@ -521,19 +521,25 @@ def test_on_demand_no_device_where_no_input_needs_it(gpu, rng, tmp_path, monkeyp
 
 def test_on_demand_the_device_comes_for_an_input_that_needs_it(gpu, rng, tmp_path, monkeypatch):
     """An input the host engine does not serve before a device is there (16-bit: its format
-    depends on the device's 16-bit norm formats) makes the batch ask for its device then, once;
-    that input's GPU step runs on it and every file is the GPU path's."""
-    paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (24, 36, 4), np.uint8)) for n in "abc"]
-    paths.append(write(tmp_path / "in" / "d.png", rng.integers(0, 65536, (20, 30, 4), np.uint16)))
+    depends on the device's 16-bit norm formats), after the first inputs whose headers the run
+    reads, makes the batch ask for its device then, once; that input's GPU step runs on it and
+    every file is the GPU path's. Among the first inputs, it has the device made at the start."""
+    from gputex.run import REHEARSE_INPUTS, _demand
+
+    paths = [write(tmp_path / "in" / f"{n:02}.png", rng.integers(0, 256, (12, 20, 4), np.uint8))
+             for n in range(REHEARSE_INPUTS)]
+    paths.append(write(tmp_path / "in" / "zz.png", rng.integers(0, 65536, (20, 30, 4), np.uint16)))
     shader = _upload(gpu, monkeypatch, paths, tmp_path / "shader", "ktx2", "shader")
-    assert [r.error for r in shader] == [None] * 4
+    assert [r.error for r in shader] == [None] * len(paths)
     monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
     _no_chosen_adapter(monkeypatch)
+    assert _demand(True, None, None, None, paths) is True
+    assert _demand(True, None, None, None, paths[-1:] + paths[:-1]) is False
     made, offers = _record_offers(monkeypatch)
     results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=3, workers=2)
-    assert [r.error for r in results] == [None] * 4
+    assert [r.error for r in results] == [None] * len(paths)
     assert len(made) == 1
-    assert results[3].upload_path is not None  # uploaded: the GPU step took it
+    assert results[-1].upload_path is not None  # uploaded: the GPU step took it
     assert _hashes(tmp_path / "out") == _hashes(tmp_path / "shader")
 
 
@@ -570,6 +576,7 @@ def test_on_demand_a_device_that_fails_leaves_only_reported_files(rng, tmp_path,
     paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (24, 24, 4), np.uint8)) for n in "abc"]
     paths.append(write(tmp_path / "in" / "d.png", rng.integers(0, 65536, (20, 20, 4), np.uint16)))
     paths.append(write(tmp_path / "in" / "e.png", rng.integers(0, 256, (24, 24, 4), np.uint8)))
+    monkeypatch.setattr("gputex.run.REHEARSE_INPUTS", 0)  # (no header read: the 16-bit input wants it on demand)
     out = tmp_path / "out"
     from gputex.batch import expand_inputs
     from gputex.outputs import texture_names
