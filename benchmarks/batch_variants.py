@@ -4,7 +4,11 @@ run traced (``OUT/traces/NAME-ROUND.jsonl``), with the codecs alone each round a
 (16 at a time) twice in the same run; prints every time, the median and best, the best's ratio to
 ktx and to the codecs alone, and whether each configuration wrote the same files as the first.
 
-    python3 benchmarks/batch_variants.py OUT ROUNDS NAME=ENV ...
+    python3 benchmarks/batch_variants.py [--jobs 16] [--count 48] [--size 2048] OUT ROUNDS NAME=ENV ...
+
+``--jobs``, ``--count``, ``--size``: the batch's ``--jobs`` (also the codecs alone's and ``ktx
+create``'s processes at a time), its number of images and their size (every sixth odd-sized),
+e.g. ``--jobs 2 --count 16`` on the 2-core machine.
 
 ENV: ``K:V;K:V`` (``-`` for none; ``TREE:PATH`` runs another checkout), e.g.
 ``ready=- start=GPUTEX_GPU_SLOTS_AT:start w15=GPUTEX_WORKERS:15``.
@@ -30,9 +34,15 @@ from peer_ktx import (  # noqa: E402
 
 
 def main():
-    out, rounds = sys.argv[1], int(sys.argv[2])
+    args = sys.argv[1:]
+    opt = {"--jobs": 16, "--count": 48, "--size": 2048}
+    while args and args[0] in opt:
+        opt[args[0]] = int(args[1])
+        args = args[2:]
+    jobs, count, size = opt["--jobs"], opt["--count"], opt["--size"]
+    out, rounds = args[0], int(args[1])
     configs = {}
-    for a in sys.argv[3:]:
+    for a in args[2:]:
         name, _, env = a.partition("=")
         configs[name] = {} if env in ("", "-") else dict(kv.split(":", 1) for kv in env.split(";"))
     os.makedirs(out + "/traces", exist_ok=True)
@@ -40,7 +50,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="gputex-variants-")
     try:
         os.makedirs(tmp + "/batch")
-        paths = make_corpus(tmp + "/batch", 48, 2048, 16)
+        paths = make_corpus(tmp + "/batch", count, size, jobs)
         times = {n: [] for n in configs}
         times["codecs"] = []
         digests = {}
@@ -54,7 +64,7 @@ def main():
                 e["PYTHONPATH"] = os.path.abspath(root) + os.pathsep + e.get("PYTHONPATH", "")
                 e.update({k: v for k, v in env.items() if k != "TREE"})
                 e["GPUTEX_TRACE"] = f"{out}/traces/{name}-{r}.jsonl"
-                t = timed(batch_command(paths, o, "ktx2", 16), env=e, cwd=tmp)
+                t = timed(batch_command(paths, o, "ktx2", jobs), env=e, cwd=tmp)
                 times[name].append(t)
                 if r == 0:
                     digests[name] = {n: hashlib.sha256(open(os.path.join(o, n), "rb").read()).hexdigest() for n in os.listdir(o)}
@@ -62,7 +72,7 @@ def main():
             c = tmp + "/codecs"
             shutil.rmtree(c, ignore_errors=True)
             os.makedirs(c)
-            times["codecs"].append(codecs_alone(paths, c, 16))
+            times["codecs"].append(codecs_alone(paths, c, jobs))
             print(f"round {r} codecs alone: {times['codecs'][-1]:.3f} s", flush=True)
         ktx = find_ktx(os.path.join(ROOT, ".gpu", "peer", "ktx") if os.path.exists(os.path.join(ROOT, ".gpu")) else None)
         kt = []
@@ -70,7 +80,7 @@ def main():
             for r in range(2):
                 k = os.path.join(tmp, f"k{r}")
                 os.makedirs(k)
-                kt.append(ktx_batch(ktx, paths, k, 16))
+                kt.append(ktx_batch(ktx, paths, k, jobs))
         first = next(iter(digests.values()))
         print("\nconfig        runs (s)                     median (upper)  best   ktx/best  best/codecs  same files as first")
         best_c = min(times["codecs"])
@@ -80,7 +90,7 @@ def main():
             ratio = min(kt) / min(ts) if kt else float("nan")
             extra = "" if n == "codecs" else f"  {ratio:6.2f}    {best_c / min(ts):6.2f}      {digests.get(n) == first}"
             print(f"{n:12s} {' '.join(f'{t:.3f}' for t in ts):28s} {med:.3f} {min(ts):.3f}{extra}")
-        print(f"ktx create, 16 at a time: {' '.join(f'{t:.2f}' for t in kt)}")
+        print(f"ktx create, {jobs} at a time: {' '.join(f'{t:.2f}' for t in kt)}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     json.dump({"times": times, "ktx": kt}, open(out + "/alt.json", "w"))

@@ -156,8 +156,9 @@ JobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, metavar="N", 
                             "N encoding processes.")
 UploadJobsOpt = typer.Option(os.cpu_count() or 1, "--jobs", "-j", min=1, metavar="N", show_default="the cores",
                              help="Decode workers: threads for 1-2 jobs or one input, else N/2 (at least 3) "
-                                  "decoding processes (3N/4 where they may write mipped files "
-                                  "themselves); with -o, N threads write the files.")
+                                  "decoding processes (with --mips -o DIR, where they may write mipped "
+                                  "files themselves: N, or N-1 when a device is made at the start); "
+                                  "with -o, N threads write the files.")
 ThreadsOpt = typer.Option(None, "--threads", min=1, metavar="N",
                           help="Cap every pool (codecs, copies, PNG deflate, lavapipe) at N threads; --jobs is "
                                "held to it.")

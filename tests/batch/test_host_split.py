@@ -632,3 +632,27 @@ def test_a_bad_split_device_flag_is_a_usage_error(tmp_path):
                         str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=120)
     assert (r.returncode, r.stderr) == (2, "gputex: GPUTEX_SPLIT_DEVICE must be demand or start, got 'later'\n")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("when,processes", [("demand", 4), ("start", 3)])
+def test_processes_of_a_split_batch(rng, tmp_path, monkeypatch, when, processes):
+    """``--jobs 4``, four inputs: a split batch making its device on demand decodes in 4 processes
+    (a core each: no device thread beside them unless wanted); with the device made at the start,
+    in 3 (``--jobs`` less one, at least 3: one core for the device and the GPU step)."""
+    from gputex import workers
+
+    seen: list = []
+    real = workers.codec_workers
+
+    def record(n, *args, **kwargs):
+        seen.append(n)
+        return real(n, *args, **kwargs)
+
+    monkeypatch.setattr(workers, "codec_workers", record)
+    _no_chosen_adapter(monkeypatch)
+    monkeypatch.delenv("GPUTEX_WORKERS", raising=False)
+    monkeypatch.setenv("GPUTEX_SPLIT_DEVICE", when)
+    paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (16, 24, 4), np.uint8)) for n in "abcd"]
+    results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=4)
+    assert [r.error for r in results] == [None] * 4
+    assert seen[0] == processes

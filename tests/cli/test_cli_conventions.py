@@ -99,14 +99,17 @@ def test_jobs_help_says_threads_then_processes():
     text = " ".join(run("capture", "--help", terminal_width=80).stdout.split())
     assert "threads for 1-2 jobs or one input, else N decoding and N encoding processes" in text
     assert ("-j, --jobs N Decode workers: threads for 1-2 jobs or one input, else N/2 (at least 3) decoding "
-            "processes (3N/4 where they may write mipped files themselves); with -o, N threads write the "
-            "files.") in " ".join(
+            "processes (with --mips -o DIR, where they may write mipped files themselves: N, or N-1 when a "
+            "device is made at the start); with -o, N threads write the files.") in " ".join(
         run("upload", "--help", terminal_width=80).stdout.split())
     from gputex.pipeline import Options
     from gputex.run import stages
 
     processes = stages("upload", Options(out="out"), None).processes  # what the help says
     assert processes is not None and [processes(j) for j in (3, 4, 5, 16)] == [3, 3, 3, 8]
+    from gputex.run import _split_processes
+
+    assert [_split_processes(j) for j in (3, 4, 5, 16)] == [3, 3, 4, 15]  # N-1, at least 3
     os.environ.pop("GPUTEX_WORKERS", None)
     assert worker_count(2, 10) == 0 and worker_count(3, 1) == 0 and worker_count(3, 10) == 3
 
