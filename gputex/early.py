@@ -72,7 +72,8 @@ def looks_like_batch(argv: list[str], cpus: int | None = None) -> bool:
     """Whether the command line (without the program name) looks like a batch that starts codec
     worker processes: ``upload ... -o`` or ``capture``, with several inputs before the first
     option, or a glob, a folder or an ``@list``; workers on (``--workers``, ``GPUTEX_WORKERS``,
-    else at least 3 ``--jobs``, by default the cores; not under 6 ``--threads``). A cheap guess
+    else at least 3 ``--jobs``, by default the cores, or 2 for ``upload --mips``; not under 6
+    ``--threads``). A cheap guess
     on the raw words: a wrong one costs an idle process, never a different result."""
     if argv[:1] not in (["upload"], ["capture"]) or {"--help", "-h"} & set(argv):
         return False
@@ -101,7 +102,10 @@ def looks_like_batch(argv: list[str], cpus: int | None = None) -> bool:
     if threads is not None and threads < 6:
         return False  # codecs in threads (gputex.caps.cap_jobs)
     jobs = _int_after(args, ("--jobs", "-j"))
-    return (jobs if jobs is not None else (cpus or os.cpu_count() or 1)) >= 3
+    jobs = jobs if jobs is not None else (cpus or os.cpu_count() or 1)
+    # (``upload --mips -o DIR`` at 2 jobs: two decode processes where the split makes its device
+    # on demand, :func:`gputex.run.run`)
+    return jobs >= 3 or jobs == 2 and argv[0] == "upload" and "--mips" in args
 
 
 def started() -> bool:

@@ -158,6 +158,20 @@ def _demand(split: bool, session: Session | None, adapter: str | None, backend: 
     return True
 
 
+def _two_on_demand(steps: Stages, jobs: int, inputs: int, workers: int | None) -> bool:
+    """Whether a 2-job batch that may split (``upload --mips -o DIR``) tries two decode processes:
+    kept where the split makes its device on demand. A 2-job batch otherwise decodes in threads
+    beside its device (:func:`gputex.caps.worker_count`); without a device the two processes
+    have the two cores to themselves. 2-core lavapipe machine, 16 x 2048² -> KTX2 (every sixth
+    1537x1999), alternating (``benchmarks/batch_variants.py --jobs 2 --count 16``,
+    ``benchmarks/results/split-device-lavapipe.txt``): 0.77-0.90 s against 1.00-1.32 s."""
+    if steps.split is None or steps.encode is None or jobs != 2 or inputs < 2 or workers is not None:
+        return False
+    from .devflags import int_flag
+
+    return int_flag("GPUTEX_WORKERS") is None
+
+
 class DeviceOnDemand:
     """A split batch's device made when it is wanted, not as the batch starts: when a decoded
     input comes back for the GPU step (one the host engine does not serve), or when the work left
@@ -376,8 +390,15 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
     if enabled():
         mark("startup", process_start())  # interpreter, imports, argument parsing
     n = worker_count(jobs, len(items), workers) if steps.encode is not None else 0
+    two = n == 0 and _two_on_demand(steps, jobs, len(items), workers)
+    if two:  # (kept only where the split makes its device on demand)
+        n = 2
     split = steps.split is not None and n > 0 and steps.split.prepare(list(items), session)
     demand = _demand(split, session, adapter, backend, [item.path for item in items])
+    if two and not demand:  # threads, and the device at the start, as for any 2-job batch
+        n = 0
+        if split:
+            steps.split.on = split = False
     if steps.processes is not None and workers is None:
         from .devflags import int_flag
 

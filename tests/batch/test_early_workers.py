@@ -88,6 +88,10 @@ def _inputs(rng, folder) -> list[str]:
     (["info", "a.png", "b.png"], 16, {}, False),
     (["capture", "a.png", "b.png", "-o", "out"], 2, {}, False),  # 2 jobs by default: codecs in threads
     (["capture", "a.png", "b.png", "-o", "out", "--jobs", "2"], 16, {}, False),
+    (["upload", "a.png", "b.png", "--mips", "-o", "out"], 2, {}, True),  # the split's 2 processes (on demand)
+    (["upload", "a.png", "b.png", "--mips", "-o", "out", "-j2"], 16, {}, True),
+    (["upload", "a.png", "b.png", "-o", "out", "--jobs", "2"], 16, {}, False),  # no --mips: no split
+    (["upload", "a.png", "b.png", "--mips", "-o", "out", "--jobs", "1"], 16, {}, False),
     (["capture", "a.png", "b.png", "-o", "out", "-j2"], 16, {}, False),
     (["capture", "a.png", "b.png", "-o", "out", "--jobs=3"], 2, {}, True),
     (["capture", "a.png", "b.png", "-o", "out", "--workers", "0"], 16, {}, False),

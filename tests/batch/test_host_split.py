@@ -634,11 +634,12 @@ def test_a_bad_split_device_flag_is_a_usage_error(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("when,processes", [("demand", 4), ("start", 3)])
-def test_processes_of_a_split_batch(rng, tmp_path, monkeypatch, when, processes):
+@pytest.mark.parametrize("when,jobs,processes", [("demand", 4, 4), ("start", 4, 3), ("demand", 2, 2), ("start", 2, 0)])
+def test_processes_of_a_split_batch(rng, tmp_path, monkeypatch, when, jobs, processes):
     """``--jobs 4``, four inputs: a split batch making its device on demand decodes in 4 processes
     (a core each: no device thread beside them unless wanted); with the device made at the start,
-    in 3 (``--jobs`` less one, at least 3: one core for the device and the GPU step)."""
+    in 3 (``--jobs`` less one, at least 3: one core for the device and the GPU step). ``--jobs 2``:
+    two processes on demand; threads (no process) with the device at the start, as any 2-job batch."""
     from gputex import workers
 
     seen: list = []
@@ -653,6 +654,6 @@ def test_processes_of_a_split_batch(rng, tmp_path, monkeypatch, when, processes)
     monkeypatch.delenv("GPUTEX_WORKERS", raising=False)
     monkeypatch.setenv("GPUTEX_SPLIT_DEVICE", when)
     paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (16, 24, 4), np.uint8)) for n in "abcd"]
-    results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=4)
+    results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=jobs)
     assert [r.error for r in results] == [None] * 4
     assert seen[0] == processes
