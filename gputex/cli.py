@@ -461,14 +461,19 @@ def _prestart(command: str) -> bool:
     thread's Python (wgpu's import and C types, 0.24 s of CPU on the H200 host) held the GIL
     while the main thread was on its way to the workers' first decodes; the batch's device is
     made once they are asked for, ``run.run``'s ``begin``. ``capture`` batches keep it: not
-    measured for them)."""
+    measured for them), nor for an ``upload`` whose files the host engine likely makes with no
+    device (:func:`gputex.early.host_likely`)."""
     from .devflags import flag
     from .early import started
 
     value = flag("GPUTEX_PRESTART")
     if value is not None and value not in ("0", "1"):
         raise UsageError(f"GPUTEX_PRESTART must be 0 or 1, got {value!r}")
-    return value == "1" if value is not None else not (command == "upload" and started())
+    if value is not None:
+        return value == "1"
+    from .early import host_likely
+
+    return not (command == "upload" and (started() or host_likely(sys.argv[1:])))
 
 
 def main() -> None:

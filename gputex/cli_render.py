@@ -19,7 +19,7 @@ def render_upload(results, session) -> None:
         if not (r.ok or r.layout):
             continue
         lay = r.layout
-        copies = ("chain and file made on the host (the C engine in a decode worker: no upload, no capture); "
+        copies = ("chain and file made on the host (the C engine: no upload, no capture); "
                   if r.upload_path is None and r.mips_engine == "host" else
                   f"write_texture bytes_per_row {lay['bytes_per_row']}; capture bytes_per_row "
                   f"{lay['padded_bytes_per_row']} (+{lay['padding_per_row']} padding per row), staging "

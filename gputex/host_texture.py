@@ -41,6 +41,10 @@ class HostPlan:
     zstd: int | None
     always: bool  # GPUTEX_MIPS_ENGINE=cpu: every image it serves is made here, no GPU slot asked
     norm16: bool  # the device stores 16-bit data as *16unorm (unknown yet: 16-bit images go to the GPU)
+    #: Made in the process that decodes (no decode workers: one input, or ``--workers 0``), its
+    #: chain's rows over ``threads`` threads (:func:`gputex.workers.decode_or_write`).
+    inline: bool = False
+    threads: int = 1
 
 
 @dataclass
@@ -88,8 +92,8 @@ def plan_texture(image: Image, plan: HostPlan) -> tuple[Format, str, int] | None
 
 
 def write_host_texture(image: Image, plan: HostPlan, texture: tuple[Format, str, int]) -> HostWritten:
-    """Level 0 converted as the upload would, levels 1.. by the C engine on this thread, and the
-    texture file written (atomically) to ``plan.out``."""
+    """Level 0 converted as the upload would, levels 1.. by the C engine (on this thread, or over
+    ``plan.threads``), and the texture file written (atomically) to ``plan.out``."""
     import numpy as np
 
     from .convert import to_texture_rows
@@ -104,7 +108,8 @@ def write_host_texture(image: Image, plan: HostPlan, texture: tuple[Format, str,
     with span("mips:host-chain", path=plan.out):
         rows = to_texture_rows(pixels, space, fmt, premultiply=plan.premultiply)
         with _engine_span():  # the C engine alone (the span around it adds the conversion)
-            chain = host_chain(rows, fmt.channels, fmt.bits, space == "srgb", plan.weighted, levels, nthreads=1)
+            chain = host_chain(rows, fmt.channels, fmt.bits, space == "srgb", plan.weighted, levels,
+                               nthreads=plan.threads)
     t1 = time.perf_counter()
     data: list[Any] = [np.ascontiguousarray(a).view(np.uint8).reshape(-1).data for a in [rows, *chain]]
     tf = TextureFile(fmt, image.width, image.height, levels=data, color_space=space, source=image.source)

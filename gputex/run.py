@@ -185,9 +185,10 @@ class DeviceOnDemand:
     best 0.769 / 0.719 s (15 processes) and 0.755 / 0.741 s (16) against 0.912 / 0.848 s.
     ``start()`` makes it (once) and returns its Future."""
 
-    def __init__(self, make: Callable[[], Any], processes: int):
+    def __init__(self, make: Callable[[], Any], processes: int, long: bool = True):
         self._make = make
         self.processes = max(1, processes)
+        self.long = long  # whether the work left may ask for it (not where no decode workers hold GPU slots)
         self.future: Any = None
         self.busy = 0.0  # worker seconds of the inputs finished so far
         self.finished = 0
@@ -199,7 +200,7 @@ class DeviceOnDemand:
         for r in finished:
             self.busy += sum(r.timings.get(k, 0.0) for k in ("decode", "mips", "encode"))
             self.finished += 1
-        if not self.finished:
+        if not self.finished or not self.long:
             return False
         return left * self.busy / self.finished / self.processes > DEVICE_AFTER
 
@@ -393,9 +394,10 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
     two = n == 0 and _two_on_demand(steps, jobs, len(items), workers)
     if two:  # (kept only where the split makes its device on demand)
         n = 2
-    split = steps.split is not None and n > 0 and steps.split.prepare(list(items), session)
+    inline = n == 0 and steps.split is not None and bool(items)  # (kept only on demand, too)
+    split = steps.split is not None and (n > 0 or inline) and steps.split.prepare(list(items), session, inline)
     demand = _demand(split, session, adapter, backend, [item.path for item in items])
-    if two and not demand:  # threads, and the device at the start, as for any 2-job batch
+    if (two or inline) and not demand:  # threads, and the device at the start, as before
         n = 0
         if split:
             steps.split.on = split = False
@@ -445,7 +447,8 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
                 preload(steps.modules)
             return soon[0]
 
-        later = DeviceOnDemand(lambda: make_device(aside=True), n) if demand else None
+        # (inline: the GPU takes only inputs the engine does not serve: no slots, no work-left trigger)
+        later = DeviceOnDemand(lambda: make_device(aside=True), n, long=not inline) if demand else None
 
         def begin():
             """Once the first decodes are submitted (so the workers start on them as soon as

@@ -43,9 +43,13 @@ class HostSplit:
     the 8 images decoded first took the slots at 0.28-0.45 s and waited for a device ready at
     0.70 s, whose first two steps then carried the self-checks and pipelines (0.16 s, 0.07 s):
     the GPU finished last (1.09 s) while the 12 workers' own 39 images were done at 0.81-0.99 s.
-    Off (:meth:`prepare` returns False) for
-    ``GPUTEX_MIPS_ENGINE=shader``, ``--verify``, transforms, BC formats, a single output file, and
-    inputs whose output stems repeat (their names depend on the order of the steps)."""
+    Without decode workers (one input, ``--workers 0``) and with the device made on demand
+    (:class:`gputex.run.DeviceOnDemand`), the split is *inline*: the thread that decodes an input
+    makes its chain (over the cores) and writes its file, a single output file too, and the GPU
+    is used only for inputs the engine does not serve. Off (:meth:`prepare` returns False) for
+    ``GPUTEX_MIPS_ENGINE=shader``, ``--verify``, transforms, BC formats, a single output file
+    (unless inline), and inputs whose output stems repeat (their names depend on the order of
+    the steps)."""
 
     def __init__(self, opts: Options, names: OutputNames | None):
         import threading
@@ -62,13 +66,16 @@ class HostSplit:
         slots = int_flag("GPUTEX_GPU_SLOTS")
         self.slots = GPU_SLOTS if slots is None else slots
         self.at_start = False  # GPUTEX_GPU_SLOTS_AT=start (read by prepare, where the split runs)
+        self.inline = False  # no decode workers: the files written where the images decode (prepare)
         self._offered = False
         self._sem: Any = None  # the batch's semaphore of GPU slots (opened)
         self._lock = threading.Lock()
 
-    def prepare(self, items: list, session: Session | None = None) -> bool:
+    def prepare(self, items: list, session: Session | None = None, inline: bool = False) -> bool:
         """Whether the split runs for these inputs (see the class); ``session``: the device, where
-        the run was given one (16-bit images can then be planned from the start)."""
+        the run was given one (16-bit images can then be planned from the start). ``inline``: no
+        decode workers (one input, or ``--workers 0``): the process that decodes writes the files
+        (:attr:`HostPlan.inline`, the chain over the cores), a single output file too."""
         from .mips import cpu
         from .outputs import is_texture_file_out, stem_of
 
@@ -83,9 +90,11 @@ class HostSplit:
         self.on = bool(opts.out and opts.mips and mode != "shader" and not opts.verifies() and not transformed
                        and not upload_format(opts)[2] and opts.mip_options.filter == "box"
                        and not opts.mip_options.normal_map and opts.mip_options.alpha_coverage is None
-                       and opts.mip_options.precision == "exact" and self.names is not None
-                       and not is_texture_file_out(opts.out) and len(set(stems)) == len(stems) and cpu.available())
+                       and opts.mip_options.precision == "exact"
+                       and (inline or self.names is not None and not is_texture_file_out(opts.out))
+                       and len(set(stems)) == len(stems) and cpu.available())
         self.always = mode == "cpu"
+        self.inline = inline
         if self.on:
             from .devflags import SLOTS_AT, choice_flag
 
@@ -102,9 +111,12 @@ class HostSplit:
         from .pipeline import color_space_of
 
         opts = self.opts
+        from .mips.cpu import threads
+
         return HostPlan(texture_output(opts.out, opts.container, self.names, item), opts.format,
                         color_space_of(opts), opts.premultiply, opts.flip_y, opts.mip_levels,
-                        opts.mip_options.alpha == "weighted", opts.zstd, self.always, self.norm16)
+                        opts.mip_options.alpha == "weighted", opts.zstd, self.always, self.norm16,
+                        inline=self.inline, threads=threads() if self.inline else 1)
 
     def release(self, plan) -> None:
         """The input failed before a file was written: its reserved name is given back."""

@@ -536,9 +536,11 @@ def decode_or_write(path: str, plan: HostPlan, **kwargs) -> tuple[Image | HostWr
     makes the chain and writes ``plan.out`` itself: then a
     :class:`~gputex.host_texture.HostWritten` comes back instead of the pixels. Also returns
     whether the image holds a GPU slot (:func:`free_gpu_slots` gives it back once its GPU step
-    is done). Without a decode pool: :func:`decode_image`, no slot."""
+    is done). Without a decode pool: :func:`decode_image`, no slot, and where ``plan.inline``
+    the chain and file made here (:func:`_write_inline`)."""
     if "decode" not in _POOLS or _SLOTS is None:
-        return decode_image(path, **kwargs), False
+        image = decode_image(path, **kwargs)
+        return (_write_inline(image, plan) if plan.inline else image), False
     out = _call("decode", _decode_in_worker, path, kwargs, plan, path=path)
     if "error" in out:
         raise out["error"]
@@ -550,6 +552,20 @@ def decode_or_write(path: str, plan: HostPlan, **kwargs) -> tuple[Image | HostWr
         if out["slot"]:
             free_gpu_slots()
         raise
+
+
+def _write_inline(image: Image, plan: HostPlan) -> Image | HostWritten:
+    """The texture file of ``image`` written in this process where the C engine serves its chain
+    (a split without decode workers: one input, or ``--workers 0``); else the image, for the GPU."""
+    from .host_texture import plan_texture, write_host_texture
+
+    texture = plan_texture(image, plan)
+    if texture is None:
+        return image
+    try:
+        return write_host_texture(image, plan, texture)
+    except MemoryError:  # no host memory for the engine's sums: the GPU makes the same bytes
+        return image
 
 
 def gpu_slots() -> Any:

@@ -354,8 +354,8 @@ def test_the_result_line_of_a_host_written_input(rng, tmp_path, when):
     if when == "start":
         assert lines.pop(0).startswith("adapter: ")
     assert lines == [
-        f"{p}: rgba8unorm-srgb 32x32 (srgb), 4096 bytes; chain and file made on the host (the C engine in a decode "
-        f"worker: no upload, no capture); not verified; 6 levels -> {tmp_path / 'out' / (n + '.ktx2')}"
+        f"{p}: rgba8unorm-srgb 32x32 (srgb), 4096 bytes; chain and file made on the host (the C engine: no upload, "
+        f"no capture); not verified; 6 levels -> {tmp_path / 'out' / (n + '.ktx2')}"
         for p, n in zip(paths, ("p", "q", "r"))]
 
 
