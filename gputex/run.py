@@ -395,7 +395,7 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
     if two:  # (kept only where the split makes its device on demand)
         n = 2
     inline = n == 0 and steps.split is not None and bool(items)  # (kept only on demand, too)
-    split = steps.split is not None and (n > 0 or inline) and steps.split.prepare(list(items), session, inline)
+    split = steps.split is not None and (n > 0 or inline) and steps.split.prepare(list(items), session, inline, jobs)
     demand = _demand(split, session, adapter, backend, [item.path for item in items])
     if (two or inline) and not demand:  # threads, and the device at the start, as before
         n = 0

@@ -67,15 +67,17 @@ class HostSplit:
         self.slots = GPU_SLOTS if slots is None else slots
         self.at_start = False  # GPUTEX_GPU_SLOTS_AT=start (read by prepare, where the split runs)
         self.inline = False  # no decode workers: the files written where the images decode (prepare)
+        self.threads = 1  # the C engine's threads for one chain (inline: the cores over the jobs)
         self._offered = False
         self._sem: Any = None  # the batch's semaphore of GPU slots (opened)
         self._lock = threading.Lock()
 
-    def prepare(self, items: list, session: Session | None = None, inline: bool = False) -> bool:
+    def prepare(self, items: list, session: Session | None = None, inline: bool = False, jobs: int = 1) -> bool:
         """Whether the split runs for these inputs (see the class); ``session``: the device, where
         the run was given one (16-bit images can then be planned from the start). ``inline``: no
         decode workers (one input, or ``--workers 0``): the process that decodes writes the files
-        (:attr:`HostPlan.inline`, the chain over the cores), a single output file too."""
+        (:attr:`HostPlan.inline`, each chain over the cores shared among ``jobs`` threads at
+        once), a single output file too."""
         from .mips import cpu
         from .outputs import is_texture_file_out, stem_of
 
@@ -95,6 +97,8 @@ class HostSplit:
                        and len(set(stems)) == len(stems) and cpu.available())
         self.always = mode == "cpu"
         self.inline = inline
+        if inline:
+            self.threads = max(1, cpu.threads() // max(1, min(jobs, len(items))))
         if self.on:
             from .devflags import SLOTS_AT, choice_flag
 
@@ -111,12 +115,10 @@ class HostSplit:
         from .pipeline import color_space_of
 
         opts = self.opts
-        from .mips.cpu import threads
-
         return HostPlan(texture_output(opts.out, opts.container, self.names, item), opts.format,
                         color_space_of(opts), opts.premultiply, opts.flip_y, opts.mip_levels,
                         opts.mip_options.alpha == "weighted", opts.zstd, self.always, self.norm16,
-                        inline=self.inline, threads=threads() if self.inline else 1)
+                        inline=self.inline, threads=self.threads)
 
     def release(self, plan) -> None:
         """The input failed before a file was written: its reserved name is given back."""

@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pytest
 
-from gputex.early import looks_like_batch
+from gputex.early import host_likely, looks_like_batch
 from gputex.texfile import read_texture_file
 
 from factory import write
@@ -283,3 +283,30 @@ def test_a_server_forked_in_place_leaves_its_lock_free(tmp_path):
         assert (p.returncode, p.stdout.strip()) == (0, "False"), p.stderr
         spans = [json.loads(line) for line in open(trace)]
         assert [s["forked"] for s in spans if s["what"] == "forkserver"] == [forked]
+
+
+def test_host_likely(tmp_path, monkeypatch):
+    """``upload X.png --mips -o OUT`` with 8-bit PNGs of at most 2^24 texels looks like the host
+    engine's work (the CLI then does not begin wgpu at once); anything that wants a device does not."""
+    import numpy as np
+
+    from gputex.early import HOST_MAX_TEXELS
+    from gputex.mips.cpu import MAX_TEXELS
+
+    assert HOST_MAX_TEXELS == MAX_TEXELS
+    for name in ("GPUTEX_ADAPTER", "GPUTEX_BACKEND", "GPUTEX_SPLIT_DEVICE", "GPUTEX_MIPS_ENGINE"):
+        monkeypatch.delenv(name, raising=False)
+    eight = write(tmp_path / "a.png", np.zeros((4, 6, 4), np.uint8))
+    deep = write(tmp_path / "d.png", np.zeros((4, 6, 4), np.uint16))
+    assert host_likely(["upload", eight, "--mips", "-o", "a.ktx2"]) is True
+    assert host_likely(["upload", eight, eight, "--mips", "-o", "out/"]) is True
+    assert host_likely(["upload", eight, "-o", "a.ktx2"]) is False  # no mips
+    assert host_likely(["upload", eight, "--mips"]) is False  # no file
+    assert host_likely(["upload", eight, "--mips", "-o", "a.ktx2", "--verify"]) is False
+    assert host_likely(["upload", eight, "--mips", "-o", "a.ktx2", "--adapter", "x"]) is False
+    assert host_likely(["upload", deep, "--mips", "-o", "d.ktx2"]) is False  # 16-bit: the GPU step
+    assert host_likely(["upload", eight, deep, "--mips", "-o", "out/"]) is False
+    assert host_likely(["upload", str(tmp_path / "none.png"), "--mips", "-o", "x.ktx2"]) is False
+    assert host_likely(["capture", eight, "--mips", "-o", "out/"]) is False
+    monkeypatch.setenv("GPUTEX_SPLIT_DEVICE", "start")
+    assert host_likely(["upload", eight, "--mips", "-o", "a.ktx2"]) is False

@@ -657,3 +657,73 @@ def test_processes_of_a_split_batch(rng, tmp_path, monkeypatch, when, jobs, proc
     results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=jobs)
     assert [r.error for r in results] == [None] * 4
     assert seen[0] == processes
+
+
+@pytest.mark.parametrize("container", ["ktx2", "dds"])
+def test_one_input_inline_makes_no_device(gpu, rng, tmp_path, monkeypatch, container):
+    """One 8-bit input to a single texture file (no decode workers): the inline split decodes,
+    makes the chain with the C engine over the cores and writes the file in this process, with
+    no device; the bytes are the GPU path's. ``GPUTEX_SPLIT_DEVICE=start``: the GPU path, as
+    before (uploaded)."""
+    a = rng.integers(0, 256, (45, 70, 4), np.uint8)
+    a[..., 3] = rng.choice([0, 40, 255], (45, 70))
+    src = write(tmp_path / "in" / "x.png", a)
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "shader")
+    ref = upload_files([src], Options(mips=True), out=str(tmp_path / f"gpu.{container}"), session=gpu)
+    assert ref[0].error is None and ref[0].upload_path is not None
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
+    _no_chosen_adapter(monkeypatch)
+    made, offers = _record_offers(monkeypatch)
+    got = upload_files([src], Options(mips=True), out=str(tmp_path / f"host.{container}"))
+    assert got[0].error is None and (got[0].mips_engine, got[0].upload_path) == ("host", None)
+    assert made == [] and offers == []
+    assert (tmp_path / f"host.{container}").read_bytes() == (tmp_path / f"gpu.{container}").read_bytes()
+    monkeypatch.setenv("GPUTEX_SPLIT_DEVICE", "start")
+    old = upload_files([src], Options(mips=True), out=str(tmp_path / f"start.{container}"))
+    assert old[0].error is None and old[0].upload_path is not None and len(made) == 1
+    assert (tmp_path / f"start.{container}").read_bytes() == (tmp_path / f"gpu.{container}").read_bytes()
+
+
+def test_workers_off_inline_batch(gpu, rng, tmp_path, monkeypatch):
+    """``--workers 0`` (codecs in threads): the inline split writes each 8-bit input's file in
+    the thread that decoded it, the 16-bit one goes to the GPU step (the device made for it, and
+    at the start: it is among the first inputs); every file is the GPU path's."""
+    paths = _batch(rng, tmp_path / "in")  # includes a 16-bit input
+    shader = _upload(gpu, monkeypatch, paths, tmp_path / "shader", "ktx2", "shader")
+    assert [r.error for r in shader] == [None] * len(paths)
+    monkeypatch.setenv("GPUTEX_MIPS_ENGINE", "auto")
+    _no_chosen_adapter(monkeypatch)
+    monkeypatch.setattr("gputex.run.REHEARSE_INPUTS", 0)  # (no header read: the device comes on demand)
+    made, offers = _record_offers(monkeypatch)
+    results = upload_files(paths, Options(mips=True), out=str(tmp_path / "out"), jobs=3, workers=0)
+    assert [r.error for r in results] == [None] * len(paths)
+    assert len(made) == 1 and offers == []  # (no decode workers: no slots to offer)
+    deep = [os.path.basename(r.source) for r in results if r.upload_path is not None]
+    assert deep == ["f_deep.png"]
+    assert _hashes(tmp_path / "out") == _hashes(tmp_path / "shader")
+
+
+def test_one_input_cli_line_and_json(rng, tmp_path):
+    """The CLI on one 8-bit input: the host's line and no adapter line; ``--json``: adapter null,
+    ``mips_engine`` host; the KTX2 passes gputex's own validation."""
+    import json
+    import sys
+
+    src = write(tmp_path / "x.png", rng.integers(0, 256, (20, 30, 4), np.uint8))
+    env = {k: v for k, v in os.environ.items() if k not in ("GPUTEX_ADAPTER", "GPUTEX_BACKEND", "GPUTEX_SPLIT_DEVICE",
+                                                           "GPUTEX_MIPS_ENGINE")}
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                         os.environ.get("PYTHONPATH", "")])
+    out = tmp_path / "x.ktx2"
+    r = subprocess.run([sys.executable, "-m", "gputex", "upload", src, "--mips", "-o", str(out)], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (f"{src}: rgba8unorm-srgb 30x20 (srgb), 2400 bytes; chain and file made on the host (the C "
+                        f"engine: no upload, no capture); not verified; 5 levels -> {out}\n")
+    r = subprocess.run([sys.executable, "-m", "gputex", "upload", src, "--mips", "-o", str(out), "--json"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    d = json.loads(r.stdout)
+    assert (d["adapter"], d["mips_engine"], "upload_path" in d, d["levels"]) == (None, "host", False, 5)
+    v = subprocess.run([sys.executable, "-m", "gputex", "validate", str(out)], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert v.returncode == 0, v.stdout + v.stderr

@@ -21,6 +21,14 @@ from gputex.upload_stage import upload_gpu_stage
 from factory import write
 from reference import filter_levels
 
+
+@pytest.fixture(autouse=True)
+def _device_at_the_start(monkeypatch):
+    """These tests are about the GPU step's deferred read-backs and writes: the run's device made at
+    the start (``GPUTEX_SPLIT_DEVICE=start``), not the inline host split that makes these
+    workerless 8-bit batches' files with no device by default (``tests/batch/test_host_split.py``)."""
+    monkeypatch.setenv("GPUTEX_SPLIT_DEVICE", "start")
+
 SIZES = [(64, 64), (37, 53), (128, 96), (1, 1)]
 
 

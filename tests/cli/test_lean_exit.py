@@ -42,7 +42,7 @@ def test_lean_exit_runs_after_threaded_copies(gpu, rng, tmp_path):
     out = tmp_path / "big.ktx2"
     log = tmp_path / "log"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), GPUTEX_COPY_THREADS="2",
-               LOG=str(log))
+               LOG=str(log), GPUTEX_SPLIT_DEVICE="start")  # (the GPU's copies: not the host engine's file)
     env.pop("GPUTEX_THREADS", None)  # a thread cap of 1 would leave the pool unused
     done = subprocess.run([sys.executable, "-c", _CHILD, "upload", src, "--mips", "-o", str(out)],
                           env=env, capture_output=True, text=True, timeout=300)
