@@ -46,10 +46,12 @@ variable                    what it overrides
                             :class:`gputex.upload_stage.HostSplit`).
 ``GPUTEX_SPAWN_FIRST``      ``1`` (default) or ``0``: a split batch asks for its worker processes
                             before its device thread starts (:func:`gputex.run._spawn_first`).
-``GPUTEX_SPLIT_DEVICE``     ``demand`` or ``start``: when a split batch with no adapter chosen makes
-                            its device (default ``demand``: when an input needs the GPU step or the
-                            work left outlasts :data:`gputex.run.DEVICE_AFTER`; ``start``: as it
-                            starts; :class:`gputex.run.DeviceOnDemand`).
+``GPUTEX_SPLIT_DEVICE``     ``demand`` or ``start``: when ``upload --mips -o`` with no adapter chosen
+                            makes its device (default ``demand``: when an input needs the GPU step
+                            or the work left outlasts :data:`gputex.run.DEVICE_AFTER`, and without
+                            decode workers the host engine writes files in-process, the inline
+                            split; ``start``: as it starts, and no inline split, as before;
+                            :class:`gputex.run.DeviceOnDemand`).
 ``GPUTEX_GPU_GROUP``        decoded inputs one in-order step of ``upload -o`` takes together, their
                             read-backs in one map (default 8, :data:`gputex.batch.GPU_GROUP`;
                             ``1``: one input a step).
@@ -97,7 +99,7 @@ FLAGS = {
     "GPUTEX_GPU_SLOTS": "images the GPU step of a split upload -o batch takes at once",
     "GPUTEX_GPU_SLOTS_AT": "ready or start: when a split upload -o batch offers the GPU's slots",
     "GPUTEX_SPAWN_FIRST": "1 or 0: a split upload -o batch asks for its worker processes before the device thread starts (default 1)",
-    "GPUTEX_SPLIT_DEVICE": "demand or start: when a split upload -o batch with no adapter chosen makes its device",
+    "GPUTEX_SPLIT_DEVICE": "demand or start: when upload --mips -o with no adapter chosen makes its device (start: no inline split)",
     "GPUTEX_GPU_GROUP": "decoded inputs one in-order step of upload -o takes together (1: one a step)",
 }
 
