@@ -138,6 +138,14 @@ SPLIT_FIRST = 3
 #: 4096^2 / 8192^2 (``benchmarks/results/mip-spd-variants-h200-h16base.txt``): 256 invocations 0.133 /
 #: 0.476 ms, 512 0.115 / 0.413, 1024 0.130 / 0.465.
 GROUP_TILES: tuple[int, int] = (2, 1)
+#: With the GPU forms, 8-bit sRGB codes (levels 1-2 of a first pass, and round_one's) from one word a
+#: bucket (``intbox.code_words``, read from the tables' storage buffer) and integer comparisons of the
+#: estimate's bits, instead of the bucket's code and three float thresholds from workgroup memory; a
+#: first pass then copies only the sRGB table into workgroup memory (None: with the GPU forms).
+CODE_WORDS: bool | None = None
+#: With the GPU forms, a first pass's base codes from an 8-bit RGBA linear view by ``pack4x8unorm``
+#: (``mip_spd.wgsl``'s texel_codes_pack; None: with the GPU forms).
+PACK_CODES: bool | None = None
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -273,6 +281,8 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
               "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb"
               and (SMEM_TABLES if SMEM_TABLES is not None else gpu),
               "ROUND_A_LEVEL": gpu_forms(session)}
+    consts["CODE_WORDS"] = bool(consts["ROUND_A_LEVEL"] and fmt.bits == 8 and consts["SRGB"]
+                                and (CODE_WORDS if CODE_WORDS is not None else True))
     sg = consts["ROUND_A_LEVEL"] and subgroups_on(session)
     key = ("spd", layer, stored, sg, tuple(plan), tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
@@ -383,6 +393,10 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         subs.update(SG_SUBS)
     if consts["ROUND_A_LEVEL"]:  # (the GPU forms' code: CPU adapters' compilers never see it)
         subs["QUAD_SUMS"] = "quad_sums"
+        if consts["CODE_WORDS"]:
+            subs["WORD_CODE"] = "word_code"
+        if PACK_CODES if PACK_CODES is not None else True:
+            subs["TEXEL_CODES"] = "texel_codes_pack"
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
 
