@@ -146,6 +146,9 @@ CODE_WORDS: bool | None = None
 #: With the GPU forms, a first pass's base codes from an 8-bit RGBA linear view by ``pack4x8unorm``
 #: (``mip_spd.wgsl``'s texel_codes_pack; None: with the GPU forms).
 PACK_CODES: bool | None = None
+#: With the GPU forms and the subgroup form, an 8-bit first pass's level 3 summed across lanes in
+#: 32-bit words (``mip_spd.wgsl``'s sg_level3n; None: with them).
+SG_NARROW: bool | None = None
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -397,6 +400,8 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
             subs["WORD_CODE"] = "word_code"
         if PACK_CODES if PACK_CODES is not None else True:
             subs["TEXEL_CODES"] = "texel_codes_pack"
+        if sg and (SG_NARROW if SG_NARROW is not None else True):
+            subs.update({"SG_LEVEL3N": "sg_level3n", "SG_NARROW": "true"})
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
 

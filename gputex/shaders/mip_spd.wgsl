@@ -14,6 +14,8 @@
 //! default SG_XOR no_shuffle
 //! default WORD_CODE no_word_code
 //! default TEXEL_CODES texel_codes
+//! default SG_LEVEL3N no_sg_level3n
+//! default SG_NARROW false
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -788,6 +790,76 @@ fn sg_levels(g: vec2<u32>, t: u32, s0: Sums, size: u32) -> u32 {
     return i + 1u;
 }
 
+// SG_LEVEL3N = sg_level3n, SG_NARROW = true (GPU forms with the subgroup form, spd.SG_NARROW): an 8-bit first pass's
+// level 3 (QUAD: 64 base texels a texel) summed across lanes in 32-bit words, the lanes' collapsed
+// narrow sums (a colour's h 2^16 + l: premultiplied where the alpha sum is nonzero, else plain; h <
+// 64 * 255 * 2^15 < 2^29, l < 64 * 255 * 2^16 < 2^30), added as add_collapsed adds (a texel without
+// alpha adds to the plain sums only), 7 words exchanged a step instead of 8 and no 96-bit additions;
+// then widened to sg_levels' sums: the same integers, so the same bytes.
+struct NSums {
+    h: vec3<u32>,
+    l: vec3<u32>,
+    a: u32,
+}
+
+fn ncollapse(n: Narrow) -> NSums {
+    let cov = WA && n.a != 0u;
+    return NSums(select(n.sh.xyz, n.nh.xyz, cov), select(n.sl.xyz, n.nl.xyz, cov), n.a);
+}
+
+fn nsums_add(x: NSums, y: NSums) -> NSums {
+    let a = x.a + y.a;
+    let kx = !WA || a == 0u || x.a != 0u;  // (a == 0: every child plain)
+    let ky = !WA || a == 0u || y.a != 0u;
+    let z = vec3<u32>(0u);
+    return NSums(select(z, x.h, kx) + select(z, y.h, ky), select(z, x.l, kx) + select(z, y.l, ky), a);
+}
+
+fn nsums_xor(x: NSums, m: u32) -> NSums {
+    let u = SG_XOR(vec4<u32>(x.h, x.a), m);
+    let v = SG_XOR(vec4<u32>(x.l, 0u), m);
+    return NSums(u.xyz, v.xyz, u.w);
+}
+
+fn no_sg_level3n(g: vec2<u32>, t: u32, n: Narrow) -> u32 {  // (SG_LEVEL3N without it: never called)
+    return 2u;
+}
+
+fn sg_level3n(g: vec2<u32>, t: u32, n: Narrow) -> u32 {
+    var x = ncollapse(n);
+    x = nsums_add(x, nsums_xor(x, 1u));
+    x = nsums_add(x, nsums_xor(x, 2u));
+    let w = widen(vec4<u32>(x.h, 0u), vec4<u32>(x.l, 0u));
+    let sm = Sums(Big(w[0].x, w[1].x, 0u, 0u), Big(w[0].y, w[1].y, 0u, 0u), Big(w[0].z, w[1].z, 0u, 0u),
+                  Big(x.a, 0u, 0u, 0u));
+    let o = morton(t >> 2u);
+    let q = g * (vec2<u32>(16u) >> (prm.lv[2].f - prm.lv[1].f)) + o;
+    let live = all(q < prm.lv[2].size);
+    let c = t & 3u;
+    var word = vec4<u32>(0u);
+    if (live && c < prm.channels) {
+        let code = round_one(sm, c, prm.mt[2].s) << (16u * (c & 1u));
+        word = vec4<u32>(select(0u, code, c < 2u), select(0u, code, c >= 2u), 0u, 0u);
+    }
+    word |= SG_XOR(word, 1u);
+    word |= SG_XOR(word, 2u);
+    let lead = live && c == 0u;
+    if (lead) {
+        var codes = vec4<u32>(word.x & 0xffffu, word.x >> 16u, word.y & 0xffffu, word.y >> 16u);
+        if (NC == 1u) {
+            codes = vec4<u32>(codes.x, 0u, 0u, codes.y);
+        }
+        write_texel(2u, q.x, q.y, codes);
+        if (STORE && 3u == prm.levels) {
+            store_sums((q.y * prm.lv[2].size.x + q.x) * SLOTS * 3u, sm);
+        }
+        if (3u < prm.levels && all(o < level_extent(2u))) {
+            lsums_put(level_slot(2u, o), sm);
+        }
+    }
+    return 3u;
+}
+
 // word k of texel j at tile[256 k + j]: a warp's threads touch consecutive words, no bank conflicts
 fn tile_put(p: vec2<u32>, s: Sums) {
     sums_put(p.y * 16u + p.x, 256u, s);
@@ -842,9 +914,11 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     let fs = vec2<u32>(1u) << f0;               // source texels of a first-level texel
     let rc = vec2<u32>(1u) << (anchor.f - f0);  // first-level texels of an anchor texel
     var acc = zero_acc();
+    var nar = zero_narrow();  // (QUAD: the anchor's narrow sums, for SG_LEVEL3N)
     let quad = ONE && QUAD && r == 1u && all(fs == vec2<u32>(2u)) && all(rc == vec2<u32>(2u));
     if (inside && BITS == 8u && !FROM_SUMS && quad) {
         let an = quad_by_child(p);
+        nar = an;
         acc = wide(an);
         finalize_narrow(1u, p.x, p.y, an);
     } else if (inside && BITS == 8u && !FROM_SUMS) {
@@ -906,7 +980,12 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     // sums of the last such level for the rounds below (which then begin at level `first`)
     var first = 2u;
     if (sg_on && select(SG_TILE == 1u, all(prm.lv[2].f - anchor.f == vec2<u32>(1u)), SG_TILE == 2u)) {
-        let next = SG_LEVELS(wg.xy, t_sg, collapse(acc), SG_SIZE);
+        var next = 3u;
+        if (quad && BITS == 8u && !FROM_SUMS && SG_NARROW) {
+            next = SG_LEVEL3N(wg.xy, t_sg, nar);
+        } else {
+            next = SG_LEVELS(wg.xy, t_sg, collapse(acc), SG_SIZE);
+        }
         first = select(next, 3u, !SG_LEVEL4);
     } else {
         tile_put(lid.xy, collapse(acc));

@@ -113,3 +113,27 @@ def test_code_words_give_the_integer_chains_bytes(gpu, gpu_forms, monkeypatch, d
         for lv, (g, i) in enumerate(zip(got, want[space, alpha]), start=1):
             assert np.array_equal(g, i), f"{alpha} level {lv}"
     assert gpu_forms and all("return WORD_CODE" not in c and "word_code(Big(wl[0].x" in c for c in gpu_forms)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sg", [False, True])
+@pytest.mark.parametrize("narrow", [None, False])
+def test_level3_over_transparent_level2_texels_gives_the_integer_chains_bytes(gpu, gpu_forms, monkeypatch, sg, narrow):
+    """Level-2 texels whose 4x4 base texels are all transparent (their colour hidden under alpha 0)
+    next to covered ones, so a level-3 texel's colour sums must leave their plain sums out (the
+    subgroup form's narrow sums, spd.SG_NARROW, and its 96-bit ones)."""
+    if sg and not gpu.has_feature("subgroup"):
+        pytest.skip(f"{gpu.name}: no subgroup feature")
+    monkeypatch.setattr(spd, "SUBGROUPS", sg)
+    monkeypatch.setattr(spd, "SG_NARROW", narrow)
+    rng = np.random.default_rng(2600)
+    a = _image(rng, 256, 128, 4, 8, "opaque")
+    a[..., 3] = rng.integers(1, 256, a.shape[:2])
+    clear = np.kron(rng.random((32, 64)) < 0.5, np.ones((4, 4), bool))  # level-2 footprints, half of them
+    a[..., 3][clear] = 0
+    report, got = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "exact")
+    assert report.precision == "integer" and report.note == ""
+    _, want = _levels(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", "int")
+    for lv, (g, i) in enumerate(zip(got, want), start=1):
+        assert np.array_equal(g, i), f"level {lv}"
+    assert gpu_forms and all(("= sg_level3n(wg.xy" in c) == (sg and narrow is None) for c in gpu_forms)
