@@ -131,14 +131,13 @@ CUTS["loadsonly"] = CUTS["nolin"] + CUTS["noq"]
 # (level 3 from the lanes in 96-bit sums: SG_NARROW off), ``wordsmem`` (the code words copied into
 # workgroup memory, 7 KB, instead of read from the storage buffer); ``nosmem`` (no workgroup memory:
 # the sRGB table from the storage buffer too) and ``wg1024`` exist above. Probes (wrong bytes):
-# ``noword`` (levels 1-2's sRGB codes a few bits of the estimate: no word_code), ``nolin`` above. Then
-# ``nodefer`` (a code in doubt decided where it is found, not deferred: spd.DEFER_DOUBT off), ``nosmemnd``
-# (nosmem and nodefer); the probe ``noword`` with DEFER_DOUBT cuts word_guess.
+# ``noword`` (levels 1-2's sRGB codes a few bits of the estimate: no word_code), ``nolin`` above.
+# Measured and removed (docs/performance.md, helper h16lut): a form that finished the texels in doubt
+# after the texels' path (DEFER_DOUBT; its variant ``nodefer`` was the kept form).
 FLAGS: dict[str, dict[str, object]] = {"old": {"CODE_WORDS": False, "PACK_CODES": False, "SG_NARROW": False},
                                        "nowords": {"CODE_WORDS": False}, "nopack": {"PACK_CODES": False},
-                                       "nosgn": {"SG_NARROW": False}, "nodefer": {"DEFER_DOUBT": False},
-                                       "nosmemnd": {"DEFER_DOUBT": False}}
-EXACT.update({"old": [], "nowords": [], "nopack": [], "nosgn": [], "nodefer": [], "nosmemnd": [],
+                                       "nosgn": {"SG_NARROW": False}}
+EXACT.update({"old": [], "nowords": [], "nopack": [], "nosgn": [],
               "wordsmem": [("var<workgroup> btab: array<u32, 449>;",
                             "var<workgroup> btab: array<u32, 449>;\nvar<workgroup> cwtab: array<u32, 1793>;"),
                            ("    let w = tables[CODE_AT + u32(clamp(i32(xb >> 16u) - BUCKET_LOW, 0, BUCKETS - 1))];",
@@ -151,9 +150,7 @@ EXACT.update({"old": [], "nowords": [], "nopack": [], "nosgn": [], "nodefer": []
 CUTS["noword"] = [("            col.x = word_code(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x);\n            if (NC == 3u) {\n"
                    "                col.y = word_code(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y);\n"
                    "                col.z = word_code(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z);\n            }\n",
-                   "            col = vec3<u32>(xv) & vec3<u32>(255u);\n"),
-                  ("            let g = vec3<u32>(word_guess(xv.x), word_guess(xv.y), word_guess(xv.z));",
-                   "            let g = vec3<u32>(xv) & vec3<u32>(255u);")]
+                   "            col = vec3<u32>(xv) & vec3<u32>(255u);\n")]
 CUTS.update(EXACT)
 
 _load = kernels.load_wgsl
@@ -255,13 +252,13 @@ def main() -> None:
         for variant in ([] if args.no_fast else ["fast"]) + args.variants:
             VARIANT["name"] = variant
             gpu.cache(kernels.PIPELINES).items.clear()
-            spd.SMEM_TABLES = False if variant in ("nosmem", "nosmemnd") else auto
+            spd.SMEM_TABLES = False if variant == "nosmem" else auto
             spd.SUBGROUPS = False if variant == "nosg" else auto
             spd.SMEM_TABLES_ALONE = variant == "smemall"
             spd.GROUP_TILES = {"wg256": (1, 1), "wg1024": (2, 2)}.get(variant, GROUP_TILES)
             spd.FIRST_PASS_LEVELS = (int(variant[5:6]) if variant.startswith("split")
                                      else spd.LEVELS_PER_PASS if variant == "nosplit" else None)
-            for flag in ("CODE_WORDS", "PACK_CODES", "SG_NARROW", "DEFER_DOUBT"):
+            for flag in ("CODE_WORDS", "PACK_CODES", "SG_NARROW"):
                 setattr(spd, flag, FLAGS.get(variant, {}).get(flag))
             if variant not in ("base", "main", "old"):
                 spd.self_check = lambda *a, **k: (True, "")

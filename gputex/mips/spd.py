@@ -143,9 +143,6 @@ GROUP_TILES: tuple[int, int] = (2, 1)
 #: estimate's bits, instead of the bucket's code and three float thresholds from workgroup memory; a
 #: first pass then copies only the sRGB table into workgroup memory (None: with the GPU forms).
 CODE_WORDS: bool | None = None
-#: With CODE_WORDS, levels 1-2's texels whose code is in doubt are not written by the texels' path but
-#: summed again and finished after it, one call site of the exact comparison (None: with CODE_WORDS).
-DEFER_DOUBT: bool | None = None
 #: With the GPU forms, a first pass's base codes from an 8-bit RGBA linear view by ``pack4x8unorm``
 #: (``mip_spd.wgsl``'s texel_codes_pack; None: with the GPU forms).
 PACK_CODES: bool | None = None
@@ -401,8 +398,6 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         subs["QUAD_SUMS"] = "quad_sums"
         if consts["CODE_WORDS"]:
             subs["WORD_CODE"] = "word_code"
-            if DEFER_DOUBT if DEFER_DOUBT is not None else True:
-                subs["DEFER_DOUBT"] = "true"
         if PACK_CODES if PACK_CODES is not None else True:
             subs["TEXEL_CODES"] = "texel_codes_pack"
         if sg and (SG_NARROW if SG_NARROW is not None else True):

@@ -16,7 +16,6 @@
 //! default TEXEL_CODES texel_codes
 //! default SG_LEVEL3N no_sg_level3n
 //! default SG_NARROW false
-//! default DEFER_DOUBT false
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -140,9 +139,7 @@ fn no_word_code(num: Big, den: Big, x: f32) -> u32 {  // (WORD_CODE without the 
     return 0u;
 }
 
-// The code of x against the float thresholds, or where it is in doubt code | (j << 8), j (>= 1) the
-// threshold one exact comparison decides
-fn word_guess(x: f32) -> u32 {
+fn word_code(num: Big, den: Big, x: f32) -> u32 {
     let xb = bitcast<u32>(x);
     let w = tables[CODE_AT + u32(clamp(i32(xb >> 16u) - BUCKET_LOW, 0, BUCKETS - 1))];
     let lo = xb & 0xffffu;
@@ -152,19 +149,10 @@ fn word_guess(x: f32) -> u32 {
     let near_t = has == 1u && lo + CODE_DOUBT > t && lo < t + CODE_DOUBT;
     let near_lo = (w & 0x200u) != 0u && lo < CODE_DOUBT;
     let near_hi = (w & 0x400u) != 0u && lo + CODE_DOUBT >= 65536u;
-    let k = k0 + select(0u, 1u, has == 1u && lo >= t);
     if (!(near_t || near_lo || near_hi)) {
-        return k;
+        return k0 + select(0u, 1u, has == 1u && lo >= t);
     }
-    return k | ((k0 + select(0u, 1u, near_t) + select(0u, 1u + has, near_hi)) << 8u);  // (near_lo: k0)
-}
-
-fn word_code(num: Big, den: Big, x: f32) -> u32 {
-    let g = word_guess(x);
-    if (g < 256u) {
-        return g;
-    }
-    let j = g >> 8u;
+    let j = k0 + select(0u, 1u, near_t) + select(0u, 1u + has, near_hi);  // (near_lo: k0)
     return select(j - 1u, j, reaches(num, den, j, true));
 }
 
@@ -439,21 +427,12 @@ fn finalize(i: u32, x: u32, y: u32, acc: Acc) {
 // so f32(h) 65536 + f32(l) is off by at most 3 2^-24 relative, the divisor (2^s or the alpha
 // sum, below 2^12) is exact, the division (2.5 ulp) adds 5 2^-24 and the table's float 2^-24:
 // 9 2^-24 < 2^-20, the error round_fast's MARGIN (2^-18) is set against.
-//
-// DEFER_DOUBT (GPU forms with CODE_WORDS, spd.DEFER_DOUBT; `exact` false): a texel with a code in doubt
-// is not written (false): the caller sums it again and calls this with `exact` (one call site: the
-// exact comparison's code and registers out of the texels' path).
 fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
-    return finalize_narrow_x(i, x, y, n, false);
-}
-
-fn finalize_narrow_x(i: u32, x: u32, y: u32, n: Narrow, exact: bool) -> bool {
     let s = prm.mt[i].s;
     let half = 1u << (s - 1u);
     let covered = WA && n.a != 0u;
     var col = (n.sl.xyz + vec3<u32>(half)) >> vec3<u32>(s);
     var sure = SCREEN && !(STORE && i + 1u == prm.levels);
-    var doubt = false;
     if (ONE && (SRGB || covered)) {
         let h = select(n.sh.xyz, n.nh.xyz, covered);
         let l = select(n.sl.xyz, n.nl.xyz, covered);
@@ -461,11 +440,7 @@ fn finalize_narrow_x(i: u32, x: u32, y: u32, n: Narrow, exact: bool) -> bool {
         let xv = (vec3<f32>(h) * 65536.0 + vec3<f32>(l)) / f32(den);
         let wl = widen(vec4<u32>(h, 0u), vec4<u32>(l, 0u));  // the sums h 2^16 + l: low, high words
         let d = Big(den, 0u, 0u, 0u);
-        if (SRGB && CODE_WORDS && DEFER_DOUBT && !exact) {
-            let g = vec3<u32>(word_guess(xv.x), word_guess(xv.y), word_guess(xv.z));
-            col = g & vec3<u32>(255u);
-            doubt = any(g > vec3<u32>(255u));
-        } else if (SRGB && CODE_WORDS) {
+        if (SRGB && CODE_WORDS) {
             col.x = WORD_CODE(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x);
             if (NC == 3u) {
                 col.y = WORD_CODE(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y);
@@ -502,8 +477,7 @@ fn finalize_narrow_x(i: u32, x: u32, y: u32, n: Narrow, exact: bool) -> bool {
     if (ONE && STORE && i + 1u == prm.levels) {  // (a pass of at most 2 levels that is not the last)
         store_sums((y * prm.lv[i].size.x + x) * SLOTS * 3u, collapse(wide(n)));
     }
-    let done = (sure || ONE) && !doubt;
-    if (done) {
+    if (sure || ONE) {
         let a = (n.a + half) >> s;
         var codes = vec4<u32>(col, a);
         if (NC == 1u) {
@@ -511,7 +485,7 @@ fn finalize_narrow_x(i: u32, x: u32, y: u32, n: Narrow, exact: bool) -> bool {
         }
         write_texel(i, x, y, codes);
     }
-    return done;
+    return sure || ONE;
 }
 
 // The sums of first-level texel c from its source texels.
@@ -537,9 +511,6 @@ fn texel_codes_pack(t: vec4<f32>) -> vec4<u32> {
     return texel_codes(t);
 }
 
-// DEFER_DOUBT: the texels finalize_narrow left (bit k: child k of quad_by_child, bit 4: the anchor)
-var<private> deferred: u32;
-
 // QUAD: the anchor texel p's sums, its children's codes written: a child's four texels loaded
 // together, one child after the other
 fn quad_by_child(p: vec2<u32>) -> Narrow {
@@ -555,9 +526,7 @@ fn quad_by_child(p: vec2<u32>) -> Narrow {
         child = add_codes(child, TEXEL_CODES(t1));
         child = add_codes(child, TEXEL_CODES(t2));
         child = add_codes(child, TEXEL_CODES(t3));
-        if (!finalize_narrow(0u, c.x, c.y, child)) {
-            deferred |= 1u << k;
-        }
+        finalize_narrow(0u, c.x, c.y, child);
         an = sum_narrow(an, child);
     }
     return an;
@@ -948,25 +917,10 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     var nar = zero_narrow();  // (QUAD: the anchor's narrow sums, for SG_LEVEL3N)
     let quad = ONE && QUAD && r == 1u && all(fs == vec2<u32>(2u)) && all(rc == vec2<u32>(2u));
     if (inside && BITS == 8u && !FROM_SUMS && quad) {
-        deferred = 0u;
         let an = quad_by_child(p);
         nar = an;
         acc = wide(an);
-        if (!finalize_narrow(1u, p.x, p.y, an)) {
-            deferred |= 16u;
-        }
-        // DEFER_DOUBT: the texels in doubt summed again, their codes exact (rare: a code within 64 float
-        // steps of a threshold)
-        for (var m = select(0u, deferred, DEFER_DOUBT); m != 0u; m &= m - 1u) {
-            let b = firstTrailingBit(m);
-            var q = p;
-            var nn = an;
-            if (b < 4u) {
-                q = 2u * p + vec2<u32>(b & 1u, b >> 1u);
-                nn = child_narrow(q, vec2<u32>(2u));
-            }
-            finalize_narrow_x(select(0u, 1u, b == 4u), q.x, q.y, nn, true);
-        }
+        finalize_narrow(1u, p.x, p.y, an);
     } else if (inside && BITS == 8u && !FROM_SUMS) {
         var an = zero_narrow();
         var unsure = 0u;  // bit k: first-level child k (cy rc.x + cx), bit 31: the anchor texel
@@ -986,7 +940,7 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
         }
         // the rare texels the screen left (within 2^-18 of a threshold): the exact path, children's
         // sums summed again (keeping them all would cost registers every texel pays for)
-        for (var m = select(unsure, 0u, ONE && !DEFER_DOUBT); m != 0u; m &= m - 1u) {
+        for (var m = select(unsure, 0u, ONE); m != 0u; m &= m - 1u) {
             let b = firstTrailingBit(m);
             var lv = r;
             var q = p;
@@ -996,11 +950,7 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
                 q = p * rc + vec2<u32>(b % rc.x, b / rc.x);
                 nn = child_narrow(q, fs);
             }
-            if (DEFER_DOUBT && ONE) {  // (finalize's screen reads qtab, which such a first pass does not copy)
-                finalize_narrow_x(lv, q.x, q.y, nn, true);
-            } else {
-                finalize(lv, q.x, q.y, wide(nn));
-            }
+            finalize(lv, q.x, q.y, wide(nn));
         }
     } else if (inside && FROM_SUMS && SUMS_QUAD && quad) {
         acc = QUAD_SUMS(p);
