@@ -123,7 +123,7 @@ CUTS["noq"] = [("            col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y
                ("        col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);\n        if (NC == 3u) {\n"
                 "            col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);\n"
                 "            col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);\n        }\n", "")]
-CUTS["cvt"] = [(f"texel_codes(t{i}))", f"vec4<u32>(t{i} * 255.0))") for i in range(4)]
+CUTS["cvt"] = [(f"texel_codes_pack(t{i}))", f"vec4<u32>(t{i} * 255.0))") for i in range(4)]  # (PACK_CODES' name)
 CUTS["loadsonly"] = CUTS["nolin"] + CUTS["noq"]
 # h16lut: the first pass's lookups. Byte-keeping: ``old`` (main's forms before h16lut: spd.CODE_WORDS,
 # PACK_CODES and SG_NARROW off), ``nowords`` (the bucket's code and the float thresholds from workgroup
@@ -131,7 +131,8 @@ CUTS["loadsonly"] = CUTS["nolin"] + CUTS["noq"]
 # (level 3 from the lanes in 96-bit sums: SG_NARROW off), ``wordsmem`` (the code words copied into
 # workgroup memory, 7 KB, instead of read from the storage buffer); ``nosmem`` (no workgroup memory:
 # the sRGB table from the storage buffer too) and ``wg1024`` exist above. Probes (wrong bytes):
-# ``noword`` (levels 1-2's sRGB codes a few bits of the estimate: no word_code), ``nolin`` above.
+# ``noword`` (levels 1-2's sRGB codes a few bits of the estimate: no word_code), ``nolin`` above. (``noq``
+# and ``loadsonly`` cut the bucket/exact_one branch, which the GPU forms now take only with ``nowords``.)
 # Measured and removed (docs/performance.md, helper h16lut): a form that finished the texels in doubt
 # after the texels' path (DEFER_DOUBT; its variant ``nodefer`` was the kept form).
 FLAGS: dict[str, dict[str, object]] = {"old": {"CODE_WORDS": False, "PACK_CODES": False, "SG_NARROW": False},
