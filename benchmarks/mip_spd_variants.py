@@ -123,8 +123,35 @@ CUTS["noq"] = [("            col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y
                ("        col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);\n        if (NC == 3u) {\n"
                 "            col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);\n"
                 "            col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);\n        }\n", "")]
-CUTS["cvt"] = [(f"texel_codes(t{i}))", f"vec4<u32>(t{i} * 255.0))") for i in range(4)]
+CUTS["cvt"] = [(f"texel_codes_pack(t{i}))", f"vec4<u32>(t{i} * 255.0))") for i in range(4)]  # (PACK_CODES' name)
 CUTS["loadsonly"] = CUTS["nolin"] + CUTS["noq"]
+# h16lut: the first pass's lookups. Byte-keeping: ``old`` (main's forms before h16lut: spd.CODE_WORDS,
+# PACK_CODES and SG_NARROW off), ``nowords`` (the bucket's code and the float thresholds from workgroup
+# memory, exact_one: CODE_WORDS off), ``nopack`` (base codes by floor/clamp: PACK_CODES off), ``nosgn``
+# (level 3 from the lanes in 96-bit sums: SG_NARROW off), ``wordsmem`` (the code words copied into
+# workgroup memory, 7 KB, instead of read from the storage buffer); ``nosmem`` (no workgroup memory:
+# the sRGB table from the storage buffer too) and ``wg1024`` exist above. Probes (wrong bytes):
+# ``noword`` (levels 1-2's sRGB codes a few bits of the estimate: no word_code), ``nolin`` above. (``noq``
+# and ``loadsonly`` cut the bucket/exact_one branch, which the GPU forms now take only with ``nowords``.)
+# Measured and removed (docs/performance.md, helper h16lut): a form that finished the texels in doubt
+# after the texels' path (DEFER_DOUBT; its variant ``nodefer`` was the kept form).
+FLAGS: dict[str, dict[str, object]] = {"old": {"CODE_WORDS": False, "PACK_CODES": False, "SG_NARROW": False},
+                                       "nowords": {"CODE_WORDS": False}, "nopack": {"PACK_CODES": False},
+                                       "nosgn": {"SG_NARROW": False}}
+EXACT.update({"old": [], "nowords": [], "nopack": [], "nosgn": [],
+              "wordsmem": [("var<workgroup> btab: array<u32, 449>;",
+                            "var<workgroup> btab: array<u32, 449>;\nvar<workgroup> cwtab: array<u32, 1793>;"),
+                           ("    let w = tables[CODE_AT + u32(clamp(i32(xb >> 16u) - BUCKET_LOW, 0, BUCKETS - 1))];",
+                            "    let cb = u32(clamp(i32(xb >> 16u) - BUCKET_LOW, 0, BUCKETS - 1));\n    var w = 0u;\n"
+                            "    if (SMEM_TABLES) {\n        w = cwtab[cb];\n    } else {\n        w = tables[CODE_AT + cb];\n    }"),
+                           ("        ltab[t] = tables[2u * t];\n",
+                            "        ltab[t] = tables[2u * t];\n        if (CODE_WORDS) {\n"
+                            "            for (var k = t; k < 1793u; k += 256u) {\n                cwtab[k] = tables[CODE_AT + k];\n"
+                            "            }\n        }\n")]})
+CUTS["noword"] = [("            col.x = word_code(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x);\n            if (NC == 3u) {\n"
+                   "                col.y = word_code(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y);\n"
+                   "                col.z = word_code(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z);\n            }\n",
+                   "            col = vec3<u32>(xv) & vec3<u32>(255u);\n")]
 CUTS.update(EXACT)
 
 _load = kernels.load_wgsl
@@ -198,7 +225,11 @@ def main() -> None:
     ap.add_argument("--no-fast", action="store_true", help="skip the float chain's figure")
     ap.add_argument("--stored", action="store_true",
                     help="a texture made for stored levels (as the CLI makes it): no copies; with --no-fast")
+    ap.add_argument("--gpu-forms", action="store_true",
+                    help="the chain's GPU forms on any adapter (lavapipe: check the variants' bytes)")
     args = ap.parse_args()
+    auto = True if args.gpu_forms else None
+    spd.ROUND_A_LEVEL = auto
     kernels.load_wgsl = load_wgsl
     gpu = gputex.Session()
     print(f"adapter: {gpu.name}; commit {bench.commit()}; subgroup feature: {gpu.has_feature('subgroup')}; "
@@ -222,13 +253,15 @@ def main() -> None:
         for variant in ([] if args.no_fast else ["fast"]) + args.variants:
             VARIANT["name"] = variant
             gpu.cache(kernels.PIPELINES).items.clear()
-            spd.SMEM_TABLES = False if variant == "nosmem" else None
-            spd.SUBGROUPS = False if variant == "nosg" else None
+            spd.SMEM_TABLES = False if variant == "nosmem" else auto
+            spd.SUBGROUPS = False if variant == "nosg" else auto
             spd.SMEM_TABLES_ALONE = variant == "smemall"
             spd.GROUP_TILES = {"wg256": (1, 1), "wg1024": (2, 2)}.get(variant, GROUP_TILES)
             spd.FIRST_PASS_LEVELS = (int(variant[5:6]) if variant.startswith("split")
                                      else spd.LEVELS_PER_PASS if variant == "nosplit" else None)
-            if variant not in ("base", "main"):
+            for flag in ("CODE_WORDS", "PACK_CODES", "SG_NARROW"):
+                setattr(spd, flag, FLAGS.get(variant, {}).get(flag))
+            if variant not in ("base", "main", "old"):
                 spd.self_check = lambda *a, **k: (True, "")
             encoder.copy_buffer_to_texture = (lambda *a, **k: None) if variant == "nocopy" else to_texture
             encoder.copy_texture_to_texture = (lambda *a, **k: None) if variant == "nocopy" else tex_to_tex

@@ -35,7 +35,7 @@ from fractions import Fraction
 from functools import cache
 
 __all__ = ["frac_bits", "EPSILON_LSB", "lin_table", "threshold_table", "float_thresholds", "BUCKET_LOW",
-           "BUCKETS", "bucket_table", "LevelPlan", "plan_chain", "model_chain"]
+           "BUCKETS", "bucket_table", "CODE_DOUBT", "code_words", "LevelPlan", "plan_chain", "model_chain"]
 
 
 
@@ -133,6 +133,44 @@ def bucket_table() -> tuple[int, ...]:
     codes = np.searchsorted(q, first, side="right")
     assert (np.searchsorted(q, end, side="left") - codes).max() <= 1, "a bucket holds two thresholds"
     return tuple(int(c) for c in codes)
+
+
+#: Float steps (units in the last place, as bit patterns) from a threshold within which a code from
+#: :func:`code_words` is in doubt: 64 ulps are at least 2**-18 of the value (an ulp is at least 2**-24
+#: of it), the float screen's MARGIN; its estimates are within 9 * 2**-24 of the exact value.
+CODE_DOUBT = 64
+
+
+@cache
+def code_words(doubt: int = CODE_DOUBT) -> tuple[int, ...]:
+    """One word a bucket of :func:`bucket_table` (8-bit sRGB), from which a shader takes a float's
+    code against the float thresholds q and whether it lies within ``doubt`` float steps of one
+    of them, with one lookup and integer comparisons: bits 0-7 the code k0 of the bucket's start
+    (0 for bucket 0), bit 8 set where a threshold lies inside the bucket (after its start), bits
+    16-31 then that threshold's low 16 bits (a bucket is the floats whose bits share their top 16);
+    bit 9 set where a threshold lies within ``doubt`` steps at or below the bucket's start, bit 10
+    where one lies within ``doubt`` steps at or above its end. A float z of the bucket, ``lo`` its
+    low 16 bits, has the code ``k0 + (bit 8 and lo >= t)``; it is in doubt where ``|lo - t| <
+    doubt`` (threshold k0 + 1), bit 9 and ``lo < doubt`` (threshold k0), or bit 10 and ``lo >=
+    65536 - doubt`` (threshold k0 + 1 + bit 8): then one exact comparison with that threshold
+    decides. Checked here: no bucket holds two thresholds, the thresholds are more than 4 * doubt
+    steps apart, and the clamped first and last buckets have no threshold near them."""
+    import numpy as np
+
+    qb = np.array(float_thresholds()[1:], np.float32).view(np.uint32).astype(np.int64)  # q[1..255], rising
+    assert (np.diff(qb) > 4 * doubt).all(), "thresholds too close for one comparison"
+    start = (np.arange(BUCKETS, dtype=np.int64) + BUCKET_LOW) << 16
+    end = start + (1 << 16)
+    k0 = np.searchsorted(qb, start, side="right")  # thresholds at or below the start
+    inside = np.searchsorted(qb, end, side="left") - k0  # thresholds after the start, before the end
+    assert inside.max() <= 1, "a bucket holds two thresholds"
+    t = np.where(inside == 1, qb[np.minimum(k0, len(qb) - 1)] - start, 0)
+    low = np.searchsorted(qb, start, side="right") - np.searchsorted(qb, start - doubt, side="left") > 0
+    high = np.searchsorted(qb, end + doubt, side="right") - np.searchsorted(qb, end, side="left") > 0
+    assert k0[0] == 0 and not (inside[0] or low[0] or high[0]), "a threshold near the first bucket"
+    assert k0[-1] == 255 and not (inside[-1] or low[-1] or high[-1]), "a threshold near the last bucket"
+    words = k0 | (inside << 8) | (low.astype(np.int64) << 9) | (high.astype(np.int64) << 10) | (t << 16)
+    return tuple(int(w) for w in words)
 
 
 def round_code(num: int, den: int, bits: int, srgb: bool) -> int:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..kernels import dispatch, submit_timed, timestamps
 from ..layout import align_up
 from .common import integer_entries, pipeline
-from .intbox import BUCKETS, MAX_BASE_TEXELS, bucket_table, lin_table, plan_chain, threshold_table
+from .intbox import BUCKETS, MAX_BASE_TEXELS, bucket_table, code_words, lin_table, plan_chain, threshold_table
 
 if TYPE_CHECKING:
     from ..texture import Texture
@@ -48,7 +48,7 @@ def table_words(bits: int, srgb: bool, float_thresholds: bool = False):
     """The tables the integer shaders read, as uint32 words: L (2 words a code) then Q (3 words
     a code) for sRGB data, then with ``float_thresholds`` Q / 2**32 as float32 (what the
     single-pass chain's float screen compares with) and at 8 bits ``intbox.bucket_table``'s
-    codes, four a word; a stand-in for linear data."""
+    codes, four a word, then ``intbox.code_words`` (a word a bucket); a stand-in for linear data."""
     import numpy as np
 
     if not srgb:
@@ -60,8 +60,9 @@ def table_words(bits: int, srgb: bool, float_thresholds: bool = False):
              np.stack([thr & mask, (thr >> 32) & mask, thr >> 64], -1).astype(np.uint64).astype(np.uint32).ravel()]
     if float_thresholds:
         parts.append(np.array([float(q) / 2.0 ** 32 for q in thr], np.float64).astype(np.float32).view(np.uint32))
-        if bits == 8:  # intbox.bucket_table's codes, four bytes a word
+        if bits == 8:  # intbox.bucket_table's codes, four bytes a word; then intbox.code_words
             parts.append(np.array(bucket_table() + (0,) * (-BUCKETS % 4), np.uint8).view(np.uint32))
+            parts.append(np.array(code_words(), np.uint32))
     return np.concatenate(parts)
 
 

@@ -74,6 +74,16 @@ the tables copied and waited for once for both. H200 (ec5413d against main 56e6b
 of that pass (``benchmarks/mip_spd_variants.py``, ``docs/performance.md``): levels 1-2's rounding is a
 quarter of it, the sRGB table lookups a tenth; fewer or replicated lookups were not faster.
 
+**Fewer lookups (helper h16lut).** On GPUs an 8-bit sRGB code of the first pass's levels 1-2 (and of
+``round_one``) comes from one word a float bucket (``CODE_WORDS``, ``intbox.code_words``: the bucket's
+code, the low 16 bits of the one threshold inside it, flags for thresholds just beyond its edges),
+read from the tables' storage buffer and compared as integers, not from the bucket's code and three
+float thresholds in workgroup memory; the base codes by ``pack4x8unorm`` (``PACK_CODES``); level 3 from
+the lanes in 32-bit words (``SG_NARROW``). H200, same call (``benchmarks/results/mip-spd-variants-h200-
+h16lut.txt``): first pass at 8192^2 0.344 / 0.365 ms against main's 0.414 / 0.418 (two calls), chain
+0.439 / 0.461 against 0.510 / 0.516; 4096^2 first pass 0.104 against 0.118, chain 0.176 against 0.193.
+Issue 16's 0.2 / 0.060 ms are still 2.2x / 2.9x away.
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x32 chain
 (seven levels: two passes, tiles cut by the image's edge, levels one texel high, and with the GPU
 forms a second pass whose footprints of kept sums are 2x2 twice: ``SUMS_QUAD``) whose bytes must
@@ -138,6 +148,19 @@ SPLIT_FIRST = 3
 #: 4096^2 / 8192^2 (``benchmarks/results/mip-spd-variants-h200-h16base.txt``): 256 invocations 0.133 /
 #: 0.476 ms, 512 0.115 / 0.413, 1024 0.130 / 0.465.
 GROUP_TILES: tuple[int, int] = (2, 1)
+#: With the GPU forms, 8-bit sRGB codes (levels 1-2 of a first pass, and round_one's) from one word a
+#: bucket (``intbox.code_words``, read from the tables' storage buffer) and integer comparisons of the
+#: estimate's bits, instead of the bucket's code and three float thresholds from workgroup memory; a
+#: first pass then copies only the sRGB table into workgroup memory (None: with the GPU forms). H200,
+#: first pass at 8192^2 (``benchmarks/results/mip-spd-variants-h200-h16lut.txt``, call 1): 0.344 ms
+#: with it and the two forms below, 0.466 without it; the code words in workgroup memory (7 KB) 0.461.
+CODE_WORDS: bool | None = None
+#: With the GPU forms, a first pass's base codes from an 8-bit RGBA linear view by ``pack4x8unorm``
+#: (``mip_spd.wgsl``'s texel_codes_pack; None: with the GPU forms). H200: 0.362 ms without it (call 1).
+PACK_CODES: bool | None = None
+#: With the GPU forms and the subgroup form, an 8-bit first pass's level 3 summed across lanes in
+#: 32-bit words (``mip_spd.wgsl``'s sg_level3n; None: with them). H200: 0.380 ms without it (call 1).
+SG_NARROW: bool | None = None
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -273,6 +296,8 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
               "SMEM_TABLES": fmt.bits == 8 and tex.color_space == "srgb"
               and (SMEM_TABLES if SMEM_TABLES is not None else gpu),
               "ROUND_A_LEVEL": gpu_forms(session)}
+    consts["CODE_WORDS"] = bool(consts["ROUND_A_LEVEL"] and fmt.bits == 8 and consts["SRGB"]
+                                and (CODE_WORDS if CODE_WORDS is not None else True))
     sg = consts["ROUND_A_LEVEL"] and subgroups_on(session)
     key = ("spd", layer, stored, sg, tuple(plan), tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
@@ -383,6 +408,12 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         subs.update(SG_SUBS)
     if consts["ROUND_A_LEVEL"]:  # (the GPU forms' code: CPU adapters' compilers never see it)
         subs["QUAD_SUMS"] = "quad_sums"
+        if consts["CODE_WORDS"]:
+            subs["WORD_CODE"] = "word_code"
+        if PACK_CODES if PACK_CODES is not None else True:
+            subs["TEXEL_CODES"] = "texel_codes_pack"
+        if sg and (SG_NARROW if SG_NARROW is not None else True):
+            subs.update({"SG_LEVEL3N": "sg_level3n", "SG_NARROW": "true"})
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
     layouts = [_out_bytes(tex, s, n) for s, n in plan]
 

@@ -12,6 +12,10 @@
 //! default SG_LEVELS no_sg_levels
 //! default QUAD_SUMS no_quad_sums
 //! default SG_XOR no_shuffle
+//! default WORD_CODE no_word_code
+//! default TEXEL_CODES texel_codes
+//! default SG_LEVEL3N no_sg_level3n
+//! default SG_NARROW false
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -119,6 +123,37 @@ fn bucket_code(z: f32) -> u32 {
     }
     let k = (w >> ((b & 3u) * 8u)) & 255u;
     return k + select(0u, 1u, k < 255u && z >= threshold_f(k + 1u, true));
+}
+
+// CODE_WORDS (GPU forms, spd.CODE_WORDS; WORD_CODE = word_code): an 8-bit sRGB code and its doubt from
+// one word a bucket (intbox.code_words, in `tables` from CODE_AT), with integer comparisons of the
+// estimate's bits: no float threshold lookups (bucket_code and exact_one read three or four words of
+// workgroup memory a channel). k is exactly bucket_code's (the float thresholds' code of x); where x
+// lies within CODE_DOUBT float steps (>= 2^-18 of the value, as MARGIN) of a threshold, one exact
+// comparison with that threshold decides, as in exact_one.
+override CODE_WORDS: bool = false;
+const CODE_AT: u32 = 1985u;    // after L, Q, Q / 2^32 and the buckets' codes (integer.table_words)
+const CODE_DOUBT: u32 = 64u;   // intbox.CODE_DOUBT
+
+fn no_word_code(num: Big, den: Big, x: f32) -> u32 {  // (WORD_CODE without the GPU forms: never called)
+    return 0u;
+}
+
+fn word_code(num: Big, den: Big, x: f32) -> u32 {
+    let xb = bitcast<u32>(x);
+    let w = tables[CODE_AT + u32(clamp(i32(xb >> 16u) - BUCKET_LOW, 0, BUCKETS - 1))];
+    let lo = xb & 0xffffu;
+    let t = w >> 16u;
+    let k0 = w & 255u;
+    let has = (w >> 8u) & 1u;
+    let near_t = has == 1u && lo + CODE_DOUBT > t && lo < t + CODE_DOUBT;
+    let near_lo = (w & 0x200u) != 0u && lo < CODE_DOUBT;
+    let near_hi = (w & 0x400u) != 0u && lo + CODE_DOUBT >= 65536u;
+    if (!(near_t || near_lo || near_hi)) {
+        return k0 + select(0u, 1u, has == 1u && lo >= t);
+    }
+    let j = k0 + select(0u, 1u, near_t) + select(0u, 1u + has, near_hi);  // (near_lo: k0)
+    return select(j - 1u, j, reaches(num, den, j, true));
 }
 
 // The code of num / den from a screened estimate x and its code k (q[k] <= x < q[k + 1], or the
@@ -403,17 +438,25 @@ fn finalize_narrow(i: u32, x: u32, y: u32, n: Narrow) -> bool {
         let l = select(n.sl.xyz, n.nl.xyz, covered);
         let den = select(1u << s, n.a, covered);
         let xv = (vec3<f32>(h) * 65536.0 + vec3<f32>(l)) / f32(den);
-        if (SRGB) {
-            col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));
-        } else {
-            col = vec3<u32>(clamp(floor(xv + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
-        }
         let wl = widen(vec4<u32>(h, 0u), vec4<u32>(l, 0u));  // the sums h 2^16 + l: low, high words
         let d = Big(den, 0u, 0u, 0u);
-        col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);
-        if (NC == 3u) {
-            col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);
-            col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);
+        if (SRGB && CODE_WORDS) {
+            col.x = WORD_CODE(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x);
+            if (NC == 3u) {
+                col.y = WORD_CODE(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y);
+                col.z = WORD_CODE(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z);
+            }
+        } else {
+            if (SRGB) {
+                col = vec3<u32>(bucket_code(xv.x), bucket_code(xv.y), bucket_code(xv.z));
+            } else {
+                col = vec3<u32>(clamp(floor(xv + vec3<f32>(0.5)), vec3<f32>(0.0), vec3<f32>(255.0)));
+            }
+            col.x = exact_one(Big(wl[0].x, wl[1].x, 0u, 0u), d, xv.x, col.x, SRGB);
+            if (NC == 3u) {
+                col.y = exact_one(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y, col.y, SRGB);
+                col.z = exact_one(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z, col.z, SRGB);
+            }
         }
     } else if (SRGB || covered) {
         let h = select(n.sh.xyz, n.nh.xyz, covered);
@@ -456,6 +499,18 @@ fn child_narrow(c: vec2<u32>, fs: vec2<u32>) -> Narrow {
     return child;
 }
 
+// TEXEL_CODES = texel_codes_pack (GPU forms, spd.PACK_CODES): an 8-bit RGBA linear view's codes by
+// pack4x8unorm, WGSL's floor(0.5 + 255 clamp(v)), texel_codes' formula in one instruction (a loaded
+// unorm value is within an ulp of c / 255, far from a rounding tie: the same codes however the
+// conversion rounds)
+fn texel_codes_pack(t: vec4<f32>) -> vec4<u32> {
+    if (!SRGB_VIEW && CHANNELS == 4u && BITS == 8u) {
+        let w = pack4x8unorm(t);
+        return vec4<u32>(w & 255u, (w >> 8u) & 255u, (w >> 16u) & 255u, w >> 24u);
+    }
+    return texel_codes(t);
+}
+
 // QUAD: the anchor texel p's sums, its children's codes written: a child's four texels loaded
 // together, one child after the other
 fn quad_by_child(p: vec2<u32>) -> Narrow {
@@ -467,10 +522,10 @@ fn quad_by_child(p: vec2<u32>) -> Narrow {
         let t1 = textureLoad(src, b + vec2<i32>(1, 0), 0);
         let t2 = textureLoad(src, b + vec2<i32>(0, 1), 0);
         let t3 = textureLoad(src, b + vec2<i32>(1, 1), 0);
-        var child = add_codes(zero_narrow(), texel_codes(t0));
-        child = add_codes(child, texel_codes(t1));
-        child = add_codes(child, texel_codes(t2));
-        child = add_codes(child, texel_codes(t3));
+        var child = add_codes(zero_narrow(), TEXEL_CODES(t0));
+        child = add_codes(child, TEXEL_CODES(t1));
+        child = add_codes(child, TEXEL_CODES(t2));
+        child = add_codes(child, TEXEL_CODES(t3));
         finalize_narrow(0u, c.x, c.y, child);
         an = sum_narrow(an, child);
     }
@@ -585,6 +640,9 @@ fn round_one(sm: Sums, c: u32, s: u32) -> u32 {
     let den = select(Big(1u << s, 0u, 0u, 0u), sm.a, covered && !alpha);
     if (ONE) {  // (approx()'s estimate: within 2^-20 too, see round_fast)
         let x = approx(num) / approx(den);
+        if (srgb && CODE_WORDS) {
+            return WORD_CODE(num, den, x);
+        }
         var k = u32(clamp(floor(x + 0.5), 0.0, 255.0));
         if (srgb) {
             k = bucket_code(x);
@@ -732,6 +790,76 @@ fn sg_levels(g: vec2<u32>, t: u32, s0: Sums, size: u32) -> u32 {
     return i + 1u;
 }
 
+// SG_LEVEL3N = sg_level3n, SG_NARROW = true (GPU forms with the subgroup form, spd.SG_NARROW): an 8-bit first pass's
+// level 3 (QUAD: 64 base texels a texel) summed across lanes in 32-bit words, the lanes' collapsed
+// narrow sums (a colour's h 2^16 + l: premultiplied where the alpha sum is nonzero, else plain; h <
+// 64 * 255 * 2^15 < 2^29, l < 64 * 255 * 2^16 < 2^30), added as add_collapsed adds (a texel without
+// alpha adds to the plain sums only), 7 words exchanged a step instead of 8 and no 96-bit additions;
+// then widened to sg_levels' sums: the same integers, so the same bytes.
+struct NSums {
+    h: vec3<u32>,
+    l: vec3<u32>,
+    a: u32,
+}
+
+fn ncollapse(n: Narrow) -> NSums {
+    let cov = WA && n.a != 0u;
+    return NSums(select(n.sh.xyz, n.nh.xyz, cov), select(n.sl.xyz, n.nl.xyz, cov), n.a);
+}
+
+fn nsums_add(x: NSums, y: NSums) -> NSums {
+    let a = x.a + y.a;
+    let kx = !WA || a == 0u || x.a != 0u;  // (a == 0: every child plain)
+    let ky = !WA || a == 0u || y.a != 0u;
+    let z = vec3<u32>(0u);
+    return NSums(select(z, x.h, kx) + select(z, y.h, ky), select(z, x.l, kx) + select(z, y.l, ky), a);
+}
+
+fn nsums_xor(x: NSums, m: u32) -> NSums {
+    let u = SG_XOR(vec4<u32>(x.h, x.a), m);
+    let v = SG_XOR(vec4<u32>(x.l, 0u), m);
+    return NSums(u.xyz, v.xyz, u.w);
+}
+
+fn no_sg_level3n(g: vec2<u32>, t: u32, n: Narrow) -> u32 {  // (SG_LEVEL3N without it: never called)
+    return 2u;
+}
+
+fn sg_level3n(g: vec2<u32>, t: u32, n: Narrow) -> u32 {
+    var x = ncollapse(n);
+    x = nsums_add(x, nsums_xor(x, 1u));
+    x = nsums_add(x, nsums_xor(x, 2u));
+    let w = widen(vec4<u32>(x.h, 0u), vec4<u32>(x.l, 0u));
+    let sm = Sums(Big(w[0].x, w[1].x, 0u, 0u), Big(w[0].y, w[1].y, 0u, 0u), Big(w[0].z, w[1].z, 0u, 0u),
+                  Big(x.a, 0u, 0u, 0u));
+    let o = morton(t >> 2u);
+    let q = g * (vec2<u32>(16u) >> (prm.lv[2].f - prm.lv[1].f)) + o;
+    let live = all(q < prm.lv[2].size);
+    let c = t & 3u;
+    var word = vec4<u32>(0u);
+    if (live && c < prm.channels) {
+        let code = round_one(sm, c, prm.mt[2].s) << (16u * (c & 1u));
+        word = vec4<u32>(select(0u, code, c < 2u), select(0u, code, c >= 2u), 0u, 0u);
+    }
+    word |= SG_XOR(word, 1u);
+    word |= SG_XOR(word, 2u);
+    let lead = live && c == 0u;
+    if (lead) {
+        var codes = vec4<u32>(word.x & 0xffffu, word.x >> 16u, word.y & 0xffffu, word.y >> 16u);
+        if (NC == 1u) {
+            codes = vec4<u32>(codes.x, 0u, 0u, codes.y);
+        }
+        write_texel(2u, q.x, q.y, codes);
+        if (STORE && 3u == prm.levels) {
+            store_sums((q.y * prm.lv[2].size.x + q.x) * SLOTS * 3u, sm);
+        }
+        if (3u < prm.levels && all(o < level_extent(2u))) {
+            lsums_put(level_slot(2u, o), sm);
+        }
+    }
+    return 3u;
+}
+
 // word k of texel j at tile[256 k + j]: a warp's threads touch consecutive words, no bank conflicts
 fn tile_put(p: vec2<u32>, s: Sums) {
     sums_put(p.y * 16u + p.x, 256u, s);
@@ -761,11 +889,14 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     if (SMEM_TABLES && ti < 256u) {
         let t = t0;
         ltab[t] = tables[2u * t];
-        qtab[t] = bitcast<f32>(tables[5u * 256u + t]);
-        if (t == 0u) {
+        let words = CODE_WORDS && ONE && !FROM_SUMS;  // (a first pass with CODE_WORDS reads no other table)
+        if (!words) {
+            qtab[t] = bitcast<f32>(tables[5u * 256u + t]);
+        }
+        if (t == 0u && !words) {
             qtab[256] = 3.4e38;  // above every value (k + 1 = 256 is never compared)
         }
-        if (ONE) {
+        if (ONE && !words) {
             for (var k = t; k < BUCKET_WORDS; k += 256u) {
                 btab[k] = tables[BUCKET_AT + k];
             }
@@ -783,9 +914,11 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     let fs = vec2<u32>(1u) << f0;               // source texels of a first-level texel
     let rc = vec2<u32>(1u) << (anchor.f - f0);  // first-level texels of an anchor texel
     var acc = zero_acc();
+    var nar = zero_narrow();  // (QUAD: the anchor's narrow sums, for SG_LEVEL3N)
     let quad = ONE && QUAD && r == 1u && all(fs == vec2<u32>(2u)) && all(rc == vec2<u32>(2u));
     if (inside && BITS == 8u && !FROM_SUMS && quad) {
         let an = quad_by_child(p);
+        nar = an;
         acc = wide(an);
         finalize_narrow(1u, p.x, p.y, an);
     } else if (inside && BITS == 8u && !FROM_SUMS) {
@@ -847,7 +980,12 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     // sums of the last such level for the rounds below (which then begin at level `first`)
     var first = 2u;
     if (sg_on && select(SG_TILE == 1u, all(prm.lv[2].f - anchor.f == vec2<u32>(1u)), SG_TILE == 2u)) {
-        let next = SG_LEVELS(wg.xy, t_sg, collapse(acc), SG_SIZE);
+        var next = 3u;
+        if (quad && BITS == 8u && !FROM_SUMS && SG_NARROW) {
+            next = SG_LEVEL3N(wg.xy, t_sg, nar);
+        } else {
+            next = SG_LEVELS(wg.xy, t_sg, collapse(acc), SG_SIZE);
+        }
         first = select(next, 3u, !SG_LEVEL4);
     } else {
         tile_put(lid.xy, collapse(acc));

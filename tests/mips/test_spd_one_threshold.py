@@ -52,6 +52,7 @@ def test_doubtful_codes_decided_by_one_comparison_give_the_integer_chains_bytes(
     import gputex.mips.spd as spd
 
     monkeypatch.setattr(spd, "ROUND_A_LEVEL", True)  # the GPU forms, exact_one among them, on any adapter
+    monkeypatch.setattr(spd, "CODE_WORDS", False)  # (sRGB: exact_one, not the code words: test_spd_code_words.py)
     a = _image(np.random.default_rng(2100 + w), w, h, 4, 8, "holes")
     cases = [("rgba8unorm-srgb", "srgb", "weighted"), ("rgba8unorm-srgb", "srgb", "straight"),
              ("rgba8unorm", "linear", "weighted")]
@@ -94,16 +95,21 @@ def test_gpu_settings_give_the_integer_chains_bytes(gpu, monkeypatch, fmt, chann
 
 def test_the_shaders_bucket_constants_are_the_tables():
     """mip_spd.wgsl's bucket constants are intbox's, and BUCKET_AT / BUCKET_WORDS are where and
-    how long ``integer.table_words`` lays out the 8-bit sRGB bucket codes (the last section)."""
+    how long ``integer.table_words`` lays out the 8-bit sRGB bucket codes; CODE_AT where the code words
+    follow them (intbox.code_words, a word a bucket: the last section), CODE_DOUBT intbox's."""
     import re
 
     from gputex.kernels import load_wgsl
+    from gputex.mips.intbox import CODE_DOUBT, code_words
     from gputex.mips.integer import table_words
 
-    consts = {k: int(v) for k, v in re.findall(r"const (BUCKET\w*): \w+ = (\d+)u?;", load_wgsl("mip_spd.wgsl"))}
+    found = re.findall(r"const ((?:BUCKET|CODE_)\w*): \w+ = (\d+)u?;", load_wgsl("mip_spd.wgsl"))
+    consts = {k: int(v) for k, v in found}
     words = table_words(8, True, float_thresholds=True)
     codes = np.array(bucket_table() + (0,) * (-BUCKETS % 4), np.uint8).view(np.uint32)
     assert consts["BUCKET_LOW"] == BUCKET_LOW and consts["BUCKETS"] == BUCKETS
     assert consts["BUCKET_WORDS"] == len(codes) == -(-BUCKETS // 4)
-    assert consts["BUCKET_AT"] + consts["BUCKET_WORDS"] == len(words)
-    assert np.array_equal(words[consts["BUCKET_AT"]:], codes)
+    assert consts["BUCKET_AT"] + consts["BUCKET_WORDS"] == consts["CODE_AT"] == len(words) - BUCKETS
+    assert np.array_equal(words[consts["BUCKET_AT"]:consts["CODE_AT"]], codes)
+    assert np.array_equal(words[consts["CODE_AT"]:], np.array(code_words(), np.uint32))
+    assert consts["CODE_DOUBT"] == CODE_DOUBT
