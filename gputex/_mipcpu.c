@@ -213,6 +213,8 @@ typedef struct {
      * S >= 255 * T[k] (``to``) */
     Thresh tw, to;
     u64 opaque;            /* alpha's sum over a footprint opaque throughout: max * W */
+    uint32_t lin32[256];   /* sRGB 8-bit: L(code) as 32 bits (L(255) = 2**31), for the RGBA8 kernels */
+    int fast;              /* the RGBA8 sRGB kernels of 2x2 footprints may run (see rgba8_base_2x2) */
     int fuse_top;          /* FUSED: the last level of the band */
     Level lv[32];
     size_t out_off[32];
@@ -570,6 +572,148 @@ INLINE void rows_from_sums_t(const Ctx *c, int lvl, const u64 *ssums, int srow0,
     }
 }
 
+/* ---- RGBA8 sRGB, 2x2 footprints: the batch's kind of chain (issue 13, h13fast) ----------------- */
+
+/* Level ``lvl`` from the base where its footprints are 2x2 whole texels (width and height even):
+ * one pass per row, sums and codes together, two 8-byte loads a texel pair. Four opaque texels
+ * (one AND of the two rows' words) or straight alpha: each colour's sum is four entries of a
+ * 32-bit table added (L(code) <= 2**31: half the cache of the u64 table), times the weight, its
+ * code one bucket guess and one threshold (the tables of finalize_t); straight alpha's code is
+ * (A + 2) >> 2 (code_linear of A * wt over W = 4 * wt, no division). Other texels (weighted alpha
+ * not opaque throughout) as rows_from_base_t, then finalize_t. The stored sums are the same. */
+INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, const int WA)
+{
+    const Level *L = &c->lv[lvl];
+    const int dw = L->w;
+    const uint8_t *restrict base = c->base;
+    const uint32_t *restrict lin = c->lin32;
+    const size_t stride = (size_t)c->width * 4;
+    const u64 wt = (u64)dw * (u64)L->h, mult = WA ? 255 * wt : wt, aslot = 4 * 255 * wt;
+    const Thresh *restrict th = WA ? &c->to : &c->tw;
+    const u64 *restrict tt = th->t;
+    const uint8_t *restrict guess = th->guess;
+    const int shift = th->shift;
+    uint8_t *restrict out = c->out + c->out_off[lvl];
+    const u64 AMASK = 0xff000000ff000000ull;
+    for (int y = y0; y < y1; y++) {
+        const uint8_t *restrict p0 = base + (size_t)(2 * y) * stride, *restrict p1 = p0 + stride;
+        uint8_t *restrict o = out + (size_t)y * dw * 4;
+        u64 *restrict d = dsums ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
+        for (int x = 0; x < dw; x++) {
+            u64 r0, r1;
+            memcpy(&r0, p0 + 8 * (size_t)x, 8);
+            memcpy(&r1, p1 + 8 * (size_t)x, 8);
+            if (!WA || (r0 & r1 & AMASK) == AMASK) {
+                u64 s0 = ((u64)lin[r0 & 255] + lin[(r0 >> 32) & 255]) + ((u64)lin[r1 & 255] + lin[(r1 >> 32) & 255]);
+                u64 s1 = ((u64)lin[(r0 >> 8) & 255] + lin[(r0 >> 40) & 255]) + ((u64)lin[(r1 >> 8) & 255] + lin[(r1 >> 40) & 255]);
+                u64 s2 = ((u64)lin[(r0 >> 16) & 255] + lin[(r0 >> 48) & 255]) + ((u64)lin[(r1 >> 16) & 255] + lin[(r1 >> 48) & 255]);
+                s0 *= mult; s1 *= mult; s2 *= mult;
+                unsigned g0 = guess[s0 >> shift], g1 = guess[s1 >> shift], g2 = guess[s2 >> shift];
+                g0 += s0 >= tt[g0 + 1];
+                g1 += s1 >= tt[g1 + 1];
+                g2 += s2 >= tt[g2 + 1];
+                u64 a;
+                unsigned ca;
+                if (WA) {
+                    a = aslot;
+                    ca = 255;
+                } else {
+                    unsigned as = (unsigned)(r0 >> 24 & 255) + (unsigned)(r0 >> 56) + (unsigned)(r1 >> 24 & 255) + (unsigned)(r1 >> 56);
+                    a = as * wt;
+                    ca = (as + 2) >> 2;
+                }
+                uint32_t word = g0 | g1 << 8 | g2 << 16 | ca << 24;
+                memcpy(o + 4 * (size_t)x, &word, 4);
+                if (d) {
+                    d[4 * (size_t)x] = s0; d[4 * (size_t)x + 1] = s1; d[4 * (size_t)x + 2] = s2; d[4 * (size_t)x + 3] = a;
+                }
+                continue;
+            }
+            /* weighted alpha, some texel not opaque: the products (a footprint without alpha: the plain sums) */
+            u64 acc[4] = {0, 0, 0, 0}, pl[3] = {0, 0, 0};
+            const u64 rr[2] = {r0, r1};
+            for (int j = 0; j < 2; j++)
+                for (int h = 0; h < 2; h++) {
+                    u64 px = rr[j] >> (32 * h), al = px >> 24 & 255;
+                    for (int k = 0; k < 3; k++) {
+                        u64 l = lin[px >> (8 * k) & 255];
+                        acc[k] += al * l;
+                        pl[k] += l;
+                    }
+                    acc[3] += al;
+                }
+            if (acc[3] == 0)
+                for (int k = 0; k < 3; k++) acc[k] = pl[k];
+            for (int k = 0; k < 4; k++) acc[k] *= wt;
+            finalize_t(c, lvl, dsums, drow0, x, y, acc, 4, 0, 1, WA);
+        }
+    }
+}
+
+/* Level ``lvl`` from stored sums tiling it 2x2 (the fused band's levels after the first, and the
+ * later tiled levels): the four children's sums added in registers, divided by 4 with a shift;
+ * opaque (weighted) or straight footprints' codes as rgba8_base_2x2_t's, the rest finalize_t. */
+INLINE void rgba8_sums_2x2_t(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0,
+                             int y1, const int WA)
+{
+    const Level *L = &c->lv[lvl], *S = &c->lv[c->source[lvl]];
+    const int dw = L->w;
+    const size_t sw = (size_t)S->w * 4;
+    const Thresh *restrict th = WA ? &c->to : &c->tw;
+    const u64 *restrict tt = th->t;
+    const uint8_t *restrict guess = th->guess;
+    const int shift = th->shift;
+    const u64 opaque = c->opaque, total = c->total;
+    uint8_t *restrict out = c->out + c->out_off[lvl];
+    for (int y = y0; y < y1; y++) {
+        const u64 *restrict s0 = ssums + (size_t)(2 * y - srow0) * sw, *restrict s1 = s0 + sw;
+        uint8_t *restrict o = out + (size_t)y * dw * 4;
+        u64 *restrict d = dsums ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
+        for (int x = 0; x < dw; x++, s0 += 8, s1 += 8) {
+            u64 a = (s0[3] + s0[7] + s1[3] + s1[7]) >> 2;
+            if (!WA || a == opaque) {  /* (opaque: every child is, each child's alpha <= opaque) */
+                u64 v0 = (s0[0] + s0[4] + s1[0] + s1[4]) >> 2;
+                u64 v1 = (s0[1] + s0[5] + s1[1] + s1[5]) >> 2;
+                u64 v2 = (s0[2] + s0[6] + s1[2] + s1[6]) >> 2;
+                unsigned g0 = guess[v0 >> shift], g1 = guess[v1 >> shift], g2 = guess[v2 >> shift];
+                g0 += v0 >= tt[g0 + 1];
+                g1 += v1 >= tt[g1 + 1];
+                g2 += v2 >= tt[g2 + 1];
+                unsigned ca = WA ? 255 : (a == opaque ? 255 : code_linear(a, total, 255));
+                uint32_t word = g0 | g1 << 8 | g2 << 16 | ca << 24;
+                memcpy(o + 4 * (size_t)x, &word, 4);
+                if (d) {
+                    d[4 * (size_t)x] = v0; d[4 * (size_t)x + 1] = v1; d[4 * (size_t)x + 2] = v2; d[4 * (size_t)x + 3] = a;
+                }
+                continue;
+            }
+            u64 w[4] = {0, 0, 0, a}, p[3] = {0, 0, 0};
+            const u64 *ch[4] = {s0, s0 + 4, s1, s1 + 4};
+            for (int i = 0; i < 4; i++) {
+                if (ch[i][3] == 0) {
+                    for (int k = 0; k < 3; k++) p[k] += ch[i][k];
+                } else {
+                    for (int k = 0; k < 3; k++) w[k] += ch[i][k];
+                }
+            }
+            for (int k = 0; k < 3; k++) w[k] = (a == 0 ? p[k] : w[k]) >> 2;
+            finalize_t(c, lvl, dsums, drow0, x, y, w, 4, 0, 1, WA);
+        }
+    }
+}
+
+static void rgba8_base_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1)
+{
+    if (c->weighted) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1);
+    else rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0);
+}
+
+static void rgba8_sums_2x2(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1)
+{
+    if (c->weighted) rgba8_sums_2x2_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, 1);
+    else rgba8_sums_2x2_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, 0);
+}
+
 /* ---- a level from a grid of cell sums ------------------------------------------------------ */
 
 /* Cell sums of cell rows [r0, r1) from the base: per cell the slots (colour: the weighted sums
@@ -678,6 +822,10 @@ KINDS(INSTANCE)
 
 static void rows_from_base(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row, u64 *vals)
 {
+    if (c->fast && c->lv[lvl].w * 2 == c->width && c->lv[lvl].h * 2 == c->height) {
+        rgba8_base_2x2(c, lvl, dsums, drow0, y0, y1);
+        return;
+    }
 #define CALL_BASE(CH, B16, SRGB, WA)                                                                       \
     if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
         base_##CH##_##B16##_##SRGB##_##WA(c, lvl, dsums, drow0, y0, y1, row, vals);                        \
@@ -688,6 +836,11 @@ static void rows_from_base(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0,
 
 static void rows_from_sums(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1)
 {
+    const Level *L = &c->lv[lvl], *S = &c->lv[c->source[lvl]];
+    if (c->fast && S->w == 2 * L->w && S->h == 2 * L->h && 4 * c->total < ((u64)1 << 25)) {  /* (sums_t's u64 case) */
+        rgba8_sums_2x2(c, lvl, ssums, srow0, dsums, drow0, y0, y1);
+        return;
+    }
 #define CALL_SUMS(CH, B16, SRGB, WA)                                                                       \
     if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
         sums_##CH##_##B16##_##SRGB##_##WA(c, lvl, ssums, srow0, dsums, drow0, y0, y1);                     \
@@ -1117,14 +1270,24 @@ static int run_chain(Ctx *c, int threads)
     return err;
 }
 
+/* The 32-bit copy of L (8-bit sRGB: every L(code) <= 2**31); 0 where one does not fit. */
+static int lin_u32(Ctx *c)
+{
+    for (int k = 0; k <= c->top; k++) {
+        if (c->lin[k] > 0xffffffffu) return 0;
+        c->lin32[k] = (uint32_t)c->lin[k];
+    }
+    return 1;
+}
+
 static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"base", "out", "width", "height", "levels", "channels", "bits", "srgb", "weighted",
-                             "lin", "q", "threads", "arena", NULL};
+                             "lin", "q", "threads", "arena", "fast", NULL};
     Py_buffer base, out, lin, q;
-    int width, height, levels, channels, bits, srgb, weighted, threads = 1, use_arena = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*w*iiiiippy*y*|ip", kwlist, &base, &out, &width, &height,
-                                     &levels, &channels, &bits, &srgb, &weighted, &lin, &q, &threads, &use_arena))
+    int width, height, levels, channels, bits, srgb, weighted, threads = 1, use_arena = 1, use_fast = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*w*iiiiippy*y*|ipp", kwlist, &base, &out, &width, &height,
+                                     &levels, &channels, &bits, &srgb, &weighted, &lin, &q, &threads, &use_arena, &use_fast))
         return NULL;
     PyObject *result = NULL;
     Ctx *c = calloc(1, sizeof(Ctx));
@@ -1162,6 +1325,7 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     int err;
     Py_BEGIN_ALLOW_THREADS
     if (srgb) build_guess(c);
+    if (srgb && channels == 4 && c->tw.one_step && c->to.one_step && lin_u32(c)) c->fast = use_fast;
     if (use_arena) arena_take(&c->arena);
     err = run_chain(c, threads);
     arena_give(&c->arena);
