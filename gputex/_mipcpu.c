@@ -67,6 +67,7 @@ typedef unsigned __int128 u128;
 #define MAX_SLOTS 4
 #define GUESS_BITS 14
 #define MAX_THREADS 16
+#define P4_SHIFT (34 - GUESS_BITS)  /* guesses of a sum of four L (< 2**34) */
 #define MAX_RING 16  /* rows of a footprint from the base (levels 1-2: at most height / (height >> 2) + 2 = 9) */
 
 typedef struct {
@@ -214,6 +215,7 @@ typedef struct {
     Thresh tw, to;
     u64 opaque;            /* alpha's sum over a footprint opaque throughout: max * W */
     uint32_t lin32[256];   /* sRGB 8-bit: L(code) as 32 bits (L(255) = 2**31), for the RGBA8 kernels */
+    Thresh t4;             /* sRGB 8-bit: codes of P = the sum of four L (a 2x2 of equal weights): P >= T[k] / wt */
     int fast;              /* the RGBA8 sRGB kernels of 2x2 footprints may run (see rgba8_base_2x2) */
     int fuse_top;          /* FUSED: the last level of the band */
     Level lv[32];
@@ -581,7 +583,31 @@ INLINE void rows_from_sums_t(const Ctx *c, int lvl, const u64 *ssums, int srow0,
  * code one bucket guess and one threshold (the tables of finalize_t); straight alpha's code is
  * (A + 2) >> 2 (code_linear of A * wt over W = 4 * wt, no division). Other texels (weighted alpha
  * not opaque throughout) as rows_from_base_t, then finalize_t. The stored sums are the same. */
-INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, const int WA)
+/* A 2x2 of weighted alpha with some texel not opaque: the products (a footprint without alpha:
+ * the plain sums), then finalize_t (out of the kernel's loop: its registers stay the loop's). */
+static __attribute__((noinline)) void rgba8_mixed_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int y,
+                                                      u64 r0, u64 r1, u64 wt)
+{
+    u64 acc[4] = {0, 0, 0, 0}, pl[3] = {0, 0, 0};
+    const u64 rr[2] = {r0, r1};
+    for (int j = 0; j < 2; j++)
+        for (int h = 0; h < 2; h++) {
+            u64 px = rr[j] >> (32 * h), al = px >> 24 & 255;
+            for (int k = 0; k < 3; k++) {
+                u64 l = c->lin32[px >> (8 * k) & 255];
+                acc[k] += al * l;
+                pl[k] += l;
+            }
+            acc[3] += al;
+        }
+    if (acc[3] == 0)
+        for (int k = 0; k < 3; k++) acc[k] = pl[k];
+    for (int k = 0; k < 4; k++) acc[k] *= wt;
+    finalize_t(c, lvl, dsums, drow0, x, y, acc, 4, 0, 1, 1);
+}
+
+INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, const int WA,
+                             const int STORE)
 {
     const Level *L = &c->lv[lvl];
     const int dw = L->w;
@@ -589,63 +615,45 @@ INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
     const uint32_t *restrict lin = c->lin32;
     const size_t stride = (size_t)c->width * 4;
     const u64 wt = (u64)dw * (u64)L->h, mult = WA ? 255 * wt : wt, aslot = 4 * 255 * wt;
-    const Thresh *restrict th = WA ? &c->to : &c->tw;
-    const u64 *restrict tt = th->t;
-    const uint8_t *restrict guess = th->guess;
-    const int shift = th->shift;
+    const u64 *restrict tt = c->t4.t;  /* the thresholds of P, the four L's sum (rgba8_tables) */
+    const uint8_t *restrict guess = c->t4.guess;
     uint8_t *restrict out = c->out + c->out_off[lvl];
     const u64 AMASK = 0xff000000ff000000ull;
     for (int y = y0; y < y1; y++) {
         const uint8_t *restrict p0 = base + (size_t)(2 * y) * stride, *restrict p1 = p0 + stride;
-        uint8_t *restrict o = out + (size_t)y * dw * 4;
-        u64 *restrict d = dsums ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
+        uint32_t *restrict o = (uint32_t *)(void *)(out + (size_t)y * dw * 4);
+        u64 *restrict d = STORE ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
         for (int x = 0; x < dw; x++) {
             u64 r0, r1;
             memcpy(&r0, p0 + 8 * (size_t)x, 8);
             memcpy(&r1, p1 + 8 * (size_t)x, 8);
-            if (!WA || (r0 & r1 & AMASK) == AMASK) {
-                u64 s0 = ((u64)lin[r0 & 255] + lin[(r0 >> 32) & 255]) + ((u64)lin[r1 & 255] + lin[(r1 >> 32) & 255]);
-                u64 s1 = ((u64)lin[(r0 >> 8) & 255] + lin[(r0 >> 40) & 255]) + ((u64)lin[(r1 >> 8) & 255] + lin[(r1 >> 40) & 255]);
-                u64 s2 = ((u64)lin[(r0 >> 16) & 255] + lin[(r0 >> 48) & 255]) + ((u64)lin[(r1 >> 16) & 255] + lin[(r1 >> 48) & 255]);
-                s0 *= mult; s1 *= mult; s2 *= mult;
-                unsigned g0 = guess[s0 >> shift], g1 = guess[s1 >> shift], g2 = guess[s2 >> shift];
-                g0 += s0 >= tt[g0 + 1];
-                g1 += s1 >= tt[g1 + 1];
-                g2 += s2 >= tt[g2 + 1];
-                u64 a;
-                unsigned ca;
-                if (WA) {
-                    a = aslot;
-                    ca = 255;
-                } else {
-                    unsigned as = (unsigned)(r0 >> 24 & 255) + (unsigned)(r0 >> 56) + (unsigned)(r1 >> 24 & 255) + (unsigned)(r1 >> 56);
-                    a = as * wt;
-                    ca = (as + 2) >> 2;
-                }
-                uint32_t word = g0 | g1 << 8 | g2 << 16 | ca << 24;
-                memcpy(o + 4 * (size_t)x, &word, 4);
-                if (d) {
-                    d[4 * (size_t)x] = s0; d[4 * (size_t)x + 1] = s1; d[4 * (size_t)x + 2] = s2; d[4 * (size_t)x + 3] = a;
-                }
+            if (WA && __builtin_expect((r0 & r1 & AMASK) != AMASK, 0)) {
+                rgba8_mixed_2x2(c, lvl, dsums, drow0, x, y, r0, r1, wt);
                 continue;
             }
-            /* weighted alpha, some texel not opaque: the products (a footprint without alpha: the plain sums) */
-            u64 acc[4] = {0, 0, 0, 0}, pl[3] = {0, 0, 0};
-            const u64 rr[2] = {r0, r1};
-            for (int j = 0; j < 2; j++)
-                for (int h = 0; h < 2; h++) {
-                    u64 px = rr[j] >> (32 * h), al = px >> 24 & 255;
-                    for (int k = 0; k < 3; k++) {
-                        u64 l = lin[px >> (8 * k) & 255];
-                        acc[k] += al * l;
-                        pl[k] += l;
-                    }
-                    acc[3] += al;
-                }
-            if (acc[3] == 0)
-                for (int k = 0; k < 3; k++) acc[k] = pl[k];
-            for (int k = 0; k < 4; k++) acc[k] *= wt;
-            finalize_t(c, lvl, dsums, drow0, x, y, acc, 4, 0, 1, WA);
+            u64 s0 = ((u64)lin[r0 & 255] + lin[(r0 >> 32) & 255]) + ((u64)lin[r1 & 255] + lin[(r1 >> 32) & 255]);
+            u64 s1 = ((u64)lin[(r0 >> 8) & 255] + lin[(r0 >> 40) & 255]) + ((u64)lin[(r1 >> 8) & 255] + lin[(r1 >> 40) & 255]);
+            u64 s2 = ((u64)lin[(r0 >> 16) & 255] + lin[(r0 >> 48) & 255]) + ((u64)lin[(r1 >> 16) & 255] + lin[(r1 >> 48) & 255]);
+            unsigned g0 = guess[s0 >> P4_SHIFT], g1 = guess[s1 >> P4_SHIFT], g2 = guess[s2 >> P4_SHIFT];
+            g0 += s0 >= tt[g0 + 1];
+            g1 += s1 >= tt[g1 + 1];
+            g2 += s2 >= tt[g2 + 1];
+            u64 a;
+            unsigned ca;
+            if (WA) {
+                a = aslot;
+                ca = 255;
+            } else {
+                unsigned as = (unsigned)(r0 >> 24 & 255) + (unsigned)(r0 >> 56) + (unsigned)(r1 >> 24 & 255) + (unsigned)(r1 >> 56);
+                a = as * wt;
+                ca = (as + 2) >> 2;
+            }
+            uint32_t word = g0 | g1 << 8 | g2 << 16 | ca << 24;
+            memcpy(o + x, &word, 4);
+            if (STORE) {
+                d[4 * (size_t)x] = s0 * mult; d[4 * (size_t)x + 1] = s1 * mult; d[4 * (size_t)x + 2] = s2 * mult;
+                d[4 * (size_t)x + 3] = a;
+            }
         }
     }
 }
@@ -704,8 +712,10 @@ INLINE void rgba8_sums_2x2_t(const Ctx *c, int lvl, const u64 *ssums, int srow0,
 
 static void rgba8_base_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1)
 {
-    if (c->weighted) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1);
-    else rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0);
+    if (c->weighted && dsums) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1, 1);
+    else if (c->weighted) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1, 0);
+    else if (dsums) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0, 1);
+    else rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0, 0);
 }
 
 static void rgba8_sums_2x2(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1)
@@ -1270,14 +1280,31 @@ static int run_chain(Ctx *c, int threads)
     return err;
 }
 
-/* The 32-bit copy of L (8-bit sRGB: every L(code) <= 2**31); 0 where one does not fit. */
-static int lin_u32(Ctx *c)
+/* The RGBA8 kernels' tables (8-bit sRGB): L as 32 bits (every L(code) <= 2**31), and the
+ * thresholds of P, a 2x2's sum of four L: P * wt * 2**32 >= Q[k] * W (W = 4 * wt) exactly when
+ * P >= t4[k] = ceil(T[k] / wt) (P * wt an integer), the same for every size, its guesses by
+ * P >> P4_SHIFT (a constant shift: P <= 4 * 2**31). 0 where they do not serve. */
+static int rgba8_tables(Ctx *c)
 {
+    if (c->top != 255 || c->lin[255] != ((u64)1 << 31)) return 0;
     for (int k = 0; k <= c->top; k++) {
         if (c->lin[k] > 0xffffffffu) return 0;
         c->lin32[k] = (uint32_t)c->lin[k];
     }
-    return 1;
+    if (c->width % 2 || c->height % 2) return 1;  /* (no 2x2 level from the base: t4 unused) */
+    u64 wt = c->total / 4;
+    Thresh *th = &c->t4;
+    for (int k = 0; k <= c->top; k++) th->t[k] = (c->tw.t[k] + wt - 1) / wt;
+    th->t[c->top + 1] = UINT64_MAX;
+    th->shift = P4_SHIFT;
+    for (int i = 0, k = 0; i < (1 << GUESS_BITS); i++) {
+        u64 start = (u64)i << P4_SHIFT;
+        while (k < c->top && th->t[k + 1] <= start) k++;
+        th->guess[i] = (uint8_t)k;
+    }
+    th->one_step = 1;
+    for (int j = 0; j < c->top; j++) th->one_step &= th->t[j + 1] - th->t[j] >= ((u64)1 << P4_SHIFT);
+    return th->one_step;
 }
 
 static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
@@ -1325,7 +1352,7 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     int err;
     Py_BEGIN_ALLOW_THREADS
     if (srgb) build_guess(c);
-    if (srgb && channels == 4 && c->tw.one_step && c->to.one_step && lin_u32(c)) c->fast = use_fast;
+    if (srgb && channels == 4 && c->tw.one_step && c->to.one_step && rgba8_tables(c)) c->fast = use_fast;
     if (use_arena) arena_take(&c->arena);
     err = run_chain(c, threads);
     arena_give(&c->arena);
