@@ -606,8 +606,91 @@ static __attribute__((noinline)) void rgba8_mixed_2x2(const Ctx *c, int lvl, u64
     finalize_t(c, lvl, dsums, drow0, x, y, acc, 4, 0, 1, 1);
 }
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#define HAVE_AVX512 1
+#include <immintrin.h>
+#define AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"), noinline))
+
+/* rgba8_base_2x2_t's texels eight at a time (AVX-512, where the CPU has it: simd_level): from
+ * texel ``x`` on, groups of eight opaque 2x2s (weighted) or any (straight) while a whole group
+ * fits; returns where it stopped (a group with a texel not opaque is left to the caller). The
+ * table lookups are gathers (L's 32-bit entries, 16 a gather, adjacent texels' added as the
+ * 64-bit lanes' halves), the guesses and thresholds too; the sums stored transposed. The same
+ * integers as the scalar loop. */
+static AVX512 int rgba8_run_avx512(const Ctx *c, const uint8_t *p0, const uint8_t *p1, uint32_t *o, u64 *d, int x,
+                                   int dw, u64 wt, u64 mult, int WA)
+{
+    const int *lin = (const int *)c->lin32;
+    const long long *tt = (const long long *)c->t4.t;
+    const uint8_t *guess = c->t4.guess;  /* (a gather reads 4 bytes: Thresh's ints follow the table) */
+    const __m512i b255 = _mm512_set1_epi32(255), lo32 = _mm512_set1_epi64(0xffffffff);
+    const __m256i one = _mm256_set1_epi32(1), m255 = _mm256_set1_epi32(255);
+    const __m512i vmult = _mm512_set1_epi64((long long)mult), vwt = _mm512_set1_epi64((long long)wt);
+    const __m512i aslot = _mm512_set1_epi64((long long)(4 * 255 * wt));
+    const __m512i ilo = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), ihi = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+    const __m512i jlo = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), jhi = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    for (; x + 8 <= dw; x += 8) {
+        __m512i r0 = _mm512_loadu_si512((const void *)(p0 + 8 * (size_t)x));
+        __m512i r1 = _mm512_loadu_si512((const void *)(p1 + 8 * (size_t)x));
+        __m512i al0 = _mm512_srli_epi32(r0, 24), al1 = _mm512_srli_epi32(r1, 24);
+        if (WA && _mm512_cmpeq_epi32_mask(_mm512_and_si512(al0, al1), b255) != 0xffff) break;
+        __m512i sum[3];
+        __m256i code[4];
+        for (int k = 0; k < 3; k++) {
+            __m512i i0 = _mm512_and_si512(_mm512_srli_epi32(r0, 8 * k), b255);
+            __m512i i1 = _mm512_and_si512(_mm512_srli_epi32(r1, 8 * k), b255);
+            __m512i l0 = _mm512_i32gather_epi32(i0, lin, 4), l1 = _mm512_i32gather_epi32(i1, lin, 4);
+            __m512i s = _mm512_add_epi64(_mm512_add_epi64(_mm512_and_si512(l0, lo32), _mm512_srli_epi64(l0, 32)),
+                                         _mm512_add_epi64(_mm512_and_si512(l1, lo32), _mm512_srli_epi64(l1, 32)));
+            __m256i g = _mm256_and_si256(_mm512_i64gather_epi32(_mm512_srli_epi64(s, P4_SHIFT), guess, 1), m255);
+            __m512i t = _mm512_i32gather_epi64(_mm256_add_epi32(g, one), tt, 8);
+            g = _mm256_mask_add_epi32(g, _mm512_cmpge_epu64_mask(s, t), g, one);
+            code[k] = g;
+            sum[k] = s;
+        }
+        __m512i a;
+        if (WA) {
+            code[3] = m255;
+            a = aslot;
+        } else {
+            __m512i as = _mm512_add_epi32(al0, al1);
+            as = _mm512_add_epi64(_mm512_and_si512(as, lo32), _mm512_srli_epi64(as, 32));
+            code[3] = _mm512_cvtepi64_epi32(_mm512_srli_epi64(_mm512_add_epi64(as, _mm512_set1_epi64(2)), 2));
+            a = _mm512_mul_epu32(as, vwt);
+        }
+        __m256i word = _mm256_or_si256(_mm256_or_si256(code[0], _mm256_slli_epi32(code[1], 8)),
+                                       _mm256_or_si256(_mm256_slli_epi32(code[2], 16), _mm256_slli_epi32(code[3], 24)));
+        _mm256_storeu_si256((__m256i *)(void *)(o + x), word);
+        if (d) {
+            __m512i v0 = _mm512_mullo_epi64(sum[0], vmult), v1 = _mm512_mullo_epi64(sum[1], vmult);
+            __m512i v2 = _mm512_mullo_epi64(sum[2], vmult);
+            __m512i xl = _mm512_permutex2var_epi64(v0, ilo, v1), xh = _mm512_permutex2var_epi64(v0, ihi, v1);
+            __m512i yl = _mm512_permutex2var_epi64(v2, ilo, a), yh = _mm512_permutex2var_epi64(v2, ihi, a);
+            u64 *dd = d + 4 * (size_t)x;
+            _mm512_storeu_si512((void *)dd, _mm512_permutex2var_epi64(xl, jlo, yl));
+            _mm512_storeu_si512((void *)(dd + 8), _mm512_permutex2var_epi64(xl, jhi, yl));
+            _mm512_storeu_si512((void *)(dd + 16), _mm512_permutex2var_epi64(xh, jlo, yh));
+            _mm512_storeu_si512((void *)(dd + 24), _mm512_permutex2var_epi64(xh, jhi, yh));
+        }
+    }
+    return x;
+}
+#endif
+
+/* The SIMD kernels this CPU may run: 2 AVX-512 (F, DQ, BW, VL), 0 none (the portable loops). */
+static int simd_level(void)
+{
+#ifdef HAVE_AVX512
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw")
+        && __builtin_cpu_supports("avx512vl"))
+        return 2;
+#endif
+    return 0;
+}
+
 INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, const int WA,
-                             const int STORE)
+                             const int STORE, const int SIMD)
 {
     const Level *L = &c->lv[lvl];
     const int dw = L->w;
@@ -624,6 +707,12 @@ INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
         uint32_t *restrict o = (uint32_t *)(void *)(out + (size_t)y * dw * 4);
         u64 *restrict d = STORE ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
         for (int x = 0; x < dw; x++) {
+#ifdef HAVE_AVX512
+            if (SIMD && !(x & 7)) {  /* (at a group's start: after the one a texel not opaque ended) */
+                x = rgba8_run_avx512(c, p0, p1, o, d, x, dw, wt, mult, WA);
+                if (x >= dw) break;
+            }
+#endif
             u64 r0, r1;
             memcpy(&r0, p0 + 8 * (size_t)x, 8);
             memcpy(&r1, p1 + 8 * (size_t)x, 8);
@@ -712,10 +801,17 @@ INLINE void rgba8_sums_2x2_t(const Ctx *c, int lvl, const u64 *ssums, int srow0,
 
 static void rgba8_base_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1)
 {
-    if (c->weighted && dsums) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1, 1);
-    else if (c->weighted) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1, 0);
-    else if (dsums) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0, 1);
-    else rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0, 0);
+    if (c->fast >= 2) {
+        if (c->weighted && dsums) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1, 1, 1);
+        else if (c->weighted) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1, 0, 1);
+        else if (dsums) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0, 1, 1);
+        else rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0, 0, 1);
+    } else {
+        if (c->weighted && dsums) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1, 1, 0);
+        else if (c->weighted) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1, 0, 0);
+        else if (dsums) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0, 1, 0);
+        else rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0, 0, 0);
+    }
 }
 
 static void rgba8_sums_2x2(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1)
@@ -1312,8 +1408,8 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = {"base", "out", "width", "height", "levels", "channels", "bits", "srgb", "weighted",
                              "lin", "q", "threads", "arena", "fast", NULL};
     Py_buffer base, out, lin, q;
-    int width, height, levels, channels, bits, srgb, weighted, threads = 1, use_arena = 1, use_fast = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*w*iiiiippy*y*|ipp", kwlist, &base, &out, &width, &height,
+    int width, height, levels, channels, bits, srgb, weighted, threads = 1, use_arena = 1, use_fast = 2;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*w*iiiiippy*y*|ipi", kwlist, &base, &out, &width, &height,
                                      &levels, &channels, &bits, &srgb, &weighted, &lin, &q, &threads, &use_arena, &use_fast))
         return NULL;
     PyObject *result = NULL;
@@ -1352,7 +1448,8 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     int err;
     Py_BEGIN_ALLOW_THREADS
     if (srgb) build_guess(c);
-    if (srgb && channels == 4 && c->tw.one_step && c->to.one_step && rgba8_tables(c)) c->fast = use_fast;
+    if (srgb && channels == 4 && c->tw.one_step && c->to.one_step && rgba8_tables(c))
+        c->fast = use_fast >= 2 ? (simd_level() >= 2 ? 2 : 1) : use_fast > 0;
     if (use_arena) arena_take(&c->arena);
     err = run_chain(c, threads);
     arena_give(&c->arena);
