@@ -67,7 +67,8 @@ typedef unsigned __int128 u128;
 #define MAX_SLOTS 4
 #define GUESS_BITS 14
 #define MAX_THREADS 16
-#define P4_SHIFT (34 - GUESS_BITS)  /* guesses of a sum of four L (< 2**34) */
+#define P4_SHIFT (34 - GUESS_BITS)  /* guesses of a sum of four L (<= 2**33) */
+#define P16_SHIFT (36 - GUESS_BITS)  /* of sixteen (<= 2**35) */
 #define MAX_RING 16  /* rows of a footprint from the base (levels 1-2: at most height / (height >> 2) + 2 = 9) */
 
 typedef struct {
@@ -216,7 +217,9 @@ typedef struct {
     u64 opaque;            /* alpha's sum over a footprint opaque throughout: max * W */
     uint32_t lin32[256];   /* sRGB 8-bit: L(code) as 32 bits (L(255) = 2**31), for the RGBA8 kernels */
     Thresh t4;             /* sRGB 8-bit: codes of P = the sum of four L (a 2x2 of equal weights): P >= T[k] / wt */
-    int fast;              /* the RGBA8 sRGB kernels of 2x2 footprints may run (see rgba8_base_2x2) */
+    Thresh t16;            /* the same for sixteen L (level 2 of sizes multiples of 4, rgba8_band12_avx512) */
+    int fast;              /* the RGBA8 sRGB kernels of 2x2 footprints: 0 none, 1 portable, 2 also AVX-512 */
+    int fast12;            /* levels 1 and 2 made together (AVX-512) */
     int fuse_top;          /* FUSED: the last level of the band */
     Level lv[32];
     size_t out_off[32];
@@ -537,7 +540,7 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
 /* T: the accumulator type (u64 where r * W * 2**39 < 2**64, else u128) */
 #define FROM_SUMS_BODY(T)                                                                                   \
     for (int y = y0; y < y1; y++) {                                                                      \
-        for (int x = 0; x < L->w; x++) {                                                                 \
+        for (int x = x0; x < x1; x++) {                                                                  \
             T wsum[MAX_SLOTS] = {0, 0, 0, 0}, psum[3] = {0, 0, 0};                                        \
             for (int cy = y * ry; cy < (y + 1) * ry; cy++) {                                             \
                 const u64 *s = ssums + ((size_t)(cy - srow0) * S->w + (size_t)x * rx) * ns;             \
@@ -560,7 +563,7 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
     }
 
 INLINE void rows_from_sums_t(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
-                             const int CH, const int B16, const int SRGB, const int WA)
+                             int x0, int x1, const int CH, const int B16, const int SRGB, const int WA)
 {
     const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
     const Level *L = &c->lv[lvl], *S = &c->lv[c->source[lvl]];
@@ -609,7 +612,74 @@ static __attribute__((noinline)) void rgba8_mixed_2x2(const Ctx *c, int lvl, u64
 #if defined(__GNUC__) && defined(__x86_64__)
 #define HAVE_AVX512 1
 #include <immintrin.h>
-#define AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"), noinline))
+#define TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+#define AVX512 TARGET_AVX512 __attribute__((noinline))
+#define AVX512_INLINE static inline __attribute__((always_inline)) TARGET_AVX512
+
+static void rgba8_base_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, int x0, int x1, int simd);
+static void sums_range(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
+                       int x0, int x1);
+
+/* The codes of eight sums (64-bit lanes) from a table of a constant shift: one guess, one threshold
+ * (gathers; a guess reads 4 bytes: Thresh's ints follow its table). */
+#define CODES8(s, th, SHIFT)                                                                                    \
+    __extension__({                                                                                           \
+        __m256i g_ = _mm256_and_si256(_mm512_i64gather_epi32(_mm512_srli_epi64((s), SHIFT), (th)->guess, 1), \
+                                      _mm256_set1_epi32(255));                                                \
+        __m512i t_ = _mm512_i32gather_epi64(_mm256_add_epi32(g_, _mm256_set1_epi32(1)), (const void *)(th)->t, 8); \
+        _mm256_mask_add_epi32(g_, _mm512_cmpge_epu64_mask((s), t_), g_, _mm256_set1_epi32(1));               \
+    })
+
+/* Sums of adjacent 32-bit halves (the two texels of a 64-bit lane) as 64 bits. */
+AVX512_INLINE __m512i pair_sums(__m512i v)
+{
+    return _mm512_add_epi64(_mm512_and_si512(v, _mm512_set1_epi64(0xffffffff)), _mm512_srli_epi64(v, 32));
+}
+
+/* Eight texels of a level of 2x2 footprints from two base rows' 64 bytes: codes stored at ``o``, each
+ * channel's sum of four L in ``sum``, straight alpha's sums of four codes in ``as`` (opaque
+ * weighted alpha: 255). */
+AVX512_INLINE void l1_group(const Ctx *c, __m512i r0, __m512i r1, uint32_t *o, __m512i sum[3], __m512i *as, int WA)
+{
+    const int *lin = (const int *)c->lin32;
+    const __m512i b255 = _mm512_set1_epi32(255);
+    __m256i code[4];
+    for (int k = 0; k < 3; k++) {
+        __m512i l0 = _mm512_i32gather_epi32(_mm512_and_si512(_mm512_srli_epi32(r0, 8 * k), b255), lin, 4);
+        __m512i l1 = _mm512_i32gather_epi32(_mm512_and_si512(_mm512_srli_epi32(r1, 8 * k), b255), lin, 4);
+        __m512i s = _mm512_add_epi64(pair_sums(l0), pair_sums(l1));
+        code[k] = CODES8(s, &c->t4, P4_SHIFT);
+        sum[k] = s;
+    }
+    if (WA) {
+        code[3] = _mm256_set1_epi32(255);
+    } else {
+        *as = pair_sums(_mm512_add_epi32(_mm512_srli_epi32(r0, 24), _mm512_srli_epi32(r1, 24)));
+        code[3] = _mm512_cvtepi64_epi32(_mm512_srli_epi64(_mm512_add_epi64(*as, _mm512_set1_epi64(2)), 2));
+    }
+    __m256i word = _mm256_or_si256(_mm256_or_si256(code[0], _mm256_slli_epi32(code[1], 8)),
+                                   _mm256_or_si256(_mm256_slli_epi32(code[2], 16), _mm256_slli_epi32(code[3], 24)));
+    _mm256_storeu_si256((__m256i *)(void *)o, word);
+}
+
+/* Eight texels' slots (v0 v1 v2 a, each eight lanes) stored as the engine keeps sums: texel by texel. */
+AVX512_INLINE void store_slots(u64 *d, __m512i v0, __m512i v1, __m512i v2, __m512i a)
+{
+    const __m512i ilo = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), ihi = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+    const __m512i jlo = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), jhi = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    __m512i xl = _mm512_permutex2var_epi64(v0, ilo, v1), xh = _mm512_permutex2var_epi64(v0, ihi, v1);
+    __m512i yl = _mm512_permutex2var_epi64(v2, ilo, a), yh = _mm512_permutex2var_epi64(v2, ihi, a);
+    _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi64(xl, jlo, yl));
+    _mm512_storeu_si512((void *)(d + 8), _mm512_permutex2var_epi64(xl, jhi, yl));
+    _mm512_storeu_si512((void *)(d + 16), _mm512_permutex2var_epi64(xh, jlo, yh));
+    _mm512_storeu_si512((void *)(d + 24), _mm512_permutex2var_epi64(xh, jhi, yh));
+}
+
+/* Opaque: every alpha byte of these rows' words is 255. */
+AVX512_INLINE int opaque_words(__m512i a, __m512i b)
+{
+    return _mm512_cmpeq_epi32_mask(_mm512_srli_epi32(_mm512_and_si512(a, b), 24), _mm512_set1_epi32(255)) == 0xffff;
+}
 
 /* rgba8_base_2x2_t's texels eight at a time (AVX-512, where the CPU has it: simd_level): from
  * texel ``x`` on, groups of eight opaque 2x2s (weighted) or any (straight) while a whole group
@@ -620,60 +690,88 @@ static __attribute__((noinline)) void rgba8_mixed_2x2(const Ctx *c, int lvl, u64
 static AVX512 int rgba8_run_avx512(const Ctx *c, const uint8_t *p0, const uint8_t *p1, uint32_t *o, u64 *d, int x,
                                    int dw, u64 wt, u64 mult, int WA)
 {
-    const int *lin = (const int *)c->lin32;
-    const long long *tt = (const long long *)c->t4.t;
-    const uint8_t *guess = c->t4.guess;  /* (a gather reads 4 bytes: Thresh's ints follow the table) */
-    const __m512i b255 = _mm512_set1_epi32(255), lo32 = _mm512_set1_epi64(0xffffffff);
-    const __m256i one = _mm256_set1_epi32(1), m255 = _mm256_set1_epi32(255);
-    const __m512i vmult = _mm512_set1_epi64((long long)mult), vwt = _mm512_set1_epi64((long long)wt);
-    const __m512i aslot = _mm512_set1_epi64((long long)(4 * 255 * wt));
-    const __m512i ilo = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), ihi = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
-    const __m512i jlo = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), jhi = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    const __m512i vmult = _mm512_set1_epi64((long long)mult);
     for (; x + 8 <= dw; x += 8) {
         __m512i r0 = _mm512_loadu_si512((const void *)(p0 + 8 * (size_t)x));
         __m512i r1 = _mm512_loadu_si512((const void *)(p1 + 8 * (size_t)x));
-        __m512i al0 = _mm512_srli_epi32(r0, 24), al1 = _mm512_srli_epi32(r1, 24);
-        if (WA && _mm512_cmpeq_epi32_mask(_mm512_and_si512(al0, al1), b255) != 0xffff) break;
-        __m512i sum[3];
-        __m256i code[4];
-        for (int k = 0; k < 3; k++) {
-            __m512i i0 = _mm512_and_si512(_mm512_srli_epi32(r0, 8 * k), b255);
-            __m512i i1 = _mm512_and_si512(_mm512_srli_epi32(r1, 8 * k), b255);
-            __m512i l0 = _mm512_i32gather_epi32(i0, lin, 4), l1 = _mm512_i32gather_epi32(i1, lin, 4);
-            __m512i s = _mm512_add_epi64(_mm512_add_epi64(_mm512_and_si512(l0, lo32), _mm512_srli_epi64(l0, 32)),
-                                         _mm512_add_epi64(_mm512_and_si512(l1, lo32), _mm512_srli_epi64(l1, 32)));
-            __m256i g = _mm256_and_si256(_mm512_i64gather_epi32(_mm512_srli_epi64(s, P4_SHIFT), guess, 1), m255);
-            __m512i t = _mm512_i32gather_epi64(_mm256_add_epi32(g, one), tt, 8);
-            g = _mm256_mask_add_epi32(g, _mm512_cmpge_epu64_mask(s, t), g, one);
-            code[k] = g;
-            sum[k] = s;
-        }
-        __m512i a;
-        if (WA) {
-            code[3] = m255;
-            a = aslot;
-        } else {
-            __m512i as = _mm512_add_epi32(al0, al1);
-            as = _mm512_add_epi64(_mm512_and_si512(as, lo32), _mm512_srli_epi64(as, 32));
-            code[3] = _mm512_cvtepi64_epi32(_mm512_srli_epi64(_mm512_add_epi64(as, _mm512_set1_epi64(2)), 2));
-            a = _mm512_mul_epu32(as, vwt);
-        }
-        __m256i word = _mm256_or_si256(_mm256_or_si256(code[0], _mm256_slli_epi32(code[1], 8)),
-                                       _mm256_or_si256(_mm256_slli_epi32(code[2], 16), _mm256_slli_epi32(code[3], 24)));
-        _mm256_storeu_si256((__m256i *)(void *)(o + x), word);
+        if (WA && !opaque_words(r0, r1)) break;
+        __m512i sum[3], as = _mm512_setzero_si512();
+        l1_group(c, r0, r1, o + x, sum, &as, WA);
         if (d) {
-            __m512i v0 = _mm512_mullo_epi64(sum[0], vmult), v1 = _mm512_mullo_epi64(sum[1], vmult);
-            __m512i v2 = _mm512_mullo_epi64(sum[2], vmult);
-            __m512i xl = _mm512_permutex2var_epi64(v0, ilo, v1), xh = _mm512_permutex2var_epi64(v0, ihi, v1);
-            __m512i yl = _mm512_permutex2var_epi64(v2, ilo, a), yh = _mm512_permutex2var_epi64(v2, ihi, a);
-            u64 *dd = d + 4 * (size_t)x;
-            _mm512_storeu_si512((void *)dd, _mm512_permutex2var_epi64(xl, jlo, yl));
-            _mm512_storeu_si512((void *)(dd + 8), _mm512_permutex2var_epi64(xl, jhi, yl));
-            _mm512_storeu_si512((void *)(dd + 16), _mm512_permutex2var_epi64(xh, jlo, yh));
-            _mm512_storeu_si512((void *)(dd + 24), _mm512_permutex2var_epi64(xh, jhi, yh));
+            __m512i a = WA ? _mm512_set1_epi64((long long)(4 * 255 * wt)) : _mm512_mul_epu32(as, _mm512_set1_epi64((long long)wt));
+            store_slots(d + 4 * (size_t)x, _mm512_mullo_epi64(sum[0], vmult), _mm512_mullo_epi64(sum[1], vmult),
+                        _mm512_mullo_epi64(sum[2], vmult), a);
         }
     }
     return x;
+}
+
+/* Row y2 of level 2 and rows 2 * y2, 2 * y2 + 1 of level 1 together (sizes multiples of 4: each
+ * level 2x2 of the one before; AVX-512): per group of eight level-2 texels, the 16 x 4 base
+ * texels under them read once, level 1's sums of four L kept in registers and added into level
+ * 2's sums of sixteen (codes from their own thresholds, ``t16``), only level 2's sums stored
+ * (``dst``, for level 3 on). Level 1's sums never reach memory: before, they went through the band's
+ * ring and back (2048^2: ~2 ms of 6). A group with a texel not opaque (weighted alpha), and the
+ * row's last texels, are made by the scalar kernels through the ring. */
+static AVX512 void rgba8_band12_avx512(const Ctx *c, int y2, u64 *ring, u64 *dst, int drow0)
+{
+    const int WA = c->weighted, dw1 = c->lv[1].w, dw2 = c->lv[2].w;
+    const size_t stride = (size_t)c->width * 4;
+    const uint8_t *b0 = c->base + (size_t)(4 * y2) * stride, *b1 = b0 + stride, *b2 = b1 + stride, *b3 = b2 + stride;
+    uint32_t *o1 = (uint32_t *)(void *)(c->out + c->out_off[1]) + (size_t)(2 * y2) * dw1, *o1b = o1 + dw1;
+    uint32_t *o2 = (uint32_t *)(void *)(c->out + c->out_off[2]) + (size_t)y2 * dw2;
+    u64 *d2 = dst ? dst + (size_t)(y2 - drow0) * dw2 * 4 : NULL;
+    const u64 wt2 = (u64)dw2 * (u64)c->lv[2].h, mult2 = WA ? 255 * wt2 : wt2;
+    const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), od = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+    int x2 = 0;
+    while (x2 < dw2) {
+        if (x2 + 8 <= dw2) {
+            size_t at = 16 * (size_t)x2;
+            __m512i r00 = _mm512_loadu_si512((const void *)(b0 + at)), r01 = _mm512_loadu_si512((const void *)(b0 + at + 64));
+            __m512i r10 = _mm512_loadu_si512((const void *)(b1 + at)), r11 = _mm512_loadu_si512((const void *)(b1 + at + 64));
+            __m512i r20 = _mm512_loadu_si512((const void *)(b2 + at)), r21 = _mm512_loadu_si512((const void *)(b2 + at + 64));
+            __m512i r30 = _mm512_loadu_si512((const void *)(b3 + at)), r31 = _mm512_loadu_si512((const void *)(b3 + at + 64));
+            if (!WA || (opaque_words(_mm512_and_si512(r00, r01), _mm512_and_si512(r10, r11))
+                        && opaque_words(_mm512_and_si512(r20, r21), _mm512_and_si512(r30, r31)))) {
+                __m512i sa0[3], sa1[3], sb0[3], sb1[3], p2[3], z = _mm512_setzero_si512();
+                __m512i aa0 = z, aa1 = z, ab0 = z, ab1 = z;
+                __m256i code[4];
+                l1_group(c, r00, r10, o1 + 2 * x2, sa0, &aa0, WA);
+                l1_group(c, r01, r11, o1 + 2 * x2 + 8, sa1, &aa1, WA);
+                l1_group(c, r20, r30, o1b + 2 * x2, sb0, &ab0, WA);
+                l1_group(c, r21, r31, o1b + 2 * x2 + 8, sb1, &ab1, WA);
+                for (int k = 0; k < 3; k++) {
+                    __m512i v0 = _mm512_add_epi64(sa0[k], sb0[k]), v1 = _mm512_add_epi64(sa1[k], sb1[k]);
+                    p2[k] = _mm512_add_epi64(_mm512_permutex2var_epi64(v0, ev, v1), _mm512_permutex2var_epi64(v0, od, v1));
+                    code[k] = CODES8(p2[k], &c->t16, P16_SHIFT);
+                }
+                __m512i a2;
+                if (WA) {
+                    code[3] = _mm256_set1_epi32(255);
+                    a2 = _mm512_set1_epi64((long long)(16 * 255 * wt2));
+                } else {
+                    __m512i v0 = _mm512_add_epi64(aa0, ab0), v1 = _mm512_add_epi64(aa1, ab1);
+                    __m512i as = _mm512_add_epi64(_mm512_permutex2var_epi64(v0, ev, v1), _mm512_permutex2var_epi64(v0, od, v1));
+                    code[3] = _mm512_cvtepi64_epi32(_mm512_srli_epi64(_mm512_add_epi64(as, _mm512_set1_epi64(8)), 4));
+                    a2 = _mm512_mul_epu32(as, _mm512_set1_epi64((long long)wt2));
+                }
+                __m256i word = _mm256_or_si256(_mm256_or_si256(code[0], _mm256_slli_epi32(code[1], 8)),
+                                               _mm256_or_si256(_mm256_slli_epi32(code[2], 16), _mm256_slli_epi32(code[3], 24)));
+                _mm256_storeu_si256((__m256i *)(void *)(o2 + x2), word);
+                if (d2) {
+                    const __m512i vm = _mm512_set1_epi64((long long)mult2);
+                    store_slots(d2 + 4 * (size_t)x2, _mm512_mullo_epi64(p2[0], vm), _mm512_mullo_epi64(p2[1], vm),
+                                _mm512_mullo_epi64(p2[2], vm), a2);
+                }
+                x2 += 8;
+                continue;
+            }
+        }
+        int e = x2 + 8 <= dw2 ? x2 + 8 : dw2;
+        rgba8_base_2x2(c, 1, ring, 2 * y2, 2 * y2, 2 * y2 + 2, 2 * x2, 2 * e, 0);
+        sums_range(c, 2, ring, 2 * y2, dst, drow0, y2, y2 + 1, x2, e);
+        x2 = e;
+    }
 }
 #endif
 
@@ -689,8 +787,8 @@ static int simd_level(void)
     return 0;
 }
 
-INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, const int WA,
-                             const int STORE, const int SIMD)
+INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, int x0, int x1,
+                             const int WA, const int STORE, const int SIMD)
 {
     const Level *L = &c->lv[lvl];
     const int dw = L->w;
@@ -706,11 +804,11 @@ INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
         const uint8_t *restrict p0 = base + (size_t)(2 * y) * stride, *restrict p1 = p0 + stride;
         uint32_t *restrict o = (uint32_t *)(void *)(out + (size_t)y * dw * 4);
         u64 *restrict d = STORE ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
-        for (int x = 0; x < dw; x++) {
+        for (int x = x0; x < x1; x++) {
 #ifdef HAVE_AVX512
             if (SIMD && !(x & 7)) {  /* (at a group's start: after the one a texel not opaque ended) */
-                x = rgba8_run_avx512(c, p0, p1, o, d, x, dw, wt, mult, WA);
-                if (x >= dw) break;
+                x = rgba8_run_avx512(c, p0, p1, o, d, x, x1, wt, mult, WA);
+                if (x >= x1) break;
             }
 #endif
             u64 r0, r1;
@@ -751,7 +849,7 @@ INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
  * later tiled levels): the four children's sums added in registers, divided by 4 with a shift;
  * opaque (weighted) or straight footprints' codes as rgba8_base_2x2_t's, the rest finalize_t. */
 INLINE void rgba8_sums_2x2_t(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0,
-                             int y1, const int WA)
+                             int y1, int x0, int x1, const int WA)
 {
     const Level *L = &c->lv[lvl], *S = &c->lv[c->source[lvl]];
     const int dw = L->w;
@@ -763,10 +861,10 @@ INLINE void rgba8_sums_2x2_t(const Ctx *c, int lvl, const u64 *ssums, int srow0,
     const u64 opaque = c->opaque, total = c->total;
     uint8_t *restrict out = c->out + c->out_off[lvl];
     for (int y = y0; y < y1; y++) {
-        const u64 *restrict s0 = ssums + (size_t)(2 * y - srow0) * sw, *restrict s1 = s0 + sw;
+        const u64 *restrict s0 = ssums + (size_t)(2 * y - srow0) * sw + 8 * (size_t)x0, *restrict s1 = s0 + sw;
         uint8_t *restrict o = out + (size_t)y * dw * 4;
         u64 *restrict d = dsums ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
-        for (int x = 0; x < dw; x++, s0 += 8, s1 += 8) {
+        for (int x = x0; x < x1; x++, s0 += 8, s1 += 8) {
             u64 a = (s0[3] + s0[7] + s1[3] + s1[7]) >> 2;
             if (!WA || a == opaque) {  /* (opaque: every child is, each child's alpha <= opaque) */
                 u64 v0 = (s0[0] + s0[4] + s1[0] + s1[4]) >> 2;
@@ -799,25 +897,23 @@ INLINE void rgba8_sums_2x2_t(const Ctx *c, int lvl, const u64 *ssums, int srow0,
     }
 }
 
-static void rgba8_base_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1)
+static void rgba8_base_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, int x0, int x1, int simd)
 {
-    if (c->fast >= 2) {
-        if (c->weighted && dsums) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1, 1, 1);
-        else if (c->weighted) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1, 0, 1);
-        else if (dsums) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0, 1, 1);
-        else rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0, 0, 1);
+#define RGBA8_BASE(WA, STORE, SIMD) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, x0, x1, WA, STORE, SIMD)
+    if (simd) {
+        if (c->weighted) { if (dsums) RGBA8_BASE(1, 1, 1); else RGBA8_BASE(1, 0, 1); }
+        else { if (dsums) RGBA8_BASE(0, 1, 1); else RGBA8_BASE(0, 0, 1); }
     } else {
-        if (c->weighted && dsums) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1, 1, 0);
-        else if (c->weighted) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 1, 0, 0);
-        else if (dsums) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0, 1, 0);
-        else rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, 0, 0, 0);
+        if (c->weighted) { if (dsums) RGBA8_BASE(1, 1, 0); else RGBA8_BASE(1, 0, 0); }
+        else { if (dsums) RGBA8_BASE(0, 1, 0); else RGBA8_BASE(0, 0, 0); }
     }
 }
 
-static void rgba8_sums_2x2(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1)
+static void rgba8_sums_2x2(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
+                           int x0, int x1)
 {
-    if (c->weighted) rgba8_sums_2x2_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, 1);
-    else rgba8_sums_2x2_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, 0);
+    if (c->weighted) rgba8_sums_2x2_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1, 1);
+    else rgba8_sums_2x2_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1, 0);
 }
 
 /* ---- a level from a grid of cell sums ------------------------------------------------------ */
@@ -912,9 +1008,9 @@ INLINE void rows_from_cells_t(const Ctx *c, int lvl, u64 *dsums, int y0, int y1,
         rows_from_base_t(c, lvl, dsums, drow0, y0, y1, row, vals, CH, B16, SRGB, WA);                      \
     }                                                                                                      \
     static void sums_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, const u64 *ssums, int srow0,      \
-                                                  u64 *dsums, int drow0, int y0, int y1)                   \
+                                                  u64 *dsums, int drow0, int y0, int y1, int x0, int x1)   \
     {                                                                                                      \
-        rows_from_sums_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, CH, B16, SRGB, WA);                   \
+        rows_from_sums_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1, CH, B16, SRGB, WA);           \
     }                                                                                                      \
     static void cbase_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int r0, int r1, u64 *tmp)                \
     {                                                                                                      \
@@ -929,7 +1025,7 @@ KINDS(INSTANCE)
 static void rows_from_base(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row, u64 *vals)
 {
     if (c->fast && c->lv[lvl].w * 2 == c->width && c->lv[lvl].h * 2 == c->height) {
-        rgba8_base_2x2(c, lvl, dsums, drow0, y0, y1);
+        rgba8_base_2x2(c, lvl, dsums, drow0, y0, y1, 0, c->lv[lvl].w, c->fast >= 2);
         return;
     }
 #define CALL_BASE(CH, B16, SRGB, WA)                                                                       \
@@ -940,19 +1036,26 @@ static void rows_from_base(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0,
     KINDS(CALL_BASE)
 }
 
-static void rows_from_sums(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1)
+/* Texels [x0, x1) of rows [y0, y1) of level lvl from stored sums. */
+static void sums_range(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
+                       int x0, int x1)
 {
     const Level *L = &c->lv[lvl], *S = &c->lv[c->source[lvl]];
     if (c->fast && S->w == 2 * L->w && S->h == 2 * L->h && 4 * c->total < ((u64)1 << 25)) {  /* (sums_t's u64 case) */
-        rgba8_sums_2x2(c, lvl, ssums, srow0, dsums, drow0, y0, y1);
+        rgba8_sums_2x2(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1);
         return;
     }
 #define CALL_SUMS(CH, B16, SRGB, WA)                                                                       \
     if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
-        sums_##CH##_##B16##_##SRGB##_##WA(c, lvl, ssums, srow0, dsums, drow0, y0, y1);                     \
+        sums_##CH##_##B16##_##SRGB##_##WA(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1);             \
         return;                                                                                            \
     }
     KINDS(CALL_SUMS)
+}
+
+static void rows_from_sums(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1)
+{
+    sums_range(c, lvl, ssums, srow0, dsums, drow0, y0, y1, 0, c->lv[lvl].w);
 }
 
 static void cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
@@ -1051,6 +1154,12 @@ static void band_row(const Job *j, int k, int y, u64 *dst, int drow0)
     const Ctx *c = j->c;
     int ry = c->lv[k - 1].h / c->lv[k].h;
     u64 *ring = j->ring[k - 1 - j->lvl];
+#ifdef HAVE_AVX512
+    if (k == 2 && j->lvl == 1 && c->fast12) {  /* levels 1 and 2 at once (rgba8_band12_avx512) */
+        rgba8_band12_avx512(c, y, ring, dst, drow0);
+        return;
+    }
+#endif
     if (k - 1 == j->lvl) {
         rows_from_base(c, k - 1, ring, y * ry, y * ry, (y + 1) * ry, j->row, j->vals);
     } else {
@@ -1376,10 +1485,28 @@ static int run_chain(Ctx *c, int threads)
     return err;
 }
 
-/* The RGBA8 kernels' tables (8-bit sRGB): L as 32 bits (every L(code) <= 2**31), and the
- * thresholds of P, a 2x2's sum of four L: P * wt * 2**32 >= Q[k] * W (W = 4 * wt) exactly when
- * P >= t4[k] = ceil(T[k] / wt) (P * wt an integer), the same for every size, its guesses by
- * P >> P4_SHIFT (a constant shift: P <= 4 * 2**31). 0 where they do not serve. */
+/* Thresholds of P, a footprint's plain sum of L over ``n`` base texels of equal weight wt = W / n:
+ * P * wt * 2**32 >= Q[k] * W exactly when P >= ceil(T[k] / wt) (P * wt an integer; T: ``tw``),
+ * whatever the size; guesses by P >> shift (a constant: P <= n * 2**31). Returns one_step. */
+static int sum_thresholds(const Ctx *c, Thresh *th, u64 n, int shift)
+{
+    u64 wt = c->total / n;
+    for (int k = 0; k <= c->top; k++) th->t[k] = (c->tw.t[k] + wt - 1) / wt;
+    th->t[c->top + 1] = UINT64_MAX;
+    th->shift = shift;
+    for (int i = 0, k = 0; i < (1 << GUESS_BITS); i++) {
+        u64 start = (u64)i << shift;
+        while (k < c->top && th->t[k + 1] <= start) k++;
+        th->guess[i] = (uint8_t)k;
+    }
+    th->one_step = 1;
+    for (int j = 0; j < c->top; j++) th->one_step &= th->t[j + 1] - th->t[j] >= ((u64)1 << shift);
+    return th->one_step;
+}
+
+/* The RGBA8 kernels' tables (8-bit sRGB): L as 32 bits (every L(code) <= 2**31), the thresholds
+ * of a 2x2's sum of four L (``t4``) and, for sizes multiples of 4, of level 2's sixteen
+ * (``t16``). Returns 0 where the kernels do not serve (then none runs). */
 static int rgba8_tables(Ctx *c)
 {
     if (c->top != 255 || c->lin[255] != ((u64)1 << 31)) return 0;
@@ -1388,19 +1515,9 @@ static int rgba8_tables(Ctx *c)
         c->lin32[k] = (uint32_t)c->lin[k];
     }
     if (c->width % 2 || c->height % 2) return 1;  /* (no 2x2 level from the base: t4 unused) */
-    u64 wt = c->total / 4;
-    Thresh *th = &c->t4;
-    for (int k = 0; k <= c->top; k++) th->t[k] = (c->tw.t[k] + wt - 1) / wt;
-    th->t[c->top + 1] = UINT64_MAX;
-    th->shift = P4_SHIFT;
-    for (int i = 0, k = 0; i < (1 << GUESS_BITS); i++) {
-        u64 start = (u64)i << P4_SHIFT;
-        while (k < c->top && th->t[k + 1] <= start) k++;
-        th->guess[i] = (uint8_t)k;
-    }
-    th->one_step = 1;
-    for (int j = 0; j < c->top; j++) th->one_step &= th->t[j + 1] - th->t[j] >= ((u64)1 << P4_SHIFT);
-    return th->one_step;
+    if (!sum_thresholds(c, &c->t4, 4, P4_SHIFT)) return 0;
+    c->fast12 = c->width % 4 == 0 && c->height % 4 == 0 && c->levels >= 3 && sum_thresholds(c, &c->t16, 16, P16_SHIFT);
+    return 1;
 }
 
 static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
@@ -1450,6 +1567,7 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     if (srgb) build_guess(c);
     if (srgb && channels == 4 && c->tw.one_step && c->to.one_step && rgba8_tables(c))
         c->fast = use_fast >= 2 ? (simd_level() >= 2 ? 2 : 1) : use_fast > 0;
+    c->fast12 &= c->fast >= 2;
     if (use_arena) arena_take(&c->arena);
     err = run_chain(c, threads);
     arena_give(&c->arena);
