@@ -1584,6 +1584,12 @@ done:
     return result;
 }
 
+/* The SIMD kernels this process's CPU runs (simd_level: 2 AVX-512, 0 none). */
+static PyObject *simd(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(simd_level());
+}
+
 /* The arena's size (0: none kept). */
 static PyObject *arena_bytes(PyObject *self, PyObject *unused)
 {
@@ -1604,7 +1610,8 @@ static PyObject *release(PyObject *self, PyObject *unused)
 
 static PyMethodDef methods[] = {
     {"chain", (PyCFunction)(void (*)(void))chain, METH_VARARGS | METH_KEYWORDS,
-     "chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads=1, arena=True)"},
+     "chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads=1, arena=True, fast=2)"},
+    {"simd", simd, METH_NOARGS, "simd() -> the SIMD kernels this CPU runs: 2 AVX-512, 0 none (portable loops)"},
     {"arena_bytes", arena_bytes, METH_NOARGS, "arena_bytes() -> the bytes the process's arena keeps"},
     {"release", release, METH_NOARGS, "release() -> unmaps the arena (where no chain holds it); the bytes freed"},
     {NULL, NULL, 0, NULL}};
