@@ -916,6 +916,118 @@ static void rgba8_sums_2x2(const Ctx *c, int lvl, const u64 *ssums, int srow0, u
     else rgba8_sums_2x2_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1, 0);
 }
 
+/* A texel of weighted alpha from the base whose footprint is not opaque throughout: its products
+ * summed over the footprint (no alpha at all: the plain sums), then finalize_t. */
+static __attribute__((noinline)) void rgba8_odd_texel(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int y)
+{
+    u64 acc[4] = {0, 0, 0, 0}, pl[3] = {0, 0, 0};
+    for (int j = 0; j < c->yn[y]; j++) {
+        u64 wy = c->yw[(size_t)y * c->ystride + j];
+        const uint8_t *p = c->base + ((size_t)(c->ys[y] + j) * c->width + c->xs[x]) * 4;
+        for (int i = 0; i < c->xn[x]; i++, p += 4) {
+            u64 w = wy * c->xw[(size_t)x * c->xstride + i], a = p[3];
+            for (int k = 0; k < 3; k++) {
+                u64 l = c->lin32[p[k]];
+                acc[k] += w * a * l;
+                pl[k] += w * l;
+            }
+            acc[3] += w * a;
+        }
+    }
+    if (acc[3] == 0)
+        for (int k = 0; k < 3; k++) acc[k] = pl[k];
+    finalize_t(c, lvl, dsums, drow0, x, y, acc, 4, 0, 1, 1);
+}
+
+/* Rows [y0, y1) of a level from the base whose footprints are not whole texels (levels 1-2 of odd
+ * sizes), RGBA8 sRGB: each base row's horizontal sums of the plain L (32-bit table, read from the
+ * bytes: no row of values a * L first) and, weighted, whether its texels are opaque (straight:
+ * alpha's sum), in the ring of rows; each texel's sums over its rows, and where the footprint is
+ * opaque throughout (weighted) its codes from the plain sums' thresholds (max * sum(w * L) >=
+ * max * T[k]: ``tw``), with no product by alpha anywhere. Footprints not opaque: rgba8_odd_texel. */
+INLINE void rgba8_base_odd_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row, const int WA)
+{
+    const Level *L = &c->lv[lvl];
+    const int dw = L->w, nring = c->ystride, xstride = c->xstride;
+    const uint8_t *restrict base = c->base;
+    const uint32_t *restrict lin = c->lin32;
+    const int *restrict xs = c->xs, *restrict xn = c->xn;
+    const u64 *restrict xw = c->xw;
+    const u64 *restrict tt = c->tw.t;
+    const uint8_t *restrict guess = c->tw.guess;
+    const int shift = c->tw.shift;
+    const u64 opaque = c->opaque, total = c->total;
+    uint8_t *restrict out = c->out + c->out_off[lvl];
+    u64 *hring = row + (size_t)dw * 4;
+    int tag[MAX_RING];
+    for (int i = 0; i < nring && i < MAX_RING; i++) tag[i] = -1;
+    for (int y = y0; y < y1; y++) {
+        const int n = c->yn[y];
+        const u64 *hrow[MAX_RING];
+        u64 wy[MAX_RING];
+        for (int j = 0; j < n; j++) {
+            int ty = c->ys[y] + j, slot = ty % nring;
+            u64 *restrict hs = hring + (size_t)slot * dw * 4;
+            if (tag[slot] != ty) {
+                const uint8_t *restrict b = base + (size_t)ty * c->width * 4;
+                for (int x = 0; x < dw; x++) {
+                    const uint8_t *restrict p = b + (size_t)xs[x] * 4;
+                    const u64 *restrict wx = xw + (size_t)x * xstride;
+                    u64 h0 = 0, h1 = 0, h2 = 0, ha = 0;
+                    unsigned all = 255;
+                    for (int i = 0; i < xn[x]; i++, p += 4) {
+                        u64 w = wx[i];
+                        h0 += w * lin[p[0]];
+                        h1 += w * lin[p[1]];
+                        h2 += w * lin[p[2]];
+                        if (WA) all &= p[3];
+                        else ha += w * p[3];
+                    }
+                    hs[4 * (size_t)x] = h0; hs[4 * (size_t)x + 1] = h1; hs[4 * (size_t)x + 2] = h2;
+                    hs[4 * (size_t)x + 3] = WA ? (u64)(all == 255) : ha;
+                }
+                tag[slot] = ty;
+            }
+            hrow[j] = hs;
+            wy[j] = c->yw[(size_t)y * c->ystride + j];
+        }
+        uint32_t *restrict o = (uint32_t *)(void *)(out + (size_t)y * dw * 4);
+        u64 *restrict d = dsums ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
+        for (int x = 0; x < dw; x++) {
+            u64 v0 = 0, v1 = 0, v2 = 0, va = WA ? 1 : 0;
+            for (int j = 0; j < n; j++) {
+                const u64 *h = hrow[j] + 4 * (size_t)x;
+                v0 += wy[j] * h[0];
+                v1 += wy[j] * h[1];
+                v2 += wy[j] * h[2];
+                if (WA) va &= h[3];
+                else va += wy[j] * h[3];
+            }
+            if (WA && !va) {
+                rgba8_odd_texel(c, lvl, dsums, drow0, x, y);
+                continue;
+            }
+            unsigned g0 = guess[v0 >> shift], g1 = guess[v1 >> shift], g2 = guess[v2 >> shift];
+            g0 += v0 >= tt[g0 + 1];
+            g1 += v1 >= tt[g1 + 1];
+            g2 += v2 >= tt[g2 + 1];
+            unsigned ca = WA || va == opaque ? 255 : code_linear(va, total, 255);
+            o[x] = g0 | g1 << 8 | g2 << 16 | ca << 24;
+            if (d) {
+                u64 m = WA ? 255 : 1;
+                d[4 * (size_t)x] = m * v0; d[4 * (size_t)x + 1] = m * v1; d[4 * (size_t)x + 2] = m * v2;
+                d[4 * (size_t)x + 3] = WA ? opaque : va;
+            }
+        }
+    }
+}
+
+static void rgba8_base_odd(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row)
+{
+    if (c->weighted) rgba8_base_odd_t(c, lvl, dsums, drow0, y0, y1, row, 1);
+    else rgba8_base_odd_t(c, lvl, dsums, drow0, y0, y1, row, 0);
+}
+
 /* ---- a level from a grid of cell sums ------------------------------------------------------ */
 
 /* Cell sums of cell rows [r0, r1) from the base: per cell the slots (colour: the weighted sums
@@ -1026,6 +1138,10 @@ static void rows_from_base(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0,
 {
     if (c->fast && c->lv[lvl].w * 2 == c->width && c->lv[lvl].h * 2 == c->height) {
         rgba8_base_2x2(c, lvl, dsums, drow0, y0, y1, 0, c->lv[lvl].w, c->fast >= 2);
+        return;
+    }
+    if (c->fast && (c->width % c->lv[lvl].w || c->height % c->lv[lvl].h)) {  /* (rows_from_base_t's weighted footprints) */
+        rgba8_base_odd(c, lvl, dsums, drow0, y0, y1, row);
         return;
     }
 #define CALL_BASE(CH, B16, SRGB, WA)                                                                       \
