@@ -1174,8 +1174,57 @@ static void rows_from_sums(const Ctx *c, int lvl, const u64 *ssums, int srow0, u
     sums_range(c, lvl, ssums, srow0, dsums, drow0, y0, y1, 0, c->lv[lvl].w);
 }
 
+/* cells_from_base_t for RGBA8 sRGB: each cell's run of texels in a row summed in registers (the
+ * plain L from the 32-bit table, alpha's sum) and added to the cell once (no cell looked up per
+ * texel); weighted alpha's deficit D = sum((max - a) * L) only over runs not opaque. */
+static void rgba8_cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
+{
+    const int WA = c->weighted, nx = c->gx_n;
+    const int *restrict gx = c->gx;
+    const uint8_t *restrict base = c->base;
+    const uint32_t *restrict lin = c->lin32;
+    for (int r = r0; r < r1; r++) {
+        memset(tmp, 0, sizeof(u64) * 7 * (size_t)nx);
+        for (int ty = c->gy[r]; ty < c->gy[r + 1]; ty++) {
+            const uint8_t *restrict b = base + (size_t)ty * c->width * 4;
+            for (int cx = 0; cx < nx; cx++) {
+                const uint8_t *restrict p = b + (size_t)gx[cx] * 4, *restrict e = b + (size_t)gx[cx + 1] * 4;
+                u64 p0 = 0, p1 = 0, p2 = 0, a = 0;
+                unsigned all = 255;
+                for (const uint8_t *q = p; q < e; q += 4) {
+                    p0 += lin[q[0]];
+                    p1 += lin[q[1]];
+                    p2 += lin[q[2]];
+                    a += q[3];
+                    all &= q[3];
+                }
+                u64 *restrict t = tmp + 7 * (size_t)cx;
+                t[0] += p0; t[1] += p1; t[2] += p2; t[6] += a;
+                if (WA && all != 255)
+                    for (const uint8_t *q = p; q < e; q += 4) {
+                        u64 m = 255u - q[3];
+                        t[3] += m * lin[q[0]];
+                        t[4] += m * lin[q[1]];
+                        t[5] += m * lin[q[2]];
+                    }
+            }
+        }
+        u64 *d = c->cells + (size_t)r * nx * 4;
+        for (int cx = 0; cx < nx; cx++, d += 4) {
+            const u64 *t = tmp + 7 * (size_t)cx;
+            int plain = !WA || t[6] == 0;
+            for (int k = 0; k < 3; k++) d[k] = plain ? t[k] : 255 * t[k] - t[3 + k];
+            d[3] = t[6];
+        }
+    }
+}
+
 static void cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
 {
+    if (c->fast) {
+        rgba8_cells_from_base(c, r0, r1, tmp);
+        return;
+    }
 #define CALL_CBASE(CH, B16, SRGB, WA)                                                                      \
     if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
         cbase_##CH##_##B16##_##SRGB##_##WA(c, r0, r1, tmp);                                                \
