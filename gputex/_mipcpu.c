@@ -948,11 +948,9 @@ static __attribute__((noinline)) void rgba8_odd_texel(const Ctx *c, int lvl, u64
 INLINE void rgba8_base_odd_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row, const int WA)
 {
     const Level *L = &c->lv[lvl];
-    const int dw = L->w, nring = c->ystride, xstride = c->xstride;
+    const int dw = L->w, nring = c->ystride;
     const uint8_t *restrict base = c->base;
     const uint32_t *restrict lin = c->lin32;
-    const int *restrict xs = c->xs, *restrict xn = c->xn;
-    const u64 *restrict xw = c->xw;
     const u64 *restrict tt = c->tw.t;
     const uint8_t *restrict guess = c->tw.guess;
     const int shift = c->tw.shift;
@@ -969,22 +967,43 @@ INLINE void rgba8_base_odd_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
             int ty = c->ys[y] + j, slot = ty % nring;
             u64 *restrict hs = hring + (size_t)slot * dw * 4;
             if (tag[slot] != ty) {
+                /* footprint x: texels t .. tn - 1 of weight m (the level's width), less r * L[t]
+                 * (the first one's weight is m - r), plus rn * L[tn]: the texel it shares with
+                 * footprint x + 1, whose ``- r`` term is this one (jn = t * m + r): a run of adds and
+                 * one product a channel, whatever the footprint's width */
                 const uint8_t *restrict b = base + (size_t)ty * c->width * 4;
+                const u64 m = (u64)dw;
+                const int q = c->width / dw, rem = c->width % dw;
+                int t = 0;
+                u64 r = 0, e0 = 0, e1 = 0, e2 = 0, ea = 0;
                 for (int x = 0; x < dw; x++) {
-                    const uint8_t *restrict p = b + (size_t)xs[x] * 4;
-                    const u64 *restrict wx = xw + (size_t)x * xstride;
-                    u64 h0 = 0, h1 = 0, h2 = 0, ha = 0;
+                    int tn = t + q;
+                    u64 rn = r + (u64)rem;
+                    if (rn >= m) { rn -= m; tn++; }
+                    u64 s0 = 0, s1 = 0, s2 = 0, sa = 0, n0 = 0, n1 = 0, n2 = 0, na = 0;
                     unsigned all = 255;
-                    for (int i = 0; i < xn[x]; i++, p += 4) {
-                        u64 w = wx[i];
-                        h0 += w * lin[p[0]];
-                        h1 += w * lin[p[1]];
-                        h2 += w * lin[p[2]];
+                    for (const uint8_t *restrict p = b + 4 * (size_t)t, *e = b + 4 * (size_t)tn; p < e; p += 4) {
+                        s0 += lin[p[0]];
+                        s1 += lin[p[1]];
+                        s2 += lin[p[2]];
                         if (WA) all &= p[3];
-                        else ha += w * p[3];
+                        else sa += p[3];
                     }
-                    hs[4 * (size_t)x] = h0; hs[4 * (size_t)x + 1] = h1; hs[4 * (size_t)x + 2] = h2;
-                    hs[4 * (size_t)x + 3] = WA ? (u64)(all == 255) : ha;
+                    if (rn) {
+                        const uint8_t *restrict p = b + 4 * (size_t)tn;
+                        n0 = rn * lin[p[0]];
+                        n1 = rn * lin[p[1]];
+                        n2 = rn * lin[p[2]];
+                        if (WA) all &= p[3];
+                        else na = rn * p[3];
+                    }
+                    hs[4 * (size_t)x] = m * s0 + n0 - e0;
+                    hs[4 * (size_t)x + 1] = m * s1 + n1 - e1;
+                    hs[4 * (size_t)x + 2] = m * s2 + n2 - e2;
+                    hs[4 * (size_t)x + 3] = WA ? (u64)(all == 255) : m * sa + na - ea;
+                    e0 = n0; e1 = n1; e2 = n2; ea = na;
+                    t = tn;
+                    r = rn;
                 }
                 tag[slot] = ty;
             }
