@@ -778,13 +778,18 @@ static AVX512 void rgba8_band12_avx512(const Ctx *c, int y2, u64 *ring, u64 *dst
 /* The SIMD kernels this CPU may run: 2 AVX-512 (F, DQ, BW, VL), 0 none (the portable loops). */
 static int simd_level(void)
 {
+    static int level = -1;
+    if (level < 0) {
+        int l = 0;
 #ifdef HAVE_AVX512
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw")
-        && __builtin_cpu_supports("avx512vl"))
-        return 2;
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw")
+            && __builtin_cpu_supports("avx512vl"))
+            l = 2;
 #endif
-    return 0;
+        __atomic_store_n(&level, l, __ATOMIC_RELAXED);
+    }
+    return level;
 }
 
 INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, int x0, int x1,
@@ -1700,8 +1705,59 @@ static int rgba8_tables(Ctx *c)
     }
     if (c->width % 2 || c->height % 2) return 1;  /* (no 2x2 level from the base: t4 unused) */
     if (!sum_thresholds(c, &c->t4, 4, P4_SHIFT)) return 0;
-    c->fast12 = c->width % 4 == 0 && c->height % 4 == 0 && c->levels >= 3 && sum_thresholds(c, &c->t16, 16, P16_SHIFT);
+    c->fast12 = c->width % 4 == 0 && c->height % 4 == 0 && sum_thresholds(c, &c->t16, 16, P16_SHIFT);
     return 1;
+}
+
+/* The code tables of 8-bit sRGB chains (build_guess, rgba8_tables: ~60 us a chain, as long as a
+ * whole 61x37 chain) kept for the next chain of the same size and tables, as a decode worker
+ * makes chain after chain of one size: copied (~100 KB) where no other thread holds the copy. */
+typedef struct {
+    int valid, width, height, ok;
+    u64 lin[256], q[256];
+    uint8_t guess[1 << GUESS_BITS];
+    double guess_scale, qb[257];
+    Thresh tw, to, t4, t16;
+    uint32_t lin32[256];
+    int fast12;
+} Tables;
+
+static Tables tables_kept;
+static int tables_busy;
+
+#define TABLE_FIELDS(X) X(guess) X(qb) X(tw) X(to) X(t4) X(t16) X(lin32)
+
+/* The tables of an 8-bit sRGB chain in ``c`` (kept ones where they match); returns whether the
+ * RGBA8 kernels serve (rgba8_tables, and one_step of tw and to). */
+static int srgb_tables(Ctx *c)
+{
+    int held = !__atomic_exchange_n(&tables_busy, 1, __ATOMIC_ACQUIRE), ok;
+    Tables *k = &tables_kept;
+    if (held && k->valid && k->width == c->width && k->height == c->height && c->top == 255
+        && !memcmp(k->lin, c->lin, sizeof(k->lin)) && !memcmp(k->q, c->q, sizeof(k->q))) {
+#define COPY_IN(f) memcpy(&c->f, &k->f, sizeof(c->f));
+        TABLE_FIELDS(COPY_IN)
+        c->guess_scale = k->guess_scale;
+        c->fast12 = k->fast12;
+        ok = k->ok;
+    } else {
+        build_guess(c);
+        ok = c->tw.one_step && c->to.one_step && rgba8_tables(c);
+        if (held && c->top == 255) {
+#define COPY_OUT(f) memcpy(&k->f, &c->f, sizeof(c->f));
+            TABLE_FIELDS(COPY_OUT)
+            memcpy(k->lin, c->lin, sizeof(k->lin));
+            memcpy(k->q, c->q, sizeof(k->q));
+            k->guess_scale = c->guess_scale;
+            k->fast12 = c->fast12;
+            k->ok = ok;
+            k->width = c->width;
+            k->height = c->height;
+            k->valid = 1;
+        }
+    }
+    if (held) __atomic_store_n(&tables_busy, 0, __ATOMIC_RELEASE);
+    return ok;
 }
 
 static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
@@ -1748,10 +1804,9 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     int err;
     Py_BEGIN_ALLOW_THREADS
-    if (srgb) build_guess(c);
-    if (srgb && channels == 4 && c->tw.one_step && c->to.one_step && rgba8_tables(c))
-        c->fast = use_fast >= 2 ? (simd_level() >= 2 ? 2 : 1) : use_fast > 0;
-    c->fast12 &= c->fast >= 2;
+    int fast_ok = srgb && srgb_tables(c);
+    if (fast_ok && channels == 4) c->fast = use_fast >= 2 ? (simd_level() >= 2 ? 2 : 1) : use_fast > 0;
+    c->fast12 = c->fast12 && c->fast >= 2 && levels >= 3;
     if (use_arena) arena_take(&c->arena);
     err = run_chain(c, threads);
     arena_give(&c->arena);
