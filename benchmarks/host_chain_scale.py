@@ -2,7 +2,7 @@
 worker's chain takes longer on a 16-core host than alone (issue 13).
 
     python benchmarks/host_chain_scale.py [--procs 1 4 8 12 16] [--rounds 4] [--sizes 2048x2048 1537x1999]
-                                          [--per-level] [--module SO ...] [--straight]
+                                          [--per-level] [--module SO ...] [--straight] [--kernels K]
 
 Each of N processes (forked after the imports, no GPU) decodes a photo-like PNG and makes its
 chain with ``gputex.mips.cpu.host_chain`` on one thread (weighted alpha, the CLI's default, as a
@@ -20,6 +20,9 @@ turn at each process count (the children load it after the fork); ``--json FILE`
 whole (where the time goes by level), for each ``--module`` (other builds of ``gputex/_mipcpu.c``,
 e.g. other compiler flags or main's; default: the one gputex imports; a module named more than
 once runs again in turn), then each build's whole chain as a ratio to the first one's.
+``--kernels portable|generic``: the engine's RGBA8 kernels without AVX-512, or none
+(``cpu.host_chain(kernels=)``; builds from before the option refuse it). Prints whether this CPU
+runs the AVX-512 kernels (``cpu.simd()``).
 """
 
 from __future__ import annotations
@@ -122,7 +125,7 @@ def _name(so: str) -> str:
     return os.path.relpath(so) if so else "gputex._mipcpu"
 
 
-def per_level(sizes: list[str], modules: list[str], weighted: bool = True) -> None:
+def per_level(sizes: list[str], modules: list[str], weighted: bool = True, kernels: str = "simd") -> None:
     from batch import photo
 
     from gputex.layout import mip_count
@@ -142,7 +145,7 @@ def per_level(sizes: list[str], modules: list[str], weighted: bool = True) -> No
                 best = 1e9
                 for _ in range(6):
                     t0 = time.perf_counter()
-                    cpu.host_chain(img.reshape(h, -1), 4, 8, True, weighted, lv, nthreads=1)
+                    cpu.host_chain(img.reshape(h, -1), 4, 8, True, weighted, lv, nthreads=1, kernels=kernels)
                     best = min(best, time.perf_counter() - t0)
                 res.append(f"{lv} levels {best * 1e3:6.1f} ms")
             whole.setdefault((so, w, h), []).append(best)
@@ -165,11 +168,15 @@ def main() -> None:
     ap.add_argument("--module", nargs="+", default=[])
     ap.add_argument("--straight", action="store_true", help="straight alpha (default: weighted, as the CLI)")
     ap.add_argument("--json", help="also write one JSON line per result to this file")
+    ap.add_argument("--kernels", default="simd", choices=["simd", "portable", "generic"],
+                    help="--per-level: the engine's kernels (cpu.host_chain(kernels=); new builds only)")
     args = ap.parse_args()
     print(f"alpha: {'straight' if args.straight else 'weighted'}", flush=True)
     if args.per_level:
-        print(_facts(), flush=True)
-        per_level(args.sizes, args.module, not args.straight)
+        from gputex.mips import cpu
+
+        print(_facts() + f"; AVX-512 kernels: {cpu.simd()}; kernels {args.kernels}", flush=True)
+        per_level(args.sizes, args.module, not args.straight, args.kernels)
         return
     import multiprocessing
 
