@@ -50,6 +50,38 @@
  * 1537x1999 35.1 -> 28.7-29.0; in the H200 batch's workers (the engine's CPU per chain):
  * 2048^2 46-47 -> 36-37 ms, 1999x1537 90-100 -> 81-82. Not kept: the file built with -mavx2
  * (gcc's vectors of 64-bit products): 11.9 -> 12.4 and 31.9 -> 33.3 ms here.
+ *
+ * RGBA8 sRGB, the batch's kind (issue 13, h13fast; ``fast``: 0 the loops above only, 1 also the
+ * portable kernels below, 2 also their AVX-512 forms where the CPU has AVX-512 F/DQ/BW/VL, checked
+ * at run time with __builtin_cpu_supports; the same bytes from each):
+ * - Level 1 of even sizes (2x2 whole texels, rgba8_base_2x2_t): sums and codes in one pass, two
+ *   8-byte loads a texel, L as 32 bits (L(255) = 2**31: half the cache), four opaque texels
+ *   found with one AND of the two rows' words; each colour's code from P, the plain sum of four L,
+ *   against thresholds of its own (t4 = ceil(T / wt), a constant guess shift; opaque weighted
+ *   alpha: max * P * wt >= max * T exactly when P * wt >= T), no product, no division. Texels
+ *   not opaque (weighted) go out of the loop (rgba8_mixed_2x2), so its registers stay its own.
+ * - AVX-512 (rgba8_run_avx512, rgba8_band12_avx512): eight texels at a time, L, the guesses and
+ *   the thresholds by gathers; levels 1 and 2 of sizes multiples of 4 together, so level 1's sums
+ *   stay in registers and only level 2's are stored for the band's later levels (the band's
+ *   rings took ~2 ms of 6: the stores and level 2's reads). A group with a texel not opaque, a row's
+ *   last texels and the largest size's level 2 (sums of four sums past 64 bits) take the
+ *   portable kernels.
+ * - Tiled 2x2 levels from sums (rgba8_sums_2x2_t): the four children's slots added in registers,
+ *   opaque (or straight) codes from the shared thresholds.
+ * - Odd sizes' levels from the base (rgba8_base_odd_t): each base row's horizontal sums of the
+ *   plain L read from the bytes (no row of a * L first), as m * (a run of adds) + the product of
+ *   the texel shared with the next footprint; weighted alpha keeps whether a footprint is opaque
+ *   and takes its codes from the plain sums (tw), else the texel is made alone
+ *   (rgba8_odd_texel). Cell grids from the base sum each cell's run in registers.
+ * - The code tables of a size (build_guess, t4, t16: ~60 us) are kept for the next chain of
+ *   that size (srgb_tables), as a worker makes one chain after another.
+ * Whole chains, one core of the 2-core machine (Xeon with AVX-512), weighted: 2048^2 12.0 ->
+ * 4.6 ms (portable kernels 6.0), 1999x1537 29.3 -> 22-23 ms; the H200 host (16 processes, later
+ * chains): 2048^2 36.7 -> 11.6 ms, 1537x1999 81.2 -> 56.8 ms. Measured, not kept: planar rows of L
+ * made by gathers before the odd sizes' sums (22.1 -> 26.5 ms at 1999x1537), the odd levels'
+ * vertical sums and codes in AVX-512 (22.2 -> 23.2), two AVX-512 groups an iteration (5.7 -> 6.7 at
+ * 2048^2), the bytes read one by one instead of 8 at a time (level 1 4.5 -> 6.1), level 2 from a
+ * cell grid (FIRST_GRID 2: 22.5 -> 31.7), coarse cells summed by runs (no change).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
