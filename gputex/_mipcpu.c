@@ -79,7 +79,7 @@
  * 4.6 ms (portable kernels 6.0), 1999x1537 29.3 -> 22-23 ms; the H200 host (16 processes, later
  * chains): 2048^2 36.7 -> 11.6 ms, 1537x1999 81.2 -> 56.8 ms. Measured, not kept: planar rows of L
  * made by gathers before the odd sizes' sums (22.1 -> 26.5 ms at 1999x1537), the odd levels'
- * vertical sums and codes in AVX-512 (22.2 -> 23.2), two AVX-512 groups an iteration (5.7 -> 6.7 at
+ * vertical sums and codes in AVX-512 (22.2 -> 23.2), two AVX-512 groups an iteration (6.0 -> 6.7 at
  * 2048^2), the bytes read one by one instead of 8 at a time (level 1 4.5 -> 6.1), level 2 from a
  * cell grid (FIRST_GRID 2: 22.5 -> 31.7), coarse cells summed by runs (no change).
  */
