@@ -1776,6 +1776,7 @@ static int srgb_tables(Ctx *c)
         build_guess(c);
         ok = c->tw.one_step && c->to.one_step && rgba8_tables(c);
         if (held && c->top == 255) {
+            __atomic_store_n(&k->valid, 0, __ATOMIC_RELEASE);
 #define COPY_OUT(f) memcpy(&k->f, &c->f, sizeof(c->f));
             TABLE_FIELDS(COPY_OUT)
             memcpy(k->lin, c->lin, sizeof(k->lin));
@@ -1785,7 +1786,7 @@ static int srgb_tables(Ctx *c)
             k->ok = ok;
             k->width = c->width;
             k->height = c->height;
-            k->valid = 1;
+            __atomic_store_n(&k->valid, 1, __ATOMIC_RELEASE);
         }
     }
     if (held) __atomic_store_n(&tables_busy, 0, __ATOMIC_RELEASE);
@@ -1890,8 +1891,14 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mipcpu", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 /* A process forked while one of its threads held the arena (a fork server, a pool's fork): the
- * child has a copy of the arena and no such thread, so the arena is free there. */
-static void arena_after_fork(void) { arena_busy = 0; }
+ * child has a copy of the arena and no such thread, so the arena is free there; so are the kept
+ * code tables (a copy half written is invalid: srgb_tables sets ``valid`` last, and clears it
+ * before it writes). */
+static void arena_after_fork(void)
+{
+    arena_busy = 0;
+    tables_busy = 0;
+}
 
 PyMODINIT_FUNC PyInit__mipcpu(void)
 {
