@@ -570,17 +570,18 @@ def _rgba8(rng, w, h, kind):
 
 
 # even sizes (level 1 of 2x2 footprints): multiples of 4 (levels 1 and 2 together in AVX-512),
-# rows of groups of eight and a remainder, one texel wide at level 1 or 2, levels after the band
+# rows of groups of eight and a remainder, one texel wide at level 1 or 2, levels after the band;
+# then odd on one axis or both (levels from the base of weighted footprints, cell grids)
 RGBA8_SIZES = [(2, 2), (4, 4), (6, 10), (10, 6), (64, 64), (48, 20), (72, 36), (100, 36), (136, 8), (8, 136),
-               (130, 68), (34, 2), (96, 16)]
+               (130, 68), (34, 2), (96, 16), (48, 21), (21, 48), (131, 67), (67, 5), (3, 3)]
 
 
 @pytest.mark.parametrize("w,h", RGBA8_SIZES)
 def test_rgba8_kernels_equal_the_model(rng, w, h):
-    """The RGBA8 sRGB kernels of 2x2 footprints (``_mipcpu.c``: level 1 of even sizes from the
-    base and 2x2-tiled levels from sums, in portable C; level 1, and levels 1 and 2 together, in
-    AVX-512 where the CPU has it: groups of eight, a group with a texel not opaque and each row's
-    last texels by the portable kernels) against the model: opaque, holes of alpha 0, single
+    """The RGBA8 sRGB kernels (``_mipcpu.c``: level 1 of even sizes from the base and 2x2-tiled
+    levels from sums, in portable C; level 1, and levels 1 and 2 together, in AVX-512 where the
+    CPU has it: groups of eight, a group with a texel not opaque and each row's last texels by the
+    portable kernels; odd sizes' levels from the base and cell grids) against the model: opaque, holes of alpha 0, single
     texels not opaque among opaque ones, partial alpha; weighted and straight; every
     ``kernels`` choice; 1 and 3 threads."""
     for kind in ("opaque", "holes", "sparse", "partial"):
