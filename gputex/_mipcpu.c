@@ -1730,7 +1730,7 @@ static int sum_thresholds(const Ctx *c, Thresh *th, u64 n, int shift)
  * (``t16``). Returns 0 where the kernels do not serve (then none runs). */
 static int rgba8_tables(Ctx *c)
 {
-    if (c->top != 255 || c->lin[255] != ((u64)1 << 31)) return 0;
+    if (c->top != 255 || c->lin[255] > ((u64)1 << 31)) return 0;  /* (P4_SHIFT, P16_SHIFT: sums of L <= 2**31) */
     for (int k = 0; k <= c->top; k++) {
         if (c->lin[k] > 0xffffffffu) return 0;
         c->lin32[k] = (uint32_t)c->lin[k];
@@ -1793,6 +1793,17 @@ static int srgb_tables(Ctx *c)
     return ok;
 }
 
+/* 8-bit linear data's tables in the units of the sRGB ones (chain) */
+static u64 linear8_lin[256], linear8_q[256];
+
+static void linear8_tables(void)
+{
+    for (int k = 0; k < 256; k++) {
+        linear8_lin[k] = (u64)k << 23;
+        linear8_q[k] = k ? (u64)(2 * k - 1) << 54 : 0;
+    }
+}
+
 static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"base", "out", "width", "height", "levels", "channels", "bits", "srgb", "weighted",
@@ -1833,6 +1844,16 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     c->bpt = bpt; c->top = top; c->total = total;
     c->opaque = (u64)top * total;
     c->lin = lin.buf; c->q = q.buf;
+    if (!srgb && bits == 8 && channels == 4 && use_fast > 0) {
+        /* 8-bit linear data as sRGB data of the tables L(k) = k * 2**23, Q[k] = (2k - 1) * 2**54:
+         * code k exactly when S * 2**32 >= Q[k] * den, i.e. S / den >= k - 1/2 in code units,
+         * code_linear's rounding (ties up), with every bound of the sRGB tables (L <= 2**31); so the
+         * sRGB loops, tables and RGBA8 kernels serve it (4 channels: 2048^2 14.5 -> 4.9 ms, one core
+         * here; 1 and 2 channels keep their loops: 2 channels, weighted, was 5% slower so) */
+        c->lin = linear8_lin;
+        c->q = linear8_q;
+        c->srgb = srgb = 1;
+    }
     if (threads < 1) threads = 1;
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     int err;
@@ -1903,6 +1924,7 @@ static void arena_after_fork(void)
 PyMODINIT_FUNC PyInit__mipcpu(void)
 {
     static int registered;
+    linear8_tables();
     if (!registered) registered = pthread_atfork(NULL, NULL, arena_after_fork) == 0;
     return PyModule_Create(&module);
 }

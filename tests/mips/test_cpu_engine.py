@@ -583,16 +583,18 @@ def test_rgba8_kernels_equal_the_model(rng, w, h):
     CPU has it: groups of eight, a group with a texel not opaque and each row's last texels by the
     portable kernels; odd sizes' levels from the base and cell grids) against the model: opaque, holes of alpha 0, single
     texels not opaque among opaque ones, partial alpha; weighted and straight; every
-    ``kernels`` choice; 1 and 3 threads."""
+    ``kernels`` choice; 1 and 3 threads. Linear RGBA8 too: the engine runs it as sRGB data of
+    tables of its own (L(k) = k * 2**23) unless ``kernels="generic"``."""
     for kind in ("opaque", "holes", "sparse", "partial"):
         a = _rgba8(rng, w, h, kind)
-        for weighted in (True, False):
-            want = _model(a, 4, 8, True, weighted)
+        for srgb, weighted in ((True, True), (True, False), (False, True), (False, False)):
+            want = _model(a, 4, 8, srgb, weighted)
             for kernels in ("simd", "portable", "generic"):
                 for threads in (1, 3):
-                    got = cpu.host_chain(a, 4, 8, True, weighted, mip_count(w, h), nthreads=threads, kernels=kernels)
+                    got = cpu.host_chain(a, 4, 8, srgb, weighted, mip_count(w, h), nthreads=threads, kernels=kernels)
                     for lv, (g, m) in enumerate(zip(got, want), 1):
-                        assert np.array_equal(g, m), f"{kind}, weighted {weighted}, {kernels}, {threads} threads, level {lv}"
+                        assert np.array_equal(g, m), \
+                            f"{kind}, sRGB {srgb}, weighted {weighted}, {kernels}, {threads} threads, level {lv}"
 
 
 @pytest.mark.parametrize("kernels", ["simd", "portable"])
