@@ -2,7 +2,8 @@
 worker's chain takes longer on a 16-core host than alone (issue 13).
 
     python benchmarks/host_chain_scale.py [--procs 1 4 8 12 16] [--rounds 4] [--sizes 2048x2048 1537x1999]
-                                          [--per-level] [--module SO ...] [--straight]
+                                          [--per-level] [--module SO ...] [--straight] [--kernels K]
+    python benchmarks/host_chain_scale.py --kinds --module MAIN NEW
 
 Each of N processes (forked after the imports, no GPU) decodes a photo-like PNG and makes its
 chain with ``gputex.mips.cpu.host_chain`` on one thread (weighted alpha, the CLI's default, as a
@@ -20,6 +21,13 @@ turn at each process count (the children load it after the fork); ``--json FILE`
 whole (where the time goes by level), for each ``--module`` (other builds of ``gputex/_mipcpu.c``,
 e.g. other compiler flags or main's; default: the one gputex imports; a module named more than
 once runs again in turn), then each build's whole chain as a ratio to the first one's.
+``--kinds``: every other kind of chain the engine serves (1, 2 and 4 channels, 8-bit sRGB and
+linear, 16-bit linear, RGBA8 sRGB at 4096^2 and 4095x4097, an odd two-channel size, tiny sizes),
+random opaque codes, weighted and straight, each ``--module`` in turn (best of 5, or of 200 for
+the small ones), with each build's time as a ratio to the first's and whether their bytes agree.
+``--kernels portable|generic``: the engine's RGBA8 kernels without AVX-512, or none
+(``cpu.host_chain(kernels=)``; builds from before the option refuse it). Prints whether this CPU
+runs the AVX-512 kernels (``cpu.simd()``).
 """
 
 from __future__ import annotations
@@ -122,7 +130,7 @@ def _name(so: str) -> str:
     return os.path.relpath(so) if so else "gputex._mipcpu"
 
 
-def per_level(sizes: list[str], modules: list[str], weighted: bool = True) -> None:
+def per_level(sizes: list[str], modules: list[str], weighted: bool = True, kernels: str = "simd") -> None:
     from batch import photo
 
     from gputex.layout import mip_count
@@ -142,7 +150,7 @@ def per_level(sizes: list[str], modules: list[str], weighted: bool = True) -> No
                 best = 1e9
                 for _ in range(6):
                     t0 = time.perf_counter()
-                    cpu.host_chain(img.reshape(h, -1), 4, 8, True, weighted, lv, nthreads=1)
+                    cpu.host_chain(img.reshape(h, -1), 4, 8, True, weighted, lv, nthreads=1, kernels=kernels)
                     best = min(best, time.perf_counter() - t0)
                 res.append(f"{lv} levels {best * 1e3:6.1f} ms")
             whole.setdefault((so, w, h), []).append(best)
@@ -156,20 +164,66 @@ def per_level(sizes: list[str], modules: list[str], weighted: bool = True) -> No
                 for so in dict.fromkeys(modules) if so != first), flush=True)
 
 
+KINDS = [(2048, 2048, 1, 8, True), (2048, 2048, 2, 8, False), (1024, 1024, 4, 16, False), (2048, 2048, 4, 8, False),
+         (4096, 4096, 4, 8, True), (4095, 4097, 4, 8, True), (1537, 1999, 2, 8, True), (61, 37, 4, 8, True),
+         (2, 2, 4, 8, True), (3, 5, 4, 8, True)]
+
+
+def kinds(modules: list[str]) -> None:
+    """Each kind's whole chain with each build in turn (``--kinds``)."""
+    import numpy as np
+
+    from gputex.layout import mip_count
+    from gputex.mips import cpu
+
+    mods = [_load(so) for so in modules] if modules else [cpu._mipcpu]
+    names = [_name(so) for so in modules] or ["gputex._mipcpu"]
+    rng = np.random.default_rng(5)
+    for w, h, ch, bits, srgb in KINDS:
+        a = rng.integers(0, 1 << bits, (h, w, ch), np.uint8 if bits == 8 else np.uint16)
+        if ch in (2, 4):
+            a[..., -1] = (1 << bits) - 1
+        lin, q = cpu._tables(bits, srgb)
+        lv = mip_count(w, h)
+        n = sum(max(1, w >> k) * max(1, h >> k) for k in range(1, lv)) * ch * bits // 8
+        outs = [np.empty(n, np.uint8) for _ in mods]
+        for weighted in (True, False):
+            best = [1e9] * len(mods)
+            for _ in range(5 if w * h > 1 << 20 else 200):
+                for i, m in enumerate(mods):
+                    t0 = time.perf_counter()
+                    m.chain(a.view(np.uint8).reshape(-1), outs[i], w, h, lv, ch, bits, srgb, weighted, lin, q, 1)
+                    best[i] = min(best[i], time.perf_counter() - t0)
+            same = all(np.array_equal(outs[0], o) for o in outs)
+            print(f"{w}x{h} {ch} channels {bits}-bit {'sRGB' if srgb else 'linear'} "
+                  f"{'weighted' if weighted else 'straight'}: " + ", ".join(
+                      f"{nm} {b * 1e3:.3f} ms ({b / best[0]:.2f})" for nm, b in zip(names, best))
+                  + ("" if same else "  BYTES DIFFER"), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--procs", type=int, nargs="+", default=[1, 4, 8, 12, 16])
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--sizes", nargs="+", default=["2048x2048", "1537x1999"])
     ap.add_argument("--per-level", action="store_true")
+    ap.add_argument("--kinds", action="store_true", help="every other kind of chain, each --module in turn")
     ap.add_argument("--module", nargs="+", default=[])
     ap.add_argument("--straight", action="store_true", help="straight alpha (default: weighted, as the CLI)")
     ap.add_argument("--json", help="also write one JSON line per result to this file")
+    ap.add_argument("--kernels", default="simd", choices=["simd", "portable", "generic"],
+                    help="--per-level: the engine's kernels (cpu.host_chain(kernels=); new builds only)")
     args = ap.parse_args()
     print(f"alpha: {'straight' if args.straight else 'weighted'}", flush=True)
-    if args.per_level:
+    if args.kinds:
         print(_facts(), flush=True)
-        per_level(args.sizes, args.module, not args.straight)
+        kinds(args.module)
+        return
+    if args.per_level:
+        from gputex.mips import cpu
+
+        print(_facts() + f"; AVX-512 kernels: {cpu.simd()}; kernels {args.kernels}", flush=True)
+        per_level(args.sizes, args.module, not args.straight, args.kernels)
         return
     import multiprocessing
 

@@ -50,6 +50,40 @@
  * 1537x1999 35.1 -> 28.7-29.0; in the H200 batch's workers (the engine's CPU per chain):
  * 2048^2 46-47 -> 36-37 ms, 1999x1537 90-100 -> 81-82. Not kept: the file built with -mavx2
  * (gcc's vectors of 64-bit products): 11.9 -> 12.4 and 31.9 -> 33.3 ms here.
+ *
+ * RGBA8 sRGB, the batch's kind (issue 13, h13fast; ``fast``: 0 the loops above only, 1 also the
+ * portable kernels below, 2 also their AVX-512 forms where the CPU has AVX-512 F/DQ/BW/VL, checked
+ * at run time with __builtin_cpu_supports; the same bytes from each):
+ * - Level 1 of even sizes (2x2 whole texels, rgba8_base_2x2_t): sums and codes in one pass, two
+ *   8-byte loads a texel, L as 32 bits (L(255) = 2**31: half the cache), four opaque texels
+ *   found with one AND of the two rows' words; each colour's code from P, the plain sum of four L,
+ *   against thresholds of its own (t4 = ceil(T / wt), a constant guess shift; opaque weighted
+ *   alpha: max * P * wt >= max * T exactly when P * wt >= T), no product, no division. Texels
+ *   not opaque (weighted) go out of the loop (rgba8_mixed_2x2), so its registers stay its own.
+ * - AVX-512 (rgba8_run_avx512, rgba8_band12_avx512): eight texels at a time, L, the guesses and
+ *   the thresholds by gathers; levels 1 and 2 of sizes multiples of 4 together, so level 1's sums
+ *   stay in registers and only level 2's are stored for the band's later levels (the band's
+ *   rings took ~2 ms of 6: the stores and level 2's reads). A group with a texel not opaque, a row's
+ *   last texels and the largest size's level 2 (sums of four sums past 64 bits) take the
+ *   portable kernels.
+ * - Tiled 2x2 levels from sums (rgba8_sums_2x2_t): the four children's slots added in registers,
+ *   opaque (or straight) codes from the shared thresholds.
+ * - Odd sizes' levels from the base (rgba8_base_odd_t): each base row's horizontal sums of the
+ *   plain L read from the bytes (no row of a * L first), as m * (a run of adds) + the product of
+ *   the texel shared with the next footprint; weighted alpha keeps whether a footprint is opaque
+ *   and takes its codes from the plain sums (tw), else the texel is made alone
+ *   (rgba8_odd_texel). Cell grids from the base sum each cell's run in registers.
+ * - The code tables of a size (build_guess, t4, t16: ~60 us) are kept for the next chain of
+ *   that size (srgb_tables), as a worker makes one chain after another.
+ * - 8-bit linear RGBA is sRGB data of the tables L(k) = k * 2**23, Q[k] = (2k - 1) * 2**54 (the
+ *   same rounding as code_linear, ties up): it takes all of the above (2048^2 14.5 -> 4.5 ms).
+ * Whole chains, one core of the 2-core machine (Xeon with AVX-512), weighted: 2048^2 12.0 ->
+ * 4.6 ms (portable kernels 6.0), 1999x1537 29.3 -> 22-23 ms; the H200 host (16 processes, later
+ * chains): 2048^2 36.7 -> 11.6 ms, 1537x1999 81.2 -> 56.8 ms. Measured, not kept: planar rows of L
+ * made by gathers before the odd sizes' sums (22.1 -> 26.5 ms at 1999x1537), the odd levels'
+ * vertical sums and codes in AVX-512 (22.2 -> 23.2), two AVX-512 groups an iteration (6.0 -> 6.7 at
+ * 2048^2), the bytes read one by one instead of 8 at a time (level 1 4.5 -> 6.1), level 2 from a
+ * cell grid (FIRST_GRID 2: 22.5 -> 31.7), coarse cells summed by runs (no change).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -67,6 +101,8 @@ typedef unsigned __int128 u128;
 #define MAX_SLOTS 4
 #define GUESS_BITS 14
 #define MAX_THREADS 16
+#define P4_SHIFT (34 - GUESS_BITS)  /* guesses of a sum of four L (<= 2**33) */
+#define P16_SHIFT (36 - GUESS_BITS)  /* of sixteen (<= 2**35) */
 #define MAX_RING 16  /* rows of a footprint from the base (levels 1-2: at most height / (height >> 2) + 2 = 9) */
 
 typedef struct {
@@ -213,6 +249,11 @@ typedef struct {
      * S >= 255 * T[k] (``to``) */
     Thresh tw, to;
     u64 opaque;            /* alpha's sum over a footprint opaque throughout: max * W */
+    uint32_t lin32[256];   /* sRGB 8-bit: L(code) as 32 bits (L(255) = 2**31), for the RGBA8 kernels */
+    Thresh t4;             /* sRGB 8-bit: codes of P = the sum of four L (a 2x2 of equal weights): P >= T[k] / wt */
+    Thresh t16;            /* the same for sixteen L (level 2 of sizes multiples of 4, rgba8_band12_avx512) */
+    int fast;              /* the RGBA8 sRGB kernels of 2x2 footprints: 0 none, 1 portable, 2 also AVX-512 */
+    int fast12;            /* levels 1 and 2 made together (AVX-512) */
     int fuse_top;          /* FUSED: the last level of the band */
     Level lv[32];
     size_t out_off[32];
@@ -533,7 +574,7 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
 /* T: the accumulator type (u64 where r * W * 2**39 < 2**64, else u128) */
 #define FROM_SUMS_BODY(T)                                                                                   \
     for (int y = y0; y < y1; y++) {                                                                      \
-        for (int x = 0; x < L->w; x++) {                                                                 \
+        for (int x = x0; x < x1; x++) {                                                                  \
             T wsum[MAX_SLOTS] = {0, 0, 0, 0}, psum[3] = {0, 0, 0};                                        \
             for (int cy = y * ry; cy < (y + 1) * ry; cy++) {                                             \
                 const u64 *s = ssums + ((size_t)(cy - srow0) * S->w + (size_t)x * rx) * ns;             \
@@ -556,7 +597,7 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
     }
 
 INLINE void rows_from_sums_t(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
-                             const int CH, const int B16, const int SRGB, const int WA)
+                             int x0, int x1, const int CH, const int B16, const int SRGB, const int WA)
 {
     const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
     const Level *L = &c->lv[lvl], *S = &c->lv[c->source[lvl]];
@@ -568,6 +609,481 @@ INLINE void rows_from_sums_t(const Ctx *c, int lvl, const u64 *ssums, int srow0,
     } else {
         FROM_SUMS_BODY(u128)
     }
+}
+
+/* ---- RGBA8 sRGB, 2x2 footprints: the batch's kind of chain (issue 13, h13fast) ----------------- */
+
+/* Level ``lvl`` from the base where its footprints are 2x2 whole texels (width and height even):
+ * one pass per row, sums and codes together, two 8-byte loads a texel pair. Four opaque texels
+ * (one AND of the two rows' words) or straight alpha: each colour's sum is four entries of a
+ * 32-bit table added (L(code) <= 2**31: half the cache of the u64 table), times the weight, its
+ * code one bucket guess and one threshold (the tables of finalize_t); straight alpha's code is
+ * (A + 2) >> 2 (code_linear of A * wt over W = 4 * wt, no division). Other texels (weighted alpha
+ * not opaque throughout) as rows_from_base_t, then finalize_t. The stored sums are the same. */
+/* A 2x2 of weighted alpha with some texel not opaque: the products (a footprint without alpha:
+ * the plain sums), then finalize_t (out of the kernel's loop: its registers stay the loop's). */
+static __attribute__((noinline)) void rgba8_mixed_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int y,
+                                                      u64 r0, u64 r1, u64 wt)
+{
+    u64 acc[4] = {0, 0, 0, 0}, pl[3] = {0, 0, 0};
+    const u64 rr[2] = {r0, r1};
+    for (int j = 0; j < 2; j++)
+        for (int h = 0; h < 2; h++) {
+            u64 px = rr[j] >> (32 * h), al = px >> 24 & 255;
+            for (int k = 0; k < 3; k++) {
+                u64 l = c->lin32[px >> (8 * k) & 255];
+                acc[k] += al * l;
+                pl[k] += l;
+            }
+            acc[3] += al;
+        }
+    if (acc[3] == 0)
+        for (int k = 0; k < 3; k++) acc[k] = pl[k];
+    for (int k = 0; k < 4; k++) acc[k] *= wt;
+    finalize_t(c, lvl, dsums, drow0, x, y, acc, 4, 0, 1, 1);
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define HAVE_AVX512 1
+#include <immintrin.h>
+#define TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+#define AVX512 TARGET_AVX512 __attribute__((noinline))
+#define AVX512_INLINE static inline __attribute__((always_inline)) TARGET_AVX512
+
+static void rgba8_base_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, int x0, int x1, int simd);
+static void sums_range(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
+                       int x0, int x1);
+
+/* The codes of eight sums (64-bit lanes) from a table of a constant shift: one guess, one threshold
+ * (gathers; a guess reads 4 bytes: Thresh's ints follow its table). */
+#define CODES8(s, th, SHIFT)                                                                                    \
+    __extension__({                                                                                           \
+        __m256i g_ = _mm256_and_si256(_mm512_i64gather_epi32(_mm512_srli_epi64((s), SHIFT), (th)->guess, 1), \
+                                      _mm256_set1_epi32(255));                                                \
+        __m512i t_ = _mm512_i32gather_epi64(_mm256_add_epi32(g_, _mm256_set1_epi32(1)), (const void *)(th)->t, 8); \
+        _mm256_mask_add_epi32(g_, _mm512_cmpge_epu64_mask((s), t_), g_, _mm256_set1_epi32(1));               \
+    })
+
+/* Sums of adjacent 32-bit halves (the two texels of a 64-bit lane) as 64 bits. */
+AVX512_INLINE __m512i pair_sums(__m512i v)
+{
+    return _mm512_add_epi64(_mm512_and_si512(v, _mm512_set1_epi64(0xffffffff)), _mm512_srli_epi64(v, 32));
+}
+
+/* Eight texels of a level of 2x2 footprints from two base rows' 64 bytes: codes stored at ``o``, each
+ * channel's sum of four L in ``sum``, straight alpha's sums of four codes in ``as`` (opaque
+ * weighted alpha: 255). */
+AVX512_INLINE void l1_group(const Ctx *c, __m512i r0, __m512i r1, uint32_t *o, __m512i sum[3], __m512i *as, int WA)
+{
+    const int *lin = (const int *)c->lin32;
+    const __m512i b255 = _mm512_set1_epi32(255);
+    __m256i code[4];
+    for (int k = 0; k < 3; k++) {
+        __m512i l0 = _mm512_i32gather_epi32(_mm512_and_si512(_mm512_srli_epi32(r0, 8 * k), b255), lin, 4);
+        __m512i l1 = _mm512_i32gather_epi32(_mm512_and_si512(_mm512_srli_epi32(r1, 8 * k), b255), lin, 4);
+        __m512i s = _mm512_add_epi64(pair_sums(l0), pair_sums(l1));
+        code[k] = CODES8(s, &c->t4, P4_SHIFT);
+        sum[k] = s;
+    }
+    if (WA) {
+        code[3] = _mm256_set1_epi32(255);
+    } else {
+        *as = pair_sums(_mm512_add_epi32(_mm512_srli_epi32(r0, 24), _mm512_srli_epi32(r1, 24)));
+        code[3] = _mm512_cvtepi64_epi32(_mm512_srli_epi64(_mm512_add_epi64(*as, _mm512_set1_epi64(2)), 2));
+    }
+    __m256i word = _mm256_or_si256(_mm256_or_si256(code[0], _mm256_slli_epi32(code[1], 8)),
+                                   _mm256_or_si256(_mm256_slli_epi32(code[2], 16), _mm256_slli_epi32(code[3], 24)));
+    _mm256_storeu_si256((__m256i *)(void *)o, word);
+}
+
+/* Eight texels' slots (v0 v1 v2 a, each eight lanes) stored as the engine keeps sums: texel by texel. */
+AVX512_INLINE void store_slots(u64 *d, __m512i v0, __m512i v1, __m512i v2, __m512i a)
+{
+    const __m512i ilo = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), ihi = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+    const __m512i jlo = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), jhi = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    __m512i xl = _mm512_permutex2var_epi64(v0, ilo, v1), xh = _mm512_permutex2var_epi64(v0, ihi, v1);
+    __m512i yl = _mm512_permutex2var_epi64(v2, ilo, a), yh = _mm512_permutex2var_epi64(v2, ihi, a);
+    _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi64(xl, jlo, yl));
+    _mm512_storeu_si512((void *)(d + 8), _mm512_permutex2var_epi64(xl, jhi, yl));
+    _mm512_storeu_si512((void *)(d + 16), _mm512_permutex2var_epi64(xh, jlo, yh));
+    _mm512_storeu_si512((void *)(d + 24), _mm512_permutex2var_epi64(xh, jhi, yh));
+}
+
+/* Opaque: every alpha byte of these rows' words is 255. */
+AVX512_INLINE int opaque_words(__m512i a, __m512i b)
+{
+    return _mm512_cmpeq_epi32_mask(_mm512_srli_epi32(_mm512_and_si512(a, b), 24), _mm512_set1_epi32(255)) == 0xffff;
+}
+
+/* rgba8_base_2x2_t's texels eight at a time (AVX-512, where the CPU has it: simd_level): from
+ * texel ``x`` on, groups of eight opaque 2x2s (weighted) or any (straight) while a whole group
+ * fits; returns where it stopped (a group with a texel not opaque is left to the caller). The
+ * table lookups are gathers (L's 32-bit entries, 16 a gather, adjacent texels' added as the
+ * 64-bit lanes' halves), the guesses and thresholds too; the sums stored transposed. The same
+ * integers as the scalar loop. */
+static AVX512 int rgba8_run_avx512(const Ctx *c, const uint8_t *p0, const uint8_t *p1, uint32_t *o, u64 *d, int x,
+                                   int dw, u64 wt, u64 mult, int WA)
+{
+    const __m512i vmult = _mm512_set1_epi64((long long)mult);
+    for (; x + 8 <= dw; x += 8) {
+        __m512i r0 = _mm512_loadu_si512((const void *)(p0 + 8 * (size_t)x));
+        __m512i r1 = _mm512_loadu_si512((const void *)(p1 + 8 * (size_t)x));
+        if (WA && !opaque_words(r0, r1)) break;
+        __m512i sum[3], as = _mm512_setzero_si512();
+        l1_group(c, r0, r1, o + x, sum, &as, WA);
+        if (d) {
+            __m512i a = WA ? _mm512_set1_epi64((long long)(4 * 255 * wt)) : _mm512_mul_epu32(as, _mm512_set1_epi64((long long)wt));
+            store_slots(d + 4 * (size_t)x, _mm512_mullo_epi64(sum[0], vmult), _mm512_mullo_epi64(sum[1], vmult),
+                        _mm512_mullo_epi64(sum[2], vmult), a);
+        }
+    }
+    return x;
+}
+
+/* Row y2 of level 2 and rows 2 * y2, 2 * y2 + 1 of level 1 together (sizes multiples of 4: each
+ * level 2x2 of the one before; AVX-512): per group of eight level-2 texels, the 16 x 4 base
+ * texels under them read once, level 1's sums of four L kept in registers and added into level
+ * 2's sums of sixteen (codes from their own thresholds, ``t16``), only level 2's sums stored
+ * (``dst``, for level 3 on). Level 1's sums never reach memory: before, they went through the band's
+ * ring and back (2048^2: ~2 ms of 6). A group with a texel not opaque (weighted alpha), and the
+ * row's last texels, are made by the scalar kernels through the ring. */
+static AVX512 void rgba8_band12_avx512(const Ctx *c, int y2, u64 *ring, u64 *dst, int drow0)
+{
+    const int WA = c->weighted, dw1 = c->lv[1].w, dw2 = c->lv[2].w;
+    const size_t stride = (size_t)c->width * 4;
+    const uint8_t *b0 = c->base + (size_t)(4 * y2) * stride, *b1 = b0 + stride, *b2 = b1 + stride, *b3 = b2 + stride;
+    uint32_t *o1 = (uint32_t *)(void *)(c->out + c->out_off[1]) + (size_t)(2 * y2) * dw1, *o1b = o1 + dw1;
+    uint32_t *o2 = (uint32_t *)(void *)(c->out + c->out_off[2]) + (size_t)y2 * dw2;
+    u64 *d2 = dst ? dst + (size_t)(y2 - drow0) * dw2 * 4 : NULL;
+    const u64 wt2 = (u64)dw2 * (u64)c->lv[2].h, mult2 = WA ? 255 * wt2 : wt2;
+    const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), od = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+    int x2 = 0;
+    while (x2 < dw2) {
+        if (x2 + 8 <= dw2) {
+            size_t at = 16 * (size_t)x2;
+            __m512i r00 = _mm512_loadu_si512((const void *)(b0 + at)), r01 = _mm512_loadu_si512((const void *)(b0 + at + 64));
+            __m512i r10 = _mm512_loadu_si512((const void *)(b1 + at)), r11 = _mm512_loadu_si512((const void *)(b1 + at + 64));
+            __m512i r20 = _mm512_loadu_si512((const void *)(b2 + at)), r21 = _mm512_loadu_si512((const void *)(b2 + at + 64));
+            __m512i r30 = _mm512_loadu_si512((const void *)(b3 + at)), r31 = _mm512_loadu_si512((const void *)(b3 + at + 64));
+            if (!WA || (opaque_words(_mm512_and_si512(r00, r01), _mm512_and_si512(r10, r11))
+                        && opaque_words(_mm512_and_si512(r20, r21), _mm512_and_si512(r30, r31)))) {
+                __m512i sa0[3], sa1[3], sb0[3], sb1[3], p2[3], z = _mm512_setzero_si512();
+                __m512i aa0 = z, aa1 = z, ab0 = z, ab1 = z;
+                __m256i code[4];
+                l1_group(c, r00, r10, o1 + 2 * x2, sa0, &aa0, WA);
+                l1_group(c, r01, r11, o1 + 2 * x2 + 8, sa1, &aa1, WA);
+                l1_group(c, r20, r30, o1b + 2 * x2, sb0, &ab0, WA);
+                l1_group(c, r21, r31, o1b + 2 * x2 + 8, sb1, &ab1, WA);
+                for (int k = 0; k < 3; k++) {
+                    __m512i v0 = _mm512_add_epi64(sa0[k], sb0[k]), v1 = _mm512_add_epi64(sa1[k], sb1[k]);
+                    p2[k] = _mm512_add_epi64(_mm512_permutex2var_epi64(v0, ev, v1), _mm512_permutex2var_epi64(v0, od, v1));
+                    code[k] = CODES8(p2[k], &c->t16, P16_SHIFT);
+                }
+                __m512i a2;
+                if (WA) {
+                    code[3] = _mm256_set1_epi32(255);
+                    a2 = _mm512_set1_epi64((long long)(16 * 255 * wt2));
+                } else {
+                    __m512i v0 = _mm512_add_epi64(aa0, ab0), v1 = _mm512_add_epi64(aa1, ab1);
+                    __m512i as = _mm512_add_epi64(_mm512_permutex2var_epi64(v0, ev, v1), _mm512_permutex2var_epi64(v0, od, v1));
+                    code[3] = _mm512_cvtepi64_epi32(_mm512_srli_epi64(_mm512_add_epi64(as, _mm512_set1_epi64(8)), 4));
+                    a2 = _mm512_mul_epu32(as, _mm512_set1_epi64((long long)wt2));
+                }
+                __m256i word = _mm256_or_si256(_mm256_or_si256(code[0], _mm256_slli_epi32(code[1], 8)),
+                                               _mm256_or_si256(_mm256_slli_epi32(code[2], 16), _mm256_slli_epi32(code[3], 24)));
+                _mm256_storeu_si256((__m256i *)(void *)(o2 + x2), word);
+                if (d2) {
+                    const __m512i vm = _mm512_set1_epi64((long long)mult2);
+                    store_slots(d2 + 4 * (size_t)x2, _mm512_mullo_epi64(p2[0], vm), _mm512_mullo_epi64(p2[1], vm),
+                                _mm512_mullo_epi64(p2[2], vm), a2);
+                }
+                x2 += 8;
+                continue;
+            }
+        }
+        int e = x2 + 8 <= dw2 ? x2 + 8 : dw2;
+        rgba8_base_2x2(c, 1, ring, 2 * y2, 2 * y2, 2 * y2 + 2, 2 * x2, 2 * e, 0);
+        sums_range(c, 2, ring, 2 * y2, dst, drow0, y2, y2 + 1, x2, e);
+        x2 = e;
+    }
+}
+#endif
+
+/* The SIMD kernels this CPU may run: 2 AVX-512 (F, DQ, BW, VL), 0 none (the portable loops). */
+static int simd_level(void)
+{
+    static int level = -1;
+    if (level < 0) {
+        int l = 0;
+#ifdef HAVE_AVX512
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw")
+            && __builtin_cpu_supports("avx512vl"))
+            l = 2;
+#endif
+        __atomic_store_n(&level, l, __ATOMIC_RELAXED);
+    }
+    return level;
+}
+
+INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, int x0, int x1,
+                             const int WA, const int STORE, const int SIMD)
+{
+    const Level *L = &c->lv[lvl];
+    const int dw = L->w;
+    const uint8_t *restrict base = c->base;
+    const uint32_t *restrict lin = c->lin32;
+    const size_t stride = (size_t)c->width * 4;
+    const u64 wt = (u64)dw * (u64)L->h, mult = WA ? 255 * wt : wt, aslot = 4 * 255 * wt;
+    const u64 *restrict tt = c->t4.t;  /* the thresholds of P, the four L's sum (rgba8_tables) */
+    const uint8_t *restrict guess = c->t4.guess;
+    uint8_t *restrict out = c->out + c->out_off[lvl];
+    const u64 AMASK = 0xff000000ff000000ull;
+    for (int y = y0; y < y1; y++) {
+        const uint8_t *restrict p0 = base + (size_t)(2 * y) * stride, *restrict p1 = p0 + stride;
+        uint32_t *restrict o = (uint32_t *)(void *)(out + (size_t)y * dw * 4);
+        u64 *restrict d = STORE ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
+        for (int x = x0; x < x1; x++) {
+#ifdef HAVE_AVX512
+            if (SIMD && !(x & 7)) {  /* (at a group's start: after the one a texel not opaque ended) */
+                x = rgba8_run_avx512(c, p0, p1, o, d, x, x1, wt, mult, WA);
+                if (x >= x1) break;
+            }
+#endif
+            u64 r0, r1;
+            memcpy(&r0, p0 + 8 * (size_t)x, 8);
+            memcpy(&r1, p1 + 8 * (size_t)x, 8);
+            if (WA && __builtin_expect((r0 & r1 & AMASK) != AMASK, 0)) {
+                rgba8_mixed_2x2(c, lvl, dsums, drow0, x, y, r0, r1, wt);
+                continue;
+            }
+            u64 s0 = ((u64)lin[r0 & 255] + lin[(r0 >> 32) & 255]) + ((u64)lin[r1 & 255] + lin[(r1 >> 32) & 255]);
+            u64 s1 = ((u64)lin[(r0 >> 8) & 255] + lin[(r0 >> 40) & 255]) + ((u64)lin[(r1 >> 8) & 255] + lin[(r1 >> 40) & 255]);
+            u64 s2 = ((u64)lin[(r0 >> 16) & 255] + lin[(r0 >> 48) & 255]) + ((u64)lin[(r1 >> 16) & 255] + lin[(r1 >> 48) & 255]);
+            unsigned g0 = guess[s0 >> P4_SHIFT], g1 = guess[s1 >> P4_SHIFT], g2 = guess[s2 >> P4_SHIFT];
+            g0 += s0 >= tt[g0 + 1];
+            g1 += s1 >= tt[g1 + 1];
+            g2 += s2 >= tt[g2 + 1];
+            u64 a;
+            unsigned ca;
+            if (WA) {
+                a = aslot;
+                ca = 255;
+            } else {
+                unsigned as = (unsigned)(r0 >> 24 & 255) + (unsigned)(r0 >> 56) + (unsigned)(r1 >> 24 & 255) + (unsigned)(r1 >> 56);
+                a = as * wt;
+                ca = (as + 2) >> 2;
+            }
+            uint32_t word = g0 | g1 << 8 | g2 << 16 | ca << 24;
+            memcpy(o + x, &word, 4);
+            if (STORE) {
+                d[4 * (size_t)x] = s0 * mult; d[4 * (size_t)x + 1] = s1 * mult; d[4 * (size_t)x + 2] = s2 * mult;
+                d[4 * (size_t)x + 3] = a;
+            }
+        }
+    }
+}
+
+/* Level ``lvl`` from stored sums tiling it 2x2 (the fused band's levels after the first, and the
+ * later tiled levels): the four children's sums added in registers, divided by 4 with a shift;
+ * opaque (weighted) or straight footprints' codes as rgba8_base_2x2_t's, the rest finalize_t. */
+INLINE void rgba8_sums_2x2_t(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0,
+                             int y1, int x0, int x1, const int WA)
+{
+    const Level *L = &c->lv[lvl], *S = &c->lv[c->source[lvl]];
+    const int dw = L->w;
+    const size_t sw = (size_t)S->w * 4;
+    const Thresh *restrict th = WA ? &c->to : &c->tw;
+    const u64 *restrict tt = th->t;
+    const uint8_t *restrict guess = th->guess;
+    const int shift = th->shift;
+    const u64 opaque = c->opaque, total = c->total;
+    uint8_t *restrict out = c->out + c->out_off[lvl];
+    for (int y = y0; y < y1; y++) {
+        const u64 *restrict s0 = ssums + (size_t)(2 * y - srow0) * sw + 8 * (size_t)x0, *restrict s1 = s0 + sw;
+        uint8_t *restrict o = out + (size_t)y * dw * 4;
+        u64 *restrict d = dsums ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
+        for (int x = x0; x < x1; x++, s0 += 8, s1 += 8) {
+            u64 a = (s0[3] + s0[7] + s1[3] + s1[7]) >> 2;
+            if (!WA || a == opaque) {  /* (opaque: every child is, each child's alpha <= opaque) */
+                u64 v0 = (s0[0] + s0[4] + s1[0] + s1[4]) >> 2;
+                u64 v1 = (s0[1] + s0[5] + s1[1] + s1[5]) >> 2;
+                u64 v2 = (s0[2] + s0[6] + s1[2] + s1[6]) >> 2;
+                unsigned g0 = guess[v0 >> shift], g1 = guess[v1 >> shift], g2 = guess[v2 >> shift];
+                g0 += v0 >= tt[g0 + 1];
+                g1 += v1 >= tt[g1 + 1];
+                g2 += v2 >= tt[g2 + 1];
+                unsigned ca = WA ? 255 : (a == opaque ? 255 : code_linear(a, total, 255));
+                uint32_t word = g0 | g1 << 8 | g2 << 16 | ca << 24;
+                memcpy(o + 4 * (size_t)x, &word, 4);
+                if (d) {
+                    d[4 * (size_t)x] = v0; d[4 * (size_t)x + 1] = v1; d[4 * (size_t)x + 2] = v2; d[4 * (size_t)x + 3] = a;
+                }
+                continue;
+            }
+            u64 w[4] = {0, 0, 0, a}, p[3] = {0, 0, 0};
+            const u64 *ch[4] = {s0, s0 + 4, s1, s1 + 4};
+            for (int i = 0; i < 4; i++) {
+                if (ch[i][3] == 0) {
+                    for (int k = 0; k < 3; k++) p[k] += ch[i][k];
+                } else {
+                    for (int k = 0; k < 3; k++) w[k] += ch[i][k];
+                }
+            }
+            for (int k = 0; k < 3; k++) w[k] = (a == 0 ? p[k] : w[k]) >> 2;
+            finalize_t(c, lvl, dsums, drow0, x, y, w, 4, 0, 1, WA);
+        }
+    }
+}
+
+static void rgba8_base_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, int x0, int x1, int simd)
+{
+#define RGBA8_BASE(WA, STORE, SIMD) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, x0, x1, WA, STORE, SIMD)
+    if (simd) {
+        if (c->weighted) { if (dsums) RGBA8_BASE(1, 1, 1); else RGBA8_BASE(1, 0, 1); }
+        else { if (dsums) RGBA8_BASE(0, 1, 1); else RGBA8_BASE(0, 0, 1); }
+    } else {
+        if (c->weighted) { if (dsums) RGBA8_BASE(1, 1, 0); else RGBA8_BASE(1, 0, 0); }
+        else { if (dsums) RGBA8_BASE(0, 1, 0); else RGBA8_BASE(0, 0, 0); }
+    }
+}
+
+static void rgba8_sums_2x2(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
+                           int x0, int x1)
+{
+    if (c->weighted) rgba8_sums_2x2_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1, 1);
+    else rgba8_sums_2x2_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1, 0);
+}
+
+/* A texel of weighted alpha from the base whose footprint is not opaque throughout: its products
+ * summed over the footprint (no alpha at all: the plain sums), then finalize_t. */
+static __attribute__((noinline)) void rgba8_odd_texel(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int y)
+{
+    u64 acc[4] = {0, 0, 0, 0}, pl[3] = {0, 0, 0};
+    for (int j = 0; j < c->yn[y]; j++) {
+        u64 wy = c->yw[(size_t)y * c->ystride + j];
+        const uint8_t *p = c->base + ((size_t)(c->ys[y] + j) * c->width + c->xs[x]) * 4;
+        for (int i = 0; i < c->xn[x]; i++, p += 4) {
+            u64 w = wy * c->xw[(size_t)x * c->xstride + i], a = p[3];
+            for (int k = 0; k < 3; k++) {
+                u64 l = c->lin32[p[k]];
+                acc[k] += w * a * l;
+                pl[k] += w * l;
+            }
+            acc[3] += w * a;
+        }
+    }
+    if (acc[3] == 0)
+        for (int k = 0; k < 3; k++) acc[k] = pl[k];
+    finalize_t(c, lvl, dsums, drow0, x, y, acc, 4, 0, 1, 1);
+}
+
+/* Rows [y0, y1) of a level from the base whose footprints are not whole texels (levels 1-2 of odd
+ * sizes), RGBA8 sRGB: each base row's horizontal sums of the plain L (32-bit table, read from the
+ * bytes: no row of values a * L first) and, weighted, whether its texels are opaque (straight:
+ * alpha's sum), in the ring of rows; each texel's sums over its rows, and where the footprint is
+ * opaque throughout (weighted) its codes from the plain sums' thresholds (max * sum(w * L) >=
+ * max * T[k]: ``tw``), with no product by alpha anywhere. Footprints not opaque: rgba8_odd_texel. */
+INLINE void rgba8_base_odd_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row, const int WA)
+{
+    const Level *L = &c->lv[lvl];
+    const int dw = L->w, nring = c->ystride;
+    const uint8_t *restrict base = c->base;
+    const uint32_t *restrict lin = c->lin32;
+    const u64 *restrict tt = c->tw.t;
+    const uint8_t *restrict guess = c->tw.guess;
+    const int shift = c->tw.shift;
+    const u64 opaque = c->opaque, total = c->total;
+    uint8_t *restrict out = c->out + c->out_off[lvl];
+    u64 *hring = row + (size_t)dw * 4;
+    int tag[MAX_RING];
+    for (int i = 0; i < nring && i < MAX_RING; i++) tag[i] = -1;
+    for (int y = y0; y < y1; y++) {
+        const int n = c->yn[y];
+        const u64 *hrow[MAX_RING];
+        u64 wy[MAX_RING];
+        for (int j = 0; j < n; j++) {
+            int ty = c->ys[y] + j, slot = ty % nring;
+            u64 *restrict hs = hring + (size_t)slot * dw * 4;
+            if (tag[slot] != ty) {
+                /* footprint x: texels t .. tn - 1 of weight m (the level's width), less r * L[t]
+                 * (the first one's weight is m - r), plus rn * L[tn]: the texel it shares with
+                 * footprint x + 1, whose ``- r`` term is this one (jn = t * m + r): a run of adds and
+                 * one product a channel, whatever the footprint's width */
+                const uint8_t *restrict b = base + (size_t)ty * c->width * 4;
+                const u64 m = (u64)dw;
+                const int q = c->width / dw, rem = c->width % dw;
+                int t = 0;
+                u64 r = 0, e0 = 0, e1 = 0, e2 = 0, ea = 0;
+                for (int x = 0; x < dw; x++) {
+                    int tn = t + q;
+                    u64 rn = r + (u64)rem;
+                    if (rn >= m) { rn -= m; tn++; }
+                    u64 s0 = 0, s1 = 0, s2 = 0, sa = 0, n0 = 0, n1 = 0, n2 = 0, na = 0;
+                    unsigned all = 255;
+                    for (const uint8_t *restrict p = b + 4 * (size_t)t, *e = b + 4 * (size_t)tn; p < e; p += 4) {
+                        s0 += lin[p[0]];
+                        s1 += lin[p[1]];
+                        s2 += lin[p[2]];
+                        if (WA) all &= p[3];
+                        else sa += p[3];
+                    }
+                    if (rn) {
+                        const uint8_t *restrict p = b + 4 * (size_t)tn;
+                        n0 = rn * lin[p[0]];
+                        n1 = rn * lin[p[1]];
+                        n2 = rn * lin[p[2]];
+                        if (WA) all &= p[3];
+                        else na = rn * p[3];
+                    }
+                    hs[4 * (size_t)x] = m * s0 + n0 - e0;
+                    hs[4 * (size_t)x + 1] = m * s1 + n1 - e1;
+                    hs[4 * (size_t)x + 2] = m * s2 + n2 - e2;
+                    hs[4 * (size_t)x + 3] = WA ? (u64)(all == 255) : m * sa + na - ea;
+                    e0 = n0; e1 = n1; e2 = n2; ea = na;
+                    t = tn;
+                    r = rn;
+                }
+                tag[slot] = ty;
+            }
+            hrow[j] = hs;
+            wy[j] = c->yw[(size_t)y * c->ystride + j];
+        }
+        uint32_t *restrict o = (uint32_t *)(void *)(out + (size_t)y * dw * 4);
+        u64 *restrict d = dsums ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
+        for (int x = 0; x < dw; x++) {
+            u64 v0 = 0, v1 = 0, v2 = 0, va = WA ? 1 : 0;
+            for (int j = 0; j < n; j++) {
+                const u64 *h = hrow[j] + 4 * (size_t)x;
+                v0 += wy[j] * h[0];
+                v1 += wy[j] * h[1];
+                v2 += wy[j] * h[2];
+                if (WA) va &= h[3];
+                else va += wy[j] * h[3];
+            }
+            if (WA && !va) {
+                rgba8_odd_texel(c, lvl, dsums, drow0, x, y);
+                continue;
+            }
+            unsigned g0 = guess[v0 >> shift], g1 = guess[v1 >> shift], g2 = guess[v2 >> shift];
+            g0 += v0 >= tt[g0 + 1];
+            g1 += v1 >= tt[g1 + 1];
+            g2 += v2 >= tt[g2 + 1];
+            unsigned ca = WA || va == opaque ? 255 : code_linear(va, total, 255);
+            o[x] = g0 | g1 << 8 | g2 << 16 | ca << 24;
+            if (d) {
+                u64 m = WA ? 255 : 1;
+                d[4 * (size_t)x] = m * v0; d[4 * (size_t)x + 1] = m * v1; d[4 * (size_t)x + 2] = m * v2;
+                d[4 * (size_t)x + 3] = WA ? opaque : va;
+            }
+        }
+    }
+}
+
+static void rgba8_base_odd(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row)
+{
+    if (c->weighted) rgba8_base_odd_t(c, lvl, dsums, drow0, y0, y1, row, 1);
+    else rgba8_base_odd_t(c, lvl, dsums, drow0, y0, y1, row, 0);
 }
 
 /* ---- a level from a grid of cell sums ------------------------------------------------------ */
@@ -662,9 +1178,9 @@ INLINE void rows_from_cells_t(const Ctx *c, int lvl, u64 *dsums, int y0, int y1,
         rows_from_base_t(c, lvl, dsums, drow0, y0, y1, row, vals, CH, B16, SRGB, WA);                      \
     }                                                                                                      \
     static void sums_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, const u64 *ssums, int srow0,      \
-                                                  u64 *dsums, int drow0, int y0, int y1)                   \
+                                                  u64 *dsums, int drow0, int y0, int y1, int x0, int x1)   \
     {                                                                                                      \
-        rows_from_sums_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, CH, B16, SRGB, WA);                   \
+        rows_from_sums_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1, CH, B16, SRGB, WA);           \
     }                                                                                                      \
     static void cbase_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int r0, int r1, u64 *tmp)                \
     {                                                                                                      \
@@ -678,6 +1194,14 @@ KINDS(INSTANCE)
 
 static void rows_from_base(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row, u64 *vals)
 {
+    if (c->fast && c->lv[lvl].w * 2 == c->width && c->lv[lvl].h * 2 == c->height) {
+        rgba8_base_2x2(c, lvl, dsums, drow0, y0, y1, 0, c->lv[lvl].w, c->fast >= 2);
+        return;
+    }
+    if (c->fast && (c->width % c->lv[lvl].w || c->height % c->lv[lvl].h)) {  /* (rows_from_base_t's weighted footprints) */
+        rgba8_base_odd(c, lvl, dsums, drow0, y0, y1, row);
+        return;
+    }
 #define CALL_BASE(CH, B16, SRGB, WA)                                                                       \
     if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
         base_##CH##_##B16##_##SRGB##_##WA(c, lvl, dsums, drow0, y0, y1, row, vals);                        \
@@ -686,18 +1210,79 @@ static void rows_from_base(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0,
     KINDS(CALL_BASE)
 }
 
-static void rows_from_sums(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1)
+/* Texels [x0, x1) of rows [y0, y1) of level lvl from stored sums. */
+static void sums_range(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
+                       int x0, int x1)
 {
+    const Level *L = &c->lv[lvl], *S = &c->lv[c->source[lvl]];
+    if (c->fast && S->w == 2 * L->w && S->h == 2 * L->h && 4 * c->total < ((u64)1 << 25)) {  /* (sums_t's u64 case) */
+        rgba8_sums_2x2(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1);
+        return;
+    }
 #define CALL_SUMS(CH, B16, SRGB, WA)                                                                       \
     if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
-        sums_##CH##_##B16##_##SRGB##_##WA(c, lvl, ssums, srow0, dsums, drow0, y0, y1);                     \
+        sums_##CH##_##B16##_##SRGB##_##WA(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1);             \
         return;                                                                                            \
     }
     KINDS(CALL_SUMS)
 }
 
+static void rows_from_sums(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1)
+{
+    sums_range(c, lvl, ssums, srow0, dsums, drow0, y0, y1, 0, c->lv[lvl].w);
+}
+
+/* cells_from_base_t for RGBA8 sRGB: each cell's run of texels in a row summed in registers (the
+ * plain L from the 32-bit table, alpha's sum) and added to the cell once (no cell looked up per
+ * texel); weighted alpha's deficit D = sum((max - a) * L) only over runs not opaque. */
+static void rgba8_cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
+{
+    const int WA = c->weighted, nx = c->gx_n;
+    const int *restrict gx = c->gx;
+    const uint8_t *restrict base = c->base;
+    const uint32_t *restrict lin = c->lin32;
+    for (int r = r0; r < r1; r++) {
+        memset(tmp, 0, sizeof(u64) * 7 * (size_t)nx);
+        for (int ty = c->gy[r]; ty < c->gy[r + 1]; ty++) {
+            const uint8_t *restrict b = base + (size_t)ty * c->width * 4;
+            for (int cx = 0; cx < nx; cx++) {
+                const uint8_t *restrict p = b + (size_t)gx[cx] * 4, *restrict e = b + (size_t)gx[cx + 1] * 4;
+                u64 p0 = 0, p1 = 0, p2 = 0, a = 0;
+                unsigned all = 255;
+                for (const uint8_t *q = p; q < e; q += 4) {
+                    p0 += lin[q[0]];
+                    p1 += lin[q[1]];
+                    p2 += lin[q[2]];
+                    a += q[3];
+                    all &= q[3];
+                }
+                u64 *restrict t = tmp + 7 * (size_t)cx;
+                t[0] += p0; t[1] += p1; t[2] += p2; t[6] += a;
+                if (WA && all != 255)
+                    for (const uint8_t *q = p; q < e; q += 4) {
+                        u64 m = 255u - q[3];
+                        t[3] += m * lin[q[0]];
+                        t[4] += m * lin[q[1]];
+                        t[5] += m * lin[q[2]];
+                    }
+            }
+        }
+        u64 *d = c->cells + (size_t)r * nx * 4;
+        for (int cx = 0; cx < nx; cx++, d += 4) {
+            const u64 *t = tmp + 7 * (size_t)cx;
+            int plain = !WA || t[6] == 0;
+            for (int k = 0; k < 3; k++) d[k] = plain ? t[k] : 255 * t[k] - t[3 + k];
+            d[3] = t[6];
+        }
+    }
+}
+
 static void cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
 {
+    if (c->fast) {
+        rgba8_cells_from_base(c, r0, r1, tmp);
+        return;
+    }
 #define CALL_CBASE(CH, B16, SRGB, WA)                                                                      \
     if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
         cbase_##CH##_##B16##_##SRGB##_##WA(c, r0, r1, tmp);                                                \
@@ -792,6 +1377,12 @@ static void band_row(const Job *j, int k, int y, u64 *dst, int drow0)
     const Ctx *c = j->c;
     int ry = c->lv[k - 1].h / c->lv[k].h;
     u64 *ring = j->ring[k - 1 - j->lvl];
+#ifdef HAVE_AVX512
+    if (k == 2 && j->lvl == 1 && c->fast12) {  /* levels 1 and 2 at once (rgba8_band12_avx512) */
+        rgba8_band12_avx512(c, y, ring, dst, drow0);
+        return;
+    }
+#endif
     if (k - 1 == j->lvl) {
         rows_from_base(c, k - 1, ring, y * ry, y * ry, (y + 1) * ry, j->row, j->vals);
     } else {
@@ -1117,14 +1708,112 @@ static int run_chain(Ctx *c, int threads)
     return err;
 }
 
+/* Thresholds of P, a footprint's plain sum of L over ``n`` base texels of equal weight wt = W / n:
+ * P * wt * 2**32 >= Q[k] * W exactly when P >= ceil(T[k] / wt) (P * wt an integer; T: ``tw``),
+ * whatever the size; guesses by P >> shift (a constant: P <= n * 2**31). Returns one_step. */
+static int sum_thresholds(const Ctx *c, Thresh *th, u64 n, int shift)
+{
+    u64 wt = c->total / n;
+    for (int k = 0; k <= c->top; k++) th->t[k] = (c->tw.t[k] + wt - 1) / wt;
+    th->t[c->top + 1] = UINT64_MAX;
+    th->shift = shift;
+    for (int i = 0, k = 0; i < (1 << GUESS_BITS); i++) {
+        u64 start = (u64)i << shift;
+        while (k < c->top && th->t[k + 1] <= start) k++;
+        th->guess[i] = (uint8_t)k;
+    }
+    th->one_step = 1;
+    for (int j = 0; j < c->top; j++) th->one_step &= th->t[j + 1] - th->t[j] >= ((u64)1 << shift);
+    return th->one_step;
+}
+
+/* The RGBA8 kernels' tables (8-bit sRGB): L as 32 bits (every L(code) <= 2**31), the thresholds
+ * of a 2x2's sum of four L (``t4``) and, for sizes multiples of 4, of level 2's sixteen
+ * (``t16``). Returns 0 where the kernels do not serve (then none runs). */
+static int rgba8_tables(Ctx *c)
+{
+    if (c->top != 255 || c->lin[255] > ((u64)1 << 31)) return 0;  /* (P4_SHIFT, P16_SHIFT: sums of L <= 2**31) */
+    for (int k = 0; k <= c->top; k++) {
+        if (c->lin[k] > 0xffffffffu) return 0;
+        c->lin32[k] = (uint32_t)c->lin[k];
+    }
+    if (c->width % 2 || c->height % 2) return 1;  /* (no 2x2 level from the base: t4 unused) */
+    if (!sum_thresholds(c, &c->t4, 4, P4_SHIFT)) return 0;
+    c->fast12 = c->width % 4 == 0 && c->height % 4 == 0 && sum_thresholds(c, &c->t16, 16, P16_SHIFT);
+    return 1;
+}
+
+/* The code tables of 8-bit sRGB chains (build_guess, rgba8_tables: ~60 us a chain, as long as a
+ * whole 61x37 chain) kept for the next chain of the same size and tables, as a decode worker
+ * makes chain after chain of one size: copied (~100 KB) where no other thread holds the copy. */
+typedef struct {
+    int valid, width, height, ok;
+    u64 lin[256], q[256];
+    uint8_t guess[1 << GUESS_BITS];
+    double guess_scale, qb[257];
+    Thresh tw, to, t4, t16;
+    uint32_t lin32[256];
+    int fast12;
+} Tables;
+
+static Tables tables_kept;
+static int tables_busy;
+
+#define TABLE_FIELDS(X) X(guess) X(qb) X(tw) X(to) X(t4) X(t16) X(lin32)
+
+/* The tables of an 8-bit sRGB chain in ``c`` (kept ones where they match); returns whether the
+ * RGBA8 kernels serve (rgba8_tables, and one_step of tw and to). */
+static int srgb_tables(Ctx *c)
+{
+    int held = !__atomic_exchange_n(&tables_busy, 1, __ATOMIC_ACQUIRE), ok;
+    Tables *k = &tables_kept;
+    if (held && k->valid && k->width == c->width && k->height == c->height && c->top == 255
+        && !memcmp(k->lin, c->lin, sizeof(k->lin)) && !memcmp(k->q, c->q, sizeof(k->q))) {
+#define COPY_IN(f) memcpy(&c->f, &k->f, sizeof(c->f));
+        TABLE_FIELDS(COPY_IN)
+        c->guess_scale = k->guess_scale;
+        c->fast12 = k->fast12;
+        ok = k->ok;
+    } else {
+        build_guess(c);
+        ok = c->tw.one_step && c->to.one_step && rgba8_tables(c);
+        if (held && c->top == 255) {
+            __atomic_store_n(&k->valid, 0, __ATOMIC_RELEASE);
+#define COPY_OUT(f) memcpy(&k->f, &c->f, sizeof(c->f));
+            TABLE_FIELDS(COPY_OUT)
+            memcpy(k->lin, c->lin, sizeof(k->lin));
+            memcpy(k->q, c->q, sizeof(k->q));
+            k->guess_scale = c->guess_scale;
+            k->fast12 = c->fast12;
+            k->ok = ok;
+            k->width = c->width;
+            k->height = c->height;
+            __atomic_store_n(&k->valid, 1, __ATOMIC_RELEASE);
+        }
+    }
+    if (held) __atomic_store_n(&tables_busy, 0, __ATOMIC_RELEASE);
+    return ok;
+}
+
+/* 8-bit linear data's tables in the units of the sRGB ones (chain) */
+static u64 linear8_lin[256], linear8_q[256];
+
+static void linear8_tables(void)
+{
+    for (int k = 0; k < 256; k++) {
+        linear8_lin[k] = (u64)k << 23;
+        linear8_q[k] = k ? (u64)(2 * k - 1) << 54 : 0;
+    }
+}
+
 static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"base", "out", "width", "height", "levels", "channels", "bits", "srgb", "weighted",
-                             "lin", "q", "threads", "arena", NULL};
+                             "lin", "q", "threads", "arena", "fast", NULL};
     Py_buffer base, out, lin, q;
-    int width, height, levels, channels, bits, srgb, weighted, threads = 1, use_arena = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*w*iiiiippy*y*|ip", kwlist, &base, &out, &width, &height,
-                                     &levels, &channels, &bits, &srgb, &weighted, &lin, &q, &threads, &use_arena))
+    int width, height, levels, channels, bits, srgb, weighted, threads = 1, use_arena = 1, use_fast = 2;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*w*iiiiippy*y*|ipi", kwlist, &base, &out, &width, &height,
+                                     &levels, &channels, &bits, &srgb, &weighted, &lin, &q, &threads, &use_arena, &use_fast))
         return NULL;
     PyObject *result = NULL;
     Ctx *c = calloc(1, sizeof(Ctx));
@@ -1157,11 +1846,23 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     c->bpt = bpt; c->top = top; c->total = total;
     c->opaque = (u64)top * total;
     c->lin = lin.buf; c->q = q.buf;
+    if (!srgb && bits == 8 && channels == 4 && use_fast > 0) {
+        /* 8-bit linear data as sRGB data of the tables L(k) = k * 2**23, Q[k] = (2k - 1) * 2**54:
+         * code k exactly when S * 2**32 >= Q[k] * den, i.e. S / den >= k - 1/2 in code units,
+         * code_linear's rounding (ties up), with every bound of the sRGB tables (L <= 2**31); so the
+         * sRGB loops, tables and RGBA8 kernels serve it (4 channels: 2048^2 14.5 -> 4.9 ms, one core
+         * here; 1 and 2 channels keep their loops: 2 channels, weighted, was 5% slower so) */
+        c->lin = linear8_lin;
+        c->q = linear8_q;
+        c->srgb = srgb = 1;
+    }
     if (threads < 1) threads = 1;
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     int err;
     Py_BEGIN_ALLOW_THREADS
-    if (srgb) build_guess(c);
+    int fast_ok = srgb && srgb_tables(c);
+    if (fast_ok && channels == 4) c->fast = use_fast >= 2 ? (simd_level() >= 2 ? 2 : 1) : use_fast > 0;
+    c->fast12 = c->fast12 && c->fast >= 2 && levels >= 3;
     if (use_arena) arena_take(&c->arena);
     err = run_chain(c, threads);
     arena_give(&c->arena);
@@ -1176,6 +1877,12 @@ done:
     PyBuffer_Release(&lin);
     PyBuffer_Release(&q);
     return result;
+}
+
+/* The SIMD kernels this process's CPU runs (simd_level: 2 AVX-512, 0 none). */
+static PyObject *simd(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(simd_level());
 }
 
 /* The arena's size (0: none kept). */
@@ -1198,7 +1905,8 @@ static PyObject *release(PyObject *self, PyObject *unused)
 
 static PyMethodDef methods[] = {
     {"chain", (PyCFunction)(void (*)(void))chain, METH_VARARGS | METH_KEYWORDS,
-     "chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads=1, arena=True)"},
+     "chain(base, out, width, height, levels, channels, bits, srgb, weighted, lin, q, threads=1, arena=True, fast=2)"},
+    {"simd", simd, METH_NOARGS, "simd() -> the SIMD kernels this CPU runs: 2 AVX-512, 0 none (portable loops)"},
     {"arena_bytes", arena_bytes, METH_NOARGS, "arena_bytes() -> the bytes the process's arena keeps"},
     {"release", release, METH_NOARGS, "release() -> unmaps the arena (where no chain holds it); the bytes freed"},
     {NULL, NULL, 0, NULL}};
@@ -1206,12 +1914,19 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mipcpu", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 /* A process forked while one of its threads held the arena (a fork server, a pool's fork): the
- * child has a copy of the arena and no such thread, so the arena is free there. */
-static void arena_after_fork(void) { arena_busy = 0; }
+ * child has a copy of the arena and no such thread, so the arena is free there; so are the kept
+ * code tables (a copy half written is invalid: srgb_tables sets ``valid`` last, and clears it
+ * before it writes). */
+static void arena_after_fork(void)
+{
+    arena_busy = 0;
+    tables_busy = 0;
+}
 
 PyMODINIT_FUNC PyInit__mipcpu(void)
 {
     static int registered;
+    linear8_tables();
     if (!registered) registered = pthread_atfork(NULL, NULL, arena_after_fork) == 0;
     return PyModule_Create(&module);
 }

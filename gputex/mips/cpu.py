@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..texture import Texture
 
 __all__ = ["ENGINES", "MAX_TEXELS", "engine", "engine_flag", "available", "serves", "cpu_ok", "threads", "host_chain",
-           "sources", "cpu_chain", "arena_bytes", "release_arena"]
+           "sources", "cpu_chain", "arena_bytes", "release_arena", "simd", "KERNELS"]
 
 try:
     from .. import _mipcpu
@@ -89,6 +89,17 @@ def _tables(bits: int, srgb: bool) -> tuple[bytes, bytes]:
             np.array(threshold_table(bits, True), np.uint64).tobytes())
 
 
+#: ``host_chain(kernels=)``: the engine's loops for every kind (``generic``); also the RGBA8 sRGB
+#: kernels of 2x2 footprints in portable C (``portable``); also their AVX-512 forms where the CPU
+#: has AVX-512 F/DQ/BW/VL (``simd``, the default; elsewhere the portable ones). The same bytes.
+KERNELS = {"generic": 0, "portable": 1, "simd": 2}
+
+
+def simd() -> bool:
+    """Whether the C engine's AVX-512 kernels run on this CPU (checked at run time)."""
+    return _mipcpu is not None and hasattr(_mipcpu, "simd") and _mipcpu.simd() >= 2
+
+
 def threads() -> int:
     """Threads the C engine splits a level's rows over: the cores this process may use, at most 16,
     held to ``--threads`` (:func:`gputex.caps.capped`) as every other pool is."""
@@ -102,12 +113,13 @@ def threads() -> int:
 
 
 def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted: bool, levels: int,
-               nthreads: int | None = None, arena: bool = True) -> list[np.ndarray]:
+               nthreads: int | None = None, arena: bool = True, kernels: str = "simd") -> list[np.ndarray]:
     """Levels 1..``levels - 1`` of the integer chain of ``base`` (``(height, width, channels)``
     uint8 or uint16 codes, or the texture's tight rows ``(height, width * bytes per texel)``
     uint8), each ``(h, w, channels)`` in ``base``'s dtype (``uint16`` for 16 bits). ``arena``:
     the engine's sums in the process's arena, kept for the next chain (:func:`arena_bytes`;
-    False: mapped for this chain alone, as before the arena; the same bytes)."""
+    False: mapped for this chain alone, as before the arena; the same bytes). ``kernels``: which
+    of the engine's loops may run (:data:`KERNELS`; the same bytes)."""
     import numpy as np
 
     assert _mipcpu is not None, "gputex._mipcpu was not built"
@@ -118,9 +130,13 @@ def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted:
     sizes = [(max(1, w >> lv), max(1, h >> lv)) for lv in range(1, levels)]
     out = np.empty(sum(a * b for a, b in sizes) * channels, dtype)
     lin, q = _tables(bits, srgb)
-    # (``arena`` passed only when off: builds from before it, which benchmarks load with --module, take the rest)
+    # (``arena`` and ``kernels`` passed only when not the default: builds from before them, which
+    # benchmarks load with --module, take the rest)
+    extra: dict[str, int] = {} if arena else {"arena": False}
+    if kernels != "simd":
+        extra["fast"] = KERNELS[kernels]
     _mipcpu.chain(raw.view(np.uint8).reshape(-1), out.view(np.uint8), w, h, levels, channels, bits, srgb,
-                  weighted, lin, q, nthreads or threads(), **({} if arena else {"arena": False}))
+                  weighted, lin, q, nthreads or threads(), **extra)
     res, off = [], 0
     for a, b in sizes:
         res.append(out[off:off + a * b * channels].reshape(b, a, channels))

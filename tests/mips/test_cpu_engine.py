@@ -548,3 +548,93 @@ def test_a_process_forked_while_a_chain_holds_the_arena_finds_it_free(rng):
     child.join(60)
     t.join()
     assert child.exitcode == 0 and freed > 0
+
+
+def _rgba8(rng, w, h, kind):
+    """An RGBA8 image for the 2x2 kernels: ``opaque``; ``holes`` (alpha 0 on 40% and a whole
+    quarter, random elsewhere); ``sparse`` (opaque but for single texels of alpha 0, 254 or
+    random, so most groups of eight 2x2s are opaque and a few fall back); ``partial`` (alpha
+    1..255 everywhere)."""
+    a = rng.integers(0, 256, (h, w, 4), np.uint8)
+    if kind == "holes":
+        return _image(rng, w, h, 4, 8, "holes")
+    if kind == "partial":
+        a[..., 3] = rng.integers(1, 256, (h, w))
+        return a
+    a[..., 3] = 255
+    if kind == "sparse":
+        n = max(1, w * h // 97)
+        ys, xs = rng.integers(0, h, n), rng.integers(0, w, n)
+        a[ys, xs, 3] = rng.choice(np.array([0, 254, 1, 128], np.uint8), n)
+    return a
+
+
+# even sizes (level 1 of 2x2 footprints): multiples of 4 (levels 1 and 2 together in AVX-512),
+# rows of groups of eight and a remainder, one texel wide at level 1 or 2, levels after the band;
+# then odd on one axis or both (levels from the base of weighted footprints, cell grids)
+RGBA8_SIZES = [(2, 2), (4, 4), (6, 10), (10, 6), (64, 64), (48, 20), (72, 36), (100, 36), (136, 8), (8, 136),
+               (130, 68), (34, 2), (96, 16), (48, 21), (21, 48), (131, 67), (67, 5), (3, 3)]
+
+
+@pytest.mark.parametrize("w,h", RGBA8_SIZES)
+def test_rgba8_kernels_equal_the_model(rng, w, h):
+    """The RGBA8 sRGB kernels (``_mipcpu.c``: level 1 of even sizes from the base and 2x2-tiled
+    levels from sums, in portable C; level 1, and levels 1 and 2 together, in AVX-512 where the
+    CPU has it: groups of eight, a group with a texel not opaque and each row's last texels by the
+    portable kernels; odd sizes' levels from the base and cell grids) against the model: opaque, holes of alpha 0, single
+    texels not opaque among opaque ones, partial alpha; weighted and straight; every
+    ``kernels`` choice; 1 and 3 threads. Linear RGBA8 too: the engine runs it as sRGB data of
+    tables of its own (L(k) = k * 2**23) unless ``kernels="generic"``."""
+    for kind in ("opaque", "holes", "sparse", "partial"):
+        a = _rgba8(rng, w, h, kind)
+        for srgb, weighted in ((True, True), (True, False), (False, True), (False, False)):
+            want = _model(a, 4, 8, srgb, weighted)
+            for kernels in ("simd", "portable", "generic"):
+                for threads in (1, 3):
+                    got = cpu.host_chain(a, 4, 8, srgb, weighted, mip_count(w, h), nthreads=threads, kernels=kernels)
+                    for lv, (g, m) in enumerate(zip(got, want), 1):
+                        assert np.array_equal(g, m), \
+                            f"{kind}, sRGB {srgb}, weighted {weighted}, {kernels}, {threads} threads, level {lv}"
+
+
+@pytest.mark.parametrize("kernels", ["simd", "portable"])
+def test_rgba8_kernels_at_the_largest_size_round_as_intbox(rng, kernels):
+    """4096x4096 (W = 2**24: level 2's fallback sums of four level-1 sums need 128 bits), opaque
+    but for scattered texels of alpha 0, 254 or random and a transparent block, weighted: sampled
+    texels of levels 1 and 2 (both kinds of footprint) have ``intbox.round_code`` of their exact
+    sums (numpy int64 block sums of ``lin_table``, weighted by alpha: below 2**44)."""
+    from gputex.mips.intbox import lin_table, round_code
+
+    n = 4096
+    a = _rgba8(rng, n, n, "sparse")
+    a[100:140, 200:260, 3] = 0
+    levels = cpu.host_chain(a, 4, 8, True, True, 3, kernels=kernels)
+    lin = np.array(lin_table(8, True), np.int64)[a[..., :3]]
+    alpha = a[..., 3].astype(np.int64)
+    for lv in (1, 2):
+        s, m = 1 << lv, n >> lv
+        asum = alpha.reshape(m, s, m, s).sum(axis=(1, 3))
+        wsum = (lin * alpha[..., None]).reshape(m, s, m, s, 3).sum(axis=(1, 3))
+        psum = lin.reshape(m, s, m, s, 3).sum(axis=(1, 3))
+        got = levels[lv - 1]
+        picks = [(int(y), int(x)) for y, x in rng.integers(0, m, (1500, 2))]
+        picks += [(int(y), int(x)) for y, x in zip(*np.nonzero(asum < 255 * s * s))][:1500]  # not opaque
+        for y, x in picks:
+            for ch in range(3):
+                if asum[y, x]:
+                    want = round_code(int(wsum[y, x, ch]), int(asum[y, x]), 8, True)
+                else:
+                    want = round_code(int(psum[y, x, ch]), s * s, 8, True)
+                assert got[y, x, ch] == want, (lv, y, x, ch)
+            assert got[y, x, 3] == round_code(int(asum[y, x]), s * s, 8, False), (lv, y, x)
+
+
+def test_simd_kernels_run_where_the_cpu_has_avx512():
+    """``cpu.simd()`` (``__builtin_cpu_supports`` in the engine) agrees with the CPU's flags in
+    /proc/cpuinfo: AVX-512 F, DQ, BW and VL all present exactly where the AVX-512 kernels run."""
+    try:
+        flags = next(ln for ln in open("/proc/cpuinfo") if ln.startswith("flags")).split(":", 1)[1].split()
+    except (OSError, StopIteration):
+        pytest.skip("no /proc/cpuinfo flags on this system")
+    want = all(f in flags for f in ("avx512f", "avx512dq", "avx512bw", "avx512vl"))
+    assert cpu.simd() == want
