@@ -164,7 +164,8 @@ def _two_on_demand(steps: Stages, jobs: int, inputs: int, workers: int | None) -
     beside its device (:func:`gputex.caps.worker_count`); without a device the two processes
     have the two cores to themselves. 2-core lavapipe machine, 16 x 2048² -> KTX2 (every sixth
     1537x1999), alternating (``benchmarks/batch_variants.py --jobs 2 --count 16``,
-    ``benchmarks/results/split-device-lavapipe.txt``): 0.77-0.90 s against 1.00-1.32 s."""
+    ``benchmarks/results/split-device-lavapipe.txt``): 0.73-0.77 s against 1.00-1.17 s (threads and
+    the device at the start)."""
     if steps.split is None or steps.encode is None or jobs != 2 or inputs < 2 or workers is not None:
         return False
     from .devflags import int_flag
