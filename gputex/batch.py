@@ -360,7 +360,7 @@ def _any_order(items, jobs, pool, decode, gpu, encode, emit, start, stop=None, l
                 if data is None:
                     del decoding[index]
                     done[index] = (result, None)
-                    if later is not None:
+                    if later is not None and gpu is None:  # (only read until the GPU step exists)
                         fresh.append(result)
                 else:
                     ready.append(index)

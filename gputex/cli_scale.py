@@ -63,7 +63,15 @@ class Manifest:
         from .settings import adapter_dependent, normalised
         from .version import __version__
 
-        info = session.info if session is not None else None
+        info: Any = session.info if session is not None else None
+        named: Optional[dict] = None  # no session (no device was made): the adapter a Session would choose
+        if info is None and adapter_dependent(self.command, self.settings) and any(r.ok for r in results):
+            from .keys import adapter_identity
+
+            try:
+                info = named = adapter_identity()
+            except NoAdapterError as e:
+                info = named = {"name": None, "backend": None, "driver": None, "error": str(e)}
         entries, failed = [], []
         for r in results:
             if not r.ok:
@@ -72,13 +80,21 @@ class Manifest:
             if r.skipped:
                 continue
             try:
+                if named is not None and named["name"] is None:  # adapter-dependent, and no adapter to name
+                    raise OSError(0, named["error"])
                 key = (cache_key([file_sha256(p) for p in inputs], self.command, self.settings, self.out, info)
                        if inputs else input_key(r.source, self.command, self.settings, self.out, info))
             except OSError as e:
                 key = None
-                r.warnings.append(f"{r.source}: no cache key ({e.strerror or e})")
-            base = {"source": r.source, "key": key, "adapter": info.name if info else None,
-                    "driver": info.driver if info else None, "timings": {k: round(v, 6) for k, v in r.timings.items()}}
+                warning = f"{r.source}: no cache key ({e.strerror or e})"
+                r.warnings.append(warning)
+                from .cli_options import print_error
+
+                print_error(f"warning: {warning}")  # (the result's line was printed already)
+            name = info.get("name") if isinstance(info, dict) else info.name if info else None
+            driver = info.get("driver") if isinstance(info, dict) else info.driver if info else None
+            base = {"source": r.source, "key": key, "adapter": name, "driver": driver,
+                    "timings": {k: round(v, 6) for k, v in r.timings.items()}}
             for p in r.outputs or [None]:
                 e = dict(base, output=p)
                 if p is not None:
@@ -87,7 +103,8 @@ class Manifest:
         doc = {"gputex": __version__, "command": self.command,
                "settings": normalised(self.command, self.settings, self.out),
                "adapter_dependent": adapter_dependent(self.command, self.settings),
-               "adapter": info.as_dict() if info else None, "outputs": entries, "failed": failed}
+               "adapter": (dict(named, chosen=False) if named is not None else info.as_dict() if info else None),
+               "outputs": entries, "failed": failed}
         from .cli_options import print_error
 
         try:

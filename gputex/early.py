@@ -142,11 +142,11 @@ def host_likely(argv: list[str]) -> bool:
         inputs.append(a)
     if not inputs:
         return False
-    from .warmup import png_shape
+    from .warmup import png_ihdr
 
     for path in inputs[:12]:
-        shape = png_shape(path)
-        if shape is None or shape[3] != 8 or shape[0] * shape[1] > HOST_MAX_TEXELS:
+        ihdr = png_ihdr(path)
+        if ihdr is None or ihdr[2] == 16 or ihdr[0] * ihdr[1] > HOST_MAX_TEXELS:
             return False
     return True
 

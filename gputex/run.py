@@ -149,11 +149,11 @@ def _demand(split: bool, session: Session | None, adapter: str | None, backend: 
     if choice_flag("GPUTEX_SPLIT_DEVICE", SPLIT_DEVICE) != "demand":
         return False
     from .mips.cpu import MAX_TEXELS
-    from .warmup import png_shape
+    from .warmup import png_ihdr
 
     for path in paths[:REHEARSE_INPUTS]:
-        shape = png_shape(path) if isinstance(path, str) else None
-        if shape is not None and (shape[3] != 8 or shape[0] * shape[1] > MAX_TEXELS):
+        ihdr = png_ihdr(path) if isinstance(path, str) else None
+        if ihdr is not None and (ihdr[2] == 16 or ihdr[0] * ihdr[1] > MAX_TEXELS):
             return False
     return True
 
@@ -479,7 +479,9 @@ def run(items: Sequence[Item], steps: Stages, *, on_result: Callable[[Result, Se
 
         run_overlapped(list(items), jobs, decode, None, steps.encode,
                        lambda result: on_result(result, held[0]), start, stop=stop, gate=gate,
-                       workers=None if workers is None else n,  # None: as it decides for its capped jobs
+                       # None: as it decides for its capped jobs (two: the 2-job split's processes,
+                       # which worker_count would not start: the pool's threads sized for them)
+                       workers=n if workers is not None or two else None,
                        any_order=split, begin=begin, later=later)
     if session is not None:  # the caller's device: the textures kept for reuse go
         from .texture import drop_pool

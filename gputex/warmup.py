@@ -19,17 +19,42 @@ __all__ = ["png_shape"]
 _CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}
 
 
+def _head(path: str, n: int) -> bytes | None:
+    """The first ``n`` bytes of ``path`` where it is a regular file, else None."""
+    import os
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as f:
+            return f.read(n)
+    except (OSError, TypeError, ValueError):
+        return None
+
+
+def png_ihdr(path: str) -> tuple[int, int, int] | None:
+    """(width, height, bit depth) of the PNG ``path`` from its IHDR alone (any colour type and
+    chunks), or None where it is not a PNG (or not a regular file): enough to tell whether an
+    input wants a device (:func:`gputex.run._demand`, :func:`gputex.early.host_likely`), where
+    :func:`png_shape` gives up on tagged PNGs (review)."""
+    head = _head(path, 33)
+    if head is None or len(head) < 33 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    w, h, depth = struct.unpack(">IIB", head[16:25])
+    return w, h, depth
+
+
 def png_shape(path: str) -> tuple[int, int, int, int, str] | None:
     """(width, height, channels, bit depth, colour space) of what :func:`gputex.decode` makes of
     the PNG ``path``, read from its chunks before the first IDAT (within its first 64 KiB), or
     None where that needs more than the IHDR: palette and low-bit PNGs, a ``tRNS`` (an alpha
     channel added), colour chunks (``sRGB``, ``gAMA``, ``iCCP``, ``cHRM``: another colour
     space), or anything not a plain PNG. The colour space is the decoder's default then:
-    sRGB for 8-bit data, linear for 16-bit (``gputex.decode``'s table)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(64 << 10)
-    except (OSError, TypeError, ValueError):
+    sRGB for 8-bit data, linear for 16-bit (``gputex.decode``'s table). Only a regular file is
+    opened (a FIFO named ``*.png`` would block the caller: review)."""
+    head = _head(path, 64 << 10)
+    if head is None:
         return None
     if len(head) < 33 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
         return None

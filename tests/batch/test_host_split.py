@@ -565,12 +565,22 @@ def test_on_demand_the_device_comes_for_a_long_batch(gpu, rng, tmp_path, monkeyp
 def test_on_demand_a_device_that_fails_leaves_only_reported_files(rng, tmp_path, monkeypatch):
     """The device asked for on demand cannot be made: the run fails with its error; the files of
     inputs already reported stay (each was whole when reported), no other file is left."""
+    import threading
+    import time
     from concurrent.futures import Future
 
     from gputex.errors import NoAdapterError
 
+    reported: list = []
     failed: Future = Future()
-    failed.set_exception(NoAdapterError("no GPU adapter found"))
+
+    def fail_once_one_is_reported():  # (a done Future would fail the run before any result: review)
+        deadline = time.monotonic() + 60
+        while not reported and time.monotonic() < deadline:
+            time.sleep(0.005)
+        failed.set_exception(NoAdapterError("no GPU adapter found"))
+
+    threading.Thread(target=fail_once_one_is_reported, daemon=True).start()
     _no_chosen_adapter(monkeypatch)
     made, offers = _record_offers(monkeypatch, failed)
     paths = [write(tmp_path / "in" / f"{n}.png", rng.integers(0, 256, (24, 24, 4), np.uint8)) for n in "abc"]
@@ -584,12 +594,12 @@ def test_on_demand_a_device_that_fails_leaves_only_reported_files(rng, tmp_path,
 
     opts = Options(mips=True, out=str(out))
     names, _ = texture_names(opts.out, paths)
-    reported: list = []
     with pytest.raises(NoAdapterError, match="no GPU adapter found"):
         run(expand_inputs(paths), stages("upload", opts, names), on_result=lambda r, s: reported.append(r),
             jobs=3, workers=2)
     assert made == [failed] and offers == []
-    assert all(r.ok for r in reported) and "d.png" not in {os.path.basename(r.source) for r in reported}
+    assert reported and all(r.ok for r in reported)
+    assert "d.png" not in {os.path.basename(r.source) for r in reported}
     left = sorted(os.listdir(out)) if out.exists() else []
     assert left == sorted(os.path.basename(p) for r in reported for p in r.outputs)
 
@@ -727,3 +737,29 @@ def test_one_input_cli_line_and_json(rng, tmp_path):
     v = subprocess.run([sys.executable, "-m", "gputex", "validate", str(out)], capture_output=True, text=True, env=env,
                        timeout=300)
     assert v.returncode == 0, v.stdout + v.stderr
+
+
+def test_a_tagged_16_bit_png_wants_the_device_at_once(rng, tmp_path, monkeypatch):
+    """The check for inputs that want a device reads the IHDR alone: a 16-bit PNG with colour
+    chunks (gAMA) has the device made at the start; a FIFO named ``*.png`` is not opened (it
+    would block); a plain 8-bit PNG leaves it on demand."""
+    import struct
+    import zlib
+
+    from gputex.run import _demand
+    from gputex.warmup import png_ihdr
+
+    plain = write(tmp_path / "deep.png", rng.integers(0, 65536, (6, 9, 4), np.uint16))
+    data = open(plain, "rb").read()
+    gama = struct.pack(">I", 4) + b"gAMA" + struct.pack(">I", 45455)
+    gama += struct.pack(">I", zlib.crc32(b"gAMA" + struct.pack(">I", 45455)))
+    tagged = tmp_path / "tagged.png"
+    tagged.write_bytes(data[:33] + gama + data[33:])
+    assert png_ihdr(str(tagged)) == (9, 6, 16)
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    assert png_ihdr(str(fifo)) is None
+    eight = write(tmp_path / "eight.png", rng.integers(0, 256, (6, 9, 4), np.uint8))
+    _no_chosen_adapter(monkeypatch)
+    assert _demand(True, None, None, None, [eight, str(fifo)]) is True
+    assert _demand(True, None, None, None, [eight, str(tagged)]) is False

@@ -545,3 +545,36 @@ def test_serve_without_an_adapter_exits_3():
     r = _gputex("serve", "--stdio", "--adapter", "no-such-gpu-here", input=b"{}\n")
     assert r.returncode == 3 and r.stdout == b""
     assert r.stderr.decode().startswith("gputex: no GPU adapter matching 'no-such-gpu-here'")
+
+
+def test_manifest_of_an_upload_that_made_no_device(gpu, tmp_path, monkeypatch):
+    """``upload X.png --mips -o X.ktx2 --manifest M`` made by the inline host split (no device):
+    the keys are those of the adapter a session would choose (``gputex key --for upload``), the
+    manifest names it (``chosen`` false: no device was made); with no adapter at all the file is
+    still written, its key is null with a warning, and the manifest is written."""
+    from gputex import keys
+    from gputex.errors import NoAdapterError
+
+    for name in ("GPUTEX_ADAPTER", "GPUTEX_BACKEND", "GPUTEX_SPLIT_DEVICE", "GPUTEX_MIPS_ENGINE"):
+        monkeypatch.delenv(name, raising=False)
+    src = _corpus(tmp_path / "src", seed=33, n=1)[0]
+    out, man = tmp_path / "x.ktx2", tmp_path / "m.json"
+    r = runner.invoke(app, ["upload", src, "--mips", "-o", str(out), "--manifest", str(man), "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["adapter"] is None  # no device made
+    doc = json.loads(man.read_text())
+    assert doc["adapter"]["name"] == gpu.info.name and doc["adapter"]["chosen"] is False
+    [entry] = doc["outputs"]
+    k = runner.invoke(app, ["key", "--for", "upload", src, "--mips", "-o", str(out)])
+    assert entry["key"] == k.stdout.split("  ", 1)[0] and entry["sha256"] == _sha(out)
+
+    def none(*a, **k):
+        raise NoAdapterError("no GPU adapter")
+
+    monkeypatch.setattr(keys, "adapter_identity", none)
+    out.unlink()
+    r = runner.invoke(app, ["upload", src, "--mips", "-o", str(out), "--manifest", str(man)])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(man.read_text())
+    assert doc["adapter"]["name"] is None and doc["outputs"][0]["key"] is None and out.exists()
+    assert f"warning: {src}: no cache key (no GPU adapter)" in r.stderr
