@@ -108,18 +108,15 @@ def looks_like_batch(argv: list[str], cpus: int | None = None) -> bool:
     return jobs >= 3 or jobs == 2 and argv[0] == "upload" and "--mips" in args
 
 
-#: :data:`gputex.mips.cpu.MAX_TEXELS` (not imported here: the command line's start stays light).
-HOST_MAX_TEXELS = 1 << 24
-
-
 def host_likely(argv: list[str]) -> bool:
     """Whether an ``upload`` command line (without the program name) looks like one whose files
     the host engine makes with no device (:class:`gputex.run.DeviceOnDemand`, the inline split):
     ``--mips`` and ``-o``, no ``--verify``, ``--adapter`` or ``--backend`` (nor their variables),
     ``GPUTEX_SPLIT_DEVICE`` not ``start``, ``GPUTEX_MIPS_ENGINE`` not ``shader``, and inputs before
-    the first option that are PNGs of 8-bit data and at most :data:`HOST_MAX_TEXELS` texels (their
-    headers read, the first 12). Then the CLI does not begin wgpu's import and the adapter list
-    at once (:func:`gputex.cli._prestart`): 2-core lavapipe machine, one 2048² PNG -> KTX2, 0.30-0.32 s
+    the first option that are PNGs the host engine takes with no device
+    (:func:`gputex.warmup.png_wants_device`: 8-bit data, at most 2^24 texels; the first 12).
+    Then the CLI does not begin wgpu's import and the adapter list at once
+    (:func:`gputex.cli._prestart`): 2-core lavapipe machine, one 2048² PNG -> KTX2, 0.30-0.32 s
     without against 0.40-0.43 s with. A cheap guess: a wrong one costs that overlap where a
     device is wanted after all, never a different result."""
     if argv[:1] != ["upload"] or "--mips" not in argv or {"--help", "-h"} & set(argv):
@@ -142,13 +139,9 @@ def host_likely(argv: list[str]) -> bool:
         inputs.append(a)
     if not inputs:
         return False
-    from .warmup import png_ihdr
+    from .warmup import png_wants_device
 
-    for path in inputs[:12]:
-        ihdr = png_ihdr(path)
-        if ihdr is None or ihdr[2] == 16 or ihdr[0] * ihdr[1] > HOST_MAX_TEXELS:
-            return False
-    return True
+    return not any(png_wants_device(path) is not False for path in inputs[:12])
 
 
 def started() -> bool:

@@ -137,7 +137,8 @@ def _demand(split: bool, session: Session | None, adapter: str | None, backend: 
     made, and a bad choice fails the run at once), ``GPUTEX_SPLIT_DEVICE`` not ``start``, and no
     PNG among the first :data:`REHEARSE_INPUTS` of ``paths`` (their headers read) that the host
     engine would not take before a device is there (16-bit data, more than
-    :data:`gputex.mips.cpu.MAX_TEXELS` texels): such a batch wants its device at once."""
+    :data:`gputex.mips.cpu.MAX_TEXELS` texels; :func:`gputex.warmup.png_wants_device`): such a batch
+    wants its device at once."""
     import os
 
     from .devflags import SPLIT_DEVICE, choice_flag
@@ -148,14 +149,9 @@ def _demand(split: bool, session: Session | None, adapter: str | None, backend: 
         return False
     if choice_flag("GPUTEX_SPLIT_DEVICE", SPLIT_DEVICE) != "demand":
         return False
-    from .mips.cpu import MAX_TEXELS
-    from .warmup import png_ihdr
+    from .warmup import png_wants_device
 
-    for path in paths[:REHEARSE_INPUTS]:
-        ihdr = png_ihdr(path) if isinstance(path, str) else None
-        if ihdr is not None and (ihdr[2] == 16 or ihdr[0] * ihdr[1] > MAX_TEXELS):
-            return False
-    return True
+    return not any(isinstance(path, str) and png_wants_device(path) for path in paths[:REHEARSE_INPUTS])
 
 
 def _two_on_demand(steps: Stages, jobs: int, inputs: int, workers: int | None) -> bool:

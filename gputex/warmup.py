@@ -45,6 +45,18 @@ def png_ihdr(path: str) -> tuple[int, int, int] | None:
     return w, h, depth
 
 
+#: :data:`gputex.mips.cpu.MAX_TEXELS` (not imported here: the command line's start stays light).
+HOST_MAX_TEXELS = 1 << 24
+
+
+def png_wants_device(path: str) -> bool | None:
+    """Whether the PNG ``path`` is one the host engine does not take before a device is there
+    (16-bit data, more than :data:`HOST_MAX_TEXELS` texels), from its IHDR; None where it is not
+    a PNG (:func:`png_ihdr`)."""
+    ihdr = png_ihdr(path)
+    return None if ihdr is None else ihdr[2] == 16 or ihdr[0] * ihdr[1] > HOST_MAX_TEXELS
+
+
 def png_shape(path: str) -> tuple[int, int, int, int, str] | None:
     """(width, height, channels, bit depth, colour space) of what :func:`gputex.decode` makes of
     the PNG ``path``, read from its chunks before the first IDAT (within its first 64 KiB), or

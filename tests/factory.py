@@ -111,3 +111,32 @@ def recorded_fsyncs(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(os, "fsync", fsync)
     return calls
+
+
+def spd_forms(gpu, monkeypatch, flags: dict, after: tuple = ()):
+    """For fixtures (``yield from``): the single-pass chain's module flags set
+    (:mod:`gputex.mips.spd`, e.g. ``{"ROUND_A_LEVEL": True}``), every ``mip_spd.wgsl`` it compiles
+    recorded in the list yielded; the session's pipeline caches cleared before and after (and the
+    caches named in ``after``, after)."""
+    from gputex import kernels
+    from gputex.mips import spd
+
+    seen: list[str] = []
+    load = kernels.load_wgsl
+
+    def recording(name, **subs):
+        code = load(name, **subs)
+        if name == "mip_spd.wgsl":
+            seen.append(code)
+        return code
+
+    for name, value in flags.items():
+        monkeypatch.setattr(spd, name, value)
+    monkeypatch.setattr(kernels, "load_wgsl", recording)
+    caches = (kernels.PIPELINES, "mip-spd")
+    for cache in caches:
+        gpu.cache(cache).items.clear()
+    yield seen
+    monkeypatch.undo()
+    for cache in caches + tuple(after):
+        gpu.cache(cache).items.clear()

@@ -168,7 +168,7 @@ def code_words(doubt: int = CODE_DOUBT) -> tuple[int, ...]:
     inside = np.searchsorted(qb, end, side="left") - k0  # thresholds after the start, before the end
     assert inside.max() <= 1, "a bucket holds two thresholds"
     t = np.where(inside == 1, qb[np.minimum(k0, len(qb) - 1)] - start, 0)
-    low = np.searchsorted(qb, start, side="right") - np.searchsorted(qb, start - doubt, side="left") > 0
+    low = k0 - np.searchsorted(qb, start - doubt, side="left") > 0  # (k0: thresholds at or below the start)
     high = np.searchsorted(qb, end + doubt, side="right") - np.searchsorted(qb, end, side="left") > 0
     assert k0[0] == 0 and not (inside[0] or low[0] or high[0]), "a threshold near the first bucket"
     assert k0[-1] == 255 and not (inside[-1] or low[-1] or high[-1]), "a threshold near the last bucket"

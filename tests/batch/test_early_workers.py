@@ -290,8 +290,8 @@ def test_host_likely(tmp_path, monkeypatch):
     engine's work (the CLI then does not begin wgpu at once); anything that wants a device does not."""
     import numpy as np
 
-    from gputex.early import HOST_MAX_TEXELS
     from gputex.mips.cpu import MAX_TEXELS
+    from gputex.warmup import HOST_MAX_TEXELS
 
     assert HOST_MAX_TEXELS == MAX_TEXELS
     for name in ("GPUTEX_ADAPTER", "GPUTEX_BACKEND", "GPUTEX_SPLIT_DEVICE", "GPUTEX_MIPS_ENGINE"):

@@ -454,13 +454,17 @@ def test_no_slots_where_the_runs_device_fails(rng, tmp_path, monkeypatch):
     assert not out.exists() or os.listdir(out) == []
 
 
-def test_a_bad_slots_at_flag_is_a_usage_error(tmp_path):
+@pytest.mark.parametrize("name,value,message", [
+    ("GPUTEX_GPU_SLOTS_AT", "soon", "GPUTEX_GPU_SLOTS_AT must be ready or start, got 'soon'"),
+    ("GPUTEX_SPLIT_DEVICE", "later", "GPUTEX_SPLIT_DEVICE must be demand or start, got 'later'"),
+])
+def test_a_bad_split_flag_is_a_usage_error(tmp_path, name, value, message):
     import sys
 
-    env = dict(os.environ, GPUTEX_GPU_SLOTS_AT="soon")
+    env = dict(os.environ, **{name: value})
     r = subprocess.run([sys.executable, "-m", "gputex", "upload", str(tmp_path / "x.png"), "--mips", "-o",
                         str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=120)
-    assert (r.returncode, r.stderr) == (2, "gputex: GPUTEX_GPU_SLOTS_AT must be ready or start, got 'soon'\n")
+    assert (r.returncode, r.stderr) == (2, f"gputex: {message}\n")
     assert not (tmp_path / "out").exists()
 
 
@@ -632,16 +636,6 @@ def test_the_work_left_against_device_after():
     assert later.due([r, r], left=round(DEVICE_AFTER * 4 / 0.1)) is False  # exactly DEVICE_AFTER left
     assert later.due([], left=round(DEVICE_AFTER * 4 / 0.1) + 1) is True
     assert DeviceOnDemand(lambda: None, processes=0).processes == 1
-
-
-def test_a_bad_split_device_flag_is_a_usage_error(tmp_path):
-    import sys
-
-    env = dict(os.environ, GPUTEX_SPLIT_DEVICE="later")
-    r = subprocess.run([sys.executable, "-m", "gputex", "upload", str(tmp_path / "x.png"), "--mips", "-o",
-                        str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=120)
-    assert (r.returncode, r.stderr) == (2, "gputex: GPUTEX_SPLIT_DEVICE must be demand or start, got 'later'\n")
-    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("when,jobs,processes", [("demand", 4, 4), ("start", 4, 3), ("demand", 2, 2), ("start", 2, 0)])

@@ -16,6 +16,8 @@ import gputex.mips.integer as integer
 import gputex.mips.spd as spd
 from gputex.mips.intbox import BUCKET_LOW, BUCKETS, CODE_DOUBT, code_words, float_thresholds
 
+from factory import spd_forms
+
 WIDE = 16384  # float steps: a quarter of the closest thresholds' distance (100925 steps) at most
 DOUBT = f"const CODE_DOUBT: u32 = {CODE_DOUBT}u;"
 
@@ -63,25 +65,7 @@ def test_code_words_give_the_float_thresholds_code_and_every_doubt(doubt):
 @pytest.fixture
 def gpu_forms(gpu, monkeypatch):
     """The GPU forms (CODE_WORDS among them) on any adapter, every mip_spd shader recorded."""
-    seen: list[str] = []
-    load = kernels.load_wgsl
-
-    def recording(name, **subs):
-        code = load(name, **subs)
-        if name == "mip_spd.wgsl":
-            seen.append(code)
-        return code
-
-    monkeypatch.setattr(spd, "ROUND_A_LEVEL", True)
-    monkeypatch.setattr(spd, "SMEM_TABLES", True)
-    monkeypatch.setattr(kernels, "load_wgsl", recording)
-    gpu.cache(kernels.PIPELINES).items.clear()
-    gpu.cache("mip-spd").items.clear()
-    yield seen
-    monkeypatch.undo()
-    gpu.cache(kernels.PIPELINES).items.clear()
-    gpu.cache("mip-spd").items.clear()
-    gpu.cache("mip-int").items.clear()
+    yield from spd_forms(gpu, monkeypatch, {"ROUND_A_LEVEL": True, "SMEM_TABLES": True}, after=("mip-int",))
 
 
 @pytest.mark.gpu

@@ -13,9 +13,10 @@ import pytest
 from test_mips_int import _image, _levels
 
 import gputex
-import gputex.kernels as kernels
 import gputex.mips.spd as spd
 import gputex.mips.stored as stored
+
+from factory import spd_forms
 
 CASES = [("rgba8unorm-srgb", 4, 8, "srgb", "weighted"), ("rgba8unorm-srgb", 4, 8, "srgb", "straight"),
          ("rgba8unorm", 4, 8, "linear", "weighted"), ("rg8unorm", 2, 8, "linear", "weighted"),
@@ -27,24 +28,7 @@ def subgroups(gpu, monkeypatch):
     """The subgroup form on, every shader it compiles recorded."""
     if not gpu.has_feature("subgroup"):
         pytest.skip(f"{gpu.name}: no subgroup feature")
-    seen: list[str] = []
-    load = kernels.load_wgsl
-
-    def recording(name, **subs):
-        code = load(name, **subs)
-        if name == "mip_spd.wgsl":
-            seen.append(code)
-        return code
-
-    monkeypatch.setattr(spd, "SUBGROUPS", True)
-    monkeypatch.setattr(spd, "ROUND_A_LEVEL", True)
-    monkeypatch.setattr(kernels, "load_wgsl", recording)
-    gpu.cache(kernels.PIPELINES).items.clear()
-    gpu.cache("mip-spd").items.clear()
-    yield seen
-    monkeypatch.undo()
-    gpu.cache(kernels.PIPELINES).items.clear()
-    gpu.cache("mip-spd").items.clear()
+    yield from spd_forms(gpu, monkeypatch, {"SUBGROUPS": True, "ROUND_A_LEVEL": True})
 
 
 @pytest.mark.gpu
