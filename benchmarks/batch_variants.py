@@ -1,8 +1,10 @@
 """The 48-image batch of ``peer_ktx.py`` (2048², every sixth 1537x1999 -> KTX2, ``--jobs 16``) under
 several environments, alternating for ROUNDS rounds (the H200 host's run-to-run noise is ~10%), each
-run traced (``OUT/traces/NAME-ROUND.jsonl``), with the codecs alone each round and ``ktx create``
+run traced (``OUT/traces/NAME-ROUND.jsonl``), with the codecs alone each round (traced too:
+``OUT/traces/codecs-ROUND.jsonl``) and ``ktx create``
 (16 at a time) twice in the same run; prints every time, the median and best, the best's ratio to
-ktx and to the codecs alone, and whether each configuration wrote the same files as the first.
+ktx and to the codecs alone (and the codecs alone's time over each run's, round by round), and whether each
+configuration wrote the same files as the first.
 
     python3 benchmarks/batch_variants.py [--jobs 16] [--count 48] [--size 2048] OUT ROUNDS NAME=ENV ...
 
@@ -72,7 +74,7 @@ def main():
             c = tmp + "/codecs"
             shutil.rmtree(c, ignore_errors=True)
             os.makedirs(c)
-            times["codecs"].append(codecs_alone(paths, c, jobs))
+            times["codecs"].append(codecs_alone(paths, c, jobs, trace=f"{out}/traces/codecs-{r}.jsonl"))
             print(f"round {r} codecs alone: {times['codecs'][-1]:.3f} s", flush=True)
         ktx = find_ktx(os.path.join(ROOT, ".gpu", "peer", "ktx") if os.path.exists(os.path.join(ROOT, ".gpu")) else None)
         kt = []
@@ -91,6 +93,11 @@ def main():
             extra = "" if n == "codecs" else f"  {ratio:6.2f}    {best_c / min(ts):6.2f}      {digests.get(n) == first}"
             print(f"{n:12s} {' '.join(f'{t:.3f}' for t in ts):28s} {med:.3f} {min(ts):.3f}{extra}")
         print(f"ktx create, {jobs} at a time: {' '.join(f'{t:.2f}' for t in kt)}")
+        for n, ts in times.items():  # the codecs alone's time over each run of the same round
+            if n != "codecs":
+                per = sorted(c / t for c, t in zip(times["codecs"], ts))
+                print(f"{n}: codecs / run, round by round: {' '.join(f'{x:.2f}' for x in per)}; median {per[len(per) // 2]:.2f}; "
+                      f"median / median {sorted(times['codecs'])[len(ts) // 2] / sorted(ts)[len(ts) // 2]:.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     json.dump({"times": times, "ktx": kt}, open(out + "/alt.json", "w"))

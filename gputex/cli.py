@@ -487,7 +487,7 @@ def main() -> None:
         except (AttributeError, ValueError):
             pass
     try:
-        code = app(standalone_mode=False)
+        code = _app_for(sys.argv[1:])(standalone_mode=False)
     except typer.Exit as e:
         if e.exit_code in (EXIT_INTERRUPTED, 143):
             _settle()
@@ -524,6 +524,28 @@ def main() -> None:
         _settle()
         sys.exit(code)
     raise _Done(code if isinstance(code, int) else EXIT_OK)
+
+
+def _app_for(args: list[str]) -> typer.Typer:
+    """The app to run for the command line ``args``: where it names one of the commands, an app of
+    that command alone, else the whole app (the group's help, a misspelt command, shell completion).
+    Typer builds a click command from every registered command's signature each time the app runs
+    (``typer.main.get_group``: 9 commands, their 130-odd options' types and defaults), and the one
+    being run is all a command line needs: the batch's workers are asked for that much sooner
+    (issue 13; the same parsing, help and errors for the command)."""
+    if not args or args[0].startswith("-") or any(k.endswith("_COMPLETE") for k in os.environ):
+        return app
+    from copy import copy
+
+    from typer.main import get_command_name
+
+    picked = [c for c in app.registered_commands
+              if (c.name or get_command_name(getattr(c.callback, "__name__", ""))) == args[0]]
+    if len(picked) != 1:
+        return app
+    one = copy(app)
+    one.registered_commands = picked
+    return one
 
 
 def _lean_exit(code: int) -> None:

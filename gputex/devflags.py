@@ -46,6 +46,9 @@ variable                    what it overrides
                             :class:`gputex.upload_stage.HostSplit`).
 ``GPUTEX_SPAWN_FIRST``      ``1`` (default) or ``0``: a split batch asks for its worker processes
                             before its device thread starts (:func:`gputex.run._spawn_first`).
+``GPUTEX_PRESPAWN``         ``1`` (default) or ``0``: a batch's worker processes forked from the early
+                            server are asked for as their pool is made, with no task
+                            (:func:`gputex.workers.codec_workers`), or by its first tasks as before.
 ``GPUTEX_SPLIT_DEVICE``     ``demand`` or ``start``: when ``upload --mips -o`` with no adapter chosen
                             makes its device (default ``demand``: when an input needs the GPU step
                             or the work left outlasts :data:`gputex.run.DEVICE_AFTER`, and without
@@ -99,6 +102,7 @@ FLAGS = {
     "GPUTEX_GPU_SLOTS": "images the GPU step of a split upload -o batch takes at once",
     "GPUTEX_GPU_SLOTS_AT": "ready or start: when a split upload -o batch offers the GPU's slots",
     "GPUTEX_SPAWN_FIRST": "1 or 0: a split upload -o batch asks for its worker processes before the device thread starts (default 1)",
+    "GPUTEX_PRESPAWN": "1 or 0: a batch's worker processes forked from the early server are asked for as their pool is made (default 1)",
     "GPUTEX_SPLIT_DEVICE": "demand or start: when upload --mips -o with no adapter chosen makes its device (start: no inline split)",
     "GPUTEX_GPU_GROUP": "decoded inputs one in-order step of upload -o takes together (1: one a step)",
 }

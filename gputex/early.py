@@ -43,6 +43,7 @@ WORKER_MODULES = (
     "gputex.host_texture", "gputex.convert", "gputex.layout", "gputex.upload", "gputex.texfile",
     "gputex.containers.ktx2", "gputex.containers.dds", "gputex.containers.ktx1",
     "gputex.mips.cpu", "gputex.mips.integer", "gputex._mipcpu",
+    "gputex.worker_warm",  # (last: the code tables built in the server, for every worker)
 )
 
 _CONTEXT: Any = None  # the forkserver context, once its server is started (this process only)

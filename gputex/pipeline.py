@@ -216,7 +216,8 @@ def decode_input(path: str, opts: Options, result: Result, item=None, plan=None,
 
 def _decode_file(path: str, opts: Options, result: Result, item=None, plan=None, slot: list | None = None):
     from .decode import DEFAULT_MAX_PIXELS, DEFAULT_MAX_RATIO
-    from .texfile import is_texture_file, read_texture_file
+    from .inputs import sniff_input
+    from .png import SIGNATURE
 
     if getattr(item, "sources", None):
         from .transform import pack_channels
@@ -224,7 +225,12 @@ def _decode_file(path: str, opts: Options, result: Result, item=None, plan=None,
         return pack_channels(item.channels, lambda p: _decode_file(p, opts, result),
                              color_space=color_space_of(opts), source=item.path)
     with timed(result, "decode"):
-        if is_texture_file(path):
+        head = sniff_input(path, 16)
+        # a PNG is no texture file: the containers' registry (its modules' first import, 4-9 ms
+        # that a batch's first decodes waited behind on the main process) is not asked for one
+        if not head.startswith(SIGNATURE) and _texture_magic(head):
+            from .texfile import read_texture_file
+
             tf = read_texture_file(path, max_pixels=opts.max_pixels, max_ratio=opts.max_ratio)
             if opts.format and opts.format.replace("_", "-").lower() != tf.format.name:
                 from .errors import FormatError
@@ -244,6 +250,12 @@ def _decode_file(path: str, opts: Options, result: Result, item=None, plan=None,
                 slot.append(True)
         result.warnings.extend(image.warnings)
         return image
+
+
+def _texture_magic(head: bytes) -> bool:
+    from .texfile import sniff
+
+    return sniff(head) is not None
 
 
 def is_texfile(obj) -> bool:

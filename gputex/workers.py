@@ -63,11 +63,12 @@ def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode"), split: 
     process (``upload -o``: a write is one copy into the page cache, not worth 16 more
     processes starting beside the device on a 16-core host). ``split``: the decode workers
     share the GPU's slots with the main process (:func:`decode_or_write`). ``later``: processes
-    forked from the early server are not all asked for at once but by the first tasks
+    forked from the early server are asked for at once on a thread, with no task
+    (:func:`_prespawn`; ``GPUTEX_PRESPAWN=0``: as before, by the first tasks
     submitted, the rest once :func:`start_processes` is called (:func:`gputex.run.run` calls it
     right after the first decodes are submitted: on the H200 host the 12 forks, one server
     round trip each, took 50 ms, and the first decode waited behind them, queued after the
-    placeholder tasks that asked for the processes)."""
+    placeholder tasks that asked for the processes))."""
     if n <= 0 or _POOLS:
         yield
         return
@@ -92,9 +93,10 @@ def codec_workers(n: int, kinds: tuple[str, ...] = ("decode", "encode"), split: 
         # forked by the early server: each start waits for the server's reply (and the first one
         # for its imports), so they are asked for on a thread of their own while this one goes
         # on to the device and the first decodes
-        starter = threading.Thread(target=_start_later if later else _start_processes, args=(pools, n),
-                                   name="gputex-workers-start", daemon=True)
-        if later:
+        prespawn = later and _can_prespawn(pools)
+        starter = threading.Thread(target=_prespawn if prespawn else _start_later if later else _start_processes,
+                                   args=(pools, n), name="gputex-workers-start", daemon=True)
+        if later and not prespawn:
             _SUBMITTED.clear()
             _STARTER[:] = [starter]
         else:
@@ -137,6 +139,43 @@ def start_processes(wait: bool = False) -> None:
             starter.run()
         else:
             starter.start()
+
+
+def _can_prespawn(pools: list) -> bool:
+    """Whether :func:`_prespawn` can start ``pools``' processes (``GPUTEX_PRESPAWN`` not ``0``, and
+    the executors have the parts of CPython's ``ProcessPoolExecutor`` it uses, 3.9 to 3.14)."""
+    from .devflags import flag
+
+    return flag("GPUTEX_PRESPAWN") != "0" and all(
+        callable(getattr(p, "_spawn_process", None)) and hasattr(p, "_shutdown_lock") and
+        isinstance(getattr(p, "_processes", None), dict) and isinstance(getattr(p, "_max_workers", None), int)
+        for p in pools)
+
+
+def _prespawn(pools: list, n: int) -> None:
+    """Start the ``n`` processes of each pool now, with no task: each forked by the early server, one
+    round trip each (~2 ms on the H200 host), while the main thread goes on to the first decodes.
+
+    Before, the first tasks asked for the processes (a placeholder task each would have queued
+    ahead of the decodes): on the H200 host (48 x 2048² -> KTX2, ``--jobs 16``, traced) the first
+    task reached the pool 16 ms after the decodes were submitted and the 16 forks followed it one
+    by one, so the workers' first decodes began over the next 35 ms. Each process is added under
+    the pool's own lock, as ``submit`` adds one, so a task submitted meanwhile finds the pool as
+    it would have (never more than its processes)."""
+    from .signals import spawn_shielded
+    from .trace import span
+
+    with spawn_shielded(), _main_script_hidden(), span("spawn"):
+        for _ in range(n):
+            for pool in pools:
+                try:
+                    with pool._shutdown_lock:
+                        if (getattr(pool, "_shutdown_thread", False) or getattr(pool, "_broken", False)
+                                or len(pool._processes) >= pool._max_workers):
+                            continue
+                        pool._spawn_process()
+                except Exception:  # noqa: BLE001 - a start failed: the tasks start processes as they
+                    return  # need them and meet any error themselves
 
 
 def _start_later(pools: list, n: int) -> None:
@@ -214,6 +253,7 @@ _CAPTURE = None  # in a worker process: its gputex.chatter capture
 def _init(slots=None, env: dict | None = None) -> None:
     import atexit
 
+    t0 = time.time()
     global _WORKER_SLOTS
     _WORKER_SLOTS = slots
     if env is not None:  # the batch's environment, not the early server's
@@ -252,6 +292,10 @@ def _init(slots=None, env: dict | None = None) -> None:
         os.nice(WORKER_NICE)
     except OSError:
         pass
+    from .trace import enabled, mark
+
+    if enabled():  # (a worker started with no task, _prespawn's, runs no _warm: its start is marked here)
+        mark("worker-warm", t0, parent=parent)
 
 
 def _preload_host() -> None:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from ..texture import Texture
 
-__all__ = ["ENGINES", "MAX_TEXELS", "engine", "engine_flag", "available", "serves", "cpu_ok", "threads", "host_chain",
+__all__ = ["ENGINES", "MAX_TEXELS", "warm", "engine", "engine_flag", "available", "serves", "cpu_ok", "threads", "host_chain",
            "sources", "cpu_chain", "arena_bytes", "release_arena", "simd", "KERNELS"]
 
 try:
@@ -77,6 +77,14 @@ def engine(tex: Texture, layer: int = 0) -> str:
     if choice == "cpu":
         return "cpu"
     return "cpu" if getattr(tex.session.info, "adapter_type", "") == "CPU" else "shader"
+
+
+def warm() -> None:
+    """Build what a process's first 8-bit sRGB chain would: the code tables (``intbox``'s integer
+    roots in Python, 5-10 ms a process), once, in the batch's worker fork server
+    (:mod:`gputex.worker_warm`), so every worker it forks has them for its first chain."""
+    if _mipcpu is not None:
+        _tables(8, True)
 
 
 @cache

@@ -126,6 +126,7 @@ def test_early_server_same_bytes_and_gone_after(gpu, rng, tmp_path):
     for command, extra in (("upload", ["--mips"]), ("capture", ["--mips", "--level", "all"])):
         runs = {}
         for how, env in (("early", {}), ("exec", {"GPUTEX_PORTABLE": "serverfork"}),
+                         ("tasks", {"GPUTEX_PRESPAWN": "0"}),  # processes asked for by the first tasks
                          ("spawned", {"GPUTEX_PORTABLE": "forkserver"})):
             out = tmp_path / f"{command}-{how}"
             p, spans = _gputex([command, *files, *extra, "-o", str(out), "--jobs", "3"],
@@ -139,11 +140,11 @@ def test_early_server_same_bytes_and_gone_after(gpu, rng, tmp_path):
             if how != "spawned":
                 assert len(servers) == 1 and parents == set(servers), (servers, parents)
                 assert _gone(servers[0])  # stopped and reaped by gputex before it exited
-                assert [s["forked"] for s in spans if s["what"] == "forkserver"] == [how == "early"]
+                assert [s["forked"] for s in spans if s["what"] == "forkserver"] == [how != "exec"]
             else:
                 assert servers == [] and parents == main
             runs[how] = _hashes(out)
-        assert runs["early"] == runs["exec"] == runs["spawned"] and len(runs["early"]) >= len(files), runs
+        assert runs["early"] == runs["exec"] == runs["tasks"] == runs["spawned"] and len(runs["early"]) >= len(files), runs
 
 
 def test_a_miss_and_a_wrong_guess(gpu, rng, tmp_path):
