@@ -25,7 +25,7 @@ once runs again in turn), then each build's whole chain as a ratio to the first 
 linear, 16-bit linear, RGBA8 sRGB at 4096^2 and 4095x4097, an odd two-channel size, tiny sizes),
 random opaque codes, weighted and straight, each ``--module`` in turn (best of 5, or of 200 for
 the small ones), with each build's time as a ratio to the first's and whether their bytes agree.
-``--kernels portable|generic``: the engine's RGBA8 kernels without AVX-512, or none
+``--kernels avx512|portable|generic``: the engine's RGBA8 kernels without VBMI, without AVX-512, or none
 (``cpu.host_chain(kernels=)``; builds from before the option refuse it). Prints whether this CPU
 runs the AVX-512 kernels (``cpu.simd()``).
 """
@@ -211,7 +211,7 @@ def main() -> None:
     ap.add_argument("--module", nargs="+", default=[])
     ap.add_argument("--straight", action="store_true", help="straight alpha (default: weighted, as the CLI)")
     ap.add_argument("--json", help="also write one JSON line per result to this file")
-    ap.add_argument("--kernels", default="simd", choices=["simd", "portable", "generic"],
+    ap.add_argument("--kernels", default="simd", choices=["simd", "avx512", "portable", "generic"],
                     help="--per-level: the engine's kernels (cpu.host_chain(kernels=); new builds only)")
     args = ap.parse_args()
     print(f"alpha: {'straight' if args.straight else 'weighted'}", flush=True)

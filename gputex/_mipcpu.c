@@ -252,6 +252,18 @@ typedef struct {
     uint32_t lin32[256];   /* sRGB 8-bit: L(code) as 32 bits (L(255) = 2**31), for the RGBA8 kernels */
     Thresh t4;             /* sRGB 8-bit: codes of P = the sum of four L (a 2x2 of equal weights): P >= T[k] / wt */
     Thresh t16;            /* the same for sixteen L (level 2 of sizes multiples of 4, rgba8_band12_avx512) */
+    /* odd sizes' levels from the base in AVX-512 doubles (rgba8_base_odd_avx512, W <= 2**22): L and the
+     * thresholds of ``tw`` as doubles (exact: integers below 2**53), 2**-tw.shift; the level's footprints
+     * on x as ``ox_k`` terms of ``ox_dwp`` (its width rounded up to 8) lanes each: texel indices and
+     * weights (0: no term), for level ``ox_lvl`` (0: none) */
+    double lind[256], twd[257], tw_scale;
+    uint8_t linb[4][256];  /* byte p of L(code): planar_row_vbmi's tables */
+    int vbmi;              /* planar_row_vbmi runs (AVX-512 VBMI) */
+    int ox_lvl, ox_k, ox_dwp, ox_s;
+    int *ox_idx;
+    u64 *ox_w64;           /* the weights as 64-bit lanes (the regular groups' 32x32-bit products) */
+    int *ox_reg;           /* per group of eight: the first texel where term i of lane l is texel a + s * l + i, else -1 */
+    double *ox_w;
     int fast;              /* the RGBA8 sRGB kernels of 2x2 footprints: 0 none, 1 portable, 2 also AVX-512 */
     int fast12;            /* levels 1 and 2 made together (AVX-512) */
     int fuse_top;          /* FUSED: the last level of the band */
@@ -809,6 +821,21 @@ static AVX512 void rgba8_band12_avx512(const Ctx *c, int y2, u64 *ring, u64 *dst
 }
 #endif
 
+/* Whether the CPU has AVX-512 VBMI (planar_row_vbmi). */
+static int vbmi_ok(void)
+{
+#ifdef HAVE_AVX512
+    static int ok = -1;
+    if (ok < 0) {
+        __builtin_cpu_init();
+        __atomic_store_n(&ok, __builtin_cpu_supports("avx512vbmi") ? 1 : 0, __ATOMIC_RELAXED);
+    }
+    return ok;
+#else
+    return 0;
+#endif
+}
+
 /* The SIMD kernels this CPU may run: 2 AVX-512 (F, DQ, BW, VL), 0 none (the portable loops). */
 static int simd_level(void)
 {
@@ -1080,8 +1107,256 @@ INLINE void rgba8_base_odd_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
     }
 }
 
+#ifdef HAVE_AVX512
+#define TARGET_VBMI __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512vbmi")))
+
+/* planar_row by byte permutes (AVX-512 VBMI) instead of gathers: 64 texels at a time, each channel's
+ * codes gathered into one register of bytes (two vpermt2b from the texel words, a blend), each byte
+ * of L(code) looked up 64 at once (two vpermt2b over the 256-byte table of that byte, a blend by the
+ * code's top bit), the four bytes interleaved back into 32-bit L. The codes are taken in an order
+ * (entry 16 L + 4 q + i holds texel 16 q + 4 L + i) that the interleave (within 128-bit lanes) puts
+ * back in texel order. */
+static TARGET_VBMI __attribute__((noinline)) void planar_row_vbmi(const Ctx *c, const int *b, uint32_t *P, int np, int t0, int t1)
+{
+    static const uint8_t order[3][64] __attribute__((aligned(64))) = {
+#define E(e, k) (uint8_t)(4 * ((16 * (((e) >> 2) & 3) + 4 * ((e) >> 4) + ((e) & 3)) & 31) + (k))
+#define ROW16(b, k) E(b, k), E(b + 1, k), E(b + 2, k), E(b + 3, k), E(b + 4, k), E(b + 5, k), E(b + 6, k), E(b + 7, k), \
+                    E(b + 8, k), E(b + 9, k), E(b + 10, k), E(b + 11, k), E(b + 12, k), E(b + 13, k), E(b + 14, k), E(b + 15, k)
+#define ROW64(k) {ROW16(0, k), ROW16(16, k), ROW16(32, k), ROW16(48, k)}
+        ROW64(0), ROW64(1), ROW64(2)};
+#undef ROW64
+#undef ROW16
+#undef E
+    /* entries whose texel lies in the second 32 (q >= 2: bit 3 of the entry) */
+    const __mmask64 upper = 0xff00ff00ff00ff00ull;
+    const int n = t1;
+    __m512i tb[4][4];
+    for (int p = 0; p < 4; p++)
+        for (int j = 0; j < 4; j++) tb[p][j] = _mm512_loadu_si512((const void *)(c->linb[p] + 64 * j));
+    for (int t = t0; t < n; t += 64) {
+        __m512i w[4];
+        for (int q = 0; q < 4; q++) {
+            int at = t + 16 * q, left = n - at;
+            __mmask16 live = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+            w[q] = _mm512_maskz_loadu_epi32(live, b + at);
+            _mm512_storeu_si512((void *)(P + 3 * (size_t)np + (at - t0)), _mm512_srli_epi32(w[q], 24));
+        }
+        for (int k = 0; k < 3; k++) {
+            const __m512i ix = _mm512_load_si512((const void *)order[k]);
+            __m512i x = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(w[0], ix, w[1]),
+                                               _mm512_permutex2var_epi8(w[2], ix, w[3]));
+            __mmask64 top = _mm512_movepi8_mask(x);
+            __m512i by[4];
+            for (int p = 0; p < 4; p++)
+                by[p] = _mm512_mask_blend_epi8(top, _mm512_permutex2var_epi8(tb[p][0], x, tb[p][1]),
+                                               _mm512_permutex2var_epi8(tb[p][2], x, tb[p][3]));
+            __m512i lo01 = _mm512_unpacklo_epi8(by[0], by[1]), hi01 = _mm512_unpackhi_epi8(by[0], by[1]);
+            __m512i lo23 = _mm512_unpacklo_epi8(by[2], by[3]), hi23 = _mm512_unpackhi_epi8(by[2], by[3]);
+            uint32_t *o = P + (size_t)k * np + (t - t0);
+            _mm512_storeu_si512((void *)o, _mm512_unpacklo_epi16(lo01, lo23));
+            _mm512_storeu_si512((void *)(o + 16), _mm512_unpackhi_epi16(lo01, lo23));
+            _mm512_storeu_si512((void *)(o + 32), _mm512_unpacklo_epi16(hi01, hi23));
+            _mm512_storeu_si512((void *)(o + 48), _mm512_unpackhi_epi16(hi01, hi23));
+        }
+    }
+}
+#endif
+
+#ifdef HAVE_AVX512
+/* Terms of a footprint on x the AVX-512 odd kernel takes (levels 1-2 from the base: at most 3 and 5,
+ * and up to 7 where a level is one texel wide); more: rgba8_base_odd_t. */
+#define ODD_KMAX 8
+
+/* A base row's planes: L of each colour channel (32 bits) and alpha, ``np`` texels a plane (the row's
+ * texels; lanes of a last partial group of sixteen hold L(0) = 0, the rest stays as it is: zeros). */
+AVX512_INLINE void planar_row(const Ctx *c, const int *b, uint32_t *P, int np, int t0, int t1)
+{
+    const int *lin = (const int *)c->lin32, n = t1;
+    const __m512i b255 = _mm512_set1_epi32(255);
+    for (int t = t0; t < n; t += 16) {
+        __mmask16 live = t + 16 <= n ? (__mmask16)0xffff : (__mmask16)((1u << (n - t)) - 1);
+        __m512i w = _mm512_maskz_loadu_epi32(live, b + t);
+        for (int k = 0; k < 3; k++)
+            _mm512_storeu_si512((void *)(P + (size_t)k * np + (t - t0)),
+                                _mm512_i32gather_epi32(_mm512_and_si512(_mm512_srli_epi32(w, 8 * k), b255), lin, 4));
+        _mm512_storeu_si512((void *)(P + 3 * (size_t)np + (t - t0)), _mm512_srli_epi32(w, 24));
+    }
+}
+
+/* rgba8_base_odd_t in AVX-512, eight texels of the level at a time, in doubles: every sum is an
+ * integer below 2**53 where W <= 2**22 (a texel's sum is at most W * L(max) = W * 2**31, every partial
+ * sum and product at most that: all exact, FMA or not). Each base row's horizontal sums of each
+ * footprint, sum(wx * L), by gathers of the texels' words (``ox_idx``) and of L (``lind``), FMAs by
+ * the weights (``ox_w``), planar in the ring (and whether the footprint's texels are opaque, or
+ * straight alpha's sum); each texel's sums over its rows by FMAs, its codes by the guess table and
+ * one threshold (``twd``) as rgba8_base_odd_t's. Weighted footprints not opaque: rgba8_odd_texel. */
+static AVX512 int rgba8_base_odd_avx512(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, double *ring)
+{
+    const Level *L = &c->lv[lvl];
+    const int dw = L->w, dwp = c->ox_dwp, K = c->ox_k, nring = c->ystride, WA = c->weighted;
+    const int *restrict oidx = c->ox_idx;
+    const double *restrict ow = c->ox_w;
+    const double *lind = c->lind, *twd = c->twd;
+    const int *guess = (const int *)(const void *)c->tw.guess;
+    const size_t stride = (size_t)c->width * 4;
+    uint32_t *out = (uint32_t *)(void *)(c->out + c->out_off[lvl]);
+    const __m512d vscale = _mm512_set1_pd(c->tw_scale), zero = _mm512_setzero_pd(), one = _mm512_set1_pd(1.0);
+    const __m256i b255 = _mm256_set1_epi32(255), i1 = _mm256_set1_epi32(1);
+    const double total = (double)c->total;
+    const int *restrict reg = c->ox_reg, st = c->ox_s;
+    const int hs2 = st / 2;
+    const __m512i qidx = _mm512_setr_epi64(0, hs2, 2 * hs2, 3 * hs2, 4 * hs2, 5 * hs2, 6 * hs2, 7 * hs2), zi = _mm512_setzero_si512();
+    const u64 *restrict ow64 = c->ox_w64;
+    const int np = ((c->width + 63) & ~63) + 64;  /* planar row: the texels, zeros after them */
+    uint32_t *P = calloc((size_t)4 * np, sizeof(uint32_t));
+    if (!P) return 0;
+    int tag[MAX_RING];
+    for (int i = 0; i < MAX_RING; i++) tag[i] = -1;
+    for (int y = y0; y < y1; y++) {
+        const int n = c->yn[y];
+        const double *hrow[MAX_RING];
+        double wy[MAX_RING];
+        for (int j = 0; j < n; j++) {
+            int ty = c->ys[y] + j, slot = ty % nring;
+            double *hs = ring + (size_t)slot * 4 * dwp;
+            if (tag[slot] != ty) {
+                const int *b = (const int *)(const void *)(c->base + (size_t)ty * stride);
+                if (c->vbmi) planar_row_vbmi(c, b, P, np, 0, c->width);
+                else planar_row(c, b, P, np, 0, c->width);
+                for (int x = 0; x < dwp; x += 8) {
+                    __m512d h0 = zero, h1 = zero, h2 = zero, ha = zero;
+                    __m256i all = _mm256_set1_epi32(-1);
+                    const int a = reg[x / 8];
+                    if (a >= 0) {
+                        /* term i of lane l: texel a + s * l + i (s = 2 or 4), from the planar row; terms
+                         * 2p and 2p + 1 of each lane are the two halves of one 64-bit lane of the row
+                         * from texel a + 2p (at 64-bit lane (s / 2) * l: a permute where s = 4), each
+                         * multiplied by its weight with one 32x32-bit product (w, L < 2**32) */
+                        __m512i s0 = zi, s1 = zi, s2 = zi, sa = zi, al = _mm512_set1_epi64(255);
+                        for (int i = 0; i < K; i += 2) {
+                            const __m512i wl = _mm512_loadu_si512((const void *)(ow64 + (size_t)i * dwp + x));
+                            const __m512i wh = i + 1 < K ? _mm512_loadu_si512((const void *)(ow64 + (size_t)(i + 1) * dwp + x)) : zi;
+                            const uint32_t *q = P + a + i;
+                            __m512i t[4];
+                            for (int k = 0; k < 4; k++, q += np)
+                                t[k] = st == 2 ? _mm512_loadu_si512((const void *)q)
+                                               : _mm512_permutex2var_epi64(_mm512_loadu_si512((const void *)q), qidx,
+                                                                           _mm512_loadu_si512((const void *)(q + 16)));
+                            s0 = _mm512_add_epi64(s0, _mm512_add_epi64(_mm512_mul_epu32(t[0], wl), _mm512_mul_epu32(_mm512_srli_epi64(t[0], 32), wh)));
+                            s1 = _mm512_add_epi64(s1, _mm512_add_epi64(_mm512_mul_epu32(t[1], wl), _mm512_mul_epu32(_mm512_srli_epi64(t[1], 32), wh)));
+                            s2 = _mm512_add_epi64(s2, _mm512_add_epi64(_mm512_mul_epu32(t[2], wl), _mm512_mul_epu32(_mm512_srli_epi64(t[2], 32), wh)));
+                            if (WA) {  /* (terms of weight 0 left out) */
+                                al = _mm512_mask_and_epi64(al, _mm512_test_epi64_mask(wl, wl), al, t[3]);
+                                al = _mm512_mask_and_epi64(al, _mm512_test_epi64_mask(wh, wh), al, _mm512_srli_epi64(t[3], 32));
+                            } else {
+                                sa = _mm512_add_epi64(sa, _mm512_add_epi64(_mm512_mul_epu32(t[3], wl), _mm512_mul_epu32(_mm512_srli_epi64(t[3], 32), wh)));
+                            }
+                        }
+                        h0 = _mm512_cvtepu64_pd(s0);
+                        h1 = _mm512_cvtepu64_pd(s1);
+                        h2 = _mm512_cvtepu64_pd(s2);
+                        if (WA) all = _mm512_cvtepi64_epi32(_mm512_slli_epi64(al, 24));
+                        else ha = _mm512_cvtepu64_pd(sa);
+                    } else for (int i = 0; i < K; i++) {
+                        __m256i vi = _mm256_loadu_si256((const __m256i *)(const void *)(oidx + (size_t)i * dwp + x));
+                        __m512d w = _mm512_loadu_pd(ow + (size_t)i * dwp + x);
+                        __m256i word = _mm256_i32gather_epi32(b, vi, 4);
+                        __m512d l0 = _mm512_i32gather_pd(_mm256_and_si256(word, b255), lind, 8);
+                        __m512d l1 = _mm512_i32gather_pd(_mm256_and_si256(_mm256_srli_epi32(word, 8), b255), lind, 8);
+                        __m512d l2 = _mm512_i32gather_pd(_mm256_and_si256(_mm256_srli_epi32(word, 16), b255), lind, 8);
+                        h0 = _mm512_fmadd_pd(w, l0, h0);
+                        h1 = _mm512_fmadd_pd(w, l1, h1);
+                        h2 = _mm512_fmadd_pd(w, l2, h2);
+                        if (WA) all = _mm256_mask_and_epi32(all, _mm512_cmp_pd_mask(w, zero, _CMP_GT_OQ), all, word);
+                        else ha = _mm512_fmadd_pd(w, _mm512_cvtepi32_pd(_mm256_srli_epi32(word, 24)), ha);
+                    }
+                    _mm512_storeu_pd(hs + x, h0);
+                    _mm512_storeu_pd(hs + (size_t)dwp + x, h1);
+                    _mm512_storeu_pd(hs + 2 * (size_t)dwp + x, h2);
+                    if (WA)  /* 1: the footprint's texels are opaque, else 0 */
+                        ha = _mm512_maskz_mov_pd(_mm256_cmpeq_epi32_mask(_mm256_srli_epi32(all, 24), b255), one);
+                    _mm512_storeu_pd(hs + 3 * (size_t)dwp + x, ha);
+                }
+                tag[slot] = ty;
+            }
+            hrow[j] = hs;
+            wy[j] = (double)c->yw[(size_t)y * c->ystride + j];
+        }
+        uint32_t *o = out + (size_t)y * dw;
+        u64 *d = dsums ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
+        for (int x = 0; x < dw; x += 8) {
+            __m512d v[3] = {zero, zero, zero}, va = WA ? one : zero;
+            for (int j = 0; j < n; j++) {
+                const __m512d wj = _mm512_set1_pd(wy[j]);
+                const double *h = hrow[j] + x;
+                for (int k = 0; k < 3; k++) v[k] = _mm512_fmadd_pd(wj, _mm512_loadu_pd(h + (size_t)k * dwp), v[k]);
+                if (WA) va = _mm512_min_pd(va, _mm512_loadu_pd(h + 3 * (size_t)dwp));
+                else va = _mm512_fmadd_pd(wj, _mm512_loadu_pd(h + 3 * (size_t)dwp), va);
+            }
+            __m256i code[4];
+            for (int k = 0; k < 3; k++) {
+                /* the guess of v >> shift (exact: v an integer, the scale a power of two), one threshold */
+                __m256i g = _mm256_and_si256(_mm256_i32gather_epi32(guess, _mm512_cvttpd_epi32(_mm512_mul_pd(v[k], vscale)), 1), b255);
+                __m512d t = _mm512_i32gather_pd(_mm256_add_epi32(g, i1), twd, 8);
+                code[k] = _mm256_mask_add_epi32(g, _mm512_cmp_pd_mask(v[k], t, _CMP_GE_OQ), g, i1);
+            }
+            if (WA) {
+                code[3] = b255;
+            } else {
+                /* code_linear(va, W, 255): floor((2 va + W) / 2W) from a float quotient moved to the exact one
+                 * (every product below 2**53) */
+                __m512d num = _mm512_fmadd_pd(_mm512_set1_pd(2.0), va, _mm512_set1_pd(total)), den = _mm512_set1_pd(2 * total);
+                __m512d q = _mm512_roundscale_pd(_mm512_div_pd(num, den), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+                q = _mm512_mask_sub_pd(q, _mm512_cmp_pd_mask(_mm512_mul_pd(q, den), num, _CMP_GT_OQ), q, one);
+                q = _mm512_mask_add_pd(q, _mm512_cmp_pd_mask(_mm512_mul_pd(_mm512_add_pd(q, one), den), num, _CMP_LE_OQ), q, one);
+                code[3] = _mm256_min_epi32(_mm512_cvttpd_epi32(q), b255);
+            }
+            __m256i word = _mm256_or_si256(_mm256_or_si256(code[0], _mm256_slli_epi32(code[1], 8)),
+                                           _mm256_or_si256(_mm256_slli_epi32(code[2], 16), _mm256_slli_epi32(code[3], 24)));
+            const int lanes = dw - x < 8 ? dw - x : 8;
+            const __mmask8 live = (__mmask8)((1u << lanes) - 1);
+            _mm256_mask_storeu_epi32(o + x, live, word);
+            if (d) {
+                __m512i s[4];
+                const __m512i m = _mm512_set1_epi64(WA ? 255 : 1);
+                for (int k = 0; k < 3; k++) s[k] = _mm512_mullo_epi64(_mm512_cvtpd_epu64(v[k]), m);
+                s[3] = WA ? _mm512_set1_epi64((long long)c->opaque) : _mm512_cvtpd_epu64(va);
+                if (lanes == 8) {
+                    store_slots(d + 4 * (size_t)x, s[0], s[1], s[2], s[3]);
+                } else {
+                    u64 tmp[4][8];
+                    for (int k = 0; k < 4; k++) _mm512_storeu_si512((void *)tmp[k], s[k]);
+                    for (int i = 0; i < lanes; i++)
+                        for (int k = 0; k < 4; k++) d[4 * (size_t)(x + i) + k] = tmp[k][i];
+                }
+            }
+            if (WA) {
+                unsigned mixed = (unsigned)_mm512_cmp_pd_mask(va, one, _CMP_LT_OQ) & live;
+                while (mixed) {  /* footprints not opaque throughout: alone */
+                    int i = __builtin_ctz(mixed);
+                    mixed &= mixed - 1;
+                    rgba8_odd_texel(c, lvl, dsums, drow0, x + i, y);
+                }
+            }
+        }
+    }
+    free(P);
+    return 1;
+}
+#endif
+
 static void rgba8_base_odd(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row)
 {
+#ifdef HAVE_AVX512
+    if (c->fast >= 2 && c->ox_lvl == lvl) {
+        /* (the ring: planar doubles, 4 slots of ox_dwp a row; the job's row where it is large enough) */
+        size_t need = (size_t)c->ystride * 4 * c->ox_dwp, have = (1 + (size_t)c->ystride) * c->lv[lvl].w * 4;
+        double *ring = need <= have ? (double *)(void *)row : malloc(sizeof(double) * need);
+        int done = ring && rgba8_base_odd_avx512(c, lvl, dsums, drow0, y0, y1, ring);
+        if (ring && ring != (double *)(void *)row) free(ring);
+        if (done) return;
+    }
+#endif
     if (c->weighted) rgba8_base_odd_t(c, lvl, dsums, drow0, y0, y1, row, 1);
     else rgba8_base_odd_t(c, lvl, dsums, drow0, y0, y1, row, 0);
 }
@@ -1277,9 +1552,104 @@ static void rgba8_cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
     }
 }
 
+#ifdef HAVE_AVX512
+/* Columns of a cell row summed at a time (rgba8_cells_avx512: their sums stay in the L1 cache). */
+#define CELL_CHUNK 256
+
+/* rgba8_cells_from_base with the planar rows (AVX-512; L by planar_row_vbmi where the CPU has VBMI):
+ * per cell row, its base rows' planes added column by column (64-bit sums, eight lanes at a time),
+ * then each cell's run of columns summed once for the cell row (not once per base row). Weighted
+ * alpha: a cell whose alpha sum is 0 keeps the plain sums, max * texels (opaque) max * P, else
+ * max * P - D with D = sum((max - a) * L) over its texels from the base (as rgba8_cells_from_base). */
+static AVX512 int rgba8_cells_avx512(const Ctx *c, int r0, int r1)
+{
+    const int WA = c->weighted, nx = c->gx_n, n = c->width;
+    const int np = CELL_CHUNK + 64;
+    const int *restrict gx = c->gx;
+    const size_t stride = (size_t)n * 4;
+    uint32_t *P = calloc((size_t)4 * np, sizeof(uint32_t));
+    u64 *C = malloc(sizeof(u64) * 4 * (CELL_CHUNK + 1)), *cut = malloc(sizeof(u64) * 4 * ((size_t)nx + 1));
+    if (!P || !C || !cut) { free(P); free(C); free(cut); return 0; }
+    for (int r = r0; r < r1; r++) {
+        const int ya = c->gy[r], yb = c->gy[r + 1];
+        u64 s0 = 0, s1 = 0, s2 = 0, sa = 0;  /* the prefix sums of the columns before t0 */
+        int ci = 0;                          /* the next cut point */
+        for (int t0 = 0; t0 < n; t0 += CELL_CHUNK) {
+            const int t1 = t0 + CELL_CHUNK < n ? t0 + CELL_CHUNK : n, w8 = (t1 - t0 + 7) & ~7;
+            for (int ty = ya; ty < yb; ty++) {
+                const int *b = (const int *)(const void *)(c->base + (size_t)ty * stride);
+                if (c->vbmi) planar_row_vbmi(c, b, P, np, t0, t1);
+                else planar_row(c, b, P, np, t0, t1);
+                for (int k = 0; k < 4; k++) {
+                    const uint32_t *restrict q = P + (size_t)k * np;
+                    u64 *restrict s = C + (size_t)k * (CELL_CHUNK + 1);
+                    if (ty == ya) {
+                        for (int t = 0; t < w8; t += 8)
+                            _mm512_storeu_si512((void *)(s + t), _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(q + t))));
+                    } else {
+                        for (int t = 0; t < w8; t += 8)
+                            _mm512_storeu_si512((void *)(s + t), _mm512_add_epi64(_mm512_loadu_si512((const void *)(s + t)),
+                                                _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(q + t)))));
+                    }
+                }
+            }
+            /* the columns' sums as prefix sums (C[t]: the columns before t0 + t), read at the cut points in
+             * the chunk (a cell's run of columns summed in a loop of its width mispredicted: the widths vary) */
+            u64 *restrict c0 = C, *restrict c1 = C + (CELL_CHUNK + 1), *restrict c2 = C + 2 * (CELL_CHUNK + 1),
+                *restrict ca = C + 3 * (CELL_CHUNK + 1);
+            for (int t = 0; t < t1 - t0; t++) {
+                u64 v0 = c0[t], v1 = c1[t], v2 = c2[t], va = ca[t];
+                c0[t] = s0; c1[t] = s1; c2[t] = s2; ca[t] = sa;
+                s0 += v0; s1 += v1; s2 += v2; sa += va;
+            }
+            for (; ci <= nx && gx[ci] < t1; ci++) {
+                const int at = gx[ci] - t0;
+                u64 *o = cut + 4 * (size_t)ci;
+                o[0] = c0[at]; o[1] = c1[at]; o[2] = c2[at]; o[3] = ca[at];
+            }
+        }
+        for (; ci <= nx; ci++) {  /* (the last cut point: n) */
+            u64 *o = cut + 4 * (size_t)ci;
+            o[0] = s0; o[1] = s1; o[2] = s2; o[3] = sa;
+        }
+        u64 *restrict d = c->cells + (size_t)r * nx * 4;
+        for (int cx = 0; cx < nx; cx++, d += 4) {
+            const int g0 = gx[cx], g1 = gx[cx + 1];
+            const u64 *e = cut + 4 * (size_t)cx;
+            u64 p0 = e[4] - e[0], p1 = e[5] - e[1], p2 = e[6] - e[2], a = e[7] - e[3];
+            if (WA && a != 0) {
+                if (a == 255 * (u64)(g1 - g0) * (u64)(yb - ya)) {
+                    p0 *= 255; p1 *= 255; p2 *= 255;
+                } else {  /* not opaque throughout: the deficit from the base */
+                    u64 e0 = 0, e1 = 0, e2 = 0;
+                    for (int ty = ya; ty < yb; ty++) {
+                        const uint8_t *q = c->base + (size_t)ty * stride + 4 * (size_t)g0;
+                        for (int t = g0; t < g1; t++, q += 4) {
+                            u64 m = 255u - q[3];
+                            e0 += m * c->lin32[q[0]];
+                            e1 += m * c->lin32[q[1]];
+                            e2 += m * c->lin32[q[2]];
+                        }
+                    }
+                    p0 = 255 * p0 - e0; p1 = 255 * p1 - e1; p2 = 255 * p2 - e2;
+                }
+            }
+            d[0] = p0; d[1] = p1; d[2] = p2; d[3] = a;
+        }
+    }
+    free(P);
+    free(C);
+    free(cut);
+    return 1;
+}
+#endif
+
 static void cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
 {
     if (c->fast) {
+#ifdef HAVE_AVX512
+        if (c->fast >= 2 && rgba8_cells_avx512(c, r0, r1)) return;
+#endif
         rgba8_cells_from_base(c, r0, r1, tmp);
         return;
     }
@@ -1660,6 +2030,54 @@ static size_t chain_need(const Ctx *c)
     return need;
 }
 
+/* The AVX-512 odd kernel's tables of level l from the base (rgba8_base_odd_avx512), where it serves:
+ * RGBA8 kernels with AVX-512, footprints not whole texels, W <= 2**22 (its sums exact in doubles),
+ * at most ODD_KMAX terms a footprint on x. ``ox_lvl`` stays 0 where not (rgba8_base_odd_t runs). */
+static void odd_tables(Ctx *c, int l)
+{
+    c->ox_lvl = 0;
+#ifdef HAVE_AVX512
+    const int dw = c->lv[l].w;
+    if (c->fast < 2 || c->total > ((u64)1 << 22) || (c->width % dw == 0 && c->height % c->lv[l].h == 0)
+        || c->ystride > MAX_RING)
+        return;
+    int k = 0;
+    for (int x = 0; x < dw; x++) k = c->xn[x] > k ? c->xn[x] : k;
+    if (k > ODD_KMAX) return;
+    int dwp = (dw + 7) & ~7;
+    free(c->ox_idx);
+    free(c->ox_w);
+    c->ox_idx = calloc((size_t)k * dwp, sizeof(int));
+    c->ox_w = calloc((size_t)k * dwp, sizeof(double));
+    free(c->ox_w64);
+    c->ox_w64 = calloc((size_t)(k + 1) * dwp, sizeof(u64));
+    if (!c->ox_idx || !c->ox_w || !c->ox_w64) return;
+    for (int i = 0; i < k; i++)
+        for (int x = 0; x < dw; x++) {
+            c->ox_idx[(size_t)i * dwp + x] = c->xs[x] + (i < c->xn[x] ? i : 0);
+            c->ox_w[(size_t)i * dwp + x] = i < c->xn[x] ? (double)c->xw[(size_t)x * c->xstride + i] : 0.0;
+            c->ox_w64[(size_t)i * dwp + x] = i < c->xn[x] ? c->xw[(size_t)x * c->xstride + i] : 0;
+        }
+    free(c->ox_reg);
+    c->ox_reg = malloc(sizeof(int) * (size_t)(dwp / 8));
+    if (!c->ox_reg) return;
+    const int st = c->width / dw;
+    for (int g = 0; g < dwp / 8; g++) {
+        int a = c->xs[8 * g], ok = 8 * g + 8 <= dw && (st == 2 || st == 4);
+        for (int i = 0; i < k && ok; i++)
+            for (int j = 0; j < 8 && ok; j++)
+                ok = c->ox_idx[(size_t)i * dwp + 8 * g + j] == a + st * j + i || c->ox_w[(size_t)i * dwp + 8 * g + j] == 0.0;
+        c->ox_reg[g] = ok ? a : -1;
+    }
+    c->ox_s = st;
+    c->ox_k = k;
+    c->ox_dwp = dwp;
+    c->ox_lvl = l;
+#else
+    (void)l;
+#endif
+}
+
 static int run_chain(Ctx *c, int threads)
 {
     int err = 0;
@@ -1691,7 +2109,9 @@ static int run_chain(Ctx *c, int threads)
                 axis_weights(c->height, dh, ys, ys + dh, yw, ystride);
                 c->xs = xs; c->xn = xs + dw; c->xw = xw; c->xstride = xstride;
                 c->ys = ys; c->yn = ys + dh; c->yw = yw; c->ystride = ystride;
+                odd_tables(c, l);
                 err = level_rows(c, l, fused ? FUSED : FROM_BASE, threads);
+                c->ox_lvl = 0;
             }
             free(xs); free(ys); free(xw); free(yw);
         }
@@ -1705,6 +2125,14 @@ static int run_chain(Ctx *c, int threads)
     }
     grid_free(&grid);
     for (int l = 0; l < c->levels; l++) big_free(c->lv[l].sums, c->lv[l].bytes);
+    free(c->ox_idx);
+    free(c->ox_w);
+    free(c->ox_reg);
+    free(c->ox_w64);
+    c->ox_w64 = NULL;
+    c->ox_idx = NULL;
+    c->ox_w = NULL;
+    c->ox_reg = NULL;
     return err;
 }
 
@@ -1863,6 +2291,14 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     int fast_ok = srgb && srgb_tables(c);
     if (fast_ok && channels == 4) c->fast = use_fast >= 2 ? (simd_level() >= 2 ? 2 : 1) : use_fast > 0;
     c->fast12 = c->fast12 && c->fast >= 2 && levels >= 3;
+    if (c->fast >= 2) {  /* (rgba8_base_odd_avx512's doubles: exact below 2**53) */
+        for (int k = 0; k < 256; k++) c->lind[k] = (double)c->lin32[k];
+        for (int k = 0; k <= 256; k++) c->twd[k] = (double)c->tw.t[k];
+        c->tw_scale = 1.0 / (double)((u64)1 << c->tw.shift);
+        for (int k = 0; k < 256; k++)
+            for (int p = 0; p < 4; p++) c->linb[p][k] = (uint8_t)(c->lin32[k] >> (8 * p));
+        c->vbmi = use_fast == 2 && vbmi_ok();  /* (fast=3: AVX-512 without VBMI, for the tests) */
+    }
     if (use_arena) arena_take(&c->arena);
     err = run_chain(c, threads);
     arena_give(&c->arena);
