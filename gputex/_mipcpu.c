@@ -233,6 +233,21 @@ typedef struct {
     int shift, one_step;
 } Thresh;
 
+/* A level the AVX-512 odd kernels make (odd_tab_build): its footprints (axis_weights: on each axis the
+ * first texel, the count and the weights; ``own``: mapped for it) and its x axis as ``k`` terms of ``dwp``
+ * lanes (the width rounded up to 8): texel indices and weights (0: no term), as doubles and as 64-bit
+ * lanes, and per group of eight the first texel ``a`` where term i of lane l is texel a + st * l + i
+ * (st 2 or 4), else -1. ``lvl`` 0: none. */
+typedef struct {
+    int lvl, k, dwp, st, own;
+    int *idx, *reg;
+    double *w;
+    u64 *w64;
+    int *xs, *xn, *ys, *yn;
+    u64 *xw, *yw;
+    int xstride, ystride;
+} OddTab;
+
 typedef struct {
     const uint8_t *base;
     uint8_t *out;
@@ -252,18 +267,13 @@ typedef struct {
     uint32_t lin32[256];   /* sRGB 8-bit: L(code) as 32 bits (L(255) = 2**31), for the RGBA8 kernels */
     Thresh t4;             /* sRGB 8-bit: codes of P = the sum of four L (a 2x2 of equal weights): P >= T[k] / wt */
     Thresh t16;            /* the same for sixteen L (level 2 of sizes multiples of 4, rgba8_band12_avx512) */
-    /* odd sizes' levels from the base in AVX-512 doubles (rgba8_base_odd_avx512, W <= 2**22): L and the
-     * thresholds of ``tw`` as doubles (exact: integers below 2**53), 2**-tw.shift; the level's footprints
-     * on x as ``ox_k`` terms of ``ox_dwp`` (its width rounded up to 8) lanes each: texel indices and
-     * weights (0: no term), for level ``ox_lvl`` (0: none) */
+    /* odd sizes' levels from the base in AVX-512 doubles (rgba8_base_odd_avx512, rgba8_odd12_avx512,
+     * W <= 2**22): L and the thresholds of ``tw`` as doubles (exact: integers below 2**53), 2**-tw.shift;
+     * the levels' tables (odd_tab_build: odd[0] the level from the base being made, or levels 1 and 2) */
     double lind[256], twd[257], tw_scale;
     uint8_t linb[4][256];  /* byte p of L(code): planar_row_vbmi's tables */
     int vbmi;              /* planar_row_vbmi runs (AVX-512 VBMI) */
-    int ox_lvl, ox_k, ox_dwp, ox_s;
-    int *ox_idx;
-    u64 *ox_w64;           /* the weights as 64-bit lanes (the regular groups' 32x32-bit products) */
-    int *ox_reg;           /* per group of eight: the first texel where term i of lane l is texel a + s * l + i, else -1 */
-    double *ox_w;
+    OddTab odd[2];
     int fast;              /* the RGBA8 sRGB kernels of 2x2 footprints: 0 none, 1 portable, 2 also AVX-512 */
     int fast12;            /* levels 1 and 2 made together (AVX-512) */
     int fuse_top;          /* FUSED: the last level of the band */
@@ -984,14 +994,16 @@ static void rgba8_sums_2x2(const Ctx *c, int lvl, const u64 *ssums, int srow0, u
 
 /* A texel of weighted alpha from the base whose footprint is not opaque throughout: its products
  * summed over the footprint (no alpha at all: the plain sums), then finalize_t. */
-static __attribute__((noinline)) void rgba8_odd_texel(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int y)
+static __attribute__((noinline)) void rgba8_odd_texel_of(const Ctx *c, const int *xs, const int *xn, const u64 *xw,
+                                                         int xstride, const int *ys, const int *yn, const u64 *yw,
+                                                         int ystride, int lvl, u64 *dsums, int drow0, int x, int y)
 {
     u64 acc[4] = {0, 0, 0, 0}, pl[3] = {0, 0, 0};
-    for (int j = 0; j < c->yn[y]; j++) {
-        u64 wy = c->yw[(size_t)y * c->ystride + j];
-        const uint8_t *p = c->base + ((size_t)(c->ys[y] + j) * c->width + c->xs[x]) * 4;
-        for (int i = 0; i < c->xn[x]; i++, p += 4) {
-            u64 w = wy * c->xw[(size_t)x * c->xstride + i], a = p[3];
+    for (int j = 0; j < yn[y]; j++) {
+        u64 wy = yw[(size_t)y * ystride + j];
+        const uint8_t *p = c->base + ((size_t)(ys[y] + j) * c->width + xs[x]) * 4;
+        for (int i = 0; i < xn[x]; i++, p += 4) {
+            u64 w = wy * xw[(size_t)x * xstride + i], a = p[3];
             for (int k = 0; k < 3; k++) {
                 u64 l = c->lin32[p[k]];
                 acc[k] += w * a * l;
@@ -1003,6 +1015,11 @@ static __attribute__((noinline)) void rgba8_odd_texel(const Ctx *c, int lvl, u64
     if (acc[3] == 0)
         for (int k = 0; k < 3; k++) acc[k] = pl[k];
     finalize_t(c, lvl, dsums, drow0, x, y, acc, 4, 0, 1, 1);
+}
+
+static void rgba8_odd_texel(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int y)
+{
+    rgba8_odd_texel_of(c, c->xs, c->xn, c->xw, c->xstride, c->ys, c->yn, c->yw, c->ystride, lvl, dsums, drow0, x, y);
 }
 
 /* Rows [y0, y1) of a level from the base whose footprints are not whole texels (levels 1-2 of odd
@@ -1183,109 +1200,177 @@ AVX512_INLINE void planar_row(const Ctx *c, const int *b, uint32_t *P, int np, i
     }
 }
 
-/* rgba8_base_odd_t in AVX-512, eight texels of the level at a time, in doubles: every sum is an
- * integer below 2**53 where W <= 2**22 (a texel's sum is at most W * L(max) = W * 2**31, every partial
- * sum and product at most that: all exact, FMA or not). Each base row's horizontal sums of each
- * footprint, sum(wx * L), by gathers of the texels' words (``ox_idx``) and of L (``lind``), FMAs by
- * the weights (``ox_w``), planar in the ring (and whether the footprint's texels are opaque, or
- * straight alpha's sum); each texel's sums over its rows by FMAs, its codes by the guess table and
- * one threshold (``twd``) as rgba8_base_odd_t's. Weighted footprints not opaque: rgba8_odd_texel. */
-static AVX512 int rgba8_base_odd_avx512(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, double *ring)
+/* The horizontal sums of group x (eight footprints) of ``t``'s level over one base row (``P``: its
+ * planes, ``b``: its texel words), in doubles: h[0..2] sum(wx * L) of each colour, h[3] straight
+ * alpha's sum(wx * a) or, weighted, 1 where the footprint's texels are opaque (else 0). Regular groups
+ * from the planes: terms 2p and 2p + 1 of each lane are the two halves of one 64-bit lane of the row
+ * from texel a + 2p (at 64-bit lane (st / 2) * l: a permute where st = 4), each multiplied by its
+ * weight with one 32x32-bit product (w, L < 2**32); other groups by gathers of the texels' words and
+ * of L, and FMAs. Exact: every sum is an integer below 2**53. */
+AVX512_INLINE void odd_h(const Ctx *c, const OddTab *t, const uint32_t *P, int np, const int *b, int x, __m512d h[4])
 {
-    const Level *L = &c->lv[lvl];
-    const int dw = L->w, dwp = c->ox_dwp, K = c->ox_k, nring = c->ystride, WA = c->weighted;
-    const int *restrict oidx = c->ox_idx;
-    const double *restrict ow = c->ox_w;
-    const double *lind = c->lind, *twd = c->twd;
+    const int dwp = t->dwp, K = t->k, WA = c->weighted, a = t->reg[x / 8];
+    const __m512d zero = _mm512_setzero_pd();
+    const __m256i b255 = _mm256_set1_epi32(255);
+    if (a >= 0) {
+        const int hs2 = t->st / 2;
+        const __m512i qidx = _mm512_setr_epi64(0, hs2, 2 * hs2, 3 * hs2, 4 * hs2, 5 * hs2, 6 * hs2, 7 * hs2);
+        const __m512i zi = _mm512_setzero_si512();
+        __m512i s0 = zi, s1 = zi, s2 = zi, sa = zi, al = _mm512_set1_epi64(255);
+        for (int i = 0; i < K; i += 2) {
+            const __m512i wl = _mm512_loadu_si512((const void *)(t->w64 + (size_t)i * dwp + x));
+            const __m512i wh = i + 1 < K ? _mm512_loadu_si512((const void *)(t->w64 + (size_t)(i + 1) * dwp + x)) : zi;
+            const uint32_t *q = P + a + i;
+            __m512i v[4];
+            for (int k = 0; k < 4; k++, q += np)
+                v[k] = hs2 == 1 ? _mm512_loadu_si512((const void *)q)
+                                : _mm512_permutex2var_epi64(_mm512_loadu_si512((const void *)q), qidx,
+                                                            _mm512_loadu_si512((const void *)(q + 16)));
+            s0 = _mm512_add_epi64(s0, _mm512_add_epi64(_mm512_mul_epu32(v[0], wl), _mm512_mul_epu32(_mm512_srli_epi64(v[0], 32), wh)));
+            s1 = _mm512_add_epi64(s1, _mm512_add_epi64(_mm512_mul_epu32(v[1], wl), _mm512_mul_epu32(_mm512_srli_epi64(v[1], 32), wh)));
+            s2 = _mm512_add_epi64(s2, _mm512_add_epi64(_mm512_mul_epu32(v[2], wl), _mm512_mul_epu32(_mm512_srli_epi64(v[2], 32), wh)));
+            if (WA) {  /* (terms of weight 0 left out) */
+                al = _mm512_mask_and_epi64(al, _mm512_test_epi64_mask(wl, wl), al, v[3]);
+                al = _mm512_mask_and_epi64(al, _mm512_test_epi64_mask(wh, wh), al, _mm512_srli_epi64(v[3], 32));
+            } else {
+                sa = _mm512_add_epi64(sa, _mm512_add_epi64(_mm512_mul_epu32(v[3], wl), _mm512_mul_epu32(_mm512_srli_epi64(v[3], 32), wh)));
+            }
+        }
+        h[0] = _mm512_cvtepu64_pd(s0);
+        h[1] = _mm512_cvtepu64_pd(s1);
+        h[2] = _mm512_cvtepu64_pd(s2);
+        h[3] = WA ? _mm512_maskz_mov_pd(_mm512_cmpeq_epi64_mask(_mm512_and_si512(al, _mm512_set1_epi64(255)), _mm512_set1_epi64(255)),
+                                        _mm512_set1_pd(1.0))
+                  : _mm512_cvtepu64_pd(sa);
+        return;
+    }
+    __m512d h0 = zero, h1 = zero, h2 = zero, ha = zero;
+    __m256i all = _mm256_set1_epi32(-1);
+    for (int i = 0; i < K; i++) {
+        __m256i vi = _mm256_loadu_si256((const __m256i *)(const void *)(t->idx + (size_t)i * dwp + x));
+        __m512d w = _mm512_loadu_pd(t->w + (size_t)i * dwp + x);
+        __m256i word = _mm256_i32gather_epi32(b, vi, 4);
+        __m512d l0 = _mm512_i32gather_pd(_mm256_and_si256(word, b255), c->lind, 8);
+        __m512d l1 = _mm512_i32gather_pd(_mm256_and_si256(_mm256_srli_epi32(word, 8), b255), c->lind, 8);
+        __m512d l2 = _mm512_i32gather_pd(_mm256_and_si256(_mm256_srli_epi32(word, 16), b255), c->lind, 8);
+        h0 = _mm512_fmadd_pd(w, l0, h0);
+        h1 = _mm512_fmadd_pd(w, l1, h1);
+        h2 = _mm512_fmadd_pd(w, l2, h2);
+        if (WA) all = _mm256_mask_and_epi32(all, _mm512_cmp_pd_mask(w, zero, _CMP_GT_OQ), all, word);
+        else ha = _mm512_fmadd_pd(w, _mm512_cvtepi32_pd(_mm256_srli_epi32(word, 24)), ha);
+    }
+    h[0] = h0;
+    h[1] = h1;
+    h[2] = h2;
+    h[3] = WA ? _mm512_maskz_mov_pd(_mm256_cmpeq_epi32_mask(_mm256_srli_epi32(all, 24), b255), _mm512_set1_pd(1.0)) : ha;
+}
+
+/* Texels x .. x + 7 (those below the level's width) of row y of ``t``'s level from their sums (v: the
+ * colours' plain sums, va: straight alpha's sum or, weighted, 1 where opaque): the codes by the guess
+ * table and one threshold (``twd``: the thresholds of sums over W, ``tw``, as doubles; opaque weighted
+ * footprints' codes are those of their plain sums), straight alpha's by code_linear in doubles, moved
+ * to the exact quotient; the sums kept where ``dsums``; weighted footprints not opaque: alone
+ * (rgba8_odd_texel_of). */
+AVX512_INLINE void odd_out(const Ctx *c, const OddTab *t, u64 *dsums, int drow0, int x, int y, const __m512d v[3],
+                           __m512d va)
+{
+    const int WA = c->weighted, lvl = t->lvl, dw = c->lv[lvl].w;
     const int *guess = (const int *)(const void *)c->tw.guess;
-    const size_t stride = (size_t)c->width * 4;
-    uint32_t *out = (uint32_t *)(void *)(c->out + c->out_off[lvl]);
-    const __m512d vscale = _mm512_set1_pd(c->tw_scale), zero = _mm512_setzero_pd(), one = _mm512_set1_pd(1.0);
     const __m256i b255 = _mm256_set1_epi32(255), i1 = _mm256_set1_epi32(1);
-    const double total = (double)c->total;
-    const int *restrict reg = c->ox_reg, st = c->ox_s;
-    const int hs2 = st / 2;
-    const __m512i qidx = _mm512_setr_epi64(0, hs2, 2 * hs2, 3 * hs2, 4 * hs2, 5 * hs2, 6 * hs2, 7 * hs2), zi = _mm512_setzero_si512();
-    const u64 *restrict ow64 = c->ox_w64;
-    const int np = ((c->width + 63) & ~63) + 64;  /* planar row: the texels, zeros after them */
+    const __m512d one = _mm512_set1_pd(1.0), vscale = _mm512_set1_pd(c->tw_scale);
+    __m256i code[4];
+    for (int k = 0; k < 3; k++) {
+        /* the guess of v >> shift (exact: v an integer, the scale a power of two), one threshold */
+        __m256i g = _mm256_and_si256(_mm256_i32gather_epi32(guess, _mm512_cvttpd_epi32(_mm512_mul_pd(v[k], vscale)), 1), b255);
+        __m512d th = _mm512_i32gather_pd(_mm256_add_epi32(g, i1), c->twd, 8);
+        code[k] = _mm256_mask_add_epi32(g, _mm512_cmp_pd_mask(v[k], th, _CMP_GE_OQ), g, i1);
+    }
+    if (WA) {
+        code[3] = b255;
+    } else {
+        /* code_linear(va, W, 255): floor((2 va + W) / 2W) from a float quotient moved to the exact one
+         * (every product below 2**53) */
+        const double total = (double)c->total;
+        __m512d num = _mm512_fmadd_pd(_mm512_set1_pd(2.0), va, _mm512_set1_pd(total)), den = _mm512_set1_pd(2 * total);
+        __m512d q = _mm512_roundscale_pd(_mm512_div_pd(num, den), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        q = _mm512_mask_sub_pd(q, _mm512_cmp_pd_mask(_mm512_mul_pd(q, den), num, _CMP_GT_OQ), q, one);
+        q = _mm512_mask_add_pd(q, _mm512_cmp_pd_mask(_mm512_mul_pd(_mm512_add_pd(q, one), den), num, _CMP_LE_OQ), q, one);
+        code[3] = _mm256_min_epi32(_mm512_cvttpd_epi32(q), b255);
+    }
+    __m256i word = _mm256_or_si256(_mm256_or_si256(code[0], _mm256_slli_epi32(code[1], 8)),
+                                   _mm256_or_si256(_mm256_slli_epi32(code[2], 16), _mm256_slli_epi32(code[3], 24)));
+    const int lanes = dw - x < 8 ? dw - x : 8;
+    const __mmask8 live = (__mmask8)((1u << lanes) - 1);
+    _mm256_mask_storeu_epi32((uint32_t *)(void *)(c->out + c->out_off[lvl]) + (size_t)y * dw + x, live, word);
+    if (dsums) {
+        u64 *d = dsums + ((size_t)(y - drow0) * dw + x) * 4;
+        __m512i s[4];
+        const __m512i m = _mm512_set1_epi64(WA ? 255 : 1);
+        for (int k = 0; k < 3; k++) s[k] = _mm512_mullo_epi64(_mm512_cvtpd_epu64(v[k]), m);
+        s[3] = WA ? _mm512_set1_epi64((long long)c->opaque) : _mm512_cvtpd_epu64(va);
+        if (lanes == 8) {
+            store_slots(d, s[0], s[1], s[2], s[3]);
+        } else {
+            u64 tmp[4][8];
+            for (int k = 0; k < 4; k++) _mm512_storeu_si512((void *)tmp[k], s[k]);
+            for (int i = 0; i < lanes; i++)
+                for (int k = 0; k < 4; k++) d[4 * (size_t)i + k] = tmp[k][i];
+        }
+    }
+    if (WA) {
+        unsigned mixed = (unsigned)_mm512_cmp_pd_mask(va, one, _CMP_LT_OQ) & live;
+        while (mixed) {  /* footprints not opaque throughout: alone */
+            int i = __builtin_ctz(mixed);
+            mixed &= mixed - 1;
+            rgba8_odd_texel_of(c, t->xs, t->xn, t->xw, t->xstride, t->ys, t->yn, t->yw, t->ystride, lvl, dsums, drow0,
+                               x + i, y);
+        }
+    }
+}
+
+/* A base row's planes into ``P``: byte permutes where the CPU has VBMI, else gathers. */
+AVX512_INLINE void odd_planes(const Ctx *c, const int *b, uint32_t *P, int np)
+{
+    if (c->vbmi) planar_row_vbmi(c, b, P, np, 0, c->width);
+    else planar_row(c, b, P, np, 0, c->width);
+}
+
+/* rgba8_base_odd_t in AVX-512 (one level, rows [y0, y1): the level on its own, or a fused band's first):
+ * each base row's horizontal sums (odd_h) in a ring of planar rows of doubles, then each texel's sums
+ * over its rows by FMAs and its codes (odd_out). Returns 0 where it could not map its buffer. */
+static AVX512 int rgba8_base_odd_avx512(const Ctx *c, const OddTab *t, u64 *dsums, int drow0, int y0, int y1,
+                                        double *ring)
+{
+    const int dw = c->lv[t->lvl].w, dwp = t->dwp, nring = c->ystride, WA = c->weighted;
+    const size_t stride = (size_t)c->width * 4;
+    const int np = ((c->width + 63) & ~63) + 64;  /* planes: the texels, zeros after them */
     uint32_t *P = calloc((size_t)4 * np, sizeof(uint32_t));
     if (!P) return 0;
     int tag[MAX_RING];
     for (int i = 0; i < MAX_RING; i++) tag[i] = -1;
     for (int y = y0; y < y1; y++) {
-        const int n = c->yn[y];
+        const int n = t->yn[y];
         const double *hrow[MAX_RING];
         double wy[MAX_RING];
         for (int j = 0; j < n; j++) {
-            int ty = c->ys[y] + j, slot = ty % nring;
+            int ty = t->ys[y] + j, slot = ty % nring;
             double *hs = ring + (size_t)slot * 4 * dwp;
             if (tag[slot] != ty) {
                 const int *b = (const int *)(const void *)(c->base + (size_t)ty * stride);
-                if (c->vbmi) planar_row_vbmi(c, b, P, np, 0, c->width);
-                else planar_row(c, b, P, np, 0, c->width);
+                odd_planes(c, b, P, np);
                 for (int x = 0; x < dwp; x += 8) {
-                    __m512d h0 = zero, h1 = zero, h2 = zero, ha = zero;
-                    __m256i all = _mm256_set1_epi32(-1);
-                    const int a = reg[x / 8];
-                    if (a >= 0) {
-                        /* term i of lane l: texel a + s * l + i (s = 2 or 4), from the planar row; terms
-                         * 2p and 2p + 1 of each lane are the two halves of one 64-bit lane of the row
-                         * from texel a + 2p (at 64-bit lane (s / 2) * l: a permute where s = 4), each
-                         * multiplied by its weight with one 32x32-bit product (w, L < 2**32) */
-                        __m512i s0 = zi, s1 = zi, s2 = zi, sa = zi, al = _mm512_set1_epi64(255);
-                        for (int i = 0; i < K; i += 2) {
-                            const __m512i wl = _mm512_loadu_si512((const void *)(ow64 + (size_t)i * dwp + x));
-                            const __m512i wh = i + 1 < K ? _mm512_loadu_si512((const void *)(ow64 + (size_t)(i + 1) * dwp + x)) : zi;
-                            const uint32_t *q = P + a + i;
-                            __m512i t[4];
-                            for (int k = 0; k < 4; k++, q += np)
-                                t[k] = st == 2 ? _mm512_loadu_si512((const void *)q)
-                                               : _mm512_permutex2var_epi64(_mm512_loadu_si512((const void *)q), qidx,
-                                                                           _mm512_loadu_si512((const void *)(q + 16)));
-                            s0 = _mm512_add_epi64(s0, _mm512_add_epi64(_mm512_mul_epu32(t[0], wl), _mm512_mul_epu32(_mm512_srli_epi64(t[0], 32), wh)));
-                            s1 = _mm512_add_epi64(s1, _mm512_add_epi64(_mm512_mul_epu32(t[1], wl), _mm512_mul_epu32(_mm512_srli_epi64(t[1], 32), wh)));
-                            s2 = _mm512_add_epi64(s2, _mm512_add_epi64(_mm512_mul_epu32(t[2], wl), _mm512_mul_epu32(_mm512_srli_epi64(t[2], 32), wh)));
-                            if (WA) {  /* (terms of weight 0 left out) */
-                                al = _mm512_mask_and_epi64(al, _mm512_test_epi64_mask(wl, wl), al, t[3]);
-                                al = _mm512_mask_and_epi64(al, _mm512_test_epi64_mask(wh, wh), al, _mm512_srli_epi64(t[3], 32));
-                            } else {
-                                sa = _mm512_add_epi64(sa, _mm512_add_epi64(_mm512_mul_epu32(t[3], wl), _mm512_mul_epu32(_mm512_srli_epi64(t[3], 32), wh)));
-                            }
-                        }
-                        h0 = _mm512_cvtepu64_pd(s0);
-                        h1 = _mm512_cvtepu64_pd(s1);
-                        h2 = _mm512_cvtepu64_pd(s2);
-                        if (WA) all = _mm512_cvtepi64_epi32(_mm512_slli_epi64(al, 24));
-                        else ha = _mm512_cvtepu64_pd(sa);
-                    } else for (int i = 0; i < K; i++) {
-                        __m256i vi = _mm256_loadu_si256((const __m256i *)(const void *)(oidx + (size_t)i * dwp + x));
-                        __m512d w = _mm512_loadu_pd(ow + (size_t)i * dwp + x);
-                        __m256i word = _mm256_i32gather_epi32(b, vi, 4);
-                        __m512d l0 = _mm512_i32gather_pd(_mm256_and_si256(word, b255), lind, 8);
-                        __m512d l1 = _mm512_i32gather_pd(_mm256_and_si256(_mm256_srli_epi32(word, 8), b255), lind, 8);
-                        __m512d l2 = _mm512_i32gather_pd(_mm256_and_si256(_mm256_srli_epi32(word, 16), b255), lind, 8);
-                        h0 = _mm512_fmadd_pd(w, l0, h0);
-                        h1 = _mm512_fmadd_pd(w, l1, h1);
-                        h2 = _mm512_fmadd_pd(w, l2, h2);
-                        if (WA) all = _mm256_mask_and_epi32(all, _mm512_cmp_pd_mask(w, zero, _CMP_GT_OQ), all, word);
-                        else ha = _mm512_fmadd_pd(w, _mm512_cvtepi32_pd(_mm256_srli_epi32(word, 24)), ha);
-                    }
-                    _mm512_storeu_pd(hs + x, h0);
-                    _mm512_storeu_pd(hs + (size_t)dwp + x, h1);
-                    _mm512_storeu_pd(hs + 2 * (size_t)dwp + x, h2);
-                    if (WA)  /* 1: the footprint's texels are opaque, else 0 */
-                        ha = _mm512_maskz_mov_pd(_mm256_cmpeq_epi32_mask(_mm256_srli_epi32(all, 24), b255), one);
-                    _mm512_storeu_pd(hs + 3 * (size_t)dwp + x, ha);
+                    __m512d h[4];
+                    odd_h(c, t, P, np, b, x, h);
+                    for (int k = 0; k < 4; k++) _mm512_storeu_pd(hs + (size_t)k * dwp + x, h[k]);
                 }
                 tag[slot] = ty;
             }
             hrow[j] = hs;
-            wy[j] = (double)c->yw[(size_t)y * c->ystride + j];
+            wy[j] = (double)t->yw[(size_t)y * t->ystride + j];
         }
-        uint32_t *o = out + (size_t)y * dw;
-        u64 *d = dsums ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
         for (int x = 0; x < dw; x += 8) {
-            __m512d v[3] = {zero, zero, zero}, va = WA ? one : zero;
+            __m512d v[3] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+            __m512d va = WA ? _mm512_set1_pd(1.0) : _mm512_setzero_pd();
             for (int j = 0; j < n; j++) {
                 const __m512d wj = _mm512_set1_pd(wy[j]);
                 const double *h = hrow[j] + x;
@@ -1293,54 +1378,93 @@ static AVX512 int rgba8_base_odd_avx512(const Ctx *c, int lvl, u64 *dsums, int d
                 if (WA) va = _mm512_min_pd(va, _mm512_loadu_pd(h + 3 * (size_t)dwp));
                 else va = _mm512_fmadd_pd(wj, _mm512_loadu_pd(h + 3 * (size_t)dwp), va);
             }
-            __m256i code[4];
-            for (int k = 0; k < 3; k++) {
-                /* the guess of v >> shift (exact: v an integer, the scale a power of two), one threshold */
-                __m256i g = _mm256_and_si256(_mm256_i32gather_epi32(guess, _mm512_cvttpd_epi32(_mm512_mul_pd(v[k], vscale)), 1), b255);
-                __m512d t = _mm512_i32gather_pd(_mm256_add_epi32(g, i1), twd, 8);
-                code[k] = _mm256_mask_add_epi32(g, _mm512_cmp_pd_mask(v[k], t, _CMP_GE_OQ), g, i1);
-            }
-            if (WA) {
-                code[3] = b255;
-            } else {
-                /* code_linear(va, W, 255): floor((2 va + W) / 2W) from a float quotient moved to the exact one
-                 * (every product below 2**53) */
-                __m512d num = _mm512_fmadd_pd(_mm512_set1_pd(2.0), va, _mm512_set1_pd(total)), den = _mm512_set1_pd(2 * total);
-                __m512d q = _mm512_roundscale_pd(_mm512_div_pd(num, den), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-                q = _mm512_mask_sub_pd(q, _mm512_cmp_pd_mask(_mm512_mul_pd(q, den), num, _CMP_GT_OQ), q, one);
-                q = _mm512_mask_add_pd(q, _mm512_cmp_pd_mask(_mm512_mul_pd(_mm512_add_pd(q, one), den), num, _CMP_LE_OQ), q, one);
-                code[3] = _mm256_min_epi32(_mm512_cvttpd_epi32(q), b255);
-            }
-            __m256i word = _mm256_or_si256(_mm256_or_si256(code[0], _mm256_slli_epi32(code[1], 8)),
-                                           _mm256_or_si256(_mm256_slli_epi32(code[2], 16), _mm256_slli_epi32(code[3], 24)));
-            const int lanes = dw - x < 8 ? dw - x : 8;
-            const __mmask8 live = (__mmask8)((1u << lanes) - 1);
-            _mm256_mask_storeu_epi32(o + x, live, word);
-            if (d) {
-                __m512i s[4];
-                const __m512i m = _mm512_set1_epi64(WA ? 255 : 1);
-                for (int k = 0; k < 3; k++) s[k] = _mm512_mullo_epi64(_mm512_cvtpd_epu64(v[k]), m);
-                s[3] = WA ? _mm512_set1_epi64((long long)c->opaque) : _mm512_cvtpd_epu64(va);
-                if (lanes == 8) {
-                    store_slots(d + 4 * (size_t)x, s[0], s[1], s[2], s[3]);
-                } else {
-                    u64 tmp[4][8];
-                    for (int k = 0; k < 4; k++) _mm512_storeu_si512((void *)tmp[k], s[k]);
-                    for (int i = 0; i < lanes; i++)
-                        for (int k = 0; k < 4; k++) d[4 * (size_t)(x + i) + k] = tmp[k][i];
-                }
-            }
-            if (WA) {
-                unsigned mixed = (unsigned)_mm512_cmp_pd_mask(va, one, _CMP_LT_OQ) & live;
-                while (mixed) {  /* footprints not opaque throughout: alone */
-                    int i = __builtin_ctz(mixed);
-                    mixed &= mixed - 1;
-                    rgba8_odd_texel(c, lvl, dsums, drow0, x + i, y);
-                }
-            }
+            odd_out(c, t, dsums, drow0, x, y, v, va);
         }
     }
     free(P);
+    return 1;
+}
+
+/* One level of rgba8_odd12_avx512: its next row ``y`` (to ``y1``) and two rows of sums (planar
+ * doubles): acc[0] the rows of row y so far, acc[1] row y + 1's first (the base row it shares with y). */
+typedef struct {
+    const OddTab *t;
+    int y, y1;
+    double *acc[2];
+} OddRun;
+
+/* Base row ty into ``r``'s level (ty a row of its row r->y): each group's horizontal sums (odd_h) times
+ * the row's weight added to the row's sums; on its last row the texels' codes (odd_out) instead, and
+ * where the next row shares it, that row's sums begun. */
+AVX512_INLINE void odd_consume(const Ctx *c, OddRun *r, int ty, const uint32_t *P, int np, const int *b)
+{
+    const OddTab *t = r->t;
+    const int y = r->y, j = ty - t->ys[y], last = j == t->yn[y] - 1, dwp = t->dwp, dw = c->lv[t->lvl].w, WA = c->weighted;
+    const int share = last && y + 1 < r->y1 && t->ys[y + 1] == ty;
+    const __m512d wc = _mm512_set1_pd((double)t->yw[(size_t)y * t->ystride + j]);
+    const __m512d wn = _mm512_set1_pd(share ? (double)t->yw[(size_t)(y + 1) * t->ystride] : 0.0);
+    double *a = r->acc[0], *an = r->acc[1];
+    for (int x = 0; x < dw; x += 8) {
+        __m512d h[4], v[3], va;
+        odd_h(c, t, P, np, b, x, h);
+        for (int k = 0; k < 3; k++)
+            v[k] = j ? _mm512_fmadd_pd(wc, h[k], _mm512_loadu_pd(a + (size_t)k * dwp + x)) : _mm512_mul_pd(wc, h[k]);
+        if (WA) va = j ? _mm512_min_pd(_mm512_loadu_pd(a + 3 * (size_t)dwp + x), h[3]) : h[3];
+        else va = j ? _mm512_fmadd_pd(wc, h[3], _mm512_loadu_pd(a + 3 * (size_t)dwp + x)) : _mm512_mul_pd(wc, h[3]);
+        if (last) {
+            odd_out(c, t, NULL, 0, x, y, v, va);
+        } else {
+            for (int k = 0; k < 3; k++) _mm512_storeu_pd(a + (size_t)k * dwp + x, v[k]);
+            _mm512_storeu_pd(a + 3 * (size_t)dwp + x, va);
+        }
+        if (share) {
+            for (int k = 0; k < 3; k++) _mm512_storeu_pd(an + (size_t)k * dwp + x, _mm512_mul_pd(wn, h[k]));
+            _mm512_storeu_pd(an + 3 * (size_t)dwp + x, WA ? h[3] : _mm512_mul_pd(wn, h[3]));
+        }
+    }
+    if (last) {
+        r->y = y + 1;
+        r->acc[0] = an;
+        r->acc[1] = a;
+    }
+}
+
+/* Levels 1 and 2 of an odd size (neither's sums read later) in one pass over the base rows [the first
+ * of level 1's row y0 or level 2's row Y0, the last of their rows y1 - 1, Y1 - 1]: each base row's
+ * planes made once for both levels (before, each level's pass made them: the lookups of L, the base
+ * read twice), each level's sums added up row by row in two rows of sums (no ring of each base row's
+ * horizontal sums written and read back), codes on a texel's last row. Returns 0 where it could not
+ * map its buffers. */
+static AVX512 int rgba8_odd12_avx512(const Ctx *c, int y0, int y1, int Y0, int Y1)
+{
+    OddRun r[2] = {{&c->odd[0], y0, y1, {NULL, NULL}}, {&c->odd[1], Y0, Y1, {NULL, NULL}}};
+    const int np = ((c->width + 63) & ~63) + 64;
+    const size_t stride = (size_t)c->width * 4;
+    uint32_t *P = calloc((size_t)4 * np, sizeof(uint32_t));
+    double *acc = malloc(sizeof(double) * 8 * ((size_t)r[0].t->dwp + r[1].t->dwp));
+    if (!P || !acc) { free(P); free(acc); return 0; }
+    r[0].acc[0] = acc;
+    r[0].acc[1] = acc + 4 * (size_t)r[0].t->dwp;
+    r[1].acc[0] = acc + 8 * (size_t)r[0].t->dwp;
+    r[1].acc[1] = r[1].acc[0] + 4 * (size_t)r[1].t->dwp;
+    int tb = c->height, te = 0;
+    for (int i = 0; i < 2; i++)
+        if (r[i].y < r[i].y1) {
+            const OddTab *t = r[i].t;
+            tb = t->ys[r[i].y] < tb ? t->ys[r[i].y] : tb;
+            int end = t->ys[r[i].y1 - 1] + t->yn[r[i].y1 - 1];
+            te = end > te ? end : te;
+        }
+    for (int ty = tb; ty < te; ty++) {
+        int need0 = r[0].y < r[0].y1 && ty >= r[0].t->ys[r[0].y], need1 = r[1].y < r[1].y1 && ty >= r[1].t->ys[r[1].y];
+        if (!need0 && !need1) continue;
+        const int *b = (const int *)(const void *)(c->base + (size_t)ty * stride);
+        odd_planes(c, b, P, np);
+        if (need0) odd_consume(c, &r[0], ty, P, np, b);
+        if (need1) odd_consume(c, &r[1], ty, P, np, b);
+    }
+    free(P);
+    free(acc);
     return 1;
 }
 #endif
@@ -1348,11 +1472,11 @@ static AVX512 int rgba8_base_odd_avx512(const Ctx *c, int lvl, u64 *dsums, int d
 static void rgba8_base_odd(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row)
 {
 #ifdef HAVE_AVX512
-    if (c->fast >= 2 && c->ox_lvl == lvl) {
-        /* (the ring: planar doubles, 4 slots of ox_dwp a row; the job's row where it is large enough) */
-        size_t need = (size_t)c->ystride * 4 * c->ox_dwp, have = (1 + (size_t)c->ystride) * c->lv[lvl].w * 4;
+    if (c->fast >= 2 && c->odd[0].lvl == lvl) {
+        /* (the ring: planar doubles, 4 slots of dwp a row; the job's row where it is large enough) */
+        size_t need = (size_t)c->ystride * 4 * c->odd[0].dwp, have = (1 + (size_t)c->ystride) * c->lv[lvl].w * 4;
         double *ring = need <= have ? (double *)(void *)row : malloc(sizeof(double) * need);
-        int done = ring && rgba8_base_odd_avx512(c, lvl, dsums, drow0, y0, y1, ring);
+        int done = ring && rgba8_base_odd_avx512(c, &c->odd[0], dsums, drow0, y0, y1, ring);
         if (ring && ring != (double *)(void *)row) free(ring);
         if (done) return;
     }
@@ -1568,39 +1692,57 @@ static AVX512 int rgba8_cells_avx512(const Ctx *c, int r0, int r1)
     const int *restrict gx = c->gx;
     const size_t stride = (size_t)n * 4;
     uint32_t *P = calloc((size_t)4 * np, sizeof(uint32_t));
-    u64 *C = malloc(sizeof(u64) * 4 * (CELL_CHUNK + 1)), *cut = malloc(sizeof(u64) * 4 * ((size_t)nx + 1));
+    u64 *C = malloc(sizeof(u64) * 4 * (CELL_CHUNK + 16)), *cut = malloc(sizeof(u64) * 4 * ((size_t)nx + 1));
     if (!P || !C || !cut) { free(P); free(C); free(cut); return 0; }
     for (int r = r0; r < r1; r++) {
         const int ya = c->gy[r], yb = c->gy[r + 1];
         u64 s0 = 0, s1 = 0, s2 = 0, sa = 0;  /* the prefix sums of the columns before t0 */
         int ci = 0;                          /* the next cut point */
         for (int t0 = 0; t0 < n; t0 += CELL_CHUNK) {
-            const int t1 = t0 + CELL_CHUNK < n ? t0 + CELL_CHUNK : n, w8 = (t1 - t0 + 7) & ~7;
+            const int t1 = t0 + CELL_CHUNK < n ? t0 + CELL_CHUNK : n, w8 = (t1 - t0 + 15) & ~15;
             for (int ty = ya; ty < yb; ty++) {
                 const int *b = (const int *)(const void *)(c->base + (size_t)ty * stride);
                 if (c->vbmi) planar_row_vbmi(c, b, P, np, t0, t1);
                 else planar_row(c, b, P, np, t0, t1);
                 for (int k = 0; k < 4; k++) {
+                    /* (the planes read as they were stored, 64 bytes at a time: a narrower load of a store
+                     * still in flight is not forwarded, it waits) */
                     const uint32_t *restrict q = P + (size_t)k * np;
-                    u64 *restrict s = C + (size_t)k * (CELL_CHUNK + 1);
-                    if (ty == ya) {
-                        for (int t = 0; t < w8; t += 8)
-                            _mm512_storeu_si512((void *)(s + t), _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(q + t))));
-                    } else {
-                        for (int t = 0; t < w8; t += 8)
-                            _mm512_storeu_si512((void *)(s + t), _mm512_add_epi64(_mm512_loadu_si512((const void *)(s + t)),
-                                                _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(const void *)(q + t)))));
+                    u64 *restrict s = C + (size_t)k * (CELL_CHUNK + 16);
+                    for (int t = 0; t < w8; t += 16) {
+                        __m512i z = _mm512_loadu_si512((const void *)(q + t));
+                        __m512i lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(z)), hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(z, 1));
+                        if (ty != ya) {
+                            lo = _mm512_add_epi64(lo, _mm512_loadu_si512((const void *)(s + t)));
+                            hi = _mm512_add_epi64(hi, _mm512_loadu_si512((const void *)(s + t + 8)));
+                        }
+                        _mm512_storeu_si512((void *)(s + t), lo);
+                        _mm512_storeu_si512((void *)(s + t + 8), hi);
                     }
                 }
             }
             /* the columns' sums as prefix sums (C[t]: the columns before t0 + t), read at the cut points in
              * the chunk (a cell's run of columns summed in a loop of its width mispredicted: the widths vary) */
-            u64 *restrict c0 = C, *restrict c1 = C + (CELL_CHUNK + 1), *restrict c2 = C + 2 * (CELL_CHUNK + 1),
-                *restrict ca = C + 3 * (CELL_CHUNK + 1);
-            for (int t = 0; t < t1 - t0; t++) {
-                u64 v0 = c0[t], v1 = c1[t], v2 = c2[t], va = ca[t];
-                c0[t] = s0; c1[t] = s1; c2[t] = s2; ca[t] = sa;
-                s0 += v0; s1 += v1; s2 += v2; sa += va;
+            u64 *restrict c0 = C, *restrict c1 = C + (CELL_CHUNK + 16), *restrict c2 = C + 2 * (CELL_CHUNK + 16),
+                *restrict ca = C + 3 * (CELL_CHUNK + 16);
+            {  /* (eight columns at a time: the sums before each lane by three shifted adds) */
+                u64 *pl[4] = {c0, c1, c2, ca}, *run[4] = {&s0, &s1, &s2, &sa};
+                const __m512i z = _mm512_setzero_si512();
+                for (int k = 0; k < 4; k++) {
+                    __m512i carry = _mm512_set1_epi64((long long)*run[k]);
+                    u64 *restrict v = pl[k];
+                    for (int t = 0; t < w8; t += 8) {
+                        __m512i x = _mm512_loadu_si512((const void *)(v + t));
+                        __m512i e = _mm512_alignr_epi64(x, z, 7);  /* exclusive: the lanes before */
+                        e = _mm512_add_epi64(e, _mm512_alignr_epi64(e, z, 7));
+                        e = _mm512_add_epi64(e, _mm512_alignr_epi64(e, z, 6));
+                        e = _mm512_add_epi64(e, _mm512_alignr_epi64(e, z, 4));
+                        e = _mm512_add_epi64(e, carry);
+                        _mm512_storeu_si512((void *)(v + t), e);
+                        carry = _mm512_permutexvar_epi64(_mm512_set1_epi64(7), _mm512_add_epi64(e, x));
+                    }
+                    *run[k] = (u64)_mm_cvtsi128_si64(_mm512_castsi512_si128(carry));  /* (columns past t1 - t0: zeros) */
+                }
             }
             for (; ci <= nx && gx[ci] < t1; ci++) {
                 const int at = gx[ci] - t0;
@@ -2030,51 +2172,142 @@ static size_t chain_need(const Ctx *c)
     return need;
 }
 
-/* The AVX-512 odd kernel's tables of level l from the base (rgba8_base_odd_avx512), where it serves:
- * RGBA8 kernels with AVX-512, footprints not whole texels, W <= 2**22 (its sums exact in doubles),
- * at most ODD_KMAX terms a footprint on x. ``ox_lvl`` stays 0 where not (rgba8_base_odd_t runs). */
-static void odd_tables(Ctx *c, int l)
+static void odd_tab_free(OddTab *t)
 {
-    c->ox_lvl = 0;
+    free(t->idx); free(t->reg); free(t->w); free(t->w64);
+    if (t->own) { free(t->xs); free(t->ys); free(t->xw); free(t->yw); }
+    memset(t, 0, sizeof(OddTab));
+}
+
+/* The AVX-512 odd kernels' tables of level l from the base (its footprints given: axis_weights), where
+ * they serve: RGBA8 kernels with AVX-512, footprints not whole texels, W <= 2**22 (the sums exact in
+ * doubles), at most ODD_KMAX terms a footprint on x and MAX_RING rows. ``t->lvl`` stays 0 where not
+ * (rgba8_base_odd_t runs). Returns 1 where it could not map them. */
+static int odd_tab_build(Ctx *c, int l, OddTab *t, int *xs, int *xn, u64 *xw, int xstride, int *ys, int *yn, u64 *yw,
+                         int ystride)
+{
+    memset(t, 0, sizeof(OddTab));
 #ifdef HAVE_AVX512
     const int dw = c->lv[l].w;
     if (c->fast < 2 || c->total > ((u64)1 << 22) || (c->width % dw == 0 && c->height % c->lv[l].h == 0)
-        || c->ystride > MAX_RING)
-        return;
+        || ystride > MAX_RING)
+        return 0;
     int k = 0;
-    for (int x = 0; x < dw; x++) k = c->xn[x] > k ? c->xn[x] : k;
-    if (k > ODD_KMAX) return;
-    int dwp = (dw + 7) & ~7;
-    free(c->ox_idx);
-    free(c->ox_w);
-    c->ox_idx = calloc((size_t)k * dwp, sizeof(int));
-    c->ox_w = calloc((size_t)k * dwp, sizeof(double));
-    free(c->ox_w64);
-    c->ox_w64 = calloc((size_t)(k + 1) * dwp, sizeof(u64));
-    if (!c->ox_idx || !c->ox_w || !c->ox_w64) return;
+    for (int x = 0; x < dw; x++) k = xn[x] > k ? xn[x] : k;
+    if (k < 1 || k > ODD_KMAX) return 0;
+    const int dwp = (dw + 7) & ~7, st = c->width / dw;
+    const size_t terms = (size_t)(unsigned)k * (unsigned)dwp;
+    t->idx = calloc(terms, sizeof(int));
+    t->w = calloc(terms, sizeof(double));
+    t->w64 = calloc(terms + (unsigned)dwp, sizeof(u64));
+    t->reg = malloc(sizeof(int) * ((size_t)dw + 7) / 8);
+    if (!t->idx || !t->w || !t->w64 || !t->reg) { odd_tab_free(t); return 1; }
     for (int i = 0; i < k; i++)
         for (int x = 0; x < dw; x++) {
-            c->ox_idx[(size_t)i * dwp + x] = c->xs[x] + (i < c->xn[x] ? i : 0);
-            c->ox_w[(size_t)i * dwp + x] = i < c->xn[x] ? (double)c->xw[(size_t)x * c->xstride + i] : 0.0;
-            c->ox_w64[(size_t)i * dwp + x] = i < c->xn[x] ? c->xw[(size_t)x * c->xstride + i] : 0;
+            t->idx[(size_t)i * dwp + x] = xs[x] + (i < xn[x] ? i : 0);
+            t->w[(size_t)i * dwp + x] = i < xn[x] ? (double)xw[(size_t)x * xstride + i] : 0.0;
+            t->w64[(size_t)i * dwp + x] = i < xn[x] ? xw[(size_t)x * xstride + i] : 0;
         }
-    free(c->ox_reg);
-    c->ox_reg = malloc(sizeof(int) * (size_t)(dwp / 8));
-    if (!c->ox_reg) return;
-    const int st = c->width / dw;
     for (int g = 0; g < dwp / 8; g++) {
-        int a = c->xs[8 * g], ok = 8 * g + 8 <= dw && (st == 2 || st == 4);
+        int a = xs[8 * g], ok = 8 * g + 8 <= dw && (st == 2 || st == 4);
         for (int i = 0; i < k && ok; i++)
             for (int j = 0; j < 8 && ok; j++)
-                ok = c->ox_idx[(size_t)i * dwp + 8 * g + j] == a + st * j + i || c->ox_w[(size_t)i * dwp + 8 * g + j] == 0.0;
-        c->ox_reg[g] = ok ? a : -1;
+                ok = t->idx[(size_t)i * dwp + 8 * g + j] == a + st * j + i || t->w[(size_t)i * dwp + 8 * g + j] == 0.0;
+        t->reg[g] = ok ? a : -1;
     }
-    c->ox_s = st;
-    c->ox_k = k;
-    c->ox_dwp = dwp;
-    c->ox_lvl = l;
+    t->xs = xs; t->xn = xn; t->xw = xw; t->xstride = xstride;
+    t->ys = ys; t->yn = yn; t->yw = yw; t->ystride = ystride;
+    t->k = k;
+    t->dwp = dwp;
+    t->st = st;
+    t->lvl = l;
 #else
-    (void)l;
+    (void)c; (void)l; (void)xs; (void)xn; (void)xw; (void)xstride; (void)ys; (void)yn; (void)yw; (void)ystride;
+#endif
+    return 0;
+}
+
+/* Whether levels 1 and 2 are made in one pass (rgba8_odd12_avx512): both from the base of footprints
+ * not whole texels, neither's sums read by a later level (nor a band), and the tables of both built
+ * (c->odd[0], c->odd[1], their footprints mapped here). */
+static int odd12_ready(Ctx *c)
+{
+    if (c->fast < 2 || c->levels < 3 || c->source[1] || c->source[2] || sums_read(c, 1) || sums_read(c, 2)
+        || fused_after(c, 1) || fused_after(c, 2))
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        int l = i + 1, dw = c->lv[l].w, dh = c->lv[l].h;
+        int xstride = c->width / dw + 2, ystride = c->height / dh + 2;
+        int *xs = malloc(sizeof(int) * dw * 2), *ys = malloc(sizeof(int) * dh * 2);
+        u64 *xw = malloc(sizeof(u64) * (size_t)dw * xstride), *yw = malloc(sizeof(u64) * (size_t)dh * ystride);
+        if (!xs || !ys || !xw || !yw) {
+            free(xs); free(ys); free(xw); free(yw);
+            break;
+        }
+        axis_weights(c->width, dw, xs, xs + dw, xw, xstride);
+        axis_weights(c->height, dh, ys, ys + dh, yw, ystride);
+        if (odd_tab_build(c, l, &c->odd[i], xs, xs + dw, xw, xstride, ys, ys + dh, yw, ystride) || !c->odd[i].lvl) {
+            odd_tab_free(&c->odd[i]);
+            free(xs); free(ys); free(xw); free(yw);
+            break;
+        }
+        c->odd[i].own = 1;
+    }
+    if (c->odd[0].lvl == 1 && c->odd[1].lvl == 2) return 1;
+    odd_tab_free(&c->odd[0]);
+    odd_tab_free(&c->odd[1]);
+    return 0;
+}
+
+#ifdef HAVE_AVX512
+typedef struct {
+    const Ctx *c;
+    int y0, y1, Y0, Y1, ok;
+} Odd12Job;
+
+static void *odd12_job(void *p)
+{
+    Odd12Job *j = (Odd12Job *)p;
+    j->ok = rgba8_odd12_avx512(j->c, j->y0, j->y1, j->Y0, j->Y1);
+    return NULL;
+}
+#endif
+
+/* rgba8_odd12_avx512 over threads: level 2's rows split evenly, each level-1 row to the job where its
+ * first base row lies before the next job's first level-2 base row. Returns 1 where a job could not
+ * map its buffers. */
+static int odd12_rows(const Ctx *c, int threads)
+{
+#ifdef HAVE_AVX512
+    const OddTab *t1 = &c->odd[0], *t2 = &c->odd[1];
+    const int dh1 = c->lv[1].h, dh2 = c->lv[2].h;
+    int n = threads < dh2 ? threads : dh2, err = 0, y = 0;
+    if ((size_t)c->width * c->height < 65536 || n < 1) n = 1;
+    Odd12Job jobs[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int i = 0; i < n; i++) {
+        jobs[i].c = c;
+        jobs[i].Y0 = (int)((long long)dh2 * i / n);
+        jobs[i].Y1 = (int)((long long)dh2 * (i + 1) / n);
+        jobs[i].y0 = y;
+        if (i == n - 1) y = dh1;
+        else
+            while (y < dh1 && t1->ys[y] < t2->ys[jobs[i].Y1]) y++;
+        jobs[i].y1 = y;
+        jobs[i].ok = 0;
+    }
+    for (int i = 1; i < n; i++) started[i] = pthread_create(&tid[i], NULL, odd12_job, &jobs[i]) == 0;
+    for (int i = 1; i < n; i++)
+        if (!started[i]) odd12_job(&jobs[i]);
+    odd12_job(&jobs[0]);
+    for (int i = 1; i < n; i++)
+        if (started[i]) pthread_join(tid[i], NULL);
+    for (int i = 0; i < n; i++) err |= !jobs[i].ok;
+    return err;
+#else
+    (void)c; (void)threads;
+    return 1;
 #endif
 }
 
@@ -2085,6 +2318,13 @@ static int run_chain(Ctx *c, int threads)
     if (c->arena.held) arena_reserve(&c->arena, chain_need(c));
     Grid grid = {0};
     for (int l = 1; l < c->levels && !err; l++) {
+        if (l == 1 && odd12_ready(c)) {  /* levels 1 and 2 in one pass over the base (rgba8_odd12_avx512) */
+            err = odd12_rows(c, threads);
+            odd_tab_free(&c->odd[0]);
+            odd_tab_free(&c->odd[1]);
+            l = 2;
+            continue;
+        }
         int fused = fused_after(c, l);
         c->fuse_top = l + fused;
         int kept = l + fused, needed = sums_read(c, kept);  /* the level whose sums may be kept */
@@ -2109,9 +2349,11 @@ static int run_chain(Ctx *c, int threads)
                 axis_weights(c->height, dh, ys, ys + dh, yw, ystride);
                 c->xs = xs; c->xn = xs + dw; c->xw = xw; c->xstride = xstride;
                 c->ys = ys; c->yn = ys + dh; c->yw = yw; c->ystride = ystride;
-                odd_tables(c, l);
-                err = level_rows(c, l, fused ? FUSED : FROM_BASE, threads);
-                c->ox_lvl = 0;
+                if (odd_tab_build(c, l, &c->odd[0], xs, xs + dw, xw, xstride, ys, ys + dh, yw, ystride))
+                    err = 1;
+                else
+                    err = level_rows(c, l, fused ? FUSED : FROM_BASE, threads);
+                odd_tab_free(&c->odd[0]);
             }
             free(xs); free(ys); free(xw); free(yw);
         }
@@ -2125,14 +2367,8 @@ static int run_chain(Ctx *c, int threads)
     }
     grid_free(&grid);
     for (int l = 0; l < c->levels; l++) big_free(c->lv[l].sums, c->lv[l].bytes);
-    free(c->ox_idx);
-    free(c->ox_w);
-    free(c->ox_reg);
-    free(c->ox_w64);
-    c->ox_w64 = NULL;
-    c->ox_idx = NULL;
-    c->ox_w = NULL;
-    c->ox_reg = NULL;
+    odd_tab_free(&c->odd[0]);
+    odd_tab_free(&c->odd[1]);
     return err;
 }
 

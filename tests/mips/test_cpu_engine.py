@@ -645,6 +645,22 @@ def test_simd_kernels_run_where_the_cpu_has_avx512():
     assert cpu.simd() == want
 
 
+@pytest.mark.parametrize("w,h", [(259, 257), (257, 515)])
+def test_odd_kernels_split_over_threads_give_the_same_bytes(rng, w, h):
+    """Levels 1 and 2 of an odd size made together over threads (``_mipcpu.c``'s odd12_rows: level 2's
+    rows split evenly, each level-1 row to one job; over 2**16 texels, so the rows are split): the bytes
+    of one thread and of the portable kernels (the model's: test_rgba8_kernels_equal_the_model), every
+    level, with alpha sparse, in holes and partial, weighted and straight."""
+    for kind in ("sparse", "holes", "partial"):
+        a = _rgba8(rng, w, h, kind)
+        for weighted in (True, False):
+            want = cpu.host_chain(a, 4, 8, True, weighted, mip_count(w, h), nthreads=1, kernels="portable")
+            for threads in (1, 2, 3, 16):
+                got = cpu.host_chain(a, 4, 8, True, weighted, mip_count(w, h), nthreads=threads)
+                for lv, (g, m) in enumerate(zip(got, want), 1):
+                    assert np.array_equal(g, m), (kind, weighted, threads, lv)
+
+
 def _box_sums(plane, n_to):
     """Exact integer sums of ``plane`` (int64, h x w) over the footprints of the integer box chain
     from (h, w) to ``n_to`` = (h', w'): the weights of ``intbox._weights`` on each axis, one axis at a
@@ -686,7 +702,8 @@ def test_odd_kernels_at_large_sizes_round_as_intbox(rng, w, h):
     for weighted in (True, False):
         got_all = {k: cpu.host_chain(a, 4, 8, True, weighted, 4, nthreads=1, kernels=k)
                    for k in ("simd", "avx512", "portable")}
-        for k in ("avx512", "portable"):
+        got_all["simd, 3 threads"] = cpu.host_chain(a, 4, 8, True, weighted, 4, nthreads=3)
+        for k in ("avx512", "portable", "simd, 3 threads"):
             for lv in range(3):
                 assert np.array_equal(got_all[k][lv], got_all["simd"][lv]), (k, lv + 1)
         got = got_all["simd"]
