@@ -1133,7 +1133,7 @@ INLINE void rgba8_base_odd_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
  * code's top bit), the four bytes interleaved back into 32-bit L. The codes are taken in an order
  * (entry 16 L + 4 q + i holds texel 16 q + 4 L + i) that the interleave (within 128-bit lanes) puts
  * back in texel order. */
-static TARGET_VBMI __attribute__((noinline)) void planar_row_vbmi(const Ctx *c, const int *b, uint32_t *P, int np, int t0, int t1)
+static TARGET_VBMI __attribute__((noinline)) void planar_row_vbmi(const Ctx *c, const int *b, uint32_t *P, int np)
 {
     static const uint8_t order[3][64] __attribute__((aligned(64))) = {
 #define E(e, k) (uint8_t)(4 * ((16 * (((e) >> 2) & 3) + 4 * ((e) >> 4) + ((e) & 3)) & 31) + (k))
@@ -1146,17 +1146,17 @@ static TARGET_VBMI __attribute__((noinline)) void planar_row_vbmi(const Ctx *c, 
 #undef E
     /* entries whose texel lies in the second 32 (q >= 2: bit 3 of the entry) */
     const __mmask64 upper = 0xff00ff00ff00ff00ull;
-    const int n = t1;
+    const int n = c->width;
     __m512i tb[4][4];
     for (int p = 0; p < 4; p++)
         for (int j = 0; j < 4; j++) tb[p][j] = _mm512_loadu_si512((const void *)(c->linb[p] + 64 * j));
-    for (int t = t0; t < n; t += 64) {
+    for (int t = 0; t < n; t += 64) {
         __m512i w[4];
         for (int q = 0; q < 4; q++) {
             int at = t + 16 * q, left = n - at;
             __mmask16 live = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
             w[q] = _mm512_maskz_loadu_epi32(live, b + at);
-            _mm512_storeu_si512((void *)(P + 3 * (size_t)np + (at - t0)), _mm512_srli_epi32(w[q], 24));
+            _mm512_storeu_si512((void *)(P + 3 * (size_t)np + at), _mm512_srli_epi32(w[q], 24));
         }
         for (int k = 0; k < 3; k++) {
             const __m512i ix = _mm512_load_si512((const void *)order[k]);
@@ -1169,7 +1169,7 @@ static TARGET_VBMI __attribute__((noinline)) void planar_row_vbmi(const Ctx *c, 
                                                _mm512_permutex2var_epi8(tb[p][2], x, tb[p][3]));
             __m512i lo01 = _mm512_unpacklo_epi8(by[0], by[1]), hi01 = _mm512_unpackhi_epi8(by[0], by[1]);
             __m512i lo23 = _mm512_unpacklo_epi8(by[2], by[3]), hi23 = _mm512_unpackhi_epi8(by[2], by[3]);
-            uint32_t *o = P + (size_t)k * np + (t - t0);
+            uint32_t *o = P + (size_t)k * np + t;
             _mm512_storeu_si512((void *)o, _mm512_unpacklo_epi16(lo01, lo23));
             _mm512_storeu_si512((void *)(o + 16), _mm512_unpackhi_epi16(lo01, lo23));
             _mm512_storeu_si512((void *)(o + 32), _mm512_unpacklo_epi16(hi01, hi23));
@@ -1186,17 +1186,17 @@ static TARGET_VBMI __attribute__((noinline)) void planar_row_vbmi(const Ctx *c, 
 
 /* A base row's planes: L of each colour channel (32 bits) and alpha, ``np`` texels a plane (the row's
  * texels; lanes of a last partial group of sixteen hold L(0) = 0, the rest stays as it is: zeros). */
-AVX512_INLINE void planar_row(const Ctx *c, const int *b, uint32_t *P, int np, int t0, int t1)
+AVX512_INLINE void planar_row(const Ctx *c, const int *b, uint32_t *P, int np)
 {
-    const int *lin = (const int *)c->lin32, n = t1;
+    const int *lin = (const int *)c->lin32, n = c->width;
     const __m512i b255 = _mm512_set1_epi32(255);
-    for (int t = t0; t < n; t += 16) {
+    for (int t = 0; t < n; t += 16) {
         __mmask16 live = t + 16 <= n ? (__mmask16)0xffff : (__mmask16)((1u << (n - t)) - 1);
         __m512i w = _mm512_maskz_loadu_epi32(live, b + t);
         for (int k = 0; k < 3; k++)
-            _mm512_storeu_si512((void *)(P + (size_t)k * np + (t - t0)),
+            _mm512_storeu_si512((void *)(P + (size_t)k * np + t),
                                 _mm512_i32gather_epi32(_mm512_and_si512(_mm512_srli_epi32(w, 8 * k), b255), lin, 4));
-        _mm512_storeu_si512((void *)(P + 3 * (size_t)np + (t - t0)), _mm512_srli_epi32(w, 24));
+        _mm512_storeu_si512((void *)(P + 3 * (size_t)np + t), _mm512_srli_epi32(w, 24));
     }
 }
 
@@ -1331,8 +1331,8 @@ AVX512_INLINE void odd_out(const Ctx *c, const OddTab *t, u64 *dsums, int drow0,
 /* A base row's planes into ``P``: byte permutes where the CPU has VBMI, else gathers. */
 AVX512_INLINE void odd_planes(const Ctx *c, const int *b, uint32_t *P, int np)
 {
-    if (c->vbmi) planar_row_vbmi(c, b, P, np, 0, c->width);
-    else planar_row(c, b, P, np, 0, c->width);
+    if (c->vbmi) planar_row_vbmi(c, b, P, np);
+    else planar_row(c, b, P, np);
 }
 
 /* rgba8_base_odd_t in AVX-512 (one level, rows [y0, y1): the level on its own, or a fused band's first):
@@ -1676,122 +1676,10 @@ static void rgba8_cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
     }
 }
 
-#ifdef HAVE_AVX512
-/* Columns of a cell row summed at a time (rgba8_cells_avx512: their sums stay in the L1 cache). */
-#define CELL_CHUNK 256
-
-/* rgba8_cells_from_base with the planar rows (AVX-512; L by planar_row_vbmi where the CPU has VBMI):
- * per cell row, its base rows' planes added column by column (64-bit sums, eight lanes at a time),
- * then each cell's run of columns summed once for the cell row (not once per base row). Weighted
- * alpha: a cell whose alpha sum is 0 keeps the plain sums, max * texels (opaque) max * P, else
- * max * P - D with D = sum((max - a) * L) over its texels from the base (as rgba8_cells_from_base). */
-static AVX512 int rgba8_cells_avx512(const Ctx *c, int r0, int r1)
-{
-    const int WA = c->weighted, nx = c->gx_n, n = c->width;
-    const int np = CELL_CHUNK + 64;
-    const int *restrict gx = c->gx;
-    const size_t stride = (size_t)n * 4;
-    uint32_t *P = calloc((size_t)4 * np, sizeof(uint32_t));
-    u64 *C = malloc(sizeof(u64) * 4 * (CELL_CHUNK + 16)), *cut = malloc(sizeof(u64) * 4 * ((size_t)nx + 1));
-    if (!P || !C || !cut) { free(P); free(C); free(cut); return 0; }
-    for (int r = r0; r < r1; r++) {
-        const int ya = c->gy[r], yb = c->gy[r + 1];
-        u64 s0 = 0, s1 = 0, s2 = 0, sa = 0;  /* the prefix sums of the columns before t0 */
-        int ci = 0;                          /* the next cut point */
-        for (int t0 = 0; t0 < n; t0 += CELL_CHUNK) {
-            const int t1 = t0 + CELL_CHUNK < n ? t0 + CELL_CHUNK : n, w8 = (t1 - t0 + 15) & ~15;
-            for (int ty = ya; ty < yb; ty++) {
-                const int *b = (const int *)(const void *)(c->base + (size_t)ty * stride);
-                if (c->vbmi) planar_row_vbmi(c, b, P, np, t0, t1);
-                else planar_row(c, b, P, np, t0, t1);
-                for (int k = 0; k < 4; k++) {
-                    /* (the planes read as they were stored, 64 bytes at a time: a narrower load of a store
-                     * still in flight is not forwarded, it waits) */
-                    const uint32_t *restrict q = P + (size_t)k * np;
-                    u64 *restrict s = C + (size_t)k * (CELL_CHUNK + 16);
-                    for (int t = 0; t < w8; t += 16) {
-                        __m512i z = _mm512_loadu_si512((const void *)(q + t));
-                        __m512i lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(z)), hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(z, 1));
-                        if (ty != ya) {
-                            lo = _mm512_add_epi64(lo, _mm512_loadu_si512((const void *)(s + t)));
-                            hi = _mm512_add_epi64(hi, _mm512_loadu_si512((const void *)(s + t + 8)));
-                        }
-                        _mm512_storeu_si512((void *)(s + t), lo);
-                        _mm512_storeu_si512((void *)(s + t + 8), hi);
-                    }
-                }
-            }
-            /* the columns' sums as prefix sums (C[t]: the columns before t0 + t), read at the cut points in
-             * the chunk (a cell's run of columns summed in a loop of its width mispredicted: the widths vary) */
-            u64 *restrict c0 = C, *restrict c1 = C + (CELL_CHUNK + 16), *restrict c2 = C + 2 * (CELL_CHUNK + 16),
-                *restrict ca = C + 3 * (CELL_CHUNK + 16);
-            {  /* (eight columns at a time: the sums before each lane by three shifted adds) */
-                u64 *pl[4] = {c0, c1, c2, ca}, *run[4] = {&s0, &s1, &s2, &sa};
-                const __m512i z = _mm512_setzero_si512();
-                for (int k = 0; k < 4; k++) {
-                    __m512i carry = _mm512_set1_epi64((long long)*run[k]);
-                    u64 *restrict v = pl[k];
-                    for (int t = 0; t < w8; t += 8) {
-                        __m512i x = _mm512_loadu_si512((const void *)(v + t));
-                        __m512i e = _mm512_alignr_epi64(x, z, 7);  /* exclusive: the lanes before */
-                        e = _mm512_add_epi64(e, _mm512_alignr_epi64(e, z, 7));
-                        e = _mm512_add_epi64(e, _mm512_alignr_epi64(e, z, 6));
-                        e = _mm512_add_epi64(e, _mm512_alignr_epi64(e, z, 4));
-                        e = _mm512_add_epi64(e, carry);
-                        _mm512_storeu_si512((void *)(v + t), e);
-                        carry = _mm512_permutexvar_epi64(_mm512_set1_epi64(7), _mm512_add_epi64(e, x));
-                    }
-                    *run[k] = (u64)_mm_cvtsi128_si64(_mm512_castsi512_si128(carry));  /* (columns past t1 - t0: zeros) */
-                }
-            }
-            for (; ci <= nx && gx[ci] < t1; ci++) {
-                const int at = gx[ci] - t0;
-                u64 *o = cut + 4 * (size_t)ci;
-                o[0] = c0[at]; o[1] = c1[at]; o[2] = c2[at]; o[3] = ca[at];
-            }
-        }
-        for (; ci <= nx; ci++) {  /* (the last cut point: n) */
-            u64 *o = cut + 4 * (size_t)ci;
-            o[0] = s0; o[1] = s1; o[2] = s2; o[3] = sa;
-        }
-        u64 *restrict d = c->cells + (size_t)r * nx * 4;
-        for (int cx = 0; cx < nx; cx++, d += 4) {
-            const int g0 = gx[cx], g1 = gx[cx + 1];
-            const u64 *e = cut + 4 * (size_t)cx;
-            u64 p0 = e[4] - e[0], p1 = e[5] - e[1], p2 = e[6] - e[2], a = e[7] - e[3];
-            if (WA && a != 0) {
-                if (a == 255 * (u64)(g1 - g0) * (u64)(yb - ya)) {
-                    p0 *= 255; p1 *= 255; p2 *= 255;
-                } else {  /* not opaque throughout: the deficit from the base */
-                    u64 e0 = 0, e1 = 0, e2 = 0;
-                    for (int ty = ya; ty < yb; ty++) {
-                        const uint8_t *q = c->base + (size_t)ty * stride + 4 * (size_t)g0;
-                        for (int t = g0; t < g1; t++, q += 4) {
-                            u64 m = 255u - q[3];
-                            e0 += m * c->lin32[q[0]];
-                            e1 += m * c->lin32[q[1]];
-                            e2 += m * c->lin32[q[2]];
-                        }
-                    }
-                    p0 = 255 * p0 - e0; p1 = 255 * p1 - e1; p2 = 255 * p2 - e2;
-                }
-            }
-            d[0] = p0; d[1] = p1; d[2] = p2; d[3] = a;
-        }
-    }
-    free(P);
-    free(C);
-    free(cut);
-    return 1;
-}
-#endif
 
 static void cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
 {
     if (c->fast) {
-#ifdef HAVE_AVX512
-        if (c->fast >= 2 && rgba8_cells_avx512(c, r0, r1)) return;
-#endif
         rgba8_cells_from_base(c, r0, r1, tmp);
         return;
     }
