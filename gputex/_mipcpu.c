@@ -84,6 +84,33 @@
  * vertical sums and codes in AVX-512 (22.2 -> 23.2), two AVX-512 groups an iteration (6.0 -> 6.7 at
  * 2048^2), the bytes read one by one instead of 8 at a time (level 1 4.5 -> 6.1), level 2 from a
  * cell grid (FIRST_GRID 2: 22.5 -> 31.7), coarse cells summed by runs (no change).
+ *
+ * Odd sizes' levels from the base in AVX-512 (issue 13, h13odd; ``fast`` 2, where W <= 2**22):
+ * - Sums in doubles: every sum is an integer of at most W * L(max) = W * 2**31 <= 2**53, and so is
+ *   every partial sum and product on the way (all terms >= 0), so doubles hold them exactly and FMAs
+ *   round nothing; the codes by the guess table (v >> shift = v * 2**-shift, truncated) and one
+ *   threshold of ``tw`` as a double (``twd``), straight alpha's code_linear by a float quotient moved
+ *   to the exact one.
+ * - A base row's L as planes (planar_row_vbmi: 64 texels at a time by byte permutes, each of L's four
+ *   bytes looked up in its 256-byte table with two vpermt2b and a blend, where the CPU has AVX-512 VBMI;
+ *   else planar_row: gathers); a footprint on x as at most 8 terms (OddTab): groups of eight whose
+ *   terms are texels a + s * l + i (s = 2 or 4: levels 1 and 2 of x = 2m + 1, 4m + 1) from the
+ *   planes, two terms a 64-bit lane with 32x32-bit products; other groups by gathers (odd_h).
+ * - Levels 1 and 2 in one pass over the base where neither's sums are read later (rgba8_odd12_avx512:
+ *   the batch's 1537x1999 and 1999x1537): each base row's planes made once, each level's sums added
+ *   row by row in two rows of sums, the codes on a texel's last row (odd_out); else one level, its
+ *   horizontal sums in a ring as before (rgba8_base_odd_avx512). Weighted footprints not opaque: the
+ *   scalar texel (rgba8_odd_texel_of), as before. ``kernels="avx512"`` (fast 3): the same without VBMI.
+ * Weighted, one core of the 2-core machine (loaded: other helpers' tests), levels 1-2 of 1537x1999
+ * 20.3-22.4 -> 12.2-13.6 ms, whole chains 0.71-0.77 of main's; H200 host, one process: 1537x1999
+ * 28.1 -> 16.8 ms, 1999x1537 29.7 -> 17.0 (0.59-0.62); 16 processes, later chains: 1537x1999
+ * 55.1 -> 22.6 ms. Measured, not kept: the planes built by 16-lane gathers and the terms by permutes
+ * of 32-bit lanes (levels 1-2 13.1 -> 14.8 ms against gathers per term; kept once the planes came
+ * from byte permutes and the terms from 64-bit lanes), a prefetch of the next base row (no change),
+ * the first cell grid from the planes (columns summed per cell row, 256 at a time, cells from prefix
+ * sums: 0.95-1.01 of the scalar one's time, here and on the H200 host). Where the time goes now
+ * (1537x1999, perf, this machine): levels 1-2 about half (the codes' two gathers a channel about a quarter
+ * of that, the planes a fifth), the first grid and level 3 about a third.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
