@@ -101,8 +101,8 @@
  *   row by row in two rows of sums, the codes on a texel's last row (odd_out); else one level, its
  *   horizontal sums in a ring as before (rgba8_base_odd_avx512). Weighted footprints not opaque: the
  *   scalar texel (rgba8_odd_texel_of), as before. ``kernels="avx512"`` (fast 3): the same without VBMI.
- * Weighted, one core of the 2-core machine (loaded: other helpers' tests), levels 1-2 of 1537x1999
- * 20.3-22.4 -> 12.2-13.6 ms, whole chains 0.71-0.77 of main's; H200 host, one process: 1537x1999
+ * Weighted, one core of the 2-core machine (loaded: other helpers' tests; host_chain_scale.py --alternate),
+ * levels 1-2 of 1537x1999 19.4 -> 11.8 ms (0.61), whole chains 0.65-0.77 of main's; H200 host, one process: 1537x1999
  * 28.1 -> 16.8 ms, 1999x1537 29.7 -> 17.0 (0.59-0.62); 16 processes, later chains: 1537x1999
  * 55.1 -> 22.6 ms. Measured, not kept: the planes built by 16-lane gathers and the terms by permutes
  * of 32-bit lanes (levels 1-2 13.1 -> 14.8 ms against gathers per term; kept once the planes came
