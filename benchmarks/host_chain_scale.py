@@ -25,7 +25,10 @@ once runs again in turn), then each build's whole chain as a ratio to the first 
 linear, 16-bit linear, RGBA8 sRGB at 4096^2 and 4095x4097, an odd two-channel size, tiny sizes),
 random opaque codes, weighted and straight, each ``--module`` in turn (best of 5, or of 200 for
 the small ones), with each build's time as a ratio to the first's and whether their bytes agree.
-``--kernels portable|generic``: the engine's RGBA8 kernels without AVX-512, or none
+``--alternate N`` (``--levels L``): the builds of ``--module`` alternated chain by chain in this
+process, N chains each (cut at L levels), by the thread's CPU time: their best and median, and the
+ratio of bests (for a machine that others load: h13odd's measurements).
+``--kernels avx512|portable|generic``: the engine's RGBA8 kernels without VBMI, without AVX-512, or none
 (``cpu.host_chain(kernels=)``; builds from before the option refuse it). Prints whether this CPU
 runs the AVX-512 kernels (``cpu.simd()``).
 """
@@ -164,6 +167,41 @@ def per_level(sizes: list[str], modules: list[str], weighted: bool = True, kerne
                 for so in dict.fromkeys(modules) if so != first), flush=True)
 
 
+def alternate(sizes: list[str], modules: list[str], weighted: bool, count: int, levels: int | None) -> None:
+    """``--alternate N``: in this process, each size's chain (cut at ``--levels``) with each build in
+    turn, build after build, N times (the order reversed every other time), timed by this thread's CPU
+    time (a chain on one thread: another process's load takes none of it); prints each build's best and
+    median and its best as a ratio to the first build's, and whether their bytes agree."""
+    import types
+
+    import numpy as np
+    from batch import photo
+
+    from gputex.layout import mip_count
+    from gputex.mips import cpu
+
+    # each build's chain function taken as it is loaded: a build loaded later under the same module name
+    # from a path already imported (the tree's own) updates the dict of the module object last loaded
+    mods = [(so, types.SimpleNamespace(chain=_load(so).chain)) for so in modules]
+    for i, s in enumerate(sizes):
+        w, h = map(int, s.split("x"))
+        img = photo(h, w, i + 1).reshape(h, -1)
+        lv = levels or mip_count(w, h)
+        times: dict[str, list[float]] = {so: [] for so, _ in mods}
+        outs = {}
+        for r in range(count):
+            for so, m in (mods if r % 2 == 0 else mods[::-1]):
+                cpu._mipcpu = m  # type: ignore[assignment]
+                t0 = time.thread_time()
+                outs[so] = cpu.host_chain(img, 4, 8, True, weighted, lv, nthreads=1)
+                times[so].append(time.thread_time() - t0)
+        first = mods[0][0]
+        same = all(np.array_equal(a, b) for so, _ in mods for a, b in zip(outs[first], outs[so]))
+        print(f"{s}, {lv} levels: " + ", ".join(
+            f"{_name(so)} best {min(t) * 1e3:.1f} ms, median {statistics.median(t) * 1e3:.1f} ({min(t) / min(times[first]):.2f})"
+            for so, t in times.items()) + ("" if same else "  BYTES DIFFER"), flush=True)
+
+
 KINDS = [(2048, 2048, 1, 8, True), (2048, 2048, 2, 8, False), (1024, 1024, 4, 16, False), (2048, 2048, 4, 8, False),
          (4096, 4096, 4, 8, True), (4095, 4097, 4, 8, True), (1537, 1999, 2, 8, True), (61, 37, 4, 8, True),
          (2, 2, 4, 8, True), (3, 5, 4, 8, True)]
@@ -208,16 +246,23 @@ def main() -> None:
     ap.add_argument("--sizes", nargs="+", default=["2048x2048", "1537x1999"])
     ap.add_argument("--per-level", action="store_true")
     ap.add_argument("--kinds", action="store_true", help="every other kind of chain, each --module in turn")
+    ap.add_argument("--alternate", type=int, default=0, metavar="N",
+                    help="each --module in turn, chain after chain, N times, by this thread's CPU time")
+    ap.add_argument("--levels", type=int, default=0, help="--alternate: the chain cut at this many levels")
     ap.add_argument("--module", nargs="+", default=[])
     ap.add_argument("--straight", action="store_true", help="straight alpha (default: weighted, as the CLI)")
     ap.add_argument("--json", help="also write one JSON line per result to this file")
-    ap.add_argument("--kernels", default="simd", choices=["simd", "portable", "generic"],
+    ap.add_argument("--kernels", default="simd", choices=["simd", "avx512", "portable", "generic"],
                     help="--per-level: the engine's kernels (cpu.host_chain(kernels=); new builds only)")
     args = ap.parse_args()
     print(f"alpha: {'straight' if args.straight else 'weighted'}", flush=True)
     if args.kinds:
         print(_facts(), flush=True)
         kinds(args.module)
+        return
+    if args.alternate:
+        print(_facts(), flush=True)
+        alternate(args.sizes, args.module, not args.straight, args.alternate, args.levels or None)
         return
     if args.per_level:
         from gputex.mips import cpu

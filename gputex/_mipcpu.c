@@ -84,6 +84,33 @@
  * vertical sums and codes in AVX-512 (22.2 -> 23.2), two AVX-512 groups an iteration (6.0 -> 6.7 at
  * 2048^2), the bytes read one by one instead of 8 at a time (level 1 4.5 -> 6.1), level 2 from a
  * cell grid (FIRST_GRID 2: 22.5 -> 31.7), coarse cells summed by runs (no change).
+ *
+ * Odd sizes' levels from the base in AVX-512 (issue 13, h13odd; ``fast`` 2, where W <= 2**22):
+ * - Sums in doubles: every sum is an integer of at most W * L(max) = W * 2**31 <= 2**53, and so is
+ *   every partial sum and product on the way (all terms >= 0), so doubles hold them exactly and FMAs
+ *   round nothing; the codes by the guess table (v >> shift = v * 2**-shift, truncated) and one
+ *   threshold of ``tw`` as a double (``twd``), straight alpha's code_linear by a float quotient moved
+ *   to the exact one.
+ * - A base row's L as planes (planar_row_vbmi: 64 texels at a time by byte permutes, each of L's four
+ *   bytes looked up in its 256-byte table with two vpermt2b and a blend, where the CPU has AVX-512 VBMI;
+ *   else planar_row: gathers); a footprint on x as at most 8 terms (OddTab): groups of eight whose
+ *   terms are texels a + s * l + i (s = 2 or 4: levels 1 and 2 of x = 2m + 1, 4m + 1) from the
+ *   planes, two terms a 64-bit lane with 32x32-bit products; other groups by gathers (odd_h).
+ * - Levels 1 and 2 in one pass over the base where neither's sums are read later (rgba8_odd12_avx512:
+ *   the batch's 1537x1999 and 1999x1537): each base row's planes made once, each level's sums added
+ *   row by row in two rows of sums, the codes on a texel's last row (odd_out); else one level, its
+ *   horizontal sums in a ring as before (rgba8_base_odd_avx512). Weighted footprints not opaque: the
+ *   scalar texel (rgba8_odd_texel_of), as before. ``kernels="avx512"`` (fast 3): the same without VBMI.
+ * Weighted, one core of the 2-core machine (loaded: other helpers' tests; host_chain_scale.py --alternate),
+ * levels 1-2 of 1537x1999 19.4 -> 11.8 ms (0.61), whole chains 0.65-0.77 of main's; H200 host, one process: 1537x1999
+ * 28.1 -> 16.8 ms, 1999x1537 29.7 -> 17.0 (0.59-0.62); 16 processes, later chains: 1537x1999
+ * 55.1 -> 22.6 ms. Measured, not kept: the planes built by 16-lane gathers and the terms by permutes
+ * of 32-bit lanes (levels 1-2 13.1 -> 14.8 ms against gathers per term; kept once the planes came
+ * from byte permutes and the terms from 64-bit lanes), a prefetch of the next base row (no change),
+ * the first cell grid from the planes (columns summed per cell row, 256 at a time, cells from prefix
+ * sums: 0.95-1.01 of the scalar one's time, here and on the H200 host). Where the time goes now
+ * (1537x1999, perf, this machine): levels 1-2 about half (the codes' two gathers a channel about a quarter
+ * of that, the planes a fifth), the first grid and level 3 about a third.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -233,6 +260,21 @@ typedef struct {
     int shift, one_step;
 } Thresh;
 
+/* A level the AVX-512 odd kernels make (odd_tab_build): its footprints (axis_weights: on each axis the
+ * first texel, the count and the weights; ``own``: mapped for it) and its x axis as ``k`` terms of ``dwp``
+ * lanes (the width rounded up to 8): texel indices and weights (0: no term), as doubles and as 64-bit
+ * lanes, and per group of eight the first texel ``a`` where term i of lane l is texel a + st * l + i
+ * (st 2 or 4), else -1. ``lvl`` 0: none. */
+typedef struct {
+    int lvl, k, dwp, st, own;
+    int *idx, *reg;
+    double *w;
+    u64 *w64;
+    int *xs, *xn, *ys, *yn;
+    u64 *xw, *yw;
+    int xstride, ystride;
+} OddTab;
+
 typedef struct {
     const uint8_t *base;
     uint8_t *out;
@@ -252,6 +294,13 @@ typedef struct {
     uint32_t lin32[256];   /* sRGB 8-bit: L(code) as 32 bits (L(255) = 2**31), for the RGBA8 kernels */
     Thresh t4;             /* sRGB 8-bit: codes of P = the sum of four L (a 2x2 of equal weights): P >= T[k] / wt */
     Thresh t16;            /* the same for sixteen L (level 2 of sizes multiples of 4, rgba8_band12_avx512) */
+    /* odd sizes' levels from the base in AVX-512 doubles (rgba8_base_odd_avx512, rgba8_odd12_avx512,
+     * W <= 2**22): L and the thresholds of ``tw`` as doubles (exact: integers below 2**53), 2**-tw.shift;
+     * the levels' tables (odd_tab_build: odd[0] the level from the base being made, or levels 1 and 2) */
+    double lind[256], twd[257], tw_scale;
+    uint8_t linb[4][256];  /* byte p of L(code): planar_row_vbmi's tables */
+    int vbmi;              /* planar_row_vbmi runs (AVX-512 VBMI) */
+    OddTab odd[2];
     int fast;              /* the RGBA8 sRGB kernels of 2x2 footprints: 0 none, 1 portable, 2 also AVX-512 */
     int fast12;            /* levels 1 and 2 made together (AVX-512) */
     int fuse_top;          /* FUSED: the last level of the band */
@@ -809,6 +858,21 @@ static AVX512 void rgba8_band12_avx512(const Ctx *c, int y2, u64 *ring, u64 *dst
 }
 #endif
 
+/* Whether the CPU has AVX-512 VBMI (planar_row_vbmi). */
+static int vbmi_ok(void)
+{
+#ifdef HAVE_AVX512
+    static int ok = -1;
+    if (ok < 0) {
+        __builtin_cpu_init();
+        __atomic_store_n(&ok, __builtin_cpu_supports("avx512vbmi") ? 1 : 0, __ATOMIC_RELAXED);
+    }
+    return ok;
+#else
+    return 0;
+#endif
+}
+
 /* The SIMD kernels this CPU may run: 2 AVX-512 (F, DQ, BW, VL), 0 none (the portable loops). */
 static int simd_level(void)
 {
@@ -957,14 +1021,16 @@ static void rgba8_sums_2x2(const Ctx *c, int lvl, const u64 *ssums, int srow0, u
 
 /* A texel of weighted alpha from the base whose footprint is not opaque throughout: its products
  * summed over the footprint (no alpha at all: the plain sums), then finalize_t. */
-static __attribute__((noinline)) void rgba8_odd_texel(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int y)
+static __attribute__((noinline)) void rgba8_odd_texel_of(const Ctx *c, const int *xs, const int *xn, const u64 *xw,
+                                                         int xstride, const int *ys, const int *yn, const u64 *yw,
+                                                         int ystride, int lvl, u64 *dsums, int drow0, int x, int y)
 {
     u64 acc[4] = {0, 0, 0, 0}, pl[3] = {0, 0, 0};
-    for (int j = 0; j < c->yn[y]; j++) {
-        u64 wy = c->yw[(size_t)y * c->ystride + j];
-        const uint8_t *p = c->base + ((size_t)(c->ys[y] + j) * c->width + c->xs[x]) * 4;
-        for (int i = 0; i < c->xn[x]; i++, p += 4) {
-            u64 w = wy * c->xw[(size_t)x * c->xstride + i], a = p[3];
+    for (int j = 0; j < yn[y]; j++) {
+        u64 wy = yw[(size_t)y * ystride + j];
+        const uint8_t *p = c->base + ((size_t)(ys[y] + j) * c->width + xs[x]) * 4;
+        for (int i = 0; i < xn[x]; i++, p += 4) {
+            u64 w = wy * xw[(size_t)x * xstride + i], a = p[3];
             for (int k = 0; k < 3; k++) {
                 u64 l = c->lin32[p[k]];
                 acc[k] += w * a * l;
@@ -976,6 +1042,11 @@ static __attribute__((noinline)) void rgba8_odd_texel(const Ctx *c, int lvl, u64
     if (acc[3] == 0)
         for (int k = 0; k < 3; k++) acc[k] = pl[k];
     finalize_t(c, lvl, dsums, drow0, x, y, acc, 4, 0, 1, 1);
+}
+
+static void rgba8_odd_texel(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int y)
+{
+    rgba8_odd_texel_of(c, c->xs, c->xn, c->xw, c->xstride, c->ys, c->yn, c->yw, c->ystride, lvl, dsums, drow0, x, y);
 }
 
 /* Rows [y0, y1) of a level from the base whose footprints are not whole texels (levels 1-2 of odd
@@ -1080,8 +1151,363 @@ INLINE void rgba8_base_odd_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
     }
 }
 
+#ifdef HAVE_AVX512
+#define TARGET_VBMI __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512vbmi")))
+
+/* planar_row by byte permutes (AVX-512 VBMI) instead of gathers: 64 texels at a time, each channel's
+ * codes gathered into one register of bytes (two vpermt2b from the texel words, a blend), each byte
+ * of L(code) looked up 64 at once (two vpermt2b over the 256-byte table of that byte, a blend by the
+ * code's top bit), the four bytes interleaved back into 32-bit L. The codes are taken in an order
+ * (entry 16 L + 4 q + i holds texel 16 q + 4 L + i) that the interleave (within 128-bit lanes) puts
+ * back in texel order. */
+static TARGET_VBMI __attribute__((noinline)) void planar_row_vbmi(const Ctx *c, const int *b, uint32_t *P, int np)
+{
+    static const uint8_t order[3][64] __attribute__((aligned(64))) = {
+#define E(e, k) (uint8_t)(4 * ((16 * (((e) >> 2) & 3) + 4 * ((e) >> 4) + ((e) & 3)) & 31) + (k))
+#define ROW16(b, k) E(b, k), E(b + 1, k), E(b + 2, k), E(b + 3, k), E(b + 4, k), E(b + 5, k), E(b + 6, k), E(b + 7, k), \
+                    E(b + 8, k), E(b + 9, k), E(b + 10, k), E(b + 11, k), E(b + 12, k), E(b + 13, k), E(b + 14, k), E(b + 15, k)
+#define ROW64(k) {ROW16(0, k), ROW16(16, k), ROW16(32, k), ROW16(48, k)}
+        ROW64(0), ROW64(1), ROW64(2)};
+#undef ROW64
+#undef ROW16
+#undef E
+    /* entries whose texel lies in the second 32 (q >= 2: bit 3 of the entry) */
+    const __mmask64 upper = 0xff00ff00ff00ff00ull;
+    const int n = c->width;
+    __m512i tb[4][4];
+    for (int p = 0; p < 4; p++)
+        for (int j = 0; j < 4; j++) tb[p][j] = _mm512_loadu_si512((const void *)(c->linb[p] + 64 * j));
+    for (int t = 0; t < n; t += 64) {
+        __m512i w[4];
+        for (int q = 0; q < 4; q++) {
+            int at = t + 16 * q, left = n - at;
+            __mmask16 live = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+            w[q] = _mm512_maskz_loadu_epi32(live, b + at);
+            _mm512_storeu_si512((void *)(P + 3 * (size_t)np + at), _mm512_srli_epi32(w[q], 24));
+        }
+        for (int k = 0; k < 3; k++) {
+            const __m512i ix = _mm512_load_si512((const void *)order[k]);
+            __m512i x = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(w[0], ix, w[1]),
+                                               _mm512_permutex2var_epi8(w[2], ix, w[3]));
+            __mmask64 top = _mm512_movepi8_mask(x);
+            __m512i by[4];
+            for (int p = 0; p < 4; p++)
+                by[p] = _mm512_mask_blend_epi8(top, _mm512_permutex2var_epi8(tb[p][0], x, tb[p][1]),
+                                               _mm512_permutex2var_epi8(tb[p][2], x, tb[p][3]));
+            __m512i lo01 = _mm512_unpacklo_epi8(by[0], by[1]), hi01 = _mm512_unpackhi_epi8(by[0], by[1]);
+            __m512i lo23 = _mm512_unpacklo_epi8(by[2], by[3]), hi23 = _mm512_unpackhi_epi8(by[2], by[3]);
+            uint32_t *o = P + (size_t)k * np + t;
+            _mm512_storeu_si512((void *)o, _mm512_unpacklo_epi16(lo01, lo23));
+            _mm512_storeu_si512((void *)(o + 16), _mm512_unpackhi_epi16(lo01, lo23));
+            _mm512_storeu_si512((void *)(o + 32), _mm512_unpacklo_epi16(hi01, hi23));
+            _mm512_storeu_si512((void *)(o + 48), _mm512_unpackhi_epi16(hi01, hi23));
+        }
+    }
+}
+#endif
+
+#ifdef HAVE_AVX512
+/* Terms of a footprint on x the AVX-512 odd kernel takes (levels 1-2 from the base: at most 3 and 5,
+ * and up to 7 where a level is one texel wide); more: rgba8_base_odd_t. */
+#define ODD_KMAX 8
+
+/* A base row's planes: L of each colour channel (32 bits) and alpha, ``np`` texels a plane (the row's
+ * texels; lanes of a last partial group of sixteen hold L(0) = 0, the rest stays as it is: zeros). */
+AVX512_INLINE void planar_row(const Ctx *c, const int *b, uint32_t *P, int np)
+{
+    const int *lin = (const int *)c->lin32, n = c->width;
+    const __m512i b255 = _mm512_set1_epi32(255);
+    for (int t = 0; t < n; t += 16) {
+        __mmask16 live = t + 16 <= n ? (__mmask16)0xffff : (__mmask16)((1u << (n - t)) - 1);
+        __m512i w = _mm512_maskz_loadu_epi32(live, b + t);
+        for (int k = 0; k < 3; k++)
+            _mm512_storeu_si512((void *)(P + (size_t)k * np + t),
+                                _mm512_i32gather_epi32(_mm512_and_si512(_mm512_srli_epi32(w, 8 * k), b255), lin, 4));
+        _mm512_storeu_si512((void *)(P + 3 * (size_t)np + t), _mm512_srli_epi32(w, 24));
+    }
+}
+
+/* The horizontal sums of group x (eight footprints) of ``t``'s level over one base row (``P``: its
+ * planes, ``b``: its texel words), in doubles: h[0..2] sum(wx * L) of each colour, h[3] straight
+ * alpha's sum(wx * a) or, weighted, 1 where the footprint's texels are opaque (else 0). Regular groups
+ * from the planes: terms 2p and 2p + 1 of each lane are the two halves of one 64-bit lane of the row
+ * from texel a + 2p (at 64-bit lane (st / 2) * l: a permute where st = 4), each multiplied by its
+ * weight with one 32x32-bit product (w, L < 2**32); other groups by gathers of the texels' words and
+ * of L, and FMAs. Exact: every sum is an integer below 2**53. */
+AVX512_INLINE void odd_h(const Ctx *c, const OddTab *t, const uint32_t *P, int np, const int *b, int x, __m512d h[4])
+{
+    const int dwp = t->dwp, K = t->k, WA = c->weighted, a = t->reg[x / 8];
+    const __m512d zero = _mm512_setzero_pd();
+    const __m256i b255 = _mm256_set1_epi32(255);
+    if (a >= 0) {
+        const int hs2 = t->st / 2;
+        const __m512i qidx = _mm512_setr_epi64(0, hs2, 2 * hs2, 3 * hs2, 4 * hs2, 5 * hs2, 6 * hs2, 7 * hs2);
+        const __m512i zi = _mm512_setzero_si512();
+        __m512i s0 = zi, s1 = zi, s2 = zi, sa = zi, al = _mm512_set1_epi64(255);
+        for (int i = 0; i < K; i += 2) {
+            const __m512i wl = _mm512_loadu_si512((const void *)(t->w64 + (size_t)i * dwp + x));
+            const __m512i wh = i + 1 < K ? _mm512_loadu_si512((const void *)(t->w64 + (size_t)(i + 1) * dwp + x)) : zi;
+            const uint32_t *q = P + a + i;
+            __m512i v[4];
+            for (int k = 0; k < 4; k++, q += np)
+                v[k] = hs2 == 1 ? _mm512_loadu_si512((const void *)q)
+                                : _mm512_permutex2var_epi64(_mm512_loadu_si512((const void *)q), qidx,
+                                                            _mm512_loadu_si512((const void *)(q + 16)));
+            s0 = _mm512_add_epi64(s0, _mm512_add_epi64(_mm512_mul_epu32(v[0], wl), _mm512_mul_epu32(_mm512_srli_epi64(v[0], 32), wh)));
+            s1 = _mm512_add_epi64(s1, _mm512_add_epi64(_mm512_mul_epu32(v[1], wl), _mm512_mul_epu32(_mm512_srli_epi64(v[1], 32), wh)));
+            s2 = _mm512_add_epi64(s2, _mm512_add_epi64(_mm512_mul_epu32(v[2], wl), _mm512_mul_epu32(_mm512_srli_epi64(v[2], 32), wh)));
+            if (WA) {  /* (terms of weight 0 left out) */
+                al = _mm512_mask_and_epi64(al, _mm512_test_epi64_mask(wl, wl), al, v[3]);
+                al = _mm512_mask_and_epi64(al, _mm512_test_epi64_mask(wh, wh), al, _mm512_srli_epi64(v[3], 32));
+            } else {
+                sa = _mm512_add_epi64(sa, _mm512_add_epi64(_mm512_mul_epu32(v[3], wl), _mm512_mul_epu32(_mm512_srli_epi64(v[3], 32), wh)));
+            }
+        }
+        h[0] = _mm512_cvtepu64_pd(s0);
+        h[1] = _mm512_cvtepu64_pd(s1);
+        h[2] = _mm512_cvtepu64_pd(s2);
+        h[3] = WA ? _mm512_maskz_mov_pd(_mm512_cmpeq_epi64_mask(_mm512_and_si512(al, _mm512_set1_epi64(255)), _mm512_set1_epi64(255)),
+                                        _mm512_set1_pd(1.0))
+                  : _mm512_cvtepu64_pd(sa);
+        return;
+    }
+    __m512d h0 = zero, h1 = zero, h2 = zero, ha = zero;
+    __m256i all = _mm256_set1_epi32(-1);
+    for (int i = 0; i < K; i++) {
+        __m256i vi = _mm256_loadu_si256((const __m256i *)(const void *)(t->idx + (size_t)i * dwp + x));
+        __m512d w = _mm512_loadu_pd(t->w + (size_t)i * dwp + x);
+        __m256i word = _mm256_i32gather_epi32(b, vi, 4);
+        __m512d l0 = _mm512_i32gather_pd(_mm256_and_si256(word, b255), c->lind, 8);
+        __m512d l1 = _mm512_i32gather_pd(_mm256_and_si256(_mm256_srli_epi32(word, 8), b255), c->lind, 8);
+        __m512d l2 = _mm512_i32gather_pd(_mm256_and_si256(_mm256_srli_epi32(word, 16), b255), c->lind, 8);
+        h0 = _mm512_fmadd_pd(w, l0, h0);
+        h1 = _mm512_fmadd_pd(w, l1, h1);
+        h2 = _mm512_fmadd_pd(w, l2, h2);
+        if (WA) all = _mm256_mask_and_epi32(all, _mm512_cmp_pd_mask(w, zero, _CMP_GT_OQ), all, word);
+        else ha = _mm512_fmadd_pd(w, _mm512_cvtepi32_pd(_mm256_srli_epi32(word, 24)), ha);
+    }
+    h[0] = h0;
+    h[1] = h1;
+    h[2] = h2;
+    h[3] = WA ? _mm512_maskz_mov_pd(_mm256_cmpeq_epi32_mask(_mm256_srli_epi32(all, 24), b255), _mm512_set1_pd(1.0)) : ha;
+}
+
+/* Texels x .. x + 7 (those below the level's width) of row y of ``t``'s level from their sums (v: the
+ * colours' plain sums, va: straight alpha's sum or, weighted, 1 where opaque): the codes by the guess
+ * table and one threshold (``twd``: the thresholds of sums over W, ``tw``, as doubles; opaque weighted
+ * footprints' codes are those of their plain sums), straight alpha's by code_linear in doubles, moved
+ * to the exact quotient; the sums kept where ``dsums``; weighted footprints not opaque: alone
+ * (rgba8_odd_texel_of). */
+AVX512_INLINE void odd_out(const Ctx *c, const OddTab *t, u64 *dsums, int drow0, int x, int y, const __m512d v[3],
+                           __m512d va)
+{
+    const int WA = c->weighted, lvl = t->lvl, dw = c->lv[lvl].w;
+    const int *guess = (const int *)(const void *)c->tw.guess;
+    const __m256i b255 = _mm256_set1_epi32(255), i1 = _mm256_set1_epi32(1);
+    const __m512d one = _mm512_set1_pd(1.0), vscale = _mm512_set1_pd(c->tw_scale);
+    __m256i code[4];
+    for (int k = 0; k < 3; k++) {
+        /* the guess of v >> shift (exact: v an integer, the scale a power of two), one threshold */
+        __m256i g = _mm256_and_si256(_mm256_i32gather_epi32(guess, _mm512_cvttpd_epi32(_mm512_mul_pd(v[k], vscale)), 1), b255);
+        __m512d th = _mm512_i32gather_pd(_mm256_add_epi32(g, i1), c->twd, 8);
+        code[k] = _mm256_mask_add_epi32(g, _mm512_cmp_pd_mask(v[k], th, _CMP_GE_OQ), g, i1);
+    }
+    if (WA) {
+        code[3] = b255;
+    } else {
+        /* code_linear(va, W, 255): floor((2 va + W) / 2W) from a float quotient moved to the exact one
+         * (every product below 2**53) */
+        const double total = (double)c->total;
+        __m512d num = _mm512_fmadd_pd(_mm512_set1_pd(2.0), va, _mm512_set1_pd(total)), den = _mm512_set1_pd(2 * total);
+        __m512d q = _mm512_roundscale_pd(_mm512_div_pd(num, den), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        q = _mm512_mask_sub_pd(q, _mm512_cmp_pd_mask(_mm512_mul_pd(q, den), num, _CMP_GT_OQ), q, one);
+        q = _mm512_mask_add_pd(q, _mm512_cmp_pd_mask(_mm512_mul_pd(_mm512_add_pd(q, one), den), num, _CMP_LE_OQ), q, one);
+        code[3] = _mm256_min_epi32(_mm512_cvttpd_epi32(q), b255);
+    }
+    __m256i word = _mm256_or_si256(_mm256_or_si256(code[0], _mm256_slli_epi32(code[1], 8)),
+                                   _mm256_or_si256(_mm256_slli_epi32(code[2], 16), _mm256_slli_epi32(code[3], 24)));
+    const int lanes = dw - x < 8 ? dw - x : 8;
+    const __mmask8 live = (__mmask8)((1u << lanes) - 1);
+    _mm256_mask_storeu_epi32((uint32_t *)(void *)(c->out + c->out_off[lvl]) + (size_t)y * dw + x, live, word);
+    if (dsums) {
+        u64 *d = dsums + ((size_t)(y - drow0) * dw + x) * 4;
+        __m512i s[4];
+        const __m512i m = _mm512_set1_epi64(WA ? 255 : 1);
+        for (int k = 0; k < 3; k++) s[k] = _mm512_mullo_epi64(_mm512_cvtpd_epu64(v[k]), m);
+        s[3] = WA ? _mm512_set1_epi64((long long)c->opaque) : _mm512_cvtpd_epu64(va);
+        if (lanes == 8) {
+            store_slots(d, s[0], s[1], s[2], s[3]);
+        } else {
+            u64 tmp[4][8];
+            for (int k = 0; k < 4; k++) _mm512_storeu_si512((void *)tmp[k], s[k]);
+            for (int i = 0; i < lanes; i++)
+                for (int k = 0; k < 4; k++) d[4 * (size_t)i + k] = tmp[k][i];
+        }
+    }
+    if (WA) {
+        unsigned mixed = (unsigned)_mm512_cmp_pd_mask(va, one, _CMP_LT_OQ) & live;
+        while (mixed) {  /* footprints not opaque throughout: alone */
+            int i = __builtin_ctz(mixed);
+            mixed &= mixed - 1;
+            rgba8_odd_texel_of(c, t->xs, t->xn, t->xw, t->xstride, t->ys, t->yn, t->yw, t->ystride, lvl, dsums, drow0,
+                               x + i, y);
+        }
+    }
+}
+
+/* A base row's planes into ``P``: byte permutes where the CPU has VBMI, else gathers. */
+AVX512_INLINE void odd_planes(const Ctx *c, const int *b, uint32_t *P, int np)
+{
+    if (c->vbmi) planar_row_vbmi(c, b, P, np);
+    else planar_row(c, b, P, np);
+}
+
+/* rgba8_base_odd_t in AVX-512 (one level, rows [y0, y1): the level on its own, or a fused band's first):
+ * each base row's horizontal sums (odd_h) in a ring of planar rows of doubles, then each texel's sums
+ * over its rows by FMAs and its codes (odd_out). Returns 0 where it could not map its buffer. */
+static AVX512 int rgba8_base_odd_avx512(const Ctx *c, const OddTab *t, u64 *dsums, int drow0, int y0, int y1,
+                                        double *ring)
+{
+    const int dw = c->lv[t->lvl].w, dwp = t->dwp, nring = c->ystride, WA = c->weighted;
+    const size_t stride = (size_t)c->width * 4;
+    const int np = ((c->width + 63) & ~63) + 64;  /* planes: the texels, zeros after them */
+    uint32_t *P = calloc((size_t)4 * np, sizeof(uint32_t));
+    if (!P) return 0;
+    int tag[MAX_RING];
+    for (int i = 0; i < MAX_RING; i++) tag[i] = -1;
+    for (int y = y0; y < y1; y++) {
+        const int n = t->yn[y];
+        const double *hrow[MAX_RING];
+        double wy[MAX_RING];
+        for (int j = 0; j < n; j++) {
+            int ty = t->ys[y] + j, slot = ty % nring;
+            double *hs = ring + (size_t)slot * 4 * dwp;
+            if (tag[slot] != ty) {
+                const int *b = (const int *)(const void *)(c->base + (size_t)ty * stride);
+                odd_planes(c, b, P, np);
+                for (int x = 0; x < dwp; x += 8) {
+                    __m512d h[4];
+                    odd_h(c, t, P, np, b, x, h);
+                    for (int k = 0; k < 4; k++) _mm512_storeu_pd(hs + (size_t)k * dwp + x, h[k]);
+                }
+                tag[slot] = ty;
+            }
+            hrow[j] = hs;
+            wy[j] = (double)t->yw[(size_t)y * t->ystride + j];
+        }
+        for (int x = 0; x < dw; x += 8) {
+            __m512d v[3] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+            __m512d va = WA ? _mm512_set1_pd(1.0) : _mm512_setzero_pd();
+            for (int j = 0; j < n; j++) {
+                const __m512d wj = _mm512_set1_pd(wy[j]);
+                const double *h = hrow[j] + x;
+                for (int k = 0; k < 3; k++) v[k] = _mm512_fmadd_pd(wj, _mm512_loadu_pd(h + (size_t)k * dwp), v[k]);
+                if (WA) va = _mm512_min_pd(va, _mm512_loadu_pd(h + 3 * (size_t)dwp));
+                else va = _mm512_fmadd_pd(wj, _mm512_loadu_pd(h + 3 * (size_t)dwp), va);
+            }
+            odd_out(c, t, dsums, drow0, x, y, v, va);
+        }
+    }
+    free(P);
+    return 1;
+}
+
+/* One level of rgba8_odd12_avx512: its next row ``y`` (to ``y1``) and two rows of sums (planar
+ * doubles): acc[0] the rows of row y so far, acc[1] row y + 1's first (the base row it shares with y). */
+typedef struct {
+    const OddTab *t;
+    int y, y1;
+    double *acc[2];
+} OddRun;
+
+/* Base row ty into ``r``'s level (ty a row of its row r->y): each group's horizontal sums (odd_h) times
+ * the row's weight added to the row's sums; on its last row the texels' codes (odd_out) instead, and
+ * where the next row shares it, that row's sums begun. */
+AVX512_INLINE void odd_consume(const Ctx *c, OddRun *r, int ty, const uint32_t *P, int np, const int *b)
+{
+    const OddTab *t = r->t;
+    const int y = r->y, j = ty - t->ys[y], last = j == t->yn[y] - 1, dwp = t->dwp, dw = c->lv[t->lvl].w, WA = c->weighted;
+    const int share = last && y + 1 < r->y1 && t->ys[y + 1] == ty;
+    const __m512d wc = _mm512_set1_pd((double)t->yw[(size_t)y * t->ystride + j]);
+    const __m512d wn = _mm512_set1_pd(share ? (double)t->yw[(size_t)(y + 1) * t->ystride] : 0.0);
+    double *a = r->acc[0], *an = r->acc[1];
+    for (int x = 0; x < dw; x += 8) {
+        __m512d h[4], v[3], va;
+        odd_h(c, t, P, np, b, x, h);
+        for (int k = 0; k < 3; k++)
+            v[k] = j ? _mm512_fmadd_pd(wc, h[k], _mm512_loadu_pd(a + (size_t)k * dwp + x)) : _mm512_mul_pd(wc, h[k]);
+        if (WA) va = j ? _mm512_min_pd(_mm512_loadu_pd(a + 3 * (size_t)dwp + x), h[3]) : h[3];
+        else va = j ? _mm512_fmadd_pd(wc, h[3], _mm512_loadu_pd(a + 3 * (size_t)dwp + x)) : _mm512_mul_pd(wc, h[3]);
+        if (last) {
+            odd_out(c, t, NULL, 0, x, y, v, va);
+        } else {
+            for (int k = 0; k < 3; k++) _mm512_storeu_pd(a + (size_t)k * dwp + x, v[k]);
+            _mm512_storeu_pd(a + 3 * (size_t)dwp + x, va);
+        }
+        if (share) {
+            for (int k = 0; k < 3; k++) _mm512_storeu_pd(an + (size_t)k * dwp + x, _mm512_mul_pd(wn, h[k]));
+            _mm512_storeu_pd(an + 3 * (size_t)dwp + x, WA ? h[3] : _mm512_mul_pd(wn, h[3]));
+        }
+    }
+    if (last) {
+        r->y = y + 1;
+        r->acc[0] = an;
+        r->acc[1] = a;
+    }
+}
+
+/* Levels 1 and 2 of an odd size (neither's sums read later) in one pass over the base rows [the first
+ * of level 1's row y0 or level 2's row Y0, the last of their rows y1 - 1, Y1 - 1]: each base row's
+ * planes made once for both levels (before, each level's pass made them: the lookups of L, the base
+ * read twice), each level's sums added up row by row in two rows of sums (no ring of each base row's
+ * horizontal sums written and read back), codes on a texel's last row. Returns 0 where it could not
+ * map its buffers. */
+static AVX512 int rgba8_odd12_avx512(const Ctx *c, int y0, int y1, int Y0, int Y1)
+{
+    OddRun r[2] = {{&c->odd[0], y0, y1, {NULL, NULL}}, {&c->odd[1], Y0, Y1, {NULL, NULL}}};
+    const int np = ((c->width + 63) & ~63) + 64;
+    const size_t stride = (size_t)c->width * 4;
+    uint32_t *P = calloc((size_t)4 * np, sizeof(uint32_t));
+    double *acc = malloc(sizeof(double) * 8 * ((size_t)r[0].t->dwp + r[1].t->dwp));
+    if (!P || !acc) { free(P); free(acc); return 0; }
+    r[0].acc[0] = acc;
+    r[0].acc[1] = acc + 4 * (size_t)r[0].t->dwp;
+    r[1].acc[0] = acc + 8 * (size_t)r[0].t->dwp;
+    r[1].acc[1] = r[1].acc[0] + 4 * (size_t)r[1].t->dwp;
+    int tb = c->height, te = 0;
+    for (int i = 0; i < 2; i++)
+        if (r[i].y < r[i].y1) {
+            const OddTab *t = r[i].t;
+            tb = t->ys[r[i].y] < tb ? t->ys[r[i].y] : tb;
+            int end = t->ys[r[i].y1 - 1] + t->yn[r[i].y1 - 1];
+            te = end > te ? end : te;
+        }
+    for (int ty = tb; ty < te; ty++) {
+        int need0 = r[0].y < r[0].y1 && ty >= r[0].t->ys[r[0].y], need1 = r[1].y < r[1].y1 && ty >= r[1].t->ys[r[1].y];
+        if (!need0 && !need1) continue;
+        const int *b = (const int *)(const void *)(c->base + (size_t)ty * stride);
+        odd_planes(c, b, P, np);
+        if (need0) odd_consume(c, &r[0], ty, P, np, b);
+        if (need1) odd_consume(c, &r[1], ty, P, np, b);
+    }
+    free(P);
+    free(acc);
+    return 1;
+}
+#endif
+
 static void rgba8_base_odd(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row)
 {
+#ifdef HAVE_AVX512
+    if (c->fast >= 2 && c->odd[0].lvl == lvl) {
+        /* (the ring: planar doubles, 4 slots of dwp a row; the job's row where it is large enough) */
+        size_t need = (size_t)c->ystride * 4 * c->odd[0].dwp, have = (1 + (size_t)c->ystride) * c->lv[lvl].w * 4;
+        double *ring = need <= have ? (double *)(void *)row : malloc(sizeof(double) * need);
+        int done = ring && rgba8_base_odd_avx512(c, &c->odd[0], dsums, drow0, y0, y1, ring);
+        if (ring && ring != (double *)(void *)row) free(ring);
+        if (done) return;
+    }
+#endif
     if (c->weighted) rgba8_base_odd_t(c, lvl, dsums, drow0, y0, y1, row, 1);
     else rgba8_base_odd_t(c, lvl, dsums, drow0, y0, y1, row, 0);
 }
@@ -1276,6 +1702,7 @@ static void rgba8_cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
         }
     }
 }
+
 
 static void cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
 {
@@ -1660,6 +2087,145 @@ static size_t chain_need(const Ctx *c)
     return need;
 }
 
+static void odd_tab_free(OddTab *t)
+{
+    free(t->idx); free(t->reg); free(t->w); free(t->w64);
+    if (t->own) { free(t->xs); free(t->ys); free(t->xw); free(t->yw); }
+    memset(t, 0, sizeof(OddTab));
+}
+
+/* The AVX-512 odd kernels' tables of level l from the base (its footprints given: axis_weights), where
+ * they serve: RGBA8 kernels with AVX-512, footprints not whole texels, W <= 2**22 (the sums exact in
+ * doubles), at most ODD_KMAX terms a footprint on x and MAX_RING rows. ``t->lvl`` stays 0 where not
+ * (rgba8_base_odd_t runs). Returns 1 where it could not map them. */
+static int odd_tab_build(Ctx *c, int l, OddTab *t, int *xs, int *xn, u64 *xw, int xstride, int *ys, int *yn, u64 *yw,
+                         int ystride)
+{
+    memset(t, 0, sizeof(OddTab));
+#ifdef HAVE_AVX512
+    const int dw = c->lv[l].w;
+    if (c->fast < 2 || c->total > ((u64)1 << 22) || (c->width % dw == 0 && c->height % c->lv[l].h == 0)
+        || ystride > MAX_RING)
+        return 0;
+    int k = 0;
+    for (int x = 0; x < dw; x++) k = xn[x] > k ? xn[x] : k;
+    if (k < 1 || k > ODD_KMAX) return 0;
+    const int dwp = (dw + 7) & ~7, st = c->width / dw;
+    const size_t terms = (size_t)(unsigned)k * (unsigned)dwp;
+    t->idx = calloc(terms, sizeof(int));
+    t->w = calloc(terms, sizeof(double));
+    t->w64 = calloc(terms + (unsigned)dwp, sizeof(u64));
+    t->reg = malloc(sizeof(int) * ((size_t)dw + 7) / 8);
+    if (!t->idx || !t->w || !t->w64 || !t->reg) { odd_tab_free(t); return 1; }
+    for (int i = 0; i < k; i++)
+        for (int x = 0; x < dw; x++) {
+            t->idx[(size_t)i * dwp + x] = xs[x] + (i < xn[x] ? i : 0);
+            t->w[(size_t)i * dwp + x] = i < xn[x] ? (double)xw[(size_t)x * xstride + i] : 0.0;
+            t->w64[(size_t)i * dwp + x] = i < xn[x] ? xw[(size_t)x * xstride + i] : 0;
+        }
+    for (int g = 0; g < dwp / 8; g++) {
+        int a = xs[8 * g], ok = 8 * g + 8 <= dw && (st == 2 || st == 4);
+        for (int i = 0; i < k && ok; i++)
+            for (int j = 0; j < 8 && ok; j++)
+                ok = t->idx[(size_t)i * dwp + 8 * g + j] == a + st * j + i || t->w[(size_t)i * dwp + 8 * g + j] == 0.0;
+        t->reg[g] = ok ? a : -1;
+    }
+    t->xs = xs; t->xn = xn; t->xw = xw; t->xstride = xstride;
+    t->ys = ys; t->yn = yn; t->yw = yw; t->ystride = ystride;
+    t->k = k;
+    t->dwp = dwp;
+    t->st = st;
+    t->lvl = l;
+#else
+    (void)c; (void)l; (void)xs; (void)xn; (void)xw; (void)xstride; (void)ys; (void)yn; (void)yw; (void)ystride;
+#endif
+    return 0;
+}
+
+/* Whether levels 1 and 2 are made in one pass (rgba8_odd12_avx512): both from the base of footprints
+ * not whole texels, neither's sums read by a later level (nor a band), and the tables of both built
+ * (c->odd[0], c->odd[1], their footprints mapped here). */
+static int odd12_ready(Ctx *c)
+{
+    if (c->fast < 2 || c->levels < 3 || c->source[1] || c->source[2] || sums_read(c, 1) || sums_read(c, 2)
+        || fused_after(c, 1) || fused_after(c, 2))
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        int l = i + 1, dw = c->lv[l].w, dh = c->lv[l].h;
+        int xstride = c->width / dw + 2, ystride = c->height / dh + 2;
+        int *xs = malloc(sizeof(int) * dw * 2), *ys = malloc(sizeof(int) * dh * 2);
+        u64 *xw = malloc(sizeof(u64) * (size_t)dw * xstride), *yw = malloc(sizeof(u64) * (size_t)dh * ystride);
+        if (!xs || !ys || !xw || !yw) {
+            free(xs); free(ys); free(xw); free(yw);
+            break;
+        }
+        axis_weights(c->width, dw, xs, xs + dw, xw, xstride);
+        axis_weights(c->height, dh, ys, ys + dh, yw, ystride);
+        if (odd_tab_build(c, l, &c->odd[i], xs, xs + dw, xw, xstride, ys, ys + dh, yw, ystride) || !c->odd[i].lvl) {
+            odd_tab_free(&c->odd[i]);
+            free(xs); free(ys); free(xw); free(yw);
+            break;
+        }
+        c->odd[i].own = 1;
+    }
+    if (c->odd[0].lvl == 1 && c->odd[1].lvl == 2) return 1;
+    odd_tab_free(&c->odd[0]);
+    odd_tab_free(&c->odd[1]);
+    return 0;
+}
+
+#ifdef HAVE_AVX512
+typedef struct {
+    const Ctx *c;
+    int y0, y1, Y0, Y1, ok;
+} Odd12Job;
+
+static void *odd12_job(void *p)
+{
+    Odd12Job *j = (Odd12Job *)p;
+    j->ok = rgba8_odd12_avx512(j->c, j->y0, j->y1, j->Y0, j->Y1);
+    return NULL;
+}
+#endif
+
+/* rgba8_odd12_avx512 over threads: level 2's rows split evenly, each level-1 row to the job where its
+ * first base row lies before the next job's first level-2 base row. Returns 1 where a job could not
+ * map its buffers. */
+static int odd12_rows(const Ctx *c, int threads)
+{
+#ifdef HAVE_AVX512
+    const OddTab *t1 = &c->odd[0], *t2 = &c->odd[1];
+    const int dh1 = c->lv[1].h, dh2 = c->lv[2].h;
+    int n = threads < dh2 ? threads : dh2, err = 0, y = 0;
+    if ((size_t)c->width * c->height < 65536 || n < 1) n = 1;
+    Odd12Job jobs[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int i = 0; i < n; i++) {
+        jobs[i].c = c;
+        jobs[i].Y0 = (int)((long long)dh2 * i / n);
+        jobs[i].Y1 = (int)((long long)dh2 * (i + 1) / n);
+        jobs[i].y0 = y;
+        if (i == n - 1) y = dh1;
+        else
+            while (y < dh1 && t1->ys[y] < t2->ys[jobs[i].Y1]) y++;
+        jobs[i].y1 = y;
+        jobs[i].ok = 0;
+    }
+    for (int i = 1; i < n; i++) started[i] = pthread_create(&tid[i], NULL, odd12_job, &jobs[i]) == 0;
+    for (int i = 1; i < n; i++)
+        if (!started[i]) odd12_job(&jobs[i]);
+    odd12_job(&jobs[0]);
+    for (int i = 1; i < n; i++)
+        if (started[i]) pthread_join(tid[i], NULL);
+    for (int i = 0; i < n; i++) err |= !jobs[i].ok;
+    return err;
+#else
+    (void)c; (void)threads;
+    return 1;
+#endif
+}
+
 static int run_chain(Ctx *c, int threads)
 {
     int err = 0;
@@ -1667,6 +2233,13 @@ static int run_chain(Ctx *c, int threads)
     if (c->arena.held) arena_reserve(&c->arena, chain_need(c));
     Grid grid = {0};
     for (int l = 1; l < c->levels && !err; l++) {
+        if (l == 1 && odd12_ready(c)) {  /* levels 1 and 2 in one pass over the base (rgba8_odd12_avx512) */
+            err = odd12_rows(c, threads);
+            odd_tab_free(&c->odd[0]);
+            odd_tab_free(&c->odd[1]);
+            l = 2;
+            continue;
+        }
         int fused = fused_after(c, l);
         c->fuse_top = l + fused;
         int kept = l + fused, needed = sums_read(c, kept);  /* the level whose sums may be kept */
@@ -1691,7 +2264,11 @@ static int run_chain(Ctx *c, int threads)
                 axis_weights(c->height, dh, ys, ys + dh, yw, ystride);
                 c->xs = xs; c->xn = xs + dw; c->xw = xw; c->xstride = xstride;
                 c->ys = ys; c->yn = ys + dh; c->yw = yw; c->ystride = ystride;
-                err = level_rows(c, l, fused ? FUSED : FROM_BASE, threads);
+                if (odd_tab_build(c, l, &c->odd[0], xs, xs + dw, xw, xstride, ys, ys + dh, yw, ystride))
+                    err = 1;
+                else
+                    err = level_rows(c, l, fused ? FUSED : FROM_BASE, threads);
+                odd_tab_free(&c->odd[0]);
             }
             free(xs); free(ys); free(xw); free(yw);
         }
@@ -1705,6 +2282,8 @@ static int run_chain(Ctx *c, int threads)
     }
     grid_free(&grid);
     for (int l = 0; l < c->levels; l++) big_free(c->lv[l].sums, c->lv[l].bytes);
+    odd_tab_free(&c->odd[0]);
+    odd_tab_free(&c->odd[1]);
     return err;
 }
 
@@ -1863,6 +2442,14 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     int fast_ok = srgb && srgb_tables(c);
     if (fast_ok && channels == 4) c->fast = use_fast >= 2 ? (simd_level() >= 2 ? 2 : 1) : use_fast > 0;
     c->fast12 = c->fast12 && c->fast >= 2 && levels >= 3;
+    if (c->fast >= 2) {  /* (rgba8_base_odd_avx512's doubles: exact below 2**53) */
+        for (int k = 0; k < 256; k++) c->lind[k] = (double)c->lin32[k];
+        for (int k = 0; k <= 256; k++) c->twd[k] = (double)c->tw.t[k];
+        c->tw_scale = 1.0 / (double)((u64)1 << c->tw.shift);
+        for (int k = 0; k < 256; k++)
+            for (int p = 0; p < 4; p++) c->linb[p][k] = (uint8_t)(c->lin32[k] >> (8 * p));
+        c->vbmi = use_fast == 2 && vbmi_ok();  /* (fast=3: AVX-512 without VBMI, for the tests) */
+    }
     if (use_arena) arena_take(&c->arena);
     err = run_chain(c, threads);
     arena_give(&c->arena);

@@ -99,8 +99,10 @@ def _tables(bits: int, srgb: bool) -> tuple[bytes, bytes]:
 
 #: ``host_chain(kernels=)``: the engine's loops for every kind (``generic``); also the RGBA8 sRGB
 #: kernels of 2x2 footprints in portable C (``portable``); also their AVX-512 forms where the CPU
-#: has AVX-512 F/DQ/BW/VL (``simd``, the default; elsewhere the portable ones). The same bytes.
-KERNELS = {"generic": 0, "portable": 1, "simd": 2}
+#: has AVX-512 F/DQ/BW/VL (``simd``, the default; elsewhere the portable ones), the odd sizes' L
+#: looked up by byte permutes where it also has VBMI; ``avx512``: ``simd`` without VBMI (gathers:
+#: what a CPU without it runs). The same bytes.
+KERNELS = {"generic": 0, "portable": 1, "simd": 2, "avx512": 3}
 
 
 def simd() -> bool:

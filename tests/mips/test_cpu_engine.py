@@ -574,9 +574,14 @@ def _rgba8(rng, w, h, kind):
 # then odd on one axis or both (levels from the base of weighted footprints, cell grids)
 RGBA8_SIZES = [(2, 2), (4, 4), (6, 10), (10, 6), (64, 64), (48, 20), (72, 36), (100, 36), (136, 8), (8, 136),
                (130, 68), (34, 2), (96, 16), (48, 21), (21, 48), (131, 67), (67, 5), (3, 3)]
+# odd sizes for the AVX-512 kernels of levels from the base (h13odd): level 1 one group of eight (17), a
+# group and a remainder, fewer than eight texels a row; x even but y odd (50x9: two terms a footprint);
+# level 2 of x = 4m + 1 (regular groups), 4m + 2 and 4m + 3 (footprints shifting: gathered groups);
+# one texel wide or high; a row of planes past 64 texels (the byte permutes' blocks) with a remainder
+ODD_SIZES = [(17, 9), (50, 9), (98, 7), (103, 9), (13, 250), (255, 13), (7, 1), (1, 7), (5, 3), (129, 35)]
 
 
-@pytest.mark.parametrize("w,h", RGBA8_SIZES)
+@pytest.mark.parametrize("w,h", RGBA8_SIZES + ODD_SIZES)
 def test_rgba8_kernels_equal_the_model(rng, w, h):
     """The RGBA8 sRGB kernels (``_mipcpu.c``: level 1 of even sizes from the base and 2x2-tiled
     levels from sums, in portable C; level 1, and levels 1 and 2 together, in AVX-512 where the
@@ -589,7 +594,7 @@ def test_rgba8_kernels_equal_the_model(rng, w, h):
         a = _rgba8(rng, w, h, kind)
         for srgb, weighted in ((True, True), (True, False), (False, True), (False, False)):
             want = _model(a, 4, 8, srgb, weighted)
-            for kernels in ("simd", "portable", "generic"):
+            for kernels in ("simd", "avx512", "portable", "generic"):
                 for threads in (1, 3):
                     got = cpu.host_chain(a, 4, 8, srgb, weighted, mip_count(w, h), nthreads=threads, kernels=kernels)
                     for lv, (g, m) in enumerate(zip(got, want), 1):
@@ -638,3 +643,101 @@ def test_simd_kernels_run_where_the_cpu_has_avx512():
         pytest.skip("no /proc/cpuinfo flags on this system")
     want = all(f in flags for f in ("avx512f", "avx512dq", "avx512bw", "avx512vl"))
     assert cpu.simd() == want
+
+
+@pytest.mark.parametrize("w,h", [(259, 257), (257, 515)])
+def test_odd_kernels_split_over_threads_give_the_same_bytes(rng, w, h):
+    """Levels 1 and 2 of an odd size made together over threads (``_mipcpu.c``'s odd12_rows: level 2's
+    rows split evenly, each level-1 row to one job; over 2**16 texels, so the rows are split): the bytes
+    of one thread and of the portable kernels (the model's: test_rgba8_kernels_equal_the_model), every
+    level, with alpha sparse, in holes and partial, weighted and straight."""
+    for kind in ("sparse", "holes", "partial"):
+        a = _rgba8(rng, w, h, kind)
+        for weighted in (True, False):
+            want = cpu.host_chain(a, 4, 8, True, weighted, mip_count(w, h), nthreads=1, kernels="portable")
+            for threads in (1, 2, 3, 16):
+                got = cpu.host_chain(a, 4, 8, True, weighted, mip_count(w, h), nthreads=threads)
+                for lv, (g, m) in enumerate(zip(got, want), 1):
+                    assert np.array_equal(g, m), (kind, weighted, threads, lv)
+
+
+def _box_sums(plane, n_to):
+    """Exact integer sums of ``plane`` (int64, h x w) over the footprints of the integer box chain
+    from (h, w) to ``n_to`` = (h', w'): the weights of ``intbox._weights`` on each axis, one axis at a
+    time (numpy, no engine code)."""
+    from gputex.mips.intbox import _weights
+
+    out = plane
+    for axis, m in ((1, n_to[1]), (0, n_to[0])):
+        n = out.shape[axis]
+        res = np.zeros(out.shape[:axis] + (m,) + out.shape[axis + 1:], np.int64)
+        for j in range(m):
+            for t, wt in _weights(n, m, j):
+                if axis == 1:
+                    res[:, j] += wt * out[:, t]
+                else:
+                    res[j] += wt * out[t]
+        out = res
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("w,h", [(1537, 1999), (1999, 1537), (2047, 2049)])
+def test_odd_kernels_at_large_sizes_round_as_intbox(rng, w, h):
+    """The batch's odd sizes and 2047x2049 (W = 2**22 - 1: the largest sums the AVX-512 odd kernels
+    hold in doubles, just under 2**53), opaque but for scattered texels not opaque, weighted and
+    straight: every texel of levels 1 and 2 (from the base) and 3 (the first cell grid) against
+    exact numpy sums (``lin_table`` weighted by ``intbox._weights``) and thresholds
+    ``ceil(Q[k] * W / 2**32)`` (opaque footprints, straight alpha's codes), and sampled footprints
+    not opaque against ``intbox.round_code`` of their exact weighted sums; ``simd`` (byte permutes
+    where the CPU has VBMI), ``avx512`` (gathers) and ``portable`` kernels alike."""
+    from gputex.mips.intbox import lin_table, round_code, threshold_table
+
+    a = _rgba8(rng, w, h, "sparse")
+    lin = np.array(lin_table(8, True), np.int64)
+    total = w * h
+    t = np.array([-(-q * total >> 32) for q in threshold_table(8, True)][1:], np.int64)  # T[1..255]
+    alpha = a[..., 3].astype(np.int64)
+    ones = np.ones_like(alpha)
+    for weighted in (True, False):
+        got_all = {k: cpu.host_chain(a, 4, 8, True, weighted, 4, nthreads=1, kernels=k)
+                   for k in ("simd", "avx512", "portable")}
+        got_all["simd, 3 threads"] = cpu.host_chain(a, 4, 8, True, weighted, 4, nthreads=3)
+        for k in ("avx512", "portable", "simd, 3 threads"):
+            for lv in range(3):
+                assert np.array_equal(got_all[k][lv], got_all["simd"][lv]), (k, lv + 1)
+        got = got_all["simd"]
+        for lv in (1, 2, 3):
+            size = (max(1, h >> lv), max(1, w >> lv))
+            asum = _box_sums(alpha, size)
+            count = _box_sums(ones, size)
+            psum = [_box_sums(lin[a[..., ch]], size) for ch in range(3)]
+            opaque = asum == 255 * count
+            g = got[lv - 1]
+            for ch in range(3):
+                want = np.searchsorted(t, psum[ch], side="right")
+                sel = opaque if weighted else np.ones_like(opaque)
+                assert np.array_equal(g[..., ch][sel], want[sel]), (weighted, lv, ch)
+            want_a = np.minimum((2 * asum + total) // (2 * total), 255)
+            assert np.array_equal(g[..., 3], want_a), (weighted, lv)
+            if weighted:
+                ys, xs = np.nonzero(~opaque)
+                assert len(ys) > 0
+                pick = rng.choice(len(ys), min(200, len(ys)), replace=False)
+                for i in pick:
+                    y, x = int(ys[i]), int(xs[i])
+                    box = [(ty, tx, wy * wx) for ty, wy in _axis(h, size[0], y) for tx, wx in _axis(w, size[1], x)]
+                    aw = sum(wt * int(alpha[ty, tx]) for ty, tx, wt in box)
+                    for ch in range(3):
+                        if aw:
+                            s = sum(wt * int(alpha[ty, tx]) * int(lin[a[ty, tx, ch]]) for ty, tx, wt in box)
+                            want = round_code(s, aw, 8, True)
+                        else:
+                            want = round_code(sum(wt * int(lin[a[ty, tx, ch]]) for ty, tx, wt in box), total, 8, True)
+                        assert g[y, x, ch] == want, (lv, y, x, ch)
+
+
+def _axis(n, m, j):
+    from gputex.mips.intbox import _weights
+
+    return _weights(n, m, j)
