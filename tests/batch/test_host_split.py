@@ -173,7 +173,7 @@ def test_repeated_stems_keep_the_gpu_path(gpu, rng, tmp_path, monkeypatch):
 
 
 def test_what_the_engine_serves():
-    """16-bit sRGB, more than 2^24 texels, one level, float data, unknown 16-bit storage: the GPU."""
+    """16-bit sRGB, more than 2^28 texels, one level, float data, unknown 16-bit storage: the GPU."""
     plan = HostPlan("x.ktx2", None, None, False, False, None, True, None, False, True)
 
     def image(shape, dtype, space="srgb"):
@@ -191,8 +191,10 @@ def test_what_the_engine_serves():
     # an 8-bit image asked for as 16-bit unorm on a device not known to store it: the GPU step decides
     assert plan_texture(image((4, 4, 4), np.uint8, "linear"), replace(plan, format="rgba16unorm", norm16=False)) is None
     assert plan_texture(image((4, 4, 4), np.uint8, "linear"), replace(plan, format="rgba16unorm"))[0].name == "rgba16unorm"
-    big = Image(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (4097, 4096, 4), (0, 0, 0)), "srgb")
-    assert plan_texture(big, plan) is None  # more than 2^24 texels
+    big = Image(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (16385, 16384, 4), (0, 0, 0)), "srgb")
+    assert plan_texture(big, plan) is None  # more than 2^28 texels
+    large = Image(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (4097, 4096, 4), (0, 0, 0)), "srgb")
+    assert plan_texture(large, plan)[0].name == "rgba8unorm-srgb"  # over 2^24: the 128-bit engine's
 
 
 @pytest.mark.skipif(KTX is None, reason="Khronos's ktx tool (../shared/peers/ktx) is not present")
