@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..devflags import flag
 from ..errors import FormatError
@@ -165,12 +165,23 @@ def arena_bytes() -> int:
     largest chain asked for, at most 64 MiB (RGBA: 2048^2 2 MiB, 1999x1537 12 MiB of cell grids):
     a decode worker's chains then find their pages mapped, not zeroed by the kernel again
     (``_mipcpu.c``). ``_mipcpu128`` (bases over 2^24 texels) keeps an arena of its own: counted."""
-    return sum(int(m.arena_bytes()) for m in (_mipcpu, _mipcpu128) if m is not None)
+    total = 0
+    for m in _modules():
+        total += int(m.arena_bytes())
+    return total
 
 
 def release_arena() -> int:
     """Unmap the C engine's arenas (where no chain is using them); returns the bytes given back."""
-    return sum(int(m.release()) for m in (_mipcpu, _mipcpu128) if m is not None)
+    total = 0
+    for m in _modules():
+        total += int(m.release())
+    return total
+
+
+def _modules() -> list[Any]:
+    """The engine's built modules: ``_mipcpu`` and ``_mipcpu128``."""
+    return [m for m in (_mipcpu, _mipcpu128) if m is not None]
 
 
 def sources(width: int, height: int, levels: int) -> list[int]:

@@ -147,3 +147,43 @@ def test_odd_size_over_2_24_texels_gives_the_shaders_bytes(gpu, rng, monkeypatch
     assert len(got) == len(shader)
     for lv, (g, s) in enumerate(zip(got, shader), 1):
         assert np.array_equal(g, s.reshape(g.shape)), f"level {lv}"
+
+
+@pytest.mark.gpu
+def test_upload_of_an_8192_png_makes_the_gpu_paths_ktx2_on_the_host(gpu, rng, tmp_path):
+    """``gputex upload X.png --mips -o X.ktx2`` of an 8-bit 8192² PNG (2^26 texels): the chain and
+    the file made on the host with no device (the result line says so; ``GPUTEX_TRACE`` has no
+    ``device`` span, no ``gpu`` step), the same bytes as the device's path
+    (``GPUTEX_SPLIT_DEVICE=start``, ``GPUTEX_MIPS_ENGINE=shader``: the shader on this adapter)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import gputex
+
+    from pngmaker import make_png
+
+    tile = _tile(rng, 64, 4, 8, "mixed")
+    a = np.tile(tile, (128, 128, 1))
+    a[4096:, :, :3] = a[4096:, :, :3] // 2 + np.arange(8192, dtype=np.uint16)[:, None] % 128  # (not a tiled chain)
+    src = tmp_path / "big.png"
+    src.write_bytes(make_png(a, 6, 8))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(gputex.__file__)))
+    files = {}
+    for path, extra in (("host", {}), ("device", {"GPUTEX_SPLIT_DEVICE": "start", "GPUTEX_MIPS_ENGINE": "shader"})):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUTEX_")}
+        env.update(extra, PYTHONPATH=root + os.pathsep + env.get("PYTHONPATH", ""),
+                   GPUTEX_TRACE=str(tmp_path / f"{path}.jsonl"))
+        out = tmp_path / f"{path}.ktx2"
+        p = subprocess.run([sys.executable, "-m", "gputex", "upload", str(src), "--format", "rgba8unorm-srgb", "--mips",
+                            "--filter", "box", "-o", str(out)], capture_output=True, text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr
+        spans = {json.loads(line)["what"] for line in open(tmp_path / f"{path}.jsonl")}
+        if path == "host":
+            assert "chain and file made on the host" in p.stdout, p.stdout
+            assert "mips:host-engine" in spans and not {"device", "gpu", "stage:upload"} & spans, spans
+        else:
+            assert {"device", "stage:mips", "stage:capture"} <= spans and "mips:host-engine" not in spans, spans
+        files[path] = out.read_bytes()
+    assert files["host"] == files["device"]
