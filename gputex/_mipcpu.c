@@ -14,9 +14,25 @@
  * little-endian); ``out``: a writable buffer for levels 1.. back to back, tight rows. ``lin``
  * and ``q``: ``intbox.lin_table`` / ``threshold_table`` as uint64 (8-bit sRGB only; linear
  * data rounds with one exact integer division). Serves 8-bit sRGB or linear and 16-bit linear
- * data with 1, 2 or 4 channels and ``W <= 2**24`` (every sum then fits 64 bits; the
- * comparisons use 128-bit products). Colour channels are independent and alpha is last, so
- * BGRA needs nothing of its own.
+ * data with 1, 2 or 4 channels and ``W <= 2**24`` (every sum then fits 64 bits: W * 255 * 2**31
+ * < 2**63; the comparisons use 128-bit products). Colour channels are independent and alpha is
+ * last, so BGRA needs nothing of its own.
+ *
+ * Over 2**24 texels (issue 13, h13big): this file built again with SUMS128 (``_mipcpu128.c``,
+ * module ``gputex._mipcpu128``, which gputex/mips/cpu.py's host_chain takes above 2**24) keeps
+ * every sum in 128 bits (``sum_t``: stored levels, rings, cell grids, thresholds), for
+ * ``W <= 2**28`` (16384^2: sums below W * 255 * 2**31 < 2**67, products of a threshold and a
+ * denominator below 2**99). Values that stay small keep 64 bits there too (a texel's L and a * L,
+ * the weights, sums of a few texels before their weight, the odd kernels' plain sums below
+ * W * 2**31 <= 2**59), and code_linear divides in 64 bits where its operands fit. The RGBA8
+ * kernels run in their portable form (their stores widened); the AVX-512 ones, whose lanes hold
+ * 64-bit sums, are left out (simd_level() 0). The 64-bit build is the same machine code as
+ * before (objdump, gcc 12). Speed, one thread, a photo-like 8192^2 weighted chain: 262 ms on the
+ * 2-core machine, 227 ms on the H200 host, against 33 / 29 ms for 4096^2 (64-bit, AVX-512): ~2x
+ * the time a texel; 16 threads on the H200 host 46-67 ms (``benchmarks/host_chain_scale.py
+ * --per-level``, GPUTEX_TRACE's mips:host-engine). Memory: an 8192^2 chain's sums are its fused
+ * band's rings and level 9's (a few MB); an odd size's first cell grid doubles (8191x8193: ~1.1
+ * GB of cells at 16 bytes a slot, against ~0.54 GB at 8).
  *
  * Speed: a level whose footprints an earlier level's texels tile exactly is the sum of those
  * texels' stored sums (divided exactly by the tiling ratio); levels 1 and 2 otherwise are summed

@@ -67,7 +67,8 @@ class HostWritten:
 def plan_texture(image: Image, plan: HostPlan) -> tuple[Format, str, int] | None:
     """(format, colour space, levels) of ``image``'s texture where the C engine makes its chain
     as the GPU step would (an 8- or 16-bit unorm format of the integer chain, 1, 2 or 4 channels,
-    16-bit data linear, at most 2^28 texels (:data:`gputex.mips.cpu.MAX_TEXELS`), two levels or more, the extension built); else None."""
+    16-bit data linear, at most 2^28 texels (:data:`gputex.mips.cpu.MAX_TEXELS`), two levels or
+    more, the extension built); else None."""
     from .layout import mip_count
     from .mips import cpu
     from .mips.integer import INT_FORMATS

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 
     from ..texture import Texture
 
-__all__ = ["ENGINES", "MAX_TEXELS", "SUMS64_TEXELS", "engine", "engine_flag", "available", "serves", "cpu_ok", "threads", "host_chain",
-           "sources", "cpu_chain", "arena_bytes", "release_arena", "simd", "KERNELS"]
+__all__ = ["ENGINES", "MAX_TEXELS", "SUMS64_TEXELS", "engine", "engine_flag", "available", "serves", "cpu_ok",
+           "threads", "host_chain", "sources", "cpu_chain", "arena_bytes", "release_arena", "simd", "KERNELS"]
 
 try:
     from .. import _mipcpu
@@ -47,8 +47,8 @@ ENGINES = ("auto", "shader", "cpu")
 #: Base texels the engine's 64-bit sums serve (``_mipcpu``: every sum then fits 64 bits): 4096^2.
 SUMS64_TEXELS = 1 << 24
 #: Base texels the C engine takes: up to :data:`SUMS64_TEXELS` with 64-bit sums, above that (to
-#: 2^28: 16384^2) the same source built with 128-bit sums (``_mipcpu128``, without the RGBA8
-#: kernels), where it was built.
+#: 2^28: 16384^2) the same source built with 128-bit sums (``_mipcpu128``: the RGBA8 kernels in
+#: their portable form, no AVX-512), where it was built.
 MAX_TEXELS = 1 << 28
 
 
@@ -130,7 +130,7 @@ def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted:
     the engine's sums in the process's arena, kept for the next chain (:func:`arena_bytes`;
     False: mapped for this chain alone, as before the arena; the same bytes). ``kernels``: which
     of the engine's loops may run (:data:`KERNELS`; the same bytes). Bases of more than
-    :data:`SUMS64_TEXELS` texels go to ``_mipcpu128`` (128-bit sums, its generic loops only)."""
+    :data:`SUMS64_TEXELS` texels go to ``_mipcpu128`` (128-bit sums; no AVX-512 kernels there)."""
     import numpy as np
 
     assert _mipcpu is not None, "gputex._mipcpu was not built"
