@@ -20,7 +20,8 @@ turn at each process count (the children load it after the fork); ``--json FILE`
 ``--per-level``: instead, in this process, the best of 6 of the chain cut at levels 2, 3, 4 and
 whole (where the time goes by level), for each ``--module`` (other builds of ``gputex/_mipcpu.c``,
 e.g. other compiler flags or main's; default: the one gputex imports; a module named more than
-once runs again in turn), then each build's whole chain as a ratio to the first one's.
+once runs again in turn; a ``_mipcpu128`` build, the 128-bit sums, serves the sizes over 2^24
+texels and leaves the others to the default), then each build's whole chain as a ratio to the first one's.
 ``--kinds``: every other kind of chain the engine serves (1, 2 and 4 channels, 8-bit sRGB and
 linear, 16-bit linear, RGBA8 sRGB at 4096^2 and 4095x4097, an odd two-channel size, tiny sizes),
 random opaque codes, weighted and straight, each ``--module`` in turn (best of 5, or of 200 for
@@ -94,7 +95,7 @@ def _child(args) -> list[tuple]:
     from gputex.mips import cpu
 
     if so:
-        cpu._mipcpu = _load(so)
+        _use(cpu, so)
     src, dst = np.ones(4 << 20, np.uint64), np.zeros(4 << 20, np.uint64)  # 32 MB, pages mapped before the start
     dst[:] = 1
     while time.time() < start:  # all processes begin together
@@ -118,15 +119,25 @@ def _child(args) -> list[tuple]:
 
 
 def _load(so: str):
+    """The build ``so`` of the engine: ``gputex._mipcpu``, or ``gputex._mipcpu128`` (the 128-bit
+    sums, bases over 2^24 texels) where its file name says so."""
     import importlib.machinery
     import importlib.util
 
-    loader = importlib.machinery.ExtensionFileLoader("gputex._mipcpu", so)
-    spec = importlib.util.spec_from_file_location("gputex._mipcpu", so, loader=loader)
+    name = "gputex._mipcpu128" if "_mipcpu128" in os.path.basename(so) else "gputex._mipcpu"
+    loader = importlib.machinery.ExtensionFileLoader(name, so)
+    spec = importlib.util.spec_from_file_location(name, so, loader=loader)
     assert spec is not None
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
     return mod
+
+
+def _use(cpu, so: str) -> None:
+    """``cpu.host_chain`` on the build ``so`` (:func:`_load`): a 128-bit build serves the sizes over
+    2^24 texels, any other the rest."""
+    mod = _load(so)
+    setattr(cpu, "_mipcpu128" if mod.__name__.endswith("128") else "_mipcpu", mod)
 
 
 def _name(so: str) -> str:
@@ -146,7 +157,7 @@ def per_level(sizes: list[str], modules: list[str], weighted: bool = True, kerne
     whole: dict[tuple[str, int, int], list[float]] = {}
     for so in modules or [""]:
         if so:
-            cpu._mipcpu = _load(so)
+            _use(cpu, so)
         for (w, h), img in imgs.items():
             res = []
             for lv in (2, 3, 4, mip_count(w, h)):

@@ -14,9 +14,25 @@
  * little-endian); ``out``: a writable buffer for levels 1.. back to back, tight rows. ``lin``
  * and ``q``: ``intbox.lin_table`` / ``threshold_table`` as uint64 (8-bit sRGB only; linear
  * data rounds with one exact integer division). Serves 8-bit sRGB or linear and 16-bit linear
- * data with 1, 2 or 4 channels and ``W <= 2**24`` (every sum then fits 64 bits; the
- * comparisons use 128-bit products). Colour channels are independent and alpha is last, so
- * BGRA needs nothing of its own.
+ * data with 1, 2 or 4 channels and ``W <= 2**24`` (every sum then fits 64 bits: W * 255 * 2**31
+ * < 2**63; the comparisons use 128-bit products). Colour channels are independent and alpha is
+ * last, so BGRA needs nothing of its own.
+ *
+ * Over 2**24 texels (issue 13, h13big): this file built again with SUMS128 (``_mipcpu128.c``,
+ * module ``gputex._mipcpu128``, which gputex/mips/cpu.py's host_chain takes above 2**24) keeps
+ * every sum in 128 bits (``sum_t``: stored levels, rings, cell grids, thresholds), for
+ * ``W <= 2**28`` (16384^2: sums below W * 255 * 2**31 < 2**67, products of a threshold and a
+ * denominator below 2**99). Values that stay small keep 64 bits there too (a texel's L and a * L,
+ * the weights, sums of a few texels before their weight, the odd kernels' plain sums below
+ * W * 2**31 <= 2**59), and code_linear divides in 64 bits where its operands fit. The RGBA8
+ * kernels run in their portable form (their stores widened); the AVX-512 ones, whose lanes hold
+ * 64-bit sums, are left out (simd_level() 0). The 64-bit build is the same machine code as
+ * before (objdump, gcc 12). Speed, one thread, a photo-like 8192^2 weighted chain: 262 ms on the
+ * 2-core machine, 227 ms on the H200 host, against 33 / 29 ms for 4096^2 (64-bit, AVX-512): ~2x
+ * the time a texel; 16 threads on the H200 host 46-67 ms (``benchmarks/host_chain_scale.py
+ * --per-level``, GPUTEX_TRACE's mips:host-engine). Memory: an 8192^2 chain's sums are its fused
+ * band's rings and level 9's (a few MB); an odd size's first cell grid doubles (8191x8193: ~1.1
+ * GB of cells at 16 bytes a slot, against ~0.54 GB at 8).
  *
  * Speed: a level whose footprints an earlier level's texels tile exactly is the sum of those
  * texels' stored sums (divided exactly by the tiling ratio); levels 1 and 2 otherwise are summed
@@ -125,6 +141,18 @@
 typedef uint64_t u64;
 typedef unsigned __int128 u128;
 
+/* Sums: 64 bits in ``_mipcpu`` (W <= 2**24: every sum fits), 128 in ``_mipcpu128`` (this file
+ * built again with SUMS128 by _mipcpu128.c, for 2**24 < W <= 2**28; the RGBA8 kernels left out). */
+#ifdef SUMS128
+typedef u128 sum_t;
+#define MODULE_NAME "_mipcpu128"
+#define MAX_W ((u64)1 << 28)
+#else
+typedef u64 sum_t;
+#define MODULE_NAME "_mipcpu"
+#define MAX_W ((u64)1 << 24)
+#endif
+
 #define MAX_SLOTS 4
 #define GUESS_BITS 14
 #define MAX_THREADS 16
@@ -134,7 +162,7 @@ typedef unsigned __int128 u128;
 
 typedef struct {
     int w, h;           /* level size */
-    u64 *sums;          /* stored sums (w * h * slots), or NULL */
+    sum_t *sums;        /* stored sums (w * h * slots), or NULL */
     size_t bytes;       /* what big_alloc mapped for them (0: in the arena) */
 } Level;
 
@@ -255,7 +283,7 @@ static void *sums_alloc(Arena *a, size_t *bytes)
  * the largest k whose t[k] lies at or below that bucket's start; ``one_step``: no bucket holds two
  * thresholds (then a guess moves up one code at most). */
 typedef struct {
-    u64 t[257];
+    sum_t t[257];
     uint8_t guess[1 << GUESS_BITS];
     int shift, one_step;
 } Thresh;
@@ -315,7 +343,7 @@ typedef struct {
     int gx_n, gy_n;             /* cells on each axis */
     const int *gx, *gy;         /* gx_n + 1 / gy_n + 1 cut points */
     const int *gx_of, *gy_of;   /* the cell of each base column / row */
-    u64 *cells;                 /* gy_n * gx_n * slots */
+    sum_t *cells;               /* gy_n * gx_n * slots */
     Arena arena;                /* where the sums are taken from */
 } Ctx;
 
@@ -323,16 +351,22 @@ typedef struct {
 
 #define INLINE static inline __attribute__((always_inline))
 
-INLINE int ge_q(const Ctx *c, u64 s, u64 den, int k)
+INLINE int ge_q(const Ctx *c, sum_t s, sum_t den, int k)
 {
     return ((u128)s << 32) >= (u128)c->q[k] * den;
 }
 
 /* linear data: the largest k with s * 2**32 >= (k - 1/2) * 2**32 * den, ties up (every operand
  * fits 64 bits: s <= W * 65535**2 < 2**57) */
-INLINE unsigned code_linear(u64 s, u64 den, int top)
+INLINE unsigned code_linear(sum_t s, sum_t den, int top)
 {
-    u64 k = (2 * s + den) / (2 * den);
+#ifdef SUMS128
+    if ((s | den) >> 62) {  /* (a 128-bit division only where the operands need it) */
+        u128 k = (2 * s + den) / (2 * den);
+        return k > (u128)top ? (unsigned)top : (unsigned)k;
+    }
+#endif
+    u64 k = (2 * (u64)s + (u64)den) / (2 * (u64)den);
     return k > (u64)top ? (unsigned)top : (unsigned)k;
 }
 
@@ -346,15 +380,23 @@ INLINE int bucket_of(double x)
 /* The integer thresholds of sums over W times ``scale``: S * 2**32 >= Q[k] * W exactly when
  * S >= T[k] = ceil(Q[k] * W / 2**32) (S an integer; Q[k] * W < 2**63 * 2**24), and
  * floor(S / scale) >= T[k] exactly when S >= scale * T[k] (scale * W * L(max) < 2**63). */
+static int bit_length(sum_t v)
+{
+#ifdef SUMS128
+    if (v >> 64) return 128 - __builtin_clzll((u64)(v >> 64));
+#endif
+    return 64 - __builtin_clzll((u64)v | 1);
+}
+
 static void build_thresholds(Ctx *c, Thresh *th, u64 scale)
 {
-    for (int j = 0; j <= c->top; j++) th->t[j] = scale * (u64)((((u128)c->q[j] * c->total) + 0xffffffffu) >> 32);
-    th->t[c->top + 1] = UINT64_MAX;
-    u64 most = scale * c->total * c->lin[c->top];  /* the largest sum */
-    int bits = 64 - __builtin_clzll(most | 1), k = 0;
+    for (int j = 0; j <= c->top; j++) th->t[j] = (sum_t)scale * (u64)((((u128)c->q[j] * c->total) + 0xffffffffu) >> 32);
+    th->t[c->top + 1] = ~(sum_t)0;
+    sum_t most = (sum_t)scale * c->total * c->lin[c->top];  /* the largest sum */
+    int bits = bit_length(most), k = 0;
     th->shift = bits > GUESS_BITS ? bits - GUESS_BITS : 0;
     for (int i = 0; i < (1 << GUESS_BITS); i++) {
-        u64 start = (u64)i << th->shift;
+        sum_t start = (sum_t)i << th->shift;
         while (k < c->top && th->t[k + 1] <= start) k++;
         th->guess[i] = (uint8_t)k;
     }
@@ -362,7 +404,7 @@ static void build_thresholds(Ctx *c, Thresh *th, u64 scale)
      * buckets, the plain table where W is a power of two; 2.48 the 255x one), so ``one_step`` holds
      * and finalize_t's loop for a table without it is never taken: kept, for thresholds of other data */
     th->one_step = 1;
-    for (int j = 0; j < c->top; j++) th->one_step &= th->t[j + 1] - th->t[j] >= ((u64)1 << th->shift);
+    for (int j = 0; j < c->top; j++) th->one_step &= th->t[j + 1] - th->t[j] >= ((sum_t)1 << th->shift);
 }
 
 static void build_guess(Ctx *c)
@@ -385,13 +427,13 @@ static void build_guess(Ctx *c)
 
 /* Codes of texel x of row y of the current level from its slot sums (colour slots already
  * the weighted sums where a > 0, else the plain sums); the sums kept where a later level reads them. */
-INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int y, const u64 *acc, const int CH,
+INLINE void finalize_t(const Ctx *c, int lvl, sum_t *dsums, int drow0, int x, int y, const sum_t *acc, const int CH,
                        const int B16, const int SRGB, const int WA)
 {
     const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
     const Level *L = &c->lv[lvl];
-    u64 a = ha ? acc[nc] : 0;
-    u64 den = (WA && a > 0) ? a : c->total;
+    sum_t a = ha ? acc[nc] : 0;
+    sum_t den = (WA && a > 0) ? a : c->total;
     size_t t = (size_t)y * L->w + x;
     unsigned codes[4];
     if (SRGB && (!(WA && a > 0) || a == c->opaque)) {
@@ -403,7 +445,7 @@ INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int 
          * every opaque photo: 2048^2 chain 24.4 -> 16.9 ms on one core here) */
         const Thresh *restrict th = (WA && a > 0) ? &c->to : &c->tw;  /* (opaque: S >= 255 * T[k], no division) */
         for (int k = 0; k < nc; k++) {
-            u64 s = acc[k];
+            sum_t s = acc[k];
             int g = th->guess[s >> th->shift];
             /* one step without a branch: a bucket holds one threshold at most (``one_step``), so
              * no loop (the loop alone mispredicted: 2048^2 chain ~1 ms of 17, one core here) */
@@ -415,7 +457,7 @@ INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int 
     } else if (SRGB) {
         double inv = c->guess_scale / (double)den;
         for (int k = 0; k < nc; k++) {
-            u64 s = acc[k];
+            sum_t s = acc[k];
             /* a guess from the float value (relative error < 1e-15) and the bucket table, moved
              * along the float thresholds; where it lies within 1e-10 of one, the exact
              * comparisons decide: Q[k] * den <= s * 2**32 < Q[k + 1] * den */
@@ -447,7 +489,7 @@ INLINE void finalize_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int 
         }
     }
     if (dsums) {
-        u64 *restrict d = dsums + ((size_t)(y - drow0) * L->w + x) * ns;
+        sum_t *restrict d = dsums + ((size_t)(y - drow0) * L->w + x) * ns;
         for (int k = 0; k < ns; k++) d[k] = acc[k];
     }
 }
@@ -480,7 +522,7 @@ INLINE void base_values(const Ctx *c, int ty, u64 *vals, int plain, const int CH
     }
 }
 
-INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row, u64 *vals,
+INLINE void rows_from_base_t(const Ctx *c, int lvl, sum_t *dsums, int drow0, int y0, int y1, sum_t *row, u64 *vals,
                              const int CH, const int B16, const int SRGB, const int WA)
 {
     const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
@@ -497,11 +539,11 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
      * added over them in a register and stored once (the row was read and written back for every
      * base row: 1537x1999 levels 1-2 21.9 -> 20.5 ms, one core here) */
     const int nring = c->ystride;
-    u64 *hring = row + (size_t)dw * ns;
+    sum_t *hring = row + (size_t)dw * ns;
     int tag[MAX_RING];
     for (int i = 0; i < nring && i < MAX_RING; i++) tag[i] = -1;
     for (int y = y0; y < y1; y++) {
-        if (fx && fy && !(fx == 2 && fy == 2)) memset(row, 0, sizeof(u64) * (size_t)dw * ns);  /* (else each sum stored whole) */
+        if (fx && fy && !(fx == 2 && fy == 2)) memset(row, 0, sizeof(sum_t) * (size_t)dw * ns);  /* (else each sum stored whole) */
         int missing = 0;
         if (fx == 2 && fy == 2) {  /* the common 2x2: the values summed as they are read */
             /* in registers, each texel's sums stored once, and the context's pointers in locals: a
@@ -512,7 +554,7 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
             const u64 *restrict lin = c->lin;
             const size_t stride = (size_t)c->width * CH;
             size_t i = (size_t)(2 * y) * stride;
-            u64 *restrict r = row;
+            sum_t *restrict r = row;
             const u64 top = (u64)c->top, topwt = top * wt;
             for (int x = 0; x < dw; x++, r += ns, i += 2 * CH) {
                 u64 acc[MAX_SLOTS] = {0, 0, 0, 0};
@@ -527,7 +569,7 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
                             unsigned k00 = code_of(base, i + k, B16), k01 = code_of(base, i + CH + k, B16);
                             unsigned k10 = code_of(base, i + stride + k, B16), k11 = code_of(base, i + stride + CH + k, B16);
                             u64 sum = SRGB ? lin[k00] + lin[k01] + lin[k10] + lin[k11] : (u64)k00 + k01 + k10 + k11;
-                            r[k] = sum * topwt;
+                            r[k] = (sum_t)sum * topwt;
                         }
                         r[nc] = 4 * topwt;
                         continue;
@@ -543,13 +585,13 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
                     }
                     if (ha) acc[nc] += a0 + a1;
                 }
-                for (int k = 0; k < ns; k++) r[k] = acc[k] * wt;
+                for (int k = 0; k < ns; k++) r[k] = (sum_t)acc[k] * wt;
             }
         } else if (fx && fy) {
             for (int j = 0; j < fy; j++) {
                 base_values(c, y * fy + j, vals, 0, CH, B16, SRGB, WA);
                 const u64 *v = vals;
-                u64 *r = row;
+                sum_t *r = row;
                 if (fx == 2) {
                     for (int x = 0; x < dw; x++, v += 2 * ns, r += ns)
                         for (int k = 0; k < ns; k++) r[k] += v[k] + v[ns + k];
@@ -563,11 +605,11 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
         }
         if (!(fx && fy)) {
             const int n = c->yn[y];
-            const u64 *hrow[MAX_RING];
+            const sum_t *hrow[MAX_RING];
             u64 wy[MAX_RING];
             for (int j = 0; j < n; j++) {
                 int ty = c->ys[y] + j, slot = ty % nring;
-                u64 *restrict hs = hring + (size_t)slot * dw * ns;
+                sum_t *restrict hs = hring + (size_t)slot * dw * ns;
                 if (tag[slot] != ty) {  /* (a row shared with the footprint above: kept) */
                     if (ty != have) base_values(c, ty, vals, 0, CH, B16, SRGB, WA);
                     have = ty;
@@ -575,11 +617,11 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
                     const u64 *restrict xw = c->xw;
                     const int xstride = c->xstride;
                     for (int x = 0; x < dw; x++) {
-                        u64 h[MAX_SLOTS] = {0, 0, 0, 0};
+                        sum_t h[MAX_SLOTS] = {0, 0, 0, 0};
                         const u64 *restrict wx = xw + (size_t)x * xstride;
                         const u64 *restrict v = vals + (size_t)xs[x] * ns;
                         for (int i = 0; i < xn[x]; i++, v += ns)
-                            for (int k = 0; k < ns; k++) h[k] += wx[i] * v[k];
+                            for (int k = 0; k < ns; k++) h[k] += (sum_t)wx[i] * v[k];
                         for (int k = 0; k < ns; k++) hs[(size_t)x * ns + k] = h[k];
                     }
                     tag[slot] = ty;
@@ -587,9 +629,9 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
                 hrow[j] = hs;
                 wy[j] = c->yw[(size_t)y * c->ystride + j];
             }
-            u64 *restrict r = row;
+            sum_t *restrict r = row;
             for (size_t i = 0; i < (size_t)dw * ns; i++) {
-                u64 sum = 0;
+                sum_t sum = 0;
                 for (int j = 0; j < n; j++) sum += wy[j] * hrow[j][i];
                 r[i] = sum;
             }
@@ -605,12 +647,12 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
                 base_values(c, c->ys[y] + j, vals, 1, CH, B16, SRGB, WA);
                 have = -1;
                 for (int x = 0; x < dw; x++) {
-                    u64 *r = row + (size_t)x * ns;
+                    sum_t *r = row + (size_t)x * ns;
                     if (r[nc] != 0) continue;
                     const u64 *wx = c->xw + (size_t)x * c->xstride;
                     const u64 *v = vals + (size_t)c->xs[x] * ns;
                     for (int i = 0; i < c->xn[x]; i++, v += ns)
-                        for (int k = 0; k < nc; k++) r[k] += wy * wx[i] * v[k];
+                        for (int k = 0; k < nc; k++) r[k] += (sum_t)(wy * wx[i]) * v[k];
                 }
             }
         }
@@ -626,9 +668,9 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
         for (int x = x0; x < x1; x++) {                                                                  \
             T wsum[MAX_SLOTS] = {0, 0, 0, 0}, psum[3] = {0, 0, 0};                                        \
             for (int cy = y * ry; cy < (y + 1) * ry; cy++) {                                             \
-                const u64 *s = ssums + ((size_t)(cy - srow0) * S->w + (size_t)x * rx) * ns;             \
+                const sum_t *s = ssums + ((size_t)(cy - srow0) * S->w + (size_t)x * rx) * ns;           \
                 for (int cx = 0; cx < rx; cx++, s += ns) {                                               \
-                    u64 a = ha ? s[nc] : 0;                                                              \
+                    sum_t a = ha ? s[nc] : 0;                                                            \
                     if (ha) wsum[nc] += a;                                                               \
                     if (WA && a == 0) {                                                                  \
                         for (int k = 0; k < nc; k++) psum[k] += s[k];                                    \
@@ -639,13 +681,13 @@ INLINE void rows_from_base_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
             }                                                                                            \
             if (WA && wsum[nc] == 0)                                                                     \
                 for (int k = 0; k < nc; k++) wsum[k] = psum[k];                                          \
-            u64 acc[MAX_SLOTS];                                                                          \
-            for (int k = 0; k < ns; k++) acc[k] = (u64)(shift >= 0 ? wsum[k] >> shift : wsum[k] / r);   \
+            sum_t acc[MAX_SLOTS];                                                                        \
+            for (int k = 0; k < ns; k++) acc[k] = (sum_t)(shift >= 0 ? wsum[k] >> shift : wsum[k] / r); \
             finalize_t(c, lvl, dsums, drow0, x, y, acc, CH, B16, SRGB, WA);                              \
         }                                                                                                \
     }
 
-INLINE void rows_from_sums_t(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
+INLINE void rows_from_sums_t(const Ctx *c, int lvl, const sum_t *ssums, int srow0, sum_t *dsums, int drow0, int y0, int y1,
                              int x0, int x1, const int CH, const int B16, const int SRGB, const int WA)
 {
     const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
@@ -653,9 +695,12 @@ INLINE void rows_from_sums_t(const Ctx *c, int lvl, const u64 *ssums, int srow0,
     int rx = S->w / L->w, ry = S->h / L->h;
     u64 r = (u64)rx * (u64)ry;
     int shift = (r & (r - 1)) == 0 ? __builtin_ctzll(r) : -1;
+#ifndef SUMS128
     if (r * c->total < ((u64)1 << 25)) {
         FROM_SUMS_BODY(u64)
-    } else {
+    } else
+#endif
+    {
         FROM_SUMS_BODY(u128)
     }
 }
@@ -671,10 +716,10 @@ INLINE void rows_from_sums_t(const Ctx *c, int lvl, const u64 *ssums, int srow0,
  * not opaque throughout) as rows_from_base_t, then finalize_t. The stored sums are the same. */
 /* A 2x2 of weighted alpha with some texel not opaque: the products (a footprint without alpha:
  * the plain sums), then finalize_t (out of the kernel's loop: its registers stay the loop's). */
-static __attribute__((noinline)) void rgba8_mixed_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int y,
+static __attribute__((noinline)) void rgba8_mixed_2x2(const Ctx *c, int lvl, sum_t *dsums, int drow0, int x, int y,
                                                       u64 r0, u64 r1, u64 wt)
 {
-    u64 acc[4] = {0, 0, 0, 0}, pl[3] = {0, 0, 0};
+    sum_t acc[4] = {0, 0, 0, 0}, pl[3] = {0, 0, 0};
     const u64 rr[2] = {r0, r1};
     for (int j = 0; j < 2; j++)
         for (int h = 0; h < 2; h++) {
@@ -692,15 +737,15 @@ static __attribute__((noinline)) void rgba8_mixed_2x2(const Ctx *c, int lvl, u64
     finalize_t(c, lvl, dsums, drow0, x, y, acc, 4, 0, 1, 1);
 }
 
-#if defined(__GNUC__) && defined(__x86_64__)
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(SUMS128)  /* (their lanes hold 64-bit sums) */
 #define HAVE_AVX512 1
 #include <immintrin.h>
 #define TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
 #define AVX512 TARGET_AVX512 __attribute__((noinline))
 #define AVX512_INLINE static inline __attribute__((always_inline)) TARGET_AVX512
 
-static void rgba8_base_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, int x0, int x1, int simd);
-static void sums_range(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
+static void rgba8_base_2x2(const Ctx *c, int lvl, sum_t *dsums, int drow0, int y0, int y1, int x0, int x1, int simd);
+static void sums_range(const Ctx *c, int lvl, const sum_t *ssums, int srow0, sum_t *dsums, int drow0, int y0, int y1,
                        int x0, int x1);
 
 /* The codes of eight sums (64-bit lanes) from a table of a constant shift: one guess, one threshold
@@ -890,7 +935,7 @@ static int simd_level(void)
     return level;
 }
 
-INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, int x0, int x1,
+INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, sum_t *dsums, int drow0, int y0, int y1, int x0, int x1,
                              const int WA, const int STORE, const int SIMD)
 {
     const Level *L = &c->lv[lvl];
@@ -899,14 +944,14 @@ INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
     const uint32_t *restrict lin = c->lin32;
     const size_t stride = (size_t)c->width * 4;
     const u64 wt = (u64)dw * (u64)L->h, mult = WA ? 255 * wt : wt, aslot = 4 * 255 * wt;
-    const u64 *restrict tt = c->t4.t;  /* the thresholds of P, the four L's sum (rgba8_tables) */
+    const sum_t *restrict tt = c->t4.t;  /* the thresholds of P, the four L's sum (rgba8_tables) */
     const uint8_t *restrict guess = c->t4.guess;
     uint8_t *restrict out = c->out + c->out_off[lvl];
     const u64 AMASK = 0xff000000ff000000ull;
     for (int y = y0; y < y1; y++) {
         const uint8_t *restrict p0 = base + (size_t)(2 * y) * stride, *restrict p1 = p0 + stride;
         uint32_t *restrict o = (uint32_t *)(void *)(out + (size_t)y * dw * 4);
-        u64 *restrict d = STORE ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
+        sum_t *restrict d = STORE ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
         for (int x = x0; x < x1; x++) {
 #ifdef HAVE_AVX512
             if (SIMD && !(x & 7)) {  /* (at a group's start: after the one a texel not opaque ended) */
@@ -941,7 +986,7 @@ INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
             uint32_t word = g0 | g1 << 8 | g2 << 16 | ca << 24;
             memcpy(o + x, &word, 4);
             if (STORE) {
-                d[4 * (size_t)x] = s0 * mult; d[4 * (size_t)x + 1] = s1 * mult; d[4 * (size_t)x + 2] = s2 * mult;
+                d[4 * (size_t)x] = (sum_t)s0 * mult; d[4 * (size_t)x + 1] = (sum_t)s1 * mult; d[4 * (size_t)x + 2] = (sum_t)s2 * mult;
                 d[4 * (size_t)x + 3] = a;
             }
         }
@@ -951,28 +996,28 @@ INLINE void rgba8_base_2x2_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
 /* Level ``lvl`` from stored sums tiling it 2x2 (the fused band's levels after the first, and the
  * later tiled levels): the four children's sums added in registers, divided by 4 with a shift;
  * opaque (weighted) or straight footprints' codes as rgba8_base_2x2_t's, the rest finalize_t. */
-INLINE void rgba8_sums_2x2_t(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0,
+INLINE void rgba8_sums_2x2_t(const Ctx *c, int lvl, const sum_t *ssums, int srow0, sum_t *dsums, int drow0, int y0,
                              int y1, int x0, int x1, const int WA)
 {
     const Level *L = &c->lv[lvl], *S = &c->lv[c->source[lvl]];
     const int dw = L->w;
     const size_t sw = (size_t)S->w * 4;
     const Thresh *restrict th = WA ? &c->to : &c->tw;
-    const u64 *restrict tt = th->t;
+    const sum_t *restrict tt = th->t;
     const uint8_t *restrict guess = th->guess;
     const int shift = th->shift;
     const u64 opaque = c->opaque, total = c->total;
     uint8_t *restrict out = c->out + c->out_off[lvl];
     for (int y = y0; y < y1; y++) {
-        const u64 *restrict s0 = ssums + (size_t)(2 * y - srow0) * sw + 8 * (size_t)x0, *restrict s1 = s0 + sw;
+        const sum_t *restrict s0 = ssums + (size_t)(2 * y - srow0) * sw + 8 * (size_t)x0, *restrict s1 = s0 + sw;
         uint8_t *restrict o = out + (size_t)y * dw * 4;
-        u64 *restrict d = dsums ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
+        sum_t *restrict d = dsums ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
         for (int x = x0; x < x1; x++, s0 += 8, s1 += 8) {
-            u64 a = (s0[3] + s0[7] + s1[3] + s1[7]) >> 2;
+            sum_t a = (s0[3] + s0[7] + s1[3] + s1[7]) >> 2;
             if (!WA || a == opaque) {  /* (opaque: every child is, each child's alpha <= opaque) */
-                u64 v0 = (s0[0] + s0[4] + s1[0] + s1[4]) >> 2;
-                u64 v1 = (s0[1] + s0[5] + s1[1] + s1[5]) >> 2;
-                u64 v2 = (s0[2] + s0[6] + s1[2] + s1[6]) >> 2;
+                sum_t v0 = (s0[0] + s0[4] + s1[0] + s1[4]) >> 2;
+                sum_t v1 = (s0[1] + s0[5] + s1[1] + s1[5]) >> 2;
+                sum_t v2 = (s0[2] + s0[6] + s1[2] + s1[6]) >> 2;
                 unsigned g0 = guess[v0 >> shift], g1 = guess[v1 >> shift], g2 = guess[v2 >> shift];
                 g0 += v0 >= tt[g0 + 1];
                 g1 += v1 >= tt[g1 + 1];
@@ -985,8 +1030,8 @@ INLINE void rgba8_sums_2x2_t(const Ctx *c, int lvl, const u64 *ssums, int srow0,
                 }
                 continue;
             }
-            u64 w[4] = {0, 0, 0, a}, p[3] = {0, 0, 0};
-            const u64 *ch[4] = {s0, s0 + 4, s1, s1 + 4};
+            sum_t w[4] = {0, 0, 0, a}, p[3] = {0, 0, 0};
+            const sum_t *ch[4] = {s0, s0 + 4, s1, s1 + 4};
             for (int i = 0; i < 4; i++) {
                 if (ch[i][3] == 0) {
                     for (int k = 0; k < 3; k++) p[k] += ch[i][k];
@@ -1000,7 +1045,7 @@ INLINE void rgba8_sums_2x2_t(const Ctx *c, int lvl, const u64 *ssums, int srow0,
     }
 }
 
-static void rgba8_base_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, int x0, int x1, int simd)
+static void rgba8_base_2x2(const Ctx *c, int lvl, sum_t *dsums, int drow0, int y0, int y1, int x0, int x1, int simd)
 {
 #define RGBA8_BASE(WA, STORE, SIMD) rgba8_base_2x2_t(c, lvl, dsums, drow0, y0, y1, x0, x1, WA, STORE, SIMD)
     if (simd) {
@@ -1012,7 +1057,7 @@ static void rgba8_base_2x2(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0,
     }
 }
 
-static void rgba8_sums_2x2(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
+static void rgba8_sums_2x2(const Ctx *c, int lvl, const sum_t *ssums, int srow0, sum_t *dsums, int drow0, int y0, int y1,
                            int x0, int x1)
 {
     if (c->weighted) rgba8_sums_2x2_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1, 1);
@@ -1023,9 +1068,9 @@ static void rgba8_sums_2x2(const Ctx *c, int lvl, const u64 *ssums, int srow0, u
  * summed over the footprint (no alpha at all: the plain sums), then finalize_t. */
 static __attribute__((noinline)) void rgba8_odd_texel_of(const Ctx *c, const int *xs, const int *xn, const u64 *xw,
                                                          int xstride, const int *ys, const int *yn, const u64 *yw,
-                                                         int ystride, int lvl, u64 *dsums, int drow0, int x, int y)
+                                                         int ystride, int lvl, sum_t *dsums, int drow0, int x, int y)
 {
-    u64 acc[4] = {0, 0, 0, 0}, pl[3] = {0, 0, 0};
+    sum_t acc[4] = {0, 0, 0, 0}, pl[3] = {0, 0, 0};
     for (int j = 0; j < yn[y]; j++) {
         u64 wy = yw[(size_t)y * ystride + j];
         const uint8_t *p = c->base + ((size_t)(ys[y] + j) * c->width + xs[x]) * 4;
@@ -1033,8 +1078,8 @@ static __attribute__((noinline)) void rgba8_odd_texel_of(const Ctx *c, const int
             u64 w = wy * xw[(size_t)x * xstride + i], a = p[3];
             for (int k = 0; k < 3; k++) {
                 u64 l = c->lin32[p[k]];
-                acc[k] += w * a * l;
-                pl[k] += w * l;
+                acc[k] += (sum_t)(w * a) * l;
+                pl[k] += (sum_t)w * l;
             }
             acc[3] += w * a;
         }
@@ -1044,7 +1089,7 @@ static __attribute__((noinline)) void rgba8_odd_texel_of(const Ctx *c, const int
     finalize_t(c, lvl, dsums, drow0, x, y, acc, 4, 0, 1, 1);
 }
 
-static void rgba8_odd_texel(const Ctx *c, int lvl, u64 *dsums, int drow0, int x, int y)
+static void rgba8_odd_texel(const Ctx *c, int lvl, sum_t *dsums, int drow0, int x, int y)
 {
     rgba8_odd_texel_of(c, c->xs, c->xn, c->xw, c->xstride, c->ys, c->yn, c->yw, c->ystride, lvl, dsums, drow0, x, y);
 }
@@ -1055,27 +1100,27 @@ static void rgba8_odd_texel(const Ctx *c, int lvl, u64 *dsums, int drow0, int x,
  * alpha's sum), in the ring of rows; each texel's sums over its rows, and where the footprint is
  * opaque throughout (weighted) its codes from the plain sums' thresholds (max * sum(w * L) >=
  * max * T[k]: ``tw``), with no product by alpha anywhere. Footprints not opaque: rgba8_odd_texel. */
-INLINE void rgba8_base_odd_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row, const int WA)
+INLINE void rgba8_base_odd_t(const Ctx *c, int lvl, sum_t *dsums, int drow0, int y0, int y1, sum_t *row, const int WA)
 {
     const Level *L = &c->lv[lvl];
     const int dw = L->w, nring = c->ystride;
     const uint8_t *restrict base = c->base;
     const uint32_t *restrict lin = c->lin32;
-    const u64 *restrict tt = c->tw.t;
+    const sum_t *restrict tt = c->tw.t;
     const uint8_t *restrict guess = c->tw.guess;
     const int shift = c->tw.shift;
     const u64 opaque = c->opaque, total = c->total;
     uint8_t *restrict out = c->out + c->out_off[lvl];
-    u64 *hring = row + (size_t)dw * 4;
+    sum_t *hring = row + (size_t)dw * 4;
     int tag[MAX_RING];
     for (int i = 0; i < nring && i < MAX_RING; i++) tag[i] = -1;
     for (int y = y0; y < y1; y++) {
         const int n = c->yn[y];
-        const u64 *hrow[MAX_RING];
+        const sum_t *hrow[MAX_RING];
         u64 wy[MAX_RING];
         for (int j = 0; j < n; j++) {
             int ty = c->ys[y] + j, slot = ty % nring;
-            u64 *restrict hs = hring + (size_t)slot * dw * 4;
+            sum_t *restrict hs = hring + (size_t)slot * dw * 4;
             if (tag[slot] != ty) {
                 /* footprint x: texels t .. tn - 1 of weight m (the level's width), less r * L[t]
                  * (the first one's weight is m - r), plus rn * L[tn]: the texel it shares with
@@ -1121,16 +1166,17 @@ INLINE void rgba8_base_odd_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
             wy[j] = c->yw[(size_t)y * c->ystride + j];
         }
         uint32_t *restrict o = (uint32_t *)(void *)(out + (size_t)y * dw * 4);
-        u64 *restrict d = dsums ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
+        sum_t *restrict d = dsums ? dsums + (size_t)(y - drow0) * dw * 4 : NULL;
         for (int x = 0; x < dw; x++) {
+            /* (64 bits even with SUMS128: sums of the plain L, W * 2**31 <= 2**59) */
             u64 v0 = 0, v1 = 0, v2 = 0, va = WA ? 1 : 0;
             for (int j = 0; j < n; j++) {
-                const u64 *h = hrow[j] + 4 * (size_t)x;
-                v0 += wy[j] * h[0];
-                v1 += wy[j] * h[1];
-                v2 += wy[j] * h[2];
-                if (WA) va &= h[3];
-                else va += wy[j] * h[3];
+                const sum_t *h = hrow[j] + 4 * (size_t)x;
+                v0 += wy[j] * (u64)h[0];
+                v1 += wy[j] * (u64)h[1];
+                v2 += wy[j] * (u64)h[2];
+                if (WA) va &= (u64)h[3];
+                else va += wy[j] * (u64)h[3];
             }
             if (WA && !va) {
                 rgba8_odd_texel(c, lvl, dsums, drow0, x, y);
@@ -1144,7 +1190,7 @@ INLINE void rgba8_base_odd_t(const Ctx *c, int lvl, u64 *dsums, int drow0, int y
             o[x] = g0 | g1 << 8 | g2 << 16 | ca << 24;
             if (d) {
                 u64 m = WA ? 255 : 1;
-                d[4 * (size_t)x] = m * v0; d[4 * (size_t)x + 1] = m * v1; d[4 * (size_t)x + 2] = m * v2;
+                d[4 * (size_t)x] = (sum_t)m * v0; d[4 * (size_t)x + 1] = (sum_t)m * v1; d[4 * (size_t)x + 2] = (sum_t)m * v2;
                 d[4 * (size_t)x + 3] = WA ? opaque : va;
             }
         }
@@ -1496,7 +1542,7 @@ static AVX512 int rgba8_odd12_avx512(const Ctx *c, int y0, int y1, int Y0, int Y
 }
 #endif
 
-static void rgba8_base_odd(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row)
+static void rgba8_base_odd(const Ctx *c, int lvl, sum_t *dsums, int drow0, int y0, int y1, sum_t *row)
 {
 #ifdef HAVE_AVX512
     if (c->fast >= 2 && c->odd[0].lvl == lvl) {
@@ -1512,11 +1558,12 @@ static void rgba8_base_odd(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0,
     else rgba8_base_odd_t(c, lvl, dsums, drow0, y0, y1, row, 0);
 }
 
+
 /* ---- a level from a grid of cell sums ------------------------------------------------------ */
 
 /* Cell sums of cell rows [r0, r1) from the base: per cell the slots (colour: the weighted sums
  * where the cell has alpha, else the plain ones; then alpha), as stored sums are kept. */
-INLINE void cells_from_base_t(const Ctx *c, int r0, int r1, u64 *tmp, const int CH, const int B16, const int SRGB,
+INLINE void cells_from_base_t(const Ctx *c, int r0, int r1, sum_t *tmp, const int CH, const int B16, const int SRGB,
                               const int WA)
 {
     const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha, nt = ns + (WA ? nc : 0);
@@ -1530,11 +1577,11 @@ INLINE void cells_from_base_t(const Ctx *c, int r0, int r1, u64 *tmp, const int 
     const int width = c->width;
     const u64 top = (u64)c->top;
     for (int r = r0; r < r1; r++) {
-        memset(tmp, 0, sizeof(u64) * (size_t)c->gx_n * nt);
+        memset(tmp, 0, sizeof(sum_t) * (size_t)c->gx_n * nt);
         for (int ty = c->gy[r]; ty < c->gy[r + 1]; ty++) {
             size_t i = (size_t)ty * width * CH;
             for (int tx = 0; tx < width; tx++, i += CH) {
-                u64 *restrict t = tmp + (size_t)gx_of[tx] * nt;
+                sum_t *restrict t = tmp + (size_t)gx_of[tx] * nt;
                 u64 a = ha ? code_of(base, i + CH - 1, B16) : 1;
                 for (int k = 0; k < nc; k++) {
                     unsigned code = code_of(base, i + k, B16);
@@ -1549,9 +1596,9 @@ INLINE void cells_from_base_t(const Ctx *c, int r0, int r1, u64 *tmp, const int 
                 if (ha) t[nc] += a;
             }
         }
-        u64 *d = c->cells + (size_t)r * c->gx_n * ns;
+        sum_t *d = c->cells + (size_t)r * c->gx_n * ns;
         for (int x = 0; x < c->gx_n; x++, d += ns) {
-            const u64 *t = tmp + (size_t)x * nt;
+            const sum_t *t = tmp + (size_t)x * nt;
             int plain = WA && t[nc] == 0;
             for (int k = 0; k < nc; k++) d[k] = plain ? t[ns + k] : WA ? top * t[ns + k] - t[k] : t[k];
             if (ha) d[nc] = t[nc];
@@ -1561,21 +1608,21 @@ INLINE void cells_from_base_t(const Ctx *c, int r0, int r1, u64 *tmp, const int 
 
 /* Rows [y0, y1) of level lvl from the cell grid: per axis, the cell of the footprint's first base
  * texel (weight m - r0), the cells up to the last one's (weight m), that one's (weight r1). */
-INLINE void rows_from_cells_t(const Ctx *c, int lvl, u64 *dsums, int y0, int y1, const int CH, const int B16,
+INLINE void rows_from_cells_t(const Ctx *c, int lvl, sum_t *dsums, int y0, int y1, const int CH, const int B16,
                               const int SRGB, const int WA)
 {
     const int nc = CH == 4 ? 3 : 1, ha = CH != 1, ns = nc + ha;
     const Level *L = &c->lv[lvl];
     for (int y = y0; y < y1; y++) {
         for (int x = 0; x < L->w; x++) {
-            u64 wsum[MAX_SLOTS] = {0, 0, 0, 0}, psum[3] = {0, 0, 0};
+            sum_t wsum[MAX_SLOTS] = {0, 0, 0, 0}, psum[3] = {0, 0, 0};
             for (int j = c->ys[y]; j < c->ys[y] + c->yn[y]; j++) {
                 u64 wy = c->yw[(size_t)y * c->ystride + (j - c->ys[y])];
                 const u64 *wx = c->xw + (size_t)x * c->xstride;
-                const u64 *s = c->cells + ((size_t)j * c->gx_n + c->xs[x]) * ns;
+                const sum_t *s = c->cells + ((size_t)j * c->gx_n + c->xs[x]) * ns;
                 for (int i = 0; i < c->xn[x]; i++, s += ns) {
                     u64 w = wy * wx[i];
-                    u64 a = ha ? s[nc] : 0;
+                    sum_t a = ha ? s[nc] : 0;
                     if (ha) wsum[nc] += w * a;
                     if (WA && a == 0) {
                         for (int k = 0; k < nc; k++) psum[k] += w * s[k];
@@ -1598,27 +1645,27 @@ INLINE void rows_from_cells_t(const Ctx *c, int lvl, u64 *dsums, int y0, int y1,
     X(4, 1, 0, 1)
 
 #define INSTANCE(CH, B16, SRGB, WA)                                                                        \
-    static void base_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0,   \
-                                                  int y1, u64 *row, u64 *vals)                             \
+    static void base_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, sum_t *dsums, int drow0, int y0, \
+                                                  int y1, sum_t *row, u64 *vals)                           \
     {                                                                                                      \
         rows_from_base_t(c, lvl, dsums, drow0, y0, y1, row, vals, CH, B16, SRGB, WA);                      \
     }                                                                                                      \
-    static void sums_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, const u64 *ssums, int srow0,      \
-                                                  u64 *dsums, int drow0, int y0, int y1, int x0, int x1)   \
+    static void sums_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, const sum_t *ssums, int srow0,    \
+                                                  sum_t *dsums, int drow0, int y0, int y1, int x0, int x1) \
     {                                                                                                      \
         rows_from_sums_t(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1, CH, B16, SRGB, WA);           \
     }                                                                                                      \
-    static void cbase_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int r0, int r1, u64 *tmp)                \
+    static void cbase_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int r0, int r1, sum_t *tmp)              \
     {                                                                                                      \
         cells_from_base_t(c, r0, r1, tmp, CH, B16, SRGB, WA);                                              \
     }                                                                                                      \
-    static void cells_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, u64 *dsums, int y0, int y1)     \
+    static void cells_##CH##_##B16##_##SRGB##_##WA(const Ctx *c, int lvl, sum_t *dsums, int y0, int y1)   \
     {                                                                                                      \
         rows_from_cells_t(c, lvl, dsums, y0, y1, CH, B16, SRGB, WA);                                       \
     }
 KINDS(INSTANCE)
 
-static void rows_from_base(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0, int y1, u64 *row, u64 *vals)
+static void rows_from_base(const Ctx *c, int lvl, sum_t *dsums, int drow0, int y0, int y1, sum_t *row, u64 *vals)
 {
     if (c->fast && c->lv[lvl].w * 2 == c->width && c->lv[lvl].h * 2 == c->height) {
         rgba8_base_2x2(c, lvl, dsums, drow0, y0, y1, 0, c->lv[lvl].w, c->fast >= 2);
@@ -1637,11 +1684,11 @@ static void rows_from_base(const Ctx *c, int lvl, u64 *dsums, int drow0, int y0,
 }
 
 /* Texels [x0, x1) of rows [y0, y1) of level lvl from stored sums. */
-static void sums_range(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1,
+static void sums_range(const Ctx *c, int lvl, const sum_t *ssums, int srow0, sum_t *dsums, int drow0, int y0, int y1,
                        int x0, int x1)
 {
     const Level *L = &c->lv[lvl], *S = &c->lv[c->source[lvl]];
-    if (c->fast && S->w == 2 * L->w && S->h == 2 * L->h && 4 * c->total < ((u64)1 << 25)) {  /* (sums_t's u64 case) */
+    if (c->fast && S->w == 2 * L->w && S->h == 2 * L->h && (sizeof(sum_t) > 8 || 4 * c->total < ((u64)1 << 25))) {  /* (sums_t's u64 case) */
         rgba8_sums_2x2(c, lvl, ssums, srow0, dsums, drow0, y0, y1, x0, x1);
         return;
     }
@@ -1653,7 +1700,7 @@ static void sums_range(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *
     KINDS(CALL_SUMS)
 }
 
-static void rows_from_sums(const Ctx *c, int lvl, const u64 *ssums, int srow0, u64 *dsums, int drow0, int y0, int y1)
+static void rows_from_sums(const Ctx *c, int lvl, const sum_t *ssums, int srow0, sum_t *dsums, int drow0, int y0, int y1)
 {
     sums_range(c, lvl, ssums, srow0, dsums, drow0, y0, y1, 0, c->lv[lvl].w);
 }
@@ -1661,14 +1708,14 @@ static void rows_from_sums(const Ctx *c, int lvl, const u64 *ssums, int srow0, u
 /* cells_from_base_t for RGBA8 sRGB: each cell's run of texels in a row summed in registers (the
  * plain L from the 32-bit table, alpha's sum) and added to the cell once (no cell looked up per
  * texel); weighted alpha's deficit D = sum((max - a) * L) only over runs not opaque. */
-static void rgba8_cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
+static void rgba8_cells_from_base(const Ctx *c, int r0, int r1, sum_t *tmp)
 {
     const int WA = c->weighted, nx = c->gx_n;
     const int *restrict gx = c->gx;
     const uint8_t *restrict base = c->base;
     const uint32_t *restrict lin = c->lin32;
     for (int r = r0; r < r1; r++) {
-        memset(tmp, 0, sizeof(u64) * 7 * (size_t)nx);
+        memset(tmp, 0, sizeof(sum_t) * 7 * (size_t)nx);
         for (int ty = c->gy[r]; ty < c->gy[r + 1]; ty++) {
             const uint8_t *restrict b = base + (size_t)ty * c->width * 4;
             for (int cx = 0; cx < nx; cx++) {
@@ -1682,7 +1729,7 @@ static void rgba8_cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
                     a += q[3];
                     all &= q[3];
                 }
-                u64 *restrict t = tmp + 7 * (size_t)cx;
+                sum_t *restrict t = tmp + 7 * (size_t)cx;
                 t[0] += p0; t[1] += p1; t[2] += p2; t[6] += a;
                 if (WA && all != 255)
                     for (const uint8_t *q = p; q < e; q += 4) {
@@ -1693,9 +1740,9 @@ static void rgba8_cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
                     }
             }
         }
-        u64 *d = c->cells + (size_t)r * nx * 4;
+        sum_t *d = c->cells + (size_t)r * nx * 4;
         for (int cx = 0; cx < nx; cx++, d += 4) {
-            const u64 *t = tmp + 7 * (size_t)cx;
+            const sum_t *t = tmp + 7 * (size_t)cx;
             int plain = !WA || t[6] == 0;
             for (int k = 0; k < 3; k++) d[k] = plain ? t[k] : 255 * t[k] - t[3 + k];
             d[3] = t[6];
@@ -1704,7 +1751,7 @@ static void rgba8_cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
 }
 
 
-static void cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
+static void cells_from_base(const Ctx *c, int r0, int r1, sum_t *tmp)
 {
     if (c->fast) {
         rgba8_cells_from_base(c, r0, r1, tmp);
@@ -1718,7 +1765,7 @@ static void cells_from_base(const Ctx *c, int r0, int r1, u64 *tmp)
     KINDS(CALL_CBASE)
 }
 
-static void rows_from_cells(const Ctx *c, int lvl, u64 *dsums, int y0, int y1)
+static void rows_from_cells(const Ctx *c, int lvl, sum_t *dsums, int y0, int y1)
 {
 #define CALL_CELLS(CH, B16, SRGB, WA)                                                                      \
     if (c->channels == CH && (c->bits == 16) == B16 && c->srgb == SRGB && c->weighted == WA) {              \
@@ -1731,20 +1778,20 @@ static void rows_from_cells(const Ctx *c, int lvl, u64 *dsums, int y0, int y1)
 /* Cells of a coarser grid (its cut points a subset of this one's) as unions of this grid's:
  * ``px``/``py`` the coarse cell of each fine one; the slot rule of stored sums (a cell without
  * alpha holds plain sums; a union with alpha adds only its children that have some). */
-static int merge_cells(const Ctx *c, const u64 *fine, int fx, int fy, const int *px, const int *py, u64 *coarse,
+static int merge_cells(const Ctx *c, const sum_t *fine, int fx, int fy, const int *px, const int *py, sum_t *coarse,
                        int cx, int cy)
 {
     int ns = c->slots, nc = c->nc, wa = c->weighted;
     size_t n = (size_t)cx * cy;
-    u64 *plain = wa ? calloc(n * nc, sizeof(u64)) : NULL;
+    sum_t *plain = wa ? calloc(n * nc, sizeof(sum_t)) : NULL;
     if (wa && !plain) return 1;
-    memset(coarse, 0, sizeof(u64) * n * ns);
+    memset(coarse, 0, sizeof(sum_t) * n * ns);
     for (int y = 0; y < fy; y++) {
-        const u64 *s = fine + (size_t)y * fx * ns;
+        const sum_t *s = fine + (size_t)y * fx * ns;
         for (int x = 0; x < fx; x++, s += ns) {
             size_t t = (size_t)py[y] * cx + px[x];
-            u64 *d = coarse + t * ns;
-            u64 a = c->has_alpha ? s[nc] : 0;
+            sum_t *d = coarse + t * ns;
+            sum_t a = c->has_alpha ? s[nc] : 0;
             if (c->has_alpha) d[nc] += a;
             if (wa && a == 0) {
                 for (int k = 0; k < nc; k++) plain[t * nc + k] += s[k];
@@ -1792,18 +1839,19 @@ enum { FROM_SUMS, FROM_BASE, FUSED, CELLS_FROM_BASE, FROM_CELLS };
 typedef struct {
     const Ctx *c;
     int lvl, mode, y0, y1;
-    u64 *row, *vals;
-    u64 *ring[32];  /* FUSED: per level lvl .. fuse_top - 1, the rows of it that one row of the next tiles */
+    sum_t *row;
+    u64 *vals;
+    sum_t *ring[32];  /* FUSED: per level lvl .. fuse_top - 1, the rows of it that one row of the next tiles */
 } Job;
 
 /* FUSED: row y of level k (lvl < k <= fuse_top) into ``dst`` (its first row drow0): the rows of
  * level k - 1 it tiles made first into that level's ring (from the base at level lvl), then
  * summed. No level between lvl and fuse_top leaves the cache. */
-static void band_row(const Job *j, int k, int y, u64 *dst, int drow0)
+static void band_row(const Job *j, int k, int y, sum_t *dst, int drow0)
 {
     const Ctx *c = j->c;
     int ry = c->lv[k - 1].h / c->lv[k].h;
-    u64 *ring = j->ring[k - 1 - j->lvl];
+    sum_t *ring = j->ring[k - 1 - j->lvl];
 #ifdef HAVE_AVX512
     if (k == 2 && j->lvl == 1 && c->fast12) {  /* levels 1 and 2 at once (rgba8_band12_avx512) */
         rgba8_band12_avx512(c, y, ring, dst, drow0);
@@ -1867,12 +1915,12 @@ static int level_rows(const Ctx *c, int lvl, int mode, int threads)
         jobs[i].mode = mode;
         jobs[i].y0 = (int)((long long)rows * i / n);
         jobs[i].y1 = (int)((long long)rows * (i + 1) / n);
-        jobs[i].row = row ? malloc(sizeof(u64) * row) : NULL;
+        jobs[i].row = row ? malloc(sizeof(sum_t) * row) : NULL;
         jobs[i].vals = base ? malloc(sizeof(u64) * (size_t)c->width * c->slots) : NULL;
         if ((row && !jobs[i].row) || (base && !jobs[i].vals)) err = 1;
         for (int k = 0; k < rings; k++) {
             const Level *a = &c->lv[lvl + k], *b = &c->lv[lvl + k + 1];
-            jobs[i].ring[k] = malloc(sizeof(u64) * (size_t)(a->h / b->h) * a->w * c->slots);
+            jobs[i].ring[k] = malloc(sizeof(sum_t) * (size_t)(a->h / b->h) * a->w * c->slots);
             if (!jobs[i].ring[k]) err = 1;
         }
     }
@@ -1965,7 +2013,7 @@ static int grid_weights(int n, int m, const int *cut, const int *of, int **start
 typedef struct {
     int nx, ny;
     int *cut_x, *of_x, *cut_y, *of_y;
-    u64 *cells;
+    sum_t *cells;
     size_t bytes;
 } Grid;
 
@@ -1985,7 +2033,7 @@ static int level_from_grid(Ctx *c, int l, Grid *prev, int threads)
     g.nx = grid_axis(c, l, c->width, 1, &g.cut_x, &g.of_x);
     g.ny = grid_axis(c, l, c->height, 0, &g.cut_y, &g.of_y);
     if (g.nx < 0 || g.ny < 0) { grid_free(&g); return 1; }
-    g.bytes = sizeof(u64) * (size_t)g.nx * g.ny * c->slots;
+    g.bytes = sizeof(sum_t) * (size_t)g.nx * g.ny * c->slots;
     g.cells = sums_alloc(&c->arena, &g.bytes);
     if (!g.cells) { grid_free(&g); return 1; }
     c->gx_n = g.nx; c->gy_n = g.ny; c->gx = g.cut_x; c->gy = g.cut_y; c->gx_of = g.of_x; c->gy_of = g.of_y;
@@ -2077,11 +2125,11 @@ static size_t chain_need(const Ctx *c)
             free(cut); free(of);
             ny = grid_axis(c, l, c->height, 0, &cut, &of);
             free(cut); free(of);
-            if (nx > 0 && ny > 0) need += ALIGNED(sizeof(u64) * (size_t)nx * ny * c->slots);
+            if (nx > 0 && ny > 0) need += ALIGNED(sizeof(sum_t) * (size_t)nx * ny * c->slots);
         }
         int fused = fused_after(c, l);
         if (sums_read(c, l + fused))
-            need += ALIGNED(sizeof(u64) * (size_t)c->lv[l + fused].w * c->lv[l + fused].h * c->slots);
+            need += ALIGNED(sizeof(sum_t) * (size_t)c->lv[l + fused].w * c->lv[l + fused].h * c->slots);
         l += fused;
     }
     return need;
@@ -2244,7 +2292,7 @@ static int run_chain(Ctx *c, int threads)
         c->fuse_top = l + fused;
         int kept = l + fused, needed = sums_read(c, kept);  /* the level whose sums may be kept */
         if (needed) {
-            c->lv[kept].bytes = sizeof(u64) * (size_t)c->lv[kept].w * c->lv[kept].h * c->slots;
+            c->lv[kept].bytes = sizeof(sum_t) * (size_t)c->lv[kept].w * c->lv[kept].h * c->slots;
             c->lv[kept].sums = sums_alloc(&c->arena, &c->lv[kept].bytes);
             if (!c->lv[kept].sums) { err = 1; break; }
         }
@@ -2311,6 +2359,7 @@ static int sum_thresholds(const Ctx *c, Thresh *th, u64 n, int shift)
  * (``t16``). Returns 0 where the kernels do not serve (then none runs). */
 static int rgba8_tables(Ctx *c)
 {
+
     if (c->top != 255 || c->lin[255] > ((u64)1 << 31)) return 0;  /* (P4_SHIFT, P16_SHIFT: sums of L <= 2**31) */
     for (int k = 0; k <= c->top; k++) {
         if (c->lin[k] > 0xffffffffu) return 0;
@@ -2403,7 +2452,11 @@ static PyObject *chain(PyObject *self, PyObject *args, PyObject *kwargs)
     if (channels != 1 && channels != 2 && channels != 4) why = "channels must be 1, 2 or 4";
     else if (bits != 8 && bits != 16) why = "bits must be 8 or 16";
     else if (srgb && bits != 8) why = "sRGB data is served at 8 bits only";
-    else if (width < 1 || height < 1 || total > ((u64)1 << 24)) why = "width * height must be 1 .. 2**24";
+#ifdef SUMS128
+    else if (width < 1 || height < 1 || total > MAX_W) why = "width * height must be 1 .. 2**28";
+#else
+    else if (width < 1 || height < 1 || total > MAX_W) why = "width * height must be 1 .. 2**24";
+#endif
     else if (levels < 1 || levels > 31 || ((width > height ? width : height) >> (levels - 1)) == 0)
         why = "too many levels for the size";
     else if ((u64)base.len != total * bpt) why = "base is not width * height texels";
@@ -2498,7 +2551,7 @@ static PyMethodDef methods[] = {
     {"release", release, METH_NOARGS, "release() -> unmaps the arena (where no chain holds it); the bytes freed"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mipcpu", NULL, -1, methods, NULL, NULL, NULL, NULL};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, MODULE_NAME, NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 /* A process forked while one of its threads held the arena (a fork server, a pool's fork): the
  * child has a copy of the arena and no such thread, so the arena is free there; so are the kept
@@ -2510,7 +2563,11 @@ static void arena_after_fork(void)
     tables_busy = 0;
 }
 
+#ifdef SUMS128
+PyMODINIT_FUNC PyInit__mipcpu128(void)
+#else
 PyMODINIT_FUNC PyInit__mipcpu(void)
+#endif
 {
     static int registered;
     linear8_tables();

@@ -512,6 +512,43 @@ class StreamedFile:
             raise
         self.file.commit()
 
+    def fill_host(self, levels: list) -> None:
+        """Copy levels 1.. from the host (``levels``: their tight bytes, as ``cpu.host_chain``
+        returns them; level 0 is the copy started at :func:`open_streamed`) into the file, on the
+        copy pool's threads, then commit it (on an error: discarded, the error raised)."""
+        import numpy as np
+
+        from .parallel import for_row_chunks
+
+        try:
+            try:
+                for level, _start, length, at in self.lay.places:
+                    if level == 0 and self.host is not None:
+                        continue
+                    src = np.ascontiguousarray(levels[level - 1]).view(np.uint8).reshape(-1)
+                    if src.nbytes != length:
+                        raise ValueError(f"level {level}: {src.nbytes} bytes for a place of {length}")
+                    full = length >> 16  # whole bands of 64 KiB, split over the copy pool
+                    if full:
+                        bands = src[: full << 16].reshape(full, 1 << 16)
+                        dst = self.whole[at: at + (full << 16)].reshape(full, 1 << 16)
+
+                        def band(a: int, b: int, bands=bands, dst=dst) -> None:
+                            dst[a:b] = bands[a:b]
+
+                        for_row_chunks(full, 1 << 16, band)
+                    if length > full << 16:
+                        self.whole[at + (full << 16): at + length] = src[full << 16:]
+                    src = bands = dst = None  # type: ignore[assignment]  # no view of the map outlives it
+            finally:
+                error = self._release()
+            if error is not None:
+                raise error
+        except BaseException:
+            self.file.discard()
+            raise
+        self.file.commit()
+
     def _release(self) -> BaseException | None:
         """Wait for the host copy (its error, if any) and drop every view of the map."""
         error = self.host.finish() if self.host is not None else None

@@ -115,7 +115,7 @@ def host_likely(argv: list[str]) -> bool:
     ``--mips`` and ``-o``, no ``--verify``, ``--adapter`` or ``--backend`` (nor their variables),
     ``GPUTEX_SPLIT_DEVICE`` not ``start``, ``GPUTEX_MIPS_ENGINE`` not ``shader``, and inputs before
     the first option that are PNGs the host engine takes with no device
-    (:func:`gputex.warmup.png_wants_device`: 8-bit data, at most 2^24 texels; the first 12).
+    (:func:`gputex.warmup.png_wants_device`: 8-bit data, at most 2^28 texels; the first 12).
     Then the CLI does not begin wgpu's import and the adapter list at once
     (:func:`gputex.cli._prestart`): 2-core lavapipe machine, one 2048² PNG -> KTX2, 0.30-0.32 s
     without against 0.40-0.43 s with. A cheap guess: a wrong one costs that overlap where a

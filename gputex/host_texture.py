@@ -67,7 +67,8 @@ class HostWritten:
 def plan_texture(image: Image, plan: HostPlan) -> tuple[Format, str, int] | None:
     """(format, colour space, levels) of ``image``'s texture where the C engine makes its chain
     as the GPU step would (an 8- or 16-bit unorm format of the integer chain, 1, 2 or 4 channels,
-    16-bit data linear, at most 2^24 texels, two levels or more, the extension built); else None."""
+    16-bit data linear, at most 2^28 texels (:data:`gputex.mips.cpu.MAX_TEXELS`), two levels or
+    more, the extension built); else None."""
     from .layout import mip_count
     from .mips import cpu
     from .mips.integer import INT_FORMATS
@@ -107,10 +108,22 @@ def write_host_texture(image: Image, plan: HostPlan, texture: tuple[Format, str,
     pixels = image.pixels[::-1] if plan.flip_y else image.pixels
     with span("mips:host-chain", path=plan.out):
         rows = to_texture_rows(pixels, space, fmt, premultiply=plan.premultiply)
-        with _engine_span():  # the C engine alone (the span around it adds the conversion)
-            chain = host_chain(rows, fmt.channels, fmt.bits, space == "srgb", plan.weighted, levels,
-                               nthreads=plan.threads)
+        streamed = _open_streamed(image, plan, texture, rows)
+        try:
+            with _engine_span():  # the C engine alone (the span around it adds the conversion)
+                chain = host_chain(rows, fmt.channels, fmt.bits, space == "srgb", plan.weighted, levels,
+                                   nthreads=plan.threads)
+        except BaseException:
+            if streamed is not None:
+                streamed.discard()
+            raise
     t1 = time.perf_counter()
+    if streamed is not None:
+        with span("encode", path=plan.out):
+            streamed.fill_host(chain)
+        return HostWritten(plan.out, fmt.name, image.width, image.height, levels, space,
+                           copy_layout(fmt, image.width, image.height, 1).as_dict(), int(image.pixels.nbytes),
+                           list(image.warnings), t1 - t0, time.perf_counter() - t1)
     data: list[Any] = [np.ascontiguousarray(a).view(np.uint8).reshape(-1).data for a in [rows, *chain]]
     tf = TextureFile(fmt, image.width, image.height, levels=data, color_space=space, source=image.source)
     tf.premultiplied = plan.premultiply
@@ -119,6 +132,34 @@ def write_host_texture(image: Image, plan: HostPlan, texture: tuple[Format, str,
     return HostWritten(plan.out, fmt.name, image.width, image.height, levels, space,
                        copy_layout(fmt, image.width, image.height, 1).as_dict(), int(image.pixels.nbytes),
                        list(image.warnings), t1 - t0, time.perf_counter() - t1)
+
+
+#: Level 0 bytes from which a file made in the process that decodes (``plan.inline``, its chain over
+#: several threads) is written through its memory map, level 0 copied into it on the copy pool's
+#: threads while the C engine makes the chain (:func:`_open_streamed`); smaller ones, and a
+#: batch's decode workers (one thread each), write the file after the chain.
+STREAM_MIN_BYTES = 128 << 20
+
+
+def _open_streamed(image: Image, plan: HostPlan, texture: tuple[Format, str, int], rows):
+    """The texture file opened through its memory map (:func:`gputex.capture.open_streamed`),
+    level 0's copy from ``rows`` started on threads, where the file is one of
+    :data:`STREAM_MIN_BYTES` or more made inline over several threads without ``--zstd``
+    (a fixed layout); else None (then written after the chain, as before). The same bytes either
+    way. 8192² RGBA8: the 256 MiB copy overlaps the chain instead of following it."""
+    if not (plan.inline and plan.threads > 1 and plan.zstd is None) or rows.nbytes < STREAM_MIN_BYTES:
+        return None
+    from .capture import open_streamed
+    from .texfile import TextureFile
+
+    fmt, space, levels = texture
+    shape = TextureFile(fmt, image.width, image.height, levels=[b""] * levels, color_space=space,
+                        source=image.source)
+    shape.premultiplied = plan.premultiply
+    try:  # (rows: to_texture_rows's (h, w * texel bytes) uint8)
+        return open_streamed(shape, plan.out, level0=rows)
+    except Exception:  # noqa: BLE001 - the write after the chain meets it again and reports it
+        return None
 
 
 @contextmanager

@@ -45,8 +45,9 @@ def png_ihdr(path: str) -> tuple[int, int, int] | None:
     return w, h, depth
 
 
-#: :data:`gputex.mips.cpu.MAX_TEXELS` (not imported here: the command line's start stays light).
-HOST_MAX_TEXELS = 1 << 24
+#: :data:`gputex.mips.cpu.MAX_TEXELS` (not imported here: the command line's start stays light):
+#: 2^28 texels, 16384^2.
+HOST_MAX_TEXELS = 1 << 28
 
 
 def png_wants_device(path: str) -> bool | None:

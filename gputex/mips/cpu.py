@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..devflags import flag
 from ..errors import FormatError
@@ -31,17 +31,25 @@ if TYPE_CHECKING:
 
     from ..texture import Texture
 
-__all__ = ["ENGINES", "MAX_TEXELS", "warm", "engine", "engine_flag", "available", "serves", "cpu_ok", "threads", "host_chain",
-           "sources", "cpu_chain", "arena_bytes", "release_arena", "simd", "KERNELS"]
+__all__ = ["ENGINES", "MAX_TEXELS", "SUMS64_TEXELS", "warm", "engine", "engine_flag", "available", "serves", "cpu_ok",
+           "threads", "host_chain", "sources", "cpu_chain", "arena_bytes", "release_arena", "simd", "KERNELS"]
 
 try:
     from .. import _mipcpu
 except ImportError:  # not built (no C compiler at install): the shader makes every chain
     _mipcpu = None
+try:
+    from .. import _mipcpu128
+except ImportError:  # (as _mipcpu: then the engine takes at most SUMS64_TEXELS)
+    _mipcpu128 = None
 
 ENGINES = ("auto", "shader", "cpu")
-#: Base texels the C engine takes (every sum then fits 64 bits): 4096^2.
-MAX_TEXELS = 1 << 24
+#: Base texels the engine's 64-bit sums serve (``_mipcpu``: every sum then fits 64 bits): 4096^2.
+SUMS64_TEXELS = 1 << 24
+#: Base texels the C engine takes: up to :data:`SUMS64_TEXELS` with 64-bit sums, above that (to
+#: 2^28: 16384^2) the same source built with 128-bit sums (``_mipcpu128``: the RGBA8 kernels in
+#: their portable form, no AVX-512), where it was built.
+MAX_TEXELS = 1 << 28
 
 
 def available() -> bool:
@@ -59,8 +67,10 @@ def engine_flag() -> str:
 
 def serves(channels: int, bits: int, srgb: bool, width: int, height: int) -> bool:
     """Whether the C engine serves a chain of this kind: 8-bit sRGB or linear, 16-bit linear,
-    1, 2 or 4 channels, at most :data:`MAX_TEXELS` base texels."""
-    return channels in (1, 2, 4) and bits in (8, 16) and not (srgb and bits != 8) and width * height <= MAX_TEXELS
+    1, 2 or 4 channels, at most :data:`MAX_TEXELS` base texels (:data:`SUMS64_TEXELS` where
+    ``_mipcpu128`` did not build)."""
+    most = MAX_TEXELS if _mipcpu128 is not None else SUMS64_TEXELS
+    return channels in (1, 2, 4) and bits in (8, 16) and not (srgb and bits != 8) and width * height <= most
 
 
 def cpu_ok(tex: Texture, layer: int = 0) -> bool:
@@ -129,7 +139,8 @@ def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted:
     uint8), each ``(h, w, channels)`` in ``base``'s dtype (``uint16`` for 16 bits). ``arena``:
     the engine's sums in the process's arena, kept for the next chain (:func:`arena_bytes`;
     False: mapped for this chain alone, as before the arena; the same bytes). ``kernels``: which
-    of the engine's loops may run (:data:`KERNELS`; the same bytes)."""
+    of the engine's loops may run (:data:`KERNELS`; the same bytes). Bases of more than
+    :data:`SUMS64_TEXELS` texels go to ``_mipcpu128`` (128-bit sums; no AVX-512 kernels there)."""
     import numpy as np
 
     assert _mipcpu is not None, "gputex._mipcpu was not built"
@@ -137,6 +148,10 @@ def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted:
     h = base.shape[0]
     raw = np.ascontiguousarray(base)
     w = raw.size * raw.itemsize // (h * channels * bits // 8)
+    module = _mipcpu
+    if w * h > SUMS64_TEXELS:
+        assert _mipcpu128 is not None, "gputex._mipcpu128 was not built"
+        module = _mipcpu128
     sizes = [(max(1, w >> lv), max(1, h >> lv)) for lv in range(1, levels)]
     out = np.empty(sum(a * b for a, b in sizes) * channels, dtype)
     lin, q = _tables(bits, srgb)
@@ -145,8 +160,8 @@ def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted:
     extra: dict[str, int] = {} if arena else {"arena": False}
     if kernels != "simd":
         extra["fast"] = KERNELS[kernels]
-    _mipcpu.chain(raw.view(np.uint8).reshape(-1), out.view(np.uint8), w, h, levels, channels, bits, srgb,
-                  weighted, lin, q, nthreads or threads(), **extra)
+    module.chain(raw.view(np.uint8).reshape(-1), out.view(np.uint8), w, h, levels, channels, bits, srgb,
+                 weighted, lin, q, nthreads or threads(), **extra)
     res, off = [], 0
     for a, b in sizes:
         res.append(out[off:off + a * b * channels].reshape(b, a, channels))
@@ -155,21 +170,28 @@ def host_chain(base: np.ndarray, channels: int, bits: int, srgb: bool, weighted:
 
 
 def arena_bytes() -> int:
-    """The bytes the C engine's arena keeps mapped in this process between chains (0: none).
+    """The bytes the C engine's arenas keep mapped in this process between chains (0: none).
     Each chain's sums (stored levels, cell grids) are taken from it, and it grows to what the
     largest chain asked for, at most 64 MiB (RGBA: 2048^2 2 MiB, 1999x1537 12 MiB of cell grids):
     a decode worker's chains then find their pages mapped, not zeroed by the kernel again
-    (``_mipcpu.c``)."""
-    if _mipcpu is None:
-        return 0
-    return int(_mipcpu.arena_bytes())
+    (``_mipcpu.c``). ``_mipcpu128`` (bases over 2^24 texels) keeps an arena of its own: counted."""
+    total = 0
+    for m in _modules():
+        total += int(m.arena_bytes())
+    return total
 
 
 def release_arena() -> int:
-    """Unmap the C engine's arena (where no chain is using it); returns the bytes given back."""
-    if _mipcpu is None:
-        return 0
-    return int(_mipcpu.release())
+    """Unmap the C engine's arenas (where no chain is using them); returns the bytes given back."""
+    total = 0
+    for m in _modules():
+        total += int(m.release())
+    return total
+
+
+def _modules() -> list[Any]:
+    """The engine's built modules: ``_mipcpu`` and ``_mipcpu128``."""
+    return [m for m in (_mipcpu, _mipcpu128) if m is not None]
 
 
 def sources(width: int, height: int, levels: int) -> list[int]:

@@ -173,7 +173,7 @@ def test_repeated_stems_keep_the_gpu_path(gpu, rng, tmp_path, monkeypatch):
 
 
 def test_what_the_engine_serves():
-    """16-bit sRGB, more than 2^24 texels, one level, float data, unknown 16-bit storage: the GPU."""
+    """16-bit sRGB, more than 2^28 texels, one level, float data, unknown 16-bit storage: the GPU."""
     plan = HostPlan("x.ktx2", None, None, False, False, None, True, None, False, True)
 
     def image(shape, dtype, space="srgb"):
@@ -191,8 +191,10 @@ def test_what_the_engine_serves():
     # an 8-bit image asked for as 16-bit unorm on a device not known to store it: the GPU step decides
     assert plan_texture(image((4, 4, 4), np.uint8, "linear"), replace(plan, format="rgba16unorm", norm16=False)) is None
     assert plan_texture(image((4, 4, 4), np.uint8, "linear"), replace(plan, format="rgba16unorm"))[0].name == "rgba16unorm"
-    big = Image(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (4097, 4096, 4), (0, 0, 0)), "srgb")
-    assert plan_texture(big, plan) is None  # more than 2^24 texels
+    big = Image(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (16385, 16384, 4), (0, 0, 0)), "srgb")
+    assert plan_texture(big, plan) is None  # more than 2^28 texels
+    large = Image(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (4097, 4096, 4), (0, 0, 0)), "srgb")
+    assert plan_texture(large, plan)[0].name == "rgba8unorm-srgb"  # over 2^24: the 128-bit engine's
 
 
 @pytest.mark.skipif(KTX is None, reason="Khronos's ktx tool (../shared/peers/ktx) is not present")
@@ -757,3 +759,46 @@ def test_a_tagged_16_bit_png_wants_the_device_at_once(rng, tmp_path, monkeypatch
     _no_chosen_adapter(monkeypatch)
     assert _demand(True, None, None, None, [eight, str(fifo)]) is True
     assert _demand(True, None, None, None, [eight, str(tagged)]) is False
+
+
+@pytest.mark.parametrize("suffix", ["ktx2", "dds"])
+def test_inline_file_streamed_while_the_chain_is_made_has_the_same_bytes(rng, tmp_path, monkeypatch, suffix):
+    """A file made inline over several threads (``host_texture._open_streamed``: level 0 copied
+    into the mapped file while the C engine makes the chain, the levels after it; 8192² and up)
+    has the bytes of the file written after the chain (a batch worker's way), for RGBA8 sRGB with
+    alpha, an odd size, grey, and a flipped, premultiplied one; a chain that fails leaves no file."""
+    import gputex.host_texture as ht
+    from gputex.host_texture import write_host_texture
+
+    monkeypatch.setattr(ht, "STREAM_MIN_BYTES", 0)
+    opened, real = [], ht._open_streamed
+    monkeypatch.setattr(ht, "_open_streamed", lambda *args: opened.append(real(*args)) or opened[-1])
+    cases = [(rng.integers(0, 256, (64, 48, 4), np.uint8), {}), (rng.integers(0, 256, (53, 37, 4), np.uint8), {}),
+             (rng.integers(0, 256, (300, 257, 1), np.uint8), {}),
+             (rng.integers(0, 256, (40, 24, 4), np.uint8), {"flip_y": True, "premultiply": True})]
+    for i, (a, opts) in enumerate(cases):
+        image = Image(a, "srgb")
+        files = {}
+        for way in ("after", "streamed"):
+            plan = HostPlan(str(tmp_path / f"{i}-{way}.{suffix}"), None, None, opts.get("premultiply", False),
+                            opts.get("flip_y", False), None, True, None, False, True,
+                            inline=way == "streamed", threads=2 if way == "streamed" else 1)
+            texture = plan_texture(image, plan)
+            assert texture is not None
+            if way == "streamed":
+                assert real(image, plan, texture, np.zeros((a.shape[0], 1), np.uint8)) is None  # (not level 0's size)
+            written = write_host_texture(image, plan, texture)
+            files[way] = open(written.path, "rb").read()
+        assert files["after"] == files["streamed"], i
+        assert opened[-2] is None and opened[-1] is not None  # (the first way wrote after the chain)
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(cpu, "host_chain", no_memory)
+    image = Image(cases[0][0], "srgb")
+    plan = HostPlan(str(tmp_path / f"failed.{suffix}"), None, None, False, False, None, True, None, False, True,
+                    inline=True, threads=2)
+    with pytest.raises(MemoryError):
+        write_host_texture(image, plan, plan_texture(image, plan))
+    assert sorted(os.listdir(tmp_path)) == sorted(f"{i}-{way}.{suffix}" for i in range(4) for way in ("after", "streamed"))

@@ -195,8 +195,15 @@ def test_c_engine_refuses_what_it_does_not_serve():
         _mipcpu.chain(base, out, 4, 4, 2, 3, 8, False, False, b"", b"")
     with pytest.raises(ValueError, match="^too many levels for the size$"):
         _mipcpu.chain(base, out, 4, 4, 4, 4, 8, False, False, b"", b"")
-    assert not cpu.serves(4, 16, True, 64, 64) and not cpu.serves(4, 8, True, 4097, 4096)
-    assert cpu.serves(4, 8, True, 4096, 4096) and cpu.serves(2, 16, False, 9, 3)
+    assert not cpu.serves(4, 16, True, 64, 64) and not cpu.serves(4, 8, True, 16385, 16384)
+    assert cpu.serves(4, 8, True, 16384, 16384) and cpu.serves(4, 8, True, 4097, 4096) and cpu.serves(2, 16, False, 9, 3)
+    with pytest.raises(ValueError, match="^width \\* height must be 1 .. 2\\*\\*24$"):
+        _mipcpu.chain(np.zeros(4097 * 4096, np.uint8), np.zeros(1 << 23, np.uint8), 4097, 4096, 2, 1, 8, False,
+                      False, b"", b"")
+    from gputex import _mipcpu128
+
+    with pytest.raises(ValueError, match="^width \\* height must be 1 .. 2\\*\\*28$"):
+        _mipcpu128.chain(b"", np.zeros(1, np.uint8), 16385, 16384, 2, 1, 8, False, False, b"", b"")
 
 
 def _gpu_levels(gpu, a, fmt, space, alpha, engine, monkeypatch):
