@@ -48,14 +48,40 @@ def png_ihdr(path: str) -> tuple[int, int, int] | None:
 #: :data:`gputex.mips.cpu.MAX_TEXELS` (not imported here: the command line's start stays light):
 #: 2^28 texels, 16384^2.
 HOST_MAX_TEXELS = 1 << 28
+#: :data:`gputex.mips.cpu.SUMS64_TEXELS`: bases the engine's 64-bit sums serve, any size.
+HOST_SUMS64_TEXELS = 1 << 24
+
+
+def host_size(width: int, height: int) -> bool:
+    """Whether the host C engine takes a base of this size: any size up to
+    :data:`HOST_SUMS64_TEXELS` texels; above, up to :data:`HOST_MAX_TEXELS` (its 128-bit build),
+    only where every level from 2 on is tiled by an earlier level from 1 on (the sizes of that
+    level multiples of its own on both axes: powers of two, 12288 x 8192, ...). Such a chain keeps
+    a band's rings of sums (~2 MB at 8192^2); another size needs grids of cell sums, 16-byte slots
+    over the base: 1.6 GB at 8191 x 8193 (``benchmarks/host_chain_memory.py``), against the
+    GPU's few hundred MB, so those go to the GPU (h13big, review)."""
+    texels = width * height
+    if texels <= HOST_SUMS64_TEXELS:
+        return True
+    if texels > HOST_MAX_TEXELS:
+        return False
+    sizes = []
+    lv = 0
+    while True:  # the whole chain's sizes (a shorter chain is a prefix of it)
+        sizes.append((max(1, width >> lv), max(1, height >> lv)))
+        if sizes[-1] == (1, 1):
+            break
+        lv += 1
+    return all(any(sizes[k][0] % w == 0 and sizes[k][1] % h == 0 for k in range(1, lv))
+               for lv, (w, h) in enumerate(sizes) if lv >= 2)
 
 
 def png_wants_device(path: str) -> bool | None:
     """Whether the PNG ``path`` is one the host engine does not take before a device is there
-    (16-bit data, more than :data:`HOST_MAX_TEXELS` texels), from its IHDR; None where it is not
-    a PNG (:func:`png_ihdr`)."""
+    (16-bit data, a size :func:`host_size` refuses), from its IHDR; None where it is not a PNG
+    (:func:`png_ihdr`)."""
     ihdr = png_ihdr(path)
-    return None if ihdr is None else ihdr[2] == 16 or ihdr[0] * ihdr[1] > HOST_MAX_TEXELS
+    return None if ihdr is None else ihdr[2] == 16 or not host_size(ihdr[0], ihdr[1])
 
 
 def png_shape(path: str) -> tuple[int, int, int, int, str] | None:

@@ -67,10 +67,14 @@ def engine_flag() -> str:
 
 def serves(channels: int, bits: int, srgb: bool, width: int, height: int) -> bool:
     """Whether the C engine serves a chain of this kind: 8-bit sRGB or linear, 16-bit linear,
-    1, 2 or 4 channels, at most :data:`MAX_TEXELS` base texels (:data:`SUMS64_TEXELS` where
-    ``_mipcpu128`` did not build)."""
-    most = MAX_TEXELS if _mipcpu128 is not None else SUMS64_TEXELS
-    return channels in (1, 2, 4) and bits in (8, 16) and not (srgb and bits != 8) and width * height <= most
+    1, 2 or 4 channels, a base :func:`gputex.warmup.host_size` takes (any size up to
+    :data:`SUMS64_TEXELS` texels; above, to :data:`MAX_TEXELS`, sizes whose levels tile, and
+    only where ``_mipcpu128`` was built)."""
+    from ..warmup import host_size
+
+    if width * height > SUMS64_TEXELS and _mipcpu128 is None:
+        return False
+    return channels in (1, 2, 4) and bits in (8, 16) and not (srgb and bits != 8) and host_size(width, height)
 
 
 def cpu_ok(tex: Texture, layer: int = 0) -> bool:

@@ -12,30 +12,35 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from gputex.workers import _can_prespawn, _prespawn
+from gputex.workers import _can_prespawn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _pid(_: int) -> int:
-    return os.getpid()
-
-
 @pytest.mark.parametrize("method", ["forkserver", "spawn"])
-def test_processes_started_before_any_task(method, monkeypatch):
-    monkeypatch.delenv("GPUTEX_PRESPAWN", raising=False)
-    pool = ProcessPoolExecutor(3, mp_context=multiprocessing.get_context(method))
-    try:
-        assert _can_prespawn([pool])
-        _prespawn([pool], 3)
-        started = set(pool._processes)
-        assert len(started) == 3 and all(p.is_alive() for p in pool._processes.values())
-        _prespawn([pool], 3)  # never more than the pool's own number
-        assert set(pool._processes) == started
-        pids = set(pool.map(_pid, range(12)))  # the tasks run in those processes, no new one
-        assert pids <= started and set(pool._processes) == started
-    finally:
-        pool.shutdown()
+def test_processes_started_before_any_task(method):
+    """In a fresh interpreter (a multiprocessing fork server is one per process: tests before this
+    one may have started and stopped this process's): the pool's processes exist and live before
+    any task, ``_prespawn`` never makes more than the pool's number, and the tasks then run in
+    those processes."""
+    code = f"""
+import multiprocessing, os
+from concurrent.futures import ProcessPoolExecutor
+from gputex.workers import _can_prespawn, _prespawn
+
+if __name__ == "__main__":
+    pool = ProcessPoolExecutor(3, mp_context=multiprocessing.get_context({method!r}))
+    assert _can_prespawn([pool])
+    _prespawn([pool], 3)
+    started = set(pool._processes)
+    alive = all(p.is_alive() for p in pool._processes.values())
+    _prespawn([pool], 3)
+    again = set(pool._processes) == started
+    pids = {{f.result() for f in [pool.submit(os.getpid) for _ in range(12)]}}
+    print(len(started), alive, again, pids <= started, set(pool._processes) == started)
+    pool.shutdown()
+"""
+    assert _fresh_script(code) == "3 True True True True"
 
 
 def test_prespawn_off(monkeypatch):
@@ -48,6 +53,20 @@ def test_prespawn_off(monkeypatch):
         assert not _can_prespawn([pool, object()])  # not CPython's executor: the tasks ask
     finally:
         pool.shutdown()
+
+
+def _fresh_script(code: str) -> str:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(code)
+    try:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+        env.pop("GPUTEX_PRESPAWN", None)
+        return subprocess.run([sys.executable, f.name], capture_output=True, text=True, env=env, check=True,
+                              timeout=120).stdout.strip()
+    finally:
+        os.unlink(f.name)
 
 
 def _fresh(code: str) -> str:

@@ -91,3 +91,44 @@ def test_after_a_rehearsal_the_real_chain_makes_no_pipeline(gpu, tmp_png, rng, m
         assert not grown, f"caches that missed after the rehearsal: {grown}"
     finally:
         tex.destroy()
+
+
+def _levels_tile(w: int, h: int) -> bool:
+    """Every level from 2 on takes its sums from an earlier level (``cpu.sources``: no cell grid)."""
+    from gputex.mips.cpu import sources
+
+    full = max(w, h).bit_length()
+    return all(src != 0 for src in sources(w, h, full)[1:])
+
+
+@pytest.mark.parametrize("w,h", [(8192, 8192), (16384, 16384), (16384, 4096), (12288, 8192), (8193, 2049),
+                                 (4097, 4097), (8191, 8193), (8190, 8190), (16383, 16385), (6000, 4000),
+                                 (4095, 4097), (1, 1), (4096, 4096), (16385, 16384), (1 << 28, 1)])
+def test_host_size_takes_sizes_whose_levels_tile(w, h):
+    """Up to 2^24 texels the host engine takes any size; above (its 128-bit build, to 2^28 texels)
+    only sizes whose chain needs no grid of cell sums (``cpu.sources``: its plan, computed apart),
+    those grids taking 1.6 GB at 8191 x 8193."""
+    from gputex.warmup import HOST_MAX_TEXELS, HOST_SUMS64_TEXELS, host_size
+
+    texels = w * h
+    expected = texels <= HOST_SUMS64_TEXELS or (texels <= HOST_MAX_TEXELS and _levels_tile(w, h))
+    assert host_size(w, h) is expected
+    assert host_size(8192, 8192) and not host_size(8191, 8193) and not host_size(16384, 16385)
+
+
+def test_png_wants_device_by_its_size(tmp_path):
+    """The IHDR check: an 8-bit 8192^2 PNG is the host's (no device at the start), an 8-bit
+    8191 x 8193 one and a 16-bit one want the device (only the first 33 bytes are read)."""
+    from gputex.warmup import png_wants_device
+
+    def header(name: str, w: int, h: int, depth: int) -> str:
+        body = b"IHDR" + struct.pack(">IIBBBBB", w, h, depth, 6, 0, 0, 0)
+        path = tmp_path / name
+        path.write_bytes(b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + body + struct.pack(">I", zlib.crc32(body)))
+        return str(path)
+
+    assert png_wants_device(header("big.png", 8192, 8192, 8)) is False
+    assert png_wants_device(header("odd.png", 8191, 8193, 8)) is True
+    assert png_wants_device(header("small_odd.png", 4095, 4097, 8)) is False
+    assert png_wants_device(header("deep.png", 64, 64, 16)) is True
+    assert png_wants_device(str(tmp_path / "none.png")) is None
