@@ -45,7 +45,9 @@ variable                    what it overrides
                             GPU's slots (default ``ready``: once the device is made and rehearsed;
                             :class:`gputex.upload_stage.HostSplit`).
 ``GPUTEX_SPAWN_FIRST``      ``1`` (default) or ``0``: a split batch asks for its worker processes
-                            before its device thread starts (:func:`gputex.run._spawn_first`).
+                            before its device thread starts (:func:`gputex.run._spawn_first`);
+                            only with ``GPUTEX_PRESPAWN=0``: prespawned, they are asked for
+                            as the pool is made, before either.
 ``GPUTEX_PRESPAWN``         ``1`` (default) or ``0``: a batch's worker processes forked from the early
                             server are asked for as their pool is made, with no task
                             (:func:`gputex.workers.codec_workers`), or by its first tasks as before.

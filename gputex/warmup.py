@@ -81,7 +81,21 @@ def png_wants_device(path: str) -> bool | None:
     (16-bit data, a size :func:`host_size` refuses), from its IHDR; None where it is not a PNG
     (:func:`png_ihdr`)."""
     ihdr = png_ihdr(path)
-    return None if ihdr is None else ihdr[2] == 16 or not host_size(ihdr[0], ihdr[1])
+    if ihdr is None:
+        return None
+    if ihdr[0] * ihdr[1] > HOST_SUMS64_TEXELS and not _built("gputex._mipcpu128"):
+        return True  # (the 128-bit build is optional: without it the GPU takes these)
+    return ihdr[2] == 16 or not host_size(ihdr[0], ihdr[1])
+
+
+def _built(module: str) -> bool:
+    """Whether an optional extension module of gputex was built (found, not imported)."""
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def png_shape(path: str) -> tuple[int, int, int, int, str] | None:

@@ -149,6 +149,8 @@ def _can_prespawn(pools: list) -> bool:
 
     return flag("GPUTEX_PRESPAWN") != "0" and all(
         callable(getattr(p, "_spawn_process", None)) and hasattr(p, "_shutdown_lock") and
+        callable(getattr(p, "_start_executor_manager_thread", None)) and
+        hasattr(p, "_executor_manager_thread_wakeup") and
         isinstance(getattr(p, "_processes", None), dict) and isinstance(getattr(p, "_max_workers", None), int)
         for p in pools)
 
@@ -160,9 +162,12 @@ def _prespawn(pools: list, n: int) -> None:
     Before, the first tasks asked for the processes (a placeholder task each would have queued
     ahead of the decodes): on the H200 host (48 x 2048² -> KTX2, ``--jobs 16``, traced) the first
     task reached the pool 16 ms after the decodes were submitted and the 16 forks followed it one
-    by one, so the workers' first decodes began over the next 35 ms. Each process is added under
-    the pool's own lock, as ``submit`` adds one, so a task submitted meanwhile finds the pool as
-    it would have (never more than its processes)."""
+    by one, so the workers' first decodes began over the next 35 ms. Each process is added as
+    ``submit`` adds one: under the pool's own lock (a task submitted meanwhile finds the pool as it
+    would have, never more than its processes; it waits for a fork's round trip at most), with the
+    pool's manager thread started and woken, so the manager watches the new process (one that
+    dies fails its task, not hangs it) and ``shutdown`` stops it even where no task ever came
+    (review: a pool without the thread left its processes running)."""
     from .signals import spawn_shielded
     from .trace import span
 
@@ -175,6 +180,8 @@ def _prespawn(pools: list, n: int) -> None:
                                 or len(pool._processes) >= pool._max_workers):
                             continue
                         pool._spawn_process()
+                        pool._start_executor_manager_thread()
+                        pool._executor_manager_thread_wakeup.wakeup()
                 except Exception:  # noqa: BLE001 - a start failed: the tasks start processes as they
                     return  # need them and meet any error themselves
 

@@ -39,8 +39,13 @@ if __name__ == "__main__":
     pids = {{f.result() for f in [pool.submit(os.getpid) for _ in range(12)]}}
     print(len(started), alive, again, pids <= started, set(pool._processes) == started)
     pool.shutdown()
+    idle = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context({method!r}))
+    _prespawn([idle], 2)  # a pool that never gets a task: shutdown still stops its processes
+    procs = list(idle._processes.values())
+    idle.shutdown(wait=True)
+    print(len(procs), any(p.is_alive() for p in procs))
 """
-    assert _fresh_script(code) == "3 True True True True"
+    assert _fresh_script(code).split("\n") == ["3 True True True True", "2 False"]
 
 
 def test_prespawn_off(monkeypatch):

@@ -748,3 +748,33 @@ def _axis(n, m, j):
     from gputex.mips.intbox import _weights
 
     return _weights(n, m, j)
+
+
+@pytest.mark.parametrize("w,h", [(6, 10), (131, 67), (17, 9), (1, 7), (259, 257), (255, 13)])
+def test_the_128_bit_build_gives_the_64_bit_bytes_on_small_sizes(rng, monkeypatch, w, h):
+    """``_mipcpu128`` (the same source with 128-bit sums, which ``host_chain`` takes over 2^24
+    texels) on small bases, where the 64-bit build is exact too: the same bytes for every kind,
+    alpha mode and loop form (review: the default run had computed nothing with it)."""
+    from gputex import _mipcpu
+
+    try:
+        from gputex import _mipcpu128
+    except ImportError:
+        pytest.skip("gputex._mipcpu128 was not built")
+    for channels, bits in ((4, 8), (2, 8), (1, 8), (4, 16), (1, 16)):
+        top = 256 if bits == 8 else 65536
+        a = rng.integers(0, top, (h, w, channels)).astype(np.uint8 if bits == 8 else np.uint16)
+        if channels in (2, 4):
+            alpha = a[..., -1]
+            alpha[rng.random((h, w)) < 0.3] = 0
+            alpha[rng.random((h, w)) < 0.4] = top - 1
+        levels = max(w, h).bit_length()
+        for srgb in ((True, False) if bits == 8 else (False,)):
+            for weighted in ((True, False) if channels != 1 else (False,)):
+                for kernels in ("simd", "portable", "generic"):
+                    monkeypatch.setattr(cpu, "_mipcpu", _mipcpu)
+                    want = cpu.host_chain(a, channels, bits, srgb, weighted, levels, nthreads=2, kernels=kernels)
+                    monkeypatch.setattr(cpu, "_mipcpu", _mipcpu128)
+                    got = cpu.host_chain(a, channels, bits, srgb, weighted, levels, nthreads=2, kernels=kernels)
+                    for lv, (g, m) in enumerate(zip(got, want), start=1):
+                        assert np.array_equal(g, m), (channels, bits, srgb, weighted, kernels, lv)
