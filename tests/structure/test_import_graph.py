@@ -34,6 +34,10 @@ KNOWN_PRIVATE_ATTRIBUTES = {
     "device: ffi._cdefsources", "device: parser._get_type_and_quals", "device: parser._parse", "gpu_batch: buf._experimental_get_mapped_range",
     "upload: buf._experimental_get_mapped_range", "workers: broken._max_workers", "workers: os._exit",
     "wgpu_compat: device._internal",
+    # workers._prespawn: CPython's ProcessPoolExecutor has no public way to start its processes
+    # before a task (checked for by _can_prespawn; GPUTEX_PRESPAWN=0 goes the public way)
+    "workers: pool._executor_manager_thread_wakeup", "workers: pool._max_workers", "workers: pool._processes",
+    "workers: pool._shutdown_lock", "workers: pool._spawn_process", "workers: pool._start_executor_manager_thread",
 }
 
 
