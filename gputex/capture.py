@@ -489,28 +489,21 @@ class StreamedFile:
     def fill(self, tex: Texture, budget: int) -> None:
         """Read every level of ``tex`` not copied from the host into the file, then commit it
         (on an error: discarded, the error raised)."""
-        try:
-            try:
-                limit = min(budget // 2, tex.session.limits.get("max-buffer-size", 256 << 20))
-                pieces = []
-                for level, start, length, at in self.lay.places:
-                    if level == 0 and self.host is not None:
-                        continue
-                    lv = tex.layout(level)
-                    per_image = lv.bytes_per_row * lv.blocks_down
-                    z0, nz = start // per_image, length // per_image
-                    rows = self.whole[at: at + length].reshape(nz * lv.blocks_down, lv.bytes_per_row)
-                    pieces += _pieces(tex, level, z0, nz, rows, limit)
-                _read_pieces(pieces, budget=budget)
-            finally:
-                error = self._release()
-                pieces = rows = None  # type: ignore[assignment]  # no view of the map outlives it
-            if error is not None:
-                raise error
-        except BaseException:
-            self.file.discard()
-            raise
-        self.file.commit()
+
+        def read() -> None:
+            limit = min(budget // 2, tex.session.limits.get("max-buffer-size", 256 << 20))
+            pieces = []
+            for level, start, length, at in self.lay.places:
+                if level == 0 and self.host is not None:
+                    continue
+                lv = tex.layout(level)
+                per_image = lv.bytes_per_row * lv.blocks_down
+                z0, nz = start // per_image, length // per_image
+                rows = self.whole[at: at + length].reshape(nz * lv.blocks_down, lv.bytes_per_row)
+                pieces += _pieces(tex, level, z0, nz, rows, limit)
+            _read_pieces(pieces, budget=budget)
+
+        self._fill_then_commit(read)
 
     def fill_host(self, levels: list) -> None:
         """Copy levels 1.. from the host (``levels``: their tight bytes, as ``cpu.host_chain``
@@ -520,26 +513,35 @@ class StreamedFile:
 
         from .parallel import for_row_chunks
 
+        def copy() -> None:
+            for level, _start, length, at in self.lay.places:
+                if level == 0 and self.host is not None:
+                    continue
+                src = np.ascontiguousarray(levels[level - 1]).view(np.uint8).reshape(-1)
+                if src.nbytes != length:
+                    raise ValueError(f"level {level}: {src.nbytes} bytes for a place of {length}")
+                full = length >> 16  # whole bands of 64 KiB, split over the copy pool
+                if full:
+                    bands = src[: full << 16].reshape(full, 1 << 16)
+                    dst = self.whole[at: at + (full << 16)].reshape(full, 1 << 16)
+
+                    def band(a: int, b: int, bands=bands, dst=dst) -> None:
+                        dst[a:b] = bands[a:b]
+
+                    for_row_chunks(full, 1 << 16, band)
+                if length > full << 16:
+                    self.whole[at + (full << 16): at + length] = src[full << 16:]
+
+        self._fill_then_commit(copy)
+
+    def _fill_then_commit(self, fill: Callable[[], None]) -> None:
+        """Run ``fill`` (it writes the mapped file's bytes), wait for the host copy and drop the
+        map's views, then commit the file; on an error from either, discard it and raise. Views
+        ``fill``'s frame held are gone once it returns; where it raised, its traceback keeps them
+        until the discard, whose closing of the map tolerates them (``AtomicFile._close_maps``)."""
         try:
             try:
-                for level, _start, length, at in self.lay.places:
-                    if level == 0 and self.host is not None:
-                        continue
-                    src = np.ascontiguousarray(levels[level - 1]).view(np.uint8).reshape(-1)
-                    if src.nbytes != length:
-                        raise ValueError(f"level {level}: {src.nbytes} bytes for a place of {length}")
-                    full = length >> 16  # whole bands of 64 KiB, split over the copy pool
-                    if full:
-                        bands = src[: full << 16].reshape(full, 1 << 16)
-                        dst = self.whole[at: at + (full << 16)].reshape(full, 1 << 16)
-
-                        def band(a: int, b: int, bands=bands, dst=dst) -> None:
-                            dst[a:b] = bands[a:b]
-
-                        for_row_chunks(full, 1 << 16, band)
-                    if length > full << 16:
-                        self.whole[at + (full << 16): at + length] = src[full << 16:]
-                    src = bands = dst = None  # type: ignore[assignment]  # no view of the map outlives it
+                fill()
             finally:
                 error = self._release()
             if error is not None:

@@ -802,3 +802,33 @@ def test_inline_file_streamed_while_the_chain_is_made_has_the_same_bytes(rng, tm
     with pytest.raises(MemoryError):
         write_host_texture(image, plan, plan_texture(image, plan))
     assert sorted(os.listdir(tmp_path)) == sorted(f"{i}-{way}.{suffix}" for i in range(4) for way in ("after", "streamed"))
+
+
+@pytest.mark.parametrize("suffix", ["ktx2", "dds"])
+def test_inline_streamed_file_whose_levels_fail_to_fit_is_not_left(rng, tmp_path, monkeypatch, suffix):
+    """A streamed file whose copy of levels 1.. fails (``StreamedFile.fill_host``: a level of
+    the wrong length, after level 0's copy into the map was started) raises and leaves nothing:
+    no file at the name, no temporary beside it; the next file to the same name is whole."""
+    import gputex.host_texture as ht
+    from gputex.host_texture import write_host_texture
+
+    monkeypatch.setattr(ht, "STREAM_MIN_BYTES", 0)
+    real = cpu.host_chain
+
+    def short_last(*args, **kwargs):
+        levels = real(*args, **kwargs)
+        return levels[:-1] + [levels[-1][:, :0]]
+
+    a = rng.integers(0, 256, (64, 48, 4), np.uint8)
+    image = Image(a, "srgb")
+    plan = HostPlan(str(tmp_path / f"x.{suffix}"), None, None, False, False, None, True, None, False, True,
+                    inline=True, threads=2)
+    monkeypatch.setattr(cpu, "host_chain", short_last)
+    with pytest.raises(ValueError, match=r"level 6: 0 bytes for a place of 4"):
+        write_host_texture(image, plan, plan_texture(image, plan))
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setattr(cpu, "host_chain", real)
+    written = write_host_texture(image, plan, plan_texture(image, plan))
+    assert os.listdir(tmp_path) == [f"x.{suffix}"]
+    back = read_texture_file(written.path)
+    assert np.array_equal(np.asarray(back.levels[0]).reshape(a.shape), a)
