@@ -152,6 +152,9 @@ CUTS["noword"] = [("            col.x = word_code(Big(wl[0].x, wl[1].x, 0u, 0u),
                    "                col.y = word_code(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y);\n"
                    "                col.z = word_code(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z);\n            }\n",
                    "            col = vec3<u32>(xv) & vec3<u32>(255u);\n")]
+# h16last: ``nohand`` (the chain's last pass a dispatch of its own, not made by the last workgroup of
+# the pass before it: spd.HANDOFF off; byte-keeping).
+EXACT.update({"nohand": []})
 CUTS.update(EXACT)
 
 _load = kernels.load_wgsl
@@ -256,6 +259,7 @@ def main() -> None:
             spd.SMEM_TABLES = False if variant == "nosmem" else auto
             spd.SUBGROUPS = False if variant == "nosg" else auto
             spd.SMEM_TABLES_ALONE = variant == "smemall"
+            spd.HANDOFF = False if variant == "nohand" else None
             spd.GROUP_TILES = {"wg256": (1, 1), "wg1024": (2, 2)}.get(variant, GROUP_TILES)
             spd.FIRST_PASS_LEVELS = (int(variant[5:6]) if variant.startswith("split")
                                      else spd.LEVELS_PER_PASS if variant == "nosplit" else None)
