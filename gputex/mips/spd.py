@@ -85,8 +85,8 @@ h16lut.txt``): first pass at 8192^2 0.344 / 0.365 ms against main's 0.414 / 0.41
 Issue 16's 0.2 / 0.060 ms are still 2.2x / 2.9x away.
 
 **The last pass made by the last workgroup of the pass before it (helper h16last).** With the GPU forms
-(``HANDOFF``), where the chain's last pass is small (the level it reads at most 256 texels, what it makes
-at most 85: 4096^2's 8x8 -> 1, 8192^2's 16x16 -> 1) and the pass before it reads kept sums, that pass's
+(``HANDOFF``), where the chain's last pass is small (the level it reads at most 16 texels long: 4096^2's
+8x8 -> 1, 8192^2's 16x16 -> 1; not 16384^2's 32x32) and the pass before it reads kept sums, that pass's
 workgroups hand their kept sums to the last of them to finish, which makes the last pass's levels
 (``mip_spd_tail.wgsl``): one dispatch and one gap less. WGSL has no device-scope acquire/release
 (atomics are relaxed, ``storageBarrier`` is workgroup-scoped), so a counter alone would not make the
@@ -104,8 +104,8 @@ The self-check (:func:`self_check`) runs once per session and kind of chain: a 1
 forms a second pass whose footprints of kept sums are 2x2 twice: ``SUMS_QUAD``) whose bytes must
 equal ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
 report says so (where only the subgroup form disagrees, the rounds: :func:`subgroup_note`; where the
-hand-off's own check disagrees, a 2048x2 chain that crosses it, the last pass a dispatch of its own:
-:func:`handoff_note`). A
+hand-off's own check disagrees, a 2048x2 chain that crosses it, made before the first chain that
+would fold: :func:`handoff_checked`, the last pass a dispatch of its own: :func:`handoff_note`). A
 texture whose levels are stored is checked through a stored 128x32 chain; where that disagrees and the
 buffer's passes, the chain takes the buffer (:func:`.stored.store_note` says so in the report).
 """
@@ -113,6 +113,7 @@ buffer's passes, the chain takes the buffer (:func:`.stored.store_note` says so 
 from __future__ import annotations
 
 import struct
+import threading
 from typing import TYPE_CHECKING
 
 from ..layout import align_up, mip_count
@@ -181,11 +182,12 @@ SG_NARROW: bool | None = None
 #: With the GPU forms, the chain's last pass (a small one: one workgroup) made by the last workgroup of
 #: the pass before it, in the same dispatch (mip_spd_tail.wgsl: the kept sums handed over through
 #: self-validating atomic words and a counter; its comments say why WGSL's memory model guarantees it).
-#: None: with the GPU forms, where the self-check of a chain that crosses it passed (:func:`self_check`).
+#: None: with the GPU forms, where the self-check of a chain that crosses it passed (:func:`handoff_checked`).
 HANDOFF: bool | None = None
-#: The hand-off's bounds: texels of the level handed over (one an invocation) and of the levels made
-#: from it (mip_spd.wgsl's level slots).
-TAIL_SOURCE, TAIL_TEXELS = 256, 85
+#: The hand-off's bound: the long side of the level handed over (so at most 16x16 texels, one an
+#: invocation, and 85 texels made from it: mip_spd.wgsl's level slots). A bound on the long side alone,
+#: so that a chain and its rehearsal (:func:`rehearsal_shape`: the same long side) fold alike.
+TAIL_SIDE = 16
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -237,14 +239,11 @@ def fold(size, plan, views: int | None) -> bool:
     """Whether ``plan``'s last pass is made by the last workgroup of the pass before it (``size(level)``:
     its (width, height); ``views``: the storage textures a shader stage may bind where the levels are
     stored, else None): that pass reads kept sums (not the base) and makes three levels or more, the
-    level it keeps has at most ``TAIL_SOURCE`` texels and the last pass's levels at most ``TAIL_TEXELS``
-    (six levels at most), and both passes' write views fit."""
+    level it keeps is at most ``TAIL_SIDE`` texels long, and both passes' write views fit."""
     if len(plan) < 2:
         return False
     (s0, n0), (s1, n1) = plan[-2], plan[-1]
-    w, h = size(s1)
-    tail = sum(size(s1 + 1 + i)[0] * size(s1 + 1 + i)[1] for i in range(n1))
-    return (s0 > 0 and n0 > 2 and w * h <= TAIL_SOURCE and tail <= TAIL_TEXELS and n1 <= LEVELS_PER_PASS
+    return (s0 > 0 and n0 > 2 and max(size(s1)) <= TAIL_SIDE and n1 <= LEVELS_PER_PASS
             and (views is None or views >= 2 * LEVELS_PER_PASS))
 
 
@@ -354,7 +353,8 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     consts["CODE_WORDS"] = bool(consts["ROUND_A_LEVEL"] and fmt.bits == 8 and consts["SRGB"]
                                 and (CODE_WORDS if CODE_WORDS is not None else True))
     sg = consts["ROUND_A_LEVEL"] and subgroups_on(session)
-    folded = handoff_on(session) and fold(tex.size, plan, _views(session, stored))
+    folded = (handoff_on(session) and fold(tex.size, plan, _views(session, stored))
+              and handoff_checked(tex, alpha, stored))
     key = ("spd", layer, stored, sg, folded, tuple(plan), tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
     owned: list = []
@@ -575,27 +575,41 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
 #: by 2x2 footprints twice (``SUMS_QUAD``; 128x16, the check before, never did). Its model is
 #: ~30 ms of Python here (128x16: 18, 256x32: 65).
 CHECK_SIZE = (128, 32)
-#: With the hand-off (:func:`handoff_on`), a chain that crosses it, checked after the others: 2048x2,
+#: With the hand-off (:func:`handoff_on`), a chain that crosses it (:func:`handoff_checked`): 2048x2,
 #: twelve levels in passes of 3, 6 and 2, the last two made by the last of the second pass's four
 #: workgroups from the 4x1 level it kept (the model: as many texels as CHECK_SIZE's).
 HANDOFF_CHECK = (2048, 2)
 
 
-def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") -> tuple[bool, str]:
-    """:func:`forms_check`, then where the chain would fold its last pass into the one before it
-    (:func:`handoff_on`), a chain that crosses the hand-off (``HANDOFF_CHECK``), once per session and
-    kind of chain: where it disagrees with ``intbox.model_chain``, every later chain of the session
-    keeps the last pass a dispatch of its own (:func:`handoff_note` says so in the report)."""
+_CHECKING = threading.local()
+
+
+def handoff_checked(tex: Texture, alpha: str, stored: bool) -> bool:
+    """Before the first chain of a session and kind that would fold (:func:`fold`), a chain that crosses
+    the hand-off (``HANDOFF_CHECK``; its own hand-off trusted while it runs): where its bytes are not
+    ``intbox.model_chain``'s, this and every later chain of the session keep the last pass a dispatch
+    of its own (:func:`handoff_note` says so in the report). Returns whether the hand-off may be used.
+    (Here, not in :func:`self_check`: only chains of eleven levels or more pay for it.)"""
     from .integer import matches_model
 
-    ok, why = forms_check(session, fmt, color_space, alpha, storage)
-    if ok and handoff_on(session):
-        c = session.cache("mip-spd")
-        hand, what = c.get(("mip-spd-handoff-check", storage) + check_key(fmt, color_space, alpha), lambda: matches_model(
-            session, fmt, color_space, alpha, spd_chain, HANDOFF_CHECK, mip_count(*HANDOFF_CHECK), storage=storage))
-        if not hand:
-            c.put(_NO_HANDOFF, what)
-    return ok, why
+    if getattr(_CHECKING, "on", False):
+        return True
+    session, fmt = tex.session, tex.format
+    storage = tex.storage if stored else ""
+
+    def run() -> tuple[bool, str]:
+        _CHECKING.on = True
+        try:
+            return matches_model(session, fmt, tex.color_space, alpha, spd_chain, HANDOFF_CHECK,
+                                 mip_count(*HANDOFF_CHECK), storage=storage)
+        finally:
+            _CHECKING.on = False
+
+    c = session.cache("mip-spd")
+    ok, why = c.get(("mip-spd-handoff-check", storage) + check_key(fmt, tex.color_space, alpha), run)
+    if not ok:
+        c.put(_NO_HANDOFF, why)
+    return handoff_on(session)
 
 
 def handoff_note(session) -> str:
@@ -607,7 +621,7 @@ def handoff_note(session) -> str:
             f"({why}); its last pass was a dispatch of its own")
 
 
-def forms_check(session, fmt, color_space: str, alpha: str, storage: str = "") -> tuple[bool, str]:
+def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") -> tuple[bool, str]:
     """Once per session and kind of chain: this chain's bytes for a 128x32 image must be those of
     ``intbox.model_chain``. Returns (passed, what differed). ``storage``: the texture's levels
     are stored through it; the stored chain is checked first, and where it disagrees the
