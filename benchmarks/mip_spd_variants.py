@@ -25,7 +25,8 @@ from stored sums through the footprint loops and finalize, not SUMS_QUAD), ``spl
 ``split4`` (a first pass of 2, 3 or 4 levels keeping their sums for the next: spd.FIRST_PASS_LEVELS;
 3 is the default), ``split4sg`` (split4 with level 4 by the subgroup form too), ``nosplit`` (a
 first pass of six levels, as the others), ``smemall`` (the tables copied into workgroup memory in
-a pass of one workgroup too: spd.SMEM_TABLES_ALONE). Probes:
+a pass of one workgroup too: spd.SMEM_TABLES_ALONE), ``nohand`` (the chain's last pass a dispatch of its
+own, not made by the last workgroup of the pass before it: spd.HANDOFF off). Probes:
 ``tileonly`` (a first pass's tile phase alone: the anchor sums made up, no loads), ``sqnoround`` (a
 SUMS_QUAD pass's levels 1-2 not rounded), ``nokeep`` (the subgroup form's level 3 keeps no sums for
 the next pass), ``sgnoround`` (... its codes not rounded). Cuts that only locate time

@@ -65,6 +65,12 @@ struct Tail {
 
 const SENTINEL: u32 = 0xffffffffu;
 var<workgroup> tail_last: u32;
+// An invocation's spin reads, all words together, before it gives up (a bound against a hang where an
+// adapter broke the reasoning above, or a bug left a word unwritten: then wrong bytes, which the
+// hand-off's self-check, spd.handoff_checked, catches, instead of a device that never finishes).
+// Where the writes are visible within microseconds, as they must be, it is never reached.
+const SPIN_LIMIT: u32 = 1048576u;
+var<private> spins: u32 = 0u;
 
 // KEEP3 = keep_handoff: the kept sums' three words (word j of store_sums' layout) handed over
 fn keep_handoff(j: u32, v: Big) {
@@ -77,9 +83,10 @@ fn keep_handoff(j: u32, v: Big) {
 fn take(k: u32) -> u32 {
     var v = atomicLoad(&handoff[k]);
     loop {
-        if (v != SENTINEL) {
+        if (v != SENTINEL || spins >= SPIN_LIMIT) {
             break;
         }
+        spins++;
         v = atomicLoad(&handoff[k]);
     }
     atomicStore(&handoff[k], SENTINEL);

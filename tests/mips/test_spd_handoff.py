@@ -164,7 +164,7 @@ def test_handoff_gives_the_integer_chains_bytes_twice(gpu, gpu_forms, monkeypatc
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("mutant", ["no counter reset", "first elected, no spin"])
+@pytest.mark.parametrize("mutant", ["no counter reset", "first elected, no spin", "a word never written"])
 def test_mutants_of_the_handoff_fail(gpu, gpu_forms, monkeypatch, mutant):
     """The tests above can fail: a counter not set back to 0 elects no workgroup in the next chain
     (its last levels are never made); the first workgroup to finish elected and reading the words
@@ -173,14 +173,17 @@ def test_mutants_of_the_handoff_fail(gpu, gpu_forms, monkeypatch, mutant):
     adapters: lavapipe runs them on its few threads); where they all run at once (the H200) the others
     have mostly written by then, so it is not asserted there. (A consumer that does not spin while
     elected by the count, or a sentinel not written back, is not observable on lavapipe: its
-    workgroups' stores become visible in program order.)"""
+    workgroups' stores become visible in program order.) A word its producer never writes: the spin
+    gives up (SPIN_LIMIT) and the bytes are wrong, the chain finishes."""
     if mutant == "first elected, no spin" and gpu.info.adapter_type != "CPU":
         pytest.skip(f"{gpu.name}: its workgroups run at once, the mutant's reads race with their stores")
     edits = {"no counter reset": [("            atomicStore(&handoff[0], 0u);", "")],
              "first elected, no spin": [("tail_last = select(0u, 1u, done == tl.groups);",
                                          "tail_last = select(0u, 1u, done == 1u);"),
-                                        ("        if (v != SENTINEL) {\n            break;",
-                                         "        if (true) {\n            break;")]}[mutant]
+                                        ("        if (v != SENTINEL || spins >= SPIN_LIMIT) {",
+                                         "        if (true) {")],
+             "a word never written": [("    atomicStore(&handoff[3u + j], ((v.y >> 30u) | (v.z << 2u)) & 0x7fffffffu);",
+                                       "")]}[mutant]
     _mutate(monkeypatch, edits)
     monkeypatch.setattr(spd, "handoff_checked", lambda *a, **k: True)  # (its check would catch them)
     rng = np.random.default_rng(1690)
