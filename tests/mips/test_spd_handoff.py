@@ -74,8 +74,11 @@ def test_handed_over_words_are_never_the_sentinel_and_give_the_sum_back():
 
 @pytest.fixture
 def gpu_forms(gpu, monkeypatch):
-    """The GPU forms on any adapter (the hand-off among them), every mip_spd shader recorded."""
-    yield from spd_forms(gpu, monkeypatch, {"ROUND_A_LEVEL": True, "SMEM_TABLES": True}, after=("mip-int",))
+    """The GPU forms on any adapter (the hand-off among them; the subgroup form where the device has the
+    feature, as on GPUs: it changes only the first pass, the hand-off is in the passes from kept sums),
+    every mip_spd shader recorded."""
+    yield from spd_forms(gpu, monkeypatch, {"ROUND_A_LEVEL": True, "SMEM_TABLES": True, "SUBGROUPS": True},
+                         after=("mip-int",))
 
 
 def _mutate(monkeypatch, edits):
