@@ -9,9 +9,10 @@
 // locations, so a counter alone cannot tell the last workgroup that the others' kept sums (plain
 // stores) are visible: SPD's "last workgroup continues" is not guaranteed there. What the model does
 // guarantee is coherence per location: all atomic operations on one location (in scope) fall in one
-// order that every invocation observes consistently, a read never sees a value older than one it (or
-// an operation ordered before it in program order) saw, and an atomic write to it eventually becomes
-// visible to an atomic read at the same scope. So every word handed over is a self-validating atomic
+// order that every invocation observes consistently, and a read never sees a value older than one it (or
+// an operation ordered before it in program order) saw. (When a write becomes visible the model does not
+// say; like C++'s atomics it expects "a reasonable time", which GPUs give atomics at device scope; the
+// spin below is bounded, SPIN_LIMIT, where one would not.) So every word handed over is a self-validating atomic
 // word: it holds SENTINEL before the pass, exactly one producer writes it once (atomicStore) with a
 // value that cannot be SENTINEL (31 bits of a sum a word, bit 31 clear), and the consumer reads it
 // with atomicLoad until it is not SENTINEL. The first such value is the one write there is: the final
