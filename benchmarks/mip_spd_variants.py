@@ -25,7 +25,9 @@ from stored sums through the footprint loops and finalize, not SUMS_QUAD), ``spl
 ``split4`` (a first pass of 2, 3 or 4 levels keeping their sums for the next: spd.FIRST_PASS_LEVELS;
 3 is the default), ``split4sg`` (split4 with level 4 by the subgroup form too), ``nosplit`` (a
 first pass of six levels, as the others), ``smemall`` (the tables copied into workgroup memory in
-a pass of one workgroup too: spd.SMEM_TABLES_ALONE). Probes:
+a pass of one workgroup too: spd.SMEM_TABLES_ALONE), ``nohand`` (the chain's last pass a dispatch of its
+own, not made by the last workgroup of the pass before it: spd.HANDOFF off). Probes: ``handonly`` (the
+hand-off's count and election, no tail levels),
 ``tileonly`` (a first pass's tile phase alone: the anchor sums made up, no loads), ``sqnoround`` (a
 SUMS_QUAD pass's levels 1-2 not rounded), ``nokeep`` (the subgroup form's level 3 keeps no sums for
 the next pass), ``sgnoround`` (... its codes not rounded). Cuts that only locate time
@@ -152,6 +154,11 @@ CUTS["noword"] = [("            col.x = word_code(Big(wl[0].x, wl[1].x, 0u, 0u),
                    "                col.y = word_code(Big(wl[0].y, wl[1].y, 0u, 0u), d, xv.y);\n"
                    "                col.z = word_code(Big(wl[0].z, wl[1].z, 0u, 0u), d, xv.z);\n            }\n",
                    "            col = vec3<u32>(xv) & vec3<u32>(255u);\n")]
+# h16last: ``nohand`` (the chain's last pass a dispatch of its own, not made by the last workgroup of
+# the pass before it: spd.HANDOFF off; byte-keeping). Probe (wrong bytes): ``handonly`` (the hand-off's
+# count and election, then no tail: what the folded pass costs without the last levels; not measured).
+EXACT.update({"nohand": []})
+CUTS["handonly"] = [("    if (workgroupUniformLoad(&tail_last) == 0u) {", "    if (workgroupUniformLoad(&tail_last) < 2u) {")]
 CUTS.update(EXACT)
 
 _load = kernels.load_wgsl
@@ -256,6 +263,7 @@ def main() -> None:
             spd.SMEM_TABLES = False if variant == "nosmem" else auto
             spd.SUBGROUPS = False if variant == "nosg" else auto
             spd.SMEM_TABLES_ALONE = variant == "smemall"
+            spd.HANDOFF = False if variant == "nohand" else None
             spd.GROUP_TILES = {"wg256": (1, 1), "wg1024": (2, 2)}.get(variant, GROUP_TILES)
             spd.FIRST_PASS_LEVELS = (int(variant[5:6]) if variant.startswith("split")
                                      else spd.LEVELS_PER_PASS if variant == "nosplit" else None)

@@ -11,7 +11,8 @@ in comments:
 * ``//! default NAME value``: ``NAME`` stands for ``value`` unless the caller gives another.
 
 ``load_wgsl(name, NAME=value, ...)`` then replaces every whole word ``NAME`` (upper-case
-placeholders by convention) with ``value``; a name the shader does not contain is an error. Numbers and switches that only change a pipeline, not
+placeholders by convention) with ``value``, outside the directive lines (a value may span lines);
+a name the shader does not contain is an error. Numbers and switches that only change a pipeline, not
 the shader's types, stay WGSL ``override`` constants passed to :func:`compute_pipeline`
 (no recompiling of the module).
 
@@ -75,7 +76,9 @@ def load_wgsl(name: str, **substitutions: Any) -> str:
     if not values:
         return code
     pattern = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(values, key=len, reverse=True)) + r")\b")
-    return pattern.sub(lambda m: values[m.group(1)], code)
+    # (the directive lines as they are: a value may span lines, e.g. code put in at a placeholder)
+    return "\n".join(line if line.startswith("//! ") else pattern.sub(lambda m: values[m.group(1)], line)
+                     for line in code.split("\n"))
 
 
 def cache_stats(session: Session) -> dict[str, dict[str, int]]:

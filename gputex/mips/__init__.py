@@ -267,7 +267,8 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
             report.exact, report.precision = True, "integer"
             stored_note = stored.store_note(tex, alpha, "mip-spd" if chain is spd.spd_chain else "mip-odd")
             sg_note = spd.subgroup_note(tex.session) if chain is spd.spd_chain else ""
-            report.note = "; ".join(n for n in (report.note, stored_note, sg_note) if n)
+            hand_note = spd.handoff_note(tex.session) if chain is spd.spd_chain else ""
+            report.note = "; ".join(n for n in (report.note, stored_note, sg_note, hand_note) if n)
             return True
         report.note = f"{tex.session.name}: the {name} mip chain failed its self-check ({why}); the integer chain was used"
         break

@@ -84,11 +84,28 @@ h16lut.txt``): first pass at 8192^2 0.344 / 0.365 ms against main's 0.414 / 0.41
 0.439 / 0.461 against 0.510 / 0.516; 4096^2 first pass 0.104 against 0.118, chain 0.176 against 0.193.
 Issue 16's 0.2 / 0.060 ms are still 2.2x / 2.9x away.
 
+**The last pass made by the last workgroup of the pass before it (helper h16last).** With the GPU forms
+(``HANDOFF``), where the chain's last pass is small (the level it reads at most 16 texels long: 4096^2's
+8x8 -> 1, 8192^2's 16x16 -> 1; not 16384^2's 32x32) and the pass before it reads kept sums, that pass's
+workgroups hand their kept sums to the last of them to finish, which makes the last pass's levels
+(``mip_spd_tail.wgsl``): one dispatch and one gap less. WGSL has no device-scope acquire/release
+(atomics are relaxed, ``storageBarrier`` is workgroup-scoped), so a counter alone would not make the
+others' plain stores visible to the last workgroup (SPD's "last workgroup continues"). What WGSL does
+guarantee (its memory model is Vulkan's: atomics on storage memory are coherent per location) is used
+instead: every word handed over is an atomic word that holds a sentinel before the pass, is written
+once (``atomicStore``) by its one producer with a value that cannot be the sentinel (31 bits of a sum a
+word), and is read (``atomicLoad``) until it is not the sentinel: that value is the one write, however
+the other words' writes become visible. The counter only elects the reader, after every producer has
+executed its stores; the reader writes the sentinels and the counter back, so the buffer is ready for
+the next chain. The same integers, rounded by the same ``round_one``: the same bytes.
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x32 chain
 (seven levels: two passes, tiles cut by the image's edge, levels one texel high, and with the GPU
 forms a second pass whose footprints of kept sums are 2x2 twice: ``SUMS_QUAD``) whose bytes must
 equal ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
-report says so (where only the subgroup form disagrees, the rounds: :func:`subgroup_note`). A
+report says so (where only the subgroup form disagrees, the rounds: :func:`subgroup_note`; where the
+hand-off's own check disagrees, a 2048x2 chain that crosses it, made before the first chain that
+would fold: :func:`handoff_checked`, the last pass a dispatch of its own: :func:`handoff_note`). A
 texture whose levels are stored is checked through a stored 128x32 chain; where that disagrees and the
 buffer's passes, the chain takes the buffer (:func:`.stored.store_note` says so in the report).
 """
@@ -96,6 +113,7 @@ buffer's passes, the chain takes the buffer (:func:`.stored.store_note` says so 
 from __future__ import annotations
 
 import struct
+import threading
 from typing import TYPE_CHECKING
 
 from ..layout import align_up, mip_count
@@ -106,7 +124,7 @@ if TYPE_CHECKING:
     from ..texture import Texture
 
 __all__ = ["LEVELS_PER_PASS", "spd_plan", "first_pass_levels", "spd_ok", "spd_chain", "self_check", "subgroups_on",
-           "subgroup_note", "pass_shapes", "rehearsal_shape"]
+           "subgroup_note", "handoff_on", "handoff_note", "pass_shapes", "rehearsal_shape"]
 
 #: Levels one dispatch makes (two in registers, four in a 16x16 tile of workgroup memory).
 LEVELS_PER_PASS = 6
@@ -161,6 +179,15 @@ PACK_CODES: bool | None = None
 #: With the GPU forms and the subgroup form, an 8-bit first pass's level 3 summed across lanes in
 #: 32-bit words (``mip_spd.wgsl``'s sg_level3n; None: with them). H200: 0.380 ms without it (call 1).
 SG_NARROW: bool | None = None
+#: With the GPU forms, the chain's last pass (a small one: one workgroup) made by the last workgroup of
+#: the pass before it, in the same dispatch (mip_spd_tail.wgsl: the kept sums handed over through
+#: self-validating atomic words and a counter; its comments say why WGSL's memory model guarantees it).
+#: None: with the GPU forms, where the self-check of a chain that crosses it passed (:func:`handoff_checked`).
+HANDOFF: bool | None = None
+#: The hand-off's bound: the long side of the level handed over (so at most 16x16 texels, one an
+#: invocation, and 85 texels made from it: mip_spd.wgsl's level slots). A bound on the long side alone,
+#: so that a chain and its rehearsal (:func:`rehearsal_shape`: the same long side) fold alike.
+TAIL_SIDE = 16
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -195,6 +222,33 @@ def subgroups_on(session) -> bool:
 
 #: The session cache's entry saying the subgroup form failed its self-check (its value: why).
 _NO_SG = ("subgroups-failed",)
+
+
+#: The session cache's entry saying the hand-off failed its self-check (its value: why).
+_NO_HANDOFF = ("handoff-failed",)
+
+
+def handoff_on(session) -> bool:
+    """Whether the chain's last pass is folded into the pass before it on ``session`` (``HANDOFF``; the
+    GPU forms only), the hand-off not having failed its self-check there."""
+    wanted = HANDOFF if HANDOFF is not None else True
+    return bool(wanted) and gpu_forms(session) and session.cache("mip-spd").peek(_NO_HANDOFF) is None
+
+
+def fold(size, plan, views: int | None) -> bool:
+    """Whether ``plan``'s last pass is made by the last workgroup of the pass before it (``size(level)``:
+    its (width, height); ``views``: the storage textures a shader stage may bind where the levels are
+    stored, else None): that pass reads kept sums (not the base) and makes three levels or more, the
+    level it keeps is at most ``TAIL_SIDE`` texels long, and both passes' write views fit."""
+    if len(plan) < 2:
+        return False
+    (s0, n0), (s1, n1) = plan[-2], plan[-1]
+    return (s0 > 0 and n0 > 2 and max(size(s1)) <= TAIL_SIDE and n1 <= LEVELS_PER_PASS
+            and (views is None or views >= 2 * LEVELS_PER_PASS))
+
+
+def _views(session, stored: bool) -> int | None:
+    return session.limits.get("max-storage-textures-per-shader-stage", 4) if stored else None
 
 
 def gpu_forms(session) -> bool:
@@ -299,31 +353,35 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     consts["CODE_WORDS"] = bool(consts["ROUND_A_LEVEL"] and fmt.bits == 8 and consts["SRGB"]
                                 and (CODE_WORDS if CODE_WORDS is not None else True))
     sg = consts["ROUND_A_LEVEL"] and subgroups_on(session)
-    key = ("spd", layer, stored, sg, tuple(plan), tuple(sorted(consts.items())))
+    folded = (handoff_on(session) and fold(tex.size, plan, _views(session, stored))
+              and handoff_checked(tex, alpha, stored))
+    key = ("spd", layer, stored, sg, folded, tuple(plan), tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
     owned: list = []
+    # (folded: the last pass's levels made in the dispatch before it, its copies with that pass's)
+    runs = plan[:-2] + [(plan[-2][0], plan[-2][1] + plan[-1][1])] if folded else plan
     try:
         if kept is None:
-            kept = _resources(tex, plan, consts, layer, owned, stored, sg)
+            kept = _resources(tex, plan, consts, layer, owned, stored, sg, folded)
         query = timestamps(session, len(plan) + 4) if measure else None
         enc = device.create_command_encoder()
         sources = []
-        for (src, n), lay, (pipe, bind, (tx, ty)) in zip(plan, kept[0], kept[1]):
+        for pi, ((src, n), lay, (pipe, bind, (tx, ty))) in enumerate(zip(runs, kept[0], kept[1])):
             if fmt.block_bytes < 4 and not stored:
                 enc.clear_buffer(kept[2], 0, lay[-1][0])
-            aw, ah = tex.size(src + min(2, n))
+            gx, gy = _groups(tex, plan[pi], (tx, ty))
             ts = query.next() if query else None
             cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
             cpass.set_pipeline(pipe)
             cpass.set_bind_group(0, bind)
-            cpass.dispatch_workgroups(-(-aw // (16 * tx)), -(-ah // (16 * ty)), 1)
+            cpass.dispatch_workgroups(gx, gy, 1)
             cpass.end()
             for i in range(0 if stored else n):
                 w, h = tex.size(src + 1 + i)
                 enc.copy_buffer_to_texture(
                     {"buffer": kept[2], "offset": lay[i][0], "bytes_per_row": lay[i][1], "rows_per_image": h},
                     {"texture": tex.texture, "mip_level": src + 1 + i, "origin": (0, 0, layer)}, (w, h, 1))
-            sources += [src] * n
+            sources += [src] * plan[pi][1] + ([plan[-1][0]] * plan[-1][1] if n != plan[pi][1] else [])
         gpu_ns, pass_ns = submit_timed(session, enc, query, f"{tex.source}: mip chain (integer, single pass)")
         if tex.extras is not None and owned:
             # a pooled texture (gputex.texture.reusing): the next input of its size reuses them
@@ -334,6 +392,29 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
         for b in owned:
             b.destroy()
     return sources, gpu_ns, pass_ns
+
+
+def _groups(tex: Texture, step: tuple[int, int], tiles: tuple[int, int]) -> tuple[int, int]:
+    """Workgroups (x, y) of the dispatch of pass ``step`` (its anchor level in tiles of 16 x 16 texels,
+    ``tiles`` of them a workgroup)."""
+    src, n = step
+    aw, ah = tex.size(src + min(2, n))
+    return -(-aw // (16 * tiles[0])), -(-ah // (16 * tiles[1]))
+
+
+def _tail_params(tex: Texture, step: tuple[int, int], lay: list[tuple[int, int]], groups: int) -> bytes:
+    """mip_spd_tail.wgsl's Tail of a folded last pass ``step`` (its levels' output at ``lay``): the kept
+    level's size, the levels, the producing dispatch's workgroups; per level its size, log2 of base
+    texels per texel, output offset and pitch (words)."""
+    src, n = step
+    total = tex.width * tex.height
+    lv, pitch = b"", b""
+    for i in range(n):
+        w, h = tex.size(src + 1 + i)
+        lv += struct.pack("<4I", w, h, (total // (w * h)).bit_length() - 1, lay[i][0] // 4)
+        pitch += struct.pack("<4I", lay[i][1] // 4, 0, 0, 0)
+    pad = b"\0" * 16 * (LEVELS_PER_PASS - n)
+    return struct.pack("<4I", *tex.size(src), n, groups) + lv + pad + pitch + pad
 
 
 def _pass_constants(size, src: int, n: int) -> dict:
@@ -364,8 +445,11 @@ def pass_shapes(session, width: int, height: int) -> list[list[tuple]]:
     shapes = []
     for per in {LEVELS_PER_PASS, _per_pass(session)}:
         plan = spd_plan(width, height, levels, per, first_pass_levels(session)) or []
-        shapes.append([(src, n, src + n < levels - 1, tuple(sorted(_pass_constants(size, src, n).items()))
-                        if forms else ()) for src, n in plan])
+        shape = [(src, n, src + n < levels - 1, tuple(sorted(_pass_constants(size, src, n).items()))
+                  if forms else ()) for src, n in plan]
+        for stored in (False, True):  # (the last pass folded into the one before it: one pipeline less)
+            folded = handoff_on(session) and fold(size, plan, _views(session, stored))
+            shapes.append(shape[:-1] + [("folded",)] if folded else shape)
     return shapes
 
 
@@ -385,12 +469,17 @@ def rehearsal_shape(session, width: int, height: int) -> tuple[int, int]:
     return (s, long) if width >= height else (long, s)
 
 
-def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored: bool = False, sg: bool = False):
+def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored: bool = False, sg: bool = False,
+               folded: bool = False):
     """What a chain over ``tex`` records its passes with: (each pass's output layout, each
     pass's (pipeline, bind group), the output buffer); the buffers it makes go into ``owned``.
-    ``stored``: each pass binds its levels' write views (bindings 6-11) and no output buffer."""
+    ``stored``: each pass binds its levels' write views (bindings 6-11) and no output buffer.
+    ``folded``: the last pass is made by the pass before it (:func:`fold`): no pipeline of its own,
+    its levels in that pass's layout after its own, that pass binds the tail's uniform, the hand-off
+    buffer and (stored) the tail's write views (bindings 12, 13, 14-19)."""
     import wgpu
 
+    from .. import kernels
     from ..kernels import compute_pipeline
     from .common import integer_entries
     from .common import stand_in as stand_in_view
@@ -415,7 +504,8 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         if sg and (SG_NARROW if SG_NARROW is not None else True):
             subs.update({"SG_LEVEL3N": "sg_level3n", "SG_NARROW": "true"})
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
-    layouts = [_out_bytes(tex, s, n) for s, n in plan]
+    runs = plan[:-2] + [(plan[-2][0], plan[-2][1] + plan[-1][1])] if folded else plan
+    layouts = [_out_bytes(tex, s, n) for s, n in runs]
 
     def buffer(size, usage, what):
         b = session.check(f"{tex.source}: {what}", device.create_buffer, size=max(16, size), usage=usage)
@@ -434,15 +524,36 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
                                    array_layer_count=1, dimension="2d")
     sums = None
     passes = []
-    for (src, n), lay in zip(plan, layouts):
+    for pi, ((src, n), lay) in enumerate(zip(plan, layouts)):
         store = src + n < tex.levels - 1
+        hand = folded and pi == len(plan) - 2  # (this pass's last workgroup makes the last pass's levels)
         last = tex.size(src + n)
         new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
-                    if store else None)
+                    if store and not hand else None)
         known = _pass_constants(tex.size, src, n) if consts["ROUND_A_LEVEL"] else {}
         tiles = _group_tiles(session, src, known, sg)
         wg_subs = {"WG_SIZE": f"{256 * tiles[0] * tiles[1]}u", "WG_TX": f"{tiles[0]}u"} if tiles != (1, 1) else {}
-        pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", entries, subs={**subs, **wg_subs},
+        pass_entries, extra = entries, []
+        if hand:
+            tail = kernels.load_wgsl("mip_spd_tail.wgsl", TAIL_OUT="tail_store" if stored else "tail_buffer",
+                                     TAIL_FORMAT=tex.storage if stored else "rgba8unorm")
+            wg_subs.update({"KEEP3": "keep_handoff", "HANDOFF_CALL": "tail_levels(t0);", "HANDOFF_CODE": tail})
+            cs = wgpu.ShaderStage.COMPUTE
+            pass_entries = entries + [
+                {"binding": 12, "visibility": cs, "buffer": {"type": wgpu.BufferBindingType.uniform}},
+                {"binding": 13, "visibility": cs, "buffer": {"type": wgpu.BufferBindingType.storage}}]
+            if stored:
+                pass_entries += [{"binding": 14 + i, "visibility": cs, "storage_texture": st} for i in range(LEVELS_PER_PASS)]
+            s1, n1 = plan[-1]
+            words = tex.size(s1)[0] * tex.size(s1)[1] * nslots * _WORDS
+            handoff = session.check(f"{tex.source}: mip hand-off buffer", device.create_buffer_with_data,
+                                    data=struct.pack("<I", 0) + b"\xff" * 4 * words, usage=wgpu.BufferUsage.STORAGE)
+            owned.append(handoff)
+            gx, gy = _groups(tex, (src, n), tiles)
+            extra = [{"buffer": session.uniform(_tail_params(tex, plan[-1], lay[n:], gx * gy))}, whole(handoff)]
+            extra += [tex.storage_view(s1 + 1 + i, layer) if i < n1 else stand_in_view(session, "storage", tex.storage)
+                      for i in range(LEVELS_PER_PASS)] if stored else []
+        pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", pass_entries, subs={**subs, **wg_subs},
                                      constants=dict(consts, FROM_SUMS=src > 0, STORE=store, **known))
         params = session.uniform(_params(tex, src, n, lay))  # released with its bind group
         views = [tex.storage_view(src + 1 + i, layer) if i < n else stand_in_view(session, "storage", tex.storage)
@@ -450,8 +561,11 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         bind = device.create_bind_group(layout=bgl, entries=[
             {"binding": i, "resource": r} for i, r in enumerate(
                 [base, whole(out), {"buffer": params}, whole(sums) if sums else whole(stand_in),
-                 whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)] + views)])
+                 whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)] + views)] + [
+            {"binding": 12 + i, "resource": r} for i, r in enumerate(extra)])
         passes.append((pipe, bind, tiles))
+        if hand:
+            break
         sums = new_sums
     return layouts, passes, out
 
@@ -461,6 +575,50 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
 #: by 2x2 footprints twice (``SUMS_QUAD``; 128x16, the check before, never did). Its model is
 #: ~30 ms of Python here (128x16: 18, 256x32: 65).
 CHECK_SIZE = (128, 32)
+#: With the hand-off (:func:`handoff_on`), a chain that crosses it (:func:`handoff_checked`): 2048x2,
+#: twelve levels in passes of 3, 6 and 2, the last two made by the last of the second pass's four
+#: workgroups from the 4x1 level it kept (the model: as many texels as CHECK_SIZE's).
+HANDOFF_CHECK = (2048, 2)
+
+
+_CHECKING = threading.local()
+
+
+def handoff_checked(tex: Texture, alpha: str, stored: bool) -> bool:
+    """Before the first chain of a session and kind that would fold (:func:`fold`), a chain that crosses
+    the hand-off (``HANDOFF_CHECK``; its own hand-off trusted while it runs): where its bytes are not
+    ``intbox.model_chain``'s, this and every later chain of the session keep the last pass a dispatch
+    of its own (:func:`handoff_note` says so in the report). Returns whether the hand-off may be used.
+    (Here, not in :func:`self_check`: only chains of eleven levels or more pay for it.)"""
+    from .integer import matches_model
+
+    if getattr(_CHECKING, "on", False):
+        return True
+    session, fmt = tex.session, tex.format
+    storage = tex.storage if stored else ""
+
+    def run() -> tuple[bool, str]:
+        _CHECKING.on = True
+        try:
+            return matches_model(session, fmt, tex.color_space, alpha, spd_chain, HANDOFF_CHECK,
+                                 mip_count(*HANDOFF_CHECK), storage=storage)
+        finally:
+            _CHECKING.on = False
+
+    c = session.cache("mip-spd")
+    ok, why = c.get(("mip-spd-handoff-check", storage) + check_key(fmt, tex.color_space, alpha), run)
+    if not ok:
+        c.put(_NO_HANDOFF, why)
+    return handoff_on(session)
+
+
+def handoff_note(session) -> str:
+    """``MipReport.note`` where the hand-off failed its self-check on this session, else ""."""
+    why = session.cache("mip-spd").peek(_NO_HANDOFF)
+    if why is None:
+        return ""
+    return (f"{session.name}: the single-pass mip chain's hand-off to its last workgroup failed its self-check "
+            f"({why}); its last pass was a dispatch of its own")
 
 
 def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") -> tuple[bool, str]:

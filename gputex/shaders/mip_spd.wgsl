@@ -16,6 +16,9 @@
 //! default TEXEL_CODES texel_codes
 //! default SG_LEVEL3N no_sg_level3n
 //! default SG_NARROW false
+//! default KEEP3 keep_plain
+//! default HANDOFF_CODE
+//! default HANDOFF_CALL
 // Single-pass integer box mips (mips_spd.py): up to six levels per dispatch, each workgroup
 // reducing its tile through them in registers and workgroup memory: the source (the base, or
 // the stored sums of the previous pass's last level) read once, every level written once.
@@ -247,24 +250,24 @@ fn load_sums(p: vec2<u32>) -> Sums {
 }
 
 fn store_sums(j: u32, s: Sums) {
-    dst_sums[j] = s.c0.x;
-    dst_sums[j + 1u] = s.c0.y;
-    dst_sums[j + 2u] = s.c0.z;
+    KEEP3(j, s.c0);
     var k = j + 3u;
     if (NC == 3u) {
-        dst_sums[j + 3u] = s.c1.x;
-        dst_sums[j + 4u] = s.c1.y;
-        dst_sums[j + 5u] = s.c1.z;
-        dst_sums[j + 6u] = s.c2.x;
-        dst_sums[j + 7u] = s.c2.y;
-        dst_sums[j + 8u] = s.c2.z;
+        KEEP3(j + 3u, s.c1);
+        KEEP3(j + 6u, s.c2);
         k = j + 9u;
     }
     if (HAS_ALPHA) {
-        dst_sums[k] = s.a.x;
-        dst_sums[k + 1u] = s.a.y;
-        dst_sums[k + 2u] = s.a.z;
+        KEEP3(k, s.a);
     }
+}
+
+// The kept sums' three words of a value at word j (KEEP3; keep_handoff where the chain's last levels
+// are made by the pass's last workgroup: mip_spd_tail.wgsl)
+fn keep_plain(j: u32, v: Big) {
+    dst_sums[j] = v.x;
+    dst_sums[j + 1u] = v.y;
+    dst_sums[j + 2u] = v.z;
 }
 
 // A source texel added to acc (16-bit base texels, or stored sums).
@@ -691,9 +694,7 @@ fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
     tile[at + 170u] = v.z;
     if (STORE && i + 1u == prm.levels && (ch < NC || (ch == 3u && HAS_ALPHA))) {
         let d = (q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u + 3u * select(ch, NC, ch == 3u);
-        dst_sums[d] = v.x;
-        dst_sums[d + 1u] = v.y;
-        dst_sums[d + 2u] = v.z;
+        KEEP3(d, v);
     }
 }
 
@@ -1095,4 +1096,7 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
             write_texel(i, q.x, q.y, codes);
         }
     }
+    HANDOFF_CALL
 }
+
+HANDOFF_CODE

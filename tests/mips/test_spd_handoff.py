@@ -1,0 +1,231 @@
+"""The single-pass chain's last pass made by the last workgroup of the pass before it (spd.HANDOFF,
+mip_spd_tail.wgsl): which plans fold, the hand-off words' 31-bit encoding (checked here in Python,
+independently of the shader), and, with the GPU forms forced on any adapter, chains that cross the
+hand-off against the integer chain's reference (``integer.expected_levels``: the C engine, itself held
+to ``intbox.model_chain``), stored and not, twice on the same resources (the hand-off buffer's words
+and counter reset by the chain that used them), and mutants of the hand-off that must fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_mips_int import _image
+
+import gputex
+import gputex.kernels as kernels
+import gputex.mips.spd as spd
+import gputex.mips.stored as stored
+from gputex.layout import mip_count
+from gputex.mips.intbox import MAX_BASE_TEXELS
+from gputex.mips.integer import expected_levels
+from gputex.texture import reusing
+
+from factory import spd_forms
+
+SENTINEL = 0xFFFFFFFF
+
+
+def _size(w, h):
+    return lambda lv: (max(1, w >> lv), max(1, h >> lv))
+
+
+def _plan(w, h, per=6):
+    return spd.spd_plan(w, h, mip_count(w, h), per, spd.SPLIT_FIRST)
+
+
+@pytest.mark.parametrize("w,h,want", [(4096, 4096, True), (8192, 8192, True), (2048, 2, True), (1, 2048, True),
+                                      (1024, 1024, True), (512, 512, False), (16384, 16384, False),
+                                      (16384, 64, False), (1024, 64, True), (8192, 8, True)])
+def test_which_plans_fold(w, h, want):
+    """A last pass after a pass from kept sums (three passes or more), from a kept level at most 16
+    texels long: 4096^2 (8x8 -> 1), 8192^2 (16x16 -> 1), 8192x8 (its rehearsal: 16x1 -> 1); not 512^2
+    (two passes: the pass before the last reads the base), not 16384^2 nor 16384x64 (32x32, 32x1)."""
+    plan = _plan(w, h)
+    assert spd.fold(_size(w, h), plan, None) is want
+    assert spd.fold(_size(w, h), plan, 2 * spd.LEVELS_PER_PASS) is want
+    assert not spd.fold(_size(w, h), plan, 2 * spd.LEVELS_PER_PASS - 1)  # (stored: both passes' views)
+
+
+def _keep(v: int) -> list[int]:
+    """keep_handoff's three words of v (mip_spd_tail.wgsl) from its 32-bit words x, y, z."""
+    x, y, z = v & 0xFFFFFFFF, (v >> 32) & 0xFFFFFFFF, v >> 64
+    return [x & 0x7FFFFFFF, ((x >> 31) | (y << 1)) & 0x7FFFFFFF, ((y >> 30) | (z << 2)) & 0x7FFFFFFF]
+
+
+def _take(a: int, b: int, c: int) -> int:
+    """take3's sum from the three words (32-bit arithmetic as the shader's)."""
+    m = 0xFFFFFFFF
+    return ((a | (b << 31)) & m) | ((((b >> 1) | (c << 30)) & m) << 32) | ((c >> 2) << 64)
+
+
+def test_handed_over_words_are_never_the_sentinel_and_give_the_sum_back():
+    """Every sum a texel keeps is below 2^77 (2^30 base texels, each at most 65535 * 2^31), which 93 bits
+    hold: the words come back to the same integer, and none is the sentinel (bit 31 is clear)."""
+    top = MAX_BASE_TEXELS * 65535 << 31
+    assert top < 1 << 77
+    rng = np.random.default_rng(16)
+    values = [0, 1, top, (1 << 77) - 1, (1 << 31) - 1, 1 << 31, (1 << 62) - 1, 1 << 62, (1 << 64) - 1, 1 << 64]
+    values += [int(rng.integers(0, 1 << 62)) * (1 << int(rng.integers(0, 16))) % (1 << 77) for _ in range(3000)]
+    for v in values:
+        words = _keep(v)
+        assert SENTINEL not in words and all(w < 1 << 31 for w in words)
+        assert _take(*words) == v
+
+
+@pytest.fixture
+def gpu_forms(gpu, monkeypatch):
+    """The GPU forms on any adapter (the hand-off among them; the subgroup form where the device has the
+    feature, as on GPUs: it changes only the first pass, the hand-off is in the passes from kept sums),
+    every mip_spd shader recorded."""
+    yield from spd_forms(gpu, monkeypatch, {"ROUND_A_LEVEL": True, "SMEM_TABLES": True, "SUBGROUPS": True},
+                         after=("mip-int",))
+
+
+def _mutate(monkeypatch, edits):
+    load = kernels.load_wgsl
+
+    def mutated(name, **subs):
+        code = load(name, **subs)
+        if name == "mip_spd_tail.wgsl":
+            for old, new in edits:
+                assert old in code, old
+                code = code.replace(old, new)
+        return code
+
+    monkeypatch.setattr(kernels, "load_wgsl", mutated)
+
+
+def _chains(gpu, a, b, fmt, space, alpha, store):
+    """Levels 1.. of ``a``'s chain, then of ``b``'s in the same texture (its resources kept: a pooled
+    texture), and the texture's storage format."""
+    h, w = a.shape[:2]
+    with reusing(gpu):
+        tex = gputex.upload(gpu, gputex.from_array(a, space), fmt, mips=True, alpha=alpha, precision="exact",
+                            store_levels=store)
+        try:
+            assert tex.extras is not None
+            first = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+            gpu.device.queue.write_texture({"texture": tex.texture, "mip_level": 0, "origin": (0, 0, 0)},
+                                           np.ascontiguousarray(b).tobytes(),
+                                           {"offset": 0, "bytes_per_row": w * b.shape[2] * b.itemsize,
+                                            "rows_per_image": h}, (w, h, 1))
+            report = gputex.generate_mips(tex, alpha=alpha, precision="exact")
+            assert report.precision == "integer" and report.note == ""
+            second = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+            return first, second, tex.storage
+        finally:
+            tex.destroy()
+
+
+def _expected(a, space, alpha):
+    h, w, c = a.shape
+    return expected_levels(a, c, 8 if a.dtype == np.uint8 else 16, space == "srgb", alpha == "weighted",
+                           mip_count(w, h))
+
+
+def _same(got, want) -> bool:
+    return len(got) == len(want) and all(np.array_equal(g.reshape(i.shape), i) for g, i in zip(got, want))
+
+
+CASES = [("rgba8unorm-srgb", 4, 8, "srgb", "weighted"), ("rgba8unorm-srgb", 4, 8, "srgb", "straight"),
+         ("rg8unorm", 2, 8, "linear", "weighted"), ("rgba16unorm", 4, 16, "srgb", "weighted")]
+SIZES = [(2048, 2), (1024, 1024), (1, 2048), (4096, 16), (2048, 512)]
+#: The default run (~35 s on lavapipe): every size sRGB weighted, the other kinds at one or two sizes;
+#: the rest with --slow (~30 s more).
+FAST = {(CASES[1], (2048, 512)), (CASES[2], (2048, 512)), (CASES[2], (1, 2048)), (CASES[3], (1, 2048))}
+
+
+def _params():
+    for case in CASES:
+        for size in SIZES:
+            if size == (4096, 16) and case[1:3] != (4, 8):
+                continue  # (the three-level tail: 8-bit RGBA only)
+            if case[2] == 16 and size not in ((2048, 2), (1, 2048)):
+                continue  # (16-bit: the strips only; its reference is the model's Python, ~100 s at 1024^2)
+            for store in (False, True):
+                if store and case[0] not in stored.STORED_FORMATS:
+                    continue
+                fast = case == CASES[0] or (case, size) in FAST
+                yield pytest.param(*case, *size, store, marks=() if fast else pytest.mark.slow)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt,channels,bits,space,alpha,w,h,store", list(_params()))
+def test_handoff_gives_the_integer_chains_bytes_twice(gpu, gpu_forms, monkeypatch, fmt, channels, bits, space, alpha,
+                                                     w, h, store):
+    """The last levels made by the last workgroup of the pass before them: 1024^2 (its kept 2x2 level
+    -> 1x1), 2048x512 (4x1 -> 2x1 -> 1x1), strips of one or two texels (2048x2, 1x2048), 4096x16 (three
+    levels made in the hand-off); the levels stored through the texture's views (8-bit RGBA) or
+    copied from the output buffer; two chains with different images on the same resources."""
+    monkeypatch.setattr(stored, "STORE_LEVELS", store)
+    rng = np.random.default_rng(1600 + w + 3 * h + channels + bits)
+    a = _image(rng, w, h, channels, bits, "holes")
+    b = _image(rng, w, h, channels, bits, "holes")
+    first, second, storage = _chains(gpu, a, b, fmt, space, alpha, store)
+    assert bool(storage) == store
+    assert gpu_forms and any("tail_levels(t0);" in code for code in gpu_forms)  # (the hand-off was made)
+    assert _same(first, _expected(a, space, alpha)), "the first chain"
+    assert _same(second, _expected(b, space, alpha)), "the second chain, on the first one's resources"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mutant", ["no counter reset", "first elected, no spin", "a word never written"])
+def test_mutants_of_the_handoff_fail(gpu, gpu_forms, monkeypatch, mutant):
+    """The tests above can fail: a counter not set back to 0 elects no workgroup in the next chain
+    (its last levels are never made); the first workgroup to finish elected and reading the words
+    without waiting for them reads sentinels where the others have not written yet (a 2048x512 chain:
+    four workgroups hand over). The latter only where workgroups finish one after the other (CPU
+    adapters: lavapipe runs them on its few threads); where they all run at once (the H200) the others
+    have mostly written by then, so it is not asserted there. (A consumer that does not spin while
+    elected by the count, or a sentinel not written back, is not observable on lavapipe: its
+    workgroups' stores become visible in program order.) A word its producer never writes: the spin
+    gives up (SPIN_LIMIT) and the bytes are wrong, the chain finishes."""
+    if mutant == "first elected, no spin" and gpu.info.adapter_type != "CPU":
+        pytest.skip(f"{gpu.name}: its workgroups run at once, the mutant's reads race with their stores")
+    edits = {"no counter reset": [("            atomicStore(&handoff[0], 0u);", "")],
+             "first elected, no spin": [("tail_last = select(0u, 1u, done == tl.groups);",
+                                         "tail_last = select(0u, 1u, done == 1u);"),
+                                        ("        if (v != SENTINEL || spins >= SPIN_LIMIT) {",
+                                         "        if (true) {")],
+             "a word never written": [("    atomicStore(&handoff[3u + j], ((v.y >> 30u) | (v.z << 2u)) & 0x7fffffffu);",
+                                       "")]}[mutant]
+    _mutate(monkeypatch, edits)
+    monkeypatch.setattr(spd, "handoff_checked", lambda *a, **k: True)  # (its check would catch them)
+    rng = np.random.default_rng(1690)
+    a = _image(rng, 2048, 512, 4, 8, "holes")
+    b = _image(rng, 2048, 512, 4, 8, "holes")
+    first, second, _ = _chains(gpu, a, b, "rgba8unorm-srgb", "srgb", "weighted", False)
+    assert any("tail_levels(t0);" in code for code in gpu_forms)
+    if mutant == "no counter reset":
+        assert _same(first, _expected(a, "srgb", "weighted"))
+    assert not (_same(first, _expected(a, "srgb", "weighted")) and _same(second, _expected(b, "srgb", "weighted")))
+
+
+@pytest.mark.gpu
+def test_handoff_self_check_and_its_failure(gpu, gpu_forms, monkeypatch):
+    """The first chain that would fold checks a chain that crosses the hand-off (spd.HANDOFF_CHECK) first;
+    where it disagrees (a mutant here), that chain and the session's later ones keep their last pass a
+    dispatch of their own, and the report says so."""
+    from gputex.mips import integer
+
+    calls = []
+    real = integer.matches_model
+
+    def matches(session, fmt, color_space, alpha, chain, size, levels, storage=""):
+        calls.append(size)
+        return real(session, fmt, color_space, alpha, chain, size, levels, storage)
+
+    monkeypatch.setattr(integer, "matches_model", matches)
+    _mutate(monkeypatch, [("let code = round_one(lsums_get(slot), c, tl.lv[m].s);",
+                           "let code = round_one(lsums_get(slot), c, tl.lv[m].s) ^ 1u;")])
+    a = _image(np.random.default_rng(1695), 1024, 1024, 4, 8, "holes")
+    with reusing(gpu):
+        tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True, store_levels=False)
+        try:
+            report = gputex.generate_mips(tex, alpha="weighted", precision="exact")
+            got = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+        finally:
+            tex.destroy()
+    assert spd.HANDOFF_CHECK in calls and not spd.handoff_on(gpu)
+    assert report.precision == "integer" and "hand-off to its last workgroup failed its self-check" in report.note
+    assert _same(got, _expected(a, "srgb", "weighted"))
