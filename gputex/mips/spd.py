@@ -358,8 +358,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     key = ("spd", layer, stored, sg, folded, tuple(plan), tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
     owned: list = []
-    # (folded: the last pass's levels made in the dispatch before it, its copies with that pass's)
-    runs = plan[:-2] + [(plan[-2][0], plan[-2][1] + plan[-1][1])] if folded else plan
+    runs = _runs(plan, folded)
     try:
         if kept is None:
             kept = _resources(tex, plan, consts, layer, owned, stored, sg, folded)
@@ -392,6 +391,12 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
         for b in owned:
             b.destroy()
     return sources, gpu_ns, pass_ns
+
+
+def _runs(plan: list[tuple[int, int]], folded: bool) -> list[tuple[int, int]]:
+    """The dispatches of ``plan`` as (source level, levels written): folded (:func:`fold`), the last
+    pass's levels are written by the dispatch before it, after its own (its layout, its copies)."""
+    return plan[:-2] + [(plan[-2][0], plan[-2][1] + plan[-1][1])] if folded else plan
 
 
 def _groups(tex: Texture, step: tuple[int, int], tiles: tuple[int, int]) -> tuple[int, int]:
@@ -504,8 +509,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         if sg and (SG_NARROW if SG_NARROW is not None else True):
             subs.update({"SG_LEVEL3N": "sg_level3n", "SG_NARROW": "true"})
     tables = tables_buffer(session, fmt.bits, tex.color_space == "srgb", float_thresholds=True)
-    runs = plan[:-2] + [(plan[-2][0], plan[-2][1] + plan[-1][1])] if folded else plan
-    layouts = [_out_bytes(tex, s, n) for s, n in runs]
+    layouts = [_out_bytes(tex, s, n) for s, n in _runs(plan, folded)]
 
     def buffer(size, usage, what):
         b = session.check(f"{tex.source}: {what}", device.create_buffer, size=max(16, size), usage=usage)

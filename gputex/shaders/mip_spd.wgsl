@@ -664,12 +664,10 @@ override CHANNEL_ROUNDS: bool = ROUND_A_LEVEL;
 // tile for i = 2): into its slot (lsums_put's layout), and the stored sums if the pass keeps them.
 // Colour: the premultiplied sums of the children with alpha, or where the alpha sum is 0 the plain
 // ones (add_collapsed, collapse).
-fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
-    let from_tile = i == 2u;
-    let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[i - 1u].f);
-    let stride = select(85u, 256u, from_tile);
-    let row = select(level_extent(i - 1u).x, 16u, from_tile);
-    let base = select(3072u + level_slot(i - 1u, vec2<u32>(0u)), 0u, from_tile);
+// Channel ch (3: alpha) of the texel whose children are the rr block at o * rr of a level in `tile`
+// (child c's word w at tile[base + c.y * row + c.x + w * stride]): with weighted alpha the children's
+// premultiplied sums, or their plain ones where the alpha sum is 0 (alpha: prem is the alpha sum)
+fn children_sum(o: vec2<u32>, rr: vec2<u32>, base: u32, row: u32, stride: u32, ch: u32) -> Big {
     let z = Big(0u);
     var a = z;
     var prem = z;
@@ -687,7 +685,16 @@ fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
             plain = add(plain, select(z, cv, pl));
         }
     }
-    let v = select(prem, plain, WA && !nonzero(a));  // (alpha: prem is the alpha sum)
+    return select(prem, plain, WA && !nonzero(a));
+}
+
+fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
+    let from_tile = i == 2u;
+    let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[i - 1u].f);
+    let stride = select(85u, 256u, from_tile);
+    let row = select(level_extent(i - 1u).x, 16u, from_tile);
+    let base = select(3072u + level_slot(i - 1u, vec2<u32>(0u)), 0u, from_tile);
+    let v = children_sum(o, rr, base, row, stride, ch);
     let at = 3072u + 255u * ch + level_slot(i, o);  // word 3 ch of the slot (lsums_put)
     tile[at] = v.x;
     tile[at + 85u] = v.y;

@@ -33,7 +33,7 @@
 //
 // The tail: the kept level (tl.src_size, at most 256 texels, one an invocation) into `tile` (word w of
 // texel j at tile[256 w + j], as tile_put), then each of the tail's levels a barrier each, a thread a
-// (texel, channel) summing its children as channel_sum does, into the level slots of lsums_put's
+// (texel, channel) summing its children (children_sum, as channel_sum), into the level slots of lsums_put's
 // layout (85 slots: the tail's texels, at most 85), then every (texel, channel) rounded at once
 // (round_one) and gathered in ctile, then each texel written (TAIL_OUT: tail_buffer into `out`, or
 // tail_store into the tail's write views).
@@ -174,24 +174,7 @@ fn tail_levels(t0: u32) {
             let from_src = m == 0u;
             let stride = select(85u, 256u, from_src);
             let base = select(3072u + tail_slot(max(m, 1u) - 1u), 0u, from_src);
-            let z = Big(0u);
-            var a = z;
-            var prem = z;
-            var plain = z;
-            for (var cy = 0u; cy < rr.y; cy++) {
-                for (var cx = 0u; cx < rr.x; cx++) {
-                    let c = o * rr + vec2<u32>(cx, cy);
-                    let k = base + c.y * prev.x + c.x;
-                    let ca = Big(tile[k + 9u * stride], tile[k + 10u * stride], tile[k + 11u * stride], 0u);
-                    let w = k + 3u * ch * stride;
-                    let cv = Big(tile[w], tile[w + stride], tile[w + 2u * stride], 0u);
-                    let pl = WA && !nonzero(ca);
-                    a = add(a, ca);
-                    prem = add(prem, select(cv, z, pl));
-                    plain = add(plain, select(z, cv, pl));
-                }
-            }
-            let v = select(prem, plain, WA && !nonzero(a));
+            let v = children_sum(o, rr, base, prev.x, stride, ch);
             let at = 3072u + 255u * ch + tail_slot(m) + j;
             tile[at] = v.x;
             tile[at + 85u] = v.y;
