@@ -188,6 +188,24 @@ HANDOFF: bool | None = None
 #: invocation, and 85 texels made from it: mip_spd.wgsl's level slots). A bound on the long side alone,
 #: so that a chain and its rehearsal (:func:`rehearsal_shape`: the same long side) fold alike.
 TAIL_SIDE = 16
+#: With the GPU forms, the passes from stored sums anchored at their first level (mip_spd.wgsl's
+#: ``ANCHOR_FIRST``: a thread a first-level texel from its 2x2 sums, the tile's levels from the second
+#: on): ``SUMS_LEVELS`` levels a pass at most, four times the workgroups of passes anchored at their
+#: second level (4096^2's second pass: 256 workgroups, not 64, for the H200's 132 SMs). Where both
+#: plans are possible the chain takes the one of fewer dispatches, this one on a tie (:func:`chain_plan`).
+#: H200 (``benchmarks/results/mip-spd-variants-h200-s33.txt``): 4096^2 0.1716 -> 0.1614 ms (second pass
+#: 0.0467 -> 0.0362); at 8192^2 it would make the last pass from a 32x32 kept level, which the hand-off
+#: does not take, so 8192^2 keeps the other plan (its second pass already has 256 workgroups: 0.5028
+#: ms against 0.5265 anchored first, the last pass a dispatch of its own; the hand-off taking a 32x32
+#: level, halved as it was read, 0.5287). None: with the GPU forms.
+ANCHOR_FIRST: bool | None = None
+#: Levels of a pass from stored sums anchored at its first level (the anchor and the tile's four).
+SUMS_LEVELS = 5
+#: With the code words (``CODE_WORDS``), a pass from stored sums copies the tables into workgroup memory
+#: too (False: it does not; nothing there reads them: its sRGB codes come from the code words in the
+#: tables' buffer, alpha's and linear ones by arithmetic; the copy and its barrier were each of its
+#: workgroups' first steps).
+SUMS_TABLES = False
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -200,16 +218,17 @@ def _size(w: int, h: int, level: int) -> tuple[int, int]:
 
 
 def spd_plan(width: int, height: int, levels: int, per: int = LEVELS_PER_PASS,
-             first: int | None = None) -> list[tuple[int, int]] | None:
+             first: int | None = None, later: int | None = None) -> list[tuple[int, int]] | None:
     """The passes ``(source level, levels made)`` of the chain (at most ``per`` levels a pass, the
-    first pass ``first`` where given), or None where some level does not halve (or keep at 1) an
-    axis of the level before it."""
+    first pass ``first`` and the passes from stored sums ``later`` where given), or None where some
+    level does not halve (or keep at 1) an axis of the level before it."""
     for lv in range(1, levels):
         for a, b in zip(_size(width, height, lv - 1), _size(width, height, lv)):
             if a != 2 * b and not a == b == 1:
                 return None
     head = min(first or per, per, levels - 1)
-    return [(0, head)] * (levels > 1) + [(s, min(per, levels - 1 - s)) for s in range(head, levels - 1, per)]
+    step = min(later or per, per)
+    return [(0, head)] * (levels > 1) + [(s, min(step, levels - 1 - s)) for s in range(head, levels - 1, step)]
 
 
 def subgroups_on(session) -> bool:
@@ -254,6 +273,37 @@ def _views(session, stored: bool) -> int | None:
 def gpu_forms(session) -> bool:
     """Whether the chain takes its GPU forms on ``session`` (``ROUND_A_LEVEL``; None: a GPU adapter)."""
     return ROUND_A_LEVEL if ROUND_A_LEVEL is not None else session.info.adapter_type != "CPU"
+
+
+def anchor_first(session) -> bool:
+    """Whether the chain's passes from stored sums may be anchored at their first level on ``session``
+    (``ANCHOR_FIRST``; the GPU forms only): :func:`chain_plan` chooses."""
+    return gpu_forms(session) and (ANCHOR_FIRST if ANCHOR_FIRST is not None else True)
+
+
+def chain_plan(session, width: int, height: int, levels: int, stored: bool,
+               fits=lambda plan: True) -> tuple[list[tuple[int, int]], bool]:
+    """The chain's passes on ``session`` (:func:`spd_plan`; ``stored``: levels written through the
+    texture's views; ``fits(plan)``: its sums fit in their bindings, else a first pass as long as the
+    others) and whether its passes from stored sums are anchored at their first level (``ANCHOR_FIRST``):
+    of the plans with and without that, the one of fewer dispatches (a folded last pass is none:
+    :func:`fold`), anchored at the first level on a tie."""
+
+    def size(lv: int) -> tuple[int, int]:
+        return _size(width, height, lv)
+
+    per = _per_pass(session) if stored else LEVELS_PER_PASS
+    best = None
+    for af in (True, False) if anchor_first(session) else (False,):
+        later = SUMS_LEVELS if af else None
+        plan = spd_plan(width, height, levels, per, first_pass_levels(session), later)
+        if plan is None or not fits(plan):
+            plan = spd_plan(width, height, levels, per, later=later)
+        assert plan is not None
+        runs = len(plan) - (handoff_on(session) and fold(size, plan, _views(session, stored)))
+        if best is None or runs < best[0]:
+            best = (runs, plan, af)
+    return best[1], best[2]
 
 
 def first_pass_levels(session) -> int | None:
@@ -337,11 +387,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     stored = stores(tex, alpha)
-    per = _per_pass(session) if stored else LEVELS_PER_PASS
-    plan = spd_plan(tex.width, tex.height, tex.levels, per, first_pass_levels(session))
-    if plan is None or not _fits(tex, plan):
-        plan = spd_plan(tex.width, tex.height, tex.levels, per)
-    assert plan is not None
+    plan, af = chain_plan(session, tex.width, tex.height, tex.levels, stored, lambda plan: _fits(tex, plan))
     gpu = session.info.adapter_type != "CPU"
     # (the base is read through a view of the GPU texture's own format: a stored texture's linear one)
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
@@ -355,20 +401,20 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     sg = consts["ROUND_A_LEVEL"] and subgroups_on(session)
     folded = (handoff_on(session) and fold(tex.size, plan, _views(session, stored))
               and handoff_checked(tex, alpha, stored))
-    key = ("spd", layer, stored, sg, folded, tuple(plan), tuple(sorted(consts.items())))
+    key = ("spd", layer, stored, sg, folded, af, tuple(plan), tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
     owned: list = []
     runs = _runs(plan, folded)
     try:
         if kept is None:
-            kept = _resources(tex, plan, consts, layer, owned, stored, sg, folded)
+            kept = _resources(tex, plan, consts, layer, owned, stored, sg, folded, af)
         query = timestamps(session, len(plan) + 4) if measure else None
         enc = device.create_command_encoder()
         sources = []
-        for pi, ((src, n), lay, (pipe, bind, (tx, ty))) in enumerate(zip(runs, kept[0], kept[1])):
+        for pi, ((src, n), lay, (pipe, bind, (tx, ty), anchored)) in enumerate(zip(runs, kept[0], kept[1])):
             if fmt.block_bytes < 4 and not stored:
                 enc.clear_buffer(kept[2], 0, lay[-1][0])
-            gx, gy = _groups(tex, plan[pi], (tx, ty))
+            gx, gy = _groups(tex, plan[pi], (tx, ty), anchored)
             ts = query.next() if query else None
             cpass = enc.begin_compute_pass(timestamp_writes=ts) if ts else enc.begin_compute_pass()
             cpass.set_pipeline(pipe)
@@ -399,11 +445,17 @@ def _runs(plan: list[tuple[int, int]], folded: bool) -> list[tuple[int, int]]:
     return plan[:-2] + [(plan[-2][0], plan[-2][1] + plan[-1][1])] if folded else plan
 
 
-def _groups(tex: Texture, step: tuple[int, int], tiles: tuple[int, int]) -> tuple[int, int]:
-    """Workgroups (x, y) of the dispatch of pass ``step`` (its anchor level in tiles of 16 x 16 texels,
-    ``tiles`` of them a workgroup)."""
+def _anchor(step: tuple[int, int], af: bool) -> int:
+    """The anchor level of pass ``step``: its second level (or its only one); its first where it is
+    anchored there (``af``: mip_spd.wgsl's ANCHOR_FIRST)."""
     src, n = step
-    aw, ah = tex.size(src + min(2, n))
+    return src + (1 if af else min(2, n))
+
+
+def _groups(tex: Texture, step: tuple[int, int], tiles: tuple[int, int], af: bool = False) -> tuple[int, int]:
+    """Workgroups (x, y) of the dispatch of pass ``step`` (its anchor level in tiles of 16 x 16 texels,
+    ``tiles`` of them a workgroup; ``af``: anchored at its first level)."""
+    aw, ah = tex.size(_anchor(step, af))
     return -(-aw // (16 * tiles[0])), -(-ah // (16 * tiles[1]))
 
 
@@ -422,15 +474,18 @@ def _tail_params(tex: Texture, step: tuple[int, int], lay: list[tuple[int, int]]
     return struct.pack("<4I", *tex.size(src), n, groups) + lv + pad + pitch + pad
 
 
-def _pass_constants(size, src: int, n: int) -> dict:
+def _pass_constants(size, src: int, n: int, af: bool = False) -> dict:
     """The GPU forms' pipeline constants of a pass making levels ``src + 1 .. src + n`` (``size(level)``:
     its (width, height)): its shape (mip_spd.wgsl's ``PASS_LEVELS``; a first pass's ``SG_TILE``:
-    level 3 halves both axes of level 2; passes from sums never take the subgroup form), and no
-    table copy for a pass of one workgroup."""
+    level 3 halves both axes of level 2; passes from sums never take the subgroup form), whether a pass
+    from sums is anchored at its first level (``ANCHOR_FIRST``, where ``af`` asks for it and its levels
+    fit), and no table copy for a pass of one workgroup."""
     known = {"PASS_LEVELS": n}
     if src == 0:
         known["SG_TILE"] = int(n > 2 and all(a == 2 * b for a, b in zip(size(src + 2), size(src + 3))))
-    aw, ah = size(src + min(2, n))
+    elif af and n <= SUMS_LEVELS:
+        known["ANCHOR_FIRST"] = True
+    aw, ah = size(_anchor((src, n), known.get("ANCHOR_FIRST", False)))
     if -(-aw // 16) * -(-ah // 16) == 1 and not SMEM_TABLES_ALONE:
         known["SMEM_TABLES"] = False
     return known
@@ -448,13 +503,13 @@ def pass_shapes(session, width: int, height: int) -> list[list[tuple]]:
 
     forms = gpu_forms(session)
     shapes = []
-    for per in {LEVELS_PER_PASS, _per_pass(session)}:
-        plan = spd_plan(width, height, levels, per, first_pass_levels(session)) or []
-        shape = [(src, n, src + n < levels - 1, tuple(sorted(_pass_constants(size, src, n).items()))
+    for stored in (False, True):
+        plan, af = chain_plan(session, width, height, levels, stored)
+        shape = [(src, n, src + n < levels - 1, tuple(sorted(_pass_constants(size, src, n, af).items()))
                   if forms else ()) for src, n in plan]
-        for stored in (False, True):  # (the last pass folded into the one before it: one pipeline less)
-            folded = handoff_on(session) and fold(size, plan, _views(session, stored))
-            shapes.append(shape[:-1] + [("folded",)] if folded else shape)
+        # (the last pass folded into the one before it: one pipeline less)
+        folded = handoff_on(session) and fold(size, plan, _views(session, stored))
+        shapes.append(shape[:-1] + [("folded",)] if folded else shape)
     return shapes
 
 
@@ -475,7 +530,7 @@ def rehearsal_shape(session, width: int, height: int) -> tuple[int, int]:
 
 
 def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored: bool = False, sg: bool = False,
-               folded: bool = False):
+               folded: bool = False, af: bool = False):
     """What a chain over ``tex`` records its passes with: (each pass's output layout, each
     pass's (pipeline, bind group), the output buffer); the buffers it makes go into ``owned``.
     ``stored``: each pass binds its levels' write views (bindings 6-11) and no output buffer.
@@ -502,6 +557,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         subs.update(SG_SUBS)
     if consts["ROUND_A_LEVEL"]:  # (the GPU forms' code: CPU adapters' compilers never see it)
         subs["QUAD_SUMS"] = "quad_sums"
+        subs["CHILD_SUMS"] = "child_sums"
         if consts["CODE_WORDS"]:
             subs["WORD_CODE"] = "word_code"
         if PACK_CODES if PACK_CODES is not None else True:
@@ -534,7 +590,9 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         last = tex.size(src + n)
         new_sums = (buffer(last[0] * last[1] * nslots * _WORDS * 4, wgpu.BufferUsage.STORAGE, "mip level sums")
                     if store and not hand else None)
-        known = _pass_constants(tex.size, src, n) if consts["ROUND_A_LEVEL"] else {}
+        known = _pass_constants(tex.size, src, n, af) if consts["ROUND_A_LEVEL"] else {}
+        if src > 0 and consts["CODE_WORDS"] and not SUMS_TABLES:
+            known["SMEM_TABLES"] = False
         tiles = _group_tiles(session, src, known, sg)
         wg_subs = {"WG_SIZE": f"{256 * tiles[0] * tiles[1]}u", "WG_TX": f"{tiles[0]}u"} if tiles != (1, 1) else {}
         pass_entries, extra = entries, []
@@ -553,7 +611,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
             handoff = session.check(f"{tex.source}: mip hand-off buffer", device.create_buffer_with_data,
                                     data=struct.pack("<I", 0) + b"\xff" * 4 * words, usage=wgpu.BufferUsage.STORAGE)
             owned.append(handoff)
-            gx, gy = _groups(tex, (src, n), tiles)
+            gx, gy = _groups(tex, (src, n), tiles, known.get("ANCHOR_FIRST", False))
             extra = [{"buffer": session.uniform(_tail_params(tex, plan[-1], lay[n:], gx * gy))}, whole(handoff)]
             extra += [tex.storage_view(s1 + 1 + i, layer) if i < n1 else stand_in_view(session, "storage", tex.storage)
                       for i in range(LEVELS_PER_PASS)] if stored else []
@@ -567,7 +625,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
                 [base, whole(out), {"buffer": params}, whole(sums) if sums else whole(stand_in),
                  whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)] + views)] + [
             {"binding": 12 + i, "resource": r} for i, r in enumerate(extra)])
-        passes.append((pipe, bind, tiles))
+        passes.append((pipe, bind, tiles, known.get("ANCHOR_FIRST", False)))
         if hand:
             break
         sums = new_sums
@@ -581,7 +639,8 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
 CHECK_SIZE = (128, 32)
 #: With the hand-off (:func:`handoff_on`), a chain that crosses it (:func:`handoff_checked`): 2048x2,
 #: twelve levels in passes of 3, 6 and 2, the last two made by the last of the second pass's four
-#: workgroups from the 4x1 level it kept (the model: as many texels as CHECK_SIZE's).
+#: workgroups from the 4x1 level it kept (the model: as many texels as CHECK_SIZE's); with ANCHOR_FIRST
+#: passes of 3, 5 and 3, the last three from an 8x1 level kept by the second pass's 16 workgroups.
 HANDOFF_CHECK = (2048, 2)
 
 

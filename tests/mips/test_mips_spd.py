@@ -55,8 +55,8 @@ def test_rgba8_equals_the_integer_chain_and_the_reference(gpu, w, h, space, alph
         ref_report, want = _levels(gpu, a, "rgba8unorm", space, alpha, "int")
         if w * h > 1:  # (a 1x1 image has no levels to make)
             assert report.precision == ref_report.precision == "integer" and report.note == ""
-        plan = spd_plan(w, h, mip_count(w, h), first=spd.first_pass_levels(gpu))
-        if plan is not None:  # the single-pass chain made it: each level from its pass's source
+        plan = spd_plan(w, h, mip_count(w, h)) and spd.chain_plan(gpu, w, h, mip_count(w, h), False)[0]
+        if plan:  # the single-pass chain made it: each level from its pass's source
             assert report.sources == [s for s, n in plan for _ in range(n)]
         ref = filter_levels(a / 255, 4, srgb=space == "srgb", alpha_mode=alpha)
         for lv, (g, i, r) in enumerate(zip(got, want, ref), start=1):
@@ -139,7 +139,7 @@ def test_tile_levels_one_or_two_a_round_give_the_same_bytes(gpu, monkeypatch, ro
     for space, alpha in [("srgb", "weighted"), ("linear", "straight")]:
         report, got = _levels(gpu, a, "rgba8unorm-srgb" if space == "srgb" else "rgba8unorm", space, alpha, "exact")
         assert report.precision == "integer" and report.note == ""
-        plan = spd_plan(w, h, mip_count(w, h), first=spd.first_pass_levels(gpu))
+        plan, _ = spd.chain_plan(gpu, w, h, mip_count(w, h), False)
         assert report.sources == [s for s, n in plan for _ in range(n)]
         _, want = _levels(gpu, a, "rgba8unorm-srgb" if space == "srgb" else "rgba8unorm", space, alpha, "int")
         for lv, (g, i) in enumerate(zip(got, want), start=1):

@@ -29,21 +29,55 @@ def _size(w, h):
     return lambda lv: (max(1, w >> lv), max(1, h >> lv))
 
 
-def _plan(w, h, per=6):
-    return spd.spd_plan(w, h, mip_count(w, h), per, spd.SPLIT_FIRST)
+def _plan(w, h, later=spd.SUMS_LEVELS, per=6):
+    return spd.spd_plan(w, h, mip_count(w, h), per, spd.SPLIT_FIRST, later)
 
 
-@pytest.mark.parametrize("w,h,want", [(4096, 4096, True), (8192, 8192, True), (2048, 2, True), (1, 2048, True),
-                                      (1024, 1024, True), (512, 512, False), (16384, 16384, False),
-                                      (16384, 64, False), (1024, 64, True), (8192, 8, True)])
-def test_which_plans_fold(w, h, want):
+@pytest.mark.parametrize("w,h,later,want", [
+    (4096, 4096, 5, True), (8192, 8192, 5, False), (2048, 2, 5, True), (1, 2048, 5, True), (1024, 1024, 5, True),
+    (512, 512, 5, True), (256, 256, 5, False), (16384, 16384, 5, True), (16384, 64, 5, True), (8192, 8, 5, False),
+    (4096, 4096, None, True), (8192, 8192, None, True), (2048, 2, None, True), (512, 512, None, False),
+    (16384, 16384, None, False), (16384, 64, None, False), (1024, 64, None, True), (8192, 8, None, True)])
+def test_which_plans_fold(w, h, later, want):
     """A last pass after a pass from kept sums (three passes or more), from a kept level at most 16
-    texels long: 4096^2 (8x8 -> 1), 8192^2 (16x16 -> 1), 8192x8 (its rehearsal: 16x1 -> 1); not 512^2
-    (two passes: the pass before the last reads the base), not 16384^2 nor 16384x64 (32x32, 32x1)."""
-    plan = _plan(w, h)
+    texels long. Passes from sums of five levels (anchored at their first: ANCHOR_FIRST): 4096^2 (3, 5,
+    4: 16x16 -> 1), 512^2 (3, 5, 1: 2x2 -> 1), 16384^2 (3, 5, 5, 1); not 8192^2 nor 8192x8 (32x32, 32x1),
+    not 256^2 (two passes: the pass before the last reads the base). Passes of six (anchored at their
+    second): 4096^2 (8x8), 8192^2 (16x16 -> 1), 8192x8 (its rehearsal: 16x1 -> 1); not 512^2 (two
+    passes), not 16384^2 nor 16384x64 (32x32, 32x1)."""
+    plan = _plan(w, h, later)
     assert spd.fold(_size(w, h), plan, None) is want
     assert spd.fold(_size(w, h), plan, 2 * spd.LEVELS_PER_PASS) is want
     assert not spd.fold(_size(w, h), plan, 2 * spd.LEVELS_PER_PASS - 1)  # (stored: both passes' views)
+
+
+@pytest.mark.parametrize("w,h,stored,want", [
+    (4096, 4096, False, ([(0, 3), (3, 5), (8, 4)], True)), (4096, 4096, True, ([(0, 3), (3, 5), (8, 4)], True)),
+    (8192, 8192, False, ([(0, 3), (3, 6), (9, 4)], False)), (8192, 8, False, ([(0, 3), (3, 6), (9, 4)], False)),
+    (16384, 16384, False, ([(0, 3), (3, 5), (8, 5), (13, 1)], True)), (512, 512, False, ([(0, 3), (3, 5), (8, 1)], True)),
+    (2048, 2, False, ([(0, 3), (3, 5), (8, 3)], True)), (256, 256, False, ([(0, 3), (3, 5)], True))])
+def test_the_chain_takes_the_plan_of_fewer_dispatches(gpu, monkeypatch, w, h, stored, want):
+    """With the GPU forms: passes from sums anchored at their first level (five levels a pass) where that
+    plan needs no more dispatches than passes of six anchored at their second (a folded last pass is
+    none); 8192^2 keeps passes of six (anchored first its last pass would read a 32x32 level, which the
+    hand-off does not take: three dispatches, not two), and so does its rehearsal's shape (8192x8); a
+    tie (256^2: two passes either way) anchored first. CPU adapters' forms: passes of six."""
+    monkeypatch.setattr(gpu, "limits", dict(gpu.limits, **{"max-storage-textures-per-shader-stage": 12}))
+    monkeypatch.setattr(spd, "ROUND_A_LEVEL", True)
+    assert spd.chain_plan(gpu, w, h, mip_count(w, h), stored) == want
+    monkeypatch.setattr(spd, "ANCHOR_FIRST", False)
+    assert spd.chain_plan(gpu, w, h, mip_count(w, h), stored)[1] is False
+    monkeypatch.setattr(spd, "ROUND_A_LEVEL", False)
+    monkeypatch.setattr(spd, "ANCHOR_FIRST", None)
+    assert spd.chain_plan(gpu, w, h, mip_count(w, h), stored) == (spd.spd_plan(w, h, mip_count(w, h)), False)
+
+
+def test_a_device_of_four_views_anchors_first_in_passes_of_four(gpu, monkeypatch):
+    """Stored levels on a device allowing 4 storage textures a stage: passes of at most four levels, both
+    plans the same (3, 4, 4, 1 for 4096^2, none folded), anchored at their first level."""
+    monkeypatch.setattr(gpu, "limits", dict(gpu.limits, **{"max-storage-textures-per-shader-stage": 4}))
+    monkeypatch.setattr(spd, "ROUND_A_LEVEL", True)
+    assert spd.chain_plan(gpu, 4096, 4096, 13, True) == ([(0, 3), (3, 4), (7, 4), (11, 1)], True)
 
 
 def _keep(v: int) -> list[int]:
@@ -129,7 +163,7 @@ def _same(got, want) -> bool:
 
 CASES = [("rgba8unorm-srgb", 4, 8, "srgb", "weighted"), ("rgba8unorm-srgb", 4, 8, "srgb", "straight"),
          ("rg8unorm", 2, 8, "linear", "weighted"), ("rgba16unorm", 4, 16, "srgb", "weighted")]
-SIZES = [(2048, 2), (1024, 1024), (1, 2048), (4096, 16), (2048, 512)]
+SIZES = [(2048, 2), (1024, 1024), (1, 2048), (4096, 16), (2048, 512), (8192, 4)]
 #: The default run (~35 s on lavapipe): every size sRGB weighted, the other kinds at one or two sizes;
 #: the rest with --slow (~30 s more).
 FAST = {(CASES[1], (2048, 512)), (CASES[2], (2048, 512)), (CASES[2], (1, 2048)), (CASES[3], (1, 2048))}
@@ -139,7 +173,7 @@ def _params():
     for case in CASES:
         for size in SIZES:
             if size == (4096, 16) and case[1:3] != (4, 8):
-                continue  # (the three-level tail: 8-bit RGBA only)
+                continue  # (the four-level tail: 8-bit RGBA only)
             if case[2] == 16 and size not in ((2048, 2), (1, 2048)):
                 continue  # (16-bit: the strips only; its reference is the model's Python, ~100 s at 1024^2)
             for store in (False, True):
@@ -153,10 +187,11 @@ def _params():
 @pytest.mark.parametrize("fmt,channels,bits,space,alpha,w,h,store", list(_params()))
 def test_handoff_gives_the_integer_chains_bytes_twice(gpu, gpu_forms, monkeypatch, fmt, channels, bits, space, alpha,
                                                      w, h, store):
-    """The last levels made by the last workgroup of the pass before them: 1024^2 (its kept 2x2 level
-    -> 1x1), 2048x512 (4x1 -> 2x1 -> 1x1), strips of one or two texels (2048x2, 1x2048), 4096x16 (three
-    levels made in the hand-off); the levels stored through the texture's views (8-bit RGBA) or
-    copied from the output buffer; two chains with different images on the same resources."""
+    """The last levels made by the last workgroup of the pass before them, after passes from sums anchored
+    at their first level (ANCHOR_FIRST, the GPU forms' plans: 1024^2, its kept 4x4 level -> 1x1; 2048x512,
+    8x2 -> 1x1; strips of one or two texels, 2048x2 and 1x2048; 4096x16, four levels made in the hand-off
+    from 16x1) or at their second (8192x4: 16x1 -> 1x1); the levels stored through the texture's views
+    (8-bit RGBA) or copied from the output buffer; two chains with different images on the same resources."""
     monkeypatch.setattr(stored, "STORE_LEVELS", store)
     rng = np.random.default_rng(1600 + w + 3 * h + channels + bits)
     a = _image(rng, w, h, channels, bits, "holes")

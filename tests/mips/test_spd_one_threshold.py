@@ -79,15 +79,15 @@ def test_doubtful_codes_decided_by_one_comparison_give_the_integer_chains_bytes(
 def test_gpu_settings_give_the_integer_chains_bytes(gpu, monkeypatch, fmt, channels, space, alpha):
     """What GPUs run (spd.ROUND_A_LEVEL: levels 3.. a channel a thread, CHANNEL_ROUNDS; a child's
     four base texels loaded together, QUAD, and four sums, SUMS_QUAD; the tables in workgroup
-    memory; a first pass of SPLIT_FIRST levels), here on any adapter: two passes, the first keeping
-    its last level's sums, the integer chain's bytes."""
+    memory; a first pass of SPLIT_FIRST levels), here on any adapter: the first pass keeping its last
+    level's sums for the next, the integer chain's bytes."""
     import gputex.mips.spd as spd
 
     monkeypatch.setattr(spd, "ROUND_A_LEVEL", True)
     monkeypatch.setattr(spd, "SMEM_TABLES", True)
     a = _image(np.random.default_rng(2200 + channels), 512, 256, channels, 8, "holes")
     report, got = _levels(gpu, a, fmt, space, alpha, "exact")
-    assert report.precision == "integer" and report.note == "" and report.sources[-1] == spd.SPLIT_FIRST
+    assert report.precision == "integer" and report.note == "" and report.sources[spd.SPLIT_FIRST] == spd.SPLIT_FIRST
     _, want = _levels(gpu, a, fmt, space, alpha, "int")
     for lv, (g, i) in enumerate(zip(got, want), start=1):
         assert np.array_equal(g, i), f"level {lv}"

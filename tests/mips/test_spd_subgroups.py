@@ -77,7 +77,7 @@ def test_a_failing_subgroup_form_leaves_the_single_pass_chain_with_its_rounds(gp
     assert report.precision == "integer"
     assert "the single-pass mip chain's subgroup form failed its self-check" in report.note
     assert "rounds in workgroup memory were used" in report.note
-    plan = spd.spd_plan(512, 256, 10, first=spd.first_pass_levels(gpu))
+    plan, _ = spd.chain_plan(gpu, 512, 256, 10, False)
     assert report.sources == [s for s, n in plan for _ in range(n)]
     assert not spd.subgroups_on(gpu)
     assert any("sg_levels(" in code for code in subgroups)  # the form was tried
