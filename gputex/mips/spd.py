@@ -188,8 +188,8 @@ HANDOFF: bool | None = None
 #: invocation, and 85 texels made from it: mip_spd.wgsl's level slots). A bound on the long side alone,
 #: so that a chain and its rehearsal (:func:`rehearsal_shape`: the same long side) fold alike.
 TAIL_SIDE = 16
-#: With the GPU forms, the passes from stored sums anchored at their first level (mip_spd.wgsl's
-#: ``ANCHOR_FIRST``: a thread a first-level texel from its 2x2 sums, the tile's levels from the second
+#: With the GPU forms, the passes from stored sums anchored at their first level (``ANCHOR_SUBS`` in
+#: mip_spd.wgsl: a thread a first-level texel from its 2x2 sums, the tile's levels from the second
 #: on): ``SUMS_LEVELS`` levels a pass at most, four times the workgroups of passes anchored at their
 #: second level (4096^2's second pass: 256 workgroups, not 64, for the H200's 132 SMs). Where both
 #: plans are possible the chain takes the one of fewer dispatches, this one on a tie (:func:`chain_plan`).
@@ -201,6 +201,11 @@ TAIL_SIDE = 16
 ANCHOR_FIRST: bool | None = None
 #: Levels of a pass from stored sums anchored at its first level (the anchor and the tile's four).
 SUMS_LEVELS = 5
+#: What such a pass substitutes into mip_spd.wgsl (its defaults: anchored at the second level; placeholders,
+#: not constants, so that the other passes' code is the same text as before ANCHOR_FIRST: the first pass was
+#: 22% slower on the H200 with the same arithmetic written with constants, 0.119 against 0.097 ms at 4096^2).
+ANCHOR_SUBS = {"ANCHOR_R": "0u", "ANCHOR_LV": "0u", "ANCHOR_NEXT": "1u", "QUAD_IF": "all(fs == vec2<u32>(2u))",
+               "QUAD_SUMS": "child_sums"}
 #: With the code words (``CODE_WORDS``), a pass from stored sums copies the tables into workgroup memory
 #: too (False: it does not; nothing there reads them: its sRGB codes come from the code words in the
 #: tables' buffer, alpha's and linear ones by arithmetic; the copy and its barrier were each of its
@@ -447,7 +452,7 @@ def _runs(plan: list[tuple[int, int]], folded: bool) -> list[tuple[int, int]]:
 
 def _anchor(step: tuple[int, int], af: bool) -> int:
     """The anchor level of pass ``step``: its second level (or its only one); its first where it is
-    anchored there (``af``: mip_spd.wgsl's ANCHOR_FIRST)."""
+    anchored there (``af``: ``ANCHOR_SUBS``)."""
     src, n = step
     return src + (1 if af else min(2, n))
 
@@ -474,18 +479,22 @@ def _tail_params(tex: Texture, step: tuple[int, int], lay: list[tuple[int, int]]
     return struct.pack("<4I", *tex.size(src), n, groups) + lv + pad + pitch + pad
 
 
+def _anchored(src: int, n: int, af: bool) -> bool:
+    """Whether a pass making levels ``src + 1 .. src + n`` of a chain whose plan asks for it (``af``:
+    :func:`chain_plan`) is anchored at its first level (``ANCHOR_SUBS``): a pass from sums whose levels fit."""
+    return af and src > 0 and n <= SUMS_LEVELS
+
+
 def _pass_constants(size, src: int, n: int, af: bool = False) -> dict:
     """The GPU forms' pipeline constants of a pass making levels ``src + 1 .. src + n`` (``size(level)``:
     its (width, height)): its shape (mip_spd.wgsl's ``PASS_LEVELS``; a first pass's ``SG_TILE``:
-    level 3 halves both axes of level 2; passes from sums never take the subgroup form), whether a pass
-    from sums is anchored at its first level (``ANCHOR_FIRST``, where ``af`` asks for it and its levels
-    fit), and no table copy for a pass of one workgroup."""
+    level 3 halves both axes of level 2; passes from sums never take the subgroup form), and no table
+    copy for a pass of one workgroup (``af``: the plan's passes from sums are anchored at their first
+    level where they fit, :func:`_anchored`)."""
     known = {"PASS_LEVELS": n}
     if src == 0:
         known["SG_TILE"] = int(n > 2 and all(a == 2 * b for a, b in zip(size(src + 2), size(src + 3))))
-    elif af and n <= SUMS_LEVELS:
-        known["ANCHOR_FIRST"] = True
-    aw, ah = size(_anchor((src, n), known.get("ANCHOR_FIRST", False)))
+    aw, ah = size(_anchor((src, n), _anchored(src, n, af)))
     if -(-aw // 16) * -(-ah // 16) == 1 and not SMEM_TABLES_ALONE:
         known["SMEM_TABLES"] = False
     return known
@@ -505,8 +514,8 @@ def pass_shapes(session, width: int, height: int) -> list[list[tuple]]:
     shapes = []
     for stored in (False, True):
         plan, af = chain_plan(session, width, height, levels, stored)
-        shape = [(src, n, src + n < levels - 1, tuple(sorted(_pass_constants(size, src, n, af).items()))
-                  if forms else ()) for src, n in plan]
+        shape = [(src, n, src + n < levels - 1, _anchored(src, n, af),
+                  tuple(sorted(_pass_constants(size, src, n, af).items())) if forms else ()) for src, n in plan]
         # (the last pass folded into the one before it: one pipeline less)
         folded = handoff_on(session) and fold(size, plan, _views(session, stored))
         shapes.append(shape[:-1] + [("folded",)] if folded else shape)
@@ -557,7 +566,6 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         subs.update(SG_SUBS)
     if consts["ROUND_A_LEVEL"]:  # (the GPU forms' code: CPU adapters' compilers never see it)
         subs["QUAD_SUMS"] = "quad_sums"
-        subs["CHILD_SUMS"] = "child_sums"
         if consts["CODE_WORDS"]:
             subs["WORD_CODE"] = "word_code"
         if PACK_CODES if PACK_CODES is not None else True:
@@ -593,8 +601,11 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         known = _pass_constants(tex.size, src, n, af) if consts["ROUND_A_LEVEL"] else {}
         if src > 0 and consts["CODE_WORDS"] and not SUMS_TABLES:
             known["SMEM_TABLES"] = False
+        anchored = _anchored(src, n, af)
         tiles = _group_tiles(session, src, known, sg)
         wg_subs = {"WG_SIZE": f"{256 * tiles[0] * tiles[1]}u", "WG_TX": f"{tiles[0]}u"} if tiles != (1, 1) else {}
+        if anchored:
+            wg_subs.update(ANCHOR_SUBS)
         pass_entries, extra = entries, []
         if hand:
             tail = kernels.load_wgsl("mip_spd_tail.wgsl", TAIL_OUT="tail_store" if stored else "tail_buffer",
@@ -611,7 +622,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
             handoff = session.check(f"{tex.source}: mip hand-off buffer", device.create_buffer_with_data,
                                     data=struct.pack("<I", 0) + b"\xff" * 4 * words, usage=wgpu.BufferUsage.STORAGE)
             owned.append(handoff)
-            gx, gy = _groups(tex, (src, n), tiles, known.get("ANCHOR_FIRST", False))
+            gx, gy = _groups(tex, (src, n), tiles, anchored)
             extra = [{"buffer": session.uniform(_tail_params(tex, plan[-1], lay[n:], gx * gy))}, whole(handoff)]
             extra += [tex.storage_view(s1 + 1 + i, layer) if i < n1 else stand_in_view(session, "storage", tex.storage)
                       for i in range(LEVELS_PER_PASS)] if stored else []
@@ -625,7 +636,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
                 [base, whole(out), {"buffer": params}, whole(sums) if sums else whole(stand_in),
                  whole(new_sums) if new_sums else whole(stand_in_w), whole(tables)] + views)] + [
             {"binding": 12 + i, "resource": r} for i, r in enumerate(extra)])
-        passes.append((pipe, bind, tiles, known.get("ANCHOR_FIRST", False)))
+        passes.append((pipe, bind, tiles, anchored))
         if hand:
             break
         sums = new_sums

@@ -11,7 +11,10 @@
 //! default SG_ON false
 //! default SG_LEVELS no_sg_levels
 //! default QUAD_SUMS no_quad_sums
-//! default CHILD_SUMS no_child_sums
+//! default QUAD_IF quad
+//! default ANCHOR_R min(1u, n - 1u)
+//! default ANCHOR_LV min(1u, prm.levels - 1u)
+//! default ANCHOR_NEXT 2u
 //! default SG_XOR no_shuffle
 //! default WORD_CODE no_word_code
 //! default TEXEL_CODES texel_codes
@@ -578,7 +581,7 @@ fn quad_sums(p: vec2<u32>) -> Acc {
 }
 
 // The pass's first-level texel c's sums from its 2x2 stored sums (loaded together), its codes written
-// (CHILD_SUMS = child_sums, GPU forms: quad_sums', and an ANCHOR_FIRST pass's anchor)
+// (quad_sums'; QUAD_SUMS = child_sums: a pass anchored at its first level, below)
 fn child_sums(c: vec2<u32>) -> Acc {
     let b = 2u * c;
     let s0 = load_sums(b);
@@ -590,9 +593,13 @@ fn child_sums(c: vec2<u32>) -> Acc {
     return child;
 }
 
-fn no_child_sums(c: vec2<u32>) -> Acc {  // (CHILD_SUMS without the GPU forms: never called)
-    return zero_acc();
-}
+// A pass from stored sums anchored at its first level (GPU forms, spd.ANCHOR_FIRST; substituted, so that
+// the other passes' code is the same text as before it): a thread a first-level texel from its 2x2 sums
+// (QUAD_SUMS = child_sums where QUAD_IF, the footprints are 2x2), the tile's levels from the pass's
+// second on (ANCHOR_R = ANCHOR_LV = 0u: the anchor's index in the pass; ANCHOR_NEXT = 1u: the first level
+// the tile makes), five levels a pass at most: four times the workgroups of a pass anchored at its second
+// level, each reading a quarter of the sums (a 4096^2 chain's second pass had 64 workgroups of 256
+// invocations for the H200's 132 SMs).
 
 // Levels 3.. of a pass (i = 2.. here) in a tile: a level's texels o < level_extent(i), at most
 // 64, 16, 4 and 1 of them (an axis that still halves has 16 >> (i - 2) texels in the tile, one that
@@ -600,24 +607,13 @@ fn no_child_sums(c: vec2<u32>) -> Acc {  // (CHILD_SUMS without the GPU forms: n
 // after the anchor level's (lsums_put), their codes (two 16-bit codes a word) in ctile.
 var<workgroup> ctile: array<atomic<u32>, 256>;
 
-// ANCHOR_FIRST (GPU forms, spd.ANCHOR_FIRST): a pass from stored sums whose anchor level is its first
-// (a thread a first-level texel from its 2x2 sums, child_sums; the tile's levels from the pass's second
-// on, five levels a pass at most), not its second: four times the workgroups, each reading a quarter of
-// the sums (a 4096^2 chain's second pass had 64 workgroups of 256 invocations for the H200's 132 SMs).
-override ANCHOR_FIRST: bool = false;
-
-// The pass's anchor level (i): its second, or its only one; its first with ANCHOR_FIRST
-fn anchor_index() -> u32 {
-    return select(min(1u, prm.levels - 1u), 0u, FROM_SUMS && ANCHOR_FIRST);
-}
-
 fn level_extent(i: u32) -> vec2<u32> {
-    let t = vec2<u32>(16u) >> (prm.lv[i].f - prm.lv[anchor_index()].f);
+    let t = vec2<u32>(16u) >> (prm.lv[i].f - prm.lv[ANCHOR_LV].f);
     return select(t, vec2<u32>(1u), prm.lv[i].size == vec2<u32>(1u));
 }
 
 fn level_slot(i: u32, o: vec2<u32>) -> u32 {
-    return 85u - (85u >> (2u * (i - 1u - anchor_index()))) + o.y * level_extent(i).x + o.x;
+    return 85u - (85u >> (2u * (i - ANCHOR_NEXT))) + o.y * level_extent(i).x + o.x;
 }
 
 fn lsums_put(k: u32, s: Sums) {  // word w of slot k at tile[3072 + 85 w + k]
@@ -710,7 +706,7 @@ fn children_sum(o: vec2<u32>, rr: vec2<u32>, base: u32, row: u32, stride: u32, c
 }
 
 fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
-    let from_tile = i == anchor_index() + 1u;
+    let from_tile = i == ANCHOR_NEXT;
     let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[i - 1u].f);
     let stride = select(85u, 256u, from_tile);
     let row = select(level_extent(i - 1u).x, 16u, from_tile);
@@ -935,7 +931,7 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
     }
     let n = select(prm.levels, PASS_LEVELS, PASS_LEVELS != 0u);
-    let r = select(min(1u, n - 1u), 0u, FROM_SUMS && ANCHOR_FIRST);
+    let r = ANCHOR_R;
     let anchor = prm.lv[r];
     let p = wg.xy * 16u + lid.xy;
     let inside = all(p < anchor.size);
@@ -981,10 +977,8 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
             }
             finalize(lv, q.x, q.y, wide(nn));
         }
-    } else if (inside && FROM_SUMS && SUMS_QUAD && quad) {
+    } else if (inside && FROM_SUMS && SUMS_QUAD && QUAD_IF) {
         acc = QUAD_SUMS(p);
-    } else if (inside && FROM_SUMS && SUMS_QUAD && r == 0u && all(fs == vec2<u32>(2u))) {
-        acc = CHILD_SUMS(p);
     } else if (inside) {
         for (var cy = 0u; cy < rc.y; cy++) {
             for (var cx = 0u; cx < rc.x; cx++) {
@@ -1003,13 +997,13 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
         }
         finalize(r, p.x, p.y, acc);
     }
-    if (n <= r + 1u) {
+    if (n <= ANCHOR_NEXT) {
         return;
     }
     atomicStore(&ctile[t0], 0u);
     // the subgroup form: levels 3 (and 4) summed by exchanges between lanes, their codes and the
     // sums of the last such level for the rounds below (which then begin at level `first`)
-    var first = r + 1u;
+    var first = ANCHOR_NEXT;
     if (sg_on && select(SG_TILE == 1u, all(prm.lv[2].f - anchor.f == vec2<u32>(1u)), SG_TILE == 2u)) {
         var next = 3u;
         if (quad && BITS == 8u && !FROM_SUMS && SG_NARROW) {
@@ -1034,9 +1028,9 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     // level's texels, the next ones its second's.
     let tid = t0;
     let per = select(2u, 1u, ROUND_A_LEVEL);
-    for (var round = first - r - 1u; round < 4u; round++) {
+    for (var round = first - ANCHOR_NEXT; round < 4u; round++) {
         workgroupBarrier();
-        let i0 = r + 1u + per * round;
+        let i0 = ANCHOR_NEXT + per * round;
         if (i0 >= n) {
             break;
         }
@@ -1059,7 +1053,7 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
         let t = vec2<u32>(16u) >> (prm.lv[min(i, 5u)].f - anchor.f);
         let q = wg.xy * t + o;
         if (i < min(n, i0 + per) && j < e.x * e.y && all(q < prm.lv[i].size)) {
-            let from_tile = i0 == r + 1u;  // else level i0 - 1's slots
+            let from_tile = i0 == ANCHOR_NEXT;  // else level i0 - 1's slots
             let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[i0 - 1u].f);
             // the children's sums: word w of child c at w * stride + base + c.y * row + c.x
             let stride = select(85u, 256u, from_tile);
