@@ -161,16 +161,11 @@ CUTS["noword"] = [("            col.x = word_code(Big(wl[0].x, wl[1].x, 0u, 0u),
 EXACT.update({"nohand": []})
 # The tenth session: ``noaf`` (the passes from sums anchored at their second level, six levels a pass:
 # spd.ANCHOR_FIRST off; byte-keeping), ``sumstab`` (the passes from sums copy the tables into workgroup
-# memory, which they do not read with the code words: spd.SUMS_TABLES; byte-keeping), ``oldquad`` (quad_sums
-# with child_sums' body written in, as before it: the first pass's dead code the same text; byte-keeping). Measured and removed:
+# memory, which they do not read with the code words: spd.SUMS_TABLES; byte-keeping). Measured and taken out:
+# ``oldquad`` (quad_sums with child_sums' body written in instead of calling it: now the code's form; see
+# mip_spd.wgsl's child_sums). Measured and removed:
 # the hand-off from a 32x32 kept level, halved as it was read (docs/performance.md).
-EXACT.update({"noaf": [], "sumstab": [],
-              "oldquad": [("        an = add_acc(an, child_sums(2u * p + vec2<u32>(k & 1u, k >> 1u)));",
-                           "        let c = 2u * p + vec2<u32>(k & 1u, k >> 1u);\n        let b = 2u * c;\n"
-                           "        let s0 = load_sums(b);\n        let s1 = load_sums(b + vec2<u32>(1u, 0u));\n"
-                           "        let s2 = load_sums(b + vec2<u32>(0u, 1u));\n        let s3 = load_sums(b + vec2<u32>(1u, 1u));\n"
-                           "        let child = add_collapsed(add_collapsed(add_collapsed(add_collapsed(zero_acc(), s0), s1), s2), s3);\n"
-                           "        finalize_sums(0u, c.x, c.y, collapse(child));\n        an = add_acc(an, child);")]})
+EXACT.update({"noaf": [], "sumstab": []})
 CUTS["handonly"] = [("    if (workgroupUniformLoad(&tail_last) == 0u) {", "    if (workgroupUniformLoad(&tail_last) < 2u) {")]
 CUTS.update(EXACT)
 

@@ -202,8 +202,8 @@ ANCHOR_FIRST: bool | None = None
 #: Levels of a pass from stored sums anchored at its first level (the anchor and the tile's four).
 SUMS_LEVELS = 5
 #: What such a pass substitutes into mip_spd.wgsl (its defaults: anchored at the second level; placeholders,
-#: not constants, so that the other passes' code is the same text as before ANCHOR_FIRST: the first pass was
-#: 22% slower on the H200 with the same arithmetic written with constants, 0.119 against 0.097 ms at 4096^2).
+#: so that the other passes' code stays the text it was: on the H200 the first pass is sensitive to code it
+#: never runs, mip_spd.wgsl's child_sums says how much).
 ANCHOR_SUBS = {"ANCHOR_R": "0u", "ANCHOR_LV": "0u", "ANCHOR_NEXT": "1u", "QUAD_IF": "all(fs == vec2<u32>(2u))",
                "QUAD_SUMS": "child_sums"}
 #: With the code words (``CODE_WORDS``), a pass from stored sums copies the tables into workgroup memory

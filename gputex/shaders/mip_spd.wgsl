@@ -574,14 +574,25 @@ fn no_quad_sums(p: vec2<u32>) -> Acc {
 fn quad_sums(p: vec2<u32>) -> Acc {
     var an = zero_acc();
     for (var k = 0u; k < 4u; k++) {
-        an = add_acc(an, child_sums(2u * p + vec2<u32>(k & 1u, k >> 1u)));
+        let c = 2u * p + vec2<u32>(k & 1u, k >> 1u);
+        let b = 2u * c;
+        let s0 = load_sums(b);
+        let s1 = load_sums(b + vec2<u32>(1u, 0u));
+        let s2 = load_sums(b + vec2<u32>(0u, 1u));
+        let s3 = load_sums(b + vec2<u32>(1u, 1u));
+        let child = add_collapsed(add_collapsed(add_collapsed(add_collapsed(zero_acc(), s0), s1), s2), s3);
+        finalize_sums(0u, c.x, c.y, collapse(child));
+        an = add_acc(an, child);
     }
     finalize_sums(1u, p.x, p.y, collapse(an));
     return an;
 }
 
-// The pass's first-level texel c's sums from its 2x2 stored sums (loaded together), its codes written
-// (quad_sums'; QUAD_SUMS = child_sums: a pass anchored at its first level, below)
+// The pass's first-level texel c's sums from its 2x2 stored sums (loaded together), its codes written:
+// quad_sums' loop body, for a pass anchored at its first level (QUAD_SUMS = child_sums, below). Written
+// twice on purpose: with quad_sums calling this function (in every pass's text, though the first pass
+// never runs it) the H200's first pass took 0.119 ms at 4096^2 against 0.097 with the body written in
+// (benchmarks/results/mip-spd-variants-h200-s33-call3.txt, the variant `oldquad`; 8192^2 0.430 / 0.344).
 fn child_sums(c: vec2<u32>) -> Acc {
     let b = 2u * c;
     let s0 = load_sums(b);
