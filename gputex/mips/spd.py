@@ -99,6 +99,13 @@ the other words' writes become visible. The counter only elects the reader, afte
 executed its stores; the reader writes the sentinels and the counter back, so the buffer is ready for
 the next chain. The same integers, rounded by the same ``round_one``: the same bytes.
 
+**Passes from sums anchored at their first level (tenth session).** With the GPU forms a pass from kept
+sums makes five levels, a thread a texel of its first level from its 2x2 sums and the tile's levels from its
+second (``ANCHOR_FIRST``, ``ANCHOR_SUBS``), where that plan needs no more dispatches than passes of six
+(:func:`chain_plan`): 4096^2's second pass has 256 workgroups, not 64. H200 (f5e809d against 2fc7941, one call,
+``benchmarks/results/mips-h200-s33-final.txt``): 4096^2 0.1397 against 0.1498 ms (passes 0.0970 + 0.0362);
+8192^2 keeps its plan (0.419 ms).
+
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x32 chain
 (seven levels: two passes, tiles cut by the image's edge, levels one texel high, and with the GPU
 forms a second pass whose footprints of kept sums are 2x2 twice: ``SUMS_QUAD``) whose bytes must
@@ -193,11 +200,12 @@ TAIL_SIDE = 16
 #: on): ``SUMS_LEVELS`` levels a pass at most, four times the workgroups of passes anchored at their
 #: second level (4096^2's second pass: 256 workgroups, not 64, for the H200's 132 SMs). Where both
 #: plans are possible the chain takes the one of fewer dispatches, this one on a tie (:func:`chain_plan`).
-#: H200 (``benchmarks/results/mip-spd-variants-h200-s33.txt``): 4096^2 0.1716 -> 0.1614 ms (second pass
-#: 0.0467 -> 0.0362); at 8192^2 it would make the last pass from a 32x32 kept level, which the hand-off
-#: does not take, so 8192^2 keeps the other plan (its second pass already has 256 workgroups: 0.5028
-#: ms against 0.5265 anchored first, the last pass a dispatch of its own; the hand-off taking a 32x32
-#: level, halved as it was read, 0.5287). None: with the GPU forms.
+#: H200 (``benchmarks/results/mip-spd-variants-h200-s33-final.txt``, variant ``noaf`` without it): 4096^2
+#: 0.1491-0.1501 -> 0.1392 ms (second pass 0.046 -> 0.036); at 8192^2 it would make the last pass from a
+#: 32x32 kept level, which the hand-off does not take, so 8192^2 keeps the other plan (its second pass
+#: already has 256 workgroups; anchored first it was 5% slower, the last pass a dispatch of its own; a
+#: hand-off taking a 32x32 level, halved as it was read, as slow: ``...-s33-call1.txt``). None: with the
+#: GPU forms.
 ANCHOR_FIRST: bool | None = None
 #: Levels of a pass from stored sums anchored at its first level (the anchor and the tile's four).
 SUMS_LEVELS = 5
