@@ -27,7 +27,8 @@ from stored sums through the footprint loops and finalize, not SUMS_QUAD), ``spl
 first pass of six levels, as the others), ``smemall`` (the tables copied into workgroup memory in
 a pass of one workgroup too: spd.SMEM_TABLES_ALONE), ``nohand`` (the chain's last pass a dispatch of its
 own, not made by the last workgroup of the pass before it: spd.HANDOFF off), ``noaf`` (the passes from sums
-anchored at their second level, six levels a pass: spd.ANCHOR_FIRST off). Probes: ``handonly`` (the
+anchored at their second level, six levels a pass: spd.ANCHOR_FIRST off), ``sumstab`` (the passes from sums
+copy the tables into workgroup memory: spd.SUMS_TABLES). Probes: ``handonly`` (the
 hand-off's count and election, no tail levels),
 ``tileonly`` (a first pass's tile phase alone: the anchor sums made up, no loads), ``sqnoround`` (a
 SUMS_QUAD pass's levels 1-2 not rounded), ``nokeep`` (the subgroup form's level 3 keeps no sums for

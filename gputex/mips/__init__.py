@@ -268,7 +268,8 @@ def _int_chain(tex: Texture, report: MipReport, filter: str, alpha: str, normal_
             stored_note = stored.store_note(tex, alpha, "mip-spd" if chain is spd.spd_chain else "mip-odd")
             sg_note = spd.subgroup_note(tex.session) if chain is spd.spd_chain else ""
             hand_note = spd.handoff_note(tex.session) if chain is spd.spd_chain else ""
-            report.note = "; ".join(n for n in (report.note, stored_note, sg_note, hand_note) if n)
+            second_note = spd.second_note(tex.session) if chain is spd.spd_chain else ""
+            report.note = "; ".join(n for n in (report.note, stored_note, sg_note, hand_note, second_note) if n)
             return True
         report.note = f"{tex.session.name}: the {name} mip chain failed its self-check ({why}); the integer chain was used"
         break

@@ -108,11 +108,14 @@ second (``ANCHOR_FIRST``, ``ANCHOR_SUBS``), where that plan needs no more dispat
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x32 chain
 (seven levels: two passes, tiles cut by the image's edge, levels one texel high, and with the GPU
-forms a second pass whose footprints of kept sums are 2x2 twice: ``SUMS_QUAD``) whose bytes must
+forms a second pass of 2x2 footprints of kept sums, anchored at its first level: ``ANCHOR_SUBS``) whose bytes must
 equal ``intbox.model_chain``'s. An adapter that disagrees gets the integer chain instead, and the
 report says so (where only the subgroup form disagrees, the rounds: :func:`subgroup_note`; where the
 hand-off's own check disagrees, a 2048x2 chain that crosses it, made before the first chain that
-would fold: :func:`handoff_checked`, the last pass a dispatch of its own: :func:`handoff_note`). A
+would fold: :func:`handoff_checked`, the last pass a dispatch of its own: :func:`handoff_note`; where
+the passes from sums anchored at their second level disagree, checked before the first chain that
+takes them where the GPU forms could anchor them at their first: :func:`second_checked`, passes
+anchored first: :func:`second_note`). A
 texture whose levels are stored is checked through a stored 128x32 chain; where that disagrees and the
 buffer's passes, the chain takes the buffer (:func:`.stored.store_note` says so in the report).
 """
@@ -131,7 +134,8 @@ if TYPE_CHECKING:
     from ..texture import Texture
 
 __all__ = ["LEVELS_PER_PASS", "spd_plan", "first_pass_levels", "spd_ok", "spd_chain", "self_check", "subgroups_on",
-           "subgroup_note", "handoff_on", "handoff_note", "pass_shapes", "rehearsal_shape"]
+           "subgroup_note", "handoff_on", "handoff_note", "second_checked", "second_note", "pass_shapes",
+           "rehearsal_shape", "chain_plan"]
 
 #: Levels one dispatch makes (two in registers, four in a 16x16 tile of workgroup memory).
 LEVELS_PER_PASS = 6
@@ -197,8 +201,9 @@ HANDOFF: bool | None = None
 TAIL_SIDE = 16
 #: With the GPU forms, the passes from stored sums anchored at their first level (``ANCHOR_SUBS`` in
 #: mip_spd.wgsl: a thread a first-level texel from its 2x2 sums, the tile's levels from the second
-#: on): ``SUMS_LEVELS`` levels a pass at most, four times the workgroups of passes anchored at their
-#: second level (4096^2's second pass: 256 workgroups, not 64, for the H200's 132 SMs). Where both
+#: on): ``SUMS_LEVELS`` levels a pass at most, up to four times the workgroups of passes anchored at
+#: their second level (twice on a strip; 4096^2's second pass: 256 workgroups, not 64, for the H200's 132
+#: SMs). Where both
 #: plans are possible the chain takes the one of fewer dispatches, this one on a tie (:func:`chain_plan`).
 #: H200 (``benchmarks/results/mip-spd-variants-h200-s33-final.txt``, variant ``noaf`` without it): 4096^2
 #: 0.1491-0.1501 -> 0.1392 ms (second pass 0.046 -> 0.036); at 8192^2 it would make the last pass from a
@@ -215,9 +220,11 @@ SUMS_LEVELS = 5
 ANCHOR_SUBS = {"ANCHOR_R": "0u", "ANCHOR_LV": "0u", "ANCHOR_NEXT": "1u", "QUAD_IF": "all(fs == vec2<u32>(2u))",
                "QUAD_SUMS": "child_sums"}
 #: With the code words (``CODE_WORDS``), a pass from stored sums copies the tables into workgroup memory
-#: too (False: it does not; nothing there reads them: its sRGB codes come from the code words in the
-#: tables' buffer, alpha's and linear ones by arithmetic; the copy and its barrier were each of its
-#: workgroups' first steps).
+#: too (False: it does not, and its few readers of them read the tables' buffer: round_one's sRGB codes
+#: come from the code words there anyway, and only finalize's round_fast, on footprints that are not
+#: 2x2 such as a strip's, reads float thresholds; the copy and its barrier were each workgroup's first
+#: steps). H200, call 2 of ``benchmarks/results/mip-spd-variants-h200-s33-call2.txt``: copying was
+#: 0.3-1.2% slower at 4096^2 and 8192^2, within noise.
 SUMS_TABLES = False
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
@@ -307,7 +314,11 @@ def chain_plan(session, width: int, height: int, levels: int, stored: bool,
 
     per = _per_pass(session) if stored else LEVELS_PER_PASS
     best = None
-    for af in (True, False) if anchor_first(session) else (False,):
+    if not anchor_first(session) or getattr(_SECOND, "on", False):
+        forms: tuple[bool, ...] = (False,)
+    else:  # (the second-level form only where it has not failed its check: second_checked)
+        forms = (True,) if session.cache("mip-spd").peek(_NO_SECOND) is not None else (True, False)
+    for af in forms:
         later = SUMS_LEVELS if af else None
         plan = spd_plan(width, height, levels, per, first_pass_levels(session), later)
         if plan is None or not fits(plan):
@@ -316,6 +327,7 @@ def chain_plan(session, width: int, height: int, levels: int, stored: bool,
         runs = len(plan) - (handoff_on(session) and fold(size, plan, _views(session, stored)))
         if best is None or runs < best[0]:
             best = (runs, plan, af)
+    assert best is not None
     return best[1], best[2]
 
 
@@ -412,8 +424,15 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     consts["CODE_WORDS"] = bool(consts["ROUND_A_LEVEL"] and fmt.bits == 8 and consts["SRGB"]
                                 and (CODE_WORDS if CODE_WORDS is not None else True))
     sg = consts["ROUND_A_LEVEL"] and subgroups_on(session)
-    folded = (handoff_on(session) and fold(tex.size, plan, _views(session, stored))
-              and handoff_checked(tex, alpha, stored))
+    wants = handoff_on(session) and fold(tex.size, plan, _views(session, stored))
+    folded = wants and handoff_checked(tex, alpha, stored)
+    if wants and not folded:  # (its check failed: the plan of fewest dispatches without it)
+        plan, af = chain_plan(session, tex.width, tex.height, tex.levels, stored, lambda plan: _fits(tex, plan))
+    if not af and len(plan) > 1 and anchor_first(session) and not second_checked(tex, alpha, stored):
+        # (the second-level form failed its check: anchored at the first level, whatever the dispatches)
+        plan, af = chain_plan(session, tex.width, tex.height, tex.levels, stored, lambda plan: _fits(tex, plan))
+        folded = (handoff_on(session) and fold(tex.size, plan, _views(session, stored))
+                  and handoff_checked(tex, alpha, stored))
     key = ("spd", layer, stored, sg, folded, af, tuple(plan), tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
     owned: list = []
@@ -458,17 +477,17 @@ def _runs(plan: list[tuple[int, int]], folded: bool) -> list[tuple[int, int]]:
     return plan[:-2] + [(plan[-2][0], plan[-2][1] + plan[-1][1])] if folded else plan
 
 
-def _anchor(step: tuple[int, int], af: bool) -> int:
+def _anchor(step: tuple[int, int], anchored: bool) -> int:
     """The anchor level of pass ``step``: its second level (or its only one); its first where it is
-    anchored there (``af``: ``ANCHOR_SUBS``)."""
+    ``anchored`` there (:func:`_anchored`, ``ANCHOR_SUBS``)."""
     src, n = step
-    return src + (1 if af else min(2, n))
+    return src + (1 if anchored else min(2, n))
 
 
-def _groups(tex: Texture, step: tuple[int, int], tiles: tuple[int, int], af: bool = False) -> tuple[int, int]:
+def _groups(tex: Texture, step: tuple[int, int], tiles: tuple[int, int], anchored: bool) -> tuple[int, int]:
     """Workgroups (x, y) of the dispatch of pass ``step`` (its anchor level in tiles of 16 x 16 texels,
-    ``tiles`` of them a workgroup; ``af``: anchored at its first level)."""
-    aw, ah = tex.size(_anchor(step, af))
+    ``tiles`` of them a workgroup; ``anchored``: at its first level, :func:`_anchored`)."""
+    aw, ah = tex.size(_anchor(step, anchored))
     return -(-aw // (16 * tiles[0])), -(-ah // (16 * tiles[1]))
 
 
@@ -493,7 +512,7 @@ def _anchored(src: int, n: int, af: bool) -> bool:
     return af and src > 0 and n <= SUMS_LEVELS
 
 
-def _pass_constants(size, src: int, n: int, af: bool = False) -> dict:
+def _pass_constants(size, src: int, n: int, af: bool) -> dict:
     """The GPU forms' pipeline constants of a pass making levels ``src + 1 .. src + n`` (``size(level)``:
     its (width, height)): its shape (mip_spd.wgsl's ``PASS_LEVELS``; a first pass's ``SG_TILE``:
     level 3 halves both axes of level 2; passes from sums never take the subgroup form), and no table
@@ -659,11 +678,56 @@ CHECK_SIZE = (128, 32)
 #: With the hand-off (:func:`handoff_on`), a chain that crosses it (:func:`handoff_checked`): 2048x2,
 #: twelve levels in passes of 3, 6 and 2, the last two made by the last of the second pass's four
 #: workgroups from the 4x1 level it kept (the model: as many texels as CHECK_SIZE's); with ANCHOR_FIRST
-#: passes of 3, 5 and 3, the last three from an 8x1 level kept by the second pass's 16 workgroups.
+#: passes of 3, 5 and 3, the last three from an 8x1 level kept by the second pass's 8 workgroups.
 HANDOFF_CHECK = (2048, 2)
 
 
 _CHECKING = threading.local()
+#: While set (``on``), chains take the plan whose passes from sums are anchored at their second level
+#: (:func:`chain_plan`): :func:`second_checked`'s chain.
+_SECOND = threading.local()
+#: The session cache's entry saying the passes anchored at their second level failed their check (its
+#: value: why), where the GPU forms could anchor them at their first.
+_NO_SECOND = ("second-failed",)
+
+
+def second_checked(tex: Texture, alpha: str, stored: bool) -> bool:
+    """Before the first chain of a session and kind whose passes from sums are anchored at their second
+    level while the GPU forms may anchor them at their first (:func:`chain_plan`: 8192^2's plan; the
+    session's self-check ran the first form, :func:`self_check`), the self-check's chain with that form
+    (``CHECK_SIZE``, its second pass anchored at its second level). Where its bytes are not
+    ``intbox.model_chain``'s, this and every later chain of the session take the plan anchored first
+    (:func:`second_note` says so in the report). Returns whether the second-level form may be used."""
+    from .integer import matches_model
+
+    if getattr(_CHECKING, "on", False) or getattr(_SECOND, "on", False):
+        return True
+    session, fmt = tex.session, tex.format
+    storage = tex.storage if stored else ""
+
+    def run() -> tuple[bool, str]:
+        _SECOND.on = True
+        try:
+            return matches_model(session, fmt, tex.color_space, alpha, spd_chain, CHECK_SIZE, mip_count(*CHECK_SIZE),
+                                 storage=storage)
+        finally:
+            _SECOND.on = False
+
+    c = session.cache("mip-spd")
+    ok, why = c.get(("mip-spd-second-check", storage) + check_key(fmt, tex.color_space, alpha), run)
+    if not ok:
+        c.put(_NO_SECOND, why)
+    return ok
+
+
+def second_note(session) -> str:
+    """``MipReport.note`` where the passes anchored at their second level failed their check on this
+    session (:func:`second_checked`), else ""."""
+    why = session.cache("mip-spd").peek(_NO_SECOND)
+    if why is None:
+        return ""
+    return (f"{session.name}: the single-pass mip chain's passes anchored at their second level failed their "
+            f"self-check ({why}); passes anchored at their first level were used")
 
 
 def handoff_checked(tex: Texture, alpha: str, stored: bool) -> bool:
@@ -705,7 +769,9 @@ def handoff_note(session) -> str:
 
 def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") -> tuple[bool, str]:
     """Once per session and kind of chain: this chain's bytes for a 128x32 image must be those of
-    ``intbox.model_chain``. Returns (passed, what differed). ``storage``: the texture's levels
+    ``intbox.model_chain`` (its second pass anchored at its first level where the GPU forms may do
+    that; the other form is checked before the first chain that takes it, :func:`second_checked`).
+    Returns (passed, what differed). ``storage``: the texture's levels
     are stored through it; the stored chain is checked first, and where it disagrees the
     buffer's (the chain then takes the buffer: :func:`.stored.store_note`). Where the chain would take
     level 3 from the lanes (:func:`subgroups_on`), that form is checked first, on its own: an

@@ -608,14 +608,15 @@ fn child_sums(c: vec2<u32>) -> Acc {
 // the other passes' code is the same text as before it): a thread a first-level texel from its 2x2 sums
 // (QUAD_SUMS = child_sums where QUAD_IF, the footprints are 2x2), the tile's levels from the pass's
 // second on (ANCHOR_R = ANCHOR_LV = 0u: the anchor's index in the pass; ANCHOR_NEXT = 1u: the first level
-// the tile makes), five levels a pass at most: four times the workgroups of a pass anchored at its second
-// level, each reading a quarter of the sums (a 4096^2 chain's second pass had 64 workgroups of 256
-// invocations for the H200's 132 SMs).
+// the tile makes), five levels a pass at most: up to four times the workgroups of a pass anchored at its
+// second level (twice on a strip), each reading a quarter of the sums (a 4096^2 chain's second pass had 64
+// workgroups of 256 invocations for the H200's 132 SMs).
 
-// Levels 3.. of a pass (i = 2.. here) in a tile: a level's texels o < level_extent(i), at most
-// 64, 16, 4 and 1 of them (an axis that still halves has 16 >> (i - 2) texels in the tile, one that
-// stopped is 1 texel long), kept at level_slot(i, o): their sums (12 words a texel) in `tile`
-// after the anchor level's (lsums_put), their codes (two 16-bit codes a word) in ctile.
+// The tile's levels, those after the anchor's (i = ANCHOR_NEXT.., the pass's levels 3.. or, anchored at
+// its first level, 2..): a level's texels o < level_extent(i), at most 64, 16, 4 and 1 of them (an axis
+// that still halves has 16 >> (i - ANCHOR_NEXT + 1) texels in the tile, one that stopped is 1 texel
+// long), kept at level_slot(i, o): their sums (12 words a texel) in `tile` after the anchor level's
+// (lsums_put), their codes (two 16-bit codes a word) in ctile.
 var<workgroup> ctile: array<atomic<u32>, 256>;
 
 fn level_extent(i: u32) -> vec2<u32> {
@@ -688,10 +689,6 @@ fn round_one(sm: Sums, c: u32, s: u32) -> u32 {
 // its children's alpha and one channel, 24 words, not 48), four times the threads
 override CHANNEL_ROUNDS: bool = ROUND_A_LEVEL;
 
-// Channel ch (3: alpha) of level i's texel o (q in the level) from its children in level i - 1 (the
-// tile for i = 2): into its slot (lsums_put's layout), and the stored sums if the pass keeps them.
-// Colour: the premultiplied sums of the children with alpha, or where the alpha sum is 0 the plain
-// ones (add_collapsed, collapse).
 // Channel ch (3: alpha) of the texel whose children are the rr block at o * rr of a level in `tile`
 // (child c's word w at tile[base + c.y * row + c.x + w * stride]): with weighted alpha the children's
 // premultiplied sums, or their plain ones where the alpha sum is 0 (alpha: prem is the alpha sum)
@@ -716,6 +713,10 @@ fn children_sum(o: vec2<u32>, rr: vec2<u32>, base: u32, row: u32, stride: u32, c
     return select(prem, plain, WA && !nonzero(a));
 }
 
+// Channel ch (3: alpha) of level i's texel o (q in the level) from its children in level i - 1 (the
+// tile for i = ANCHOR_NEXT): into its slot (lsums_put's layout), and the stored sums if the pass keeps
+// them. Colour: the premultiplied sums of the children with alpha, or where the alpha sum is 0 the plain
+// ones (add_collapsed, collapse).
 fn channel_sum(i: u32, o: vec2<u32>, q: vec2<u32>, ch: u32) {
     let from_tile = i == ANCHOR_NEXT;
     let rr = vec2<u32>(1u) << (prm.lv[i].f - prm.lv[i - 1u].f);
@@ -902,8 +903,9 @@ fn tile_put(p: vec2<u32>, s: Sums) {
 }
 
 // Thread (tx, ty) of workgroup (gx, gy) owns texel (16 gx + tx, 16 gy + ty) of the pass's
-// anchor level (its second, or its only one) and sums it in registers from its children
-// (first level) and their source texels; levels 3.. of the pass come from workgroup memory,
+// anchor level (its second, or its only one; its first where ANCHOR_SUBS anchor it there) and sums it
+// in registers from its children (first level) and their source texels; the levels after it come from
+// workgroup memory,
 // 16 x 16 anchor texels a tile, each level texel kept at its first anchor texel's place.
 //
 // WG_SIZE (spd.GROUP_TILES, GPU forms: a first pass of three levels made by the subgroup form only,
@@ -1029,8 +1031,9 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
     if (first >= n) {  // (a pass of three levels made by the subgroup form: nothing left)
         return;
     }
-    // the sums of levels 3.. of the pass (i = 2..), kept in their slots, in rounds of a barrier each, a
-    // round's levels summed from the level before them (the tile for the first round):
+    // the sums of the tile's levels (i = ANCHOR_NEXT..: levels 3.. of the pass, or 2..), kept in their
+    // slots, in rounds of a barrier each, a round's levels summed from the level before them (the tile
+    // for the first round):
     // ROUND_A_LEVEL, one level a round, each texel from 2x2 of the level before (GPUs: the shortest
     // chain of dependent steps, which the latency-bound passes wait on); else two rounds, levels 3
     // and 4 from the tile (2x2 and 4x4 anchor texels a texel), then 5 and 6 from level 4 (CPU

@@ -51,12 +51,16 @@ def test_which_plans_fold(w, h, later, want):
     assert not spd.fold(_size(w, h), plan, 2 * spd.LEVELS_PER_PASS - 1)  # (stored: both passes' views)
 
 
-@pytest.mark.parametrize("w,h,stored,want", [
-    (4096, 4096, False, ([(0, 3), (3, 5), (8, 4)], True)), (4096, 4096, True, ([(0, 3), (3, 5), (8, 4)], True)),
-    (8192, 8192, False, ([(0, 3), (3, 6), (9, 4)], False)), (8192, 8, False, ([(0, 3), (3, 6), (9, 4)], False)),
-    (16384, 16384, False, ([(0, 3), (3, 5), (8, 5), (13, 1)], True)), (512, 512, False, ([(0, 3), (3, 5), (8, 1)], True)),
-    (2048, 2, False, ([(0, 3), (3, 5), (8, 3)], True)), (256, 256, False, ([(0, 3), (3, 5)], True))])
-def test_the_chain_takes_the_plan_of_fewer_dispatches(gpu, monkeypatch, w, h, stored, want):
+@pytest.mark.parametrize("w,h,stored,want,second", [
+    (4096, 4096, False, ([(0, 3), (3, 5), (8, 4)], True), [(0, 3), (3, 6), (9, 3)]),
+    (4096, 4096, True, ([(0, 3), (3, 5), (8, 4)], True), [(0, 3), (3, 6), (9, 3)]),
+    (8192, 8192, False, ([(0, 3), (3, 6), (9, 4)], False), [(0, 3), (3, 6), (9, 4)]),
+    (8192, 8, False, ([(0, 3), (3, 6), (9, 4)], False), [(0, 3), (3, 6), (9, 4)]),
+    (16384, 16384, False, ([(0, 3), (3, 5), (8, 5), (13, 1)], True), [(0, 3), (3, 6), (9, 5)]),
+    (512, 512, False, ([(0, 3), (3, 5), (8, 1)], True), [(0, 3), (3, 6)]),
+    (2048, 2, False, ([(0, 3), (3, 5), (8, 3)], True), [(0, 3), (3, 6), (9, 2)]),
+    (256, 256, False, ([(0, 3), (3, 5)], True), [(0, 3), (3, 5)])])
+def test_the_chain_takes_the_plan_of_fewer_dispatches(gpu, monkeypatch, w, h, stored, want, second):
     """With the GPU forms: passes from sums anchored at their first level (five levels a pass) where that
     plan needs no more dispatches than passes of six anchored at their second (a folded last pass is
     none); 8192^2 keeps passes of six (anchored first its last pass would read a 32x32 level, which the
@@ -66,7 +70,7 @@ def test_the_chain_takes_the_plan_of_fewer_dispatches(gpu, monkeypatch, w, h, st
     monkeypatch.setattr(spd, "ROUND_A_LEVEL", True)
     assert spd.chain_plan(gpu, w, h, mip_count(w, h), stored) == want
     monkeypatch.setattr(spd, "ANCHOR_FIRST", False)
-    assert spd.chain_plan(gpu, w, h, mip_count(w, h), stored)[1] is False
+    assert spd.chain_plan(gpu, w, h, mip_count(w, h), stored) == (second, False)
     monkeypatch.setattr(spd, "ROUND_A_LEVEL", False)
     monkeypatch.setattr(spd, "ANCHOR_FIRST", None)
     assert spd.chain_plan(gpu, w, h, mip_count(w, h), stored) == (spd.spd_plan(w, h, mip_count(w, h)), False)
@@ -234,6 +238,56 @@ def test_mutants_of_the_handoff_fail(gpu, gpu_forms, monkeypatch, mutant):
     if mutant == "no counter reset":
         assert _same(first, _expected(a, "srgb", "weighted"))
     assert not (_same(first, _expected(a, "srgb", "weighted")) and _same(second, _expected(b, "srgb", "weighted")))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mutant", [False, True])
+def test_the_second_level_form_is_checked_before_its_first_chain(gpu, gpu_forms, monkeypatch, mutant):
+    """8192x8 (8192^2's plan, passes of 3, 6, 4 anchored at their second level) with the GPU forms, whose
+    session self-check ran passes anchored at their first: before that chain, the self-check's 128x32 chain
+    with its second pass anchored at its second level. A mutant of that form alone (quad_sums: its anchor
+    texels' codes from twice their sums; the 8192x8 strip's own footprints never reach it) fails the check,
+    and the chain takes passes anchored first (3, 5, 5: no hand-off, a dispatch more), the integer chain's
+    bytes, and says so; without the mutant, the plan of passes of six and no note."""
+    from gputex.mips import integer
+
+    calls = []
+    real = integer.matches_model
+
+    def matches(session, fmt, color_space, alpha, chain, size, levels, storage=""):
+        calls.append((size, getattr(spd._SECOND, "on", False)))
+        return real(session, fmt, color_space, alpha, chain, size, levels, storage)
+
+    monkeypatch.setattr(integer, "matches_model", matches)
+    if mutant:
+        load = kernels.load_wgsl
+        old = "    finalize_sums(1u, p.x, p.y, collapse(an));"
+
+        def mutated(name, **subs):
+            code = load(name, **subs)
+            if name == "mip_spd.wgsl":
+                assert old in code
+                code = code.replace(old, "    finalize_sums(1u, p.x, p.y, collapse(add_acc(an, an)));")
+            return code
+
+        monkeypatch.setattr(kernels, "load_wgsl", mutated)
+    a = _image(np.random.default_rng(1697), 8192, 8, 4, 8, "holes")
+    with reusing(gpu):
+        tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True, store_levels=False)
+        try:
+            report = gputex.generate_mips(tex, alpha="weighted", precision="exact")
+            got = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+        finally:
+            tex.destroy()
+    assert (spd.CHECK_SIZE, False) in calls and (spd.CHECK_SIZE, True) in calls
+    assert report.precision == "integer"
+    if mutant:
+        assert report.sources == [0] * 3 + [3] * 5 + [8] * 5
+        assert "passes anchored at their second level failed their self-check" in report.note
+        assert spd.chain_plan(gpu, 8192, 8192, 14, False)[1] is True  # (later chains too)
+    else:
+        assert report.sources == [0] * 3 + [3] * 6 + [9] * 4 and report.note == ""
+    assert _same(got, _expected(a, "srgb", "weighted"))
 
 
 @pytest.mark.gpu

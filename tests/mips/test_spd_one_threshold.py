@@ -76,18 +76,24 @@ def test_doubtful_codes_decided_by_one_comparison_give_the_integer_chains_bytes(
                                                       ("rgba8unorm", 4, "linear", "weighted"),
                                                       ("rg8unorm", 2, "linear", "weighted"),
                                                       ("r8unorm", 1, "linear", "straight")])
-def test_gpu_settings_give_the_integer_chains_bytes(gpu, monkeypatch, fmt, channels, space, alpha):
+@pytest.mark.parametrize("anchor_first", [None, False])
+def test_gpu_settings_give_the_integer_chains_bytes(gpu, monkeypatch, fmt, channels, space, alpha, anchor_first):
     """What GPUs run (spd.ROUND_A_LEVEL: levels 3.. a channel a thread, CHANNEL_ROUNDS; a child's
-    four base texels loaded together, QUAD, and four sums, SUMS_QUAD; the tables in workgroup
-    memory; a first pass of SPLIT_FIRST levels), here on any adapter: the first pass keeping its last
-    level's sums for the next, the integer chain's bytes."""
+    four base texels loaded together, QUAD; the tables in workgroup memory; a first pass of
+    SPLIT_FIRST levels), here on any adapter: the first pass keeping its last level's sums for the
+    next, whose texels are anchored at its first level (ANCHOR_FIRST; 512x256's plan) or, as 8192^2's
+    are, at its second (a texel's four children's four sums each loaded together, SUMS_QUAD); the
+    integer chain's bytes."""
     import gputex.mips.spd as spd
 
+    monkeypatch.setattr(spd, "ANCHOR_FIRST", anchor_first)
     monkeypatch.setattr(spd, "ROUND_A_LEVEL", True)
     monkeypatch.setattr(spd, "SMEM_TABLES", True)
     a = _image(np.random.default_rng(2200 + channels), 512, 256, channels, 8, "holes")
     report, got = _levels(gpu, a, fmt, space, alpha, "exact")
     assert report.precision == "integer" and report.note == "" and report.sources[spd.SPLIT_FIRST] == spd.SPLIT_FIRST
+    # (passes of 3 and 6; anchored first 3, 5 and 1, the last level made by the hand-off from level 8)
+    assert report.sources[-1] == (3 if anchor_first is False else 8)
     _, want = _levels(gpu, a, fmt, space, alpha, "int")
     for lv, (g, i) in enumerate(zip(got, want), start=1):
         assert np.array_equal(g, i), f"level {lv}"
