@@ -698,36 +698,49 @@ def second_checked(tex: Texture, alpha: str, stored: bool) -> bool:
     (``CHECK_SIZE``, its second pass anchored at its second level). Where its bytes are not
     ``intbox.model_chain``'s, this and every later chain of the session take the plan anchored first
     (:func:`second_note` says so in the report). Returns whether the second-level form may be used."""
-    from .integer import matches_model
-
     if getattr(_CHECKING, "on", False) or getattr(_SECOND, "on", False):
         return True
+    return _form_checked(tex, alpha, stored, "second", _SECOND, CHECK_SIZE, _NO_SECOND)
+
+
+def _form_checked(tex: Texture, alpha: str, stored: bool, name: str, flag: threading.local,
+                  size: tuple[int, int], failed: tuple) -> bool:
+    """Once per session and kind of chain, a form's own check: a ``size`` chain made with ``flag`` set
+    (``on``) while it runs, whose bytes must be ``intbox.model_chain``'s; where they are not, the session
+    cache's ``failed`` entry holds why. Returns whether they were."""
+    from .integer import matches_model
+
     session, fmt = tex.session, tex.format
     storage = tex.storage if stored else ""
 
     def run() -> tuple[bool, str]:
-        _SECOND.on = True
+        flag.on = True
         try:
-            return matches_model(session, fmt, tex.color_space, alpha, spd_chain, CHECK_SIZE, mip_count(*CHECK_SIZE),
+            return matches_model(session, fmt, tex.color_space, alpha, spd_chain, size, mip_count(*size),
                                  storage=storage)
         finally:
-            _SECOND.on = False
+            flag.on = False
 
     c = session.cache("mip-spd")
-    ok, why = c.get(("mip-spd-second-check", storage) + check_key(fmt, tex.color_space, alpha), run)
+    ok, why = c.get((f"mip-spd-{name}-check", storage) + check_key(fmt, tex.color_space, alpha), run)
     if not ok:
-        c.put(_NO_SECOND, why)
+        c.put(failed, why)
     return ok
+
+
+def _failed_note(session, failed: tuple, what: str, instead: str) -> str:
+    """The report's note where the session cache's ``failed`` entry says a form failed its check, else ""."""
+    why = session.cache("mip-spd").peek(failed)
+    if why is None:
+        return ""
+    return f"{session.name}: the single-pass mip chain's {what} self-check ({why}); {instead}"
 
 
 def second_note(session) -> str:
     """``MipReport.note`` where the passes anchored at their second level failed their check on this
     session (:func:`second_checked`), else ""."""
-    why = session.cache("mip-spd").peek(_NO_SECOND)
-    if why is None:
-        return ""
-    return (f"{session.name}: the single-pass mip chain's passes anchored at their second level failed their "
-            f"self-check ({why}); passes anchored at their first level were used")
+    return _failed_note(session, _NO_SECOND, "passes anchored at their second level failed their",
+                        "passes anchored at their first level were used")
 
 
 def handoff_checked(tex: Texture, alpha: str, stored: bool) -> bool:
@@ -736,35 +749,16 @@ def handoff_checked(tex: Texture, alpha: str, stored: bool) -> bool:
     ``intbox.model_chain``'s, this and every later chain of the session keep the last pass a dispatch
     of its own (:func:`handoff_note` says so in the report). Returns whether the hand-off may be used.
     (Here, not in :func:`self_check`: only chains of eleven levels or more pay for it.)"""
-    from .integer import matches_model
-
     if getattr(_CHECKING, "on", False):
         return True
-    session, fmt = tex.session, tex.format
-    storage = tex.storage if stored else ""
-
-    def run() -> tuple[bool, str]:
-        _CHECKING.on = True
-        try:
-            return matches_model(session, fmt, tex.color_space, alpha, spd_chain, HANDOFF_CHECK,
-                                 mip_count(*HANDOFF_CHECK), storage=storage)
-        finally:
-            _CHECKING.on = False
-
-    c = session.cache("mip-spd")
-    ok, why = c.get(("mip-spd-handoff-check", storage) + check_key(fmt, tex.color_space, alpha), run)
-    if not ok:
-        c.put(_NO_HANDOFF, why)
-    return handoff_on(session)
+    _form_checked(tex, alpha, stored, "handoff", _CHECKING, HANDOFF_CHECK, _NO_HANDOFF)
+    return handoff_on(tex.session)
 
 
 def handoff_note(session) -> str:
     """``MipReport.note`` where the hand-off failed its self-check on this session, else ""."""
-    why = session.cache("mip-spd").peek(_NO_HANDOFF)
-    if why is None:
-        return ""
-    return (f"{session.name}: the single-pass mip chain's hand-off to its last workgroup failed its self-check "
-            f"({why}); its last pass was a dispatch of its own")
+    return _failed_note(session, _NO_HANDOFF, "hand-off to its last workgroup failed its",
+                        "its last pass was a dispatch of its own")
 
 
 def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") -> tuple[bool, str]:
@@ -800,8 +794,4 @@ def self_check(session, fmt, color_space: str, alpha: str, storage: str = "") ->
 
 def subgroup_note(session) -> str:
     """``MipReport.note`` where the subgroup form failed its self-check on this session, else ""."""
-    why = session.cache("mip-spd").peek(_NO_SG)
-    if why is None:
-        return ""
-    return (f"{session.name}: the single-pass mip chain's subgroup form failed its self-check ({why}); "
-            "its rounds in workgroup memory were used")
+    return _failed_note(session, _NO_SG, "subgroup form failed its", "its rounds in workgroup memory were used")

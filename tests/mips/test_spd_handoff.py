@@ -119,18 +119,33 @@ def gpu_forms(gpu, monkeypatch):
                          after=("mip-int",))
 
 
-def _mutate(monkeypatch, edits):
+def _mutate(monkeypatch, edits, shader="mip_spd_tail.wgsl"):
     load = kernels.load_wgsl
 
     def mutated(name, **subs):
         code = load(name, **subs)
-        if name == "mip_spd_tail.wgsl":
+        if name == shader:
             for old, new in edits:
                 assert old in code, old
                 code = code.replace(old, new)
         return code
 
     monkeypatch.setattr(kernels, "load_wgsl", mutated)
+
+
+def _spy_checks(monkeypatch, record) -> list:
+    """The self-checks' chains run from now on (``integer.matches_model``), as ``record(size)`` makes them."""
+    from gputex.mips import integer
+
+    calls = []
+    real = integer.matches_model
+
+    def matches(session, fmt, color_space, alpha, chain, size, levels, storage=""):
+        calls.append(record(size))
+        return real(session, fmt, color_space, alpha, chain, size, levels, storage)
+
+    monkeypatch.setattr(integer, "matches_model", matches)
+    return calls
 
 
 def _chains(gpu, a, b, fmt, space, alpha, store):
@@ -249,28 +264,10 @@ def test_the_second_level_form_is_checked_before_its_first_chain(gpu, gpu_forms,
     texels' codes from twice their sums; the 8192x8 strip's own footprints never reach it) fails the check,
     and the chain takes passes anchored first (3, 5, 5: no hand-off, a dispatch more), the integer chain's
     bytes, and says so; without the mutant, the plan of passes of six and no note."""
-    from gputex.mips import integer
-
-    calls = []
-    real = integer.matches_model
-
-    def matches(session, fmt, color_space, alpha, chain, size, levels, storage=""):
-        calls.append((size, getattr(spd._SECOND, "on", False)))
-        return real(session, fmt, color_space, alpha, chain, size, levels, storage)
-
-    monkeypatch.setattr(integer, "matches_model", matches)
+    calls = _spy_checks(monkeypatch, lambda size: (size, getattr(spd._SECOND, "on", False)))
     if mutant:
-        load = kernels.load_wgsl
-        old = "    finalize_sums(1u, p.x, p.y, collapse(an));"
-
-        def mutated(name, **subs):
-            code = load(name, **subs)
-            if name == "mip_spd.wgsl":
-                assert old in code
-                code = code.replace(old, "    finalize_sums(1u, p.x, p.y, collapse(add_acc(an, an)));")
-            return code
-
-        monkeypatch.setattr(kernels, "load_wgsl", mutated)
+        _mutate(monkeypatch, [("    finalize_sums(1u, p.x, p.y, collapse(an));",
+                               "    finalize_sums(1u, p.x, p.y, collapse(add_acc(an, an)));")], "mip_spd.wgsl")
     a = _image(np.random.default_rng(1697), 8192, 8, 4, 8, "holes")
     with reusing(gpu):
         tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True, store_levels=False)
@@ -295,16 +292,7 @@ def test_handoff_self_check_and_its_failure(gpu, gpu_forms, monkeypatch):
     """The first chain that would fold checks a chain that crosses the hand-off (spd.HANDOFF_CHECK) first;
     where it disagrees (a mutant here), that chain and the session's later ones keep their last pass a
     dispatch of their own, and the report says so."""
-    from gputex.mips import integer
-
-    calls = []
-    real = integer.matches_model
-
-    def matches(session, fmt, color_space, alpha, chain, size, levels, storage=""):
-        calls.append(size)
-        return real(session, fmt, color_space, alpha, chain, size, levels, storage)
-
-    monkeypatch.setattr(integer, "matches_model", matches)
+    calls = _spy_checks(monkeypatch, lambda size: size)
     _mutate(monkeypatch, [("let code = round_one(lsums_get(slot), c, tl.lv[m].s);",
                            "let code = round_one(lsums_get(slot), c, tl.lv[m].s) ^ 1u;")])
     a = _image(np.random.default_rng(1695), 1024, 1024, 4, 8, "holes")
