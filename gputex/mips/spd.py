@@ -240,7 +240,7 @@ SUMS_TABLES = False
 #: ``benchmarks/mip_spd_variants.py``'s ``firstentry`` set it).
 FIRST_ENTRY: bool | None = None
 #: The pass's substitutions the first entry's text takes (mip_spd_first.wgsl's placeholders).
-_FIRST_KEYS = ("SG_ARGS", "SG_INDEX", "WG_SIZE", "WG_TX")
+FIRST_KEYS = ("SG_ARGS", "SG_INDEX", "WG_SIZE", "WG_TX")
 #: What that pass's mip_spd.wgsl text takes besides: sg_level3n's hand-over of level 3's sums to the rounds
 #: in workgroup memory known dead (PASS_LEVELS is 3 there), so the entry's code holds no tile (a benchmark
 #: variant, ``firstprm``, sets it back to main's run-time test).
@@ -688,7 +688,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
                       for i in range(LEVELS_PER_PASS)] if stored else []
         pass_subs, entry = {**subs, **wg_subs}, "main"
         if _first_entry(tex.size, src, consts, known, pass_subs):  # (its text in this pipeline's module only)
-            first = kernels.load_wgsl("mip_spd_first.wgsl", **{k: pass_subs[k] for k in _FIRST_KEYS if k in pass_subs})
+            first = kernels.load_wgsl("mip_spd_first.wgsl", **{k: pass_subs[k] for k in FIRST_KEYS if k in pass_subs})
             pass_subs.update(FIRST_SUBS, FIRST_CODE=first)
             entry = "first_main"
         pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", pass_entries, entry=entry, subs=pass_subs,

@@ -2,7 +2,7 @@
 //! default WG_TX 1u
 // The GPU forms' three-level first pass by an entry point of its own (spd.FIRST_ENTRY, issue 16; GPU
 // forms only: spd.py puts this text into mip_spd.wgsl at its placeholder for it, substituted first with
-// the pass's subgroup builtins and workgroup shape (spd._FIRST_KEYS), and makes that pass's pipeline with
+// the pass's subgroup builtins and workgroup shape (spd.FIRST_KEYS), and makes that pass's pipeline with
 // entry first_main; every other pipeline's text is main's as before). Why: on the H200 the first pass's time moved by 22% with a change
 // to code main never runs in it (mip_spd.wgsl's child_sums), so the first pass is compiled here from an
 // entry whose reachable code is only what that pass executes: main's path for it, with main's dead

@@ -52,6 +52,15 @@ def test_shader_compiles(gpu, name):
 
         codes = [bc_source(3, False, "best", False, True), bc_source(7, False, "best", True, False),
                  bc_source(6, False, "normal", False, False)]
+    if name == "mip_spd_first.wgsl":  # an entry put into mip_spd.wgsl's text, with the subgroup form (spd.FIRST_ENTRY)
+        from gputex.mips import spd
+
+        if not gpu.has_feature("subgroup"):
+            pytest.skip(f"{gpu.name}: no subgroup feature")
+        subs = {**spd.SG_SUBS, "SG_LEVEL3N": "sg_level3n", "SG_NARROW": "true"}
+        first = shader_source(name, **{k: subs[k] for k in spd.FIRST_KEYS if k in subs})
+        codes = [shader_source("mip_spd.wgsl", **subs, **spd.FIRST_SUBS, FIRST_CODE=first)]
+        assert "fn first_main(" in codes[0]
     for code in codes:
         module = gpu.device.create_shader_module(code=code, label=name)
         entries = re.findall(r"@compute[^\n]*\nfn (\w+)", code)
