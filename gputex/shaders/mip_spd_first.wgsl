@@ -3,12 +3,12 @@
 // The GPU forms' three-level first pass by an entry point of its own (spd.FIRST_ENTRY, issue 16; GPU
 // forms only: spd.py puts this text into mip_spd.wgsl at its placeholder for it, substituted first with
 // the pass's subgroup builtins and workgroup shape (spd.FIRST_KEYS), and makes that pass's pipeline with
-// entry first_main; every other pipeline's text is main's as before). Why: on the H200 the first pass's time moved by 22% with a change
-// to code main never runs in it (mip_spd.wgsl's child_sums), so the first pass is compiled here from an
-// entry whose reachable code is only what that pass executes: main's path for it, with main's dead
-// paths left out (passes from sums, 16-bit bases, the footprint loops, the rounds in workgroup memory:
-// no `tile`, no `ctile`), and, in this text only, sg_level3n's hand-over to those rounds known dead
-// (LEVEL3_MORE = 3u < PASS_LEVELS, false here).
+// entry first_main; every other pipeline's text is main's as before). Why: on the H200 the first pass's
+// time moved by 22% with a change to code main never runs in it (mip_spd.wgsl's child_sums), so the
+// first pass is compiled here from an entry whose reachable code is only what that pass executes: main's
+// path for it, with main's dead paths left out (passes from sums, 16-bit bases, the footprint loops, the
+// rounds in workgroup memory: no `tile`, no `ctile`), and, in this text only, sg_level3n's hand-over to
+// those rounds known dead (spd.FIRST_SUBS: 3u < PASS_LEVELS, false here).
 //
 // spd.py uses it only where main would take exactly this path (spd._first_entry): the base (not stored
 // sums), 8-bit, ROUND_A_LEVEL and SCREEN (so ONE), the subgroup form with SG_NARROW (SG_LEVEL3N =
