@@ -28,11 +28,9 @@ first pass of six levels, as the others), ``smemall`` (the tables copied into wo
 a pass of one workgroup too: spd.SMEM_TABLES_ALONE), ``nohand`` (the chain's last pass a dispatch of its
 own, not made by the last workgroup of the pass before it: spd.HANDOFF off), ``noaf`` (the passes from sums
 anchored at their second level, six levels a pass: spd.ANCHOR_FIRST off), ``sumstab`` (the passes from sums
-copy the tables into workgroup memory: spd.SUMS_TABLES), ``firstentry`` (the three-level
-first pass compiled from an entry point of its own, ``first_main`` in mip_spd_first.wgsl, holding only
-that pass's path: spd.FIRST_ENTRY; compare with ``base`` in one call, alternating: ``--variants base
-firstentry base firstentry``), ``firstprm`` (firstentry with level 3's hand-over to the rounds tested at
-run time, as in main: its code keeps the workgroup-memory tile). Probes: ``handonly`` (the
+copy the tables into workgroup memory: spd.SUMS_TABLES), ``nofirst`` (the three-level first pass
+from main, not from its own entry point ``first_main`` in mip_spd_first.wgsl: spd.FIRST_ENTRY False).
+Probes: ``noreach`` (word_code's exact comparison cut), ``handonly`` (the
 hand-off's count and election, no tail levels),
 ``tileonly`` (a first pass's tile phase alone: the anchor sums made up, no loads), ``sqnoround`` (a
 SUMS_QUAD pass's levels 1-2 not rounded), ``nokeep`` (the subgroup form's level 3 keeps no sums for
@@ -171,13 +169,13 @@ EXACT.update({"nohand": []})
 # mip_spd.wgsl's child_sums). Measured and removed:
 # the hand-off from a 32x32 kept level, halved as it was read (docs/performance.md).
 EXACT.update({"noaf": [], "sumstab": []})
-# h16entry: ``firstentry`` (spd.FIRST_ENTRY on; byte-keeping: its levels hashed against the first
-# byte-keeping variant's, e.g. ``base``), ``firstprm`` (the same with sg_level3n's hand-over of level 3's
-# sums to the rounds tested at run time, as in main's text: ``3u < prm.levels``, so the first entry's code
-# still holds the workgroup-memory tile: which of the two differences a gain comes from). Built on
-# lavapipe, not yet measured on a GPU (docs/performance.md).
-EXACT.update({"firstentry": [], "firstprm": []})
-FIRST_SUBS = dict(spd.FIRST_SUBS)
+# h16entry (eleventh session): ``nofirst`` (the three-level first pass from main, not from its own entry
+# point first_main: spd.FIRST_ENTRY False; byte-keeping). Measured and taken out: ``firstentry`` with
+# sg_level3n's hand-over to the rounds made known dead in the entry's text (0.5% slower than the kept form,
+# which was ``firstprm``). Probe (wrong bytes where a texel is in doubt): ``noreach`` (word_code's exact
+# comparison cut: a code in doubt is taken as its estimate's).
+EXACT.update({"nofirst": []})
+CUTS["noreach"] = [("    return select(j - 1u, j, reaches(num, den, j, true));", "    return j;")]
 CUTS["handonly"] = [("    if (workgroupUniformLoad(&tail_last) == 0u) {", "    if (workgroupUniformLoad(&tail_last) < 2u) {")]
 CUTS.update(EXACT)
 
@@ -286,8 +284,7 @@ def main() -> None:
             spd.HANDOFF = False if variant == "nohand" else None
             spd.ANCHOR_FIRST = False if variant == "noaf" else None
             spd.SUMS_TABLES = variant == "sumstab"
-            spd.FIRST_ENTRY = True if variant in ("firstentry", "firstprm") else None
-            spd.FIRST_SUBS = {"LEVEL3_MORE": "3u < prm.levels"} if variant == "firstprm" else FIRST_SUBS
+            spd.FIRST_ENTRY = False if variant == "nofirst" else None
             spd.GROUP_TILES = {"wg256": (1, 1), "wg1024": (2, 2)}.get(variant, GROUP_TILES)
             spd.FIRST_PASS_LEVELS = (int(variant[5:6]) if variant.startswith("split")
                                      else spd.LEVELS_PER_PASS if variant == "nosplit" else None)

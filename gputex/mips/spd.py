@@ -106,12 +106,13 @@ second (``ANCHOR_FIRST``, ``ANCHOR_SUBS``), where that plan needs no more dispat
 ``benchmarks/results/mips-h200-s33-final.txt``): 4096^2 0.1397 against 0.1498 ms (passes 0.0970 + 0.0362);
 8192^2 keeps its plan (0.419 ms).
 
-**The first pass by an entry point of its own (helper h16entry; built, off).** With ``FIRST_ENTRY`` the
-GPU forms' three-level first pass is compiled from ``first_main`` (``mip_spd_first.wgsl``, put into that
-pipeline's text only): main's path for that pass and nothing else (no passes from sums, no rounds in
-workgroup memory), the same calls, the same bytes; every other pipeline's text is main's as before. The
-hypothesis: on the H200 the first pass moved by 22% with code it never runs (the tenth session). Not yet
-measured on a GPU (``docs/performance.md``), so None: off.
+**The first pass by an entry point of its own (helper h16entry, eleventh session).** With the GPU forms
+the three-level first pass is compiled from ``first_main`` (``FIRST_ENTRY``; ``mip_spd_first.wgsl``, put
+into that pipeline's text only): main's path for that pass and nothing else (no passes from sums, no
+footprint loops), the same calls, the same bytes; every other pipeline's text is main's as before. Why: on
+the H200 the first pass moved by 22% with code it never runs (the tenth session). H200, one call
+(``benchmarks/results/mip-spd-variants-h200-s34-call1.txt``): first pass 0.0927-0.0936 against
+0.0963-0.0972 ms at 4096^2, 0.3332-0.3334 against 0.3444-0.3445 at 8192^2 (-3%).
 
 The self-check (:func:`self_check`) runs once per session and kind of chain: a 128x32 chain
 (seven levels: two passes, tiles cut by the image's edge, levels one texel high, and with the GPU
@@ -236,15 +237,12 @@ SUMS_TABLES = False
 #: With the GPU forms, the three-level first pass compiled from an entry point of its own (``first_main``,
 #: ``mip_spd_first.wgsl``: only what that pass executes, main's path for it, none of main's other paths;
 #: :func:`_first_entry` says where). Why: on the H200 that pass's time moved by 22% with a change to code
-#: it never runs (mip_spd.wgsl's child_sums). None: off (not yet measured on a GPU; the tests and
-#: ``benchmarks/mip_spd_variants.py``'s ``firstentry`` set it).
+#: it never runs (mip_spd.wgsl's child_sums); with its own entry it is 3% faster (H200, eleventh session).
+#: None: on where :func:`_first_entry`'s conditions hold (they ask for the GPU forms); False: main
+#: (``benchmarks/mip_spd_variants.py``'s ``nofirst``).
 FIRST_ENTRY: bool | None = None
 #: The pass's substitutions the first entry's text takes (mip_spd_first.wgsl's placeholders).
 FIRST_KEYS = ("SG_ARGS", "SG_INDEX", "WG_SIZE", "WG_TX")
-#: What that pass's mip_spd.wgsl text takes besides: sg_level3n's hand-over of level 3's sums to the rounds
-#: in workgroup memory known dead (PASS_LEVELS is 3 there), so the entry's code holds no tile (a benchmark
-#: variant, ``firstprm``, sets it back to main's run-time test).
-FIRST_SUBS = {"LEVEL3_MORE": "3u < PASS_LEVELS"}
 #: What the subgroup form substitutes into mip_spd.wgsl (its defaults: no subgroups).
 SG_SUBS = {"SG_ARGS": ", @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_invocation_id) sg_lane: u32, "
                       "@builtin(subgroup_size) sg_size: u32",
@@ -381,7 +379,7 @@ def _first_entry(size, src: int, consts: dict, known: dict, subs: dict) -> bool:
     third halves both axes of the second (SG_TILE), so that levels 1 and 2 halve both axes too (QUAD's
     footprints; checked again here). Elsewhere (and on CPU adapters, whose forms are not the GPU ones)
     main."""
-    return bool(FIRST_ENTRY and src == 0 and consts["ROUND_A_LEVEL"] and consts["BITS"] == 8 and consts["SCREEN"]
+    return bool(FIRST_ENTRY is not False and src == 0 and consts["ROUND_A_LEVEL"] and consts["BITS"] == 8 and consts["SCREEN"]
                 and subs.get("SG_LEVEL3N") == "sg_level3n" and subs.get("SG_NARROW") == "true"
                 and known.get("PASS_LEVELS") == 3 and known.get("SG_TILE") == 1
                 and all(a == 2 * b for lv in (0, 1) for a, b in zip(size(lv), size(lv + 1))))
@@ -466,7 +464,7 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
         plan, af = chain_plan(session, tex.width, tex.height, tex.levels, stored, lambda plan: _fits(tex, plan))
         folded = (handoff_on(session) and fold(tex.size, plan, _views(session, stored))
                   and handoff_checked(tex, alpha, stored))
-    key = ("spd", layer, stored, sg, folded, af, bool(FIRST_ENTRY), tuple(plan), tuple(sorted(consts.items())))
+    key = ("spd", layer, stored, sg, folded, af, FIRST_ENTRY, tuple(plan), tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
     owned: list = []
     runs = _runs(plan, folded)
@@ -689,7 +687,7 @@ def _resources(tex: Texture, plan, consts: dict, layer: int, owned: list, stored
         pass_subs, entry = {**subs, **wg_subs}, "main"
         if _first_entry(tex.size, src, consts, known, pass_subs):  # (its text in this pipeline's module only)
             first = kernels.load_wgsl("mip_spd_first.wgsl", **{k: pass_subs[k] for k in FIRST_KEYS if k in pass_subs})
-            pass_subs.update(FIRST_SUBS, FIRST_CODE=first)
+            pass_subs["FIRST_CODE"] = first
             entry = "first_main"
         pipe, bgl = compute_pipeline(session, "mip_spd.wgsl", pass_entries, entry=entry, subs=pass_subs,
                                      constants=dict(consts, FROM_SUMS=src > 0, STORE=store, **known))

@@ -890,7 +890,7 @@ fn sg_level3n(g: vec2<u32>, t: u32, n: Narrow) -> u32 {
         if (STORE && 3u == prm.levels) {
             store_sums((q.y * prm.lv[2].size.x + q.x) * SLOTS * 3u, sm);
         }
-        if (LEVEL3_MORE && all(o < level_extent(2u))) {
+        if (3u < prm.levels && all(o < level_extent(2u))) {
             lsums_put(level_slot(2u, o), sm);
         }
     }
@@ -1139,10 +1139,7 @@ fn main(@builtin(workgroup_id) wg0: vec3<u32>, @builtin(local_invocation_index) 
 
 HANDOFF_CODE
 //! default FIRST_CODE
-//! default LEVEL3_MORE 3u < prm.levels
 // Below (spd.FIRST_ENTRY, GPU forms): the three-level first pass's own entry point, first_main
-// (mip_spd_first.wgsl), where that pass takes it; in that text only, sg_level3n's condition for handing
-// level 3's sums on to the rounds in workgroup memory is 3u < PASS_LEVELS, known false. (These lines at
-// the end, the two placeholders' defaults main's text as before: every other pipeline compiles the same
-// text.)
+// (mip_spd_first.wgsl), where that pass takes it. (At the end, the placeholder's default empty: every
+// other pipeline compiles the same text.)
 FIRST_CODE

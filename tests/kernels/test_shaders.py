@@ -59,7 +59,7 @@ def test_shader_compiles(gpu, name):
             pytest.skip(f"{gpu.name}: no subgroup feature")
         subs = {**spd.SG_SUBS, "SG_LEVEL3N": "sg_level3n", "SG_NARROW": "true"}
         first = shader_source(name, **{k: subs[k] for k in spd.FIRST_KEYS if k in subs})
-        codes = [shader_source("mip_spd.wgsl", **subs, **spd.FIRST_SUBS, FIRST_CODE=first)]
+        codes = [shader_source("mip_spd.wgsl", **subs, FIRST_CODE=first)]
         assert "fn first_main(" in codes[0]
     for code in codes:
         module = gpu.device.create_shader_module(code=code, label=name)

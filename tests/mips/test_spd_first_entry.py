@@ -122,7 +122,9 @@ NARROW = {"SG_LEVEL3N": "sg_level3n", "SG_NARROW": "true"}
 def test_which_passes_take_the_first_entry(monkeypatch, w, h, src, consts, known, subs, want):
     monkeypatch.setattr(spd, "FIRST_ENTRY", True)
     assert spd._first_entry(_size(w, h), src, consts, known, subs) is want
-    monkeypatch.setattr(spd, "FIRST_ENTRY", None)
+    monkeypatch.setattr(spd, "FIRST_ENTRY", None)  # (the default: the same)
+    assert spd._first_entry(_size(w, h), src, consts, known, subs) is want
+    monkeypatch.setattr(spd, "FIRST_ENTRY", False)
     assert spd._first_entry(_size(w, h), src, consts, known, subs) is False
 
 
