@@ -178,7 +178,8 @@ EXACT.update({"nofirst": []})
 CUTS["noreach"] = [("    return select(j - 1u, j, reaches(num, den, j, true));", "    return j;")]
 # Eleventh session: the first pass's loads. Byte-keeping (rgba8 with a linear view, as ``--stored`` makes it):
 # ``pairs`` (quad_by_child two children at a time: eight loads, then both finalized), ``prefetch`` (the next
-# child's four texels loaded, as packed words, before this child is finalized). Their text names PACK_CODES'
+# child's four texels loaded, as packed words, before this child is finalized). H200, eleventh session: both
+# slower (first pass +26% / +3%; docs/performance.md). Their text names PACK_CODES'
 # texel_codes_pack, which the GPU forms substitute.
 QUAD_LOOP = """    for (var k = 0u; k < 4u; k++) {
         let c = 2u * p + vec2<u32>(k & 1u, k >> 1u);

@@ -137,11 +137,13 @@ class Converter:
         self.close()
 
     def close(self) -> None:
-        """Stop the pools (work in flight finishes first)."""
+        """Stop the pools (work in flight finishes first) and let the device go (with the session, once
+        no result still holds it)."""
         self._closed = True
         if self._stack is not None:
             self._stack.close()
             self._stack = None
+            self._session_future = None
             for k, v in self._env.items():
                 if v is None:
                     os.environ.pop(k, None)

@@ -384,12 +384,21 @@ def session_soon(adapter: str | None = None, backend: str | None = None, warm=No
         future.set_result(session)
 
     threading.Thread(target=run, name="gputex-device", daemon=True).start()
-    _PENDING.append(future)
+    _pending(future)
     return future
 
 
-#: Sessions being made on their own threads (:func:`session_soon`), and :func:`prestart`'s work.
-_PENDING: list = []
+#: Sessions being made on their own threads (:func:`session_soon`), and :func:`prestart`'s work, while
+#: they are (a Future leaves it when it is done: it would keep its session, and the session its device,
+#: alive for as long as the process; each in-process run or Converter made one more).
+_PENDING: set = set()
+
+
+def _pending(future) -> None:
+    """``future`` in :data:`_PENDING` until it is done."""
+    _PENDING.add(future)
+    future.add_done_callback(_PENDING.discard)  # (at once where it is done already)
+
 #: :func:`prestart`'s Future of :func:`list_adapters` ``(None)`` (None: not started, or taken).
 _EARLY: Any = None
 
@@ -427,7 +436,7 @@ def prestart(enumerate_adapters: bool = True) -> None:
         future.set_result(adapters)
 
     _EARLY = future
-    _PENDING.append(future)
+    _pending(future)
     threading.Thread(target=run, name="gputex-prestart", daemon=True).start()
 
 
@@ -477,7 +486,7 @@ def settle(timeout: float = 10.0) -> None:
     once on the H200 with Ctrl-C sent as the first worker process started)."""
     from concurrent.futures import wait
 
-    pending = [f for f in _PENDING if not f.done()]
+    pending = [f for f in list(_PENDING) if not f.done()]
     if pending:
         wait(pending, timeout=timeout)
 

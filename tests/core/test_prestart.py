@@ -72,3 +72,45 @@ def test_a_bad_prestart_flag_is_one_line_and_exit_2(tmp_path):
                        text=True, timeout=120, env=dict(os.environ, GPUTEX_PRESTART="yes",
                                                         PYTHONPATH=os.pathsep.join(sys.path)))
     assert (p.returncode, p.stdout, p.stderr) == (2, "", "gputex: GPUTEX_PRESTART must be 0 or 1, got 'yes'\n")
+
+
+@pytest.mark.gpu
+def test_in_process_runs_and_converters_leave_no_device_alive(gpu, tmp_path, monkeypatch):
+    """Every session made on a thread of its own (device.session_soon: the CLI's upload and capture,
+    gputex.Converter) is freed with its device once its run or Converter is done: none stays reachable
+    from the module's list of sessions being made, and a closed Converter lets its session go. (Before,
+    every one stayed alive for the life of the process, a device each.)"""
+    import gc
+    import weakref
+
+    import numpy as np
+    from PIL import Image
+    from typer.testing import CliRunner
+
+    import gputex
+    import gputex.device as device
+    from gputex.cli import app
+
+    made: list = []
+    real = device.Session.__init__
+
+    def init(self, *a, **k):
+        real(self, *a, **k)
+        made.append(weakref.ref(self.device))
+
+    monkeypatch.setattr(device.Session, "__init__", init)
+    src = tmp_path / "a.png"
+    Image.fromarray(np.arange(8 * 8 * 3, dtype=np.uint8).reshape(8, 8, 3)).save(src)
+    for i in range(3):
+        r = CliRunner().invoke(app, ["capture", str(src), "-o", str(tmp_path / f"out{i}")])
+        assert r.exit_code == 0, r.output
+        assert np.array_equal(np.asarray(Image.open(tmp_path / f"out{i}" / "a.png"))[..., :3],
+                              np.asarray(Image.open(src)))
+    with gputex.Converter() as conv:
+        results = list(conv.convert([str(src)], "capture", str(tmp_path / "conv")))
+    assert [r.ok for r in results] == [True]
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "conv" / "a.png"))[..., :3], np.asarray(Image.open(src)))
+    gc.collect()
+    assert len(made) == 4
+    assert [ref() for ref in made] == [None] * 4
+    assert not device._PENDING
