@@ -18,8 +18,10 @@ Variants that keep the bytes (the shader's overrides set by text edits of their 
 one's levels hashed and compared with the first such variant's, "same bytes" or "DIFFER"):
 ``main`` (ONE_THRESHOLD off: main's first pass), ``one`` (exact_one, the base texels loaded in
 the footprint loops: QUAD off), ``texel`` (levels 3.. summed a texel a thread, not a channel:
-CHANNEL_ROUNDS off), ``base`` (the defaults), ``nosmem`` (the tables read from the storage
-buffer), ``nosg`` (no subgroup form: levels 3.. through workgroup memory, h16pass's form),
+CHANNEL_ROUNDS off; it no longer keeps the bytes with the GPU forms, "DIFFER" at 68fabc7 already: a
+combination production never makes, CHANNEL_ROUNDS being ROUND_A_LEVEL; not investigated), ``base``
+(the defaults), ``nosmem`` (the tables read from the storage buffer), ``nosg``
+(no subgroup form: levels 3.. through workgroup memory, h16pass's form),
 ``sg4`` (the subgroup form for levels 3 and 4), ``sgall`` (... in every pass), ``nosq`` (a pass
 from stored sums through the footprint loops and finalize, not SUMS_QUAD), ``split2``, ``split3``,
 ``split4`` (a first pass of 2, 3 or 4 levels keeping their sums for the next: spd.FIRST_PASS_LEVELS;
@@ -93,11 +95,13 @@ EXACT = {"main": [("override ONE_THRESHOLD: bool = ROUND_A_LEVEL;", "override ON
          "split2": [], "split3": [], "split4": [], "nosplit": [], "smemall": [],
          "split4sg": [("override SG_LEVEL4: bool = false;", "override SG_LEVEL4: bool = true;")]}
 CUTS["tileonly"] = [("""        let an = quad_by_child(p);
+        nar = an;
         acc = wide(an);
         finalize_narrow(1u, p.x, p.y, an);""", """        var an = zero_narrow();
         an.a = (p.x * 7u + p.y) & 4095u;
         an.sl = vec4<u32>((p.x * 13u) ^ p.y) & vec4<u32>(0xfffu);
         an.nl = an.sl * an.a;
+        nar = an;
         acc = wide(an);""")]
 CUTS["nokeep"] = [("            if (STORE && i + 1u == prm.levels) {\n"
                    "                store_sums((q.y * prm.lv[i].size.x + q.x) * SLOTS * 3u, sm);\n            }\n        }\n"
@@ -171,8 +175,8 @@ EXACT.update({"nohand": []})
 EXACT.update({"noaf": [], "sumstab": []})
 # h16entry (eleventh session): ``nofirst`` (the three-level first pass from main, not from its own entry
 # point first_main: spd.FIRST_ENTRY False; byte-keeping). Measured and taken out: ``firstentry`` with
-# sg_level3n's hand-over to the rounds made known dead in the entry's text (0.5% slower than the kept form,
-# which was ``firstprm``). Probe (wrong bytes where a texel is in doubt): ``noreach`` (word_code's exact
+# sg_level3n's hand-over to the rounds made known dead in the entry's text (its first pass 0.5-1.4% slower
+# than the kept form's, which was ``firstprm``). Probe (wrong bytes where a texel is in doubt): ``noreach`` (word_code's exact
 # comparison cut: a code in doubt is taken as its estimate's).
 EXACT.update({"nofirst": []})
 CUTS["noreach"] = [("    return select(j - 1u, j, reaches(num, den, j, true));", "    return j;")]
@@ -320,6 +324,35 @@ def _same(tex, variant: str, first: str | None) -> str:
     return "; same bytes" if level_hash(tex) == first else "; DIFFER"
 
 
+#: Variants whose edits change what main's first pass does (its overrides, or code in main's body): first_main,
+#: which holds main's default path for that pass, would not follow them, so they run with spd.FIRST_ENTRY off.
+#: (Edits of the functions both call, e.g. ``noword``, ``nolin``, ``noreach``, reach first_main too.)
+MAIN_FIRST = ("nofirst", "main", "one", "texel", "nofinal", "noexact", "rawload", "sumonly", "tileonly", "empty",
+              "notile", "nobarrier")
+SELF_CHECK = spd.self_check
+
+
+def set_variant(gpu, variant: str, auto) -> None:
+    """The spd module's flags, the shader edits (``VARIANT``) and the self-check for ``variant``; the
+    session's pipelines dropped."""
+    VARIANT["name"] = variant
+    gpu.cache(kernels.PIPELINES).items.clear()
+    spd.SMEM_TABLES = False if variant == "nosmem" else auto
+    spd.SUBGROUPS = False if variant == "nosg" else auto
+    spd.SMEM_TABLES_ALONE = variant == "smemall"
+    spd.HANDOFF = False if variant == "nohand" else None
+    spd.ANCHOR_FIRST = False if variant == "noaf" else None
+    spd.SUMS_TABLES = variant == "sumstab"
+    spd.FIRST_ENTRY = False if variant in MAIN_FIRST else None
+    spd.GROUP_TILES = {"wg256": (1, 1), "wg1024": (2, 2)}.get(variant, GROUP_TILES)
+    spd.FIRST_PASS_LEVELS = (int(variant[5:6]) if variant.startswith("split")
+                             else spd.LEVELS_PER_PASS if variant == "nosplit" else None)
+    for flag in ("CODE_WORDS", "PACK_CODES", "SG_NARROW"):
+        setattr(spd, flag, FLAGS.get(variant, {}).get(flag))
+    # (a variant that changes the bytes on purpose would fail the session's self-check: not run for it)
+    spd.self_check = SELF_CHECK if variant in ("base", "main", "old") else (lambda *a, **k: (True, ""))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="+", type=int, default=[4096, 8192])
@@ -339,9 +372,9 @@ def main() -> None:
     print(f"adapter: {gpu.name}; commit {bench.commit()}; subgroup feature: {gpu.has_feature('subgroup')}; "
           f"invocations a workgroup: {gpu.limits.get('max-compute-invocations-per-workgroup')}")
     for n in args.sizes:
-        # (the upload makes a chain: with no variant's cut, whose failed self-checks would stick to the session)
-        VARIANT["name"] = "base"
-        gpu.cache(kernels.PIPELINES).items.clear()
+        # (the upload makes a chain: with no variant's cut or flags, whose failed self-checks would stick to
+        # the session)
+        set_variant(gpu, "base", auto)
         a = np.random.default_rng(1).integers(0, 256, (n, n, 4), np.uint8)
         tex = gputex.upload(gpu, gputex.from_array(a), "rgba8unorm-srgb", mips=True,
                             **({"store_levels": True} if args.stored else {"precision": "fast"}))
@@ -358,22 +391,7 @@ def main() -> None:
         to_texture, tex_to_tex = encoder.copy_buffer_to_texture, encoder.copy_texture_to_texture
         first_hash = None
         for variant in ([] if args.no_fast else ["fast"]) + args.variants:
-            VARIANT["name"] = variant
-            gpu.cache(kernels.PIPELINES).items.clear()
-            spd.SMEM_TABLES = False if variant == "nosmem" else auto
-            spd.SUBGROUPS = False if variant == "nosg" else auto
-            spd.SMEM_TABLES_ALONE = variant == "smemall"
-            spd.HANDOFF = False if variant == "nohand" else None
-            spd.ANCHOR_FIRST = False if variant == "noaf" else None
-            spd.SUMS_TABLES = variant == "sumstab"
-            spd.FIRST_ENTRY = False if variant == "nofirst" else None
-            spd.GROUP_TILES = {"wg256": (1, 1), "wg1024": (2, 2)}.get(variant, GROUP_TILES)
-            spd.FIRST_PASS_LEVELS = (int(variant[5:6]) if variant.startswith("split")
-                                     else spd.LEVELS_PER_PASS if variant == "nosplit" else None)
-            for flag in ("CODE_WORDS", "PACK_CODES", "SG_NARROW"):
-                setattr(spd, flag, FLAGS.get(variant, {}).get(flag))
-            if variant not in ("base", "main", "old"):
-                spd.self_check = lambda *a, **k: (True, "")
+            set_variant(gpu, variant, auto)
             encoder.copy_buffer_to_texture = (lambda *a, **k: None) if variant == "nocopy" else to_texture
             encoder.copy_texture_to_texture = (lambda *a, **k: None) if variant == "nocopy" else tex_to_tex
             wall, g, rep = bench.time_chain(gpu, tex, "fast" if variant == "fast" else "exact", args.repeat, light)

@@ -111,12 +111,18 @@ class Converter:
     # -- lifetime ---------------------------------------------------------------------------
     def start(self) -> Converter:
         """Start the worker pools and make the device (on a thread of its own); idempotent."""
+        self._started()
+        return self
+
+    def _started(self):
+        """The session's Future, the pools and the device started first where they are not (taken under
+        the lock close() drops it with)."""
         with self._starting:
             if self._closed:
                 raise GputexError("this Converter is closed")
             if self._stack is None:
                 self._start()
-        return self
+            return self._session_future
 
     def _start(self) -> None:
         from .caps import set_thread_cap
@@ -143,7 +149,8 @@ class Converter:
         if self._stack is not None:
             self._stack.close()
             self._stack = None
-            self._session_future = None
+            with self._starting:  # (after the pools: work in flight may still ask for the session)
+                self._session_future = None
             for k, v in self._env.items():
                 if v is None:
                     os.environ.pop(k, None)
@@ -153,8 +160,7 @@ class Converter:
     @property
     def session(self):
         """The :class:`gputex.Session` (waits for the device; raises NoAdapterError)."""
-        self.start()
-        return self._session_future.result()
+        return self._started().result()
 
     # -- work -------------------------------------------------------------------------------
     def convert(self, inputs: Iterable[Any], command: str = "capture", out: str | None = None,

@@ -9,8 +9,8 @@
 // path for it, with main's dead paths left out (passes from sums, 16-bit bases, the footprint loops).
 // H200 (eleventh session): the first pass 3% faster than main's (0.0932 against 0.0968 ms at 4096^2,
 // 0.3333 against 0.3445 at 8192^2). sg_level3n's hand-over of level 3's sums to the rounds in workgroup
-// memory stays main's run-time test (3u < prm.levels): made known dead (3u < PASS_LEVELS) it measured
-// 0.5% slower, both sizes, both rounds.
+// memory stays main's run-time test (3u < prm.levels): made known dead (3u < PASS_LEVELS) its first pass
+// measured 0.5-1.4% slower at 4096^2 and 0.5-0.7% at 8192^2, in both rounds (the chain 0.3-0.6%).
 //
 // spd.py uses it only where main would take exactly this path (spd._first_entry): the base (not stored
 // sums), 8-bit, ROUND_A_LEVEL and SCREEN (so ONE), the subgroup form with SG_NARROW (SG_LEVEL3N =

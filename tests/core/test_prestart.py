@@ -78,8 +78,9 @@ def test_a_bad_prestart_flag_is_one_line_and_exit_2(tmp_path):
 def test_in_process_runs_and_converters_leave_no_device_alive(gpu, tmp_path, monkeypatch):
     """Every session made on a thread of its own (device.session_soon: the CLI's upload and capture,
     gputex.Converter) is freed with its device once its run or Converter is done: none stays reachable
-    from the module's list of sessions being made, and a closed Converter lets its session go. (Before,
-    every one stayed alive for the life of the process, a device each.)"""
+    from the module's list of sessions being made, and a closed Converter lets its session go: the next
+    collection frees them (sessions and devices are held in reference cycles, so it takes a collection).
+    (Before, every one stayed alive for the life of the process, a device each.)"""
     import gc
     import weakref
 
@@ -91,6 +92,7 @@ def test_in_process_runs_and_converters_leave_no_device_alive(gpu, tmp_path, mon
     import gputex.device as device
     from gputex.cli import app
 
+    device.settle()  # (no session of an earlier test still on its way: every session made below is ours)
     made: list = []
     real = device.Session.__init__
 

@@ -88,10 +88,21 @@ def test_first_entry_gives_the_integer_chains_bytes(gpu, first_entry, monkeypatc
                                                     w, h, store):
     seen, pipes = first_entry
     monkeypatch.setattr(stored, "STORE_LEVELS", store)
+    taken: list = []
+    real = spd._first_entry
+
+    def spy(size, src, *rest):  # (the passes of this image's chains, not of the self-checks' chains)
+        took = real(size, src, *rest)
+        if size(0) == (w, h):
+            taken.append((src, took))
+        return took
+
+    monkeypatch.setattr(spd, "_first_entry", spy)
     a = _image(np.random.default_rng(1660 + w + 3 * h + channels), w, h, channels, 8, "holes")
     got = _chain(gpu, a, fmt, space, alpha, store)
+    assert (0, True) in taken and all(not took for src, took in taken if src > 0)  # (its first pass took it)
     firsts = [code for entry, code in pipes if entry == "first_main"]
-    assert firsts and all("fn first_main(" in code for code in firsts)  # (the chain's first pass took it)
+    assert firsts and all("fn first_main(" in code for code in firsts)
     assert all("fn first_main(" not in code for entry, code in pipes if entry == "main")
     want = _want(a, space, alpha, model=w * h <= 4096)
     assert len(got) == len(want) == mip_count(w, h) - 1
@@ -138,7 +149,7 @@ def test_passes_without_the_preconditions_keep_main(gpu, first_entry, monkeypatc
     a = _image(np.random.default_rng(1670), 1024, 4, 4, 8, "holes")
     got = _chain(gpu, a, "rgba8unorm-srgb", "srgb", "weighted", False)
     want = _want(a, "srgb", "weighted")
-    assert all(np.array_equal(g.reshape(i.shape), i) for g, i in zip(got, want))
+    assert len(got) == len(want) and all(np.array_equal(g.reshape(i.shape), i) for g, i in zip(got, want))
     assert all("fn first_main(" not in code for entry, code in pipes if entry == "main")
     assert [entry for entry, _ in pipes].count("first_main") == 1  # (the self-check's first pass)
 
@@ -165,3 +176,22 @@ def test_a_mutant_of_the_first_entry_fails(gpu, first_entry, monkeypatch):
     assert any(entry == "first_main" for entry, _ in pipes)
     want = _want(a, "srgb", "weighted")
     assert not all(np.array_equal(g.reshape(i.shape), i) for g, i in zip(got, want))
+
+
+def _table_copy(code: str) -> str:
+    """A shader's copy of the tables into workgroup memory and its barrier, comments and spaces dropped."""
+    import re
+
+    start = code.index("if (SMEM_TABLES && ti < 256u) {")
+    end = code.index("workgroupBarrier();", start)
+    return re.sub(r"\s+", "", re.sub(r"//[^\n]*", "", code[start:end]))
+
+
+def test_the_first_entrys_table_copy_is_mains():
+    """first_main writes main's table copy out (main's text stays as it was): the two agree but for main's
+    `&& !FROM_SUMS` (false in a first pass) and the comments. (On lavapipe a dropped line of it can go
+    unseen: its workgroup memory keeps the last dispatch's tables.)"""
+    main = _table_copy(kernels.load_wgsl("mip_spd.wgsl"))
+    first = _table_copy(kernels.load_wgsl("mip_spd_first.wgsl"))
+    assert "&&!FROM_SUMS" in main
+    assert first == main.replace("&&!FROM_SUMS", "")
