@@ -443,7 +443,14 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     stored = stores(tex, alpha)
-    plan, af = chain_plan(session, tex.width, tex.height, tex.levels, stored, lambda plan: _fits(tex, plan))
+
+    def best_plan() -> tuple[list[tuple[int, int]], bool]:  # (again where a form's check has failed since)
+        return chain_plan(session, tex.width, tex.height, tex.levels, stored, lambda plan: _fits(tex, plan))
+
+    def folds(plan) -> bool:
+        return handoff_on(session) and fold(tex.size, plan, _views(session, stored))
+
+    plan, af = best_plan()
     gpu = session.info.adapter_type != "CPU"
     # (the base is read through a view of the GPU texture's own format: a stored texture's linear one)
     consts = {"CHANNELS": fmt.channels, "BITS": fmt.bits, "SRGB": tex.color_space == "srgb",
@@ -455,15 +462,14 @@ def spd_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     consts["CODE_WORDS"] = bool(consts["ROUND_A_LEVEL"] and fmt.bits == 8 and consts["SRGB"]
                                 and (CODE_WORDS if CODE_WORDS is not None else True))
     sg = consts["ROUND_A_LEVEL"] and subgroups_on(session)
-    wants = handoff_on(session) and fold(tex.size, plan, _views(session, stored))
+    wants = folds(plan)
     folded = wants and handoff_checked(tex, alpha, stored)
     if wants and not folded:  # (its check failed: the plan of fewest dispatches without it)
-        plan, af = chain_plan(session, tex.width, tex.height, tex.levels, stored, lambda plan: _fits(tex, plan))
+        plan, af = best_plan()
     if not af and len(plan) > 1 and anchor_first(session) and not second_checked(tex, alpha, stored):
         # (the second-level form failed its check: anchored at the first level, whatever the dispatches)
-        plan, af = chain_plan(session, tex.width, tex.height, tex.levels, stored, lambda plan: _fits(tex, plan))
-        folded = (handoff_on(session) and fold(tex.size, plan, _views(session, stored))
-                  and handoff_checked(tex, alpha, stored))
+        plan, af = best_plan()
+        folded = folds(plan) and handoff_checked(tex, alpha, stored)
     key = ("spd", layer, stored, sg, folded, af, FIRST_ENTRY, tuple(plan), tuple(sorted(consts.items())))
     kept = tex.extras.get(key) if tex.extras is not None else None
     owned: list = []

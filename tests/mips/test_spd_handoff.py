@@ -170,6 +170,18 @@ def _chains(gpu, a, b, fmt, space, alpha, store):
             tex.destroy()
 
 
+def _made_again(gpu, a):
+    """The report and levels 1.. of ``a``'s sRGB weighted exact chain made again after its upload's (a pooled
+    texture, levels through the buffer)."""
+    with reusing(gpu):
+        tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True, store_levels=False)
+        try:
+            report = gputex.generate_mips(tex, alpha="weighted", precision="exact")
+            return report, [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
+        finally:
+            tex.destroy()
+
+
 def _expected(a, space, alpha):
     h, w, c = a.shape
     return expected_levels(a, c, 8 if a.dtype == np.uint8 else 16, space == "srgb", alpha == "weighted",
@@ -269,13 +281,7 @@ def test_the_second_level_form_is_checked_before_its_first_chain(gpu, gpu_forms,
         _mutate(monkeypatch, [("    finalize_sums(1u, p.x, p.y, collapse(an));",
                                "    finalize_sums(1u, p.x, p.y, collapse(add_acc(an, an)));")], "mip_spd.wgsl")
     a = _image(np.random.default_rng(1697), 8192, 8, 4, 8, "holes")
-    with reusing(gpu):
-        tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True, store_levels=False)
-        try:
-            report = gputex.generate_mips(tex, alpha="weighted", precision="exact")
-            got = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
-        finally:
-            tex.destroy()
+    report, got = _made_again(gpu, a)
     assert (spd.CHECK_SIZE, False) in calls and (spd.CHECK_SIZE, True) in calls
     assert report.precision == "integer"
     if mutant:
@@ -296,13 +302,7 @@ def test_handoff_self_check_and_its_failure(gpu, gpu_forms, monkeypatch):
     _mutate(monkeypatch, [("let code = round_one(lsums_get(slot), c, tl.lv[m].s);",
                            "let code = round_one(lsums_get(slot), c, tl.lv[m].s) ^ 1u;")])
     a = _image(np.random.default_rng(1695), 1024, 1024, 4, 8, "holes")
-    with reusing(gpu):
-        tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True, store_levels=False)
-        try:
-            report = gputex.generate_mips(tex, alpha="weighted", precision="exact")
-            got = [gputex.capture(tex, lv) for lv in range(1, tex.levels)]
-        finally:
-            tex.destroy()
+    report, got = _made_again(gpu, a)
     assert spd.HANDOFF_CHECK in calls and not spd.handoff_on(gpu)
     assert report.precision == "integer" and "hand-off to its last workgroup failed its self-check" in report.note
     assert _same(got, _expected(a, "srgb", "weighted"))
