@@ -401,7 +401,7 @@ def _exact_kernel_layer(tex: Texture, out: Texture, layer: int, filter: str, wra
         bind = device.create_bind_group(layout=bgl, entries=[
             {"binding": 0, "resource": base},
             {"binding": 1, "resource": {"buffer": buf, "offset": 0, "size": buf.size}},
-            {"binding": 2, "resource": {"buffer": session.uniform(struct.pack("<5I", dw, dh, pitch // 4, pw, start))}},
+            {"binding": 2, "resource": {"buffer": session.uniform(struct.pack("<6I", dw, dh, pitch // 4, pw, start, 0))}},
             {"binding": 3, "resource": {"buffer": prev, "offset": 0, "size": prev.size}},
             {"binding": 4, "resource": {"buffer": values, "offset": 0, "size": values.size}},
             {"binding": 5, "resource": {"buffer": taps_buf, "offset": 0, "size": taps_buf.size}},

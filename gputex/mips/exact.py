@@ -107,6 +107,14 @@ def exact_kernel_ok(tex: Texture, filter: str, normal_map: bool, coverage, float
 #: columns / rows its taps may reach (the shader's TW, TH, SXMAX, SYMAX).
 SEP_TILE = (8, 16)
 SEP_SLOTS = (32, 48)
+#: The most taps a texel of ``mip_exact_sep.wgsl`` may have on one axis (its KMAX: the tile's taps are
+#: copied into workgroup memory).
+SEP_TAPS = 16
+#: The float64 kernel chains keep each level's values a plane per value (``mip_kernel_out.wgsl``'s
+#: SOA) instead of a texel's 8 words side by side: the separable shader's invocations then read
+#: neighbouring words. H200, 4096^2 sRGB RGBA8 Kaiser, weighted alpha: level 2 1.44 -> 0.76 ms, the
+#: chain 6.20 -> 5.02 ms, the same bytes (``benchmarks/mip_kernel_variants.py``, variant ``aos``).
+SOA = True
 
 
 def _tile_axis(taps, tile: int, cap: int):
@@ -134,8 +142,11 @@ def sep_tables(pw: int, ph: int, dw: int, dh: int, filter: str, wrap: str) -> tu
     shader holds (not in a mip chain: a level is at most 2 + 1/size times smaller)."""
     import numpy as np
 
-    ax = _tile_axis(kernel_taps(pw, dw, filter, wrap), SEP_TILE[0], SEP_SLOTS[0])
-    ay = _tile_axis(kernel_taps(ph, dh, filter, wrap), SEP_TILE[1], SEP_SLOTS[1])
+    xt, yt = kernel_taps(pw, dw, filter, wrap), kernel_taps(ph, dh, filter, wrap)
+    if max(len(ids) for ids, _ in xt + yt) > SEP_TAPS:
+        return None
+    ax = _tile_axis(xt, SEP_TILE[0], SEP_SLOTS[0])
+    ay = _tile_axis(yt, SEP_TILE[1], SEP_SLOTS[1])
     if ax is None or ay is None:
         return None
     widx = 2 * (dw + dh)
@@ -157,7 +168,8 @@ def sep_tables(pw: int, ph: int, dw: int, dh: int, filter: str, wrap: str) -> tu
 #: Measured (``benchmarks/mips_kernels.py --shaders``, 4096^2 rgba8unorm-srgb, the same level
 #: bytes from both): on lavapipe the separable shader is 3-5x faster; on the H200 6.17 ms against
 #: 12.85 ms, 2.08x (``benchmarks/results/mips-kernels-h200-integ.txt``; its first version, with
-#: local arrays, had been 1.6x slower there: ``mips-kernels-h200-8f10067.txt``).
+#: local arrays, had been 1.6x slower there: ``mips-kernels-h200-8f10067.txt``), and 5.02 ms with
+#: the values in planes and the tile's taps in workgroup memory (``mips-kernels-h200-s35-call4.txt``).
 KERNEL_SHADER: dict[str, str] = {}
 KERNEL_SHADERS = ("sep", "2d")
 
@@ -227,14 +239,15 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
                 shader, groups = "mip_exact_kernel.wgsl", (-(-dw // 8), -(-dh // 8), 1)
             taps_buf = device.create_buffer_with_data(data=tap_data, usage=wgpu.BufferUsage.STORAGE)
             w_buf = device.create_buffer_with_data(data=weight_data, usage=wgpu.BufferUsage.STORAGE)
-            nxt = session.check(f"{tex.source}: mip level values", device.create_buffer, size=dw * dh * 64,
+            nxt = session.check(f"{tex.source}: mip level values", device.create_buffer, size=dw * dh * ((56 if weighted else 32) if SOA else 64),
                                 usage=wgpu.BufferUsage.STORAGE)
             pitch = align_up(dw * fmt.block_bytes, 256)
             out = session.check(f"{tex.source}: mip buffer", device.create_buffer, size=pitch * dh,
                                 usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
             keep += [taps_buf, w_buf, nxt, out]
             consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": weighted, "DECODE_SRGB": srgb,
-                      "ENCODE_SRGB": srgb, "SRC_IS_BASE": level == 1, "SRGB_FORMAT": fmt.srgb, "BGRA": fmt.bgra}
+                      "ENCODE_SRGB": srgb, "SRC_IS_BASE": level == 1, "SRGB_FORMAT": fmt.srgb, "BGRA": fmt.bgra,
+                      "SOA": SOA}
             pipe, bgl = pipeline(session, shader, consts, entries)
             if tables is not None and level == 1 and code == 0 and channels == 4:  # the tables first (their own pass)
                 make, _ = pipeline(session, shader, consts, entries, "make_tables")
@@ -248,9 +261,9 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
                     {"binding": 6, "resource": {"buffer": w_buf, "offset": 0, "size": w_buf.size}}]), (4, 1, 1),
                     query.next() if query else None)
             if tables is not None:
-                prm = struct.pack("<8I", dw, dh, pitch // 4, pw, ytaps, xlists, ylists, widx)
+                prm = struct.pack("<9I", dw, dh, pitch // 4, pw, ytaps, xlists, ylists, widx, pw * ph)
             else:
-                prm = struct.pack("<5I", dw, dh, pitch // 4, pw, widx)
+                prm = struct.pack("<6I", dw, dh, pitch // 4, pw, widx, pw * ph)
             bind = device.create_bind_group(layout=bgl, entries=[
                 {"binding": 0, "resource": base},
                 {"binding": 1, "resource": {"buffer": out, "offset": 0, "size": out.size}},

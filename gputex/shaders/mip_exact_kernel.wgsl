@@ -17,12 +17,13 @@ struct Params {
     words_per_row: u32,
     src_width: u32,
     idx_base: u32,     // where the tap indices start in `taps` (weights[i - idx_base] goes with taps[i])
+    src_plane: u32,    // the source level's texel count (SOA)
 }
 
 @group(0) @binding(0) var src: texture_2d<f32>;
 @group(0) @binding(1) var<storage, read_write> packed: array<u32>;
 @group(0) @binding(2) var<uniform> prm: Params;
-@group(0) @binding(3) var<storage, read> prev: array<f64>;        // 8 per texel: pm rgba, plain rgb, -
+@group(0) @binding(3) var<storage, read> prev: array<f64>;        // pm rgba, plain rgb (mip_kernel_out.wgsl)
 @group(0) @binding(4) var<storage, read_write> next: array<f64>;
 @group(0) @binding(5) var<storage, read> taps: array<u32>;        // x (start, count) | y (start, count) | indices
 @group(0) @binding(6) var<storage, read> weights: array<f64>;
@@ -35,9 +36,11 @@ struct Texel {
 fn load(x: u32, y: u32) -> Texel {
     var t: Texel;
     if (!SRC_IS_BASE) {
-        let i = (y * prm.src_width + x) * 8u;
-        t.pm = array<f64, 4>(prev[i], prev[i + 1u], prev[i + 2u], prev[i + 3u]);
-        t.pl = array<f64, 3>(prev[i + 4u], prev[i + 5u], prev[i + 6u]);
+        let i = y * prm.src_width + x;
+        let n = prm.src_plane;
+        t.pm = array<f64, 4>(prev[value_at(i, 0u, n)], prev[value_at(i, 1u, n)], prev[value_at(i, 2u, n)],
+                             prev[value_at(i, 3u, n)]);
+        t.pl = array<f64, 3>(prev[value_at(i, 4u, n)], prev[value_at(i, 5u, n)], prev[value_at(i, 6u, n)]);
         return t;
     }
     let c = canonical64(textureLoad(src, vec2<i32>(i32(x), i32(y)), 0));
@@ -48,6 +51,10 @@ fn load(x: u32, y: u32) -> Texel {
         t.pm = c;
     }
     return t;
+}
+
+fn out_plane() -> u32 {
+    return prm.dst_size.x * prm.dst_size.y;
 }
 
 @compute @workgroup_size(8, 8)

@@ -9,12 +9,17 @@
 // the distinct source columns / rows its texels' taps reach (after --wrap; at most SXMAX /
 // SYMAX, which a mip chain never exceeds: the ratio between levels is at most 2 + 1/size), and
 // gives each texel's taps as slots into those lists. The workgroup
+//   0. copies its tile columns' and rows' taps (slots and weights) into workgroup memory, KSTRIDE
+//      apart (odd: the invocations reading them side by side hit different banks);
 //   1. (level 1 of a 4-byte 8-bit format) loads each source texel of the tile once, recovers its
 //      four codes and keeps them; 256-entry tables hold the float64 value of each code
 //      (decode1 for sRGB colour; made once by make_tables with the functions of
 //      mip_exact_kernel.wgsl);
-//   2. filters along x: for each listed source row, the TW sums over the row's x taps;
+//   2. filters along x: for each listed source row, the TW sums over the row's x taps (from the
+//      level before: its values a plane each, SOA, so that the invocations of one source row
+//      read neighbouring words), kept a plane per value;
 //   3. filters those along y: one output texel per invocation.
+// Without WEIGHTED the plain colour is neither stored nor read, and its sums are dead code.
 // Per output texel that is ~2.6 x-sums of ~12 taps and one y-sum of ~12, against 144 taps
 // (each with its own sRGB decode) of the 2D footprint; float64 sums in another order (the
 // difference is ~1e-16 relative, far below half an ulp of any output format).
@@ -30,6 +35,9 @@ const SXMAX: u32 = 32u;
 const SYMAX: u32 = 48u;
 const NV: u32 = 7u;   // pm rgba, plain rgb
 const THREADS: u32 = 128u;
+const KMAX: u32 = 16u; // the most taps a texel has on one axis (exact.SEP_TAPS)
+const KSTRIDE: u32 = 17u; // a tile column's (row's) taps in the tables: odd, so their words fall in different banks
+const HPLANE: u32 = 384u; // TW * SYMAX: one value of every x-filtered row
 
 struct Params {
     dst_size: vec2<u32>,
@@ -39,23 +47,31 @@ struct Params {
     xlists: u32,   // per tile column: count, then SXMAX source columns
     ylists: u32,   // per tile row: count, then SYMAX source rows
     widx: u32,     // weights[i - widx] goes with the slot taps[i]
+    src_plane: u32,  // the source level's texel count (SOA)
 }
 
 @group(0) @binding(0) var src: texture_2d<f32>;
 @group(0) @binding(1) var<storage, read_write> packed: array<u32>;
 @group(0) @binding(2) var<uniform> prm: Params;
-@group(0) @binding(3) var<storage, read> prev: array<f64>;        // 8 per texel: pm rgba, plain rgb, -
+@group(0) @binding(3) var<storage, read> prev: array<f64>;        // pm rgba, plain rgb (mip_kernel_out.wgsl)
 @group(0) @binding(4) var<storage, read_write> next: array<f64>;
 @group(0) @binding(5) var<storage, read> taps: array<u32>;
 @group(0) @binding(6) var<storage, read> weights: array<f64>;
 
-var<workgroup> hsum: array<f64, 2688>;     // TW * SYMAX * NV: the x-filtered rows
+var<workgroup> hsum: array<f64, 2688>;     // NV planes of HPLANE: the x-filtered rows
 var<workgroup> codes: array<u32, 1536>;    // SXMAX * SYMAX: a source texel's codes, r | g << 8 | b << 16 | a << 24
 var<workgroup> colour: array<f64, 256>;    // a colour code's linear value
 var<workgroup> level: array<f64, 256>;     // k / 255 (alpha)
 var<workgroup> cols: array<u32, 32>;
 var<workgroup> rows: array<u32, 48>;
 var<workgroup> counts: vec2<u32>;
+// the tile's taps, copied once: per tile column (row) its tap count, its taps' slots and weights
+var<workgroup> xcount: array<u32, 8>;      // TW
+var<workgroup> xslot: array<u32, 136>;     // TW * KSTRIDE
+var<workgroup> xw: array<f64, 136>;
+var<workgroup> ycount: array<u32, 16>;     // TH
+var<workgroup> yslot: array<u32, 272>;     // TH * KSTRIDE
+var<workgroup> yw: array<f64, 272>;
 
 fn staged() -> bool {
     return SRC_IS_BASE && FMT == 0u && CHANNELS == 4u;
@@ -90,9 +106,11 @@ fn texel(sx: u32, sy: u32, nx: u32) -> Val {
     let x = cols[sx];
     let y = rows[sy];
     if (!SRC_IS_BASE) {
-        let i = (y * prm.src_width + x) * 8u;
-        return Val(vec4<f64>(prev[i], prev[i + 1u], prev[i + 2u], prev[i + 3u]),
-                   vec3<f64>(prev[i + 4u], prev[i + 5u], prev[i + 6u]));
+        let i = y * prm.src_width + x;
+        let n = prm.src_plane;
+        return Val(vec4<f64>(prev[value_at(i, 0u, n)], prev[value_at(i, 1u, n)], prev[value_at(i, 2u, n)],
+                             prev[value_at(i, 3u, n)]),
+                   vec3<f64>(prev[value_at(i, 4u, n)], prev[value_at(i, 5u, n)], prev[value_at(i, 6u, n)]));
     }
     let c = canonical64(textureLoad(src, vec2<i32>(i32(x), i32(y)), 0));
     let rgb = vec3<f64>(c[0], c[1], c[2]);
@@ -133,6 +151,30 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (li < SYMAX) {
         rows[li] = taps[yl + 1u + li];
     }
+    for (var i = li; i < (TW + TH) * KMAX; i += THREADS) {
+        let k = i % KMAX;
+        let on_x = i < TW * KMAX;
+        let r = select(i / KMAX - TW, i / KMAX, on_x);  // the tile's column (on_x) or row
+        let at = select(prm.ytaps + 2u * min(y0 + r, d.y - 1u), 2u * min(x0 + r, d.x - 1u), on_x);
+        let start = taps[at];
+        let n = taps[at + 1u];
+        if (k == 0u) {
+            if (on_x) {
+                xcount[r] = n;
+            } else {
+                ycount[r] = n;
+            }
+        }
+        if (k < n) {
+            if (on_x) {
+                xslot[r * KSTRIDE + k] = taps[start + k];
+                xw[r * KSTRIDE + k] = weights[start + k - prm.widx];
+            } else {
+                yslot[r * KSTRIDE + k] = taps[start + k];
+                yw[r * KSTRIDE + k] = weights[start + k - prm.widx];
+            }
+        }
+    }
     if (staged()) {  // the tables, made once by make_tables, in `prev` at level 1
         for (var k = li; k < 256u; k += THREADS) {
             colour[k] = prev[k];
@@ -154,25 +196,24 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var i = li; i < TW * ny; i += THREADS) {
         let hx = i % TW;
         let sy = i / TW;
-        let x = min(x0 + hx, d.x - 1u);
-        let xs = taps[x * 2u];
-        let xn = taps[x * 2u + 1u];
+        let xn = xcount[hx];
         var pm = vec4<f64>(0.0, 0.0, 0.0, 0.0);
         var pl = vec3<f64>(0.0, 0.0, 0.0);
         for (var k = 0u; k < xn; k++) {
-            let w = weights[xs + k - prm.widx];
-            let t = texel(taps[xs + k], sy, nx);
+            let w = xw[hx * KSTRIDE + k];
+            let t = texel(xslot[hx * KSTRIDE + k], sy, nx);
             pm += w * t.pm;
             pl += w * t.pl;
         }
-        let o = i * NV;
-        hsum[o] = pm.x;
-        hsum[o + 1u] = pm.y;
-        hsum[o + 2u] = pm.z;
-        hsum[o + 3u] = pm.w;
-        hsum[o + 4u] = pl.x;
-        hsum[o + 5u] = pl.y;
-        hsum[o + 6u] = pl.z;
+        hsum[i] = pm.x;
+        hsum[HPLANE + i] = pm.y;
+        hsum[2u * HPLANE + i] = pm.z;
+        hsum[3u * HPLANE + i] = pm.w;
+        if (WEIGHTED) {
+            hsum[4u * HPLANE + i] = pl.x;
+            hsum[5u * HPLANE + i] = pl.y;
+            hsum[6u * HPLANE + i] = pl.z;
+        }
     }
     workgroupBarrier();
     let gx = x0 + lid.x;
@@ -180,20 +221,23 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (gx >= d.x || gy >= d.y) {
         return;
     }
-    let ys = taps[prm.ytaps + gy * 2u];
-    let yn = taps[prm.ytaps + gy * 2u + 1u];
+    let yn = ycount[lid.y];
     var pm = array<f64, 4>(0.0, 0.0, 0.0, 0.0);
     var pl = array<f64, 3>(0.0, 0.0, 0.0);
     for (var k = 0u; k < yn; k++) {
-        let w = weights[ys + k - prm.widx];
-        let h = (taps[ys + k] * TW + lid.x) * NV;
+        let w = yw[lid.y * KSTRIDE + k];
+        let h = yslot[lid.y * KSTRIDE + k] * TW + lid.x;
         pm[0] += w * hsum[h];
-        pm[1] += w * hsum[h + 1u];
-        pm[2] += w * hsum[h + 2u];
-        pm[3] += w * hsum[h + 3u];
-        pl[0] += w * hsum[h + 4u];
-        pl[1] += w * hsum[h + 5u];
-        pl[2] += w * hsum[h + 6u];
+        pm[1] += w * hsum[HPLANE + h];
+        pm[2] += w * hsum[2u * HPLANE + h];
+        pm[3] += w * hsum[3u * HPLANE + h];
+        pl[0] += w * hsum[4u * HPLANE + h];
+        pl[1] += w * hsum[5u * HPLANE + h];
+        pl[2] += w * hsum[6u * HPLANE + h];
     }
     finish_texel(gx, gy, d.x, pm, pl);
+}
+
+fn out_plane() -> u32 {
+    return prm.dst_size.x * prm.dst_size.y;
 }

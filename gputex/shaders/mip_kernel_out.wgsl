@@ -3,21 +3,53 @@
 // its premultiplied and plain sums kept in `next` for the level after, then its value (weighted
 // alpha divided out, alpha clamped, sRGB encoded) packed into the level's words in `packed`.
 // The including shader declares `next`, `packed`, `prm.words_per_row` and the constants FMT,
-// CHANNELS, BGRA, WEIGHTED and ENCODE_SRGB.
+// CHANNELS, BGRA, WEIGHTED and ENCODE_SRGB, and `fn out_plane() -> u32` (the level's texel count).
+//
+// `next` (and the level after's `prev`) hold 7 float64 values a texel: premultiplied rgba and
+// plain rgb. With SOA each value has a plane of its own (value c of texel i at c * plane + i),
+// so that invocations filtering neighbouring texels read neighbouring words; else 8 words a
+// texel side by side (i * 8 + c). Without WEIGHTED only the first 4 are kept.
+
+override SOA: bool = false;
+
+fn value_at(i: u32, c: u32, plane: u32) -> u32 {
+    if (SOA) {
+        return c * plane + i;
+    }
+    return i * 8u + c;
+}
+
+// A code of `top` + 1 steps, rounded to nearest, and to the even code within TIE of a midpoint:
+// a dyadic filter (the triangle at 2:1) puts values exactly on midpoints, where the float64 sums'
+// last bits (their order, the adapter's contraction into fused multiply-adds: ~1e-13 of a step
+// at 8 bits, ~1e-10 at 16) would decide, so lavapipe and the H200 rounded such ties differently.
+const TIE: f64 = 1e-9;
+
+fn code_of64(c: f64, top: f64) -> u32 {
+    let t = min(max(c, 0.0), 1.0) * top;
+    let lo = floor(t);
+    if (abs(t - lo - 0.5) < TIE) {
+        return u32(lo) + (u32(lo) & 1u);
+    }
+    return u32(floor(t + 0.5));
+}
 
 fn byte_of(c: f64) -> u32 {
-    return u32(floor(min(max(c, 0.0), 1.0) * 255.0 + 0.5));
+    return code_of64(c, 255.0);
 }
 
 fn finish_texel(x: u32, y: u32, width: u32, pm: array<f64, 4>, pl: array<f64, 3>) {
-    let k = (y * width + x) * 8u;
-    next[k] = pm[0];
-    next[k + 1u] = pm[1];
-    next[k + 2u] = pm[2];
-    next[k + 3u] = pm[3];
-    next[k + 4u] = pl[0];
-    next[k + 5u] = pl[1];
-    next[k + 6u] = pl[2];
+    let k = y * width + x;
+    let plane = out_plane();
+    next[value_at(k, 0u, plane)] = pm[0];
+    next[value_at(k, 1u, plane)] = pm[1];
+    next[value_at(k, 2u, plane)] = pm[2];
+    next[value_at(k, 3u, plane)] = pm[3];
+    if (WEIGHTED) {  // (else the plain colour is never read: its sums are dead code)
+        next[value_at(k, 4u, plane)] = pl[0];
+        next[value_at(k, 5u, plane)] = pl[1];
+        next[value_at(k, 6u, plane)] = pl[2];
+    }
     var out = pm;
     if (WEIGHTED) {
         if (pm[3] > 0.0) {
@@ -42,6 +74,10 @@ fn finish_texel(x: u32, y: u32, width: u32, pm: array<f64, 4>, pl: array<f64, 3>
         }
         packed[base + x] = byte_of(r) | (byte_of(out[1]) << 8u) | (byte_of(b) << 16u) | (byte_of(out[3]) << 24u);
         return;
+    }
+    if (FMT == 1u) {  // 16-bit codes: ties to even, as byte_of's (pack_words writes k / 65535 as k)
+        out = array<f64, 4>(f64(code_of64(out[0], 65535.0)) / 65535.0, f64(code_of64(out[1], 65535.0)) / 65535.0,
+                            f64(code_of64(out[2], 65535.0)) / 65535.0, f64(code_of64(out[3], 65535.0)) / 65535.0);
     }
     pack_words(base, x, out);
 }
