@@ -239,7 +239,8 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
                 shader, groups = "mip_exact_kernel.wgsl", (-(-dw // 8), -(-dh // 8), 1)
             taps_buf = device.create_buffer_with_data(data=tap_data, usage=wgpu.BufferUsage.STORAGE)
             w_buf = device.create_buffer_with_data(data=weight_data, usage=wgpu.BufferUsage.STORAGE)
-            nxt = session.check(f"{tex.source}: mip level values", device.create_buffer, size=dw * dh * ((56 if weighted else 32) if SOA else 64),
+            values = 8 * (7 if weighted else 4) if SOA else 64  # bytes a texel (mip_kernel_out.wgsl)
+            nxt = session.check(f"{tex.source}: mip level values", device.create_buffer, size=dw * dh * values,
                                 usage=wgpu.BufferUsage.STORAGE)
             pitch = align_up(dw * fmt.block_bytes, 256)
             out = session.check(f"{tex.source}: mip buffer", device.create_buffer, size=pitch * dh,
