@@ -12,7 +12,8 @@ bytes, whether every level equals ``base``'s. Variants:
 - ``base``: the chain as it is; ``aos``: each level's values a texel's 8 words side by side
   (``exact.SOA`` off, as before the planes); ``2d``: the 2D-footprint shader; ``kfix``: every
   texel's taps padded to KMAX with zero weights, the tap loops of that constant length;
-  ``stagefix``: level 1's staging loop of constant length; ``fix``: both.
+  ``stagefix``: level 1's staging loop of constant length; ``fix``: both (these three force the
+  shader's form with the taps in workgroup memory, which kfix edits: lavapipe's limit takes the other).
 - probes (wrong bytes): ``nofinish`` (no output but one word: no division, encode, stores),
   ``noencode`` (no sRGB encode), ``nonext`` (one float64 stored for the next level, not seven),
   ``nox`` / ``noy`` (one tap on that axis), ``nopow`` (level 1's codes from its floats without the
@@ -28,7 +29,6 @@ clocks up), as ``mips_kernels.py`` times them.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import os
 import statistics
@@ -37,7 +37,6 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-import numpy as np  # noqa: E402
 
 import gputex  # noqa: E402
 from gputex import kernels  # noqa: E402
@@ -45,8 +44,9 @@ from gputex.mips import exact, generate_mips  # noqa: E402
 
 SEP = "mip_exact_sep.wgsl"
 OUT = "mip_kernel_out.wgsl"
-NEXT_STORES = "".join(f"    next[value_at(k, {c}u, plane)] = {v};\n" for c, v in
-                      enumerate(["pm[0]", "pm[1]", "pm[2]", "pm[3]", "pl[0]", "pl[1]", "pl[2]"]))
+NEXT_STORES = ("".join(f"    next[value_at(k, {c}u, plane)] = pm[{c}];\n" for c in range(4))
+               + "    if (WEIGHTED) {  // (else the plain colour is never read: its sums are dead code)\n"
+               + "".join(f"        next[value_at(k, {c}u, plane)] = pl[{c - 4}];\n" for c in range(4, 7)) + "    }\n")
 CUTS: dict[str, list[tuple[str, str]]] = {
     "nofinish": [("    finish_texel(gx, gy, d.x, pm, pl);",
                   "    packed[gy * prm.words_per_row + gx] = u32(pm[0] + pm[1] + pm[2] + pm[3] + pl[0] + pl[1] + pl[2]);")],
@@ -115,19 +115,13 @@ def load_wgsl(name: str, **subs):
     return code
 
 
-def _bench_mips():
-    spec = importlib.util.spec_from_file_location("bench_mips", os.path.join(ROOT, "benchmarks", "mips.py"))
+def _mips_kernels():
+    """``benchmarks/mips_kernels.py`` (its image, level hash and ``mips.py`` machinery as ``bm``)."""
+    spec = importlib.util.spec_from_file_location("mips_kernels", os.path.join(ROOT, "benchmarks", "mips_kernels.py"))
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-def level_hash(tex) -> str:
-    digest = hashlib.sha256()
-    for lv in range(1, tex.levels):
-        digest.update(gputex.capture(tex, lv).tobytes())
-    return digest.hexdigest()
 
 
 def main() -> None:
@@ -140,17 +134,16 @@ def main() -> None:
                                                        "nopow", "notab", "base"])
     args = ap.parse_args()
     kernels.load_wgsl = load_wgsl
-    bm = _bench_mips()
+    mk = _mips_kernels()
+    bm = mk.bm
     gpu = gputex.Session()
     print(f"adapter: {gpu.name}; shader-f64: {gpu.has_feature('shader-f64')}; filter {args.filter}, {args.alpha} alpha",
           flush=True)
+    limit = getattr(exact, "workgroup_limit", None)
     soa = getattr(exact, "SOA", None)  # (None: a tree from before the planes, whose base this runs too)
     for text in args.sizes:
         w, h = (int(v) for v in (text.split("x") if "x" in text else (text, text)))
-        rng = np.random.default_rng(7)
-        a = rng.integers(0, 256, (h, w, 4), np.uint8)
-        a[..., 3] = np.where(rng.random((h, w)) < 0.2, 0, a[..., 3])
-        tex = gputex.upload(gpu, gputex.from_array(a, "srgb"), "rgba8unorm-srgb", mips=True)
+        tex = gputex.upload(gpu, gputex.from_array(mk.image(w, h), "srgb"), "rgba8unorm-srgb", mips=True)
         print(f"\n{w}x{h}, {tex.levels} levels", flush=True)
         sol = bm.SpeedOfLight(gpu, tex) if gpu.has_feature("timestamp-query") else None
         if sol:
@@ -160,6 +153,8 @@ def main() -> None:
             VARIANT["name"] = variant
             if soa is not None:
                 exact.SOA = soa if variant != "aos" else False
+            if hasattr(exact, "workgroup_limit"):  # kfix's edits are of the form with the taps in workgroup memory
+                exact.workgroup_limit = (lambda session: 1 << 20) if variant.endswith("fix") else limit
             gpu.cache(kernels.PIPELINES).items.clear()
             if variant == "2d":
                 os.environ["GPUTEX_MIPS_KERNEL"] = "2d"
@@ -174,7 +169,7 @@ def main() -> None:
             runs = runs[1:]
             same = ""
             if variant in KEEP:
-                digest = level_hash(tex)
+                digest = mk.level_hash(tex)
                 if first is None:
                     first = digest
                 same = "; same bytes" if digest == first else "; DIFFER"

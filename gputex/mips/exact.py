@@ -6,10 +6,11 @@ weights come from the CPU in float64 (``mip_exact_kernel.wgsl``, :func:`.filters
 from __future__ import annotations
 
 import functools
+import re
 import struct
 from typing import TYPE_CHECKING
 
-from ..kernels import dispatch, submit_timed, timestamps
+from ..kernels import compute_pipeline, dispatch, submit_timed, timestamps
 from ..layout import align_up, bands
 from .common import entries as layout_entries
 from .common import pipeline
@@ -163,6 +164,42 @@ def sep_tables(pw: int, ph: int, dw: int, dh: int, filter: str, wrap: str) -> tu
     return data, w, (2 * dw, xlists, ylists, widx)
 
 
+#: ``mip_exact_sep.wgsl``'s two forms: with its tile's taps copied into workgroup memory (measured on
+#: the H200) and, for devices whose workgroup memory is smaller, with each sum reading them from the
+#: storage buffers (the placeholders for the second).
+SEP_GLOBAL_TAPS = {"SMEM_TAPS": "false", "XTAB": 1, "YTAB": 1}
+_WORKGROUP_VAR = re.compile(r"var<workgroup>\s+\w+\s*:\s*(array<(\w+),\s*(\d+)>|vec2<u32>|u32)")
+
+
+def workgroup_bytes(code: str) -> int:
+    """Bytes of workgroup memory a shader's ``var<workgroup>`` declarations take (arrays of u32, f32
+    or f64; a vec2<u32> or u32 alone)."""
+    total = 0
+    for m in _WORKGROUP_VAR.finditer(code):
+        if m.group(2):
+            total += int(m.group(3)) * (8 if m.group(2) == "f64" else 4)
+        else:
+            total += 8 if m.group(1).startswith("vec2") else 4
+    return total
+
+
+@functools.lru_cache(maxsize=8)
+def sep_form(limit: int) -> dict | None:
+    """The placeholders of the ``mip_exact_sep.wgsl`` form that fits ``limit`` bytes of workgroup
+    memory (the device's ``max-compute-workgroup-storage-size``): ``{}`` (the taps in workgroup
+    memory), :data:`SEP_GLOBAL_TAPS`, or None where neither fits (the 2D shader then)."""
+    from ..kernels import load_wgsl
+
+    for subs in ({}, SEP_GLOBAL_TAPS):
+        if workgroup_bytes(load_wgsl("mip_exact_sep.wgsl", **subs)) <= limit:
+            return subs
+    return None
+
+
+def workgroup_limit(session) -> int:
+    return int(session.limits.get("max-compute-workgroup-storage-size", 16384))
+
+
 #: ``mip_exact_sep.wgsl`` (``sep``) or ``mip_exact_kernel.wgsl`` (``2d``) for the float64 kernel
 #: chains: adapter types that take the ``2d`` shader instead of the default ``sep`` (none).
 #: Measured (``benchmarks/mips_kernels.py --shaders``, 4096^2 rgba8unorm-srgb, the same level
@@ -177,7 +214,8 @@ KERNEL_SHADERS = ("sep", "2d")
 def kernel_shader(session) -> str:
     """Which float64 kernel shader runs on ``session``'s adapter: the developer override
     ``GPUTEX_MIPS_KERNEL`` (``sep`` or ``2d``), else :data:`KERNEL_SHADER` by adapter type
-    (``sep`` where it has no entry)."""
+    (``sep`` where it has no entry), and ``2d`` where no form of the separable shader fits the
+    device's workgroup memory (:func:`sep_form`)."""
     from ..devflags import flag
     from ..errors import FormatError
 
@@ -186,6 +224,8 @@ def kernel_shader(session) -> str:
         if env.lower() not in KERNEL_SHADERS:
             raise FormatError(f"GPUTEX_MIPS_KERNEL must be sep or 2d, got {env!r}")
         return env.lower()
+    if sep_form(workgroup_limit(session)) is None:
+        return "2d"
     return KERNEL_SHADER.get(getattr(session.info, "adapter_type", ""), "sep")
 
 
@@ -212,6 +252,8 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
     base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer, array_layer_count=1, dimension="2d")
     keep = []
     sep = kernel_shader(session) == "sep"
+    form = sep_form(workgroup_limit(session))
+    sep_subs = SEP_GLOBAL_TAPS if form is None else form  # (the override forces sep: its smaller form)
     query = timestamps(session, tex.levels) if measure else None
     try:
         enc = device.create_command_encoder()
@@ -249,13 +291,14 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
             consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": weighted, "DECODE_SRGB": srgb,
                       "ENCODE_SRGB": srgb, "SRC_IS_BASE": level == 1, "SRGB_FORMAT": fmt.srgb, "BGRA": fmt.bgra,
                       "SOA": SOA}
-            pipe, bgl = pipeline(session, shader, consts, entries)
+            subs = sep_subs if tables is not None else {}
+            pipe, bgl = compute_pipeline(session, shader, entries, constants=consts, subs=subs)
             if tables is not None and level == 1 and code == 0 and channels == 4:  # the tables first (their own pass)
-                make, _ = pipeline(session, shader, consts, entries, "make_tables")
+                make, _ = compute_pipeline(session, shader, entries, entry="make_tables", constants=consts, subs=subs)
                 dispatch(enc, make, device.create_bind_group(layout=bgl, entries=[
                     {"binding": 0, "resource": base},
                     {"binding": 1, "resource": {"buffer": out, "offset": 0, "size": out.size}},
-                    {"binding": 2, "resource": {"buffer": session.uniform(bytes(32))}},
+                    {"binding": 2, "resource": {"buffer": session.uniform(bytes(48))}},
                     {"binding": 3, "resource": {"buffer": nxt, "offset": 0, "size": nxt.size}},
                     {"binding": 4, "resource": {"buffer": prev, "offset": 0, "size": prev.size}},
                     {"binding": 5, "resource": {"buffer": taps_buf, "offset": 0, "size": taps_buf.size}},

@@ -40,7 +40,9 @@ fn load(x: u32, y: u32) -> Texel {
         let n = prm.src_plane;
         t.pm = array<f64, 4>(prev[value_at(i, 0u, n)], prev[value_at(i, 1u, n)], prev[value_at(i, 2u, n)],
                              prev[value_at(i, 3u, n)]);
-        t.pl = array<f64, 3>(prev[value_at(i, 4u, n)], prev[value_at(i, 5u, n)], prev[value_at(i, 6u, n)]);
+        if (WEIGHTED) {  // (else the level holds no plain colour)
+            t.pl = array<f64, 3>(prev[value_at(i, 4u, n)], prev[value_at(i, 5u, n)], prev[value_at(i, 6u, n)]);
+        }
         return t;
     }
     let c = canonical64(textureLoad(src, vec2<i32>(i32(x), i32(y)), 0));

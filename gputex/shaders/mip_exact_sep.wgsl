@@ -1,5 +1,8 @@
 //! include mip_f64.wgsl
 //! include mip_kernel_out.wgsl
+//! default XTAB 136
+//! default YTAB 272
+//! default SMEM_TAPS true
 // One level of a Kaiser or Lanczos chain in float64, separable and tiled: what
 // mip_exact_kernel.wgsl computes (the same CPU float64 taps and weights, each level from the
 // previous one's float64 values, with weighted alpha the premultiplied and the plain colour
@@ -9,8 +12,10 @@
 // the distinct source columns / rows its texels' taps reach (after --wrap; at most SXMAX /
 // SYMAX, which a mip chain never exceeds: the ratio between levels is at most 2 + 1/size), and
 // gives each texel's taps as slots into those lists. The workgroup
-//   0. copies its tile columns' and rows' taps (slots and weights) into workgroup memory, KSTRIDE
-//      apart (odd: the invocations reading them side by side hit different banks);
+//   0. (TAPS_SMEM) copies its tile columns' and rows' taps (slots and weights) into workgroup
+//      memory, KSTRIDE apart (odd: the invocations reading them side by side hit different
+//      banks); else each sum reads them from `taps` and `weights` (4.9 KB less workgroup memory:
+//      exact.sep_form chooses by the device's limit, XTAB and YTAB are 1 without the tables);
 //   1. (level 1 of a 4-byte 8-bit format) loads each source texel of the tile once, recovers its
 //      four codes and keeps them; 256-entry tables hold the float64 value of each code
 //      (decode1 for sRGB colour; made once by make_tables with the functions of
@@ -28,6 +33,7 @@ override BGRA: bool = false;
 override WEIGHTED: bool = true;
 override ENCODE_SRGB: bool = false;
 override SRC_IS_BASE: bool = true;
+const TAPS_SMEM: bool = SMEM_TAPS;
 
 const TW: u32 = 8u;
 const TH: u32 = 16u;
@@ -65,13 +71,57 @@ var<workgroup> level: array<f64, 256>;     // k / 255 (alpha)
 var<workgroup> cols: array<u32, 32>;
 var<workgroup> rows: array<u32, 48>;
 var<workgroup> counts: vec2<u32>;
-// the tile's taps, copied once: per tile column (row) its tap count, its taps' slots and weights
+// TAPS_SMEM: the tile's taps, copied once: per tile column (row) its tap count, its taps' slots and weights
 var<workgroup> xcount: array<u32, 8>;      // TW
-var<workgroup> xslot: array<u32, 136>;     // TW * KSTRIDE
-var<workgroup> xw: array<f64, 136>;
+var<workgroup> xslot: array<u32, XTAB>;    // TW * KSTRIDE (1 without TAPS_SMEM)
+var<workgroup> xw: array<f64, XTAB>;
 var<workgroup> ycount: array<u32, 16>;     // TH
-var<workgroup> yslot: array<u32, 272>;     // TH * KSTRIDE
-var<workgroup> yw: array<f64, 272>;
+var<workgroup> yslot: array<u32, YTAB>;    // TH * KSTRIDE (1 without TAPS_SMEM)
+var<workgroup> yw: array<f64, YTAB>;
+
+// Tap k of tile column hx (destination column x): its count, its slot in the column list, its weight.
+fn x_count(hx: u32, x: u32) -> u32 {
+    if (TAPS_SMEM) {
+        return xcount[hx];
+    }
+    return taps[x * 2u + 1u];
+}
+
+fn x_slot(hx: u32, x: u32, k: u32) -> u32 {
+    if (TAPS_SMEM) {
+        return xslot[hx * KSTRIDE + k];
+    }
+    return taps[taps[x * 2u] + k];
+}
+
+fn x_weight(hx: u32, x: u32, k: u32) -> f64 {
+    if (TAPS_SMEM) {
+        return xw[hx * KSTRIDE + k];
+    }
+    return weights[taps[x * 2u] + k - prm.widx];
+}
+
+// ... and of tile row hy (destination row y).
+fn y_count(hy: u32, y: u32) -> u32 {
+    if (TAPS_SMEM) {
+        return ycount[hy];
+    }
+    return taps[prm.ytaps + y * 2u + 1u];
+}
+
+fn y_slot(hy: u32, y: u32, k: u32) -> u32 {
+    if (TAPS_SMEM) {
+        return yslot[hy * KSTRIDE + k];
+    }
+    return taps[taps[prm.ytaps + y * 2u] + k];
+}
+
+fn y_weight(hy: u32, y: u32, k: u32) -> f64 {
+    if (TAPS_SMEM) {
+        return yw[hy * KSTRIDE + k];
+    }
+    return weights[taps[prm.ytaps + y * 2u] + k - prm.widx];
+}
 
 fn staged() -> bool {
     return SRC_IS_BASE && FMT == 0u && CHANNELS == 4u;
@@ -108,9 +158,12 @@ fn texel(sx: u32, sy: u32, nx: u32) -> Val {
     if (!SRC_IS_BASE) {
         let i = y * prm.src_width + x;
         let n = prm.src_plane;
+        var pl = vec3<f64>(0.0, 0.0, 0.0);
+        if (WEIGHTED) {  // (else the level holds no plain colour)
+            pl = vec3<f64>(prev[value_at(i, 4u, n)], prev[value_at(i, 5u, n)], prev[value_at(i, 6u, n)]);
+        }
         return Val(vec4<f64>(prev[value_at(i, 0u, n)], prev[value_at(i, 1u, n)], prev[value_at(i, 2u, n)],
-                             prev[value_at(i, 3u, n)]),
-                   vec3<f64>(prev[value_at(i, 4u, n)], prev[value_at(i, 5u, n)], prev[value_at(i, 6u, n)]));
+                             prev[value_at(i, 3u, n)]), pl);
     }
     let c = canonical64(textureLoad(src, vec2<i32>(i32(x), i32(y)), 0));
     let rgb = vec3<f64>(c[0], c[1], c[2]);
@@ -151,7 +204,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (li < SYMAX) {
         rows[li] = taps[yl + 1u + li];
     }
-    for (var i = li; i < (TW + TH) * KMAX; i += THREADS) {
+    for (var i = li; i < select(0u, (TW + TH) * KMAX, TAPS_SMEM); i += THREADS) {
         let k = i % KMAX;
         let on_x = i < TW * KMAX;
         let r = select(i / KMAX - TW, i / KMAX, on_x);  // the tile's column (on_x) or row
@@ -196,12 +249,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var i = li; i < TW * ny; i += THREADS) {
         let hx = i % TW;
         let sy = i / TW;
-        let xn = xcount[hx];
+        let x = min(x0 + hx, d.x - 1u);
+        let xn = x_count(hx, x);
         var pm = vec4<f64>(0.0, 0.0, 0.0, 0.0);
         var pl = vec3<f64>(0.0, 0.0, 0.0);
         for (var k = 0u; k < xn; k++) {
-            let w = xw[hx * KSTRIDE + k];
-            let t = texel(xslot[hx * KSTRIDE + k], sy, nx);
+            let w = x_weight(hx, x, k);
+            let t = texel(x_slot(hx, x, k), sy, nx);
             pm += w * t.pm;
             pl += w * t.pl;
         }
@@ -221,12 +275,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (gx >= d.x || gy >= d.y) {
         return;
     }
-    let yn = ycount[lid.y];
+    let yn = y_count(lid.y, gy);
     var pm = array<f64, 4>(0.0, 0.0, 0.0, 0.0);
     var pl = array<f64, 3>(0.0, 0.0, 0.0);
     for (var k = 0u; k < yn; k++) {
-        let w = yw[lid.y * KSTRIDE + k];
-        let h = yslot[lid.y * KSTRIDE + k] * TW + lid.x;
+        let w = y_weight(lid.y, gy, k);
+        let h = y_slot(lid.y, gy, k) * TW + lid.x;
         pm[0] += w * hsum[h];
         pm[1] += w * hsum[HPLANE + h];
         pm[2] += w * hsum[2u * HPLANE + h];

@@ -79,8 +79,8 @@ def test_both_float64_kernel_shaders_match_the_reference(rng, gpu, filter, monke
     """mip_exact_sep.wgsl (the default) and mip_exact_kernel.wgsl (the 2D footprint: where an
     adapter type is listed in KERNEL_SHADER, and wherever a level would not fit the tiles), each
     forced: within half an LSB of the float64 reference, and the same bytes on this image (they
-    sum in another order, so they can differ where a value is within ~1e-13 LSB of a tie: the
-    triangle filter at 2:1 puts values exactly on ties, see the test below)."""
+    sum in another order; a value within 1e-9 of a step of a tie takes the even code in both, see
+    the triangle test below)."""
     import gputex
 
     from reference import filter_levels
@@ -246,3 +246,107 @@ def test_a_chain_through_both_float64_shaders_keeps_its_bytes(rng, gpu, monkeypa
         assert tables(pw, ph, dw, dh, "lanczos", "clamp") is not None
     finally:
         tables.cache_clear()
+
+
+def test_workgroup_bytes_counts_the_declarations():
+    from gputex.mips.exact import workgroup_bytes
+
+    code = ("var<workgroup> a: array<f64, 10>;\nvar<workgroup> b : array<u32,3>;\nvar<workgroup> c: vec2<u32>;\n"
+            "var<workgroup> d: u32;\nvar<private> e: array<f64, 100>;\nvar<workgroup> f: array<f32, 5>;")
+    assert workgroup_bytes(code) == 80 + 12 + 8 + 4 + 20
+
+
+def test_the_separable_shaders_form_fits_the_devices_workgroup_memory(gpu, monkeypatch):
+    """mip_exact_sep.wgsl with its taps in workgroup memory where the device allows it (NVIDIA's
+    Vulkan: 48 KB), with the taps read from the storage buffers where 32 KB is the limit (lavapipe,
+    Metal, D3D12), the 2D shader where neither fits (WebGPU's default 16 KB); its KMAX is
+    exact.SEP_TAPS."""
+    import re
+
+    from gputex.kernels import load_wgsl
+    from gputex.mips import exact
+
+    smem = exact.workgroup_bytes(load_wgsl("mip_exact_sep.wgsl"))
+    small = exact.workgroup_bytes(load_wgsl("mip_exact_sep.wgsl", **exact.SEP_GLOBAL_TAPS))
+    assert 32768 < smem <= 49152 and 16384 < small <= 32768
+    assert exact.sep_form(49152) == {} and exact.sep_form(smem) == {}
+    assert exact.sep_form(smem - 1) == exact.sep_form(32768) == exact.SEP_GLOBAL_TAPS
+    assert exact.sep_form(small - 1) is None
+    monkeypatch.delenv("GPUTEX_MIPS_KERNEL", raising=False)
+    monkeypatch.setattr(exact, "workgroup_limit", lambda session: 16384)
+    assert exact.kernel_shader(gpu) == "2d"
+    monkeypatch.setattr(exact, "workgroup_limit", lambda session: 32768)
+    assert exact.kernel_shader(gpu) == "sep"
+    kmax = re.search(r"const KMAX: u32 = (\d+)u;", load_wgsl("mip_exact_sep.wgsl"))
+    assert kmax and int(kmax.group(1)) == exact.SEP_TAPS
+
+
+@pytest.mark.parametrize("fmt,filter,alpha", [("rgba8unorm-srgb", "kaiser", "weighted"),
+                                              ("rgba16unorm", "lanczos", "straight")])
+def test_both_forms_of_the_separable_shader_give_the_same_bytes(rng, gpu, fmt, filter, alpha, monkeypatch):
+    """The taps in workgroup memory (forced here: lavapipe does not hold the device to its limit) and
+    read from the storage buffers: the same bytes at every level."""
+    from gputex.mips import exact
+
+    if not gpu.has_feature("shader-f64"):
+        pytest.skip(f"{gpu.name} lacks shader-f64")
+    big = 65535 if "16" in fmt else 255
+    a = rng.integers(0, big + 1, (131, 257, 4), np.uint16 if big > 255 else np.uint8)
+    a[..., 3] = np.where(rng.random((131, 257)) < 0.3, 0, a[..., 3])
+    monkeypatch.delenv("GPUTEX_MIPS_KERNEL", raising=False)
+    space = "srgb" if fmt.endswith("srgb") else "linear"
+    got = []
+    for limit in (1 << 20, 32768):
+        monkeypatch.setattr(exact, "workgroup_limit", lambda session, limit=limit: limit)
+        got.append(_kernel_levels(gpu, a, fmt, space, filter, alpha))
+    assert len(got[0]) == len(got[1]) == 8
+    assert all(np.array_equal(x, y) for x, y in zip(*got))
+
+
+@pytest.mark.parametrize("shader", ["sep", "2d"])
+@pytest.mark.parametrize("fmt", ["rgba8unorm-srgb", "rgba16unorm", "rg16unorm"])
+def test_kernel_chains_carry_the_plain_colour_under_transparent_blocks(rng, gpu, fmt, shader, monkeypatch):
+    """A transparent block wide enough that later levels' filtered alpha is <= 0 there: those texels
+    take the plain colour, carried from level to level in its own planes, within half an LSB of the
+    float64 reference (random transparent texels alone never reach it after level 1)."""
+    from reference import filter_levels
+
+    if not gpu.has_feature("shader-f64"):
+        pytest.skip(f"{gpu.name} lacks shader-f64")
+    monkeypatch.setenv("GPUTEX_MIPS_KERNEL", shader)
+    big = 65535 if "16" in fmt else 255
+    c = 2 if fmt.startswith("rg16") else 4
+    a = rng.integers(0, big + 1, (61, 77, c), np.uint16 if big > 255 else np.uint8)
+    a[:40, :50, -1] = 0
+    space = "srgb" if fmt.endswith("srgb") else "linear"
+    got = _kernel_levels(gpu, a, fmt, space, "kaiser", "weighted")
+    ref = filter_levels(a / big, c, srgb=space == "srgb", alpha_mode="weighted", filter="kaiser")
+    assert len(got) == len(ref) == 6
+    assert (ref[1][..., -1] <= 0).any(), "no level-2 texel without coverage: the test image does not reach the plain colour"
+    for i, (g, r) in enumerate(zip(got, ref), start=1):
+        d = np.abs(g.astype(np.float64) - np.clip(r, 0, 1) * big)
+        assert d.max() <= 0.5 + 1e-6, f"level {i}: {d.max():.3f} LSB"
+
+
+@pytest.mark.parametrize("fmt,alpha", [("rgba16unorm", "straight"), ("rgba16unorm", "weighted")])
+def test_16bit_triangle_ties_go_to_the_even_code(rng, gpu, fmt, alpha):
+    """16-bit outputs take the same rule as 8-bit ones: a value on a midpoint between two codes
+    (the triangle at 2:1) the even code; away from ties the reference's rounding."""
+    from reference import filter_levels
+
+    if not gpu.has_feature("shader-f64"):
+        pytest.skip(f"{gpu.name} lacks shader-f64")
+    a = rng.integers(0, 65536, (64, 64, 4), np.uint16)
+    a[..., 3] = 65535
+    got = _kernel_levels(gpu, a, fmt, "linear", "triangle", alpha)
+    ref = [np.clip(r, 0, 1) * 65535 for r in filter_levels(a / 65535, 4, srgb=False, alpha_mode=alpha,
+                                                           filter="triangle")]
+    assert len(got) == len(ref) == 6
+    ties = 0
+    for g, r in zip(got, ref):
+        g = g.astype(np.float64)
+        on_tie = np.abs(r - np.floor(r) - 0.5) < 1e-9
+        ties += int(on_tie.sum())
+        assert np.all(g[on_tie] % 2 == 0), "a tie went to the odd code"
+        assert np.array_equal(g[~on_tie], np.floor(r[~on_tie] + 0.5))
+    assert ties > 0
