@@ -10,7 +10,9 @@ first pass at level 1 makes the code tables) and of their sum, and for the varia
 bytes, whether every level equals ``base``'s. Variants:
 
 - ``base``: the chain as it is; ``aos``: each level's values a texel's 8 words side by side
-  (``exact.SOA`` off, as before the planes); ``2d``: the 2D-footprint shader; ``kfix``: every
+  (``exact.SOA`` off, as before the planes); ``2d``: the 2D-footprint shader; ``global``: the
+  separable shader's form for devices with 32 KB of workgroup memory (each tap read from the storage
+  buffers: ``exact.SEP_GLOBAL_TAPS``), whatever this device's limit; ``kfix``: every
   texel's taps padded to KMAX with zero weights, the tap loops of that constant length;
   ``stagefix``: level 1's staging loop of constant length; ``fix``: both (these three force the
   shader's form with the taps in workgroup memory, which kfix edits: lavapipe's limit takes the other).
@@ -99,7 +101,7 @@ CUTS["kfix"] = KFIX
 CUTS["stagefix"] = STAGEFIX
 CUTS["fix"] = KFIX + STAGEFIX
 CUTS["f32fix"] = KFIX + STAGEFIX
-KEEP = ("base", "aos", "2d", "kfix", "stagefix", "fix")
+KEEP = ("base", "aos", "2d", "global", "kfix", "stagefix", "fix")
 VARIANT = {"name": "base"}
 _load = kernels.load_wgsl
 
@@ -154,7 +156,8 @@ def main() -> None:
             if soa is not None:
                 exact.SOA = soa if variant != "aos" else False
             if hasattr(exact, "workgroup_limit"):  # kfix's edits are of the form with the taps in workgroup memory
-                exact.workgroup_limit = (lambda session: 1 << 20) if variant.endswith("fix") else limit
+                exact.workgroup_limit = ((lambda session: 1 << 20) if variant.endswith("fix")
+                                         else (lambda session: 32768) if variant == "global" else limit)
             gpu.cache(kernels.PIPELINES).items.clear()
             if variant == "2d":
                 os.environ["GPUTEX_MIPS_KERNEL"] = "2d"
