@@ -31,13 +31,13 @@ clocks up), as ``mips_kernels.py`` times them.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 
 import gputex  # noqa: E402
@@ -66,24 +66,12 @@ CUTS: dict[str, list[tuple[str, str]]] = {
 }
 # every texel's taps padded with zero weights to KMAX, the tap loops of constant length (unrollable)
 KFIX = [("""        if (k < n) {
-            if (on_x) {
-                xslot[r * KSTRIDE + k] = taps[start + k];
-                xw[r * KSTRIDE + k] = weights[start + k - prm.widx];
-            } else {
-                yslot[r * KSTRIDE + k] = taps[start + k];
-                yw[r * KSTRIDE + k] = weights[start + k - prm.widx];
-            }
+            tslot[t * KSTRIDE + k] = taps[start + k];
+            tw[t * KSTRIDE + k] = weights[start + k - prm.widx];
         }""", """        let live = k < n;
         let at_k = min(start + k, start + n - 1u);
-        let slot = select(0u, taps[at_k], live);
-        let wk = select(f64(0.0), weights[at_k - prm.widx], live);
-        if (on_x) {
-            xslot[r * KSTRIDE + k] = slot;
-            xw[r * KSTRIDE + k] = wk;
-        } else {
-            yslot[r * KSTRIDE + k] = slot;
-            yw[r * KSTRIDE + k] = wk;
-        }"""),
+        tslot[t * KSTRIDE + k] = select(0u, taps[at_k], live);
+        tw[t * KSTRIDE + k] = select(f64(0.0), weights[at_k - prm.widx], live);"""),
         ("        for (var k = 0u; k < xn; k++) {", "        for (var k = 0u; k < KMAX; k++) {"),
         ("    for (var k = 0u; k < yn; k++) {", "    for (var k = 0u; k < KMAX; k++) {")]
 # level 1's staging loop of constant length (its loads issued together)
@@ -117,15 +105,6 @@ def load_wgsl(name: str, **subs):
     return code
 
 
-def _mips_kernels():
-    """``benchmarks/mips_kernels.py`` (its image, level hash and ``mips.py`` machinery as ``bm``)."""
-    spec = importlib.util.spec_from_file_location("mips_kernels", os.path.join(ROOT, "benchmarks", "mips_kernels.py"))
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="+", default=["4096", "8192"])
@@ -136,7 +115,8 @@ def main() -> None:
                                                        "nopow", "notab", "base"])
     args = ap.parse_args()
     kernels.load_wgsl = load_wgsl
-    mk = _mips_kernels()
+    import mips_kernels as mk  # (benchmarks/: its image, level hash, and mips.py's machinery as bm)
+
     bm = mk.bm
     gpu = gputex.Session()
     print(f"adapter: {gpu.name}; shader-f64: {gpu.has_feature('shader-f64')}; filter {args.filter}, {args.alpha} alpha",

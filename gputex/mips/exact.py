@@ -167,7 +167,7 @@ def sep_tables(pw: int, ph: int, dw: int, dh: int, filter: str, wrap: str) -> tu
 #: ``mip_exact_sep.wgsl``'s two forms: with its tile's taps copied into workgroup memory (measured on
 #: the H200) and, for devices whose workgroup memory is smaller, with each sum reading them from the
 #: storage buffers (the placeholders for the second).
-SEP_GLOBAL_TAPS = {"SMEM_TAPS": "false", "XTAB": 1, "YTAB": 1}
+SEP_GLOBAL_TAPS = {"SMEM_TAPS": "false", "TTAB": 1}
 _WORKGROUP_VAR = re.compile(r"var<workgroup>\s+\w+\s*:\s*(array<(\w+),\s*(\d+)>|vec2<u32>|u32)")
 
 

@@ -1,7 +1,6 @@
 //! include mip_f64.wgsl
 //! include mip_kernel_out.wgsl
-//! default XTAB 136
-//! default YTAB 272
+//! default TTAB 408
 //! default SMEM_TAPS true
 // One level of a Kaiser or Lanczos chain in float64, separable and tiled: what
 // mip_exact_kernel.wgsl computes (the same CPU float64 taps and weights, each level from the
@@ -15,7 +14,7 @@
 //   0. (TAPS_SMEM) copies its tile columns' and rows' taps (slots and weights) into workgroup
 //      memory, KSTRIDE apart (odd: the invocations reading them side by side hit different
 //      banks); else each sum reads them from `taps` and `weights` (4.9 KB less workgroup memory:
-//      exact.sep_form chooses by the device's limit, XTAB and YTAB are 1 without the tables);
+//      exact.sep_form chooses by the device's limit, TTAB is 1 without the tables);
 //   1. (level 1 of a 4-byte 8-bit format) loads each source texel of the tile once, recovers its
 //      four codes and keeps them; 256-entry tables hold the float64 value of each code
 //      (decode1 for sRGB colour; made once by make_tables with the functions of
@@ -71,56 +70,33 @@ var<workgroup> level: array<f64, 256>;     // k / 255 (alpha)
 var<workgroup> cols: array<u32, 32>;
 var<workgroup> rows: array<u32, 48>;
 var<workgroup> counts: vec2<u32>;
-// TAPS_SMEM: the tile's taps, copied once: per tile column (row) its tap count, its taps' slots and weights
-var<workgroup> xcount: array<u32, 8>;      // TW
-var<workgroup> xslot: array<u32, XTAB>;    // TW * KSTRIDE (1 without TAPS_SMEM)
-var<workgroup> xw: array<f64, XTAB>;
-var<workgroup> ycount: array<u32, 16>;     // TH
-var<workgroup> yslot: array<u32, YTAB>;    // TH * KSTRIDE (1 without TAPS_SMEM)
-var<workgroup> yw: array<f64, YTAB>;
+// TAPS_SMEM: the tile's taps, copied once: per tile column (t < TW), then per tile row (t = TW + row),
+// its tap count, its taps' slots and weights
+var<workgroup> tcount: array<u32, 24>;     // TW + TH
+var<workgroup> tslot: array<u32, TTAB>;    // (TW + TH) * KSTRIDE (1 without TAPS_SMEM)
+var<workgroup> tw: array<f64, TTAB>;
 
-// Tap k of tile column hx (destination column x): its count, its slot in the column list, its weight.
-fn x_count(hx: u32, x: u32) -> u32 {
+// Tap k of tile column or row t, whose (start, count) pair is taps[at], taps[at + 1] (at: 2 * x for
+// destination column x, prm.ytaps + 2 * y for row y): the count, the tap's slot in the tile's list, its weight.
+fn tap_count(t: u32, at: u32) -> u32 {
     if (TAPS_SMEM) {
-        return xcount[hx];
+        return tcount[t];
     }
-    return taps[x * 2u + 1u];
+    return taps[at + 1u];
 }
 
-fn x_slot(hx: u32, x: u32, k: u32) -> u32 {
+fn tap_slot(t: u32, at: u32, k: u32) -> u32 {
     if (TAPS_SMEM) {
-        return xslot[hx * KSTRIDE + k];
+        return tslot[t * KSTRIDE + k];
     }
-    return taps[taps[x * 2u] + k];
+    return taps[taps[at] + k];
 }
 
-fn x_weight(hx: u32, x: u32, k: u32) -> f64 {
+fn tap_weight(t: u32, at: u32, k: u32) -> f64 {
     if (TAPS_SMEM) {
-        return xw[hx * KSTRIDE + k];
+        return tw[t * KSTRIDE + k];
     }
-    return weights[taps[x * 2u] + k - prm.widx];
-}
-
-// ... and of tile row hy (destination row y).
-fn y_count(hy: u32, y: u32) -> u32 {
-    if (TAPS_SMEM) {
-        return ycount[hy];
-    }
-    return taps[prm.ytaps + y * 2u + 1u];
-}
-
-fn y_slot(hy: u32, y: u32, k: u32) -> u32 {
-    if (TAPS_SMEM) {
-        return yslot[hy * KSTRIDE + k];
-    }
-    return taps[taps[prm.ytaps + y * 2u] + k];
-}
-
-fn y_weight(hy: u32, y: u32, k: u32) -> f64 {
-    if (TAPS_SMEM) {
-        return yw[hy * KSTRIDE + k];
-    }
-    return weights[taps[prm.ytaps + y * 2u] + k - prm.widx];
+    return weights[taps[at] + k - prm.widx];
 }
 
 fn staged() -> bool {
@@ -206,26 +182,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     for (var i = li; i < select(0u, (TW + TH) * KMAX, TAPS_SMEM); i += THREADS) {
         let k = i % KMAX;
-        let on_x = i < TW * KMAX;
-        let r = select(i / KMAX - TW, i / KMAX, on_x);  // the tile's column (on_x) or row
-        let at = select(prm.ytaps + 2u * min(y0 + r, d.y - 1u), 2u * min(x0 + r, d.x - 1u), on_x);
+        let t = i / KMAX;  // the tile's column t, or its row t - TW
+        let at = select(prm.ytaps + 2u * min(y0 + t - TW, d.y - 1u), 2u * min(x0 + t, d.x - 1u), t < TW);
         let start = taps[at];
         let n = taps[at + 1u];
         if (k == 0u) {
-            if (on_x) {
-                xcount[r] = n;
-            } else {
-                ycount[r] = n;
-            }
+            tcount[t] = n;
         }
         if (k < n) {
-            if (on_x) {
-                xslot[r * KSTRIDE + k] = taps[start + k];
-                xw[r * KSTRIDE + k] = weights[start + k - prm.widx];
-            } else {
-                yslot[r * KSTRIDE + k] = taps[start + k];
-                yw[r * KSTRIDE + k] = weights[start + k - prm.widx];
-            }
+            tslot[t * KSTRIDE + k] = taps[start + k];
+            tw[t * KSTRIDE + k] = weights[start + k - prm.widx];
         }
     }
     if (staged()) {  // the tables, made once by make_tables, in `prev` at level 1
@@ -249,13 +215,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var i = li; i < TW * ny; i += THREADS) {
         let hx = i % TW;
         let sy = i / TW;
-        let x = min(x0 + hx, d.x - 1u);
-        let xn = x_count(hx, x);
+        let at = 2u * min(x0 + hx, d.x - 1u);
+        let xn = tap_count(hx, at);
         var pm = vec4<f64>(0.0, 0.0, 0.0, 0.0);
         var pl = vec3<f64>(0.0, 0.0, 0.0);
         for (var k = 0u; k < xn; k++) {
-            let w = x_weight(hx, x, k);
-            let t = texel(x_slot(hx, x, k), sy, nx);
+            let w = tap_weight(hx, at, k);
+            let t = texel(tap_slot(hx, at, k), sy, nx);
             pm += w * t.pm;
             pl += w * t.pl;
         }
@@ -275,12 +241,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (gx >= d.x || gy >= d.y) {
         return;
     }
-    let yn = y_count(lid.y, gy);
+    let at = prm.ytaps + 2u * gy;
+    let yn = tap_count(TW + lid.y, at);
     var pm = array<f64, 4>(0.0, 0.0, 0.0, 0.0);
     var pl = array<f64, 3>(0.0, 0.0, 0.0);
     for (var k = 0u; k < yn; k++) {
-        let w = y_weight(lid.y, gy, k);
-        let h = y_slot(lid.y, gy, k) * TW + lid.x;
+        let w = tap_weight(TW + lid.y, at, k);
+        let h = tap_slot(TW + lid.y, at, k) * TW + lid.x;
         pm[0] += w * hsum[h];
         pm[1] += w * hsum[HPLANE + h];
         pm[2] += w * hsum[2u * HPLANE + h];
