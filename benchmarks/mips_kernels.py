@@ -18,7 +18,11 @@ chain (default precision: the integer chain), the wall time of the first chain o
 bytes (to compare two commits' outputs). ``--shaders`` also times the float64 chain with each
 of its shaders forced (``GPUTEX_MIPS_KERNEL``: ``sep``, ``mip_exact_sep.wgsl``; ``2d``, the
 2D-footprint ``mip_exact_kernel.wgsl`` that ran everywhere before);
-``--with-float32`` the float32 chain (``mip_reduce.wgsl``, what runs without ``shader-f64``).
+``--with-float32`` the float32 chain (``mip_reduce.wgsl``, what runs without ``shader-f64``): by
+separable tiles where a level's rows fit (``f32``, the default) and by each texel's 2D footprint
+(``f32 2d``, ``mips.chain.TILES`` False; trees from before the tiles have only the latter), and
+with its work textures kept for the next chain whatever their size (``f32 keep``:
+``mips.chain.REUSE_MAX_BYTES`` unbounded; by default those over 64 MB are made for each chain).
 
 ``--quality`` prints, per size, filter and level, max / mean |code - exact| in LSB against the
 float64 reference (``tests/reference.py``) and the texels that are not the reference rounded to
@@ -121,6 +125,9 @@ def timings(gpu, args) -> list[dict]:
         print(f"\n{w}x{h} rgba8unorm-srgb, weighted alpha, {tex.levels} levels; speed of light "
               f"{sol_ns / 1e6:.4f} ms", flush=True)
         box_ns = None
+        from gputex.mips import chain as mchain
+
+        REUSE = mchain.REUSE_MAX_BYTES
         from gputex.mips import exact
 
         shaders = getattr(exact, "KERNEL_SHADERS", ())
@@ -129,8 +136,15 @@ def timings(gpu, args) -> list[dict]:
             variants += [(f, f"{f} {sh}", sh, "exact") for sh in shaders for f in args.filters]
         if args.with_float32:
             variants += [(f, f + " f32", None, "float32") for f in args.filters]
+            if hasattr(mchain, "TILES"):  # the float32 chain's 2D footprint, where it has tiles
+                variants += [(f, f + " f32 2d", "f32-2d", "float32") for f in args.filters]
+            # its work textures kept for the next chain whatever their size (REUSE_MAX_BYTES)
+            variants += [(f, f + " f32 keep", "f32-keep", "float32") for f in args.filters]
         for filt, label, shader, precision in variants:
-            if shader:
+            if hasattr(mchain, "TILES"):
+                mchain.TILES = False if shader == "f32-2d" else None
+            mchain.REUSE_MAX_BYTES = 1 << 40 if shader == "f32-keep" else REUSE
+            if shader and not shader.startswith("f32-"):
                 os.environ["GPUTEX_MIPS_KERNEL"] = shader
             clear_taps()
             t0 = time.perf_counter()
@@ -149,11 +163,11 @@ def timings(gpu, args) -> list[dict]:
             gpu.wait()
             digest = level_hash(tex)
             os.environ.pop("GPUTEX_MIPS_KERNEL", None)
-            print(f"  {label:>10} ({report.precision:>7}) GPU {ns / 1e6:9.4f} ms  {ns / sol_ns:7.1f}x speed of light  "
+            print(f"  {label:>14} ({report.precision:>7}) GPU {ns / 1e6:9.4f} ms  {ns / sol_ns:7.1f}x speed of light  "
                   f"{ns / box_ns:6.1f}x box   wall first {first * 1e3:8.1f} ms, warm {warm * 1e3:7.1f} ms   "
                   f"levels {digest}", flush=True)
             if timed.pass_ns and filt != "box":
-                print(f"{'':14}passes (ms): {' '.join(f'{t / 1e6:.4f}' for t in timed.pass_ns)}", flush=True)
+                print(f"{'':18}passes (ms): {' '.join(f'{t / 1e6:.4f}' for t in timed.pass_ns)}", flush=True)
             rows.append({"size": [w, h], "filter": label, "path": report.precision, "gpu_ms": ns / 1e6,
                          "sol_ms": sol_ns / 1e6, "ratio_to_sol": ns / sol_ns, "ratio_to_box": ns / box_ns,
                          "wall_first_ms": first * 1e3, "wall_warm_ms": warm * 1e3, "levels_sha256": digest,

@@ -425,6 +425,7 @@ def _resize_layer(tex: Texture, out: Texture, layer: int, filter: str, alpha: st
     from .kernels import dispatch
     from .layout import align_up, bands
     from .mips import common
+    from .mips.chain import tiled
     from .mips.common import REUSE_MAX_BYTES
     from .mips.filters import FILTERS, WRAPS
 
@@ -466,14 +467,16 @@ def _resize_layer(tex: Texture, out: Texture, layer: int, filter: str, alpha: st
         base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer, array_layer_count=1,
                         dimension="2d")
         enc = device.create_command_encoder()
-        pipe, bgl = common.pipeline(session, "mip_reduce.wgsl", consts, common.entries("reduce"))
+        pipe, bgl = common.pipeline(session, "mip_reduce.wgsl", consts, common.entries("reduce"),
+                                    "tile_main" if tiled(filter, sh, dh) else "main")
         bind = device.create_bind_group(layout=bgl, entries=[
             {"binding": 0, "resource": base},
             {"binding": 1, "resource": work.create_view()},
             {"binding": 2, "resource": {"buffer": session.uniform(struct.pack("<5I", sw, sh, dw, dh, pitch // 4))}},
             {"binding": 3, "resource": {"buffer": scratch, "offset": 0, "size": scratch.size}},
             {"binding": 5, "resource": common.stand_in(session, "sampled")},
-            {"binding": 6, "resource": plain.create_view() if split else common.stand_in(session, "storage")}])
+            {"binding": 6, "resource": plain.create_view() if split else common.stand_in(session, "storage")},
+            {"binding": 7, "resource": common.kernel_tables(session, "resize-ktab", filter, [(sw, sh, dw, dh)])[0]}])
         dispatch(enc, pipe, bind, (-(-dw // 8), -(-dh // 8), 1))
         pack, pbgl = common.pipeline(session, "mip_pack.wgsl", pack_consts,
                                       common.entries("pack") + common.plain_entries(False))

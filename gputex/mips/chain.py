@@ -38,6 +38,7 @@ from .common import (
     PACK_FMT,
     REUSE_MAX_BYTES,
     box_source_level,
+    kernel_tables,
     pipeline,
     plain_entries,
     reduce_render_pipeline,
@@ -46,12 +47,26 @@ from .common import (
     storage_twin,
 )
 from .common import entries as layout_entries
-from .filters import FILTERS, WRAPS
+from .filters import FILTERS, TILE_SPAN, WRAPS, tile_rows
 
 if TYPE_CHECKING:
     from ..texture import Texture
 
-__all__ = ["Chain", "coverage_scales"]
+__all__ = ["Chain", "coverage_scales", "TILES", "tiled"]
+
+
+#: Kernel filters' levels by ``mip_reduce.wgsl``'s separable tiles (``tile_main``, ``tile_direct``)
+#: where their rows fit (:func:`tiled`). None: on; False: every texel sums its 2D footprint
+#: (``main``, ``main_direct``), as the render path always does (tests compare the two).
+TILES: bool | None = None
+
+
+def tiled(filter: str, src_rows: int, dst_rows: int) -> bool:
+    """Whether a kernel filter's step from ``src_rows`` to ``dst_rows`` rows (a mip level or a
+    resize) runs by tiles: :data:`TILES` allows it and 8 destination rows' taps reach at most
+    :data:`.filters.TILE_SPAN` source rows."""
+    return (TILES is not False and filter != "box"
+            and tile_rows(src_rows, dst_rows, filter) <= TILE_SPAN)
 
 
 class Chain:
@@ -92,10 +107,8 @@ class Chain:
         # 4096^2 rgba32float work level costs more than the whole chain on a fast GPU
         self.owned: list = []  # resources too big to keep for the next chain: freed in release()
         work_bytes = w1 * h1 * 16 * 4 // 3
-        self.work = self._reused("work", (w1, h1, tex.levels - 1, bool(coverage)), work_bytes, lambda: self.session.check(
-            f"{tex.source}: mip work texture", self.device.create_texture,
-            size=(w1, h1, 1), format="rgba32float", mip_level_count=tex.levels - 1,
-            usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING
+        self.work = self._reused("work", (w1, h1, tex.levels - 1, bool(coverage)), work_bytes, lambda: self._texture(
+            "mip work texture", "rgba32float", wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING
             | (wgpu.TextureUsage.COPY_SRC if coverage else 0)))
         scratch_size = 4 if self.direct or self.render else self.pitch1 * self.band_rows
         self.scratch = self._reused("scratch", scratch_size, scratch_size, lambda: self.session.check(
@@ -104,10 +117,8 @@ class Chain:
         self.out = None
         if self.direct:
             self.out = self._reused("out", (w1, h1, tex.levels - 1, self.direct), w1 * h1 * fmt.block_bytes * 4 // 3,
-                                    lambda: self.session.check(
-                f"{tex.source}: mip output texture", self.device.create_texture, size=(w1, h1, 1),
-                format=self.direct, mip_level_count=tex.levels - 1,
-                usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC))
+                                    lambda: self._texture("mip output texture", self.direct,
+                                                          wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.COPY_SRC))
             self.out_views = [self.out.create_view(base_mip_level=j, mip_level_count=1)
                               for j in range(tex.levels - 1)]
         self.base_view = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer,
@@ -116,14 +127,19 @@ class Chain:
                            for j in range(tex.levels - 1)]
         self.plain_views = None
         if self.split:  # the plain colour of every level, chained beside the premultiplied one
-            plain = self._reused("plain", (w1, h1, tex.levels - 1), work_bytes, lambda: self.session.check(
-                f"{tex.source}: mip plain-colour texture", self.device.create_texture,
-                size=(w1, h1, 1), format="rgba32float", mip_level_count=tex.levels - 1,
-                usage=wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING))
+            plain = self._reused("plain", (w1, h1, tex.levels - 1), work_bytes, lambda: self._texture(
+                "mip plain-colour texture", "rgba32float",
+                wgpu.TextureUsage.STORAGE_BINDING | wgpu.TextureUsage.TEXTURE_BINDING))
             self.plain_views = [plain.create_view(base_mip_level=j, mip_level_count=1)
                                 for j in range(tex.levels - 1)]
         self.query = timestamps(self.session, 4 * tex.levels + 8) if measure else None
         self.enc = self.device.create_command_encoder()
+
+    def _texture(self, what: str, format: str, usage: int):
+        """A texture of level 1's size with a level for each of the chain's."""
+        w1, h1 = self.sizes[1]
+        return self.session.check(f"{self.tex.source}: {what}", self.device.create_texture, size=(w1, h1, 1),
+                                  format=format, mip_level_count=self.tex.levels - 1, usage=usage)
 
     def _pass(self, pipe, bind, groups) -> None:
         dispatch(self.enc, pipe, bind, groups, self.query.next() if self.query else None)
@@ -140,26 +156,31 @@ class Chain:
         levels = self.tex.levels
         read = {s for s in self.sources[1:] if s}
         fmt = self.tex.format
+        ktab = kernel_tables(self.session, "ktab", self.filter, [self.sizes[self.sources[lv]] + self.sizes[lv]
+                                                                 for lv in range(1, levels)])
         for level in range(1, levels):
             src = self.sources[level]
             consts = dict(self.common, SRC_IS_BASE=src == 0, FILTER=FILTERS[self.filter].code, WRAP=WRAPS[self.wrap],
                           DECODE_SRGB=self.space_srgb and not fmt.srgb and src == 0, FUSED=self.fused,
                           STORE_WORK=level in read or not (self.fused or self.direct or self.render))
+            (sw, sh), (dw, dh) = self.sizes[src], self.sizes[level]
+            tile = tiled(self.filter, sh, dh)
             if self.render:
                 pipe, bgl = reduce_render_pipeline(self.session, consts, layout_entries("reduce", stage=wgpu.ShaderStage.FRAGMENT),
                                              fmt.name)
             elif self.direct:
                 pipe, bgl = pipeline(self.session, "mip_reduce.wgsl", consts, layout_entries("reduce", self.direct),
-                                      "main_direct", self.direct)
+                                      "tile_direct" if tile else "main_direct", self.direct)
             else:
-                pipe, bgl = pipeline(self.session, "mip_reduce.wgsl", consts, layout_entries("reduce"))
-            (sw, sh), (dw, dh) = self.sizes[src], self.sizes[level]
+                pipe, bgl = pipeline(self.session, "mip_reduce.wgsl", consts, layout_entries("reduce"),
+                                     "tile_main" if tile else "main")
             pitch = align_up(dw * fmt.block_bytes, 256)
             entries = [
                 {"binding": 0, "resource": self.base_view if src == 0 else self.work_views[src - 1]},
                 {"binding": 1, "resource": self.work_views[level - 1]},
                 {"binding": 2, "resource": {"buffer": self.session.uniform(struct.pack("<5I", sw, sh, dw, dh, pitch // 4))}},
                 {"binding": 3, "resource": {"buffer": self.scratch, "offset": 0, "size": self.scratch.size}},
+                {"binding": 7, "resource": ktab[level - 1]},
             ]
             if self.direct:
                 entries.append({"binding": 4, "resource": self.out_views[level - 1]})

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from ..texture import Texture
 
 __all__ = ["PACK_FMT", "integer_entries", "REUSE_MAX_BYTES", "format_kind", "pack_kind", "pipeline", "reduce_render_pipeline",
-           "entries", "plain_entries", "stand_in", "reused", "storage_twin", "box_source_level", "REUSE_CACHE"]
+           "entries", "plain_entries", "stand_in", "kernel_tables", "reused", "storage_twin", "box_source_level",
+           "REUSE_CACHE"]
 
 #: FMT override of the mip shaders per encoding kind.
 PACK_FMT = {"unorm8": 0, "unorm16": 1, "float16": 2, "float32": 3, "rgb10a2": 4}
@@ -108,7 +109,8 @@ def entries(kind: str, out_format: str = "", stage: int = 0) -> list[Entry]:
         out.append({"binding": 4, "visibility": s,
                     "storage_texture": {"access": wgpu.StorageTextureAccess.write_only,
                                         "format": out_format, "view_dimension": "2d"}})
-    return out + plain_entries(True, s)
+    return out + plain_entries(True, s) + [{"binding": 7, "visibility": s,
+                                            "buffer": {"type": wgpu.BufferBindingType.read_only_storage}}]
 
 
 def plain_entries(storage: bool, stage: int = 0) -> list[Entry]:
@@ -135,6 +137,38 @@ def stand_in(session: Session, kind: str, format: str = "rgba32float") -> Any:
         return session.device.create_texture(size=(1, 1, 1), format=format, usage=usage).create_view()
 
     return session.cache(REUSE_CACHE).get(("stand-in", kind, format), make)
+
+
+def kernel_tables(session: Session, kind: str, filter: str, steps: list[tuple[int, int, int, int]]) -> list[Any]:
+    """Binding 7 of ``mip_reduce.wgsl`` (``ktab``) for each step (source width and height,
+    destination width and height) of a chain or resize under ``filter``: each kernel filter's
+    table (:func:`.filters.kernel_table`) at its own offset of one buffer, kept as ``kind`` for
+    the next chain of the same shape (:func:`reused`); a 16-byte stand-in for ``box``."""
+    import wgpu
+
+    from .filters import kernel_table
+
+    usage = wgpu.BufferUsage.STORAGE
+    if filter == "box":
+        buf = session.cache(REUSE_CACHE).get(("stand-in", "ktab"), lambda: session.device.create_buffer(
+            size=16, usage=usage))
+        return [{"buffer": buf, "offset": 0, "size": 16} for _ in steps]
+    align = session.limits.get("min-storage-buffer-offset-alignment", 256)
+    tables = [kernel_table(*step, filter) for step in steps]
+    offsets, end = [], 0
+    for t in tables:
+        offsets.append(end)
+        end += -(-len(t) // align) * align
+
+    def make() -> Any:
+        data = bytearray(end)
+        for off, t in zip(offsets, tables):
+            data[off:off + len(t)] = t
+        return session.check(f"mip kernel taps ({end} bytes)", session.device.create_buffer_with_data,
+                             data=bytes(data), usage=usage)
+
+    buf = reused(session, kind, (filter, tuple(steps)), make)
+    return [{"buffer": buf, "offset": off, "size": len(t)} for off, t in zip(offsets, tables)]
 
 
 def reused(session: Session, kind: str, key: Any, make: Callable[[], Any]) -> Any:

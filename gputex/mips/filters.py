@@ -1,16 +1,16 @@
 """The mip and resize filters: one registry.
 
-A filter is a :class:`Filter`: its name (the ``--filter`` choice), the ``FILTER`` code of
-``mip_reduce.wgsl`` (the float32 GPU path), its radius in source texels (scaled by the
-reduction ratio, as every kernel here is) and its float64 weight function (what the float64
-path, :func:`kernel_taps`, filters with). ``box`` is special: the exact area average over
-the base footprint, no kernel.
+A filter is a :class:`Filter`: its name (the ``--filter`` choice), its code (the ``FILTER``
+constant of ``mip_reduce.wgsl``, the float32 GPU path: 0 is box), its radius in source texels
+(scaled by the reduction ratio, as every kernel here is) and its float64 weight function. Both
+GPU paths filter with that function's values, computed here in float64: the float64 path's
+normalized taps (:func:`kernel_taps`), the float32 path's tables of float32 weights
+(:func:`kernel_table`). ``box`` is special: the exact area average over the base footprint, no
+kernel.
 
-**Adding a box-like filter** is one weight function and one :func:`register` call here,
-plus the same formula as a branch of ``kernel()`` in ``shaders/mip_reduce.wgsl`` (code =
-the registered ``code``). The CLI, the settings and the error messages take their choices
-from :data:`FILTERS`; the tests hold it to the independent float64 reference
-(``tests/reference.py``) like the others.
+**Adding a box-like filter** is one weight function and one :func:`register` call here. The
+CLI, the settings and the error messages take their choices from :data:`FILTERS`; the tests
+hold it to the independent float64 reference (``tests/reference.py``) like the others.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from ..errors import FormatError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Filter", "FILTERS", "FILTER_NAMES", "register", "get_filter", "kernel_taps", "ALPHA_MODES", "WRAPS",
-           "check_options"]
+__all__ = ["Filter", "FILTERS", "FILTER_NAMES", "register", "get_filter", "kernel_taps", "axis_words", "kernel_table",
+           "tile_rows", "TILE_SPAN",
+           "ALPHA_MODES", "WRAPS", "check_options"]
 
 ALPHA_MODES = ("weighted", "straight", "premultiplied")
 WRAPS = {"clamp": 0, "repeat": 1, "mirror": 2}
@@ -135,6 +136,74 @@ def _weights(f: Filter, x: np.ndarray) -> np.ndarray:
     return np.array([f.weight(float(v)) for v in x.ravel()], np.float64).reshape(x.shape)
 
 
+def _axis(n: int, m: int, filter: str, who: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An axis going from n to m texels under ``filter``'s kernel (radius scaled by the ratio):
+    the candidate taps ``t`` (m, K), from ``floor(c - reach)`` to ``ceil(c + reach)`` around
+    each destination texel's centre ``c``, which of them the kernel reaches (``inside``), and
+    their float64 kernel values ``k`` (0 outside), before any wrap."""
+    import numpy as np
+
+    f = get_filter(filter)
+    if f.weight is None:
+        raise FormatError(f"{who}: the box filter has no kernel (it is the exact area average)")
+    r = n / m
+    scale = max(r, 1.0)
+    reach = f.radius * scale
+    c = (np.arange(m, dtype=np.float64) + 0.5) * r
+    lo = np.floor(c - reach).astype(np.int64)
+    hi = np.ceil(c + reach).astype(np.int64) + 1
+    t = lo[:, None] + np.arange(int((hi - lo).max()))[None, :]  # (m, K) candidate taps
+    x = (t + 0.5 - c[:, None]) / scale
+    inside = (t < hi[:, None]) & (np.abs(x) < f.radius)
+    k = np.where(inside, _weights(f, np.where(inside, x, 0.0)), 0.0)
+    return t, inside, k
+
+
+@functools.lru_cache(maxsize=64)
+def axis_words(n: int, m: int, filter: str) -> bytes:
+    """The float32 path's taps of an axis going from n to m texels (``mip_reduce.wgsl``'s
+    ``ktab``): per destination texel a row of 1 + K 32-bit words, its first tap (int32, before
+    the wrap, which the shader applies) and the kernel's float64 values at that tap and the
+    K - 1 after it, rounded to float32 (0 beyond the kernel's reach). Not normalized: the shader
+    divides by the sum of the weights it used. Cached, since a chain's axes repeat across images."""
+    import numpy as np
+
+    t, _, k = _axis(n, m, filter, "axis_words")
+    rows = np.empty((m, 1 + t.shape[1]), np.uint32)
+    rows[:, 0] = t[:, 0].astype(np.int32).view(np.uint32)
+    rows[:, 1:] = k.astype(np.float32).view(np.uint32)
+    return rows.tobytes()
+
+
+#: Source rows a tile of ``mip_reduce.wgsl``'s separable entry points (8 x 8 texels) can hold
+#: (``TILE_SPAN`` there).
+TILE_SPAN = 32
+
+
+def tile_rows(n: int, m: int, filter: str) -> int:
+    """The most source rows the y taps of 8 consecutive destination texels reach, an axis going
+    from n to m texels under a kernel ``filter`` (wraps aside: rows are counted before them):
+    ``mip_reduce.wgsl``'s tiles take a level where this is at most :data:`TILE_SPAN` (every
+    2:1 step of Kaiser and Lanczos: 27)."""
+    import numpy as np
+
+    t, _, _ = _axis(n, m, filter, "tile_rows")
+    first = t[::8, 0]
+    last = t[np.minimum(np.arange(0, m, 8) + 7, m - 1), -1]
+    return int((last - first).max()) + 1
+
+
+def kernel_table(sw: int, sh: int, dw: int, dh: int, filter: str) -> bytes:
+    """``mip_reduce.wgsl``'s ``ktab`` for a kernel filter going from sw x sh to dw x dh texels:
+    the header (K along x, K along y, the word where the y rows start, 0), then x's rows
+    (:func:`axis_words`), then y's."""
+    import struct
+
+    xs, ys = axis_words(sw, dw, filter), axis_words(sh, dh, filter)
+    kx, ky = len(xs) // 4 // dw - 1, len(ys) // 4 // dh - 1
+    return struct.pack("<4I", kx, ky, 4 + len(xs) // 4, 0) + xs + ys
+
+
 @functools.lru_cache(maxsize=64)
 def kernel_taps(n: int, m: int, filter: str, wrap: str) -> list[tuple[list[int], np.ndarray]]:
     """Per destination texel of an axis going from n to m texels: source indices (after the wrap
@@ -146,19 +215,7 @@ def kernel_taps(n: int, m: int, filter: str, wrap: str) -> list[tuple[list[int],
     axis, most of it in scalar ``np.i0``); cached, since a chain's axes repeat across images."""
     import numpy as np
 
-    f = get_filter(filter)
-    if f.weight is None:
-        raise FormatError("kernel_taps: the box filter has no kernel (it is the exact area average)")
-    r = n / m
-    scale = max(r, 1.0)
-    reach = f.radius * scale
-    c = (np.arange(m, dtype=np.float64) + 0.5) * r
-    lo = np.floor(c - reach).astype(np.int64)
-    hi = np.ceil(c + reach).astype(np.int64) + 1
-    t = lo[:, None] + np.arange(int((hi - lo).max()))[None, :]  # (m, K) candidate taps
-    x = (t + 0.5 - c[:, None]) / scale
-    inside = (t < hi[:, None]) & (np.abs(x) < f.radius)
-    k = np.where(inside, _weights(f, np.where(inside, x, 0.0)), 0.0)
+    t, inside, k = _axis(n, m, filter, "kernel_taps")
     if wrap == "repeat":
         idx = t % n
     elif wrap == "mirror":

@@ -7,8 +7,10 @@
 // work level (already in that form). Box is the exact area average: along each axis,
 // destination texel x of a dimension going from s to d texels covers the source
 // interval [x*s/d, (x+1)*s/d), and source texel t weighs its overlap with it, computed
-// in integers scaled by d. Kaiser and Lanczos are separable, normalized kernels scaled
-// by the ratio s/d, with --wrap deciding taps outside the source.
+// in integers scaled by d. Kaiser, Lanczos and triangle are separable kernels scaled by the
+// ratio s/d, normalized by the sum of the weights used, with --wrap deciding taps outside the
+// source; their weights come from the CPU (ktab), so the shader evaluates no kernel. Where a
+// level's rows fit, tile_main / tile_direct filter by tiles, x then y.
 //
 // Work-level encoding, weighted alpha: texels with a > 0 hold (rgb * a, a); texels with
 // a == 0 hold (rgb, 0), so colour under fully transparent texels survives.
@@ -42,9 +44,10 @@ struct Params {
 // SPLIT_PLAIN only (1x1 stand-ins otherwise): the plain colour of the source and of this level
 @group(0) @binding(5) var src_plain: texture_2d<f32>;
 @group(0) @binding(6) var dst_plain: texture_storage_2d<rgba32float, write>;
-
-const PI: f32 = 3.14159265358979;
-const RADIUS: f32 = 3.0;
+// Kernel filters (FILTER > 0; a stand-in otherwise): each axis's taps and weights, made on the CPU
+// in float64 (filters.kernel_table): words 0-1 the taps a destination texel has along x and y,
+// word 2 where y's rows start; x's rows from word 4.
+@group(0) @binding(7) var<storage, read> ktab: array<u32>;
 
 fn fetch(p: vec2<i32>) -> vec4<f32> {
     let v = textureLoad(src, p, 0);
@@ -59,49 +62,6 @@ fn fetch(p: vec2<i32>) -> vec4<f32> {
         return vec4<f32>(v.rgb * 2.0 - vec3<f32>(1.0), select(1.0, v.a, CHANNELS == 4u));
     }
     return canonical(v);
-}
-
-fn sinc(x: f32) -> f32 {
-    if (abs(x) < 1e-6) {
-        return 1.0;
-    }
-    let px = PI * x;
-    return sin(px) / px;
-}
-
-fn bessel_i0(x: f32) -> f32 {
-    var sum = 1.0;
-    var term = 1.0;
-    let q = x * x * 0.25;
-    for (var k = 1; k < 25; k++) {
-        term *= q / f32(k * k);
-        sum += term;
-    }
-    return sum;
-}
-
-// Half-width of the kernel at ratio 1 (the radius registered in gputex/mips/filters.py).
-fn filter_radius() -> f32 {
-    if (FILTER == 3u) {
-        return 1.0;
-    }
-    return RADIUS;
-}
-
-// A registered filter's weight at offset t: one branch per FILTER code.
-fn kernel(t: f32) -> f32 {
-    let a = abs(t);
-    if (a >= filter_radius()) {
-        return 0.0;
-    }
-    if (FILTER == 3u) {
-        return 1.0 - a;
-    }
-    if (FILTER == 2u) {
-        return sinc(t) * sinc(t / RADIUS);
-    }
-    let r = t / RADIUS;
-    return sinc(t) * bessel_i0(4.0 * sqrt(max(0.0, 1.0 - r * r))) / bessel_i0(4.0);
 }
 
 // t mod n in [0, n) using only non-negative operands of % (the remainder of a negative
@@ -124,27 +84,34 @@ fn wrap_index(t: i32, n: i32) -> i32 {
     return clamp(t, 0, n - 1);
 }
 
-// Taps [first, last) along one axis for destination texel x (s source, d destination texels).
-fn taps(x: u32, s: u32, d: u32) -> vec2<i32> {
+// A kernel filter's row of an axis in ktab (axis 0: x, 1: y) for destination texel x: its first
+// tap, then its weights (filters.axis_words).
+fn krow(axis: u32, x: u32) -> u32 {
+    if (axis == 0u) {
+        return 4u + x * (ktab[0] + 1u);
+    }
+    return ktab[2] + x * (ktab[1] + 1u);
+}
+
+// Taps [first, last) along one axis (0: x, 1: y) for destination texel x (s source, d destination
+// texels).
+fn taps(axis: u32, x: u32, s: u32, d: u32) -> vec2<i32> {
     if (FILTER == 0u) {
         return vec2<i32>(i32((x * s) / d), i32(((x + 1u) * s + d - 1u) / d));
     }
-    let r = f32(s) / f32(d);
-    let c = (f32(x) + 0.5) * r;
-    let reach = filter_radius() * max(r, 1.0);
-    return vec2<i32>(i32(floor(c - reach)), i32(ceil(c + reach)) + 1);
+    let first = bitcast<i32>(ktab[krow(axis, x)]);
+    return vec2<i32>(first, first + i32(ktab[axis]));
 }
 
-fn weight(t: i32, x: u32, s: u32, d: u32) -> f32 {
+fn weight(axis: u32, t: i32, x: u32, s: u32, d: u32) -> f32 {
     if (FILTER == 0u) {
         let tu = u32(t);
         let lo = max(tu * d, x * s);
         let hi = min((tu + 1u) * d, (x + 1u) * s);
         return f32(hi - lo);
     }
-    let r = f32(s) / f32(d);
-    let c = (f32(x) + 0.5) * r;
-    return kernel((f32(t) + 0.5 - c) / max(r, 1.0));
+    let row = krow(axis, x);
+    return bitcast<f32>(ktab[row + 1u + u32(t - bitcast<i32>(ktab[row]))]);
 }
 
 // Plain (not premultiplied) linear colour of a source texel, for SPLIT_PLAIN.
@@ -168,16 +135,16 @@ fn fetch_plain(p: vec2<i32>) -> vec3<f32> {
 fn reduce_split(gid: vec2<u32>) -> vec4<f32> {
     let sx = prm.src_size.x;
     let sy = prm.src_size.y;
-    let rx = taps(gid.x, sx, prm.dst_size.x);
-    let ry = taps(gid.y, sy, prm.dst_size.y);
+    let rx = taps(0u, gid.x, sx, prm.dst_size.x);
+    let ry = taps(1u, gid.y, sy, prm.dst_size.y);
     var acc = vec4<f32>(0.0);
     var plain = vec3<f32>(0.0);
     var wsum = 0.0;
     for (var ty = ry.x; ty < ry.y; ty++) {
-        let wy = weight(ty, gid.y, sy, prm.dst_size.y);
+        let wy = weight(1u, ty, gid.y, sy, prm.dst_size.y);
         let py = wrap_index(ty, i32(sy));
         for (var tx = rx.x; tx < rx.y; tx++) {
-            let w = wy * weight(tx, gid.x, sx, prm.dst_size.x);
+            let w = wy * weight(0u, tx, gid.x, sx, prm.dst_size.x);
             let p = vec2<i32>(wrap_index(tx, i32(sx)), py);
             var v = fetch(p);
             if (SRC_IS_BASE && v.a <= 0.0) {
@@ -203,8 +170,8 @@ fn reduce_split(gid: vec2<u32>) -> vec4<f32> {
 fn reduce_texel(gid: vec2<u32>) -> vec4<f32> {
     let sx = prm.src_size.x;
     let sy = prm.src_size.y;
-    let rx = taps(gid.x, sx, prm.dst_size.x);
-    let ry = taps(gid.y, sy, prm.dst_size.y);
+    let rx = taps(0u, gid.x, sx, prm.dst_size.x);
+    let ry = taps(1u, gid.y, sy, prm.dst_size.y);
     // Sums go row by row, and rows are added with Kahan compensation: a base footprint
     // can hold 10^5 texels, and a naive float32 running sum would drift by ~0.3 LSB at 16 bits.
     var acc = vec4<f32>(0.0);
@@ -213,7 +180,7 @@ fn reduce_texel(gid: vec2<u32>) -> vec4<f32> {
     var clear_w = 0.0;
     var wsum = 0.0;
     for (var ty = ry.x; ty < ry.y; ty++) {
-        let wy = weight(ty, gid.y, sy, prm.dst_size.y);
+        let wy = weight(1u, ty, gid.y, sy, prm.dst_size.y);
         if (wy == 0.0) {
             continue;
         }
@@ -223,7 +190,7 @@ fn reduce_texel(gid: vec2<u32>) -> vec4<f32> {
         var row_clear_w = 0.0;
         var row_w = 0.0;
         for (var tx = rx.x; tx < rx.y; tx++) {
-            let w = weight(tx, gid.x, sx, prm.dst_size.x);
+            let w = weight(0u, tx, gid.x, sx, prm.dst_size.x);
             if (w == 0.0) {
                 continue;
             }
@@ -266,18 +233,135 @@ fn reduce_store(gid: vec2<u32>) -> vec4<f32> {
     return out;
 }
 
-@compute @workgroup_size(8, 8)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x >= prm.dst_size.x || gid.y >= prm.dst_size.y) {
-        return;
-    }
-    let out = reduce_store(gid.xy);
+// The texel's bytes into the copy buffer (FUSED).
+fn pack_texel(gid: vec2<u32>, out: vec4<f32>) {
     if (FUSED) {
         let v = finalize(out, 1.0);
         let words = BPT / 4u;
         for (var part = 0u; part < words; part++) {
             packed[gid.y * prm.words_per_row + gid.x * words + part] = texel_word(v, part);
         }
+    }
+}
+
+@compute @workgroup_size(8, 8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= prm.dst_size.x || gid.y >= prm.dst_size.y) {
+        return;
+    }
+    pack_texel(gid.xy, reduce_store(gid.xy));
+}
+
+// Kernel filters, separable by tiles (tile_main, tile_direct): a workgroup makes 8 x 8 texels. It
+// first filters along x every source row its texels' y taps reach (at most TILE_SPAN rows from the
+// tile's first y tap: filters.tile_span on the CPU says when a level fits), for each of its 8
+// columns, into workgroup memory; then each texel filters those row sums along y. 13 x 13 taps a
+// texel at 2:1 become (13 + 1.7) loads and 13 sums. The same weights and normalization as
+// reduce_split / reduce_texel (without their Kahan sums, which only box footprints need), summed
+// in another order.
+const TILE_SPAN: u32 = 32u;
+var<workgroup> row_acc: array<vec4<f32>, 256>;    // TILE_SPAN rows x 8 columns
+var<workgroup> row_plain: array<vec4<f32>, 256>;  // plain rgb (SPLIT_PLAIN) and the row's weight sum
+
+// The colour and alpha of a base texel, decoded, not premultiplied (tile_value's one load a tap
+// where it needs both the premultiplied and the plain colour: what fetch and fetch_plain give).
+fn fetch_base_plain(p: vec2<i32>) -> vec4<f32> {
+    let v = textureLoad(src, p, 0);
+    var c = vec4<f32>(v.rgb, v.a);
+    if (CHANNELS == 1u) {
+        c = vec4<f32>(v.rrr, 1.0);
+    } else if (CHANNELS == 2u) {
+        c = vec4<f32>(v.rrr, v.g);
+    }
+    if (DECODE_SRGB) {
+        c = vec4<f32>(srgb_to_linear(c.rgb), c.a);
+    }
+    return c;
+}
+
+fn tile_value(lid: vec2<u32>, wid: vec2<u32>) -> vec4<f32> {
+    let sx = i32(prm.src_size.x);
+    let sy = i32(prm.src_size.y);
+    let x0 = wid.x * 8u;
+    let y0 = wid.y * 8u;
+    let kx = ktab[0];
+    let ky = ktab[1];
+    let ty0 = bitcast<i32>(ktab[krow(1u, y0)]);
+    let last = min(y0 + 7u, prm.dst_size.y - 1u);
+    let rows = u32(bitcast<i32>(ktab[krow(1u, last)]) + i32(ky) - ty0);
+    for (var item = lid.y * 8u + lid.x; item < rows * 8u; item += 64u) {
+        let py = wrap_index(ty0 + i32(item / 8u), sy);
+        let row = krow(0u, min(x0 + item % 8u, prm.dst_size.x - 1u));
+        let first = bitcast<i32>(ktab[row]);
+        var acc = vec4<f32>(0.0);
+        var plain = vec3<f32>(0.0);
+        var wsum = 0.0;
+        for (var k = 0u; k < kx; k++) {
+            let w = bitcast<f32>(ktab[row + 1u + k]);
+            if (w == 0.0) {
+                continue;
+            }
+            let p = vec2<i32>(wrap_index(first + i32(k), sx), py);
+            if (SPLIT_PLAIN && SRC_IS_BASE) {  // fetch and fetch_plain from one load
+                let c = fetch_base_plain(p);
+                if (c.a > 0.0) {
+                    acc += w * vec4<f32>(c.rgb * c.a, c.a);
+                }
+                plain += w * c.rgb;
+            } else {
+                acc += w * fetch(p);
+                if (SPLIT_PLAIN) {
+                    plain += w * fetch_plain(p);
+                }
+            }
+            wsum += w;
+        }
+        row_acc[item] = acc;
+        row_plain[item] = vec4<f32>(plain, wsum);
+    }
+    workgroupBarrier();
+    let row = krow(1u, min(y0 + lid.y, prm.dst_size.y - 1u));
+    let skip = u32(bitcast<i32>(ktab[row]) - ty0);
+    var acc = vec4<f32>(0.0);
+    var plain = vec3<f32>(0.0);
+    var wsum = 0.0;
+    for (var k = 0u; k < ky; k++) {
+        let wy = bitcast<f32>(ktab[row + 1u + k]);
+        if (wy == 0.0) {
+            continue;
+        }
+        let i = (skip + k) * 8u + lid.x;
+        acc += wy * row_acc[i];
+        let pw = row_plain[i];
+        plain += wy * pw.xyz;
+        wsum += wy * pw.w;
+    }
+    let pm = acc / wsum;
+    let gid = vec2<u32>(x0 + lid.x, y0 + lid.y);
+    let inside = gid.x < prm.dst_size.x && gid.y < prm.dst_size.y;
+    if (SPLIT_PLAIN) {
+        let pl = plain / wsum;
+        if (STORE_WORK && inside) {
+            textureStore(dst, vec2<i32>(gid), pm);
+            textureStore(dst_plain, vec2<i32>(gid), vec4<f32>(pl, 0.0));
+        }
+        if (pm.a > 0.0) {
+            return pm;
+        }
+        return vec4<f32>(pl, pm.a);
+    }
+    if (STORE_WORK && inside) {
+        textureStore(dst, vec2<i32>(gid), pm);
+    }
+    return pm;
+}
+
+@compute @workgroup_size(8, 8)
+fn tile_main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let out = tile_value(lid.xy, wid.xy);
+    let gid = wid.xy * 8u + lid.xy;
+    if (gid.x < prm.dst_size.x && gid.y < prm.dst_size.y) {
+        pack_texel(gid, out);
     }
 }
 
@@ -307,6 +391,15 @@ fn main_direct(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     textureStore(out_tex, vec2<i32>(gid.xy), storable(finalize(reduce_store(gid.xy), 1.0)));
+}
+
+@compute @workgroup_size(8, 8)
+fn tile_direct(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let out = tile_value(lid.xy, wid.xy);
+    let gid = wid.xy * 8u + lid.xy;
+    if (gid.x < prm.dst_size.x && gid.y < prm.dst_size.y) {
+        textureStore(out_tex, vec2<i32>(gid), storable(finalize(out, 1.0)));
+    }
 }
 
 // Render path, for formats that are renderable but not storage-capable (r8unorm, rg8unorm,

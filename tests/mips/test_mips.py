@@ -380,7 +380,7 @@ RENDER_FORMATS = [("r8unorm", 1, np.uint8), ("rg8unorm", 2, np.uint8), ("rgb10a2
 @pytest.mark.parametrize("w,h", [(1, 9), (5, 5), (61, 37), (256, 128)])
 @pytest.mark.parametrize("space", ["srgb", "linear"])
 @pytest.mark.parametrize("filt", ["box", "lanczos"])
-def test_render_path_agrees_with_compute_path(gpu, fmt, channels, dtype, w, h, space, filt):
+def test_render_path_agrees_with_compute_path(gpu, monkeypatch, fmt, channels, dtype, w, h, space, filt):
     """The render path (fragment shader drawing each level) against the compute path, same
     arithmetic up to the value the fragment shader returns: the code already quantized, k / max.
 
@@ -392,10 +392,16 @@ def test_render_path_agrees_with_compute_path(gpu, fmt, channels, dtype, w, h, s
       rounds to nearest and gives the compute path's bytes, the H200 differed by 1 code
       (rgb10a2unorm, 61x37). Both paths are held to the float64 reference by
       test_box_other_8bit_formats.
+
+    The compute path sums each texel's 2D footprint here, as the render path does (a kernel
+    filter's compute levels go by separable tiles by default: tests/mips/test_float32_kernels.py
+    holds those to the 2D footprint and the reference).
     """
     import wgpu
 
-    from gputex.mips import needs_render_target
+    from gputex.mips import chain, needs_render_target
+
+    monkeypatch.setattr(chain, "TILES", False)
 
     gen = np.random.default_rng([w, h, channels, len(space), len(filt)])  # this test's own input
     a = (gen.integers(0, 256, (h, w, channels), np.uint8) if dtype == np.uint8

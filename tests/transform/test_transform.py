@@ -156,13 +156,17 @@ def test_box_resize_rgba8_matches_float64(gpu, src, dst, space, alpha):
 @pytest.mark.gpu
 @pytest.mark.parametrize("filt", ["kaiser", "lanczos", "triangle"])
 @pytest.mark.parametrize("wrap", ["clamp", "repeat", "mirror"])
-@pytest.mark.parametrize("src,dst", [((61, 37), (23, 11)), ((19, 9), (40, 21)), ((64, 64), (17, 64))])
-def test_kernel_resize_matches_float64(gpu, filt, wrap, src, dst):
+@pytest.mark.parametrize("src,dst", [((61, 37), (23, 11)), ((19, 9), (40, 21)), ((64, 64), (17, 64)),
+                                     ((256, 128), (16, 8))])
+@pytest.mark.parametrize("precision", ["exact", "float32"])
+def test_kernel_resize_matches_float64(gpu, filt, wrap, src, dst, precision):
+    """The float64 path (the default with shader-f64) and the float32 one: by tiles, except 128 ->
+    8 rows, whose taps reach more rows than a tile holds (the 2D footprint)."""
     rng = np.random.default_rng(102)
     for holes, alpha, space in ((False, "straight", "srgb"), (True, "weighted", "srgb"),
                                 (True, "premultiplied", "linear")):
         a = _image(rng, *src, 4, holes)
-        got = _resized(gpu, a, "rgba8unorm", space, *dst, filter=filt, wrap=wrap, alpha=alpha)
+        got = _resized(gpu, a, "rgba8unorm", space, *dst, filter=filt, wrap=wrap, alpha=alpha, precision=precision)
         ref = _reference(a / 255, *dst, srgb=space == "srgb", alpha=alpha, filter=filt, wrap=wrap)
         d = np.abs(got.astype(np.float64) - ref * 255)
         assert d.max() <= 1.0 and d.mean() <= 0.5, (holes, alpha, d.max(), d.mean())
