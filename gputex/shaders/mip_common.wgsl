@@ -24,9 +24,8 @@ fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
     return select(hi, lo, c <= vec3<f32>(0.04045));
 }
 
-// A base texel as canonical linear rgba (grey in rgb, alpha in a), premultiplied where alpha
-// weighting applies and alpha > 0 (texels with alpha 0 keep their colour).
-fn canonical(v: vec4<f32>) -> vec4<f32> {
+// A base texel as linear rgba (grey in rgb, alpha in a), not premultiplied.
+fn decoded(v: vec4<f32>) -> vec4<f32> {
     var c = v;
     if (CHANNELS == 1u) {
         c = vec4<f32>(v.rrr, 1.0);
@@ -36,6 +35,13 @@ fn canonical(v: vec4<f32>) -> vec4<f32> {
     if (DECODE_SRGB) {
         c = vec4<f32>(srgb_to_linear(c.rgb), c.a);
     }
+    return c;
+}
+
+// A base texel as canonical linear rgba (:decoded), premultiplied where alpha weighting applies
+// and alpha > 0 (texels with alpha 0 keep their colour).
+fn canonical(v: vec4<f32>) -> vec4<f32> {
+    var c = decoded(v);
     if (WEIGHTED && c.a > 0.0) {
         c = vec4<f32>(c.rgb * c.a, c.a);
     }

@@ -119,15 +119,7 @@ fn fetch_plain(p: vec2<i32>) -> vec3<f32> {
     if (!SRC_IS_BASE) {
         return textureLoad(src_plain, p, 0).rgb;
     }
-    let v = textureLoad(src, p, 0);
-    var c = v.rgb;
-    if (CHANNELS == 1u || CHANNELS == 2u) {
-        c = v.rrr;
-    }
-    if (DECODE_SRGB) {
-        c = srgb_to_linear(c);
-    }
-    return c;
+    return decoded(textureLoad(src, p, 0)).rgb;
 }
 
 // SPLIT_PLAIN: premultiplied rgba sums (a texel with alpha 0 adds nothing) and plain rgb sums,
@@ -263,22 +255,6 @@ const TILE_SPAN: u32 = 32u;
 var<workgroup> row_acc: array<vec4<f32>, 256>;    // TILE_SPAN rows x 8 columns
 var<workgroup> row_plain: array<vec4<f32>, 256>;  // plain rgb (SPLIT_PLAIN) and the row's weight sum
 
-// The colour and alpha of a base texel, decoded, not premultiplied (tile_value's one load a tap
-// where it needs both the premultiplied and the plain colour: what fetch and fetch_plain give).
-fn fetch_base_plain(p: vec2<i32>) -> vec4<f32> {
-    let v = textureLoad(src, p, 0);
-    var c = vec4<f32>(v.rgb, v.a);
-    if (CHANNELS == 1u) {
-        c = vec4<f32>(v.rrr, 1.0);
-    } else if (CHANNELS == 2u) {
-        c = vec4<f32>(v.rrr, v.g);
-    }
-    if (DECODE_SRGB) {
-        c = vec4<f32>(srgb_to_linear(c.rgb), c.a);
-    }
-    return c;
-}
-
 fn tile_value(lid: vec2<u32>, wid: vec2<u32>) -> vec4<f32> {
     let sx = i32(prm.src_size.x);
     let sy = i32(prm.src_size.y);
@@ -303,7 +279,7 @@ fn tile_value(lid: vec2<u32>, wid: vec2<u32>) -> vec4<f32> {
             }
             let p = vec2<i32>(wrap_index(first + i32(k), sx), py);
             if (SPLIT_PLAIN && SRC_IS_BASE) {  // fetch and fetch_plain from one load
-                let c = fetch_base_plain(p);
+                let c = decoded(textureLoad(src, p, 0));
                 if (c.a > 0.0) {
                     acc += w * vec4<f32>(c.rgb * c.a, c.a);
                 }
