@@ -22,7 +22,8 @@ of its shaders forced (``GPUTEX_MIPS_KERNEL``: ``sep``, ``mip_exact_sep.wgsl``; 
 separable tiles where a level's rows fit (``f32``, the default) and by each texel's 2D footprint
 (``f32 2d``, ``mips.chain.TILES`` False; trees from before the tiles have only the latter), and
 with its work textures kept for the next chain whatever their size (``f32 keep``:
-``mips.chain.REUSE_MAX_BYTES`` unbounded; by default those over 64 MB are made for each chain).
+``mips.chain.REUSE_MAX_BYTES`` unbounded; by default those over 1 GiB are made for each chain,
+over 64 MB before the thirteenth session).
 
 ``--quality`` prints, per size, filter and level, max / mean |code - exact| in LSB against the
 float64 reference (``tests/reference.py``) and the texels that are not the reference rounded to
