@@ -106,8 +106,8 @@ def main() -> None:
         print(f"{n}x{n} rgba32float, {levels} levels, {mb:.0f} MB: kept {k:.4f} ms", end="")
         for form, count in (("fresh", 1), ("fresh x2", 2)):
             extra = times[form] - (k if count == 1 else 2 * k)
-            print(f"; {form} {times[form]:.4f} ms (+{extra:.4f}, {count * mb / 1e3 / max(extra, 1e-9) * 1e3:.0f} GB/s made)",
-                  end="")
+            rate = f"{count * mb / extra:.0f} GB/s made" if extra > 0 else "no excess"
+            print(f"; {form} {times[form]:.4f} ms ({extra:+.4f}, {rate})", end="")
         print(flush=True)
         kept.destroy()
     sol.destroy()
