@@ -246,9 +246,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 // Kernel filters, separable by tiles (tile_main, tile_direct): a workgroup makes 8 x 8 texels. It
 // first filters along x every source row its texels' y taps reach (at most TILE_SPAN rows from the
-// tile's first y tap: filters.tile_span on the CPU says when a level fits), for each of its 8
-// columns, into workgroup memory; then each texel filters those row sums along y. 13 x 13 taps a
-// texel at 2:1 become (13 + 1.7) loads and 13 sums. The same weights and normalization as
+// tile's first y tap: filters.tile_rows on the CPU says when a level fits), for each of its 8
+// columns, into workgroup memory; then each texel filters those row sums along y. At 2:1 a texel's
+// 13 x 13 loads become ~44 (13 x taps for 27 rows, shared by a column's 8 texels) and 13 sums of
+// row sums. The same weights and normalization as
 // reduce_split / reduce_texel (without their Kahan sums, which only box footprints need), summed
 // in another order.
 const TILE_SPAN: u32 = 32u;
