@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared in the thirteenth session for the next H200 call (not yet run). From /work/main:
+# H200 call 5 of the thirteenth session (prepared as h200-next-s37.sh), run at 32ab5db. From /work/main:
 #   cp benchmarks/results/h200-next-s37.sh build/next.sh
 #   run: carry [".gpu", "build/next.sh"], command `source .gpu/enter.sh && bash build/next.sh` (~3 min with the start)
 # 1. the float32 chains with the work textures kept up to 1 GiB, as the default now runs them (measured only as the
