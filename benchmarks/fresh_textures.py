@@ -11,7 +11,7 @@ the device does for a new allocation is inside the figure. Three forms, median o
 
 - ``kept``: one texture, made once, written by every run;
 - ``fresh``: a texture made before each run and destroyed after it (what the float32 chain does
-  with work textures over ``REUSE_MAX_BYTES``, 64 MB);
+  with work textures over ``REUSE_MAX_BYTES``);
 - ``fresh x2``: two such textures, each written (the chain with weighted alpha: work and plain).
 
 Printed: GPU ms of each and the fresh forms' excess over ``kept`` in ms and in GB/s of texture

@@ -110,11 +110,25 @@ def clear_taps() -> None:
     """Forget the cached taps: the first chain of a size computes its own (what one image costs)."""
     from gputex.mips import exact, filters
 
-    for fn in (exact.kernel_taps, filters.kernel_taps):
+    for fn in (exact.kernel_taps, filters.kernel_taps, getattr(filters, "axis_words", None)):
         getattr(fn, "cache_clear", lambda: None)()
 
 
 def timings(gpu, args) -> list[dict]:
+    """Each size's chains (what the module docstring says); the float32 variants' settings
+    (``mips.chain.TILES``, ``REUSE_MAX_BYTES``) are set back afterwards."""
+    from gputex.mips import chain as mchain
+
+    saved = getattr(mchain, "TILES", None), mchain.REUSE_MAX_BYTES
+    try:
+        return _timings(gpu, args, saved[1])
+    finally:
+        if hasattr(mchain, "TILES"):
+            mchain.TILES = saved[0]
+        mchain.REUSE_MAX_BYTES = saved[1]
+
+
+def _timings(gpu, args, reuse: int) -> list[dict]:
     rows = []
     for text in args.sizes:
         w, h = bm.parse_size(text)
@@ -127,8 +141,6 @@ def timings(gpu, args) -> list[dict]:
               f"{sol_ns / 1e6:.4f} ms", flush=True)
         box_ns = None
         from gputex.mips import chain as mchain
-
-        REUSE = mchain.REUSE_MAX_BYTES
         from gputex.mips import exact
 
         shaders = getattr(exact, "KERNEL_SHADERS", ())
@@ -144,7 +156,7 @@ def timings(gpu, args) -> list[dict]:
         for filt, label, shader, precision in variants:
             if hasattr(mchain, "TILES"):
                 mchain.TILES = False if shader == "f32-2d" else None
-            mchain.REUSE_MAX_BYTES = 1 << 40 if shader == "f32-keep" else REUSE
+            mchain.REUSE_MAX_BYTES = 1 << 40 if shader == "f32-keep" else reuse
             if shader and not shader.startswith("f32-"):
                 os.environ["GPUTEX_MIPS_KERNEL"] = shader
             clear_taps()

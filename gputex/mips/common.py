@@ -24,8 +24,10 @@ PACK_FMT = {"unorm8": 0, "unorm16": 1, "float16": 2, "float32": 3, "rgb10a2": 4}
 #: Mip work resources up to this size are kept for reuse (a 2048^2 float32 chain's are ~22 MB
 #: each, a 4096^2 one's 89 MB, an 8192^2 one's 358 MB): a texture made fresh costs the GPU its
 #: allocation, ~28 ms a GB on the H200 (``benchmarks/fresh_textures.py``), which at 4096^2 was
-#: more than the float32 Kaiser chain's passes. At most one of each kind is held (:func:`reused`).
-REUSE_MAX_BYTES = 1 << 30
+#: more than the float32 Kaiser chain's passes. At most one of each kind is held (:func:`reused`),
+#: for the session; the bound keeps what a session holds idle to a few hundred MB on the GPUs
+#: without ``shader-f64`` that run the float32 chains (integrated and mobile ones among them).
+REUSE_MAX_BYTES = 256 << 20
 #: The session cache holding them (one resource per kind).
 REUSE_CACHE = "mip-reuse"
 

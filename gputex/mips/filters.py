@@ -180,6 +180,7 @@ def axis_words(n: int, m: int, filter: str) -> bytes:
 TILE_SPAN = 32
 
 
+@functools.lru_cache(maxsize=256)
 def tile_rows(n: int, m: int, filter: str) -> int:
     """The most source rows the y taps of 8 consecutive destination texels reach, an axis going
     from n to m texels under a kernel ``filter`` (wraps aside: rows are counted before them):

@@ -249,9 +249,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 // tile's first y tap: filters.tile_rows on the CPU says when a level fits), for each of its 8
 // columns, into workgroup memory; then each texel filters those row sums along y. At 2:1 a texel's
 // 13 x 13 loads become ~44 (13 x taps for 27 rows, shared by a column's 8 texels) and 13 sums of
-// row sums. The same weights and normalization as
-// reduce_split / reduce_texel (without their Kahan sums, which only box footprints need), summed
-// in another order.
+// row sums. The same weights and normalization as reduce_split and reduce_texel (without
+// reduce_texel's Kahan sums, which only box footprints need), summed in another order. Weighted
+// alpha with a kernel filter always sets SPLIT_PLAIN (mips/chain.py, transform.py), so the other
+// branch never meets WEIGHTED (reduce_texel's colour under alpha 0).
 const TILE_SPAN: u32 = 32u;
 var<workgroup> row_acc: array<vec4<f32>, 256>;    // TILE_SPAN rows x 8 columns
 var<workgroup> row_plain: array<vec4<f32>, 256>;  // plain rgb (SPLIT_PLAIN) and the row's weight sum

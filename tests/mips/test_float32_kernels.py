@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gputex
-from gputex.mips import chain, common, filters
+from gputex.mips import chain, common
 from gputex.mips.filters import TILE_SPAN, axis_words, kernel_table, tile_rows
 
 from factory import alpha_holes
@@ -43,10 +43,12 @@ def test_axis_words_round_the_float64_kernel_to_float32():
 
 
 def test_kernel_table_header_and_rows():
+    """8 -> 4 along x: 5 taps a texel. 7 -> 3 along y (ratio 7/3, the tent's half-width 7/3): texel 0's
+    taps run from floor(7/6 - 7/3) = -2 to ceil(7/6 + 7/3) = 4, 7 of them, the most of the three."""
     t = kernel_table(8, 7, 4, 3, "triangle")
     kx, ky, yoff, zero = struct.unpack_from("<4I", t)
-    assert (kx, ky, zero) == (5, len(_rows(7, 3, "triangle")[1][0]), 0)
-    assert yoff == 4 + 4 * 6
+    assert (kx, ky, zero) == (5, 7, 0)
+    assert yoff == 4 + 4 * 6 and len(t) == 4 * (yoff + 3 * 8)
     assert t[16:16 + 4 * 24] == axis_words(8, 4, "triangle") and t[4 * yoff:] == axis_words(7, 3, "triangle")
 
 
@@ -131,7 +133,8 @@ def test_kernel_tables_share_one_buffer_per_chain(gpu):
     got = common.kernel_tables(gpu, "ktab-test", "kaiser", steps)
     assert got[0]["buffer"] is got[1]["buffer"]
     assert got[1]["offset"] % gpu.limits.get("min-storage-buffer-offset-alignment", 256) == 0
-    assert [g["size"] for g in got] == [len(filters.kernel_table(*s, "kaiser")) for s in steps]
+    # 2:1 Kaiser: 13 taps a texel on both axes, a row of 14 words; 16 bytes of header
+    assert [g["size"] for g in got] == [16 + 4 * 14 * (150 + 100), 16 + 4 * 14 * (75 + 50)]
     assert common.kernel_tables(gpu, "ktab-test", "kaiser", steps)[0]["buffer"] is got[0]["buffer"]
     box = common.kernel_tables(gpu, "ktab-test", "box", steps)
     assert [b["size"] for b in box] == [16, 16]

@@ -159,14 +159,31 @@ def test_box_resize_rgba8_matches_float64(gpu, src, dst, space, alpha):
 @pytest.mark.parametrize("src,dst", [((61, 37), (23, 11)), ((19, 9), (40, 21)), ((64, 64), (17, 64)),
                                      ((256, 128), (16, 8))])
 @pytest.mark.parametrize("precision", ["exact", "float32"])
-def test_kernel_resize_matches_float64(gpu, filt, wrap, src, dst, precision):
-    """The float64 path (the default with shader-f64) and the float32 one: by tiles, except 128 ->
-    8 rows, whose taps reach more rows than a tile holds (the 2D footprint)."""
+def test_kernel_resize_matches_float64(gpu, monkeypatch, filt, wrap, src, dst, precision):
+    """The float64 path (the default with shader-f64) and the float32 one. The float32 one goes by
+    tiles where 8 destination rows' taps reach at most 32 source rows: 9 -> 21 rows (11) and 64 -> 64
+    (15); 37 -> 11 rows reach 47 under Kaiser and Lanczos (each texel's 2D footprint) and exactly 32
+    under the triangle (tiles); 128 -> 8 reach 209 and 91 (2D)."""
+    from gputex.mips import common
+
+    asked = []
+    real = common.pipeline
+
+    def spy(session, shader, consts, entries, entry="main", *rest):
+        if shader == "mip_reduce.wgsl":
+            asked.append(entry)
+        return real(session, shader, consts, entries, entry, *rest)
+
+    monkeypatch.setattr(common, "pipeline", spy)
+    tiles = dst[1] in (21, 64) or (dst[1] == 11 and filt == "triangle")
     rng = np.random.default_rng(102)
     for holes, alpha, space in ((False, "straight", "srgb"), (True, "weighted", "srgb"),
                                 (True, "premultiplied", "linear")):
         a = _image(rng, *src, 4, holes)
+        asked.clear()
         got = _resized(gpu, a, "rgba8unorm", space, *dst, filter=filt, wrap=wrap, alpha=alpha, precision=precision)
+        if precision == "float32":
+            assert asked == ["tile_main" if tiles else "main"]
         ref = _reference(a / 255, *dst, srgb=space == "srgb", alpha=alpha, filter=filt, wrap=wrap)
         d = np.abs(got.astype(np.float64) - ref * 255)
         assert d.max() <= 1.0 and d.mean() <= 0.5, (holes, alpha, d.max(), d.mean())
