@@ -183,15 +183,16 @@ TILE_SPAN = 32
 @functools.lru_cache(maxsize=256)
 def tile_rows(n: int, m: int, filter: str) -> int:
     """The most source rows the y taps of 8 consecutive destination texels reach, an axis going
-    from n to m texels under a kernel ``filter`` (wraps aside: rows are counted before them):
-    ``mip_reduce.wgsl``'s tiles take a level where this is at most :data:`TILE_SPAN` (every
-    2:1 step of Kaiser and Lanczos: 27)."""
+    from n to m texels under a kernel ``filter`` (wraps aside: rows are counted before them),
+    counted as ``mip_reduce.wgsl``'s ``tile_value`` counts them, from :func:`axis_words`' first
+    taps and K. Its tiles take a level where this is at most :data:`TILE_SPAN` (every 2:1 step
+    of Kaiser and Lanczos: 27)."""
     import numpy as np
 
-    t, _, _ = _axis(n, m, filter, "tile_rows")
-    first = t[::8, 0]
-    last = t[np.minimum(np.arange(0, m, 8) + 7, m - 1), -1]
-    return int((last - first).max()) + 1
+    rows = np.frombuffer(axis_words(n, m, filter), np.int32).reshape(m, -1)  # the table the shader reads
+    first = rows[::8, 0]
+    last = rows[np.minimum(np.arange(0, m, 8) + 7, m - 1), 0] + (rows.shape[1] - 1)
+    return int((last - first).max())
 
 
 def kernel_table(sw: int, sh: int, dw: int, dh: int, filter: str) -> bytes:

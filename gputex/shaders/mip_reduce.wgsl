@@ -148,8 +148,13 @@ fn reduce_split(gid: vec2<u32>) -> vec4<f32> {
         }
     }
     let pm = acc / wsum;
-    let pl = plain / wsum;
-    if (STORE_WORK) {
+    return split_result(gid, pm, plain / wsum, STORE_WORK);
+}
+
+// SPLIT_PLAIN: a texel's premultiplied and plain work values stored (``store``) for the next level,
+// and the value to finalize: the premultiplied one where alpha > 0, else the plain colour.
+fn split_result(gid: vec2<u32>, pm: vec4<f32>, pl: vec3<f32>, store: bool) -> vec4<f32> {
+    if (store) {
         textureStore(dst, vec2<i32>(gid), pm);
         textureStore(dst_plain, vec2<i32>(gid), vec4<f32>(pl, 0.0));
     }
@@ -318,15 +323,7 @@ fn tile_value(lid: vec2<u32>, wid: vec2<u32>) -> vec4<f32> {
     let gid = vec2<u32>(x0 + lid.x, y0 + lid.y);
     let inside = gid.x < prm.dst_size.x && gid.y < prm.dst_size.y;
     if (SPLIT_PLAIN) {
-        let pl = plain / wsum;
-        if (STORE_WORK && inside) {
-            textureStore(dst, vec2<i32>(gid), pm);
-            textureStore(dst_plain, vec2<i32>(gid), vec4<f32>(pl, 0.0));
-        }
-        if (pm.a > 0.0) {
-            return pm;
-        }
-        return vec4<f32>(pl, pm.a);
+        return split_result(gid, pm, plain / wsum, STORE_WORK && inside);
     }
     if (STORE_WORK && inside) {
         textureStore(dst, vec2<i32>(gid), pm);
