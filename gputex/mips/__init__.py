@@ -63,7 +63,7 @@ class MipReport:
     gpu_ns: int | None = None  # GPU time of the chain (timestamp queries), when measured
     pass_ns: list[int] = field(default_factory=list)  # time inside each compute pass
     exact: bool = False  # made by the float64 path (mip_exact.wgsl) or the integer chain
-    precision: str = "float"  # "integer" (mips.integer), "float64" or "float"
+    precision: str = "float"  # "integer" (mips.integer), "float64", "float-float" (mips.floatfloat) or "float"
     note: str = ""  # why the integer chain was not used where it was asked for (self-check)
     engine: str = "shader"  # "cpu": the integer chain made on the host (:mod:`.cpu`, the same bytes)
 
@@ -190,7 +190,7 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
     if precision in ("exact", "int") and _int_chain(tex, report, filter, alpha, normal_map, alpha_coverage, layer,
                                                    measure, single_pass=precision == "exact", base=base):
         return report
-    from .exact import exact_chain, exact_kernel_chain, exact_kernel_ok, exact_ok
+    from .exact import exact_chain, exact_kernel_chain, exact_kernel_ok, exact_ok, ff_ok
 
     float64 = use_float64(tex.session, precision)
     if exact_kernel_ok(tex, filter, normal_map, alpha_coverage, float64):
@@ -201,7 +201,12 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
     if exact_ok(tex, filter, normal_map, alpha_coverage, float64):
         report.sources = [0] * (tex.levels - 1)
         report.exact, report.precision = True, "float64"
-        exact_chain(tex, alpha, layer)
+        report.gpu_ns, report.pass_ns = exact_chain(tex, alpha, layer, measure=measure)
+        return report
+    if precision in ("exact", "int") and ff_ok(tex, filter, normal_map, alpha_coverage, float64):
+        report.sources = [0] * (tex.levels - 1)
+        report.exact, report.precision = True, "float-float"
+        report.gpu_ns, report.pass_ns = exact_chain(tex, alpha, layer, floatfloat=True, measure=measure)
         return report
     _float_chain(tex, report, kind, filter, alpha, alpha_coverage, normal_map, wrap, layer, measure,
                  needs_render_target(tex.session, tex.format, path))

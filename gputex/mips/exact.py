@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import re
 import struct
+from math import gcd
 from typing import TYPE_CHECKING
 
 from ..kernels import compute_pipeline, dispatch, submit_timed, timestamps
@@ -19,7 +20,7 @@ from .filters import kernel_taps
 if TYPE_CHECKING:
     from ..texture import Texture
 
-__all__ = ["EXACT_FORMATS", "EXACT_KERNEL_FORMATS", "EXACT_LOOP_LIMIT", "exact_ok", "exact_chain",
+__all__ = ["EXACT_FORMATS", "EXACT_KERNEL_FORMATS", "EXACT_LOOP_LIMIT", "exact_ok", "ff_ok", "exact_chain",
            "exact_kernel_ok", "exact_kernel_chain", "record_exact_bands", "kernel_shader", "sep_tables",
            "KERNEL_SHADER", "KERNEL_SHADERS"]
 
@@ -42,20 +43,41 @@ def exact_ok(tex: Texture, filter: str, normal_map: bool, coverage, float64: boo
             and tex.format.name in EXACT_FORMATS)
 
 
-def exact_chain(tex: Texture, alpha: str, layer: int) -> None:
-    """Every level from the base, box filter, float64 sums and final rounding."""
+def ff_ok(tex: Texture, filter: str, normal_map: bool, coverage, float64: bool) -> bool:
+    """Whether the float-float box path (``mip_ff.wgsl``) makes ``tex``'s mips: float formats of
+    linear data where the float64 path does not (16-bit floats always; 32-bit ones where
+    ``float64`` is not allowed, :func:`gputex.mips.use_float64`)."""
+    from .floatfloat import FF_FORMATS
+
+    name = tex.format.name
+    return (filter == "box" and not normal_map and coverage is None and name in FF_FORMATS
+            and tex.color_space != "srgb" and not (float64 and name in EXACT_FORMATS))
+
+
+def exact_chain(tex: Texture, alpha: str, layer: int, floatfloat: bool = False,
+                measure: bool = False) -> tuple[int | None, list[int]]:
+    """Every level from the base, box filter, float64 sums and final rounding (``floatfloat``:
+    float-float sums from float32 arithmetic, ``mip_ff.wgsl``, for :func:`ff_ok`'s formats).
+    With ``measure`` (and timestamp queries): (GPU ns, each pass's ns), else (None, [])."""
     import wgpu
 
     session, device, fmt = tex.session, tex.session.device, tex.format
-    code, channels = EXACT_FORMATS[fmt.name]
-    srgb = tex.color_space == "srgb"
-    consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": alpha == "weighted" and channels in (2, 4),
-              "DECODE_SRGB": srgb, "ENCODE_SRGB": srgb}
+    if floatfloat:
+        from .floatfloat import FF_FORMATS, STEPS, axis_flags
+
+        code, channels = FF_FORMATS[fmt.name]
+        shader = "mip_ff.wgsl"
+        consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": alpha == "weighted" and channels in (2, 4),
+                  "STEPS": STEPS}
+    else:
+        code, channels = EXACT_FORMATS[fmt.name]
+        srgb = tex.color_space == "srgb"
+        shader = "mip_exact.wgsl"
+        consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": alpha == "weighted" and channels in (2, 4),
+                  "DECODE_SRGB": srgb, "ENCODE_SRGB": srgb}
     s = wgpu.ShaderStage.COMPUTE
     entries = layout_entries("pack") + [{"binding": 3, "visibility": s,
                                    "buffer": {"type": wgpu.BufferBindingType.storage}}]
-    pipe, bgl = pipeline(session, "mip_exact.wgsl", consts, entries)
-    finish, _ = pipeline(session, "mip_exact.wgsl", consts, entries, "finish")
     base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer, array_layer_count=1, dimension="2d")
     limit = min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 256 << 20)
     w0, h0 = tex.size(0)
@@ -75,12 +97,19 @@ def exact_chain(tex: Texture, alpha: str, layer: int) -> None:
                             usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
     partial = session.check(f"{tex.source}: mip partial sums", device.create_buffer, size=partial_size,
                             usage=wgpu.BufferUsage.STORAGE)
+    passes = sum(len(parts) * (2 if chunks > 1 else 1) for _, _, _, _, parts, _, chunks in plan)
+    query = timestamps(session, passes) if measure else None
     try:
         enc = device.create_command_encoder()
         for level, dw, dh, pitch, parts, rows, chunks in plan:
+            if floatfloat:  # each axis's weights: all 1, all below 2^12, or any (pipeline constants)
+                (ux, sx), (uy, sy) = axis_flags(w0, dw), axis_flags(h0, dh)
+                consts.update(UNIT_X=ux, SMALL_X=sx, UNIT_Y=uy, SMALL_Y=sy)
+            pipe, bgl = pipeline(session, shader, consts, entries)
+            finish, _ = pipeline(session, shader, consts, entries, "finish")
             record_exact_bands(enc, session, (pipe, finish, bgl), base, scratch, partial, (w0, h0),
-                               (dw, dh, pitch, parts, rows, chunks), tex.texture, level, layer)
-        session.check(f"{tex.source}: mip chain (float64)", device.queue.submit, [enc.finish()])
+                               (dw, dh, pitch, parts, rows, chunks), tex.texture, level, layer, query)
+        return submit_timed(session, enc, query, f"{tex.source}: mip chain ({'float-float' if floatfloat else 'float64'})")
     finally:
         scratch.destroy()
         partial.destroy()
@@ -328,24 +357,26 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
 
 
 def record_exact_bands(enc, session, pipes, base, scratch, partial, src_size, plan, target, level: int,
-                       layer: int) -> None:
+                       layer: int, query=None) -> None:
     """Record one float64 box level (``mip_exact.wgsl``) into ``enc``: each row band of the
     ``(dw, dh, pitch, parts, rows, chunks)`` plan summed from ``base`` into ``scratch`` (in
     ``chunks`` partial sums when the footprints are long), then copied into ``target``'s
-    ``level``. Shared by the mip chain and the resize (:mod:`gputex.transform`)."""
+    ``level`` (each pass timed where ``query`` is a :class:`gputex.kernels.Timestamps`). Shared by
+    the mip chain and the resize (:mod:`gputex.transform`)."""
     pipe, finish, bgl = pipes
     w0, h0 = src_size
     dw, dh, pitch, parts, rows, chunks = plan
     for r0, r1 in parts:
-        prm = struct.pack("<9I", w0, h0, dw, dh, pitch // 4, r0, r1 - r0, chunks, rows)
+        # mip_ff.wgsl's `zero` (0) and `gcd` follow mip_exact.wgsl's Params
+        prm = struct.pack("<12I", w0, h0, dw, dh, pitch // 4, r0, r1 - r0, chunks, rows, 0, gcd(w0, dw), gcd(h0, dh))
         bind = session.device.create_bind_group(layout=bgl, entries=[
             {"binding": 0, "resource": base},
             {"binding": 1, "resource": {"buffer": scratch, "offset": 0, "size": scratch.size}},
             {"binding": 2, "resource": {"buffer": session.uniform(prm)}},
             {"binding": 3, "resource": {"buffer": partial, "offset": 0, "size": partial.size}}])
-        dispatch(enc, pipe, bind, (-(-dw // 8), -(-(r1 - r0) // 8), chunks))
+        dispatch(enc, pipe, bind, (-(-dw // 8), -(-(r1 - r0) // 8), chunks), query.next() if query else None)
         if chunks > 1:  # its own pass: the partial sums are complete before they are added
-            dispatch(enc, finish, bind, (-(-dw // 8), -(-(r1 - r0) // 8), 1))
+            dispatch(enc, finish, bind, (-(-dw // 8), -(-(r1 - r0) // 8), 1), query.next() if query else None)
         enc.copy_buffer_to_texture(
             {"buffer": scratch, "offset": 0, "bytes_per_row": pitch, "rows_per_image": r1 - r0},
             {"texture": target, "mip_level": level, "origin": (0, r0, layer)}, (dw, r1 - r0, 1))
