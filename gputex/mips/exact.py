@@ -31,9 +31,13 @@ EXACT_FORMATS = {"rg16unorm": (1, 2), "rgba16unorm": (1, 4), "r32float": (3, 1),
                  "rgba32float": (3, 4)}
 
 
-#: Source texels one invocation of the float64 path sums per dispatch (lavapipe stops loops
-#: after 65535 iterations; larger footprints go in chunks of rows).
-EXACT_LOOP_LIMIT = 32768
+#: Source texels one invocation of the float64 and float-float box paths sums per dispatch
+#: (larger footprints go in chunks of rows, at least a row a chunk). lavapipe stops loops after
+#: 65535 iterations; on a GPU a deep level's few texels are as many invocations as chunks, each a
+#: serial loop: at 32768 an H200 took 60 ms for a 2048^2 rgba32float chain in float64 and 118 ms
+#: in float-float, against 0.7 ms for the float32 chain. The float-float path's bytes depend on
+#: this plan (its sums' order), so it is the same on every adapter.
+EXACT_LOOP_LIMIT = 1024
 
 
 def exact_ok(tex: Texture, filter: str, normal_map: bool, coverage, float64: bool) -> bool:
@@ -63,12 +67,13 @@ def exact_chain(tex: Texture, alpha: str, layer: int, floatfloat: bool = False,
 
     session, device, fmt = tex.session, tex.session.device, tex.format
     if floatfloat:
-        from .floatfloat import FF_FORMATS, STEPS, axis_flags
+        from .floatfloat import FF_FORMATS, STEPS, axis_flags, chain_plan, kept_values
 
         code, channels = FF_FORMATS[fmt.name]
         shader = "mip_ff.wgsl"
-        consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": alpha == "weighted" and channels in (2, 4),
-                  "STEPS": STEPS}
+        weighted = alpha == "weighted" and channels in (2, 4)
+        consts = {"FMT": code, "CHANNELS": channels, "WEIGHTED": weighted, "STEPS": STEPS,
+                  "KEPT": kept_values(weighted)}
     else:
         code, channels = EXACT_FORMATS[fmt.name]
         srgb = tex.color_space == "srgb"
@@ -78,16 +83,20 @@ def exact_chain(tex: Texture, alpha: str, layer: int, floatfloat: bool = False,
     s = wgpu.ShaderStage.COMPUTE
     entries = layout_entries("pack") + [{"binding": 3, "visibility": s,
                                    "buffer": {"type": wgpu.BufferBindingType.storage}}]
+    if floatfloat:  # the levels' kept sums: the previous level's (read), this level's (written)
+        entries += [{"binding": 4, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.read_only_storage}},
+                    {"binding": 5, "visibility": s, "buffer": {"type": wgpu.BufferBindingType.storage}}]
     base = tex.view(base_mip_level=0, mip_level_count=1, base_array_layer=layer, array_layer_count=1, dimension="2d")
     limit = min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 256 << 20)
     w0, h0 = tex.size(0)
+    how = chain_plan(w0, h0, tex.levels, weighted) if floatfloat else [("base", False)] * (tex.levels - 1)
     plan = []
     for level in range(1, tex.levels):
         dw, dh = tex.size(level)
         pitch = align_up(dw * fmt.block_bytes, 256)
         fw, fh = -(-w0 // dw) + 1, -(-h0 // dh) + 1  # widest footprint, in texels
         rows = fh if fw * fh <= EXACT_LOOP_LIMIT else max(1, EXACT_LOOP_LIMIT // fw)
-        chunks = -(-fh // rows)
+        chunks = 1 if how[level - 1][0] == "tree" else -(-fh // rows)
         parts = bands(dh, pitch, limit) if chunks == 1 else bands(dh, pitch, min(limit, (64 << 20) // chunks))
         plan.append((level, dw, dh, pitch, parts, rows, chunks))
     size = max(pitch * (r1 - r0) for _, _, _, pitch, parts, _, _ in plan for r0, r1 in parts)
@@ -99,20 +108,36 @@ def exact_chain(tex: Texture, alpha: str, layer: int, floatfloat: bool = False,
                             usage=wgpu.BufferUsage.STORAGE)
     passes = sum(len(parts) * (2 if chunks > 1 else 1) for _, _, _, _, parts, _, chunks in plan)
     query = timestamps(session, passes) if measure else None
+    made = [scratch, partial]
+    kept: list = [None, None]  # levels keep their sums in turn in these two
+    if floatfloat:
+        for i in (0, 1):
+            need = [dw * dh * kept_values(weighted) * 8 for level, dw, dh, *_ in plan
+                    if how[level - 1][1] and level % 2 == i]
+            kept[i] = session.check(f"{tex.source}: mip level sums", device.create_buffer,
+                                    size=max(need + [16]), usage=wgpu.BufferUsage.STORAGE)
+            made.append(kept[i])
     try:
         enc = device.create_command_encoder()
         for level, dw, dh, pitch, parts, rows, chunks in plan:
+            extra, prev, entry = [], (0, 0), "main"
             if floatfloat:  # each axis's weights: all 1, all below 2^12, or any (pipeline constants)
                 (ux, sx), (uy, sy) = axis_flags(w0, dw), axis_flags(h0, dh)
-                consts.update(UNIT_X=ux, SMALL_X=sx, UNIT_Y=uy, SMALL_Y=sy)
-            pipe, bgl = pipeline(session, shader, consts, entries)
+                tree, keep = how[level - 1]
+                consts.update(UNIT_X=ux, SMALL_X=sx, UNIT_Y=uy, SMALL_Y=sy, KEEP=keep)
+                read, write = kept[(level - 1) % 2], kept[level % 2]
+                extra = [{"binding": 4, "resource": {"buffer": read, "offset": 0, "size": read.size}},
+                         {"binding": 5, "resource": {"buffer": write, "offset": 0, "size": write.size}}]
+                if tree == "tree":
+                    prev, entry = tex.size(level - 1), "tree"
+            pipe, bgl = pipeline(session, shader, consts, entries, entry)
             finish, _ = pipeline(session, shader, consts, entries, "finish")
             record_exact_bands(enc, session, (pipe, finish, bgl), base, scratch, partial, (w0, h0),
-                               (dw, dh, pitch, parts, rows, chunks), tex.texture, level, layer, query)
+                               (dw, dh, pitch, parts, rows, chunks), tex.texture, level, layer, query, extra, prev)
         return submit_timed(session, enc, query, f"{tex.source}: mip chain ({'float-float' if floatfloat else 'float64'})")
     finally:
-        scratch.destroy()
-        partial.destroy()
+        for b in made:
+            b.destroy()
 
 
 #: Kernel chains in float64: the exact formats, and the 4-byte 8-bit ones (a kernel with weighted
@@ -357,23 +382,25 @@ def exact_kernel_chain(tex: Texture, filter: str, wrap: str, alpha: str, layer: 
 
 
 def record_exact_bands(enc, session, pipes, base, scratch, partial, src_size, plan, target, level: int,
-                       layer: int, query=None) -> None:
+                       layer: int, query=None, extra=(), prev=(0, 0)) -> None:
     """Record one float64 box level (``mip_exact.wgsl``) into ``enc``: each row band of the
     ``(dw, dh, pitch, parts, rows, chunks)`` plan summed from ``base`` into ``scratch`` (in
     ``chunks`` partial sums when the footprints are long), then copied into ``target``'s
-    ``level`` (each pass timed where ``query`` is a :class:`gputex.kernels.Timestamps`). Shared by
+    ``level`` (each pass timed where ``query`` is a :class:`gputex.kernels.Timestamps`; ``extra``:
+    more bind group entries, ``prev``: the previous level's size, for ``mip_ff.wgsl``). Shared by
     the mip chain and the resize (:mod:`gputex.transform`)."""
     pipe, finish, bgl = pipes
     w0, h0 = src_size
     dw, dh, pitch, parts, rows, chunks = plan
     for r0, r1 in parts:
         # mip_ff.wgsl's `zero` (0) and `gcd` follow mip_exact.wgsl's Params
-        prm = struct.pack("<12I", w0, h0, dw, dh, pitch // 4, r0, r1 - r0, chunks, rows, 0, gcd(w0, dw), gcd(h0, dh))
+        prm = struct.pack("<14I", w0, h0, dw, dh, pitch // 4, r0, r1 - r0, chunks, rows, 0, gcd(w0, dw), gcd(h0, dh),
+                          *prev)
         bind = session.device.create_bind_group(layout=bgl, entries=[
             {"binding": 0, "resource": base},
             {"binding": 1, "resource": {"buffer": scratch, "offset": 0, "size": scratch.size}},
             {"binding": 2, "resource": {"buffer": session.uniform(prm)}},
-            {"binding": 3, "resource": {"buffer": partial, "offset": 0, "size": partial.size}}])
+            {"binding": 3, "resource": {"buffer": partial, "offset": 0, "size": partial.size}}, *extra])
         dispatch(enc, pipe, bind, (-(-dw // 8), -(-(r1 - r0) // 8), chunks), query.next() if query else None)
         if chunks > 1:  # its own pass: the partial sums are complete before they are added
             dispatch(enc, finish, bind, (-(-dw // 8), -(-(r1 - r0) // 8), 1), query.next() if query else None)

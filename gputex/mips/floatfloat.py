@@ -27,7 +27,8 @@ import math
 
 import numpy as np
 
-__all__ = ["EPSILON", "FF_FORMATS", "two_sum", "quick_two_sum", "split", "prod", "add", "mul", "prod_w", "mul_w", "axis_flags", "neg",
+__all__ = ["EPSILON", "FF_FORMATS", "KEEP_LIMIT", "two_sum", "quick_two_sum", "split", "prod", "add", "mul", "prod_w",
+           "mul_w", "axis_flags", "chain_plan", "kept_values", "neg",
            "round_quotient", "level_values", "model_levels"]
 
 #: Float formats the float-float path serves: (words per texel's format code, channels). FMT 2:
@@ -115,6 +116,38 @@ def mul_w(x, w, unit: bool, small: bool):
     if unit:
         return _f(x[0]), _f(x[1])
     return add(prod_w(w, x[0], False, small), prod_w(w, x[1], False, small))
+
+
+#: The most bytes a level's kept sums may take (WebGPU's default max-storage-buffer-binding-size,
+#: which every device allows: the plan, and with it the bytes, is the same on every adapter).
+KEEP_LIMIT = 128 << 20
+
+
+def kept_values(weighted: bool) -> int:
+    """Float-float values a texel's kept sums hold: acc rgba, and with weighted alpha clear rgb."""
+    return 7 if weighted else 4
+
+
+def chain_plan(w: int, h: int, levels: int, weighted: bool) -> list[tuple[str, bool]]:
+    """Per level >= 1: how its sums are made, ``"base"`` (summed from the base, ``mip_ff.wgsl``'s
+    ``main``) or ``"tree"`` (the previous level's kept sums added, 2 x 2 or 2 x 1 children in
+    order: the same area, one sum a child instead of its texels), and whether it keeps its sums for
+    the next level. A level is a tree where both axes of it and of the level before halve exactly
+    (or stay 1) and every weight from the base is 1 (its size divides the base's), and the
+    previous level's kept sums fit :data:`KEEP_LIMIT`."""
+    sizes = [(max(1, w >> k), max(1, h >> k)) for k in range(levels)]
+
+    def unit(k):
+        return w % sizes[k][0] == 0 and h % sizes[k][1] == 0
+
+    def fits(k):
+        return sizes[k][0] * sizes[k][1] * kept_values(weighted) * 8 <= KEEP_LIMIT
+
+    tree = [False] * levels
+    for k in range(2, levels):
+        (pw, ph), (dw, dh) = sizes[k - 1], sizes[k]
+        tree[k] = (unit(k) and unit(k - 1) and pw in (dw, 2 * dw) and ph in (dh, 2 * dh) and fits(k - 1))
+    return [("tree" if tree[k] else "base", k + 1 < levels and tree[k + 1]) for k in range(1, levels)]
 
 
 def axis_flags(n: int, m: int) -> tuple[bool, bool]:
@@ -292,14 +325,14 @@ def _wsum_ff(w):
     return quick_two_sum((w & np.uint64(0xFFFF0000)).astype(_F), (w & np.uint64(0xFFFF)).astype(_F))
 
 
-def level_values(img, dw: int, dh: int, *, channels: int, weighted: bool, half: bool, chunk_rows: int | None = None):
-    """Level ``(dw, dh)`` of the float32 image ``img`` ((h, w, channels)) as ``mip_ff.wgsl``
-    computes it: (dh, dw, channels) float32 (float16 values where ``half``)."""
+def level_sums(img, dw: int, dh: int, *, channels: int, weighted: bool, chunk_rows: int | None = None):
+    """The sums (acc rgba, clear rgb: float-float (dh, dw) arrays; the weight sum) of level
+    ``(dw, dh)`` of ``img`` ((h, w, channels) float32) from the base, as ``mip_ff.wgsl``'s
+    ``main`` (and ``finish``, where the footprints go in chunks) makes them."""
     from .exact import EXACT_LOOP_LIMIT
 
     img = _f(img)
     h, w = img.shape[:2]
-    weighted = weighted and channels in (2, 4)
     X, Y = np.arange(dw), np.arange(dh)
     x0, x1 = X * w // dw, ((X + 1) * w + dw - 1) // dw
     y0, y1 = Y * h // dh, ((Y + 1) * h + dh - 1) // dh
@@ -312,15 +345,38 @@ def level_values(img, dw: int, dh: int, *, channels: int, weighted: bool, half: 
         r1 = np.minimum(y1, r0 + rows)
         parts.append(_chunk_sums(img, channels, weighted, (x0, x1), (y0, y1), r0, r1, dw, dh))
     if chunks == 1:
-        acc, clear, wsum = parts[0]
-    else:  # `finish`: the chunks added in order from zero
-        acc = [_zero((dh, dw)) for _ in range(4)]
-        clear = [_zero((dh, dw)) for _ in range(3)]
-        wsum = np.zeros((dh, dw), np.uint64)
-        for pa, pc, pw in parts:
-            acc = [add(a, b) for a, b in zip(acc, pa)]
-            clear = [add(a, b) for a, b in zip(clear, pc)]
-            wsum = wsum + pw
+        return parts[0]
+    acc = [_zero((dh, dw)) for _ in range(4)]  # `finish`: the chunks added in order from zero
+    clear = [_zero((dh, dw)) for _ in range(3)]
+    wsum = np.zeros((dh, dw), np.uint64)
+    for pa, pc, pw in parts:
+        acc = [add(a, b) for a, b in zip(acc, pa)]
+        clear = [add(a, b) for a, b in zip(clear, pc)]
+        wsum = wsum + pw
+    return acc, clear, wsum
+
+
+def tree_sums(prev, dw: int, dh: int, base_size: tuple[int, int], weighted: bool):
+    """A level's sums from the previous level's (``mip_ff.wgsl``'s ``tree``): each texel's 2 x 2
+    (2 x 1, 1 x 2) children added in row order from zero; the weight sum is the texel count of
+    the footprint (every weight from the base is 1)."""
+    acc0, clear0, _ = prev
+    ph, pw = acc0[0][0].shape
+    fx, fy = pw // dw, ph // dh
+    acc = [_zero((dh, dw)) for _ in range(4)]
+    clear = [_zero((dh, dw)) for _ in range(3)]
+    for j in range(fy):
+        for i in range(fx):
+            acc = [add(a, (c[0][j::fy, i::fx], c[1][j::fy, i::fx])) for a, c in zip(acc, acc0)]
+            if weighted:
+                clear = [add(a, (c[0][j::fy, i::fx], c[1][j::fy, i::fx])) for a, c in zip(clear, clear0)]
+    w, h = base_size
+    return acc, clear, np.full((dh, dw), (w // dw) * (h // dh), np.uint64)
+
+
+def round_level(sums, *, channels: int, weighted: bool, half: bool):
+    """A level's values from its sums (``mip_ff.wgsl``'s ``store``): (dh, dw, channels) float32."""
+    acc, clear, wsum = sums
     wd = _wsum_ff(wsum)
     if weighted:
         alpha_ok = acc[3][0] > 0
@@ -339,10 +395,28 @@ def level_values(img, dw: int, dh: int, *, channels: int, weighted: bool, half: 
     return np.stack(out, -1).astype(_F)
 
 
+def level_values(img, dw: int, dh: int, *, channels: int, weighted: bool, half: bool, chunk_rows: int | None = None):
+    """Level ``(dw, dh)`` of ``img`` summed from the base and rounded: (dh, dw, channels) float32
+    (float16 values where ``half``)."""
+    weighted = weighted and channels in (2, 4)
+    sums = level_sums(img, dw, dh, channels=channels, weighted=weighted, chunk_rows=chunk_rows)
+    return round_level(sums, channels=channels, weighted=weighted, half=half)
+
+
 def model_levels(img, levels: int | None = None, *, weighted: bool, half: bool):
-    """Every level >= 1 of the box chain of ``img`` ((h, w, channels) float32), each from the base."""
+    """Every level >= 1 of the box chain of ``img`` ((h, w, channels) float32) as the shader
+    makes it: :func:`chain_plan`'s levels from the base or from the level before."""
     img = _f(img)
     h, w, channels = img.shape
     n = levels or max(w, h).bit_length()
-    return [level_values(img, max(1, w >> k), max(1, h >> k), channels=channels, weighted=weighted, half=half)
-            for k in range(1, n)]
+    weighted = weighted and channels in (2, 4)
+    out, prev = [], None
+    for k, (how, _keep) in enumerate(chain_plan(w, h, n, weighted), start=1):
+        dw, dh = max(1, w >> k), max(1, h >> k)
+        if how == "tree":
+            sums = tree_sums(prev, dw, dh, (w, h), weighted)
+        else:
+            sums = level_sums(img, dw, dh, channels=channels, weighted=weighted)
+        out.append(round_level(sums, channels=channels, weighted=weighted, half=half))
+        prev = sums
+    return out

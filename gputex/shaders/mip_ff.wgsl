@@ -17,6 +17,8 @@ override UNIT_X: bool = false;     // the level's x weights are all 1 (its width
 override UNIT_Y: bool = false;
 override SMALL_X: bool = false;    // ... all below 2^12
 override SMALL_Y: bool = false;
+override KEEP: bool = false;       // the level keeps its sums in `kept` (the next level is a `tree`)
+override KEPT: u32 = 7u;           // float-float values a texel keeps: acc rgba (+ clear rgb, weighted)
 
 struct Params {
     src_size: vec2<u32>,
@@ -28,12 +30,15 @@ struct Params {
     chunk_rows: u32,
     zero: u32,        // 0: see `o`
     gcd: vec2<u32>,   // each axis's weights divided by gcd(source, level size): whole numbers, smaller
+    prev: vec2<u32>,  // `tree`: the previous level's size
 }
 
 @group(0) @binding(0) var src: texture_2d<f32>;
 @group(0) @binding(1) var<storage, read_write> packed: array<u32>;
 @group(0) @binding(2) var<uniform> prm: Params;
 @group(0) @binding(3) var<storage, read_write> partial: array<vec2<f32>>;  // 8 a texel and chunk
+@group(0) @binding(4) var<storage, read> prev_kept: array<vec2<f32>>;     // `tree`: the level before's sums
+@group(0) @binding(5) var<storage, read_write> kept: array<vec2<f32>>;    // KEEP: this level's, KEPT a texel
 
 // x, behind a wall: XOR with a uniform that is 0 at run time, which no compiler can see through.
 // Without it, optimizers that treat float addition as real arithmetic where SPIR-V has no
@@ -345,6 +350,50 @@ fn store(x: u32, row: u32, t: Sums) {
     }
 }
 
+// Keeps texel (x, y)'s sums for the next level (KEEP), then stores its values.
+fn finish_texel(x: u32, y: u32, row: u32, t: Sums) {
+    if (KEEP) {
+        let slot = (y * prm.dst_size.x + x) * KEPT;
+        for (var i = 0u; i < 4u; i++) {
+            kept[slot + i] = t.acc[i];
+        }
+        if (WEIGHTED) {
+            for (var i = 0u; i < 3u; i++) {
+                kept[slot + 4u + i] = t.clear[i];
+            }
+        }
+    }
+    store(x, row, t);
+}
+
+// A level whose every weight from the base is 1, from the previous level's kept sums: each
+// texel's 2 x 2 (2 x 1, 1 x 2) children added in row order; the weight sum is its texel count.
+@compute @workgroup_size(8, 8)
+fn tree(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= prm.dst_size.x || gid.y >= prm.rows) {
+        return;
+    }
+    let y = gid.y + prm.row0;
+    let fx = prm.prev.x / prm.dst_size.x;
+    let fy = prm.prev.y / prm.dst_size.y;
+    var t = zero_sums();
+    for (var j = 0u; j < fy; j++) {
+        for (var i = 0u; i < fx; i++) {
+            let slot = ((y * fy + j) * prm.prev.x + gid.x * fx + i) * KEPT;
+            for (var k = 0u; k < 4u; k++) {
+                t.acc[k] = add(t.acc[k], prev_kept[slot + k]);
+            }
+            if (WEIGHTED) {
+                for (var k = 0u; k < 3u; k++) {
+                    t.clear[k] = add(t.clear[k], prev_kept[slot + 4u + k]);
+                }
+            }
+        }
+    }
+    t.w = (prm.src_size.x / prm.dst_size.x) * (prm.src_size.y / prm.dst_size.y);
+    finish_texel(gid.x, y, gid.y, t);
+}
+
 @compute @workgroup_size(8, 8)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x >= prm.dst_size.x || gid.y >= prm.rows || gid.z >= prm.chunks) {
@@ -353,7 +402,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let y = gid.y + prm.row0;
     let t = sums(gid.x, y, gid.z);
     if (prm.chunks == 1u) {
-        store(gid.x, gid.y, t);
+        finish_texel(gid.x, y, gid.y, t);
         return;
     }
     let slot = ((gid.y * prm.dst_size.x + gid.x) * prm.chunks + gid.z) * 8u;
@@ -383,5 +432,5 @@ fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         t.w += bitcast<u32>(partial[slot + 7u].x);
     }
-    store(gid.x, gid.y, t);
+    finish_texel(gid.x, gid.y + prm.row0, gid.y, t);
 }

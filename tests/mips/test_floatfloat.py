@@ -152,7 +152,24 @@ def _shape(a, level):
     return max(1, h >> level), max(1, w >> level), c
 
 
-MODEL_SIZES = [(7, 13), (13, 7), (16, 16), (31, 33), (1, 9), (5, 1), (3, 2)]
+# (16, 16), (16, 2), (2, 16), (64, 32): levels 2.. from the level before (chain_plan's "tree")
+MODEL_SIZES = [(7, 13), (13, 7), (16, 16), (31, 33), (1, 9), (5, 1), (3, 2), (16, 2), (2, 16), (64, 32)]
+
+
+def test_chain_plan():
+    # 4096^2 weighted: level 1's kept sums (2048^2 texels x 7 float-floats x 8 bytes = 235 MB) exceed
+    # 128 MiB, level 2's (59 MB) do not: levels 1-2 from the base, 3.. from the level before
+    assert ff.chain_plan(4096, 4096, 13, True) == [("base", False), ("base", True)] + [("tree", True)] * 9 + [
+        ("tree", False)]
+    # straight: 4 float-floats a texel, level 1's 2048^2 x 32 bytes are exactly 128 MiB: they fit
+    assert ff.chain_plan(4096, 4096, 13, False)[:2] == [("base", True), ("tree", True)]
+    assert ff.chain_plan(2048, 2048, 12, True)[:2] == [("base", True), ("tree", True)]
+    # 16 x 2: (8, 1) (4, 1) (2, 1) (1, 1), each halving x, y staying 1
+    assert ff.chain_plan(16, 2, 5, False) == [("base", True), ("tree", True), ("tree", True), ("tree", False)]
+    # 1000 x 999: 999 is odd, no level's y weights are all 1
+    assert all(how == ("base", False) for how in ff.chain_plan(1000, 999, 10, True))
+    # 12 x 8: (6, 4) (3, 2) (1, 1): 12 % 1 == 0 but (3, 2) -> (1, 1) does not halve x
+    assert ff.chain_plan(12, 8, 4, False) == [("base", True), ("tree", False), ("base", False)]
 
 
 @pytest.mark.parametrize("fmt", sorted(CHANNELS))
@@ -184,7 +201,7 @@ def test_footprints_in_chunks_equal_the_model(gpu, rng, monkeypatch, fmt):
     for lv, (g, m) in enumerate(zip(got, want), start=1):
         assert np.array_equal(g.view(np.uint32), m.view(np.uint32)), f"level {lv}"
     # and the chunks change nothing but the order of the sums: the same values as one chunk
-    monkeypatch.setattr(exact, "EXACT_LOOP_LIMIT", 32768)
+    monkeypatch.setattr(exact, "EXACT_LOOP_LIMIT", 1 << 30)
     whole = ff.model_levels(a, weighted=True, half=half)
     assert sum(int((x != y).sum()) for x, y in zip(want, whole)) == 0
 
@@ -331,3 +348,4 @@ def test_same_bytes_as_the_float64_path(gpu, rng, monkeypatch, w, h):
     f64 = _chain(gpu, a, "rgba32float", "weighted", monkeypatch, f64="1")
     for lv, (x, y) in enumerate(zip(ffl, f64), start=1):
         assert np.array_equal(x.view(np.uint32), y.view(np.uint32)), f"level {lv}"
+
