@@ -15,7 +15,9 @@ runs with ``GPUTEX_MIPS_F64=0`` (what a device without ``shader-f64`` runs for 3
 
 ``--hashes`` writes the float-float chains' level hashes for a matrix of formats, sizes and
 alpha modes (what "the same bytes on every adapter" is checked by: run it on two adapters and
-``--against`` the other's file).
+``--against`` the other's file). ``--loop-limit N`` runs with another chunk size of the footprints
+(``mips.exact.EXACT_LOOP_LIMIT``; the float-float bytes may then differ where a value lies near a
+midpoint).
 """
 
 from __future__ import annotations
@@ -130,11 +132,18 @@ def main() -> None:
     p.add_argument("--formats", nargs="+", default=["rgba32float", "rgba16float"])
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--json", help="write the figures here")
+    p.add_argument("--loop-limit", type=int, help="mips.exact.EXACT_LOOP_LIMIT for this run (texels an invocation "
+                   "sums before the footprint goes in chunks)")
     p.add_argument("--hashes", metavar="OUT", help="write the float-float chains' level hashes here, and stop")
     p.add_argument("--against", help="with --hashes: another adapter's file to compare with")
     args = p.parse_args()
     gpu = gputex.Session()
     print(f"adapter: {gpu.name}", flush=True)
+    if args.loop_limit:
+        from gputex.mips import exact
+
+        exact.EXACT_LOOP_LIMIT = args.loop_limit
+        print(f"EXACT_LOOP_LIMIT {args.loop_limit}", flush=True)
     if args.hashes:
         got = hashes(gpu)
         with open(args.hashes, "w") as f:
