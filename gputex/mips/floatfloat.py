@@ -325,19 +325,18 @@ def _wsum_ff(w):
     return quick_two_sum((w & np.uint64(0xFFFF0000)).astype(_F), (w & np.uint64(0xFFFF)).astype(_F))
 
 
-def level_sums(img, dw: int, dh: int, *, channels: int, weighted: bool, chunk_rows: int | None = None):
+def level_sums(img, dw: int, dh: int, *, channels: int, weighted: bool, loop_limit: int):
     """The sums (acc rgba, clear rgb: float-float (dh, dw) arrays; the weight sum) of level
     ``(dw, dh)`` of ``img`` ((h, w, channels) float32) from the base, as ``mip_ff.wgsl``'s
-    ``main`` (and ``finish``, where the footprints go in chunks) makes them."""
-    from .exact import EXACT_LOOP_LIMIT
-
+    ``main`` (and ``finish``, where the footprints go in chunks of ``loop_limit`` texels: the
+    chain's ``mips.exact.EXACT_LOOP_LIMIT``) makes them."""
     img = _f(img)
     h, w = img.shape[:2]
     X, Y = np.arange(dw), np.arange(dh)
     x0, x1 = X * w // dw, ((X + 1) * w + dw - 1) // dw
     y0, y1 = Y * h // dh, ((Y + 1) * h + dh - 1) // dh
     fw, fh = -(-w // dw) + 1, -(-h // dh) + 1
-    rows = chunk_rows or (fh if fw * fh <= EXACT_LOOP_LIMIT else max(1, EXACT_LOOP_LIMIT // fw))
+    rows = fh if fw * fh <= loop_limit else max(1, loop_limit // fw)
     chunks = -(-fh // rows)
     parts = []
     for k in range(chunks):
@@ -395,17 +394,18 @@ def round_level(sums, *, channels: int, weighted: bool, half: bool):
     return np.stack(out, -1).astype(_F)
 
 
-def level_values(img, dw: int, dh: int, *, channels: int, weighted: bool, half: bool, chunk_rows: int | None = None):
+def level_values(img, dw: int, dh: int, *, channels: int, weighted: bool, half: bool, loop_limit: int):
     """Level ``(dw, dh)`` of ``img`` summed from the base and rounded: (dh, dw, channels) float32
     (float16 values where ``half``)."""
     weighted = weighted and channels in (2, 4)
-    sums = level_sums(img, dw, dh, channels=channels, weighted=weighted, chunk_rows=chunk_rows)
+    sums = level_sums(img, dw, dh, channels=channels, weighted=weighted, loop_limit=loop_limit)
     return round_level(sums, channels=channels, weighted=weighted, half=half)
 
 
-def model_levels(img, levels: int | None = None, *, weighted: bool, half: bool):
+def model_levels(img, levels: int | None = None, *, weighted: bool, half: bool, loop_limit: int):
     """Every level >= 1 of the box chain of ``img`` ((h, w, channels) float32) as the shader
-    makes it: :func:`chain_plan`'s levels from the base or from the level before."""
+    makes it: :func:`chain_plan`'s levels from the base or from the level before (``loop_limit``:
+    the chain's ``mips.exact.EXACT_LOOP_LIMIT``)."""
     img = _f(img)
     h, w, channels = img.shape
     n = levels or max(w, h).bit_length()
@@ -416,7 +416,7 @@ def model_levels(img, levels: int | None = None, *, weighted: bool, half: bool):
         if how == "tree":
             sums = tree_sums(prev, dw, dh, (w, h), weighted)
         else:
-            sums = level_sums(img, dw, dh, channels=channels, weighted=weighted)
+            sums = level_sums(img, dw, dh, channels=channels, weighted=weighted, loop_limit=loop_limit)
         out.append(round_level(sums, channels=channels, weighted=weighted, half=half))
         prev = sums
     return out

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gputex
+from gputex.mips import exact, generate_mips
 from gputex.mips import floatfloat as ff
-from gputex.mips import generate_mips
 
 from reference import filter_levels
 
@@ -180,7 +180,7 @@ def test_shader_equals_its_model_byte_for_byte(gpu, rng, monkeypatch, fmt, w, h,
     for kind in ("unit", "signed"):
         a = _float_image(rng, w, h, CHANNELS[fmt], half, kind)
         got = _chain(gpu, a, fmt, alpha, monkeypatch)
-        want = ff.model_levels(a, weighted=alpha == "weighted", half=half)
+        want = ff.model_levels(a, weighted=alpha == "weighted", half=half, loop_limit=exact.EXACT_LOOP_LIMIT)
         assert len(got) == len(want)
         for lv, (g, m) in enumerate(zip(got, want), start=1):
             assert np.array_equal(g.view(np.uint32), m.view(np.uint32)), \
@@ -191,18 +191,16 @@ def test_shader_equals_its_model_byte_for_byte(gpu, rng, monkeypatch, fmt, w, h,
 def test_footprints_in_chunks_equal_the_model(gpu, rng, monkeypatch, fmt):
     """Long footprints summed in chunks of rows and added up by ``finish`` (the limit lowered to
     16 texels, so a 31x33 base's levels 2.. take 2-17 chunks)."""
-    from gputex.mips import exact
-
     monkeypatch.setattr(exact, "EXACT_LOOP_LIMIT", 16)
     half = fmt.endswith("16float")
     a = _float_image(rng, 31, 33, CHANNELS[fmt], half, "signed")
     got = _chain(gpu, a, fmt, "weighted", monkeypatch)
-    want = ff.model_levels(a, weighted=True, half=half)
+    want = ff.model_levels(a, weighted=True, half=half, loop_limit=exact.EXACT_LOOP_LIMIT)
     for lv, (g, m) in enumerate(zip(got, want), start=1):
         assert np.array_equal(g.view(np.uint32), m.view(np.uint32)), f"level {lv}"
     # and the chunks change nothing but the order of the sums: the same values as one chunk
     monkeypatch.setattr(exact, "EXACT_LOOP_LIMIT", 1 << 30)
-    whole = ff.model_levels(a, weighted=True, half=half)
+    whole = ff.model_levels(a, weighted=True, half=half, loop_limit=exact.EXACT_LOOP_LIMIT)
     assert sum(int((x != y).sum()) for x, y in zip(want, whole)) == 0
 
 
