@@ -8,7 +8,8 @@ float64) against the float32 chain (the named baseline) and the float64 chain, s
 For each size and format, a noise image in [0, 1) with 30% transparent texels (weighted alpha)
 is uploaded; each chain is timed as ``benchmarks/mips_kernels.py`` times one (queued behind
 speed-of-light work, two timestamp passes around it, median of ``--repeat``). Printed per chain:
-the path the report names, GPU ms, the ratio to the float32 chain (``float32``: ``precision=
+the path the report names, GPU ms (``--wall``: the median wall time of a chain and a wait, for CPU
+adapters, where the speed-of-light queue would hold seconds of work), the ratio to the float32 chain (``float32``: ``precision=
 "float32"``) and to the speed of light, and a hash of every level's bytes. ``float-float``
 runs with ``GPUTEX_MIPS_F64=0`` (what a device without ``shader-f64`` runs for 32-bit floats;
 16-bit floats take it everywhere); ``float64`` where the device has ``shader-f64`` (32-bit).
@@ -65,6 +66,18 @@ def level_hash(tex) -> str:
     return h.hexdigest()[:16]
 
 
+def wall_median(gpu, run, repeat: int) -> float:
+    """Median wall ns of ``run()`` then a wait for the GPU (``--wall``: CPU adapters, where the
+    speed-of-light queue would hold seconds of work)."""
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        run()
+        gpu.wait()
+        out.append((time.perf_counter() - t0) * 1e9)
+    return sorted(out)[len(out) // 2]
+
+
 def timings(gpu, args) -> list[dict]:
     mk = _load("mips_kernels")
     bm = mk.bm
@@ -74,8 +87,8 @@ def timings(gpu, args) -> list[dict]:
         for fmt in args.formats:
             a = image(w, h, fmt)
             tex = gputex.upload(gpu, gputex.from_array(a, "linear"), fmt, mips=True, precision="float32")
-            sol = bm.SpeedOfLight(gpu, tex)
-            sol_ns = bm.speed_of_light(gpu, sol, args.repeat)["median"]
+            sol = None if args.wall else bm.SpeedOfLight(gpu, tex)
+            sol_ns = bm.speed_of_light(gpu, sol, args.repeat)["median"] if sol else float("nan")
             print(f"\n{w}x{h} {fmt}, weighted alpha, {tex.levels} levels; speed of light {sol_ns / 1e6:.4f} ms",
                   flush=True)
             variants = [("float32", "float32", "1"), ("float-float", "exact", "0")]
@@ -92,18 +105,22 @@ def timings(gpu, args) -> list[dict]:
                 generate_mips(tex, precision=precision)
                 gpu.wait()
                 warm = time.perf_counter() - t0
-                sol.warm()
-                ns = mk.gpu_median(gpu, sol, lambda: generate_mips(tex, precision=precision), args.repeat, warm)
+                if sol:
+                    sol.warm()
+                    ns = mk.gpu_median(gpu, sol, lambda: generate_mips(tex, precision=precision), args.repeat, warm)
+                else:
+                    ns = wall_median(gpu, lambda: generate_mips(tex, precision=precision), args.repeat)
                 base_ns = base_ns or ns
                 digest = level_hash(tex)
-                print(f"  {label:>12} ({report.precision:>11}) GPU {ns / 1e6:9.4f} ms  {ns / base_ns:6.2f}x float32  "
+                print(f"  {label:>12} ({report.precision:>11}) {'wall' if args.wall else 'GPU'} {ns / 1e6:9.4f} ms  {ns / base_ns:6.2f}x float32  "
                       f"{ns / sol_ns:7.1f}x speed of light   wall first {first * 1e3:8.1f} ms, warm "
                       f"{warm * 1e3:7.1f} ms   levels {digest}", flush=True)
                 rows.append({"size": [w, h], "format": fmt, "chain": label, "path": report.precision,
                              "gpu_ms": ns / 1e6, "ratio_to_float32": ns / base_ns, "sol_ms": sol_ns / 1e6,
                              "wall_first_ms": first * 1e3, "wall_warm_ms": warm * 1e3, "levels_sha256": digest})
             os.environ.pop("GPUTEX_MIPS_F64", None)
-            sol.destroy()
+            if sol:
+                sol.destroy()
             tex.destroy()
     return rows
 
@@ -132,6 +149,8 @@ def main() -> None:
     p.add_argument("--formats", nargs="+", default=["rgba32float", "rgba16float"])
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--json", help="write the figures here")
+    p.add_argument("--wall", action="store_true", help="time each chain by its wall time, no speed-of-light queue "
+                   "(CPU adapters such as lavapipe)")
     p.add_argument("--loop-limit", type=int, help="mips.exact.EXACT_LOOP_LIMIT for this run (texels an invocation "
                    "sums before the footprint goes in chunks)")
     p.add_argument("--hashes", metavar="OUT", help="write the float-float chains' level hashes here, and stop")

@@ -13,7 +13,10 @@
    extension ``gputex._mipcpu``; ``GPUTEX_MIPS_ENGINE`` overrides) and written into the levels.
 3. Where float64 is allowed (:func:`use_float64`): box mips of 16-bit and float32 formats
    and kernel chains of those and the 4-byte 8-bit formats in float64 (:mod:`.exact`).
-4. Everything else: the float32 chain (:mod:`.chain`), drawn by a fragment shader instead
+4. ``precision="exact"``, box filter, float formats of linear data that float64 does not serve
+   (rg/rgba16float; r/rg/rgba32float without float64): float-float sums from float32 arithmetic,
+   correctly rounded and the same bytes on every adapter (:mod:`.floatfloat`, ``mip_ff.wgsl``).
+5. Everything else: the float32 chain (:mod:`.chain`), drawn by a fragment shader instead
    of a compute pass where ``path="render"`` applies (:func:`needs_render_target`).
 
 The pieces: :mod:`.filters` (the filter registry: adding a filter is one function and one
@@ -42,8 +45,9 @@ __all__ = ["generate_mips", "MipReport", "FILTERS", "FILTER_NAMES", "ALPHA_MODES
            "box_source_level", "kernel_taps", "mips_path", "needs_render_target", "stored_format", "use_float64",
            "check_precision"]
 
-#: ``exact``: integer chain where it applies, float64 where the device has it, else float32;
-#: ``fast``: no integer chain; ``float32``: float32 only (what an adapter without shader-f64 runs);
+#: ``exact``: integer chain where it applies, float64 where the device has it, float-float for
+#: box mips of float formats, else float32; ``fast``: no integer or float-float chain;
+#: ``float32``: the float32 chain only;
 #: ``int``: ``exact`` with the multi-pass integer chain only (the reference the single-pass form,
 #: :mod:`.spd`, and the cell form, :mod:`.odd`, are checked and timed against: the same bytes).
 PRECISIONS = ("exact", "fast", "float32", "int")
@@ -149,9 +153,10 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
         ``exact`` (default): box chains of 8- and 16-bit unorm formats are correctly rounded
         and the same bytes on every adapter that passes the self-check (integer arithmetic,
         :mod:`gputex.mips.integer`); float32 formats use float64 where the device has
-        ``shader-f64``. ``fast``: the float chains (float32, within 1 LSB at 8 bits; float64
-        for 16-bit and float32 formats where the device has ``shader-f64``). ``float32``:
-        float32 only, as on an adapter without ``shader-f64``. ``int``: ``exact`` without the
+        ``shader-f64``, else (and 16-bit floats always) float-float sums, correctly rounded and
+        the same bytes on every adapter (:mod:`gputex.mips.floatfloat`). ``fast``: the float
+        chains (float32, within 1 LSB at 8 bits; float64 for 16-bit and float32 formats where
+        the device has ``shader-f64``). ``float32``: the float32 chain only. ``int``: ``exact`` without the
         single-pass and cell forms of the integer chain (:mod:`.spd`, :mod:`.odd`, the same
         bytes): the multi-pass chain they are checked and timed against (the shader also on a
         CPU adapter, where ``exact`` computes the same integers on the host: :mod:`.cpu`).
@@ -190,9 +195,18 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
     if precision in ("exact", "int") and _int_chain(tex, report, filter, alpha, normal_map, alpha_coverage, layer,
                                                    measure, single_pass=precision == "exact", base=base):
         return report
-    from .exact import exact_chain, exact_kernel_chain, exact_kernel_ok, exact_ok, ff_ok
+    from .exact import exact_chain, exact_kernel_chain, exact_kernel_ok, exact_ok, ff_ok, ff_self_check
 
     float64 = use_float64(tex.session, precision)
+    ff_failed = ""  # why the float-float chain's self-check failed, where it did: the float32 chain runs
+    if precision in ("exact", "int") and ff_ok(tex, filter, normal_map, alpha_coverage, float64):
+        passed, why = ff_self_check(tex.session, tex.format, alpha)
+        if passed:
+            report.sources = [0] * (tex.levels - 1)
+            report.exact, report.precision = True, "float-float"
+            report.gpu_ns, report.pass_ns = exact_chain(tex, alpha, layer, floatfloat=True, measure=measure)
+            return report
+        ff_failed = f"{tex.session.name}: the float-float mip chain failed its self-check ({why})"
     if exact_kernel_ok(tex, filter, normal_map, alpha_coverage, float64):
         report.sources = list(range(tex.levels - 1))
         report.exact, report.precision = True, "float64"
@@ -203,13 +217,9 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
         report.exact, report.precision = True, "float64"
         report.gpu_ns, report.pass_ns = exact_chain(tex, alpha, layer, measure=measure)
         return report
-    if precision in ("exact", "int") and ff_ok(tex, filter, normal_map, alpha_coverage, float64):
-        report.sources = [0] * (tex.levels - 1)
-        report.exact, report.precision = True, "float-float"
-        report.gpu_ns, report.pass_ns = exact_chain(tex, alpha, layer, floatfloat=True, measure=measure)
-        return report
     _float_chain(tex, report, kind, filter, alpha, alpha_coverage, normal_map, wrap, layer, measure,
                  needs_render_target(tex.session, tex.format, path))
+    report.note = f"{ff_failed}; the float32 chain was used" if ff_failed else report.note
     return report
 
 

@@ -20,7 +20,7 @@ from .filters import kernel_taps
 if TYPE_CHECKING:
     from ..texture import Texture
 
-__all__ = ["EXACT_FORMATS", "EXACT_KERNEL_FORMATS", "EXACT_LOOP_LIMIT", "exact_ok", "ff_ok", "exact_chain",
+__all__ = ["EXACT_FORMATS", "EXACT_KERNEL_FORMATS", "EXACT_LOOP_LIMIT", "exact_ok", "ff_ok", "ff_self_check", "exact_chain",
            "exact_kernel_ok", "exact_kernel_chain", "record_exact_bands", "kernel_shader", "sep_tables",
            "KERNEL_SHADER", "KERNEL_SHADERS"]
 
@@ -56,6 +56,67 @@ def ff_ok(tex: Texture, filter: str, normal_map: bool, coverage, float64: bool) 
     name = tex.format.name
     return (filter == "box" and not normal_map and coverage is None and name in FF_FORMATS
             and tex.color_space != "srgb" and not (float64 and name in EXACT_FORMATS))
+
+
+def ff_check_image(w: int, h: int, channels: int, half: bool):
+    """A float-float self-check image: values from an integer hash (no random generator whose
+    stream could change), signed, magnitudes over 2^-12 .. 2^12 (2^-6 .. 2^6 for float16), alpha
+    in [0, 1) with some texels 0."""
+    import numpy as np
+
+    i = np.arange(w * h * channels, dtype=np.uint64).reshape(h, w, channels)
+    mix = (i * np.uint64(2654435761) + np.uint64(12345)) % np.uint64(1 << 32)
+    span = 6 if half else 12
+    frac = ((mix >> np.uint64(8)) & np.uint64(0xFFFFFF)).astype(np.float64) / 2.0 ** 24
+    sign = np.where((mix & np.uint64(1)) == 1, -1.0, 1.0)
+    v = sign * 2.0 ** (frac * 2 * span - span)
+    if channels in (2, 4):
+        v[..., -1] = np.where(((mix[..., -1] >> np.uint64(3)) % np.uint64(3)) == 0, 0.0, frac[..., -1])
+    return v.astype(np.float16 if half else np.float32).astype(np.float32)
+
+
+def ff_self_check(session, fmt, alpha: str) -> tuple[bool, str]:
+    """Once per session and kind (format, weighted alpha): the float-float chains of a 16x8 image
+    (levels from the level before) and a 13x7 one (weights from 1 to 13) must give the bytes of
+    :func:`.floatfloat.model_levels`, the same float32 operations in numpy. An adapter that
+    flushes subnormals or whose compiler sees through ``mip_ff.wgsl``'s walls would not. Returns
+    (passed, what differed)."""
+    from .floatfloat import FF_FORMATS
+
+    channels = FF_FORMATS[fmt.name][1]
+    key = ("ff-self-check", fmt.name, alpha == "weighted" and channels in (2, 4))
+    return session.cache("mip-ff").get(key, lambda: _ff_matches(session, fmt, alpha))
+
+
+def _ff_matches(session, fmt, alpha: str) -> tuple[bool, str]:
+    import numpy as np
+    import wgpu
+
+    from ..capture import capture
+    from ..decode import from_array
+    from ..upload import upload
+    from .floatfloat import FF_FORMATS, model_levels
+
+    channels = FF_FORMATS[fmt.name][1]
+    half = fmt.name.endswith("16float")
+    for w, h in ((16, 8), (13, 7)):
+        img = ff_check_image(w, h, channels, half)
+        levels = max(w, h).bit_length()
+        tex = upload(session, from_array(img, "linear"), fmt.name, levels=levels, color_space="linear",
+                     usage=wgpu.TextureUsage.TEXTURE_BINDING)
+        try:
+            exact_chain(tex, alpha, 0, floatfloat=True)
+            got = [np.asarray(capture(tex, lv), np.float32).reshape(max(1, h >> lv), max(1, w >> lv), channels)
+                   for lv in range(1, levels)]
+        finally:
+            tex.destroy()
+        want = model_levels(img, levels, weighted=alpha == "weighted", half=half, loop_limit=EXACT_LOOP_LIMIT)
+        for lv, (g, m) in enumerate(zip(got, want), start=1):
+            bad = np.argwhere(g.view(np.uint32) != m.view(np.uint32))
+            if len(bad):
+                y, x, c = (int(v) for v in bad[0])
+                return False, f"{w}x{h} level {lv} texel ({x}, {y}) channel {c}: {g[y, x, c]!r}, not {m[y, x, c]!r}"
+    return True, ""
 
 
 def exact_chain(tex: Texture, alpha: str, layer: int, floatfloat: bool = False,

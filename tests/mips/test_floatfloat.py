@@ -347,3 +347,34 @@ def test_same_bytes_as_the_float64_path(gpu, rng, monkeypatch, w, h):
     for lv, (x, y) in enumerate(zip(ffl, f64), start=1):
         assert np.array_equal(x.view(np.uint32), y.view(np.uint32)), f"level {lv}"
 
+
+
+def test_self_check_passes_here_and_a_disagreeing_adapter_gets_another_chain(gpu, rng, monkeypatch):
+    """The self-check's images against the model on this adapter; a model off by one ulp in one
+    value is caught; an adapter that fails the check gets the float32 chain, and the report says
+    why."""
+    from gputex.formats import get_format
+
+    for fmt in ("rgba32float", "rg16float"):
+        assert exact._ff_matches(gpu, get_format(fmt), "weighted") == (True, "")
+    real = ff.model_levels
+
+    def off(img, levels, **kw):
+        out = real(img, levels, **kw)
+        out[0][0, 0, 0] = np.nextafter(out[0][0, 0, 0], F32(np.inf))
+        return out
+
+    monkeypatch.setattr(ff, "model_levels", off)
+    ok, why = exact._ff_matches(gpu, get_format("r32float"), "straight")
+    assert not ok and why.startswith("16x8 level 1 texel (0, 0) channel 0: ")
+    monkeypatch.setattr(exact, "ff_self_check", lambda session, fmt, alpha: (False, "level 1 differs"))
+    a = _float_image(rng, 9, 7, 4, False, "unit")
+    monkeypatch.setenv("GPUTEX_MIPS_F64", "0")  # (float-float serves only where float64 does not)
+    tex = gputex.upload(gpu, gputex.from_array(a, "linear"), "rgba32float", mips=4)
+    try:
+        report = generate_mips(tex)
+    finally:
+        tex.destroy()
+    assert report.precision == "float" and not report.exact
+    assert report.note == (f"{gpu.name}: the float-float mip chain failed its self-check (level 1 differs); "
+                           "the float32 chain was used")
