@@ -1,5 +1,6 @@
 //! include mip_f64.wgsl
 //! include mip_pack64.wgsl
+//! include mip_box.wgsl
 // One mip level of a 16-bit unorm or 32-bit float texture, box filter, in float64: the result
 // is the exactly rounded area average (what a float64 reference computes), not float32's
 // approximation of it. Every level reads the base (no float32 work levels in between).
@@ -52,20 +53,15 @@ struct Sums {
 fn sums(x: u32, y: u32, chunk: u32) -> Sums {
     let s = prm.src_size;
     let d = prm.dst_size;
-    let x0 = (x * s.x) / d.x;
-    let x1 = ((x + 1u) * s.x + d.x - 1u) / d.x;
-    let y0 = (y * s.y) / d.y;
-    let y1 = ((y + 1u) * s.y + d.y - 1u) / d.y;
-    let r0 = min(y1, y0 + chunk * prm.chunk_rows);
-    let r1 = min(y1, r0 + prm.chunk_rows);
+    let span = box_span(x, y, chunk);
     var out: Sums;
     out.acc = array<f64, 4>(0.0, 0.0, 0.0, 0.0);
     out.clear = array<f64, 3>(0.0, 0.0, 0.0);
     out.w = 0.0;
-    for (var ty = r0; ty < r1; ty++) {
-        let wy = f64(min((ty + 1u) * d.y, (y + 1u) * s.y) - max(ty * d.y, y * s.y));
-        for (var tx = x0; tx < x1; tx++) {
-            let w = wy * f64(min((tx + 1u) * d.x, (x + 1u) * s.x) - max(tx * d.x, x * s.x));
+    for (var ty = span.z; ty < span.w; ty++) {
+        let wy = f64(box_weight(ty, y, s.y, d.y));
+        for (var tx = span.x; tx < span.y; tx++) {
+            let w = wy * f64(box_weight(tx, x, s.x, d.x));
             let c = fetch(vec2<i32>(i32(tx), i32(ty)));
             if (WEIGHTED && c[3] <= 0.0) {
                 out.clear[0] += w * c[0];

@@ -1,3 +1,4 @@
+//! include mip_box.wgsl
 // One box mip level of a float texture (r/rg/rgba32float, rg/rgba16float) without float64:
 // float-float sums (a value is a pair of f32 whose sum carries ~48 bits) and one rounding
 // decided by signs. The same arithmetic in numpy, operation for operation, is
@@ -140,19 +141,14 @@ fn fetch(p: vec2<i32>) -> vec4<f32> {
 fn sums(x: u32, y: u32, chunk: u32) -> Sums {
     let s = prm.src_size;
     let d = prm.dst_size;
-    let x0 = (x * s.x) / d.x;
-    let x1 = ((x + 1u) * s.x + d.x - 1u) / d.x;
-    let y0 = (y * s.y) / d.y;
-    let y1 = ((y + 1u) * s.y + d.y - 1u) / d.y;
-    let r0 = min(y1, y0 + chunk * prm.chunk_rows);
-    let r1 = min(y1, r0 + prm.chunk_rows);
+    let span = box_span(x, y, chunk);
     var out = zero_sums();
-    for (var ty = r0; ty < r1; ty++) {
-        let wyi = (min((ty + 1u) * d.y, (y + 1u) * s.y) - max(ty * d.y, y * s.y)) / prm.gcd.y;
+    for (var ty = span.z; ty < span.w; ty++) {
+        let wyi = box_weight(ty, y, s.y, d.y) / prm.gcd.y;
         let wy = f32(wyi);
         var row = zero_sums();
-        for (var tx = x0; tx < x1; tx++) {
-            let wxi = (min((tx + 1u) * d.x, (x + 1u) * s.x) - max(tx * d.x, x * s.x)) / prm.gcd.x;
+        for (var tx = span.x; tx < span.y; tx++) {
+            let wxi = box_weight(tx, x, s.x, d.x) / prm.gcd.x;
             let wx = f32(wxi);
             let c = fetch(vec2<i32>(i32(tx), i32(ty)));
             if (WEIGHTED && c.a <= 0.0) {
