@@ -66,7 +66,7 @@ class MipReport:
     alpha_scales: list[float] = field(default_factory=list)
     gpu_ns: int | None = None  # GPU time of the chain (timestamp queries), when measured
     pass_ns: list[int] = field(default_factory=list)  # time inside each compute pass
-    exact: bool = False  # made by the float64 path (mip_exact.wgsl) or the integer chain
+    exact: bool = False  # made by the float64 path (mip_exact.wgsl), the float-float one or the integer chain
     precision: str = "float"  # "integer" (mips.integer), "float64", "float-float" (mips.floatfloat) or "float"
     note: str = ""  # why the integer chain was not used where it was asked for (self-check)
     engine: str = "shader"  # "cpu": the integer chain made on the host (:mod:`.cpu`, the same bytes)
@@ -202,7 +202,11 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
     if precision in ("exact", "int") and ff_ok(tex, filter, normal_map, alpha_coverage, float64):
         passed, why = ff_self_check(tex.session, tex.format, alpha)
         if passed:
-            report.sources = [0] * (tex.levels - 1)
+            from .floatfloat import chain_plan
+
+            weighted = alpha == "weighted" and tex.format.channels in (2, 4)
+            report.sources = [0 if how == "base" else level - 1 for level, (how, _) in
+                              enumerate(chain_plan(*tex.size(0), tex.levels, weighted), start=1)]
             report.exact, report.precision = True, "float-float"
             report.gpu_ns, report.pass_ns = exact_chain(tex, alpha, layer, floatfloat=True, measure=measure)
             return report

@@ -324,6 +324,15 @@ def test_which_path_runs(gpu, rng, monkeypatch):
             assert report.precision == want and report.exact == (want != "float"), (fmt, allow, space, precision)
         finally:
             tex.destroy()
+    # the levels' sources: 16 x 8 makes levels 2.. from the level before, 9 x 7 each from the base
+    monkeypatch.setenv("GPUTEX_MIPS_F64", "0")
+    for (w, h), want_sources in (((16, 8), [0, 1, 2, 3]), ((9, 7), [0, 0, 0])):
+        tex = gputex.upload(gpu, gputex.from_array(_float_image(rng, w, h, 4, False, "unit"), "linear"),
+                            "rgba32float", mips=True)
+        try:
+            assert generate_mips(tex).sources == want_sources
+        finally:
+            tex.destroy()
 
 
 @pytest.mark.parametrize("w,h", [(257, 131), (64, 64)])
