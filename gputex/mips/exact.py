@@ -64,8 +64,9 @@ def ff_check_image(w: int, h: int, channels: int, half: bool):
     in [0, 1) with some texels 0."""
     import numpy as np
 
-    i = np.arange(w * h * channels, dtype=np.uint64).reshape(h, w, channels)
-    mix = (i * np.uint64(2654435761) + np.uint64(12345)) % np.uint64(1 << 32)
+    from .integer import hashed_words
+
+    mix = hashed_words(w, h, channels)
     span = 6 if half else 12
     frac = ((mix >> np.uint64(8)) & np.uint64(0xFFFFFF)).astype(np.float64) / 2.0 ** 24
     sign = np.where((mix & np.uint64(1)) == 1, -1.0, 1.0)
@@ -192,7 +193,8 @@ def exact_chain(tex: Texture, alpha: str, layer: int, floatfloat: bool = False,
                 if tree == "tree":
                     prev, entry = tex.size(level - 1), "tree"
             pipe, bgl = pipeline(session, shader, consts, entries, entry)
-            finish, _ = pipeline(session, shader, consts, entries, "finish")
+            # (compiled only where a level's footprints go in chunks: lavapipe compiles each variant)
+            finish = pipeline(session, shader, consts, entries, "finish")[0] if chunks > 1 else None
             record_exact_bands(enc, session, (pipe, finish, bgl), base, scratch, partial, (w0, h0),
                                (dw, dh, pitch, parts, rows, chunks), tex.texture, level, layer, query, extra, prev)
         return submit_timed(session, enc, query, f"{tex.source}: mip chain ({'float-float' if floatfloat else 'float64'})")

@@ -29,7 +29,7 @@ import numpy as np
 
 __all__ = ["EPSILON", "FF_FORMATS", "KEEP_LIMIT", "two_sum", "quick_two_sum", "split", "prod", "add", "mul", "prod_w",
            "mul_w", "axis_flags", "chain_plan", "kept_values", "neg",
-           "round_quotient", "level_values", "model_levels"]
+           "round_quotient", "level_sums", "tree_sums", "round_level", "model_levels"]
 
 #: Float formats the float-float path serves: (words per texel's format code, channels). FMT 2:
 #: float16 (two per word), 3: float32 words.
@@ -392,14 +392,6 @@ def round_level(sums, *, channels: int, weighted: bool, half: bool):
     else:
         out = [vals[0]]
     return np.stack(out, -1).astype(_F)
-
-
-def level_values(img, dw: int, dh: int, *, channels: int, weighted: bool, half: bool, loop_limit: int):
-    """Level ``(dw, dh)`` of ``img`` summed from the base and rounded: (dh, dw, channels) float32
-    (float16 values where ``half``)."""
-    weighted = weighted and channels in (2, 4)
-    sums = level_sums(img, dw, dh, channels=channels, weighted=weighted, loop_limit=loop_limit)
-    return round_level(sums, channels=channels, weighted=weighted, half=half)
 
 
 def model_levels(img, levels: int | None = None, *, weighted: bool, half: bool, loop_limit: int):

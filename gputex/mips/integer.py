@@ -162,14 +162,21 @@ def int_chain(tex: Texture, alpha: str, layer: int = 0, measure: bool = False):
     return [p.source for p in plan], gpu_ns, pass_ns
 
 
+def hashed_words(w: int, h: int, channels: int):
+    """(h, w, channels) uint64 words below 2^32 from a multiplicative hash of each value's index:
+    the self-checks' images (no random generator whose stream could change)."""
+    import numpy as np
+
+    i = np.arange(w * h * channels, dtype=np.uint64).reshape(h, w, channels)
+    return (i * np.uint64(2654435761) + np.uint64(12345)) % np.uint64(1 << 32)
+
+
 def self_check_image(channels: int, bits: int):
     """The self-check's 13x7 image: values from an integer hash (no random generator whose
     stream could change), some texels and one whole footprint column transparent."""
     import numpy as np
 
-    w, h = 13, 7
-    i = np.arange(w * h * channels, dtype=np.uint64).reshape(h, w, channels)
-    mix = (i * np.uint64(2654435761) + np.uint64(12345)) % np.uint64(1 << 32)
+    mix = hashed_words(13, 7, channels)
     v = (mix >> np.uint64(7)) & np.uint64((1 << bits) - 1)
     if channels in (2, 4):
         v[::3, ::2, -1] = 0
