@@ -580,6 +580,7 @@ def test_on_demand_a_device_that_fails_leaves_only_reported_files(rng, tmp_path,
     from gputex.errors import NoAdapterError
 
     reported: list = []
+    stalled: list = []
     failed: Future = Future()
 
     def fail_once_one_is_reported():  # (a done Future would fail the run before any result: review)
@@ -588,6 +589,14 @@ def test_on_demand_a_device_that_fails_leaves_only_reported_files(rng, tmp_path,
         deadline = time.monotonic() + 300
         while not reported and time.monotonic() < deadline:
             time.sleep(0.005)
+        if not reported:  # what this process's threads were doing, for the failure's message
+            import faulthandler
+            import tempfile
+
+            with tempfile.TemporaryFile("w+") as f:
+                faulthandler.dump_traceback(f, all_threads=True)
+                f.seek(0)
+                stalled.append(f.read())
         failed.set_exception(NoAdapterError("no GPU adapter found"))
 
     threading.Thread(target=fail_once_one_is_reported, daemon=True).start()
@@ -609,7 +618,7 @@ def test_on_demand_a_device_that_fails_leaves_only_reported_files(rng, tmp_path,
         run(expand_inputs(paths), stages("upload", opts, names), on_result=lambda r, s: reported.append(r),
             jobs=3, workers=2)
     assert made == [failed] and offers == []
-    assert reported and all(r.ok for r in reported)
+    assert reported and all(r.ok for r in reported), stalled
     assert "d.png" not in {os.path.basename(r.source) for r in reported}
     left = sorted(os.listdir(out)) if out.exists() else []
     assert left == sorted(os.path.basename(p) for r in reported for p in r.outputs)
