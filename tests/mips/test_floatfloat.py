@@ -77,17 +77,18 @@ def test_add_is_within_2_to_minus_45_of_the_magnitudes(a, b, c, d):
 def _nearest(q: Fraction, half: bool) -> tuple[float, Fraction]:
     """The float32 (float16) nearest to q, ties to even, and q's distance to the nearest midpoint."""
     dt = np.float16 if half else F32
-    c = dt(float(q))  # within an ulp; fix it exactly
-    best = None
-    for cand in (np.nextafter(c, dt(-np.inf)), c, np.nextafter(c, dt(np.inf))):
-        if not np.isfinite(cand):
-            continue
-        err = abs(_q(cand) - q)
-        key = (err, int(np.asarray(cand).view(np.uint16 if half else np.uint32)) & 1)
-        if best is None or key < best[0]:
-            best = (key, cand)
-    c = best[1]
-    up, down = np.nextafter(c, dt(np.inf)), np.nextafter(c, dt(-np.inf))
+    with np.errstate(over="ignore"):  # (beyond the largest finite value: inf, whose neighbour is it)
+        c = dt(float(q))  # within an ulp; fix it exactly
+        best = None
+        for cand in (np.nextafter(c, dt(-np.inf)), c, np.nextafter(c, dt(np.inf))):
+            if not np.isfinite(cand):
+                continue
+            err = abs(_q(cand) - q)
+            key = (err, int(np.asarray(cand).view(np.uint16 if half else np.uint32)) & 1)
+            if best is None or key < best[0]:
+                best = (key, cand)
+        c = best[1]
+        up, down = np.nextafter(c, dt(np.inf)), np.nextafter(c, dt(-np.inf))
     mids = [(_q(c) + _q(v)) / 2 for v in (up, down) if np.isfinite(v)]
     return float(c), min(abs(q - m) for m in mids)
 
