@@ -202,13 +202,9 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
     if precision in ("exact", "int") and ff_ok(tex, filter, normal_map, alpha_coverage, float64):
         passed, why = ff_self_check(tex.session, tex.format, alpha)
         if passed:
-            from .floatfloat import chain_plan
-
-            weighted = alpha == "weighted" and tex.format.channels in (2, 4)
-            report.sources = [0 if how == "base" else level - 1 for level, (how, _) in
-                              enumerate(chain_plan(*tex.size(0), tex.levels, weighted), start=1)]
             report.exact, report.precision = True, "float-float"
-            report.gpu_ns, report.pass_ns = exact_chain(tex, alpha, layer, floatfloat=True, measure=measure)
+            report.sources, report.gpu_ns, report.pass_ns = exact_chain(tex, alpha, layer, floatfloat=True,
+                                                                        measure=measure)
             return report
         ff_failed = f"{tex.session.name}: the float-float mip chain failed its self-check ({why})"
     if exact_kernel_ok(tex, filter, normal_map, alpha_coverage, float64):
@@ -217,9 +213,8 @@ def generate_mips(tex: Texture, *, filter: str = "box", alpha: str = "weighted",
         report.gpu_ns, report.pass_ns = exact_kernel_chain(tex, filter, wrap, alpha, layer, measure)
         return report
     if exact_ok(tex, filter, normal_map, alpha_coverage, float64):
-        report.sources = [0] * (tex.levels - 1)
         report.exact, report.precision = True, "float64"
-        report.gpu_ns, report.pass_ns = exact_chain(tex, alpha, layer, measure=measure)
+        report.sources, report.gpu_ns, report.pass_ns = exact_chain(tex, alpha, layer, measure=measure)
         return report
     _float_chain(tex, report, kind, filter, alpha, alpha_coverage, normal_map, wrap, layer, measure,
                  needs_render_target(tex.session, tex.format, path))

@@ -121,10 +121,12 @@ def _ff_matches(session, fmt, alpha: str) -> tuple[bool, str]:
 
 
 def exact_chain(tex: Texture, alpha: str, layer: int, floatfloat: bool = False,
-                measure: bool = False) -> tuple[int | None, list[int]]:
+                measure: bool = False) -> tuple[list[int], int | None, list[int]]:
     """Every level from the base, box filter, float64 sums and final rounding (``floatfloat``:
-    float-float sums from float32 arithmetic, ``mip_ff.wgsl``, for :func:`ff_ok`'s formats).
-    With ``measure`` (and timestamp queries): (GPU ns, each pass's ns), else (None, [])."""
+    float-float sums from float32 arithmetic, ``mip_ff.wgsl``, for :func:`ff_ok`'s formats; a
+    level of :func:`~gputex.mips.floatfloat.chain_plan`'s tree adds the level before's kept sums).
+    Returns each level's source level (:attr:`MipReport.sources`) and, with ``measure`` (and
+    timestamp queries), (GPU ns, each pass's ns), else (None, [])."""
     import wgpu
 
     session, device, fmt = tex.session, tex.session.device, tex.format
@@ -152,6 +154,7 @@ def exact_chain(tex: Texture, alpha: str, layer: int, floatfloat: bool = False,
     limit = min(session.limits.get("max-storage-buffer-binding-size", 128 << 20), 256 << 20)
     w0, h0 = tex.size(0)
     how = chain_plan(w0, h0, tex.levels, weighted) if floatfloat else [("base", False)] * (tex.levels - 1)
+    sources = [0 if tree == "base" else level - 1 for level, (tree, _) in enumerate(how, start=1)]
     plan = []
     for level in range(1, tex.levels):
         dw, dh = tex.size(level)
@@ -197,7 +200,8 @@ def exact_chain(tex: Texture, alpha: str, layer: int, floatfloat: bool = False,
             finish = pipeline(session, shader, consts, entries, "finish")[0] if chunks > 1 else None
             record_exact_bands(enc, session, (pipe, finish, bgl), base, scratch, partial, (w0, h0),
                                (dw, dh, pitch, parts, rows, chunks), tex.texture, level, layer, query, extra, prev)
-        return submit_timed(session, enc, query, f"{tex.source}: mip chain ({'float-float' if floatfloat else 'float64'})")
+        return (sources, *submit_timed(session, enc, query,
+                                       f"{tex.source}: mip chain ({'float-float' if floatfloat else 'float64'})"))
     finally:
         for b in made:
             b.destroy()
